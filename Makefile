@@ -1,0 +1,38 @@
+# One entry point per job. Every target sets itself up in .venv on a fresh machine
+# (Python 3.11 + pip + Java 17), so the README's two commands work as written.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-fast protos protos-check bench clean
+
+$(STAMP): pyproject.toml examples/lance_fw_delta/pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e examples/lance_fw_delta
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## The main job: Python -> Lance (lance_fw) -> read back by pylance and lance_fw.
+demo: $(STAMP)
+	$(BIN)/python examples/main_job.py
+
+## The whole test suite (slow suites included; select with -m "not slow" locally).
+test: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+## Regenerate lance_fw/_proto from protos/ (and check they are in sync).
+protos: $(STAMP)
+	$(BIN)/python tools/gen_protos.py
+
+protos-check: $(STAMP)
+	$(BIN)/python tools/gen_protos.py --check
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

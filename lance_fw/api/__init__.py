@@ -1,0 +1,1 @@
+"""The user-facing Python API, with pylance's names."""

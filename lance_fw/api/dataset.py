@@ -1,0 +1,210 @@
+"""``lance_fw.dataset(uri)`` and ``LanceDataset``: pylance's read surface."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from functools import cached_property
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
+from lance_fw.file.version import parse_version
+from lance_fw.io.storage import Storage, resolve_storage
+from lance_fw.schema import LanceSchema
+from lance_fw.table import flags as feature_flags
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
+from lance_fw.table.manifest import find_version, list_versions, read_manifest
+
+
+def dataset(uri: str, version: int | None = None, asof: datetime | str | None = None,
+            storage_options: dict | None = None, **_ignored) -> "LanceDataset":
+    """Open a dataset at its latest version, a given ``version``, or the version current ``asof``."""
+    return LanceDataset(uri, version=version, asof=asof, storage_options=storage_options)
+
+
+def _to_datetime(ts) -> datetime:
+    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9)
+
+
+class LanceDataset:
+    """One version of a Lance dataset (a read-only snapshot; writes go through ``write_dataset``)."""
+
+    def __init__(self, uri: str, version: int | None = None, asof: datetime | str | None = None,
+                 storage_options: dict | None = None, _storage: Storage | None = None):
+        self.uri = str(uri).rstrip("/")
+        self._storage_options = storage_options
+        self._storage = _storage or resolve_storage(self.uri, storage_options)
+        if asof is not None:
+            version = self._version_asof(asof)
+        if version is not None and not isinstance(version, int):
+            raise InvalidArgumentError(f"version must be an int (tags are not supported yet), got {version!r}")
+        entry = find_version(self._storage, self.uri, version)
+        self._manifest, self._index_section = read_manifest(self._storage, entry.path)
+        feature_flags.check_readable(self.uri, self._manifest.reader_feature_flags)
+
+    # -- versions ---------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return self._manifest.version
+
+    @property
+    def latest_version(self) -> int:
+        return list_versions(self._storage, self.uri)[-1].version
+
+    def versions(self) -> list[dict]:
+        out = []
+        for entry in list_versions(self._storage, self.uri):
+            manifest, _ = read_manifest(self._storage, entry.path)
+            out.append({"version": manifest.version, "timestamp": _to_datetime(manifest.timestamp),
+                        "metadata": dict(manifest.tag and {"tag": manifest.tag} or {})})
+        return out
+
+    def _version_asof(self, asof: datetime | str) -> int:
+        when = datetime.fromisoformat(asof) if isinstance(asof, str) else asof
+        if when.tzinfo is not None:
+            when = when.astimezone().replace(tzinfo=None)
+        chosen = None
+        for v in self.versions():
+            if v["timestamp"] <= when:
+                chosen = v["version"]
+        if chosen is None:
+            raise DatasetNotFoundError(f"{self.uri}: no version existed at {asof}")
+        return chosen
+
+    def checkout_version(self, version: int) -> "LanceDataset":
+        return LanceDataset(self.uri, version=version, _storage=self._storage)
+
+    def checkout_latest(self) -> "LanceDataset":
+        return LanceDataset(self.uri, _storage=self._storage)
+
+    # -- schema -----------------------------------------------------------------------------
+    @cached_property
+    def lance_schema(self) -> LanceSchema:
+        return LanceSchema.from_protos(self._manifest.fields, self._manifest.schema_metadata)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.lance_schema.to_arrow()
+
+    @property
+    def data_storage_version(self) -> str:
+        return self._manifest.data_format.version or "0.1"
+
+    @property
+    def max_field_id(self) -> int:
+        return self.lance_schema.max_field_id()
+
+    # -- fragments --------------------------------------------------------------------------
+    def get_fragments(self) -> list["LanceFragment"]:
+        return [LanceFragment(self, f) for f in self._manifest.fragments]
+
+    def get_fragment(self, fragment_id: int) -> "LanceFragment | None":
+        for f in self._manifest.fragments:
+            if f.id == fragment_id:
+                return LanceFragment(self, f)
+        return None
+
+    # -- reading ----------------------------------------------------------------------------
+    def count_rows(self, filter=None) -> int:
+        if filter is not None:
+            return self.to_table(filter=filter).num_rows
+        return sum(f.physical_rows - (f.deletion_file.num_deleted_rows if f.HasField("deletion_file") else 0)
+                   for f in self._manifest.fragments)
+
+    def __len__(self) -> int:
+        return self.count_rows()
+
+    def _fields(self, columns):
+        if columns is None:
+            return self.lance_schema.fields
+        if isinstance(columns, str):
+            raise InvalidArgumentError("columns must be a list of column names")
+        return [self.lance_schema.field(c) for c in columns]
+
+    def to_batches(self, columns: list[str] | None = None, filter=None, batch_size: int | None = None,
+                   with_row_address: bool = False, **_ignored) -> Iterator[pa.RecordBatch]:
+        fields = self._fields(columns)
+        for frag in self._manifest.fragments:
+            reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
+            try:
+                for batch in reader.batches(fields, batch_size or DEFAULT_BATCH_SIZE, with_row_address):
+                    if filter is not None:
+                        batch = batch.filter(_expression(filter))
+                    yield batch
+            finally:
+                reader.close()
+
+    def to_table(self, columns: list[str] | None = None, filter=None, limit: int | None = None,
+                 offset: int | None = None, **kwargs) -> pa.Table:
+        fields = self._fields(columns)
+        schema = pa.schema([f.to_arrow() for f in fields], metadata=self.schema.metadata)
+        if kwargs.get("with_row_address"):
+            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+        table = pa.Table.from_batches(list(self.to_batches(columns, filter, **kwargs)), schema=schema)
+        if offset or limit is not None:
+            table = table.slice(offset or 0, limit)
+        return table
+
+    def head(self, num_rows: int, **kwargs) -> pa.Table:
+        return self.to_table(limit=num_rows, **kwargs)
+
+
+def _expression(filter):
+    if isinstance(filter, pc.Expression):
+        return filter
+    raise InvalidArgumentError("string filters arrive with the Lance SQL filter dialect; pass a "
+                               "pyarrow.compute.Expression for now")
+
+
+class LanceFragment:
+    """One fragment of a dataset version (pylance's ``LanceFragment`` names)."""
+
+    def __init__(self, ds: LanceDataset, metadata):
+        self._ds, self.metadata = ds, metadata
+
+    @property
+    def fragment_id(self) -> int:
+        return self.metadata.id
+
+    @property
+    def physical_rows(self) -> int:
+        return self.metadata.physical_rows
+
+    @property
+    def num_deletions(self) -> int:
+        return self.metadata.deletion_file.num_deleted_rows if self.metadata.HasField("deletion_file") else 0
+
+    def count_rows(self, filter=None) -> int:
+        if filter is not None:
+            return self.to_table(filter=filter).num_rows
+        return self.physical_rows - self.num_deletions
+
+    def data_files(self) -> list:
+        return list(self.metadata.files)
+
+    def deletion_file(self):
+        return self.metadata.deletion_file if self.metadata.HasField("deletion_file") else None
+
+    def to_batches(self, columns=None, filter=None, batch_size: int | None = None, **kwargs):
+        reader = FragmentReader(self._ds._storage, self._ds.uri, self.metadata, self._ds.lance_schema)
+        try:
+            for batch in reader.batches(self._ds._fields(columns), batch_size or DEFAULT_BATCH_SIZE,
+                                        kwargs.get("with_row_address", False)):
+                yield batch.filter(_expression(filter)) if filter is not None else batch
+        finally:
+            reader.close()
+
+    def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
+        fields = self._ds._fields(columns)
+        schema = pa.schema([f.to_arrow() for f in fields])
+        if kwargs.get("with_row_address"):
+            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+        return pa.Table.from_batches(list(self.to_batches(columns, filter, **kwargs)), schema=schema)
+
+    def __repr__(self) -> str:
+        return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
+
+
+__all__ = ["LanceDataset", "LanceFragment", "dataset", "parse_version"]

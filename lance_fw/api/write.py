@@ -1,0 +1,220 @@
+"""``lance_fw.write_dataset``: stream data into data files, then commit one new version."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any, Iterable, Iterator
+
+import pyarrow as pa
+
+from lance_fw._proto import table_pb2
+from lance_fw.errors import DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, SchemaError
+from lance_fw.file.version import parse_version, version_name
+from lance_fw.file.writer import LanceFileWriter, WrittenFile
+from lance_fw.io.storage import Storage, join_uri, resolve_storage
+from lance_fw.schema import LanceSchema
+from lance_fw.table.manifest import list_versions, read_manifest
+from lance_fw.table.transaction import Append, Overwrite, commit
+
+MODES = ("create", "append", "overwrite")
+DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
+
+
+def _data_file_name() -> str:
+    """pylance's style: the first 3 uuid bytes in binary, then 26 hex digits."""
+    raw = uuid.uuid4().bytes
+    return "".join(f"{b:08b}" for b in raw[:3]) + raw[3:].hex() + ".lance"
+
+
+def _as_reader(data: Any, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """Accept what pylance accepts: Table, RecordBatch, RecordBatchReader, batches, pandas, datasets."""
+    if isinstance(data, pa.Table):
+        return data.schema, iter(data.to_batches())
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, iter([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, iter(data)
+    if type(data).__module__.startswith("pandas"):
+        table = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
+        return table.schema.remove_metadata() if schema is None else table.schema, iter(table.to_batches())
+    if hasattr(data, "to_batches") and hasattr(data, "schema"):  # pyarrow / lance_fw datasets
+        return data.schema, iter(data.to_batches())
+    if isinstance(data, Iterable):
+        it = iter(data)
+        if schema is None:
+            try:
+                first = next(it)
+            except StopIteration:
+                raise InvalidArgumentError("an empty iterable of batches needs schema=") from None
+            return first.schema, _chain(first, it)
+        return schema, it
+    raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}")
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    if isinstance(batch, pa.Table):
+        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([], target)
+    if batch.schema.equals(target):
+        return batch
+    try:
+        arrays = []
+        for f in target:
+            arr = batch.column(f.name)
+            arrays.append(arr if arr.type.equals(f.type) else arr.cast(f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=target)
+    except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError) as exc:
+        raise SchemaError(f"batch schema {batch.schema} does not match the dataset schema {target}: {exc}") from None
+
+
+def _check_append_schema(existing: pa.Schema, incoming: pa.Schema) -> None:
+    if sorted(existing.names) != sorted(incoming.names):
+        raise SchemaError(f"append schema does not match the dataset: dataset has columns {existing.names}, "
+                          f"data has {incoming.names}")
+    for f in existing:
+        other = incoming.field(f.name)
+        if not _same_kind(other.type, f.type):
+            raise SchemaError(f"append schema does not match the dataset: column {f.name!r} is {f.type} in the "
+                              f"dataset but {other.type} in the data")
+
+
+_SMALL = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+
+
+def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
+    """Equal up to 32/64-bit offsets (pandas hands over large_string for a string column)."""
+    def norm(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_large_list(t):
+            return pa.list_(t.value_field.with_type(norm(t.value_type)))
+        return _SMALL.get(t, t)
+    return a.equals(b) or norm(a).equals(norm(b))
+
+
+def write_fragments(storage: Storage, uri: str, batches: Iterator[pa.RecordBatch], arrow_schema: pa.Schema,
+                    schema: LanceSchema, version: tuple[int, int], max_rows_per_file: int,
+                    max_bytes_per_file: int, options: dict) -> list[table_pb2.DataFragment]:
+    """Write batches into data files that roll at ``max_rows_per_file``; return fragments (ids unset).
+
+    On failure every file written so far is deleted, so a failed write leaves no trace.
+    """
+    fragments: list[table_pb2.DataFragment] = []
+    written: list[str] = []
+    writer: LanceFileWriter | None = None
+
+    def close_writer() -> None:
+        nonlocal writer
+        if writer is not None:
+            done = writer.finish()
+            fragments.append(_fragment_of(done))
+            writer = None
+
+    try:
+        for batch in batches:
+            batch = _conform(batch, arrow_schema)
+            start = 0
+            while start < batch.num_rows:
+                if writer is None:
+                    name = _data_file_name()
+                    path = join_uri(uri, "data", name)
+                    written.append(path)
+                    writer = LanceFileWriter(storage, path, schema, version, options)
+                    writer.name = name  # type: ignore[attr-defined]
+                room = max_rows_per_file - writer._rows
+                piece = batch.slice(start, room)
+                writer.write_batch(piece)
+                start += piece.num_rows
+                if writer._rows >= max_rows_per_file or writer._pos >= max_bytes_per_file:
+                    close_writer()
+        close_writer()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        for path in written:
+            storage.delete(path)
+        raise
+    return fragments
+
+
+def _fragment_of(done: WrittenFile) -> table_pb2.DataFragment:
+    frag = table_pb2.DataFragment(physical_rows=done.num_rows)
+    data_file = frag.files.add()
+    data_file.path = done.path.rsplit("/", 1)[-1]
+    data_file.fields.extend(done.fields)
+    data_file.column_indices.extend(done.column_indices)
+    data_file.file_major_version, data_file.file_minor_version = done.version
+    data_file.file_size_bytes = done.size_bytes
+    return frag
+
+
+def write_dataset(data: Any, uri: str, schema: pa.Schema | None = None, mode: str = "create",
+                  max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE, max_rows_per_group: int = 1024,
+                  max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, data_storage_version: str | None = None,
+                  storage_options: dict | None = None, max_page_bytes: int | None = None,
+                  transaction_properties: dict | None = None, commit_message: str | None = None,
+                  **_ignored):
+    """Write ``data`` as a new dataset (``create``), more rows (``append``) or a replacement (``overwrite``)."""
+    from lance_fw.api.dataset import LanceDataset
+
+    if mode not in MODES:
+        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
+    if max_rows_per_file <= 0:
+        raise InvalidArgumentError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
+    uri = os.fspath(uri).rstrip("/") if not isinstance(uri, str) else uri.rstrip("/")
+    storage = resolve_storage(uri, storage_options)
+    versions = list_versions(storage, uri)
+    arrow_schema, batches = _as_reader(data, schema)
+    if schema is not None:
+        arrow_schema = schema
+    base = read_manifest(storage, versions[-1].path)[0] if versions else None
+    if mode == "create" and base is not None:
+        raise DatasetExistsError(f"{uri}: Dataset already exists; use mode='append' or 'overwrite'")
+    if mode == "append" and base is None:
+        mode = "create"  # pylance creates the dataset when appending to nothing
+    options = {"max_page_bytes": max_page_bytes} if max_page_bytes else {}
+
+    if mode == "append":
+        lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
+        existing = lance_schema.to_arrow()
+        _check_append_schema(existing, arrow_schema)
+        dataset_version = base.data_format.version or "0.1"
+        if data_storage_version is not None and parse_version(data_storage_version) != parse_version(dataset_version):
+            raise InvalidArgumentError(
+                f"data_storage_version={data_storage_version!r} differs from the dataset's {dataset_version}; "
+                "a dataset cannot mix file versions")
+        version = parse_version(dataset_version)
+        target = existing
+    else:
+        version = parse_version(data_storage_version)
+        lance_schema = LanceSchema.from_arrow(arrow_schema)
+        target = lance_schema.to_arrow()
+        if arrow_schema.metadata:
+            target = target.with_metadata(arrow_schema.metadata)
+
+    fragments = write_fragments(storage, uri, batches, target, lance_schema, version, max_rows_per_file,
+                                max_bytes_per_file, options)
+    properties = dict(transaction_properties or {})
+    if commit_message:
+        properties["lance.commit.message"] = commit_message
+    if mode == "append":
+        op = Append(fragments=fragments, properties=properties)
+    else:
+        op = Overwrite(fragments=fragments, properties=properties, schema_fields=lance_schema.to_protos(),
+                       schema_metadata=lance_schema.metadata, data_format_version=version_name(version),
+                       create_only=(mode == "create"))
+    try:
+        new_version = commit(storage, uri, op, read_version=base.version if base is not None else 0)
+    except BaseException:
+        for frag in fragments:
+            for data_file in frag.files:
+                storage.delete(join_uri(uri, "data", data_file.path))
+        raise
+    return LanceDataset(uri, version=new_version, _storage=storage)
+
+
+__all__ = ["write_dataset", "DatasetNotFoundError"]

@@ -1,0 +1,51 @@
+"""The LanceError hierarchy: every failure a user can cause names what failed."""
+
+from __future__ import annotations
+
+
+class LanceError(Exception):
+    """Base class of every error lance_fw raises on purpose."""
+
+
+class DatasetNotFoundError(LanceError, FileNotFoundError):
+    """No dataset (no manifest) at the URI, or the requested version does not exist."""
+
+
+class DatasetExistsError(LanceError, FileExistsError):
+    """``mode="create"`` on a URI that already holds a dataset."""
+
+
+class CorruptFileError(LanceError):
+    """A data file, manifest or deletion file is truncated or does not parse.
+
+    The message always names the file, so the user knows what to restore or delete.
+    """
+
+    def __init__(self, path: str, detail: str):
+        self.path = path
+        self.detail = detail
+        super().__init__(f"{path}: {detail}")
+
+
+class UnsupportedEncodingError(LanceError):
+    """A page uses an encoding no installed plugin can decode (names the encoding and column)."""
+
+
+class UnsupportedFeatureError(LanceError):
+    """The dataset needs a reader/writer feature flag or format version lance_fw does not implement."""
+
+
+class SchemaError(LanceError, ValueError):
+    """Data does not fit the dataset schema, or an Arrow type cannot be stored at this file version."""
+
+
+class InvalidArgumentError(LanceError, ValueError):
+    """A bad option or argument (names the option)."""
+
+
+class CommitConflictError(LanceError):
+    """A concurrent writer committed a version this transaction cannot be rebased on."""
+
+
+class StorageError(LanceError, OSError):
+    """The storage backend failed, or no backend handles the URI's scheme."""

@@ -1,0 +1,157 @@
+"""Reader of one Lance data file: row ranges of fields, decoded through the encoding plugins."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf import any_pb2
+
+from lance_fw._proto import encodings_v2_0_pb2
+from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
+from lance_fw.file import structure_v2_0
+from lance_fw.file.container import FileTail, parse_message, read_tail
+from lance_fw.file.encoding import PageInput, decode_page
+from lance_fw.file.version import version_name
+from lance_fw.io.storage import RangeReader, Storage
+from lance_fw.schema import LanceField, LanceSchema
+
+READABLE_VERSIONS = ((2, 0),)
+
+
+class LanceFileReader:
+    """Open once (reads the tail), then read any row range of any field."""
+
+    def __init__(self, storage: Storage, path: str, column_of_field: dict[int, int] | None = None,
+                 reader: RangeReader | None = None):
+        self.path = path
+        self._reader = reader or storage.open_reader(path)
+        self.tail: FileTail = read_tail(self._reader)
+        if self.tail.version not in READABLE_VERSIONS:
+            raise UnsupportedFeatureError(f"{path}: data file version {version_name(self.tail.version)} "
+                                          f"is not readable by this lance_fw yet")
+        self.schema = LanceSchema.from_protos(self.tail.descriptor.schema.fields, self.tail.descriptor.schema.metadata)
+        if column_of_field is None:  # a bare file: 2.0 columns follow the schema's pre-order
+            column_of_field = {f.id: i for i, f in enumerate(self.schema.walk())}
+        self.column_of_field = column_of_field
+        self._page_starts: dict[int, list[int]] = {}
+        self._cache: dict[int, tuple[int, pa.Array]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def num_rows(self) -> int:
+        return self.tail.num_rows
+
+    def close(self) -> None:
+        self._reader.close()
+
+    # -- public -----------------------------------------------------------------------------
+    def read_fields(self, fields: list[LanceField], start: int = 0, stop: int | None = None) -> list[pa.Array]:
+        stop = self.num_rows if stop is None else min(stop, self.num_rows)
+        return [self.read_field(f, start, stop) for f in fields]
+
+    def read_field(self, field: LanceField, start: int, stop: int) -> pa.Array:
+        col = self._column(field)
+        if field.is_struct:
+            children = [self.read_field(c, start, stop) for c in field.children]
+            return pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children]) \
+                if children else pa.nulls(stop - start, field.arrow_type())
+        if field.is_list:
+            lengths = self._read_column(col, start, stop, pa.int64(), field)
+            first = self._items_before(col, start, field)
+            count = int(pc.sum(lengths).as_py() or 0)
+            items = self.read_field(field.children[0], first, first + count)
+            return structure_v2_0.lengths_to_list(field.arrow_type(), lengths, items)
+        return self._read_column(col, start, stop, field.arrow_type(), field)
+
+    # -- columns and pages ------------------------------------------------------------------
+    def _column(self, field: LanceField) -> int:
+        try:
+            return self.column_of_field[field.id]
+        except KeyError:
+            raise CorruptFileError(self.path, f"field {field.name!r} (id {field.id}) has no column in this file") from None
+
+    def _starts(self, col: int) -> list[int]:
+        starts = self._page_starts.get(col)
+        if starts is None:
+            if col >= len(self.tail.columns):
+                raise CorruptFileError(self.path, f"column {col} does not exist ({len(self.tail.columns)} columns)")
+            starts = [0]
+            for page in self.tail.columns[col].pages:
+                starts.append(starts[-1] + page.length)
+            self._page_starts[col] = starts
+        return starts
+
+    def _read_column(self, col: int, start: int, stop: int, arrow_type: pa.DataType, field: LanceField) -> pa.Array:
+        starts = self._starts(col)
+        if stop <= start:
+            return pa.array([], arrow_type)
+        if stop > starts[-1]:
+            raise CorruptFileError(self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, need {stop}")
+        first = bisect.bisect_right(starts, start) - 1
+        last = bisect.bisect_left(starts, stop) - 1
+        pieces = []
+        todo = [p for p in range(first, last + 1) if self._cached(col, p) is None]
+        decoded = dict(zip(todo, self._decode_pages(col, todo, arrow_type, field)))
+        for p in range(first, last + 1):
+            page = decoded.get(p) or self._cached(col, p)
+            lo = max(start, starts[p]) - starts[p]
+            hi = min(stop, starts[p + 1]) - starts[p]
+            pieces.append(page.slice(lo, hi - lo))
+        if todo:
+            with self._lock:
+                self._cache[col] = (last, decoded.get(last) or self._cached(col, last))
+        return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
+
+    def _cached(self, col: int, page: int) -> pa.Array | None:
+        hit = self._cache.get(col)
+        return hit[1] if hit is not None and hit[0] == page else None
+
+    def _decode_pages(self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField) -> list[pa.Array]:
+        metas = [self.tail.columns[col].pages[p] for p in pages]
+        ranges = [(off, size) for m in metas for off, size in zip(m.buffer_offsets, m.buffer_sizes)]
+        for off, size in ranges:
+            if off + size > self._reader.size():
+                raise CorruptFileError(self.path, f"column {col} page buffer [{off}, {off + size}) lies past "
+                                                  f"the end of the file ({self._reader.size()} bytes)")
+        blobs = iter(self._reader.read_ranges(ranges))
+        out = []
+        for p, meta in zip(pages, metas):
+            buffers = [next(blobs) for _ in meta.buffer_offsets]
+            where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
+            encoding = self._page_encoding(meta, where)
+            array = decode_page(encoding, PageInput(buffers, meta.length, arrow_type, where))
+            if len(array) != meta.length:
+                raise CorruptFileError(self.path, f"{where} decoded {len(array)} rows, expected {meta.length}")
+            out.append(array)
+        return out
+
+    def _page_encoding(self, meta, where: str) -> any_pb2.Any:
+        if meta.encoding.WhichOneof("location") != "direct":
+            raise CorruptFileError(self.path, f"{where}: only direct page encodings are supported")
+        return parse_message(any_pb2.Any, meta.encoding.direct.encoding, self.path, f"{where} encoding")
+
+    def _items_before(self, col: int, row: int, field: LanceField) -> int:
+        """Number of list items referenced by the rows before ``row`` of a 2.0 list column.
+
+        Whole pages answer from their encoding's ``num_items``; only the page holding ``row``
+        is decoded.
+        """
+        starts = self._starts(col)
+        page = bisect.bisect_right(starts, row) - 1
+        total = sum(self._num_items(col, p) for p in range(min(page, len(starts) - 1)))
+        if row > starts[page] and page < len(starts) - 1:
+            lengths = self._read_column(col, starts[page], row, pa.int64(), field)
+            total += int(pc.sum(lengths).as_py() or 0)
+        return total
+
+    def _num_items(self, col: int, page: int) -> int:
+        meta = self.tail.columns[col].pages[page]
+        where = f"{self.path}: column {col}, page {page}"
+        enc = parse_message(encodings_v2_0_pb2.ArrayEncoding, self._page_encoding(meta, where).value,
+                            self.path, where)
+        if enc.WhichOneof("array_encoding") != "list":
+            raise CorruptFileError(self.path, f"{where}: expected a list page, found {enc.WhichOneof('array_encoding')}")
+        return enc.list.num_items

@@ -1,0 +1,34 @@
+"""File format versions: the names users pass and the numbers stored on disk."""
+
+from __future__ import annotations
+
+from lance_fw.errors import InvalidArgumentError
+
+#: ``data_storage_version`` aliases, as pylance 14 resolves them.
+_ALIASES = {"stable": "2.2", "legacy": "0.1", "next": "2.3"}
+#: The version lance_fw writes when the caller does not choose one.
+DEFAULT_VERSION = "2.0"
+SUPPORTED_WRITE = ("2.0",)
+
+
+def parse_version(name: str | None) -> tuple[int, int]:
+    """``"2.0"`` -> ``(2, 0)``; ``None`` -> the default; aliases as in pylance."""
+    text = _ALIASES.get(name, name) if name else DEFAULT_VERSION
+    try:
+        major, minor = (int(p) for p in str(text).split("."))
+    except ValueError:
+        raise InvalidArgumentError(f"data_storage_version {name!r} is not a version like '2.0'") from None
+    return major, minor
+
+
+def version_name(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def footer_version(version: tuple[int, int]) -> tuple[int, int]:
+    """What the 40-byte footer says: 2.0 files say 0.3 (history), later ones their own number."""
+    return (0, 3) if version == (2, 0) else version
+
+
+def from_footer(major: int, minor: int) -> tuple[int, int]:
+    return (2, 0) if (major, minor) == (0, 3) else (major, minor)

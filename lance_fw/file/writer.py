@@ -1,0 +1,174 @@
+"""Streaming writer of one Lance data file.
+
+Batches are shredded into columns; each column buffers arrays until it holds ``max_page_bytes``,
+then its encoder (picked by the ``lance_select_encoder`` hook) turns them into a page that is
+written at once. Memory stays bounded: when the buffered slices pin more than
+``max_buffered_bytes`` of input batches, the pending slices are compacted into their own buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import pyarrow as pa
+from google.protobuf import empty_pb2
+
+from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
+from lance_fw.errors import SchemaError, UnsupportedFeatureError
+from lance_fw.file import structure_v2_0
+from lance_fw.file.container import ALIGN, PAD_BYTE, write_tail
+from lance_fw.file.encoding import ColumnSpec, pack_any, select_encoder
+from lance_fw.file.version import SUPPORTED_WRITE, footer_version, version_name
+from lance_fw.io.storage import Storage
+from lance_fw.schema import LanceField, LanceSchema
+
+DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class _Column:
+    spec: ColumnSpec
+    encoder: Any
+    pages: list = field(default_factory=list)
+    pending: list = field(default_factory=list)
+    pending_bytes: int = 0
+    pending_rows: int = 0
+
+
+@dataclass
+class WrittenFile:
+    path: str
+    num_rows: int
+    size_bytes: int
+    fields: list[int]
+    column_indices: list[int]
+    version: tuple[int, int]
+
+
+class LanceFileWriter:
+    def __init__(self, storage: Storage, path: str, schema: LanceSchema, version: tuple[int, int],
+                 options: Mapping[str, Any] | None = None):
+        if version_name(version) not in SUPPORTED_WRITE:
+            raise UnsupportedFeatureError(
+                f"lance_fw cannot write data file version {version_name(version)} yet "
+                f"(writable: {', '.join(SUPPORTED_WRITE)})")
+        self.path, self.schema, self.version = path, schema, version
+        self.options = dict(options or {})
+        self.max_page_bytes = int(self.options.get("max_page_bytes") or DEFAULT_MAX_PAGE_BYTES)
+        self.max_buffered_bytes = int(self.options.get("max_buffered_bytes") or 8 * self.max_page_bytes)
+        self._columns = [self._make_column(f, role) for f, role in self._column_fields()]
+        self._out = storage.open_output(path)
+        self._pos = 0
+        self._rows = 0
+        self._retained = 0
+
+    # -- layout -----------------------------------------------------------------------------
+    def _column_fields(self) -> list[tuple[LanceField, str]]:
+        out = []
+        for f in self.schema.walk():
+            out.append((f, "struct" if f.is_struct else "list" if f.is_list else "leaf"))
+        return out
+
+    def _make_column(self, f: LanceField, role: str) -> _Column:
+        arrow_type = {"struct": pa.null(), "list": pa.int64()}.get(role) or f.arrow_type()
+        md = {k: v.decode("utf-8", "replace") for k, v in f.metadata.items()}
+        spec = ColumnSpec(f, arrow_type, md, self.version, role)
+        return _Column(spec, select_encoder(spec, self.options))
+
+    # -- writing ----------------------------------------------------------------------------
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if len(batch.schema) != len(self.schema.fields):
+            raise SchemaError(f"{self.path}: batch has {len(batch.schema)} columns, schema has {len(self.schema.fields)}")
+        arrays = []
+        for f, arr in zip(self.schema.fields, batch.columns):
+            arrays.extend(structure_v2_0.shred(f, arr))
+        for col, (_, _, arr) in zip(self._columns, arrays):
+            if not len(arr):  # e.g. the items of an all-null list column
+                continue
+            col.pending.append(arr)
+            col.pending_bytes += arr.nbytes if arr.type != pa.null() else 0
+            col.pending_rows += len(arr)
+            if col.pending_bytes >= self.max_page_bytes:
+                self._flush(col)
+        self._rows += batch.num_rows
+        self._retained += batch.nbytes
+        if self._retained > self.max_buffered_bytes:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Copy pending slices into fresh buffers so the input batches can be freed."""
+        for col in self._columns:
+            if len(col.pending) > 0:
+                col.pending = [_copy(pa.concat_arrays(col.pending))]
+        self._retained = 0
+
+    def _flush(self, col: _Column) -> None:
+        if not col.pending:
+            return
+        array = pa.concat_arrays(col.pending) if len(col.pending) > 1 else col.pending[0]
+        col.pending, col.pending_bytes, col.pending_rows = [], 0, 0
+        rows_per_page = len(array)
+        if array.nbytes > self.max_page_bytes and len(array) > 1:
+            rows_per_page = max(1, len(array) * self.max_page_bytes // array.nbytes)
+        for start in range(0, len(array), rows_per_page):
+            self._write_page(col, array.slice(start, rows_per_page))
+
+    def _write_page(self, col: _Column, array: pa.Array) -> None:
+        page = col.encoder.encode(array)
+        offsets, sizes = [], []
+        for buf in page.buffers:
+            self._align()
+            data = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
+            offsets.append(self._pos)
+            sizes.append(len(data))
+            self._write(data)
+        pb = file2_pb2.ColumnMetadata.Page(buffer_offsets=offsets, buffer_sizes=sizes, length=page.num_rows)
+        pb.encoding.direct.encoding = page.encoding.SerializeToString()
+        pb.priority = 0
+        col.pages.append(pb)
+
+    def _align(self) -> None:
+        pad = -self._pos % ALIGN
+        if pad:
+            self._write(PAD_BYTE * pad)
+
+    def _write(self, data) -> None:
+        self._out.write(data)
+        self._pos += len(data)
+
+    def finish(self) -> WrittenFile:
+        for col in self._columns:
+            self._flush(col)
+        descriptor = file2_pb2.FileDescriptor(length=self._rows)
+        descriptor.schema.fields.extend(self.schema.to_protos())
+        for k, v in self.schema.metadata.items():
+            descriptor.schema.metadata[k] = v
+        self._align()
+        gb0 = (self._pos, 0)
+        data = descriptor.SerializeToString()
+        self._write(data)
+        gb0 = (gb0[0], len(data))
+        column_encoding = pack_any(encodings_v2_0_pb2.ColumnEncoding(values=empty_pb2.Empty()))
+        metas = []
+        for col in self._columns:
+            meta = file2_pb2.ColumnMetadata(pages=col.pages)
+            meta.encoding.direct.encoding = column_encoding.SerializeToString()
+            metas.append(meta)
+        self._pos = write_tail(self._out, self._pos, metas, [gb0], footer_version(self.version))
+        self._out.close()
+        ids = [c.spec.field.id for c in self._columns]
+        return WrittenFile(self.path, self._rows, self._pos, ids, list(range(len(ids))), self.version)
+
+    def abort(self) -> None:
+        try:
+            self._out.close()
+        except Exception:  # noqa: BLE001 - best effort; the caller deletes the file
+            pass
+
+
+def _copy(array: pa.Array) -> pa.Array:
+    """A copy that shares no buffer with its source (concat of one array may be zero-copy)."""
+    return pa.concat_arrays([array, array.slice(0, 0)]) if len(array) else array

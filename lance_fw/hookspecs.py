@@ -1,0 +1,70 @@
+"""Every hook of the lance_fw kernel, one short docstringed function each.
+
+Built-in features (plugins/) and third-party packages implement these through the ``lance_fw``
+entry-point group. Hooks that pick *one* implementation are ``firstresult``: the most recently
+registered plugin answers first, and built-ins mark themselves ``trylast`` so an installed
+third-party plugin can take over.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import pluggy
+
+if TYPE_CHECKING:  # the kernel's interfaces, named for readers of this file
+    from lance_fw.file.encoding import ColumnEncoder, ColumnSpec, KindDecoder, PageDecoder
+    from lance_fw.io.storage import Storage
+    from lance_fw.table.commit import CommitHandler
+    from lance_fw.table.deletion import DeletionCodec
+
+hookspec = pluggy.HookspecMarker("lance_fw")
+hookimpl = pluggy.HookimplMarker("lance_fw")
+
+
+@hookspec
+def lance_page_decoders() -> Mapping[str, "PageDecoder"]:
+    """Page decoders keyed by the type URL of a page's ``google.protobuf.Any`` encoding.
+
+    e.g. ``{"/lance.encodings.ArrayEncoding": decode_v2_0_page}``. A file whose page names a URL
+    no plugin provides raises ``UnsupportedEncodingError`` naming the URL.
+    """
+
+
+@hookspec
+def lance_kind_decoders() -> Mapping[tuple[str, str], "KindDecoder"]:
+    """Decoders for one message kind inside a built-in encoding family.
+
+    Keyed by ``(family, kind)`` where family is the oneof message (``"lance.encodings.ArrayEncoding"``)
+    and kind the oneof member name (``"flat"``, ``"binary"``, ...), so a plugin can add or replace
+    one kind without re-implementing the whole family.
+    """
+
+
+@hookspec(firstresult=True)
+def lance_select_encoder(column: "ColumnSpec", options: Mapping[str, Any]) -> "ColumnEncoder | None":
+    """Return the encoder for one column of a data file, or None to let another plugin decide.
+
+    ``column`` carries the Lance field, the Arrow type, field metadata (``lance-encoding:*`` hints)
+    and the file version; ``options`` are the write options.
+    """
+
+
+@hookspec(firstresult=True)
+def lance_storage(uri: str, options: Mapping[str, Any]) -> "Storage | None":
+    """Return a ``Storage`` for ``uri`` (by scheme), or None if this plugin does not handle it."""
+
+
+@hookspec(firstresult=True)
+def lance_commit_handler(storage: "Storage", uri: str) -> "CommitHandler | None":
+    """Return the handler that atomically creates a manifest only if it is absent."""
+
+
+@hookspec
+def lance_deletion_codecs() -> Mapping[int, "DeletionCodec"]:
+    """Deletion-file codecs keyed by ``DeletionFile.file_type`` (0 = Arrow IPC, 1 = roaring)."""
+
+
+@hookspec
+def lance_index_types() -> Mapping[str, Any]:
+    """Index types keyed by name (``"BTREE"``, ``"BITMAP"`` ...); implementations come later."""

@@ -1,0 +1,132 @@
+"""What a storage backend must provide, and the helpers every backend shares.
+
+A backend is chosen per URI through the ``lance_storage`` hook (see ``hookspecs``). Paths passed to
+a ``Storage`` are full URIs/paths; datasets join them with :func:`join_uri`.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import BinaryIO, Sequence
+
+from lance_fw.errors import CorruptFileError, StorageError
+
+#: Ranges closer than this are read in one request (a gap this small costs less than a round trip).
+COALESCE_GAP = 64 * 1024
+
+
+def join_uri(base: str, *parts: str) -> str:
+    out = base.rstrip("/")
+    for p in parts:
+        out = f"{out}/{p.strip('/')}"
+    return out
+
+
+def coalesce_ranges(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP) -> list[tuple[int, int, list[int]]]:
+    """Merge (offset, length) ranges that are within ``gap`` bytes of each other.
+
+    Returns (start, length, indices of the input ranges it covers) per merged request.
+    """
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+    merged: list[tuple[int, int, list[int]]] = []
+    for i in order:
+        off, length = ranges[i]
+        if merged and off <= merged[-1][0] + merged[-1][1] + gap:
+            start, mlen, idx = merged[-1]
+            merged[-1] = (start, max(mlen, off + length - start), idx + [i])
+        else:
+            merged.append((off, length, [i]))
+    return merged
+
+
+class RangeReader(abc.ABC):
+    """Positional reads from one file. Implementations must be safe to call from several threads."""
+
+    path: str
+
+    @abc.abstractmethod
+    def size(self) -> int: ...
+
+    @abc.abstractmethod
+    def read(self, offset: int, length: int) -> bytes: ...
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+        """Read many ranges, coalescing nearby ones into single requests."""
+        out: list[memoryview | None] = [None] * len(ranges)
+        for start, length, idx in coalesce_ranges(ranges):
+            blob = memoryview(self.read(start, length))
+            for i in idx:
+                off, ln = ranges[i]
+                out[i] = blob[off - start: off - start + ln]
+        return out  # type: ignore[return-value]
+
+    def read_exact(self, offset: int, length: int, what: str) -> bytes:
+        """Read and check the length, so truncation becomes a CorruptFileError naming the file."""
+        if offset < 0 or length < 0 or offset + length > self.size():
+            raise CorruptFileError(self.path, f"{what} at [{offset}, {offset + length}) lies outside the "
+                                              f"file ({self.size()} bytes); the file is truncated or corrupt")
+        data = self.read(offset, length)
+        if len(data) != length:
+            raise CorruptFileError(self.path, f"short read of {what}")
+        return data
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "RangeReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Storage(abc.ABC):
+    """A filesystem-like backend for one URI scheme."""
+
+    scheme: str = ""
+
+    @abc.abstractmethod
+    def open_reader(self, path: str) -> RangeReader: ...
+
+    @abc.abstractmethod
+    def open_output(self, path: str) -> BinaryIO:
+        """A writable binary stream; the file appears complete once the stream is closed."""
+
+    @abc.abstractmethod
+    def list_dir(self, path: str) -> list[str]:
+        """Names (not paths) of the entries in a directory; empty if it does not exist."""
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> bool: ...
+
+    @abc.abstractmethod
+    def delete(self, path: str) -> None: ...
+
+    @abc.abstractmethod
+    def mtime(self, path: str) -> float: ...
+
+    def read_bytes(self, path: str) -> bytes:
+        with self.open_reader(path) as r:
+            return r.read(0, r.size())
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        with self.open_output(path) as f:
+            f.write(data)
+
+
+def resolve_storage(uri: str, storage_options: dict | None = None) -> Storage:
+    """Ask the storage plugins for a backend that handles ``uri``."""
+    from lance_fw.plugins import get_plugin_manager
+
+    storage = get_plugin_manager().hook.lance_storage(uri=uri, options=dict(storage_options or {}))
+    if storage is None:
+        raise StorageError(f"no storage plugin handles {uri!r}; installed: {_names()}")
+    return storage
+
+
+def _names() -> list[str]:
+    from lance_fw.plugins import plugins
+
+    return [p["name"] for p in plugins() if "lance_storage" in p["hooks"]]
+
+

@@ -1,0 +1,262 @@
+"""Lance schema <-> Arrow schema.
+
+Lance stores a schema as a flat, pre-order list of ``lance.file.Field`` messages linked by
+``parent_id``; each field carries a ``logical_type`` string (``int32``, ``timestamp:us:UTC``,
+``fixed_size_list:float:8``, ``list.struct`` ...). This module converts both ways and keeps the
+original protobuf of each field so unknown fields written by other writers survive a rewrite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pyarrow as pa
+
+from lance_fw._proto import file_pb2
+from lance_fw.errors import SchemaError
+
+# lance.file.Field.Encoding values pylance still writes (legacy, but readers of old files use them).
+_ENC_NONE, _ENC_PLAIN, _ENC_VAR_BINARY, _ENC_DICTIONARY = 0, 1, 2, 3
+
+_SIMPLE: dict[str, pa.DataType] = {
+    "null": pa.null(), "bool": pa.bool_(),
+    "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+    "uint8": pa.uint8(), "uint16": pa.uint16(), "uint32": pa.uint32(), "uint64": pa.uint64(),
+    "halffloat": pa.float16(), "float": pa.float32(), "double": pa.float64(),
+    "string": pa.string(), "large_string": pa.large_string(),
+    "binary": pa.binary(), "large_binary": pa.large_binary(),
+    "date32:day": pa.date32(), "date64:ms": pa.date64(),
+}
+_SIMPLE_NAMES = {str(t): name for name, t in _SIMPLE.items()}
+
+
+@dataclass
+class LanceField:
+    """One node of a Lance schema tree. ``pb`` keeps the message this field was read from."""
+
+    name: str
+    id: int
+    logical_type: str
+    nullable: bool = True
+    metadata: dict[str, bytes] = field(default_factory=dict)
+    children: list["LanceField"] = field(default_factory=list)
+    pb: file_pb2.Field | None = None
+
+    # -- structure ------------------------------------------------------------------------
+    @property
+    def is_struct(self) -> bool:
+        return self.logical_type == "struct"
+
+    @property
+    def is_list(self) -> bool:
+        return self.logical_type in ("list", "large_list", "list.struct", "large_list.struct")
+
+    @property
+    def is_map(self) -> bool:
+        return self.logical_type == "map"
+
+    def walk(self) -> Iterator["LanceField"]:
+        """Pre-order walk: the order of field ids and of 2.0 columns."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    # -- arrow ----------------------------------------------------------------------------
+    def arrow_type(self) -> pa.DataType:
+        return _arrow_type(self)
+
+    def to_arrow(self) -> pa.Field:
+        md = {k.encode(): v for k, v in self.metadata.items()} or None
+        return pa.field(self.name, self.arrow_type(), self.nullable, metadata=md)
+
+
+def _arrow_type(f: LanceField) -> pa.DataType:
+    lt = f.logical_type
+    if lt in _SIMPLE:
+        return _SIMPLE[lt]
+    if lt == "struct":
+        return pa.struct([c.to_arrow() for c in f.children])
+    if f.is_list:
+        if len(f.children) != 1:
+            raise SchemaError(f"list field {f.name!r} must have exactly one child")
+        item = f.children[0].to_arrow()
+        return pa.large_list(item) if lt.startswith("large_") else pa.list_(item)
+    if lt == "map":
+        entries = f.children[0]
+        key, value = entries.children
+        return pa.map_(key.to_arrow(), value.to_arrow())
+    head, _, rest = lt.partition(":")
+    parts = rest.split(":") if rest else []
+    try:
+        if head == "fixed_size_binary":
+            return pa.binary(int(parts[0]))
+        if head == "decimal":
+            bits, precision, scale = (int(p) for p in parts)
+            return (pa.decimal128 if bits == 128 else pa.decimal256)(precision, scale)
+        if head == "timestamp":
+            unit, tz = parts[0], ":".join(parts[1:])
+            return pa.timestamp(unit, None if tz in ("-", "") else tz)
+        if head == "time32":
+            return pa.time32(parts[0])
+        if head == "time64":
+            return pa.time64(parts[0])
+        if head == "duration":
+            return pa.duration(parts[0])
+        if head == "fixed_size_list":
+            inner, _, size = rest.rpartition(":")
+            inner_field = LanceField("item", -1, inner)
+            return pa.list_(pa.field("item", _arrow_type(inner_field)), int(size))
+        if head == "dict":
+            value_lt, index_lt, ordered = rest.rsplit(":", 2)
+            value_t = _arrow_type(LanceField("v", -1, value_lt))
+            index_t = _arrow_type(LanceField("i", -1, index_lt))
+            return pa.dictionary(index_t, value_t, ordered == "true")
+    except (ValueError, IndexError, pa.ArrowInvalid) as exc:
+        raise SchemaError(f"field {f.name!r}: bad logical type {lt!r}") from exc
+    raise SchemaError(f"field {f.name!r}: unsupported logical type {lt!r}")
+
+
+def logical_type_of(t: pa.DataType) -> str:
+    """The Lance logical type string of an Arrow type (children are separate fields)."""
+    name = _SIMPLE_NAMES.get(str(t))
+    if name is not None and not pa.types.is_dictionary(t):
+        return name
+    if pa.types.is_struct(t):
+        return "struct"
+    if pa.types.is_map(t):
+        return "map"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        base = "large_list" if pa.types.is_large_list(t) else "list"
+        return base + ".struct" if pa.types.is_struct(t.value_type) else base
+    if pa.types.is_fixed_size_list(t):
+        return f"fixed_size_list:{logical_type_of(t.value_type)}:{t.list_size}"
+    if pa.types.is_fixed_size_binary(t) and not pa.types.is_decimal(t):
+        return f"fixed_size_binary:{t.byte_width}"
+    if pa.types.is_decimal(t):
+        return f"decimal:{t.bit_width}:{t.precision}:{t.scale}"
+    if pa.types.is_timestamp(t):
+        return f"timestamp:{t.unit}:{t.tz or '-'}"
+    if pa.types.is_time32(t):
+        return f"time32:{t.unit}"
+    if pa.types.is_time64(t):
+        return f"time64:{t.unit}"
+    if pa.types.is_duration(t):
+        return f"duration:{t.unit}"
+    if pa.types.is_dictionary(t):
+        ordered = "true" if t.ordered else "false"
+        return f"dict:{logical_type_of(t.value_type)}:{logical_type_of(t.index_type)}:{ordered}"
+    raise SchemaError(f"Arrow type {t} cannot be stored in Lance")
+
+
+def _children_of(t: pa.DataType) -> list[pa.Field]:
+    if pa.types.is_struct(t):
+        return [t.field(i) for i in range(t.num_fields)]
+    if pa.types.is_map(t):
+        entries = pa.field("entries", pa.struct([t.key_field, t.item_field]), nullable=False)
+        return [entries]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [t.value_field]
+    return []
+
+
+@dataclass
+class LanceSchema:
+    """A Lance schema: top-level fields plus the Arrow schema metadata."""
+
+    fields: list[LanceField]
+    metadata: dict[str, bytes] = field(default_factory=dict)
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_arrow(cls, schema: pa.Schema, first_id: int = 0) -> "LanceSchema":
+        """Assign ids in pre-order, starting at ``first_id``."""
+        counter = iter(range(first_id, first_id + 1_000_000))
+
+        def convert(af: pa.Field) -> LanceField:
+            lf = LanceField(af.name, next(counter), logical_type_of(af.type), af.nullable,
+                            {k.decode(): v for k, v in (af.metadata or {}).items()})
+            lf.children = [convert(c) for c in _children_of(af.type)]
+            return lf
+
+        md = {k.decode(): v for k, v in (schema.metadata or {}).items()}
+        return cls([convert(f) for f in schema], md)
+
+    @classmethod
+    def from_protos(cls, pbs, metadata=None) -> "LanceSchema":
+        """Rebuild the tree from a flat pre-order list linked by ``parent_id``."""
+        by_id: dict[int, LanceField] = {}
+        roots: list[LanceField] = []
+        for pb in pbs:
+            lf = LanceField(pb.name, pb.id, pb.logical_type, pb.nullable,
+                            dict(pb.metadata), [], pb)
+            by_id[pb.id] = lf
+            if pb.parent_id < 0:
+                roots.append(lf)
+            elif pb.parent_id in by_id:
+                by_id[pb.parent_id].children.append(lf)
+            else:
+                raise SchemaError(f"field {pb.name!r} (id {pb.id}) names unknown parent {pb.parent_id}")
+        return cls(roots, dict(metadata or {}))
+
+    # -- views ----------------------------------------------------------------------------
+    def walk(self) -> Iterator[LanceField]:
+        for f in self.fields:
+            yield from f.walk()
+
+    def max_field_id(self) -> int:
+        return max((f.id for f in self.walk()), default=-1)
+
+    def field(self, name: str) -> LanceField:
+        """Top-level field by name, or a nested one by dotted path."""
+        head, _, rest = name.partition(".")
+        for f in self.fields:
+            if f.name == name:
+                return f
+        for f in self.fields:
+            if f.name == head and rest:
+                return LanceSchema(f.children).field(rest)
+        raise SchemaError(f"no field named {name!r}; the schema has {[f.name for f in self.fields]}")
+
+    def project(self, names: list[str]) -> "LanceSchema":
+        return LanceSchema([self.field(n) for n in names], self.metadata)
+
+    def to_arrow(self) -> pa.Schema:
+        md = {k.encode(): v for k, v in self.metadata.items()} or None
+        return pa.schema([f.to_arrow() for f in self.fields], metadata=md)
+
+    def to_protos(self) -> list[file_pb2.Field]:
+        """Pre-order ``lance.file.Field`` list, keeping whatever the original messages held."""
+        out = []
+
+        def emit(f: LanceField, parent: int) -> None:
+            pb = file_pb2.Field()
+            if f.pb is not None:
+                pb.CopyFrom(f.pb)
+            pb.name, pb.id, pb.parent_id = f.name, f.id, parent
+            pb.logical_type, pb.nullable = f.logical_type, f.nullable
+            pb.type = 0
+            if f.pb is None:
+                pb.encoding = _legacy_encoding(f.logical_type)
+                if f.logical_type.startswith("dict:"):
+                    pb.dictionary.SetInParent()
+            pb.metadata.clear()
+            for k, v in f.metadata.items():
+                pb.metadata[k] = v
+            out.append(pb)
+            for c in f.children:
+                emit(c, f.id)
+
+        for f in self.fields:
+            emit(f, -1)
+        return out
+
+
+def _legacy_encoding(logical_type: str) -> int:
+    if logical_type in ("struct", "null"):
+        return _ENC_NONE
+    if logical_type in ("string", "large_string", "binary", "large_binary"):
+        return _ENC_VAR_BINARY
+    if logical_type.startswith("dict:"):
+        return _ENC_DICTIONARY
+    return _ENC_PLAIN

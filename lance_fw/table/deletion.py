@@ -1,0 +1,49 @@
+"""Deletion vectors: which physical rows of a fragment are deleted.
+
+Files live at ``_deletions/{fragment_id}-{read_version}-{id}.{ext}`` and hold row offsets within
+the fragment. The byte formats are plugins (``lance_deletion_codecs``), keyed by ``file_type``.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
+
+#: pylance switches from an Arrow set to a roaring bitmap above this many deleted rows.
+BITMAP_THRESHOLD = 5000
+ARROW_ARRAY, BITMAP = 0, 1
+
+
+class DeletionCodec(abc.ABC):
+    extension: str
+
+    @abc.abstractmethod
+    def decode(self, data: bytes, path: str) -> np.ndarray:
+        """Sorted unique uint32 row offsets."""
+
+    @abc.abstractmethod
+    def encode(self, offsets: np.ndarray) -> bytes: ...
+
+
+def deletion_path(base: str, fragment_id: int, read_version: int, file_id: int, file_type: int) -> str:
+    return f"{base}/_deletions/{fragment_id}-{read_version}-{file_id}.{codec(file_type).extension}"
+
+
+def codec(file_type: int) -> DeletionCodec:
+    from lance_fw.plugins import registry
+
+    found = registry.deletion_codecs.get(file_type)
+    if found is None:
+        raise UnsupportedFeatureError(f"no installed plugin reads deletion files of type {file_type}")
+    return found
+
+
+def read_deleted_offsets(storage, base: str, fragment_id: int, deletion_file) -> np.ndarray:
+    path = deletion_path(base, fragment_id, deletion_file.read_version, deletion_file.id, deletion_file.file_type)
+    offsets = codec(deletion_file.file_type).decode(storage.read_bytes(path), path)
+    if deletion_file.num_deleted_rows and len(offsets) != deletion_file.num_deleted_rows:
+        raise CorruptFileError(path, f"holds {len(offsets)} rows, the manifest says {deletion_file.num_deleted_rows}")
+    return offsets

@@ -1,0 +1,92 @@
+"""Reading one fragment: its data files (one reader each), minus its deletion vector."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.file.reader import LanceFileReader
+from lance_fw.io.storage import Storage, join_uri
+from lance_fw.schema import LanceField, LanceSchema
+from lance_fw.table.deletion import read_deleted_offsets
+
+DEFAULT_BATCH_SIZE = 8192
+
+
+class FragmentReader:
+    def __init__(self, storage: Storage, base_uri: str, fragment, schema: LanceSchema):
+        self.storage, self.base_uri, self.fragment, self.schema = storage, base_uri, fragment, schema
+
+    @property
+    def physical_rows(self) -> int:
+        return self.fragment.physical_rows
+
+    @cached_property
+    def deleted(self) -> np.ndarray:
+        if not self.fragment.HasField("deletion_file"):
+            return np.zeros(0, dtype=np.uint32)
+        return read_deleted_offsets(self.storage, self.base_uri, self.fragment.id, self.fragment.deletion_file)
+
+    @cached_property
+    def _readers(self) -> list[tuple[set[int], LanceFileReader]]:
+        out = []
+        for data_file in self.fragment.files:
+            if data_file.base_id:
+                raise UnsupportedFeatureError(f"{self.base_uri}: data file {data_file.path} lives under base path "
+                                              f"{data_file.base_id}; multi-base datasets are not supported yet")
+            mapping = {fid: col for fid, col in zip(data_file.fields, data_file.column_indices) if col >= 0}
+            reader = LanceFileReader(self.storage, join_uri(self.base_uri, "data", data_file.path), mapping)
+            out.append((set(data_file.fields), reader))
+        return out
+
+    def _reader_for(self, field: LanceField) -> LanceFileReader | None:
+        for ids, reader in self._readers:
+            if field.id in ids or any(c.id in ids for c in field.walk()):
+                return reader
+        return None
+
+    def read_range(self, fields: list[LanceField], start: int, stop: int) -> list[pa.Array]:
+        """Physical rows [start, stop) of each field (deleted rows still included)."""
+        out = []
+        for f in fields:
+            reader = self._reader_for(f)
+            out.append(reader.read_field(f, start, stop) if reader else pa.nulls(stop - start, f.arrow_type()))
+        return out
+
+    def live_mask(self, start: int, stop: int) -> np.ndarray | None:
+        """Boolean mask of live rows in [start, stop), or None when nothing there is deleted."""
+        deleted = self.deleted
+        if not len(deleted):
+            return None
+        lo, hi = np.searchsorted(deleted, [start, stop])
+        if lo == hi:
+            return None
+        mask = np.ones(stop - start, dtype=bool)
+        mask[deleted[lo:hi].astype(np.int64) - start] = False
+        return mask
+
+    def batches(self, fields: list[LanceField], batch_size: int = DEFAULT_BATCH_SIZE,
+                with_row_address: bool = False) -> Iterator[pa.RecordBatch]:
+        schema = pa.schema([f.to_arrow() for f in fields])
+        if with_row_address:
+            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+        for start in range(0, self.physical_rows, batch_size):
+            stop = min(start + batch_size, self.physical_rows)
+            arrays = self.read_range(fields, start, stop)
+            if with_row_address:
+                arrays.append(pa.array(np.arange(start, stop, dtype=np.uint64) | np.uint64(self.fragment.id << 32)))
+            batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+            mask = self.live_mask(start, stop)
+            if mask is not None:
+                batch = batch.filter(pa.array(mask))
+            if batch.num_rows:
+                yield batch
+
+    def close(self) -> None:
+        if "_readers" in self.__dict__:
+            for _, reader in self._readers:
+                reader.close()

@@ -1,0 +1,127 @@
+"""Manifest files: naming schemes, byte framing, listing versions.
+
+```
+[IndexSection: u32 len | pb] [Transaction: u32 len | pb] Manifest: u32 len | pb
+footer: u64 manifest_pos | u16 0 | u16 2 | "LANC"
+```
+V2 names are ``{2**64 - 1 - version:020}.manifest`` (newest sorts first); V1 names are
+``{version}.manifest``. Both are read; V2 is written unless the dataset already uses V1.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+
+from lance_fw._proto import table_pb2, transaction_pb2
+from lance_fw.errors import CorruptFileError, DatasetNotFoundError
+from lance_fw.file.container import parse_message
+from lance_fw.io.storage import Storage, join_uri
+
+U64_MAX = 2**64 - 1
+FOOTER = struct.Struct("<QHH4s")
+MAGIC = b"LANC"
+VERSIONS_DIR = "_versions"
+HINT_FILE = "latest_version_hint.json"
+
+
+def manifest_name(version: int, v2: bool = True) -> str:
+    return f"{U64_MAX - version:020d}.manifest" if v2 else f"{version}.manifest"
+
+
+def parse_manifest_name(name: str) -> tuple[int, bool] | None:
+    """(version, is_v2_name) for a manifest file name; None for anything else."""
+    if not name.endswith(".manifest") or name.startswith(("d", ".")):
+        return None
+    stem = name[: -len(".manifest")]
+    if not stem.isdigit():
+        return None
+    if len(stem) == 20:
+        return U64_MAX - int(stem), True
+    return int(stem), False
+
+
+@dataclass
+class VersionEntry:
+    version: int
+    path: str
+    v2_name: bool
+
+
+def list_versions(storage: Storage, base: str) -> list[VersionEntry]:
+    """All committed versions, oldest first."""
+    directory = join_uri(base, VERSIONS_DIR)
+    out = []
+    for name in storage.list_dir(directory):
+        parsed = parse_manifest_name(name)
+        if parsed:
+            out.append(VersionEntry(parsed[0], join_uri(directory, name), parsed[1]))
+    return sorted(out, key=lambda e: e.version)
+
+
+def find_version(storage: Storage, base: str, version: int | None) -> VersionEntry:
+    versions = list_versions(storage, base)
+    if not versions:
+        raise DatasetNotFoundError(f"{base}: no Lance dataset here (no manifests in {VERSIONS_DIR}/)")
+    if version is None:
+        return versions[-1]
+    for entry in versions:
+        if entry.version == version:
+            return entry
+    raise DatasetNotFoundError(f"{base}: version {version} does not exist "
+                               f"(versions {versions[0].version}..{versions[-1].version})")
+
+
+def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, table_pb2.IndexSection | None]:
+    data = storage.read_bytes(path)
+    if len(data) < FOOTER.size or data[-4:] != MAGIC:
+        raise CorruptFileError(path, "not a Lance manifest: missing the 'LANC' footer (truncated?)")
+    pos = FOOTER.unpack_from(data, len(data) - FOOTER.size)[0]
+    end = len(data) - FOOTER.size
+    if pos + 4 > end:
+        raise CorruptFileError(path, f"manifest position {pos} lies outside the file ({len(data)} bytes)")
+    (length,) = struct.unpack_from("<I", data, pos)
+    if pos + 4 + length != end:
+        raise CorruptFileError(path, f"manifest length {length} at {pos} does not end at the footer ({end})")
+    manifest = parse_message(table_pb2.Manifest, data[pos + 4: end], path, "manifest")
+    index_section = None
+    if manifest.HasField("index_section"):
+        ipos = manifest.index_section
+        if ipos + 4 > end:
+            raise CorruptFileError(path, f"index section position {ipos} lies outside the file")
+        (ilen,) = struct.unpack_from("<I", data, ipos)
+        index_section = parse_message(table_pb2.IndexSection, data[ipos + 4: ipos + 4 + ilen], path, "index section")
+    return manifest, index_section
+
+
+def encode_manifest(manifest: table_pb2.Manifest, transaction: transaction_pb2.Transaction | None,
+                    index_section: table_pb2.IndexSection | None = None) -> bytes:
+    """Frame a manifest the way pylance 14 does (index section, inline transaction, manifest, footer)."""
+    parts: list[bytes] = []
+    pos = 0
+    if index_section is not None and index_section.ListFields():
+        manifest.index_section = pos
+        body = index_section.SerializeToString()
+        parts.append(struct.pack("<I", len(body)) + body)
+        pos += 4 + len(body)
+    else:
+        manifest.ClearField("index_section")
+    if transaction is not None:
+        manifest.transaction_section = pos
+        body = transaction.SerializeToString()
+        parts.append(struct.pack("<I", len(body)) + body)
+        pos += 4 + len(body)
+    body = manifest.SerializeToString()
+    parts.append(struct.pack("<I", len(body)) + body)
+    parts.append(FOOTER.pack(pos, 0, 2, MAGIC))
+    return b"".join(parts)
+
+
+def write_hint(storage: Storage, base: str, version: int) -> None:
+    """Best-effort ``latest_version_hint.json`` (an optimisation for readers; never required)."""
+    try:
+        storage.write_bytes(join_uri(base, VERSIONS_DIR, HINT_FILE),
+                            json.dumps({"version": version}, separators=(",", ":")).encode())
+    except OSError:
+        pass

@@ -1,0 +1,56 @@
+"""pylance's two deletion-file formats.
+
+* type 0 (``.arrow``): Arrow IPC *file*, one ``row_id: uint32 not null`` column, zstd body.
+* type 1 (``.bin``): a 32-bit roaring bitmap in the portable serialization.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyroaring
+
+from lance_fw.errors import CorruptFileError
+from lance_fw.hookspecs import hookimpl
+from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, DeletionCodec
+
+_SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
+
+
+class ArrowDeletionCodec(DeletionCodec):
+    extension = "arrow"
+
+    def decode(self, data: bytes, path: str) -> np.ndarray:
+        try:
+            table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+            values = table.column(0).to_numpy()
+        except (pa.ArrowInvalid, IndexError, OSError) as exc:
+            raise CorruptFileError(path, f"not a readable Arrow deletion file: {exc}") from None
+        return np.unique(values.astype(np.uint32))
+
+    def encode(self, offsets: np.ndarray) -> bytes:
+        sink = pa.BufferOutputStream()
+        batch = pa.record_batch([pa.array(offsets.astype(np.uint32), pa.uint32())], schema=_SCHEMA)
+        with pa.ipc.new_file(sink, _SCHEMA, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+            w.write_batch(batch)
+        return sink.getvalue().to_pybytes()
+
+
+class RoaringDeletionCodec(DeletionCodec):
+    extension = "bin"
+
+    def decode(self, data: bytes, path: str) -> np.ndarray:
+        try:
+            bitmap = pyroaring.BitMap.deserialize(bytes(data))
+        except (ValueError, OverflowError) as exc:
+            raise CorruptFileError(path, f"not a readable roaring deletion file: {exc}") from None
+        return np.array(bitmap.to_array() if hasattr(bitmap, "to_array") else list(bitmap), dtype=np.uint32)
+
+    def encode(self, offsets: np.ndarray) -> bytes:
+        bitmap = pyroaring.BitMap(offsets.astype(np.uint32))
+        return bitmap.serialize()
+
+
+@hookimpl
+def lance_deletion_codecs():
+    return {ARROW_ARRAY: ArrowDeletionCodec(), BITMAP: RoaringDeletionCodec()}

@@ -1,0 +1,28 @@
+"""File format 2.0 encodings (``lance.encodings.ArrayEncoding`` trees), read and write.
+
+Registers one page decoder for the family's type URL, one kind decoder per oneof member, and the
+2.0 column encoder (``trylast``, so a third-party plugin can take over a column).
+"""
+
+from __future__ import annotations
+
+from lance_fw.hookspecs import hookimpl
+
+from lance_fw_plugins.encodings_v2_0 import decode, encode
+
+
+@hookimpl
+def lance_page_decoders():
+    return {decode.TYPE_URL: decode.decode_array_page}
+
+
+@hookimpl
+def lance_kind_decoders():
+    return {(decode.FAMILY, kind): fn for kind, fn in decode.KIND_DECODERS.items()}
+
+
+@hookimpl(trylast=True)
+def lance_select_encoder(column, options):
+    if column.version != (2, 0):
+        return None
+    return encode.V20ColumnEncoder(column)

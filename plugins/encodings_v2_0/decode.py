@@ -1,0 +1,201 @@
+"""Decoders for the 2.0 ``ArrayEncoding`` kinds pylance writes (and ``constant``/``fixed_size_binary``).
+
+Every decoder is vectorised: buffers become Arrow arrays through ``pa.Array.from_buffers`` and numpy,
+never a Python loop over values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_fw._proto import encodings_v2_0_pb2 as pb
+from lance_fw.errors import CorruptFileError
+from lance_fw.file.container import parse_message
+from lance_fw.file.encoding import PageInput, decode_kind
+
+FAMILY = "lance.encodings.ArrayEncoding"
+TYPE_URL = "/" + FAMILY
+
+
+def decode_array_page(encoding, page: PageInput) -> pa.Array:
+    enc = parse_message(pb.ArrayEncoding, encoding.value, page.where, "page encoding")
+    return decode_kind(FAMILY, enc, page, page.num_rows, page.arrow_type)
+
+
+def _buffer(msg_buffer, page: PageInput, has_field: bool) -> memoryview:
+    if has_field and msg_buffer.buffer_type != pb.Buffer.page:
+        raise CorruptFileError(page.where, "only page buffers are supported in 2.0 encodings")
+    index = msg_buffer.buffer_index if has_field else 0
+    if index >= len(page.buffers):
+        raise CorruptFileError(page.where, f"encoding names buffer {index} but the page has {len(page.buffers)}")
+    return page.buffers[index]
+
+
+def _need(buf: memoryview, nbytes: int, page: PageInput, what: str) -> None:
+    if len(buf) < nbytes:
+        raise CorruptFileError(page.where, f"{what} buffer holds {len(buf)} bytes, needs {nbytes}")
+
+
+# --- leaves -------------------------------------------------------------------------------------
+
+def _flat(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    if msg.HasField("compression") and msg.compression.scheme:
+        raise CorruptFileError(page.where, f"flat compression {msg.compression.scheme!r} is not supported")
+    buf = _buffer(msg.buffer, page, msg.HasField("buffer"))
+    bits = msg.bits_per_value
+    _need(buf, (n * bits + 7) // 8, page, "flat values")
+    if pa.types.is_null(arrow_type):
+        return pa.nulls(n)
+    if pa.types.is_fixed_size_list(arrow_type):  # pylance never nests this, but be total
+        return pa.FixedSizeListArray.from_arrays(
+            _flat(msg, page, n * arrow_type.list_size, arrow_type.value_type), arrow_type.list_size)
+    return pa.Array.from_buffers(arrow_type, n, [None, pa.py_buffer(buf)], null_count=0)
+
+
+def _constant(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    one = pa.Array.from_buffers(arrow_type, 1, [None, pa.py_buffer(msg.value)], null_count=0)
+    return pa.repeat(one[0], n) if n else pa.array([], arrow_type)
+
+
+def _with_validity(values: pa.Array, validity: pa.Array) -> pa.Array:
+    """Attach a boolean validity array to ``values`` (same length)."""
+    n = len(values)
+    bitmap = pa.py_buffer(np.packbits(validity.to_numpy(zero_copy_only=False), bitorder="little"))
+    nulls = n - int(pc.sum(validity).as_py() or 0)
+    t = values.type
+    if values.offset:
+        values = pa.concat_arrays([values, values.slice(0, 0)])
+    if pa.types.is_fixed_size_list(t):
+        return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=[values.values])
+    if pa.types.is_dictionary(t):
+        indices = _with_validity(values.indices, validity)
+        return pa.DictionaryArray.from_arrays(indices, values.dictionary)
+    return pa.Array.from_buffers(t, n, [bitmap] + values.buffers()[1:], null_count=nulls)
+
+
+def _nullable(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    kind = msg.WhichOneof("nullability")
+    if kind == "no_nulls":
+        return decode_kind(FAMILY, msg.no_nulls.values, page, n, arrow_type)
+    if kind == "all_nulls":
+        return pa.nulls(n, arrow_type)
+    if kind == "some_nulls":
+        validity = decode_kind(FAMILY, msg.some_nulls.validity, page, n, pa.bool_())
+        values = decode_kind(FAMILY, msg.some_nulls.values, page, n, arrow_type)
+        return _with_validity(values, validity)
+    raise CorruptFileError(page.where, "nullable encoding without a nullability kind")
+
+
+def _fixed_size_list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    if not pa.types.is_fixed_size_list(arrow_type):
+        raise CorruptFileError(page.where, f"fixed_size_list encoding for a {arrow_type} column")
+    dim = msg.dimension
+    items = decode_kind(FAMILY, msg.items, page, n * dim, arrow_type.value_type)
+    return pa.FixedSizeListArray.from_arrays(items, type=arrow_type)
+
+
+def _fixed_size_binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    raw = decode_kind(FAMILY, msg.bytes, page, n * msg.byte_width, pa.uint8())
+    return pa.Array.from_buffers(arrow_type, n, [None, raw.buffers()[1]], null_count=0, offset=0)
+
+
+# --- offsets-based kinds -------------------------------------------------------------------------
+
+def _end_offsets(enc, page: PageInput, n: int, adjustment: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Decode 2.0 end offsets: returns (n+1 start offsets, validity or None)."""
+    ends = decode_kind(FAMILY, enc, page, n, pa.uint64()).to_numpy(zero_copy_only=False).astype(np.uint64)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    if adjustment:
+        valid = ends < adjustment
+        offsets[1:] = (ends % np.uint64(adjustment)).astype(np.int64)
+        return offsets, (None if valid.all() else valid)
+    offsets[1:] = ends.astype(np.int64)
+    return offsets, None
+
+
+def _validity_buffer(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
+    if valid is None:
+        return None, 0
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), int(len(valid) - valid.sum())
+
+
+def _binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    offsets, valid = _end_offsets(msg.indices, page, n, msg.null_adjustment)
+    total = int(offsets[-1])
+    data = decode_kind(FAMILY, msg.bytes, page, total, pa.uint8()).buffers()[1] if total else pa.py_buffer(b"")
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    small = arrow_type in (pa.string(), pa.binary())
+    if small and total >= 2**31:
+        raise CorruptFileError(page.where, f"{total} bytes in one page exceed the {arrow_type} offset range")
+    offs = pa.py_buffer(offsets.astype(np.int32 if small else np.int64))
+    bitmap, nulls = _validity_buffer(valid)
+    return pa.Array.from_buffers(arrow_type, n, [bitmap, offs, data], null_count=nulls)
+
+
+def _list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    """A 2.0 list page decodes to int64 list lengths with the list validity (items come separately)."""
+    offsets, valid = _end_offsets(msg.offsets, page, n, msg.null_offset_adjustment)
+    lengths = np.diff(offsets)
+    if valid is not None:
+        lengths[~valid] = 0
+    bitmap, nulls = _validity_buffer(valid)
+    return pa.Array.from_buffers(pa.int64(), n, [bitmap, pa.py_buffer(lengths)], null_count=nulls)
+
+
+def _dictionary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    """Two forms, told apart by the column's type (as pylance does).
+
+    * Arrow dictionary columns: 0-based indices; a null value is an index of a null item.
+    * plain columns pylance chose to dictionary-encode: 1-based indices, 0 = null.
+    """
+    is_dict = pa.types.is_dictionary(arrow_type)
+    value_type = arrow_type.value_type if is_dict else arrow_type
+    k = msg.num_dictionary_items
+    items = decode_kind(FAMILY, msg.items, page, k, value_type)
+    idx = decode_kind(FAMILY, msg.indices, page, n, _index_type(msg.indices)).to_numpy(zero_copy_only=False)
+    idx = idx.astype(np.int64)
+    if not is_dict:
+        idx = idx - 1
+    if idx.size and (idx.max() >= k or idx.min() < -1):
+        raise CorruptFileError(page.where, f"dictionary index out of range for {k} items")
+    valid = idx >= 0
+    if is_dict and items.null_count:
+        valid &= items.is_valid().to_numpy(zero_copy_only=False)[np.maximum(idx, 0)]
+    indices = pa.array(np.where(valid, idx, 0), mask=None if valid.all() else ~valid)
+    if is_dict:
+        return pa.DictionaryArray.from_arrays(indices.cast(arrow_type.index_type), items)
+    return items.take(indices)
+
+
+def _index_type(enc) -> pa.DataType:
+    """The unsigned type matching the innermost flat width of an index encoding."""
+    while True:
+        kind = enc.WhichOneof("array_encoding")
+        if kind == "flat":
+            return {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}[enc.flat.bits_per_value]
+        if kind == "nullable":
+            inner = enc.nullable
+            enc = inner.no_nulls.values if inner.HasField("no_nulls") else inner.some_nulls.values
+        else:
+            return pa.uint32()
+
+
+def _struct(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    """A 2.0 struct column holds no data, only its row count."""
+    return pa.nulls(n)
+
+
+KIND_DECODERS = {
+    "flat": _flat,
+    "constant": _constant,
+    "nullable": _nullable,
+    "fixed_size_list": _fixed_size_list,
+    "fixed_size_binary": _fixed_size_binary,
+    "binary": _binary,
+    "list": _list,
+    "dictionary": _dictionary,
+    "struct": _struct,
+}

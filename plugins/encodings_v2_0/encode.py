@@ -1,0 +1,166 @@
+"""The 2.0 column encoder: writes the same encoding trees pylance 14 writes at 2.0.
+
+* fixed width: ``nullable{no_nulls|some_nulls|all_nulls}`` around ``flat{W}``
+* string/binary: ``binary{indices=u64 end offsets, bytes, null_adjustment = total + 1}``
+* list parents: ``list{offsets=u64 end offsets, null_offset_adjustment = items + 1, num_items}``
+* fixed_size_list: ``nullable{... fixed_size_list{dimension, items}}``
+* Arrow dictionary: ``dictionary{1-based indices (0 = null), items, num_dictionary_items}``
+* struct parents: ``struct{}`` with no buffers
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_fw._proto import encodings_v2_0_pb2 as pb
+from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
+
+
+class _Buffers:
+    """Collects a page's buffers and hands out their indices."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def add(self, data) -> pb.Buffer:
+        self.items.append(data)
+        return pb.Buffer(buffer_index=len(self.items) - 1, buffer_type=pb.Buffer.page)
+
+
+def _bitmap(mask: pa.Array) -> bytes:
+    """LSB-first bitmap of a boolean array (offset-free)."""
+    return np.packbits(mask.to_numpy(zero_copy_only=False), bitorder="little").tobytes()
+
+
+def _bit_width(t: pa.DataType) -> int:
+    if pa.types.is_boolean(t):
+        return 1
+    if pa.types.is_fixed_size_list(t):
+        return _bit_width(t.value_type) * t.list_size
+    return t.bit_width
+
+
+def _flat_values(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+    """Raw value bytes of a fixed-width array, honouring its offset."""
+    t = array.type
+    if pa.types.is_boolean(t):
+        data = _bitmap(pc.fill_null(array, False))
+    else:
+        width = t.bit_width // 8
+        raw = array.buffers()[1]
+        data = raw[array.offset * width:(array.offset + len(array)) * width] if raw is not None else b""
+    return pb.ArrayEncoding(flat=pb.Flat(bits_per_value=_bit_width(t), buffer=buffers.add(data)))
+
+
+def _nullable(array: pa.Array, buffers: _Buffers, values_fn) -> pb.ArrayEncoding:
+    n, nulls = len(array), array.null_count
+    if n and nulls == n:
+        return pb.ArrayEncoding(nullable=pb.Nullable(all_nulls=pb.Nullable.AllNull()))
+    if nulls:
+        validity = pb.ArrayEncoding(flat=pb.Flat(bits_per_value=1, buffer=buffers.add(_bitmap(array.is_valid()))))
+        values = values_fn(array, buffers)
+        return pb.ArrayEncoding(nullable=pb.Nullable(some_nulls=pb.Nullable.SomeNull(validity=validity, values=values)))
+    return pb.ArrayEncoding(nullable=pb.Nullable(no_nulls=pb.Nullable.NoNull(values=values_fn(array, buffers))))
+
+
+def _end_offsets(lengths: np.ndarray, valid: np.ndarray | None, buffers: _Buffers) -> tuple[pb.ArrayEncoding, int, int]:
+    """2.0 end offsets: no leading 0; a null row stores ``prev_end + adjustment``."""
+    ends = np.cumsum(lengths, dtype=np.uint64)
+    total = int(ends[-1]) if len(ends) else 0
+    adjustment = total + 1
+    if valid is not None and not valid.all():
+        ends = ends + np.where(valid, 0, adjustment).astype(np.uint64)
+    flat = pb.ArrayEncoding(flat=pb.Flat(bits_per_value=64, buffer=buffers.add(ends.tobytes())))
+    offsets = pb.ArrayEncoding(nullable=pb.Nullable(no_nulls=pb.Nullable.NoNull(values=flat)))
+    return offsets, adjustment, total
+
+
+def _valid_np(array: pa.Array) -> np.ndarray | None:
+    return array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else None
+
+
+def _binary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+    large = _is_large(array.type)
+    width = 8 if large else 4
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64 if large else np.int32,
+                            count=len(array) + 1, offset=array.offset * width)
+    valid = _valid_np(array)
+    lengths = np.diff(offsets).astype(np.int64)
+    if valid is not None and lengths[~valid].any():
+        # null slots backed by bytes: ``take`` rebuilds the array with empty null slots
+        return _binary(array.take(pa.array(np.arange(len(array)))), buffers)
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = array.buffers()[2]
+    indices, adjustment, _ = _end_offsets(lengths, valid, buffers)
+    raw = data[first:last] if data is not None else b""
+    bytes_enc = pb.ArrayEncoding(flat=pb.Flat(bits_per_value=8, buffer=buffers.add(raw)))
+    return pb.ArrayEncoding(binary=pb.Binary(indices=indices, bytes=bytes_enc, null_adjustment=adjustment))
+
+
+def _is_large(t: pa.DataType) -> bool:
+    return pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+
+
+def _is_binary_like(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_binary(t) or _is_large(t)
+
+
+def _fixed_size_list(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+    t = array.type
+    dim = t.list_size
+    items = array.values.slice(array.offset * dim, len(array) * dim)
+    inner = _leaf(items, buffers)
+    return pb.ArrayEncoding(fixed_size_list=pb.FixedSizeList(dimension=dim, items=inner))
+
+
+def _dictionary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+    """Arrow dictionary columns, as pylance writes them: 0-based indices; nulls point at a null item."""
+    dictionary = array.dictionary
+    indices = array.indices
+    if indices.null_count:
+        dictionary = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
+        indices = pc.fill_null(indices, len(dictionary) - 1)
+    flat = _flat_values(indices.cast(_UNSIGNED[indices.type.bit_width]), buffers)
+    enc_indices = pb.ArrayEncoding(nullable=pb.Nullable(no_nulls=pb.Nullable.NoNull(values=flat)))
+    items = _leaf(dictionary, buffers)
+    return pb.ArrayEncoding(dictionary=pb.Dictionary(indices=enc_indices, items=items,
+                                                     num_dictionary_items=len(dictionary)))
+
+
+_UNSIGNED = {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
+
+
+def _leaf(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+    t = array.type
+    if _is_binary_like(t):
+        return _binary(array, buffers)
+    if pa.types.is_dictionary(t):
+        return _dictionary(array, buffers)
+    if pa.types.is_fixed_size_list(t):
+        return _nullable(array, buffers, _fixed_size_list)
+    if pa.types.is_null(t):
+        return pb.ArrayEncoding(nullable=pb.Nullable(all_nulls=pb.Nullable.AllNull()))
+    return _nullable(array, buffers, _flat_values)
+
+
+class V20ColumnEncoder:
+    """Encodes one column at file version 2.0 (see the module docstring for the trees)."""
+
+    def __init__(self, spec: ColumnSpec):
+        self.spec = spec
+
+    def encode(self, array: pa.Array) -> EncodedPage:
+        buffers = _Buffers()
+        role = self.spec.role
+        if role == "struct":
+            enc = pb.ArrayEncoding(struct=pb.SimpleStruct())
+        elif role == "list":
+            valid = _valid_np(array)
+            lengths = pc.fill_null(array, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+            offsets, adjustment, total = _end_offsets(lengths, valid, buffers)
+            enc = pb.ArrayEncoding(list=pb.List(offsets=offsets, null_offset_adjustment=adjustment, num_items=total))
+        else:
+            enc = _leaf(array, buffers)
+        return EncodedPage(buffers.items, pack_any(enc), len(array))

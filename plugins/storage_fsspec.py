@@ -1,0 +1,73 @@
+"""Storage for every other URI scheme through fsspec (``memory://`` for tests, object stores later)."""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import fsspec
+
+from lance_fw.errors import DatasetNotFoundError, StorageError
+from lance_fw.hookspecs import hookimpl
+from lance_fw.io.storage import RangeReader, Storage
+
+
+class FsspecReader(RangeReader):
+    def __init__(self, fs: fsspec.AbstractFileSystem, path: str):
+        self.fs, self.path = fs, path
+        try:
+            self._size = fs.size(path)
+        except FileNotFoundError as exc:
+            raise DatasetNotFoundError(f"{path}: no such file") from exc
+
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, length: int) -> bytes:
+        if length == 0:
+            return b""
+        return self.fs.cat_file(self.path, start=offset, end=offset + length)
+
+
+class FsspecStorage(Storage):
+    def __init__(self, scheme: str, options: dict):
+        self.scheme = scheme
+        try:
+            self.fs = fsspec.filesystem(scheme, **options)
+        except (ImportError, ValueError) as exc:
+            raise StorageError(f"fsspec cannot open scheme {scheme!r}: {exc}") from exc
+
+    def open_reader(self, path: str) -> RangeReader:
+        return FsspecReader(self.fs, path)
+
+    def open_output(self, path: str) -> BinaryIO:
+        parent = path.rsplit("/", 1)[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        return self.fs.open(path, "wb")
+
+    def list_dir(self, path: str) -> list[str]:
+        try:
+            entries = self.fs.ls(path, detail=False)
+        except FileNotFoundError:
+            return []
+        return [e.rstrip("/").rsplit("/", 1)[-1] for e in entries]
+
+    def exists(self, path: str) -> bool:
+        return self.fs.exists(path)
+
+    def delete(self, path: str) -> None:
+        try:
+            self.fs.rm_file(path)
+        except FileNotFoundError:
+            pass
+
+    def mtime(self, path: str) -> float:
+        info = self.fs.info(path)
+        created = info.get("mtime") or info.get("created") or info.get("LastModified")
+        return created.timestamp() if hasattr(created, "timestamp") else float(created or 0)
+
+
+@hookimpl(trylast=True)
+def lance_storage(uri: str, options) -> Storage | None:
+    if "://" not in uri or uri.startswith("file://"):
+        return None
+    return FsspecStorage(uri.split("://", 1)[0], dict(options))

@@ -1,0 +1,77 @@
+"""Local filesystem storage: positional reads with ``os.pread`` (no seek, thread-safe)."""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO
+
+from lance_fw.errors import DatasetNotFoundError, StorageError
+from lance_fw.hookspecs import hookimpl
+from lance_fw.io.storage import RangeReader, Storage
+
+
+def local_path(uri: str) -> str:
+    return uri[len("file://"):] if uri.startswith("file://") else uri
+
+
+class LocalReader(RangeReader):
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self._fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError as exc:
+            raise DatasetNotFoundError(f"{path}: no such file") from exc
+        except OSError as exc:
+            raise StorageError(f"{path}: {exc}") from exc
+        self._size = os.fstat(self._fd).st_size
+
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, length: int) -> bytes:
+        return os.pread(self._fd, length, offset)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class LocalStorage(Storage):
+    scheme = "file"
+
+    def open_reader(self, path: str) -> RangeReader:
+        return LocalReader(local_path(path))
+
+    def open_output(self, path: str) -> BinaryIO:
+        path = local_path(path)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        return open(path, "wb")
+
+    def list_dir(self, path: str) -> list[str]:
+        try:
+            return os.listdir(local_path(path))
+        except FileNotFoundError:
+            return []
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(local_path(path))
+
+    def delete(self, path: str) -> None:
+        try:
+            os.unlink(local_path(path))
+        except FileNotFoundError:
+            pass
+
+    def mtime(self, path: str) -> float:
+        return os.stat(local_path(path)).st_mtime
+
+
+@hookimpl(trylast=True)
+def lance_storage(uri: str, options) -> Storage | None:
+    if "://" in uri and not uri.startswith("file://"):
+        return None
+    return LocalStorage()
