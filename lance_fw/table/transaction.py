@@ -14,7 +14,7 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 
 from lance_fw import __version__
-from lance_fw._proto import table_pb2, transaction_pb2
+from lance_fw._proto import rowids_pb2, table_pb2, transaction_pb2
 from lance_fw.errors import CommitConflictError, DatasetExistsError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table import flags as feature_flags
@@ -42,11 +42,10 @@ class Operation:
 def _assign_ids(manifest: table_pb2.Manifest, fragments: list, next_id: int) -> list:
     out = []
     for i, frag in enumerate(fragments):
-        copy = table_pb2.DataFragment()
-        copy.CopyFrom(frag)
-        copy.id = next_id + i
-        out.append(copy)
-    manifest.fragments.extend(out)
+        added = manifest.fragments.add()  # a reference into the manifest, so later edits stick
+        added.CopyFrom(frag)
+        added.id = next_id + i
+        out.append(added)
     return out
 
 
@@ -57,10 +56,22 @@ def _next_fragment_id(base: table_pb2.Manifest | None) -> int:
     return max(known, base.max_fragment_id if base.HasField("max_fragment_id") else -1) + 1
 
 
+def _assign_row_ids(manifest: table_pb2.Manifest, fragments: list) -> None:
+    """With stable row ids on, each new fragment owns the next ``physical_rows`` ids."""
+    for frag in fragments:
+        start = manifest.next_row_id
+        seq = rowids_pb2.RowIdSequence()
+        seq.segments.add().range.CopyFrom(rowids_pb2.U64Segment.Range(start=start, end=start + frag.physical_rows))
+        frag.inline_row_ids = seq.SerializeToString()
+        manifest.next_row_id = start + frag.physical_rows
+
+
 @dataclass
 class Append(Operation):
     def apply(self, base, new):
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
+        if base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
+            _assign_row_ids(new, self._added)
 
     def fill_transaction(self, txn, fragments):
         txn.append.fragments.extend(fragments)
