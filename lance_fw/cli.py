@@ -1,0 +1,84 @@
+"""``lance-fw``: small command-line tools (``sql`` arrives with the DuckDB front end).
+
+    lance-fw plugins             what each installed plugin provides
+    lance-fw versions URI        a dataset's versions
+    lance-fw inspect FILE.lance  footer, columns, pages and page encodings of one data file
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from google.protobuf import any_pb2, text_format
+
+
+def _plugins(_args) -> int:
+    from lance_fw.plugins import plugins
+
+    for p in plugins():
+        print(f"{p['name']:<20} {p['distribution'] or '-':<24} {', '.join(p['hooks'])}")
+    return 0
+
+
+def _versions(args) -> int:
+    import lance_fw
+
+    for v in lance_fw.dataset(args.uri).versions():
+        print(json.dumps({**v, "timestamp": v["timestamp"].isoformat()}))
+    return 0
+
+
+def _decode_any(raw: bytes) -> str:
+    from lance_fw._proto import encodings_v2_0_pb2, encodings_v2_1_pb2
+
+    msg = any_pb2.Any()
+    msg.ParseFromString(raw)
+    for cls in (encodings_v2_0_pb2.ArrayEncoding, encodings_v2_1_pb2.PageLayout, encodings_v2_0_pb2.ColumnEncoding):
+        if msg.type_url == "/" + cls.DESCRIPTOR.full_name:
+            inner = cls()
+            inner.ParseFromString(msg.value)
+            return f"{msg.type_url} {text_format.MessageToString(inner, as_one_line=True)}"
+    return f"{msg.type_url} ({len(msg.value)} bytes)"
+
+
+def _inspect(args) -> int:
+    from lance_fw.file.container import read_tail
+    from lance_fw.io.storage import resolve_storage
+
+    reader = resolve_storage(args.path).open_reader(args.path)
+    tail = read_tail(reader)
+    print(f"version {tail.version[0]}.{tail.version[1]}, {tail.num_rows} rows, {len(tail.columns)} columns, "
+          f"{reader.size()} bytes")
+    for i, col in enumerate(tail.columns):
+        print(f"column {i}: {len(col.pages)} pages")
+        for j, page in enumerate(col.pages[: args.max_pages]):
+            print(f"  page {j}: rows {page.length}, buffers {list(page.buffer_sizes)}, priority {page.priority}")
+            print(f"    {_decode_any(page.encoding.direct.encoding)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lance_fw.errors import LanceError
+
+    parser = argparse.ArgumentParser(prog="lance-fw", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("plugins", help="list installed plugins").set_defaults(run=_plugins)
+    p = sub.add_parser("versions", help="list a dataset's versions")
+    p.add_argument("uri")
+    p.set_defaults(run=_versions)
+    p = sub.add_parser("inspect", help="show the layout of one data file")
+    p.add_argument("path")
+    p.add_argument("--max-pages", type=int, default=5)
+    p.set_defaults(run=_inspect)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except LanceError as exc:
+        print(f"lance-fw: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
