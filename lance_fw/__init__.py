@@ -8,6 +8,6 @@ __version__ = "0.1.0"
 from lance_fw.api.dataset import LanceDataset, LanceFragment, dataset  # noqa: E402
 from lance_fw.api.write import write_dataset  # noqa: E402
 from lance_fw.errors import LanceError  # noqa: E402
-from lance_fw.plugins import plugins  # noqa: E402
+from lance_fw.plugin_manager import plugins  # noqa: E402
 
 __all__ = ["LanceDataset", "LanceFragment", "LanceError", "dataset", "plugins", "write_dataset", "__version__"]

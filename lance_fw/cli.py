@@ -15,7 +15,7 @@ from google.protobuf import any_pb2, text_format
 
 
 def _plugins(_args) -> int:
-    from lance_fw.plugins import plugins
+    from lance_fw.plugin_manager import plugins
 
     for p in plugins():
         print(f"{p['name']:<20} {p['distribution'] or '-':<24} {', '.join(p['hooks'])}")

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bindex.proto\x12\x0blance.table\"\x13\n\x11\x42TreeIndexDetails\"\x14\n\x12\x42itmapIndexDetails\"\x17\n\x15LabelListIndexDetails\"\x13\n\x11NGramIndexDetails\"\x15\n\x13ZoneMapIndexDetails\"\xc0\x02\n\x14InvertedIndexDetails\x12\x1b\n\x0e\x62\x61se_tokenizer\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08language\x18\x02 \x01(\t\x12\x15\n\rwith_position\x18\x03 \x01(\x08\x12\x1d\n\x10max_token_length\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x12\n\nlower_case\x18\x05 \x01(\x08\x12\x0c\n\x04stem\x18\x06 \x01(\x08\x12\x19\n\x11remove_stop_words\x18\x07 \x01(\x08\x12\x15\n\rascii_folding\x18\x08 \x01(\x08\x12\x18\n\x10min_ngram_length\x18\t \x01(\r\x12\x18\n\x10max_ngram_length\x18\n \x01(\r\x12\x13\n\x0bprefix_only\x18\x0b \x01(\x08\x42\x11\n\x0f_base_tokenizerB\x13\n\x11_max_token_lengthb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bindex.proto\x12\x0blance.table\"\x13\n\x11\x42TreeIndexDetails\"\x14\n\x12\x42itmapIndexDetails\"\x17\n\x15LabelListIndexDetails\"\x13\n\x11NGramIndexDetails\"\x9b\x01\n\x13ZoneMapIndexDetails\x12\x1a\n\rrows_per_zone\x18\x01 \x01(\x04H\x00\x88\x01\x01\x12\x16\n\tuse_seeds\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12\x1c\n\x0fhas_null_bitmap\x18\x03 \x01(\x08H\x02\x88\x01\x01\x42\x10\n\x0e_rows_per_zoneB\x0c\n\n_use_seedsB\x12\n\x10_has_null_bitmap\"\xb3\x06\n\x14InvertedIndexDetails\x12\x1b\n\x0e\x62\x61se_tokenizer\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08language\x18\x02 \x01(\t\x12\x15\n\rwith_position\x18\x03 \x01(\x08\x12\x1d\n\x10max_token_length\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x12\n\nlower_case\x18\x05 \x01(\x08\x12\x0c\n\x04stem\x18\x06 \x01(\x08\x12\x19\n\x11remove_stop_words\x18\x07 \x01(\x08\x12\x15\n\rascii_folding\x18\x08 \x01(\x08\x12\x18\n\x10min_ngram_length\x18\t \x01(\r\x12\x18\n\x10max_ngram_length\x18\n \x01(\r\x12\x13\n\x0bprefix_only\x18\x0b \x01(\x08\x12\x17\n\nblock_size\x18\x0c \x01(\rH\x02\x88\x01\x01\x12J\n\x0b\x63ode_config\x18\r \x01(\x0b\x32\x35.lance.table.InvertedIndexDetails.CodeTokenizerConfig\x12S\n\x14\x64ocument_granularity\x18\x0e \x01(\x0e\x32\x35.lance.table.InvertedIndexDetails.DocumentGranularity\x12#\n\x16posting_format_version\x18\x0f \x01(\rH\x03\x88\x01\x01\x1a\xb5\x01\n\x13\x43odeTokenizerConfig\x12\x19\n\x11split_identifiers\x18\x01 \x01(\x08\x12\x1e\n\x11split_on_numerics\x18\x02 \x01(\x08H\x00\x88\x01\x01\x12\x1e\n\x11preserve_original\x18\x03 \x01(\x08H\x01\x88\x01\x01\x12\x17\n\x0findex_operators\x18\x04 \x01(\x08\x42\x14\n\x12_split_on_numericsB\x14\n\x12_preserve_original\"0\n\x13\x44ocumentGranularity\x12\x07\n\x03ROW\x10\x00\x12\x10\n\x0cLIST_ELEMENT\x10\x01\x42\x11\n\x0f_base_tokenizerB\x13\n\x11_max_token_lengthB\r\n\x0b_block_sizeB\x19\n\x17_posting_format_versionb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,8 +39,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LABELLISTINDEXDETAILS']._serialized_end=94
   _globals['_NGRAMINDEXDETAILS']._serialized_start=96
   _globals['_NGRAMINDEXDETAILS']._serialized_end=115
-  _globals['_ZONEMAPINDEXDETAILS']._serialized_start=117
-  _globals['_ZONEMAPINDEXDETAILS']._serialized_end=138
-  _globals['_INVERTEDINDEXDETAILS']._serialized_start=141
-  _globals['_INVERTEDINDEXDETAILS']._serialized_end=461
+  _globals['_ZONEMAPINDEXDETAILS']._serialized_start=118
+  _globals['_ZONEMAPINDEXDETAILS']._serialized_end=273
+  _globals['_INVERTEDINDEXDETAILS']._serialized_start=276
+  _globals['_INVERTEDINDEXDETAILS']._serialized_end=1095
+  _globals['_INVERTEDINDEXDETAILS_CODETOKENIZERCONFIG']._serialized_start=782
+  _globals['_INVERTEDINDEXDETAILS_CODETOKENIZERCONFIG']._serialized_end=963
+  _globals['_INVERTEDINDEXDETAILS_DOCUMENTGRANULARITY']._serialized_start=965
+  _globals['_INVERTEDINDEXDETAILS_DOCUMENTGRANULARITY']._serialized_end=1013
 # @@protoc_insertion_point(module_scope)

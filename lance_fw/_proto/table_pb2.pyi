@@ -280,42 +280,76 @@ class FragmentReuseIndexDetails(_message.Message):
     external: ExternalFile
     def __init__(self, inline: _Optional[_Union[FragmentReuseIndexDetails.InlineContent, _Mapping]] = ..., external: _Optional[_Union[ExternalFile, _Mapping]] = ...) -> None: ...
 
+class CompactedSsTable(_message.Message):
+    __slots__ = ("shard_id", "generation")
+    SHARD_ID_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    shard_id: UUID
+    generation: int
+    def __init__(self, shard_id: _Optional[_Union[UUID, _Mapping]] = ..., generation: _Optional[int] = ...) -> None: ...
+
+class IndexCatchupProgress(_message.Message):
+    __slots__ = ("index_name", "caught_up_generations")
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    CAUGHT_UP_GENERATIONS_FIELD_NUMBER: _ClassVar[int]
+    index_name: str
+    caught_up_generations: _containers.RepeatedCompositeFieldContainer[CompactedSsTable]
+    def __init__(self, index_name: _Optional[str] = ..., caught_up_generations: _Optional[_Iterable[_Union[CompactedSsTable, _Mapping]]] = ...) -> None: ...
+
+class ShardingField(_message.Message):
+    __slots__ = ("field_id", "source_ids", "transform", "expression", "result_type", "parameters")
+    class ParametersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    FIELD_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_IDS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFORM_FIELD_NUMBER: _ClassVar[int]
+    EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    RESULT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    field_id: str
+    source_ids: _containers.RepeatedScalarFieldContainer[int]
+    transform: str
+    expression: str
+    result_type: str
+    parameters: _containers.ScalarMap[str, str]
+    def __init__(self, field_id: _Optional[str] = ..., source_ids: _Optional[_Iterable[int]] = ..., transform: _Optional[str] = ..., expression: _Optional[str] = ..., result_type: _Optional[str] = ..., parameters: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ShardingSpec(_message.Message):
+    __slots__ = ("spec_id", "fields")
+    SPEC_ID_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    spec_id: int
+    fields: _containers.RepeatedCompositeFieldContainer[ShardingField]
+    def __init__(self, spec_id: _Optional[int] = ..., fields: _Optional[_Iterable[_Union[ShardingField, _Mapping]]] = ...) -> None: ...
+
 class MemWalIndexDetails(_message.Message):
-    __slots__ = ("mem_wal_list",)
-    class MemWalId(_message.Message):
-        __slots__ = ("region", "generation")
-        REGION_FIELD_NUMBER: _ClassVar[int]
-        GENERATION_FIELD_NUMBER: _ClassVar[int]
-        region: str
-        generation: int
-        def __init__(self, region: _Optional[str] = ..., generation: _Optional[int] = ...) -> None: ...
-    class MemWal(_message.Message):
-        __slots__ = ("id", "mem_table_location", "wal_location", "wal_entries", "state", "owner_id", "last_updated_dataset_version")
-        class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
-            __slots__ = ()
-            OPEN: _ClassVar[MemWalIndexDetails.MemWal.State]
-            SEALED: _ClassVar[MemWalIndexDetails.MemWal.State]
-            FLUSHED: _ClassVar[MemWalIndexDetails.MemWal.State]
-            MERGED: _ClassVar[MemWalIndexDetails.MemWal.State]
-        OPEN: MemWalIndexDetails.MemWal.State
-        SEALED: MemWalIndexDetails.MemWal.State
-        FLUSHED: MemWalIndexDetails.MemWal.State
-        MERGED: MemWalIndexDetails.MemWal.State
-        ID_FIELD_NUMBER: _ClassVar[int]
-        MEM_TABLE_LOCATION_FIELD_NUMBER: _ClassVar[int]
-        WAL_LOCATION_FIELD_NUMBER: _ClassVar[int]
-        WAL_ENTRIES_FIELD_NUMBER: _ClassVar[int]
-        STATE_FIELD_NUMBER: _ClassVar[int]
-        OWNER_ID_FIELD_NUMBER: _ClassVar[int]
-        LAST_UPDATED_DATASET_VERSION_FIELD_NUMBER: _ClassVar[int]
-        id: MemWalIndexDetails.MemWalId
-        mem_table_location: str
-        wal_location: str
-        wal_entries: bytes
-        state: MemWalIndexDetails.MemWal.State
-        owner_id: str
-        last_updated_dataset_version: int
-        def __init__(self, id: _Optional[_Union[MemWalIndexDetails.MemWalId, _Mapping]] = ..., mem_table_location: _Optional[str] = ..., wal_location: _Optional[str] = ..., wal_entries: _Optional[bytes] = ..., state: _Optional[_Union[MemWalIndexDetails.MemWal.State, str]] = ..., owner_id: _Optional[str] = ..., last_updated_dataset_version: _Optional[int] = ...) -> None: ...
-    MEM_WAL_LIST_FIELD_NUMBER: _ClassVar[int]
-    mem_wal_list: _containers.RepeatedCompositeFieldContainer[MemWalIndexDetails.MemWal]
-    def __init__(self, mem_wal_list: _Optional[_Iterable[_Union[MemWalIndexDetails.MemWal, _Mapping]]] = ...) -> None: ...
+    __slots__ = ("snapshot_ts_millis", "num_shards", "inline_snapshots", "sharding_specs", "maintained_indexes", "compacted_sstables", "index_catchup", "writer_config_defaults")
+    class WriterConfigDefaultsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    SNAPSHOT_TS_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    NUM_SHARDS_FIELD_NUMBER: _ClassVar[int]
+    INLINE_SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
+    SHARDING_SPECS_FIELD_NUMBER: _ClassVar[int]
+    MAINTAINED_INDEXES_FIELD_NUMBER: _ClassVar[int]
+    COMPACTED_SSTABLES_FIELD_NUMBER: _ClassVar[int]
+    INDEX_CATCHUP_FIELD_NUMBER: _ClassVar[int]
+    WRITER_CONFIG_DEFAULTS_FIELD_NUMBER: _ClassVar[int]
+    snapshot_ts_millis: int
+    num_shards: int
+    inline_snapshots: bytes
+    sharding_specs: _containers.RepeatedCompositeFieldContainer[ShardingSpec]
+    maintained_indexes: _containers.RepeatedScalarFieldContainer[str]
+    compacted_sstables: _containers.RepeatedCompositeFieldContainer[CompactedSsTable]
+    index_catchup: _containers.RepeatedCompositeFieldContainer[IndexCatchupProgress]
+    writer_config_defaults: _containers.ScalarMap[str, str]
+    def __init__(self, snapshot_ts_millis: _Optional[int] = ..., num_shards: _Optional[int] = ..., inline_snapshots: _Optional[bytes] = ..., sharding_specs: _Optional[_Iterable[_Union[ShardingSpec, _Mapping]]] = ..., maintained_indexes: _Optional[_Iterable[str]] = ..., compacted_sstables: _Optional[_Iterable[_Union[CompactedSsTable, _Mapping]]] = ..., index_catchup: _Optional[_Iterable[_Union[IndexCatchupProgress, _Mapping]]] = ..., writer_config_defaults: _Optional[_Mapping[str, str]] = ...) -> None: ...

@@ -83,16 +83,18 @@ class Transaction(_message.Message):
             new_fragments: _containers.RepeatedCompositeFieldContainer[_table_pb2.DataFragment]
             def __init__(self, old_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., new_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ...) -> None: ...
         class RewrittenIndex(_message.Message):
-            __slots__ = ("old_id", "new_id", "new_index_details", "new_index_version")
+            __slots__ = ("old_id", "new_id", "new_index_details", "new_index_version", "new_index_files")
             OLD_ID_FIELD_NUMBER: _ClassVar[int]
             NEW_ID_FIELD_NUMBER: _ClassVar[int]
             NEW_INDEX_DETAILS_FIELD_NUMBER: _ClassVar[int]
             NEW_INDEX_VERSION_FIELD_NUMBER: _ClassVar[int]
+            NEW_INDEX_FILES_FIELD_NUMBER: _ClassVar[int]
             old_id: _table_pb2.UUID
             new_id: _table_pb2.UUID
             new_index_details: _any_pb2.Any
             new_index_version: int
-            def __init__(self, old_id: _Optional[_Union[_table_pb2.UUID, _Mapping]] = ..., new_id: _Optional[_Union[_table_pb2.UUID, _Mapping]] = ..., new_index_details: _Optional[_Union[_any_pb2.Any, _Mapping]] = ..., new_index_version: _Optional[int] = ...) -> None: ...
+            new_index_files: _containers.RepeatedCompositeFieldContainer[_table_pb2.IndexFile]
+            def __init__(self, old_id: _Optional[_Union[_table_pb2.UUID, _Mapping]] = ..., new_id: _Optional[_Union[_table_pb2.UUID, _Mapping]] = ..., new_index_details: _Optional[_Union[_any_pb2.Any, _Mapping]] = ..., new_index_version: _Optional[int] = ..., new_index_files: _Optional[_Iterable[_Union[_table_pb2.IndexFile, _Mapping]]] = ...) -> None: ...
         OLD_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
         NEW_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
         GROUPS_FIELD_NUMBER: _ClassVar[int]
@@ -103,7 +105,7 @@ class Transaction(_message.Message):
         rewritten_indices: _containers.RepeatedCompositeFieldContainer[Transaction.Rewrite.RewrittenIndex]
         def __init__(self, old_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., new_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[Transaction.Rewrite.RewriteGroup, _Mapping]]] = ..., rewritten_indices: _Optional[_Iterable[_Union[Transaction.Rewrite.RewrittenIndex, _Mapping]]] = ...) -> None: ...
     class Merge(_message.Message):
-        __slots__ = ("fragments", "schema", "schema_metadata")
+        __slots__ = ("fragments", "schema", "schema_metadata", "preserves_nullability")
         class SchemaMetadataEntry(_message.Message):
             __slots__ = ("key", "value")
             KEY_FIELD_NUMBER: _ClassVar[int]
@@ -114,15 +116,19 @@ class Transaction(_message.Message):
         FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
         SCHEMA_FIELD_NUMBER: _ClassVar[int]
         SCHEMA_METADATA_FIELD_NUMBER: _ClassVar[int]
+        PRESERVES_NULLABILITY_FIELD_NUMBER: _ClassVar[int]
         fragments: _containers.RepeatedCompositeFieldContainer[_table_pb2.DataFragment]
         schema: _containers.RepeatedCompositeFieldContainer[_file_pb2.Field]
         schema_metadata: _containers.ScalarMap[str, bytes]
-        def __init__(self, fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., schema: _Optional[_Iterable[_Union[_file_pb2.Field, _Mapping]]] = ..., schema_metadata: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
+        preserves_nullability: bool
+        def __init__(self, fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., schema: _Optional[_Iterable[_Union[_file_pb2.Field, _Mapping]]] = ..., schema_metadata: _Optional[_Mapping[str, bytes]] = ..., preserves_nullability: _Optional[bool] = ...) -> None: ...
     class Project(_message.Message):
-        __slots__ = ("schema",)
+        __slots__ = ("schema", "preserves_nullability")
         SCHEMA_FIELD_NUMBER: _ClassVar[int]
+        PRESERVES_NULLABILITY_FIELD_NUMBER: _ClassVar[int]
         schema: _containers.RepeatedCompositeFieldContainer[_file_pb2.Field]
-        def __init__(self, schema: _Optional[_Iterable[_Union[_file_pb2.Field, _Mapping]]] = ...) -> None: ...
+        preserves_nullability: bool
+        def __init__(self, schema: _Optional[_Iterable[_Union[_file_pb2.Field, _Mapping]]] = ..., preserves_nullability: _Optional[bool] = ...) -> None: ...
     class Restore(_message.Message):
         __slots__ = ("version",)
         VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -146,23 +152,73 @@ class Transaction(_message.Message):
         ref_path: str
         branch_name: str
         def __init__(self, is_shallow: _Optional[bool] = ..., ref_name: _Optional[str] = ..., ref_version: _Optional[int] = ..., ref_path: _Optional[str] = ..., branch_name: _Optional[str] = ...) -> None: ...
+    class ExactKeySetFilter(_message.Message):
+        __slots__ = ("key_hashes",)
+        KEY_HASHES_FIELD_NUMBER: _ClassVar[int]
+        key_hashes: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, key_hashes: _Optional[_Iterable[int]] = ...) -> None: ...
+    class BloomFilter(_message.Message):
+        __slots__ = ("bitmap", "num_bits", "number_of_items", "probability")
+        BITMAP_FIELD_NUMBER: _ClassVar[int]
+        NUM_BITS_FIELD_NUMBER: _ClassVar[int]
+        NUMBER_OF_ITEMS_FIELD_NUMBER: _ClassVar[int]
+        PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+        bitmap: bytes
+        num_bits: int
+        number_of_items: int
+        probability: float
+        def __init__(self, bitmap: _Optional[bytes] = ..., num_bits: _Optional[int] = ..., number_of_items: _Optional[int] = ..., probability: _Optional[float] = ...) -> None: ...
+    class KeyExistenceFilter(_message.Message):
+        __slots__ = ("field_ids", "exact", "bloom")
+        FIELD_IDS_FIELD_NUMBER: _ClassVar[int]
+        EXACT_FIELD_NUMBER: _ClassVar[int]
+        BLOOM_FIELD_NUMBER: _ClassVar[int]
+        field_ids: _containers.RepeatedScalarFieldContainer[int]
+        exact: Transaction.ExactKeySetFilter
+        bloom: Transaction.BloomFilter
+        def __init__(self, field_ids: _Optional[_Iterable[int]] = ..., exact: _Optional[_Union[Transaction.ExactKeySetFilter, _Mapping]] = ..., bloom: _Optional[_Union[Transaction.BloomFilter, _Mapping]] = ...) -> None: ...
+    class UInt32List(_message.Message):
+        __slots__ = ("values",)
+        VALUES_FIELD_NUMBER: _ClassVar[int]
+        values: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, values: _Optional[_Iterable[int]] = ...) -> None: ...
     class Update(_message.Message):
-        __slots__ = ("removed_fragment_ids", "updated_fragments", "new_fragments", "fields_modified", "mem_wal_to_merge", "fields_for_preserving_frag_bitmap", "update_mode")
+        __slots__ = ("removed_fragment_ids", "updated_fragments", "new_fragments", "fields_modified", "compacted_sstables", "fields_for_preserving_frag_bitmap", "update_mode", "inserted_rows", "updated_fragment_offsets", "updated_fragment_offset_bitmaps")
+        class UpdatedFragmentOffsetsEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: int
+            value: Transaction.UInt32List
+            def __init__(self, key: _Optional[int] = ..., value: _Optional[_Union[Transaction.UInt32List, _Mapping]] = ...) -> None: ...
+        class UpdatedFragmentOffsetBitmapsEntry(_message.Message):
+            __slots__ = ("key", "value")
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: int
+            value: bytes
+            def __init__(self, key: _Optional[int] = ..., value: _Optional[bytes] = ...) -> None: ...
         REMOVED_FRAGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
         UPDATED_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
         NEW_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]
         FIELDS_MODIFIED_FIELD_NUMBER: _ClassVar[int]
-        MEM_WAL_TO_MERGE_FIELD_NUMBER: _ClassVar[int]
+        COMPACTED_SSTABLES_FIELD_NUMBER: _ClassVar[int]
         FIELDS_FOR_PRESERVING_FRAG_BITMAP_FIELD_NUMBER: _ClassVar[int]
         UPDATE_MODE_FIELD_NUMBER: _ClassVar[int]
+        INSERTED_ROWS_FIELD_NUMBER: _ClassVar[int]
+        UPDATED_FRAGMENT_OFFSETS_FIELD_NUMBER: _ClassVar[int]
+        UPDATED_FRAGMENT_OFFSET_BITMAPS_FIELD_NUMBER: _ClassVar[int]
         removed_fragment_ids: _containers.RepeatedScalarFieldContainer[int]
         updated_fragments: _containers.RepeatedCompositeFieldContainer[_table_pb2.DataFragment]
         new_fragments: _containers.RepeatedCompositeFieldContainer[_table_pb2.DataFragment]
         fields_modified: _containers.RepeatedScalarFieldContainer[int]
-        mem_wal_to_merge: _table_pb2.MemWalIndexDetails.MemWal
+        compacted_sstables: _containers.RepeatedCompositeFieldContainer[_table_pb2.CompactedSsTable]
         fields_for_preserving_frag_bitmap: _containers.RepeatedScalarFieldContainer[int]
         update_mode: Transaction.UpdateMode
-        def __init__(self, removed_fragment_ids: _Optional[_Iterable[int]] = ..., updated_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., new_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., fields_modified: _Optional[_Iterable[int]] = ..., mem_wal_to_merge: _Optional[_Union[_table_pb2.MemWalIndexDetails.MemWal, _Mapping]] = ..., fields_for_preserving_frag_bitmap: _Optional[_Iterable[int]] = ..., update_mode: _Optional[_Union[Transaction.UpdateMode, str]] = ...) -> None: ...
+        inserted_rows: Transaction.KeyExistenceFilter
+        updated_fragment_offsets: _containers.MessageMap[int, Transaction.UInt32List]
+        updated_fragment_offset_bitmaps: _containers.ScalarMap[int, bytes]
+        def __init__(self, removed_fragment_ids: _Optional[_Iterable[int]] = ..., updated_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., new_fragments: _Optional[_Iterable[_Union[_table_pb2.DataFragment, _Mapping]]] = ..., fields_modified: _Optional[_Iterable[int]] = ..., compacted_sstables: _Optional[_Iterable[_Union[_table_pb2.CompactedSsTable, _Mapping]]] = ..., fields_for_preserving_frag_bitmap: _Optional[_Iterable[int]] = ..., update_mode: _Optional[_Union[Transaction.UpdateMode, str]] = ..., inserted_rows: _Optional[_Union[Transaction.KeyExistenceFilter, _Mapping]] = ..., updated_fragment_offsets: _Optional[_Mapping[int, Transaction.UInt32List]] = ..., updated_fragment_offset_bitmaps: _Optional[_Mapping[int, bytes]] = ...) -> None: ...
     class UpdateMapEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -249,14 +305,10 @@ class Transaction(_message.Message):
         replacements: _containers.RepeatedCompositeFieldContainer[Transaction.DataReplacementGroup]
         def __init__(self, replacements: _Optional[_Iterable[_Union[Transaction.DataReplacementGroup, _Mapping]]] = ...) -> None: ...
     class UpdateMemWalState(_message.Message):
-        __slots__ = ("added", "updated", "removed")
-        ADDED_FIELD_NUMBER: _ClassVar[int]
-        UPDATED_FIELD_NUMBER: _ClassVar[int]
-        REMOVED_FIELD_NUMBER: _ClassVar[int]
-        added: _containers.RepeatedCompositeFieldContainer[_table_pb2.MemWalIndexDetails.MemWal]
-        updated: _containers.RepeatedCompositeFieldContainer[_table_pb2.MemWalIndexDetails.MemWal]
-        removed: _containers.RepeatedCompositeFieldContainer[_table_pb2.MemWalIndexDetails.MemWal]
-        def __init__(self, added: _Optional[_Iterable[_Union[_table_pb2.MemWalIndexDetails.MemWal, _Mapping]]] = ..., updated: _Optional[_Iterable[_Union[_table_pb2.MemWalIndexDetails.MemWal, _Mapping]]] = ..., removed: _Optional[_Iterable[_Union[_table_pb2.MemWalIndexDetails.MemWal, _Mapping]]] = ...) -> None: ...
+        __slots__ = ("compacted_sstables",)
+        COMPACTED_SSTABLES_FIELD_NUMBER: _ClassVar[int]
+        compacted_sstables: _containers.RepeatedCompositeFieldContainer[_table_pb2.CompactedSsTable]
+        def __init__(self, compacted_sstables: _Optional[_Iterable[_Union[_table_pb2.CompactedSsTable, _Mapping]]] = ...) -> None: ...
     class UpdateBases(_message.Message):
         __slots__ = ("new_bases",)
         NEW_BASES_FIELD_NUMBER: _ClassVar[int]

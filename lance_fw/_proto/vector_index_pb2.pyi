@@ -1,4 +1,5 @@
 from google.protobuf import any_pb2 as _any_pb2
+from . import index_pb2 as _index_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -96,7 +97,7 @@ class HnswParameters(_message.Message):
     def __init__(self, max_connections: _Optional[int] = ..., construction_ef: _Optional[int] = ..., max_level: _Optional[int] = ...) -> None: ...
 
 class VectorIndexDetails(_message.Message):
-    __slots__ = ("metric_type", "target_partition_size", "hnsw_index_config", "pq", "sq", "rq", "flat", "runtime_hints")
+    __slots__ = ("metric_type", "target_partition_size", "hnsw_index_config", "pq", "sq", "rq", "runtime_hints")
     class ProductQuantization(_message.Message):
         __slots__ = ("num_bits", "num_sub_vectors")
         NUM_BITS_FIELD_NUMBER: _ClassVar[int]
@@ -122,9 +123,6 @@ class VectorIndexDetails(_message.Message):
         num_bits: int
         rotation_type: VectorIndexDetails.RabitQuantization.RotationType
         def __init__(self, num_bits: _Optional[int] = ..., rotation_type: _Optional[_Union[VectorIndexDetails.RabitQuantization.RotationType, str]] = ...) -> None: ...
-    class FlatCompression(_message.Message):
-        __slots__ = ()
-        def __init__(self) -> None: ...
     class RuntimeHintsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -138,7 +136,6 @@ class VectorIndexDetails(_message.Message):
     PQ_FIELD_NUMBER: _ClassVar[int]
     SQ_FIELD_NUMBER: _ClassVar[int]
     RQ_FIELD_NUMBER: _ClassVar[int]
-    FLAT_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_HINTS_FIELD_NUMBER: _ClassVar[int]
     metric_type: VectorMetricType
     target_partition_size: int
@@ -146,9 +143,8 @@ class VectorIndexDetails(_message.Message):
     pq: VectorIndexDetails.ProductQuantization
     sq: VectorIndexDetails.ScalarQuantization
     rq: VectorIndexDetails.RabitQuantization
-    flat: VectorIndexDetails.FlatCompression
     runtime_hints: _containers.ScalarMap[str, str]
-    def __init__(self, metric_type: _Optional[_Union[VectorMetricType, str]] = ..., target_partition_size: _Optional[int] = ..., hnsw_index_config: _Optional[_Union[HnswParameters, _Mapping]] = ..., pq: _Optional[_Union[VectorIndexDetails.ProductQuantization, _Mapping]] = ..., sq: _Optional[_Union[VectorIndexDetails.ScalarQuantization, _Mapping]] = ..., rq: _Optional[_Union[VectorIndexDetails.RabitQuantization, _Mapping]] = ..., flat: _Optional[_Union[VectorIndexDetails.FlatCompression, _Mapping]] = ..., runtime_hints: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, metric_type: _Optional[_Union[VectorMetricType, str]] = ..., target_partition_size: _Optional[int] = ..., hnsw_index_config: _Optional[_Union[HnswParameters, _Mapping]] = ..., pq: _Optional[_Union[VectorIndexDetails.ProductQuantization, _Mapping]] = ..., sq: _Optional[_Union[VectorIndexDetails.ScalarQuantization, _Mapping]] = ..., rq: _Optional[_Union[VectorIndexDetails.RabitQuantization, _Mapping]] = ..., runtime_hints: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Index(_message.Message):
     __slots__ = ("name", "columns", "dataset_version", "index_type", "vector_index")
@@ -231,3 +227,25 @@ class JsonIndexDetails(_message.Message):
 class BloomFilterIndexDetails(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class RTreeIndexDetails(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class FMIndexDetails(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class MinHashLshIndexDetails(_message.Message):
+    __slots__ = ("num_hashes", "num_bands", "shingle_size", "tokenizer", "signature_version")
+    NUM_HASHES_FIELD_NUMBER: _ClassVar[int]
+    NUM_BANDS_FIELD_NUMBER: _ClassVar[int]
+    SHINGLE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    num_hashes: int
+    num_bands: int
+    shingle_size: int
+    tokenizer: _index_pb2.InvertedIndexDetails
+    signature_version: int
+    def __init__(self, num_hashes: _Optional[int] = ..., num_bands: _Optional[int] = ..., shingle_size: _Optional[int] = ..., tokenizer: _Optional[_Union[_index_pb2.InvertedIndexDetails, _Mapping]] = ..., signature_version: _Optional[int] = ...) -> None: ...

@@ -70,7 +70,7 @@ def pack_any(message, type_url: str | None = None) -> any_pb2.Any:
 
 def decode_page(encoding: any_pb2.Any, page: PageInput) -> pa.Array:
     """Find the page decoder for the encoding's type URL and run it."""
-    from lance_fw.plugins import registry
+    from lance_fw.plugin_manager import registry
 
     decoder = registry.page_decoders.get(encoding.type_url)
     if decoder is None:
@@ -82,7 +82,7 @@ def decode_page(encoding: any_pb2.Any, page: PageInput) -> pa.Array:
 
 def decode_kind(family: str, message, page: PageInput, num_rows: int, arrow_type: pa.DataType) -> pa.Array:
     """Decode one node of a built-in encoding tree by its oneof kind."""
-    from lance_fw.plugins import registry
+    from lance_fw.plugin_manager import registry
 
     oneof = message.DESCRIPTOR.oneofs[0].name
     kind = message.WhichOneof(oneof)
@@ -93,7 +93,7 @@ def decode_kind(family: str, message, page: PageInput, num_rows: int, arrow_type
 
 
 def select_encoder(spec: ColumnSpec, options: Mapping[str, Any]) -> ColumnEncoder:
-    from lance_fw.plugins import get_plugin_manager
+    from lance_fw.plugin_manager import get_plugin_manager
 
     encoder = get_plugin_manager().hook.lance_select_encoder(column=spec, options=options)
     if encoder is None:

@@ -116,7 +116,7 @@ class Storage(abc.ABC):
 
 def resolve_storage(uri: str, storage_options: dict | None = None) -> Storage:
     """Ask the storage plugins for a backend that handles ``uri``."""
-    from lance_fw.plugins import get_plugin_manager
+    from lance_fw.plugin_manager import get_plugin_manager
 
     storage = get_plugin_manager().hook.lance_storage(uri=uri, options=dict(storage_options or {}))
     if storage is None:
@@ -125,7 +125,7 @@ def resolve_storage(uri: str, storage_options: dict | None = None) -> Storage:
 
 
 def _names() -> list[str]:
-    from lance_fw.plugins import plugins
+    from lance_fw.plugin_manager import plugins
 
     return [p["name"] for p in plugins() if "lance_storage" in p["hooks"]]
 

@@ -22,7 +22,7 @@ class CommitHandler(abc.ABC):
 
 def resolve_commit_handler(storage: Storage, uri: str) -> CommitHandler:
     from lance_fw.errors import StorageError
-    from lance_fw.plugins import get_plugin_manager
+    from lance_fw.plugin_manager import get_plugin_manager
 
     handler = get_plugin_manager().hook.lance_commit_handler(storage=storage, uri=uri)
     if handler is None:

@@ -33,7 +33,7 @@ def deletion_path(base: str, fragment_id: int, read_version: int, file_id: int, 
 
 
 def codec(file_type: int) -> DeletionCodec:
-    from lance_fw.plugins import registry
+    from lance_fw.plugin_manager import registry
 
     found = registry.deletion_codecs.get(file_type)
     if found is None:
