@@ -1,7 +1,7 @@
 """The main job (README command 1), until the Spark path lands.
 
 Generates a taxi-trip-like table in Python, writes it as a Lance dataset with lance_fw in several
-appends, then reads it back with lance_fw and with the official pylance, and prints answers.
+appends, then reads it back with lance_fw and with the official pylance, and prints DuckDB's answers to analyst queries.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,11 +48,16 @@ def main() -> int:
 
         ds = lance_fw.dataset(uri)
         t0 = time.perf_counter()
-        table = ds.to_table(columns=["vendor", "fare", "passengers"])
-        by_vendor = table.group_by("vendor").aggregate([("fare", "mean"), ("passengers", "sum")])
+        table = ds.to_table(columns=["vendor", "fare", "passengers", "pickup_at"])
         print(f"[lance_fw] version {ds.version}, {ds.count_rows():,} rows, {len(ds.get_fragments())} fragments, "
               f"read in {time.perf_counter() - t0:.2f}s")
-        print(by_vendor.sort_by("vendor").to_pandas().to_string(index=False))
+        # DuckDB answers the analyst queries over the Arrow table (lance_scan() arrives with the SQL front end)
+        con = duckdb.connect()
+        con.register("trips", table)
+        print(con.sql("SELECT vendor, count(*) AS trips, round(avg(fare), 2) AS avg_fare, sum(passengers) AS pax "
+                      "FROM trips GROUP BY vendor ORDER BY vendor"))
+        print(con.sql("SELECT date_trunc('week', pickup_at) AS week, count(*) AS trips FROM trips "
+                      "GROUP BY week ORDER BY week LIMIT 5"))
 
         try:
             import lance  # the official pylance, as an independent reader
