@@ -1,0 +1,618 @@
+"""Decoders for the 2.1/2.2 compressive encodings (``lance.encodings21.CompressiveEncoding``).
+
+Spec: lance-format.md §5.3-5.5.  Everything here is vectorised with numpy / pyarrow; the
+only Python loops run over encoding-tree nodes, FastLanes blocks or full-zip values that
+are individually compressed frames.
+
+Contexts
+--------
+``"miniblock"``
+    ``buffers`` are the value buffers of one mini-block chunk, in order (each already cut
+    to its exact size from the chunk header).  ``num_values`` is the chunk's value count.
+``"block"``
+    ``buffers`` is one whole buffer (a dictionary page buffer, a 2.2 rep/def block, a
+    constant page value ...).
+
+Buffer formats per encoding (miniblock / block):
+
+==================== ===================================================================
+flat                 raw LE values (bools LSB-first bit-packed); ``Flat.data`` = general
+                     compression of that buffer
+variable             mini-block: ``(n+1)`` u32/u64 offsets relative to the buffer start,
+                     then the bytes.  block: ``u32 32 | u32 data_start | offsets | data``
+                     or ``u32 64 | u32 0 | u64 data_start | offsets | data``
+inline_bitpacking    FastLanes blocks, each a T-bit width word then ``1024*W/T`` words
+out_of_line_bp       FastLanes blocks with the fixed width of ``values.flat``
+rle                  mini-block: 2 buffers (values, u8 run lengths).  block:
+                     ``u64 values_byte_len | values | u8 run lengths``
+fsst                 symbol table in the message, strings through ``values`` (Variable)
+general              LZ4 (u32 size prefix + block) / ZSTD (frame, optionally u64 size
+                     prefix).  mini-block: compresses only the first buffer
+fixed_size_list      ``has_validity``: item validity bitmap buffer, then the values
+byte_stream_split    byte planes of ``values.flat`` (32/64 bit)
+packed_struct        row-major fixed-width rows (``values`` = Flat of the summed width)
+constant             no buffers; ``value`` repeated
+==================== ===================================================================
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+
+from . import fastlanes, fsst
+
+CONTEXTS = ("miniblock", "block")
+_UINT = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
+
+LZ4 = pb.COMPRESSION_ALGORITHM_LZ4
+ZSTD = pb.COMPRESSION_ALGORITHM_ZSTD
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+@dataclass
+class DecodedValues:
+    """The decoded value stream of one chunk / block.
+
+    ``kind == "fixed"``: ``data`` holds ``num_values`` raw values of ``bits_per_value``
+    bits: a ``uint8/16/32/64`` array for 8/16/32/64 bits, a bit-packed (LSB first) uint8
+    array of ``ceil(n/8)`` bytes for 1 bit, otherwise a flat uint8 array of
+    ``n * bits/8`` bytes (e.g. 96-bit packed structs, 128-bit decimals).
+
+    ``kind == "variable"``: ``offsets`` int64 (``num_values + 1``, starting at 0) into
+    ``data`` (uint8 array).
+
+    ``kind == "fsl"``: ``dimension`` items per value, ``inner`` holds the
+    ``num_values * dimension`` items, ``validity`` (np.bool_, one per item) or None.
+    """
+
+    kind: str
+    num_values: int
+    data: np.ndarray | None = None
+    bits_per_value: int = 0
+    offsets: np.ndarray | None = None
+    dimension: int = 0
+    validity: np.ndarray | None = None
+    inner: "DecodedValues | None" = None
+    packed_struct_bits: tuple[int, ...] = field(default=())
+
+    def fixed_bytes(self) -> np.ndarray:
+        """The fixed values as a flat uint8 array (``ceil(n * bits / 8)`` bytes)."""
+        if self.kind != "fixed":
+            raise TypeError(f"fixed_bytes() on a {self.kind} DecodedValues")
+        return np.ascontiguousarray(self.data).reshape(-1).view(np.uint8)
+
+    def strings(self) -> list[bytes]:
+        """Variable values as a list of bytes (convenience for tests; not vectorised)."""
+        d = np.asarray(self.data, np.uint8).tobytes()
+        o = self.offsets.tolist()
+        return [d[o[i]:o[i + 1]] for i in range(self.num_values)]
+
+
+def concat(parts: Sequence[DecodedValues]) -> DecodedValues:
+    """Concatenate the chunks of a page (same kind and width)."""
+    if not parts:
+        raise ValueError("concat() of no DecodedValues")
+    first = parts[0]
+    n = sum(p.num_values for p in parts)
+    if first.kind == "fixed":
+        if first.bits_per_value == 1:
+            bits = np.concatenate([np.unpackbits(p.fixed_bytes(), bitorder="little")[: p.num_values]
+                                   for p in parts])
+            return DecodedValues("fixed", n, np.packbits(bits, bitorder="little"), 1)
+        return DecodedValues("fixed", n, np.concatenate([p.data.reshape(-1) for p in parts]),
+                             first.bits_per_value, packed_struct_bits=first.packed_struct_bits)
+    if first.kind == "variable":
+        sizes = np.array([p.offsets[-1] for p in parts], np.int64)
+        shift = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        offs = np.concatenate([[0]] + [p.offsets[1:] + s for p, s in zip(parts, shift)]).astype(np.int64)
+        return DecodedValues("variable", n, np.concatenate([np.asarray(p.data, np.uint8) for p in parts]),
+                             offsets=offs)
+    if first.kind == "fsl":
+        validity = None
+        if any(p.validity is not None for p in parts):
+            validity = np.concatenate([p.validity if p.validity is not None
+                                       else np.ones(p.num_values * p.dimension, bool) for p in parts])
+        return DecodedValues("fsl", n, dimension=first.dimension, validity=validity,
+                             inner=concat([p.inner for p in parts]))
+    raise ValueError(f"unknown kind {first.kind!r}")
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+def _u8(buf) -> np.ndarray:
+    if isinstance(buf, np.ndarray):
+        return buf.reshape(-1).view(np.uint8)
+    return np.frombuffer(buf, np.uint8)
+
+
+class _Buffers:
+    """Hands out the buffers of a chunk in order."""
+
+    def __init__(self, buffers, where: str):
+        self.buffers = list(buffers)
+        self.pos = 0
+        self.where = where
+
+    def take(self, what: str) -> np.ndarray:
+        if self.pos >= len(self.buffers):
+            raise CorruptFileError(self.where, f"{what}: the chunk has only {len(self.buffers)} value buffer(s)")
+        b = self.buffers[self.pos]
+        self.pos += 1
+        return _u8(b)
+
+
+def _name(enc) -> str:
+    return enc.WhichOneof("compression") or "<unset>"
+
+
+MAX_RATIO = 1 << 16  # refuse size prefixes that claim more than this expansion (garbled data)
+
+
+def _check_size(size: int, compressed: int, where: str, what: str) -> None:
+    if size > compressed * MAX_RATIO + (1 << 20):
+        raise CorruptFileError(where, f"{what}: size prefix {size} is implausible for {compressed} compressed bytes")
+
+
+def decompress_buffer(data, compression: "pb.BufferCompression", where: str) -> np.ndarray:
+    """General (LZ4 / ZSTD) decompression of one buffer, per Lance's BufferCompressor framing."""
+    raw = _u8(data)
+    scheme = compression.scheme
+    try:
+        if scheme == LZ4:
+            if raw.size < 4:
+                raise CorruptFileError(where, f"LZ4 buffer of {raw.size} bytes has no u32 size prefix")
+            size = int(raw[:4].view("<u4")[0])
+            if size == 0:
+                return np.zeros(0, np.uint8)
+            _check_size(size, raw.size, where, "LZ4")
+            out = pa.Codec("lz4_raw").decompress(pa.py_buffer(raw[4:]), decompressed_size=size)
+            return np.frombuffer(out, np.uint8)
+        if scheme == ZSTD:
+            if raw.size == 0:
+                return raw
+            if raw.size >= 8 and raw[:4].tobytes() == _ZSTD_MAGIC and not (raw[4] & 0x10):
+                frame, size = raw, None
+            else:  # u64 LE uncompressed length, then the frame
+                if raw.size < 8:
+                    raise CorruptFileError(where, f"ZSTD buffer of {raw.size} bytes is truncated")
+                size = int(raw[:8].view("<u8")[0])
+                frame = raw[8:]
+            if size is not None:
+                _check_size(size, frame.size, where, "ZSTD")
+                out = pa.Codec("zstd").decompress(pa.py_buffer(frame), decompressed_size=size)
+            else:
+                with pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(frame)), "zstd") as s:
+                    out = s.read()
+            return np.frombuffer(out, np.uint8)
+    except (pa.ArrowException, OSError, ValueError, OverflowError, MemoryError) as exc:
+        if isinstance(exc, CorruptFileError):
+            raise
+        raise CorruptFileError(where, f"{pb.CompressionScheme.Name(scheme)} decompression failed: {exc}") from None
+    raise UnsupportedEncodingError(f"{where}: unknown general compression scheme {scheme}")
+
+
+def _fixed(raw: np.ndarray, bits: int, n: int, where: str, what: str = "flat") -> DecodedValues:
+    if bits == 1:
+        need = (n + 7) // 8
+    elif bits % 8 == 0 and bits > 0:
+        need = n * (bits // 8)
+    else:
+        raise UnsupportedEncodingError(f"{where}: {what} with {bits} bits per value")
+    if raw.size < need:
+        raise CorruptFileError(where, f"{what}: {n} values of {bits} bits need {need} bytes, buffer has {raw.size}")
+    raw = raw[:need]
+    dt = _UINT.get(bits)
+    if dt is not None:
+        if raw.ctypes.data % dt.itemsize:
+            raw = raw.copy()
+        return DecodedValues("fixed", n, raw.view(dt), bits)
+    return DecodedValues("fixed", n, raw, bits)
+
+
+def _flat_bits(enc, where: str, what: str) -> int:
+    if _name(enc) != "flat":
+        raise UnsupportedEncodingError(f"{where}: {what} must be Flat, not {_name(enc)}")
+    return int(enc.flat.bits_per_value)
+
+
+def _check_offsets(offs: np.ndarray, size: int, where: str, what: str) -> None:
+    if offs.size and (offs[0] < 0 or offs[-1] > size or np.any(offs[1:] < offs[:-1])):
+        raise CorruptFileError(where, f"{what}: offsets are not monotone within the {size}-byte buffer")
+
+
+def _variable_offsets_bits(var, where: str) -> int:
+    bits = _flat_bits(var.offsets, where, "Variable offsets") if var.HasField("offsets") else 32
+    if bits not in (32, 64):
+        raise UnsupportedEncodingError(f"{where}: Variable offsets of {bits} bits")
+    return bits
+
+
+def _variable_miniblock(raw: np.ndarray, bits: int, n: int, where: str) -> DecodedValues:
+    w = bits // 8
+    if raw.size < (n + 1) * w:
+        raise CorruptFileError(where, f"variable: {n} values need {(n + 1) * w} offset bytes, buffer has {raw.size}")
+    offs = np.frombuffer(raw[: (n + 1) * w].tobytes(), _UINT[bits]).astype(np.int64)
+    _check_offsets(offs, raw.size, where, "variable")
+    return DecodedValues("variable", n, raw[offs[0]: offs[-1]], offsets=offs - offs[0])
+
+
+def _variable_block(raw: np.ndarray, n: int, where: str) -> DecodedValues:
+    if raw.size < 8:
+        raise CorruptFileError(where, f"variable block of {raw.size} bytes has no header")
+    bits = int(raw[:4].view("<u4")[0]) if raw.ctypes.data % 4 == 0 else struct.unpack_from("<I", raw.tobytes(), 0)[0]
+    head = raw[:16].tobytes()
+    if bits == 32:
+        start, ostart = struct.unpack_from("<I", head, 4)[0], 8
+    elif bits == 64:
+        if raw.size < 16:
+            raise CorruptFileError(where, "variable block (64-bit) header is truncated")
+        start, ostart = struct.unpack_from("<Q", head, 8)[0], 16
+    else:
+        raise CorruptFileError(where, f"variable block: bits per offset {bits} is not 32 or 64")
+    w = bits // 8
+    if start > raw.size or start < ostart + (n + 1) * w:
+        raise CorruptFileError(where, f"variable block: data start {start} does not fit {n + 1} offsets "
+                                      f"in a {raw.size}-byte buffer")
+    offs = np.frombuffer(raw[ostart: ostart + (n + 1) * w].tobytes(), _UINT[bits]).astype(np.int64)
+    data = raw[start:]
+    _check_offsets(offs, data.size, where, "variable block")
+    return DecodedValues("variable", n, data[offs[0]: offs[-1]], offsets=offs - offs[0])
+
+
+def _rle_expand(vals: DecodedValues, runs: np.ndarray, n: int, where: str) -> DecodedValues:
+    nruns = runs.size
+    if vals.bits_per_value % 8 or vals.bits_per_value == 0:
+        raise UnsupportedEncodingError(f"{where}: RLE values of {vals.bits_per_value} bits")
+    total = int(runs.sum(dtype=np.int64))
+    if total < n:
+        raise CorruptFileError(where, f"rle: run lengths cover {total} values, expected {n}")
+    data = vals.data
+    if data.ndim == 1 and data.dtype == np.uint8 and vals.bits_per_value > 8:
+        data = data.reshape(nruns, -1)
+    out = np.repeat(data, runs, axis=0)[:n]
+    return DecodedValues("fixed", n, out.reshape(-1) if out.ndim > 1 else out, vals.bits_per_value)
+
+
+# ---------------------------------------------------------------------------
+# decoding
+# ---------------------------------------------------------------------------
+
+def decode_values(enc: "pb.CompressiveEncoding", buffers: Sequence, num_values: int, context: str,
+                  where: str = "compressive encoding") -> DecodedValues:
+    """Decode ``num_values`` values from ``buffers`` (see the module docstring for contexts)."""
+    if context not in CONTEXTS:
+        raise ValueError(f"context must be one of {CONTEXTS}, not {context!r}")
+    if num_values < 0:
+        raise CorruptFileError(where, f"negative value count {num_values}")
+    if context == "miniblock":
+        return _decode_mb(enc, _Buffers(buffers, where), num_values, where)
+    if len(buffers) > 1:
+        raise ValueError(f"block context takes one buffer, got {len(buffers)}")
+    raw = _u8(buffers[0]) if buffers else np.zeros(0, np.uint8)
+    return _decode_block(enc, raw, num_values, where)
+
+
+def _decode_mb(enc, bufs: _Buffers, n: int, where: str) -> DecodedValues:
+    kind = _name(enc)
+    if kind == "flat":
+        raw = bufs.take("flat")
+        if enc.flat.HasField("data"):
+            raw = decompress_buffer(raw, enc.flat.data, where)
+        return _fixed(raw, int(enc.flat.bits_per_value), n, where)
+    if kind == "inline_bitpacking":
+        ib = enc.inline_bitpacking
+        raw = bufs.take("inline bitpacking")
+        if ib.HasField("values"):
+            raw = decompress_buffer(raw, ib.values, where)
+        return _inline(raw, int(ib.uncompressed_bits_per_value), n, where)
+    if kind == "out_of_line_bitpacking":
+        return _out_of_line(enc.out_of_line_bitpacking, bufs.take("out-of-line bitpacking"), n, where)
+    if kind == "variable":
+        var = enc.variable
+        raw = bufs.take("variable")
+        if var.HasField("values"):
+            raise UnsupportedEncodingError(f"{where}: Variable with compressed values in a mini-block")
+        return _variable_miniblock(raw, _variable_offsets_bits(var, where), n, where)
+    if kind == "fsst":
+        inner = _decode_mb(enc.fsst.values, bufs, n, where)
+        return _fsst(enc.fsst, inner, where)
+    if kind == "rle":
+        rle = enc.rle
+        vbits = _flat_bits(rle.values, where, "RLE values")
+        rbits = _flat_bits(rle.run_lengths, where, "RLE run lengths")
+        if rbits != 8:
+            raise UnsupportedEncodingError(f"{where}: RLE run lengths of {rbits} bits (only 8)")
+        vraw = bufs.take("rle values")
+        runs = bufs.take("rle run lengths")
+        if vbits % 8 or vbits == 0:
+            raise UnsupportedEncodingError(f"{where}: RLE values of {vbits} bits")
+        if vraw.size != runs.size * (vbits // 8):
+            raise CorruptFileError(where, f"rle: {vraw.size} value bytes for {runs.size} runs of {vbits}-bit values")
+        vals = _fixed(vraw, vbits, runs.size, where, "rle values")
+        return _rle_expand(vals, runs, n, where)
+    if kind == "general":
+        gen = enc.general
+        if not gen.HasField("values"):
+            raise CorruptFileError(where, "General without an inner encoding")
+        if bufs.pos >= len(bufs.buffers):
+            raise CorruptFileError(where, "general: the chunk has no buffer to decompress")
+        # only the first buffer of the inner encoding is compressed
+        bufs.buffers[bufs.pos] = decompress_buffer(bufs.buffers[bufs.pos], gen.compression, where)
+        return _decode_mb(gen.values, bufs, n, where)
+    if kind == "fixed_size_list":
+        fsl = enc.fixed_size_list
+        dim = int(fsl.items_per_value)
+        validity = None
+        if fsl.has_validity:
+            validity = _bitmap(bufs.take("fsl validity"), n * dim, where)
+        inner = _decode_mb(fsl.values, bufs, n * dim, where)
+        return DecodedValues("fsl", n, dimension=dim, validity=validity, inner=inner)
+    if kind == "byte_stream_split":
+        return _bss(enc.byte_stream_split, bufs.take("byte stream split"), n, where)
+    if kind == "packed_struct":
+        return _packed_struct(enc.packed_struct, _decode_mb(enc.packed_struct.values, bufs, n, where), where)
+    if kind == "constant":
+        return _constant(enc.constant, n, where)
+    raise UnsupportedEncodingError(f"{where}: {kind} is not supported in a mini-block chunk")
+
+
+def _decode_block(enc, raw: np.ndarray, n: int, where: str) -> DecodedValues:
+    kind = _name(enc)
+    if kind == "flat":
+        if enc.flat.HasField("data"):
+            raw = decompress_buffer(raw, enc.flat.data, where)
+        return _fixed(raw, int(enc.flat.bits_per_value), n, where)
+    if kind == "inline_bitpacking":
+        ib = enc.inline_bitpacking
+        if ib.HasField("values"):
+            raw = decompress_buffer(raw, ib.values, where)
+        return _inline(raw, int(ib.uncompressed_bits_per_value), n, where)
+    if kind == "out_of_line_bitpacking":
+        return _out_of_line(enc.out_of_line_bitpacking, raw, n, where)
+    if kind == "variable":
+        if enc.variable.HasField("values"):
+            raise UnsupportedEncodingError(f"{where}: Variable with compressed values in a block")
+        return _variable_block(raw, n, where)
+    if kind == "fsst":
+        return _fsst(enc.fsst, _decode_block(enc.fsst.values, raw, n, where), where)
+    if kind == "rle":
+        rle = enc.rle
+        vbits = _flat_bits(rle.values, where, "RLE values")
+        if raw.size < 8:
+            raise CorruptFileError(where, f"rle block of {raw.size} bytes has no u64 values length")
+        vlen = struct.unpack_from("<Q", raw[:8].tobytes())[0]
+        if vbits % 8 or vbits == 0:
+            raise UnsupportedEncodingError(f"{where}: RLE values of {vbits} bits")
+        if vlen > raw.size - 8 or vlen % (vbits // 8):
+            raise CorruptFileError(where, f"rle block: values length {vlen} does not fit the {raw.size}-byte buffer")
+        nruns = vlen // (vbits // 8)
+        runs = raw[8 + vlen:]
+        if runs.size < nruns:
+            raise CorruptFileError(where, f"rle block: {nruns} runs but {runs.size} run-length bytes")
+        vals = _fixed(raw[8: 8 + vlen], vbits, nruns, where, "rle values")
+        return _rle_expand(vals, runs[:nruns], n, where)
+    if kind == "general":
+        gen = enc.general
+        if not gen.HasField("values"):
+            raise CorruptFileError(where, "General without an inner encoding")
+        return _decode_block(gen.values, decompress_buffer(raw, gen.compression, where), n, where)
+    if kind == "fixed_size_list":
+        fsl = enc.fixed_size_list
+        if fsl.has_validity:
+            raise UnsupportedEncodingError(f"{where}: FixedSizeList with item validity in a block")
+        dim = int(fsl.items_per_value)
+        return DecodedValues("fsl", n, dimension=dim, inner=_decode_block(fsl.values, raw, n * dim, where))
+    if kind == "byte_stream_split":
+        return _bss(enc.byte_stream_split, raw, n, where)
+    if kind == "packed_struct":
+        return _packed_struct(enc.packed_struct, _decode_block(enc.packed_struct.values, raw, n, where), where)
+    if kind == "constant":
+        return _constant(enc.constant, n, where)
+    raise UnsupportedEncodingError(f"{where}: {kind} is not supported as a block encoding")
+
+
+def _inline(raw: np.ndarray, t: int, n: int, where: str) -> DecodedValues:
+    if t not in _UINT:
+        raise UnsupportedEncodingError(f"{where}: inline bitpacking of {t}-bit values")
+    if raw.ctypes.data % (t // 8):
+        raw = raw.copy()
+    return DecodedValues("fixed", n, fastlanes.unpack_inline(raw, t, n, where), t)
+
+
+def _out_of_line(ob, raw: np.ndarray, n: int, where: str) -> DecodedValues:
+    t = int(ob.uncompressed_bits_per_value)
+    if t not in _UINT:
+        raise UnsupportedEncodingError(f"{where}: out-of-line bitpacking of {t}-bit values")
+    w = _flat_bits(ob.values, where, "OutOfLineBitpacking values")
+    if raw.ctypes.data % (t // 8):
+        raw = raw.copy()
+    return DecodedValues("fixed", n, fastlanes.unpack(raw, w, t, n, where), t)
+
+
+def _fsst(msg, inner: DecodedValues, where: str) -> DecodedValues:
+    if inner.kind != "variable":
+        raise CorruptFileError(where, f"FSST values decoded to {inner.kind}, expected variable")
+    offs, data = fsst.decompress(msg.symbol_table, inner.offsets, inner.data, where)
+    return DecodedValues("variable", inner.num_values, data, offsets=offs)
+
+
+def _bitmap(raw: np.ndarray, nbits: int, where: str) -> np.ndarray:
+    need = (nbits + 7) // 8
+    if raw.size < need:
+        raise CorruptFileError(where, f"validity bitmap of {nbits} bits needs {need} bytes, buffer has {raw.size}")
+    return np.unpackbits(raw[:need], count=nbits, bitorder="little").astype(bool)
+
+
+def _bss(msg, raw: np.ndarray, n: int, where: str) -> DecodedValues:
+    bits = _flat_bits(msg.values, where, "ByteStreamSplit values")
+    if bits not in (16, 32, 64):
+        raise UnsupportedEncodingError(f"{where}: ByteStreamSplit of {bits}-bit values")
+    b = bits // 8
+    if raw.size < n * b:
+        raise CorruptFileError(where, f"byte stream split: {n} values need {n * b} bytes, buffer has {raw.size}")
+    planes = raw[: n * b].reshape(b, n)
+    return DecodedValues("fixed", n, np.ascontiguousarray(planes.T).reshape(-1).view(_UINT[bits]), bits)
+
+
+def _packed_struct(msg, inner: DecodedValues, where: str) -> DecodedValues:
+    widths = tuple(int(x) for x in msg.bits_per_value)
+    if inner.kind != "fixed" or sum(widths) != inner.bits_per_value:
+        raise CorruptFileError(where, f"packed struct fields {widths} do not add up to the "
+                                      f"{inner.bits_per_value}-bit {inner.kind} rows")
+    inner.packed_struct_bits = widths
+    return inner
+
+
+def split_packed_struct(dv: DecodedValues) -> list[np.ndarray]:
+    """Split row-major packed-struct rows into per-field arrays (byte-aligned fields)."""
+    widths = dv.packed_struct_bits
+    if any(w % 8 for w in widths):
+        raise UnsupportedEncodingError("packed struct with a field that is not byte aligned")
+    rows = dv.fixed_bytes().reshape(dv.num_values, -1)
+    out, pos = [], 0
+    for w in widths:
+        col = np.ascontiguousarray(rows[:, pos: pos + w // 8]).reshape(-1)
+        out.append(col.view(_UINT[w]) if w in _UINT else col)
+        pos += w // 8
+    return out
+
+
+def _constant(msg, n: int, where: str) -> DecodedValues:
+    if not msg.HasField("value"):
+        raise UnsupportedEncodingError(f"{where}: Constant without a value")
+    v = np.frombuffer(msg.value, np.uint8)
+    bits = v.size * 8
+    if bits in _UINT:
+        return DecodedValues("fixed", n, np.full(n, v.view(_UINT[bits])[0], _UINT[bits]), bits)
+    return DecodedValues("fixed", n, np.tile(v, n), bits)
+
+
+# ---------------------------------------------------------------------------
+# rep / def levels
+# ---------------------------------------------------------------------------
+
+def decode_levels(enc: "pb.CompressiveEncoding", buffer, num_levels: int, context: str = "miniblock",
+                  where: str = "rep/def levels") -> np.ndarray:
+    """Decode ``num_levels`` u16 rep or def levels from one buffer.
+
+    Handles ``flat{16}``, ``out_of_line_bitpacking{16}``, ``inline_bitpacking{16}``,
+    ``rle`` (block form ``u64 values_len | values | u8 runs``, which is what a level
+    buffer holds in either context) and ``general`` around any of them.
+    """
+    raw = _u8(buffer)
+    kind = _name(enc)
+    if kind == "rle":
+        dv = _decode_block(enc, raw, num_levels, where)
+    elif kind == "general":
+        inner = decompress_buffer(raw, enc.general.compression, where)
+        return decode_levels(enc.general.values, inner, num_levels, context, where)
+    elif kind == "variable":
+        raise CorruptFileError(where, "levels cannot use a Variable encoding")
+    else:
+        dv = _decode_block(enc, raw, num_levels, where)
+    if dv.kind != "fixed" or dv.bits_per_value not in (8, 16, 32, 64):
+        raise CorruptFileError(where, f"levels decoded to {dv.kind} of {dv.bits_per_value} bits")
+    out = dv.data
+    if out.dtype != np.uint16:
+        if out.size and int(out.max()) > 0xFFFF:
+            raise CorruptFileError(where, "level value does not fit in u16")
+        out = out.astype(np.uint16)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# full-zip values
+# ---------------------------------------------------------------------------
+
+def decode_fullzip_variable(enc: "pb.CompressiveEncoding", offsets: np.ndarray, data,
+                            where: str = "full-zip values") -> DecodedValues:
+    """Decode the per-value payloads of a variable-width FullZip page.
+
+    ``offsets`` (n+1) locate each value's stored bytes (the length prefixes already
+    stripped) in ``data``.  ``variable`` passes through, ``fsst`` decompresses with the
+    symbol table, ``general`` decompresses each value (one zstd/LZ4 frame per value).
+    """
+    raw = _u8(data)
+    offs = np.asarray(offsets, np.int64)
+    _check_offsets(offs, raw.size, where, "full-zip")
+    n = offs.size - 1
+    kind = _name(enc)
+    if kind == "variable":
+        return DecodedValues("variable", n, raw[offs[0]: offs[-1]], offsets=offs - offs[0])
+    if kind == "fsst":
+        o, d = fsst.decompress(enc.fsst.symbol_table, offs, raw, where)
+        return DecodedValues("variable", n, d, offsets=o)
+    if kind == "general":
+        parts = [decompress_buffer(raw[a:b], enc.general.compression, where) if b > a else np.zeros(0, np.uint8)
+                 for a, b in zip(offs[:-1].tolist(), offs[1:].tolist())]
+        sizes = np.fromiter((p.size for p in parts), np.int64, n)
+        out_offs = np.zeros(n + 1, np.int64)
+        np.cumsum(sizes, out=out_offs[1:])
+        return DecodedValues("variable", n, np.concatenate(parts) if parts else np.zeros(0, np.uint8),
+                             offsets=out_offs)
+    raise UnsupportedEncodingError(f"{where}: {kind} is not supported for full-zip variable values")
+
+
+def decode_fullzip_fixed(enc: "pb.CompressiveEncoding", data, num_values: int,
+                         where: str = "full-zip values") -> DecodedValues:
+    """Decode the concatenated fixed-width values of a FullZip page (flat / fixed_size_list)."""
+    return _decode_block(enc, _u8(data), num_values, where)
+
+
+# ---------------------------------------------------------------------------
+# whole pages: many mini-block chunks at once
+# ---------------------------------------------------------------------------
+
+def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], counts: Sequence[int],
+                  where: str = "compressive encoding") -> DecodedValues:
+    """Decode and concatenate the value buffers of many mini-block chunks of one page.
+
+    Same result as ``concat([decode_values(enc, b, n, "miniblock") for b, n in ...])``, but
+    inline bitpacking (the common case) is unpacked for all chunks in one vectorised
+    pass, and FSST decompresses all chunks' strings in one call.
+    """
+    if len(chunks) != len(counts):
+        raise ValueError("decode_chunks: chunks and counts differ in length")
+    if not chunks:
+        return decode_values(enc, [b""], 0, "block", where) if _name(enc) == "flat" else \
+            DecodedValues("fixed", 0, np.zeros(0, np.uint8), 0)
+    kind = _name(enc)
+    counts = [int(c) for c in counts]
+    if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") \
+            and all(0 < c <= fastlanes.BLOCK for c in counts):
+        t = int(enc.inline_bitpacking.uncompressed_bits_per_value)
+        if t not in _UINT:
+            raise UnsupportedEncodingError(f"{where}: inline bitpacking of {t}-bit values")
+        bufs = []
+        for i, b in enumerate(chunks):
+            if len(b) < 1:
+                raise CorruptFileError(where, f"chunk {i}: no value buffer for inline bitpacking")
+            raw = _u8(b[0])
+            if raw.size % (t // 8):
+                raise CorruptFileError(where, f"chunk {i}: inline bitpacking buffer of {raw.size} bytes "
+                                              f"is not a whole number of {t}-bit words")
+            bufs.append(raw)
+        stream = np.concatenate(bufs).view(_UINT[t])
+        values = fastlanes.unpack_inline(stream, t, len(chunks) * fastlanes.BLOCK, where)
+        if any(c != fastlanes.BLOCK for c in counts[:-1]):
+            keep = (np.arange(fastlanes.BLOCK)[None, :] < np.array(counts)[:, None]).reshape(-1)
+            values = values[keep]
+        else:
+            values = values[: sum(counts)]
+        return DecodedValues("fixed", sum(counts), values, t)
+    if kind == "fsst":
+        inner = concat([_decode_mb(enc.fsst.values, _Buffers(b, f"{where}: chunk {i}"), n, where)
+                        for i, (b, n) in enumerate(zip(chunks, counts))])
+        return _fsst(enc.fsst, inner, where)
+    return concat([_decode_mb(enc, _Buffers(b, f"{where}: chunk {i}"), n, where)
+                   for i, (b, n) in enumerate(zip(chunks, counts))])

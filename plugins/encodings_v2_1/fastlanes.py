@@ -1,0 +1,224 @@
+"""FastLanes bit packing, as used by Lance 2.1/2.2 (spec §5.4 "FastLanes layout").
+
+A block holds 1024 values of a T-bit type (T in 8/16/32/64) packed to W bits each.
+With ``LANES = 1024 // T`` the packed block is ``W * LANES`` T-bit words; word ``w`` of
+lane ``l`` sits at ``packed[LANES * w + l]``.  Lane ``l`` holds T values (rows
+``r = 0..T-1``); row ``r``'s W bits start at bit ``r * W`` of the lane's word stream
+(LSB first) and may straddle two words.  The logical index of (row r, lane l) is
+``FL_ORDER[r // 8] * 16 + (r % 8) * 128 + l`` with ``FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]``.
+
+Two framings:
+
+* out-of-line (:func:`unpack` / :func:`pack`): a fixed W for every block, no header,
+  the last block zero-padded to 1024 values;
+* inline (:func:`unpack_inline` / :func:`pack_inline`): every 1024-value block starts
+  with one T-bit word holding its own W, followed by its ``1024 * W / T`` words.
+
+Everything is vectorised over blocks and values: the per-(T, W) gather plan (which
+word(s) and shift feed each logical value) is computed once and cached.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from lance_fw.errors import CorruptFileError
+
+BLOCK = 1024
+FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
+_UTYPES = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
+
+
+def utype(bits: int) -> np.dtype:
+    try:
+        return _UTYPES[bits]
+    except KeyError:
+        raise ValueError(f"FastLanes type width must be 8, 16, 32 or 64 bits, not {bits}") from None
+
+
+@lru_cache(maxsize=None)
+def _row_lane(t: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each logical index 0..1023, its (row, lane)."""
+    lanes = BLOCK // t
+    r = np.arange(t)
+    base = np.array([FL_ORDER[x // 8] * 16 + (x % 8) * 128 for x in r])
+    logical = (base[:, None] + np.arange(lanes)[None, :]).ravel()  # index by (r, l)
+    rows = np.empty(BLOCK, dtype=np.int64)
+    lanes_of = np.empty(BLOCK, dtype=np.int64)
+    rows[logical] = np.repeat(r, lanes)
+    lanes_of[logical] = np.tile(np.arange(lanes), t)
+    return rows, lanes_of
+
+
+@lru_cache(maxsize=None)
+def _plan(t: int, w: int):
+    """Gather plan for unpacking one block: lo/hi word index, shifts, mask (logical order)."""
+    lanes = BLOCK // t
+    rows, lane = _row_lane(t)
+    start = rows * w
+    w0 = start // t
+    shift = start % t
+    straddle = (shift + w) > t
+    lo = w0 * lanes + lane
+    hi = np.where(straddle, np.minimum(w0 + 1, w - 1), w0) * lanes + lane
+    dt = utype(t)
+    mask = dt.type((1 << w) - 1)
+    # hi contribution: (word << 1) << (t - 1 - shift), zeroed where no straddle
+    hshift = (t - 1 - shift).astype(dt)
+    return lo, hi, shift.astype(dt), hshift, straddle, mask, bool(straddle.any())
+
+
+def unpack(packed: np.ndarray, bit_width: int, uncompressed_bits: int, num_values: int,
+           where: str = "fastlanes") -> np.ndarray:
+    """Unpack out-of-line FastLanes data (fixed ``bit_width``) to ``num_values`` unsigned ints.
+
+    ``packed`` may be any array/buffer; it is reinterpreted as little-endian T-bit words.
+    """
+    t = uncompressed_bits
+    dt = utype(t)
+    w = int(bit_width)
+    if not 0 <= w <= t:
+        raise CorruptFileError(where, f"FastLanes bit width {w} is not within 0..{t}")
+    nblocks = -(-num_values // BLOCK)
+    if w == 0 or num_values == 0:
+        return np.zeros(num_values, dtype=dt)
+    words = _as_words(packed, dt)
+    need = nblocks * w * (BLOCK // t)
+    if words.size < need:
+        raise CorruptFileError(where, f"FastLanes buffer has {words.size} {t}-bit words; "
+                                      f"{num_values} values at {w} bits need {need}")
+    blocks = words[:need].reshape(nblocks, w * (BLOCK // t))
+    return _unpack_blocks(blocks, t, w).reshape(-1)[:num_values]
+
+
+def _as_words(data, dt: np.dtype) -> np.ndarray:
+    if isinstance(data, np.ndarray) and data.dtype == dt:
+        return data.reshape(-1)
+    buf = data.view(np.uint8).reshape(-1) if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)
+    usable = buf.size - buf.size % dt.itemsize
+    return buf[:usable].view(dt)
+
+
+def _unpack_blocks(blocks: np.ndarray, t: int, w: int) -> np.ndarray:
+    """blocks: (nblocks, W*LANES) words -> (nblocks, 1024) values."""
+    dt = utype(t)
+    if w == t:
+        lanes = BLOCK // t
+        rows, lane = _row_lane(t)
+        return blocks[:, rows * lanes + lane]
+    lo, hi, shift, hshift, straddle, mask, any_straddle = _plan(t, w)
+    out = blocks[:, lo] >> shift
+    if any_straddle:
+        hv = (blocks[:, hi] << dt.type(1)) << hshift
+        hv[:, ~straddle] = 0
+        out |= hv
+    out &= mask
+    return out
+
+
+def pack(values: np.ndarray, bit_width: int, uncompressed_bits: int) -> np.ndarray:
+    """Inverse of :func:`unpack`: returns the packed T-bit words (last block zero-padded)."""
+    t = uncompressed_bits
+    dt = utype(t)
+    w = int(bit_width)
+    vals = np.asarray(values).astype(dt, copy=False).reshape(-1)
+    nblocks = -(-vals.size // BLOCK)
+    if w == 0 or nblocks == 0:
+        return np.zeros(0, dtype=dt)
+    padded = np.zeros(nblocks * BLOCK, dtype=dt)
+    padded[: vals.size] = vals
+    return _pack_blocks(padded.reshape(nblocks, BLOCK), t, w).reshape(-1)
+
+
+def _pack_blocks(vals: np.ndarray, t: int, w: int) -> np.ndarray:
+    dt = utype(t)
+    lanes = BLOCK // t
+    nblocks = vals.shape[0]
+    rows, lane = _row_lane(t)
+    if w < t:
+        vals = vals & dt.type((1 << w) - 1)
+    out = np.zeros((nblocks, w, lanes), dtype=dt)
+    for r in range(t):  # <= 64 rows; each row touches one or two words per lane
+        base = FL_ORDER[r // 8] * 16 + (r % 8) * 128
+        v = vals[:, base: base + lanes]
+        start = r * w
+        w0, s = divmod(start, t)
+        out[:, w0, :] |= v << dt.type(s)
+        if s + w > t:
+            out[:, w0 + 1, :] |= v >> dt.type(t - s)
+    return out.reshape(nblocks, w * lanes)
+
+
+def _inline_block_offsets(words: np.ndarray, t: int, nblocks: int, where: str):
+    """Walk the per-block bit-width words of the inline form (a loop over blocks only)."""
+    lanes = BLOCK // t
+    starts = np.empty(nblocks, dtype=np.int64)
+    widths = np.empty(nblocks, dtype=np.int64)
+    pos = 0
+    n = words.size
+    for b in range(nblocks):
+        if pos >= n:
+            raise CorruptFileError(where, f"inline bitpacking: block {b} of {nblocks} starts past the "
+                                          f"end of the buffer ({n} {t}-bit words)")
+        wb = int(words[pos])
+        if wb > t:
+            raise CorruptFileError(where, f"inline bitpacking: block {b} has bit width {wb} > {t}")
+        starts[b] = pos + 1
+        widths[b] = wb
+        pos += 1 + wb * lanes
+    if pos > n:
+        raise CorruptFileError(where, f"inline bitpacking: buffer has {n} {t}-bit words, "
+                                      f"its blocks need {pos}")
+    return starts, widths
+
+
+def unpack_inline(data, uncompressed_bits: int, num_values: int, where: str = "inline bitpacking") -> np.ndarray:
+    """Decode the inline form: per 1024 values one T-bit width word, then the packed words."""
+    t = uncompressed_bits
+    dt = utype(t)
+    lanes = BLOCK // t
+    if num_values == 0:
+        return np.zeros(0, dtype=dt)
+    words = _as_words(data, dt)
+    nblocks = -(-num_values // BLOCK)
+    if nblocks == 1:  # the mini-block case: one block per chunk
+        if words.size < 1:
+            raise CorruptFileError(where, "inline bitpacking: empty buffer")
+        w = int(words[0])
+        if w > t:
+            raise CorruptFileError(where, f"inline bitpacking: bit width {w} > {t}")
+        if words.size < 1 + w * lanes:
+            raise CorruptFileError(where, f"inline bitpacking: buffer has {words.size} {t}-bit words, "
+                                          f"needs {1 + w * lanes}")
+        if w == 0:
+            return np.zeros(num_values, dtype=dt)
+        return _unpack_blocks(words[1: 1 + w * lanes].reshape(1, -1), t, w).reshape(-1)[:num_values]
+    starts, widths = _inline_block_offsets(words, t, nblocks, where)
+    out = np.zeros((nblocks, BLOCK), dtype=dt)
+    for w in np.unique(widths).tolist():
+        if w == 0:
+            continue
+        sel = np.flatnonzero(widths == w)
+        idx = starts[sel][:, None] + np.arange(w * lanes)[None, :]
+        out[sel] = _unpack_blocks(words[idx], t, w)
+    return out.reshape(-1)[:num_values]
+
+
+def pack_inline(values: np.ndarray, uncompressed_bits: int) -> np.ndarray:
+    """Inverse of :func:`unpack_inline` (each block uses the minimal bit width)."""
+    t = uncompressed_bits
+    dt = utype(t)
+    vals = np.asarray(values).astype(dt, copy=False).reshape(-1)
+    nblocks = -(-vals.size // BLOCK)
+    padded = np.zeros(nblocks * BLOCK, dtype=dt)
+    padded[: vals.size] = vals
+    parts = []
+    for blk in padded.reshape(nblocks, BLOCK):
+        m = int(blk.max()) if blk.size else 0
+        w = m.bit_length()
+        parts.append(np.array([w], dtype=dt))
+        if w:
+            parts.append(_pack_blocks(blk[None, :], t, w).reshape(-1))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dt)
