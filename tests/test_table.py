@@ -76,10 +76,9 @@ def test_unknown_reader_flag_is_refused(uri):
         lance_fw.write_dataset(pa.table({"a": [2]}), uri, mode="append")
 
 
-def test_pylance_default_22_dataset_gives_a_clear_error(uri):
+def test_pylance_default_22_dataset_reads_and_refuses_mixed_appends(uri):
     lance.write_dataset(pa.table({"a": [1]}), uri)  # pylance's default: 2.2
-    with pytest.raises(UnsupportedFeatureError, match="2.2"):
-        lance_fw.dataset(uri).to_table()
+    assert lance_fw.dataset(uri).to_table().column("a").to_pylist() == [1]
     with pytest.raises(InvalidArgumentError, match="mix"):
         lance_fw.write_dataset(pa.table({"a": [2]}), uri, mode="append", data_storage_version="2.0")
 

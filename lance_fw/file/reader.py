@@ -11,14 +11,14 @@ from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
-from lance_fw.file import structure_v2_0
+from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import FileTail, parse_message, read_tail
 from lance_fw.file.encoding import PageInput, decode_page
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.schema import LanceField, LanceSchema
 
-READABLE_VERSIONS = ((2, 0),)
+READABLE_VERSIONS = ((2, 0), (2, 1), (2, 2))
 
 
 class LanceFileReader:
@@ -33,8 +33,9 @@ class LanceFileReader:
             raise UnsupportedFeatureError(f"{path}: data file version {version_name(self.tail.version)} "
                                           f"is not readable by this lance_fw yet")
         self.schema = LanceSchema.from_protos(self.tail.descriptor.schema.fields, self.tail.descriptor.schema.metadata)
-        if column_of_field is None:  # a bare file: 2.0 columns follow the schema's pre-order
-            column_of_field = {f.id: i for i, f in enumerate(self.schema.walk())}
+        if column_of_field is None:  # a bare file: columns follow the schema's pre-order
+            owners = [f for f in self.schema.walk() if self.tail.version == (2, 0) or structure_v2_1.is_leaf(f)]
+            column_of_field = {f.id: i for i, f in enumerate(owners)}
         self.column_of_field = column_of_field
         self._page_starts: dict[int, list[int]] = {}
         self._cache: dict[int, tuple[int, pa.Array]] = {}
@@ -53,6 +54,11 @@ class LanceFileReader:
         return [self.read_field(f, start, stop) for f in fields]
 
     def read_field(self, field: LanceField, start: int, stop: int) -> pa.Array:
+        if self.tail.version != (2, 0):
+            chains = structure_v2_1.leaf_paths(field)
+            arrays = [self._read_column(self._column(chain[-1]), start, stop, structure_v2_1.path_type(chain),
+                                        chain[-1]) for chain in chains]
+            return structure_v2_1.merge(field, arrays)
         col = self._column(field)
         if field.is_struct:
             children = [self.read_field(c, start, stop) for c in field.children]

@@ -1,0 +1,321 @@
+"""The 2.1/2.2 structural page layouts: mini-block, full-zip and constant pages.
+
+Each parser turns one page's buffers into ``PageLevels``: the rep and def levels of the page
+(u16, or None where the layout has none) and the visible values as ``DecodedValues``. Turning
+levels into Arrow nesting is ``repdef``'s job.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+
+from . import compressive
+from .compressive import DecodedValues
+
+_CTRL_DTYPE = {1: np.uint8, 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+
+
+@dataclass
+class PageLevels:
+    layers: list[int]
+    num_rows: int
+    rep: np.ndarray | None
+    defs: np.ndarray | None
+    values: DecodedValues | None  # None: no visible values stored (all-null constant page)
+    constant: bytes | None = None  # a constant page's one value (raw bytes or Arrow-IPC-like buffers)
+    constant_buffers: list[bytes] | None = None
+
+
+def _u8(buf) -> np.ndarray:
+    return np.frombuffer(buf, dtype=np.uint8)
+
+
+def _pad8(n: int) -> int:
+    return n + (-n % 8)
+
+
+# --- mini-block ---------------------------------------------------------------------------------
+
+def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, where: str):
+    words = meta.view("<u4" if large else "<u2").astype(np.int64)
+    sizes = ((words >> 4) + 1) * 8
+    log_counts = words & 0xF
+    counts = np.where(log_counts > 0, 1 << log_counts, 0)
+    if len(words):
+        if (log_counts[:-1] == 0).any():
+            raise CorruptFileError(where, "a non-final mini-block chunk has log2(values) = 0")
+        counts[-1] = num_items - counts[:-1].sum()
+        if counts[-1] < 0:
+            raise CorruptFileError(where, f"mini-block chunks hold more than the page's {num_items} items")
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    if starts[-1] > total:
+        raise CorruptFileError(where, f"mini-block chunks need {starts[-1]} bytes, the page holds {total}")
+    return starts[:-1].tolist(), sizes.tolist(), counts.tolist()
+
+
+def mini_block(layout: pb.MiniBlockLayout, buffers, num_rows: int, where: str) -> PageLevels:
+    if len(buffers) < 2:
+        raise CorruptFileError(where, f"mini-block page has {len(buffers)} buffers, needs at least 2")
+    large = layout.has_large_chunk
+    data = _u8(buffers[1])
+    starts, sizes, counts = _chunk_table(_u8(buffers[0]), large, layout.num_items, len(data), where)
+    has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
+    size_fmt, size_width = ("<I", 4) if large else ("<H", 2)
+    nbuf = layout.num_buffers
+    reps, defs, value_chunks = [], [], []
+    for i, (start, size) in enumerate(zip(starts, sizes)):
+        chunk = data[start:start + size]
+        try:
+            pos = 0
+            (num_levels,) = struct.unpack_from("<H", chunk, pos)
+            pos += 2
+            rep_bytes = def_bytes = 0
+            if has_rep:
+                (rep_bytes,) = struct.unpack_from("<H", chunk, pos)
+                pos += 2
+            if has_def:
+                (def_bytes,) = struct.unpack_from("<H", chunk, pos)
+                pos += 2
+            buf_sizes = struct.unpack_from("<" + size_fmt[1] * nbuf, chunk, pos)
+            pos = _pad8(pos + size_width * nbuf)
+        except struct.error:
+            raise CorruptFileError(where, f"mini-block chunk {i} header is truncated") from None
+        chunk_where = f"{where}, chunk {i}"
+        if has_rep:
+            reps.append(compressive.decode_levels(layout.rep_compression, chunk[pos:pos + rep_bytes], num_levels,
+                                                  "miniblock", chunk_where))
+            pos = _pad8(pos + rep_bytes)
+        if has_def:
+            defs.append(compressive.decode_levels(layout.def_compression, chunk[pos:pos + def_bytes], num_levels,
+                                                  "miniblock", chunk_where))
+            pos = _pad8(pos + def_bytes)
+        bufs = []
+        for b in buf_sizes:
+            if pos + b > len(chunk):
+                raise CorruptFileError(where, f"mini-block chunk {i} value buffer overruns the chunk")
+            bufs.append(chunk[pos:pos + b])
+            pos = _pad8(pos + b)
+        value_chunks.append(bufs)
+    values = compressive.decode_chunks(layout.value_compression, value_chunks, counts, where)
+    if layout.HasField("dictionary"):
+        if len(buffers) < 3:
+            raise CorruptFileError(where, "dictionary page without a dictionary buffer")
+        dictionary = compressive.decode_values(layout.dictionary, [buffers[2]], layout.num_dictionary_items,
+                                               "block", where=f"{where}, dictionary")
+        values = _gather(dictionary, values, where)
+    rep = np.concatenate(reps) if reps else None
+    d = np.concatenate(defs) if defs else None
+    return PageLevels(list(layout.layers), num_rows, rep, d, values)
+
+
+def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> DecodedValues:
+    """Replace dictionary indices by the dictionary's values (vectorised)."""
+    idx = np.asarray(indices.data).astype(np.int64)
+    if idx.size and (idx.max() >= dictionary.num_values or idx.min() < 0):
+        raise CorruptFileError(where, f"dictionary index out of range ({dictionary.num_values} items)")
+    if dictionary.kind == "fixed" and dictionary.bits_per_value % 8 == 0:
+        width = dictionary.bits_per_value // 8
+        rows = dictionary.fixed_bytes().reshape(-1, width)[idx]
+        data = rows.reshape(-1)
+        if width in (1, 2, 4, 8):
+            data = data.view({1: np.uint8, 2: "<u2", 4: "<u4", 8: "<u8"}[width])
+        return DecodedValues("fixed", len(idx), data, dictionary.bits_per_value)
+    if dictionary.kind == "variable":
+        offs = dictionary.offsets
+        lengths = (offs[1:] - offs[:-1])[idx]
+        out_offs = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum(lengths, out=out_offs[1:])
+        starts = offs[:-1][idx]
+        gather = np.repeat(starts - out_offs[:-1], lengths) + np.arange(out_offs[-1])
+        return DecodedValues("variable", len(idx), np.asarray(dictionary.data, np.uint8)[gather], offsets=out_offs)
+    raise UnsupportedEncodingError(f"{where}: a {dictionary.kind} dictionary is not supported")
+
+
+# --- full-zip -----------------------------------------------------------------------------------
+
+def _ctrl_bytes(bits: int) -> int:
+    if bits == 0:
+        return 0
+    for width in (1, 2, 4):
+        if bits <= 8 * width:
+            return width
+    raise CorruptFileError("full-zip", f"{bits} control bits do not fit a control word")
+
+
+def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> PageLevels:
+    if not buffers:
+        raise CorruptFileError(where, "full-zip page without a data buffer")
+    data = _u8(buffers[0])
+    n = layout.num_items
+    bits_rep, bits_def = layout.bits_rep, layout.bits_def
+    ctrl = _ctrl_bytes(bits_rep + bits_def)
+    kind = layout.WhichOneof("details")
+    if kind == "bits_per_value":
+        width = layout.bits_per_value // 8
+        stride = ctrl + width
+        if len(data) < n * stride:
+            raise CorruptFileError(where, f"full-zip data holds {len(data)} bytes, needs {n * stride}")
+        grid = data[: n * stride].reshape(n, stride) if n else np.zeros((0, stride), np.uint8)
+        words = _ctrl_words(grid[:, :ctrl], ctrl)
+        rep, defs = _split_ctrl(words, bits_rep, bits_def)
+        visible = _visible_mask(list(layout.layers), defs, n)
+        values = compressive.decode_fullzip_fixed(layout.value_compression,
+                                                  np.ascontiguousarray(grid[visible, ctrl:]).reshape(-1),
+                                                  int(visible.sum()), where)
+        return PageLevels(list(layout.layers), num_rows, rep, defs, values)
+    if kind != "bits_per_offset":
+        raise CorruptFileError(where, "full-zip layout names neither bits_per_value nor bits_per_offset")
+    len_bytes = layout.bits_per_offset // 8
+    starts = _level_starts(layout, buffers, data, n, ctrl, len_bytes, num_rows, where)
+    words = _ctrl_words(_gather_bytes(data, starts, ctrl, where), ctrl)
+    rep, defs = _split_ctrl(words, bits_rep, bits_def)
+    has_value = defs == 0 if defs is not None else np.ones(n, bool)
+    vstart = starts[has_value] + ctrl
+    lengths = _ctrl_words(_gather_bytes(data, vstart, len_bytes, where), len_bytes).astype(np.int64)
+    offsets = np.zeros(len(vstart) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    payload_starts = vstart + len_bytes
+    if len(payload_starts) and (payload_starts + lengths).max() > len(data):
+        raise CorruptFileError(where, "full-zip value runs past the end of the page")
+    gather = np.repeat(payload_starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+    payload = data[gather]
+    decoded = compressive.decode_fullzip_variable(layout.value_compression, offsets, payload, where)
+    values = _spread_variable(decoded, has_value, _visible_mask(list(layout.layers), defs, n))
+    return PageLevels(list(layout.layers), num_rows, rep, defs, values)
+
+
+def _level_starts(layout, buffers, data, n, ctrl, len_bytes, num_rows, where) -> np.ndarray:
+    """Byte offset of every level in the zipped stream.
+
+    Without repetition each row is one level and the repetition index gives every start
+    directly; with lists, all rows are walked in lockstep (one pass per level within a row).
+    """
+    if len(buffers) < 2:
+        raise CorruptFileError(where, "variable-width full-zip page without its repetition index")
+    rep_index = _u8(buffers[1])
+    width = len(rep_index) // (num_rows + 1) if num_rows + 1 else 0
+    if width not in (1, 2, 4, 8) or width * (num_rows + 1) != len(rep_index):
+        raise CorruptFileError(where, f"full-zip repetition index of {len(rep_index)} bytes for {num_rows} rows")
+    row_starts = rep_index.view({1: np.uint8, 2: "<u2", 4: "<u4", 8: "<u8"}[width]).astype(np.int64)
+    if layout.bits_rep == 0:
+        return row_starts[:-1]
+    out: list[np.ndarray] = []
+    pos, ends = row_starts[:-1].copy(), row_starts[1:]
+    order = []
+    row_ids = np.arange(num_rows)
+    bits_def = layout.bits_def
+    while True:
+        active = pos < ends
+        if not active.any():
+            break
+        p = pos[active]
+        out.append(p)
+        order.append(row_ids[active])
+        words = _ctrl_words(_gather_bytes(data, p, ctrl, where), ctrl)
+        defs = words & ((1 << bits_def) - 1) if bits_def else np.zeros(len(p), np.int64)
+        step = np.full(len(p), ctrl, np.int64)
+        valued = defs == 0
+        if valued.any():
+            lens = _ctrl_words(_gather_bytes(data, p[valued] + ctrl, len_bytes, where), len_bytes).astype(np.int64)
+            step[valued] += len_bytes + lens
+        pos[active] = p + step
+    if not out:
+        return np.zeros(0, np.int64)
+    starts = np.concatenate(out)
+    rows = np.concatenate(order)
+    result = starts[np.lexsort((starts, rows))]
+    if len(result) != n:
+        raise CorruptFileError(where, f"full-zip stream holds {len(result)} levels, the layout says {n}")
+    return result
+
+
+def _gather_bytes(data: np.ndarray, starts: np.ndarray, width: int, where: str) -> np.ndarray:
+    if width == 0:
+        return np.zeros((len(starts), 0), np.uint8)
+    if len(starts) and starts.max() + width > len(data):
+        raise CorruptFileError(where, "full-zip control word or length runs past the page")
+    return data[starts[:, None] + np.arange(width)[None, :]]
+
+
+def _ctrl_words(grid: np.ndarray, width: int) -> np.ndarray:
+    if width == 0:
+        return np.zeros(len(grid), np.int64)
+    return np.ascontiguousarray(grid).view(_CTRL_DTYPE[width]).reshape(-1).astype(np.int64)
+
+
+def _split_ctrl(words: np.ndarray, bits_rep: int, bits_def: int):
+    rep = (words >> bits_def).astype(np.uint16) if bits_rep else None
+    defs = (words & ((1 << bits_def) - 1)).astype(np.uint16) if bits_def else None
+    return rep, defs
+
+
+def _visible_mask(layers: list[int], defs: np.ndarray | None, count: int) -> np.ndarray:
+    from .repdef import visible_levels
+
+    return visible_levels(layers, defs, count)
+
+
+def _spread_variable(decoded: DecodedValues, has_value: np.ndarray, visible: np.ndarray) -> DecodedValues:
+    """Variable values exist only for valid levels; give visible-but-null levels empty values."""
+    if visible.size == 0 or np.array_equal(has_value, visible):
+        return decoded
+    lengths = np.zeros(len(has_value), np.int64)
+    lengths[has_value] = np.diff(decoded.offsets)
+    lengths = lengths[visible]
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return DecodedValues("variable", len(lengths), decoded.data, offsets=offsets)
+
+
+# --- constant -----------------------------------------------------------------------------------
+
+def constant(layout: pb.ConstantLayout, buffers, num_rows: int, where: str) -> PageLevels:
+    """Buffers are ``[value] [rep def]``: a value buffer only for a non-inline constant, so an
+    odd count means one is there; rep and def come as a pair when the column is nested."""
+    buffers = list(buffers)
+    value = bytes(layout.inline_value) if layout.HasField("inline_value") else None
+    value_buffers = None
+    if value is None and len(buffers) % 2 == 1:
+        value_buffers = _arrow_value_buffers(bytes(buffers[0]), where)
+        buffers = buffers[1:]
+    if len(buffers) not in (0, 2):
+        raise CorruptFileError(where, f"constant page has {len(buffers)} level buffers (expected 0 or 2)")
+    rep = _levels(layout, "rep", buffers[0], where) if buffers else None
+    defs = _levels(layout, "def", buffers[1], where) if buffers else None
+    return PageLevels(list(layout.layers), num_rows, rep, defs, None, value, value_buffers)
+
+
+def _levels(layout, which: str, buf, where: str) -> np.ndarray | None:
+    raw = _u8(buf)
+    if not len(raw):
+        return None
+    field = f"{which}_compression"
+    if layout.HasField(field):
+        count = layout.num_rep_values if which == "rep" else layout.num_def_values
+        return compressive.decode_levels(getattr(layout, field), raw, count, "block", f"{where}, {which} levels")
+    if len(raw) % 2:
+        raise CorruptFileError(where, f"raw {which} levels buffer has an odd size")
+    return raw.view("<u2").copy()
+
+
+def _arrow_value_buffers(blob: bytes, where: str) -> list[bytes]:
+    """``u32 nbuffers | u32 size x n | buffers``: the buffers of a length-1 Arrow array."""
+    try:
+        (count,) = struct.unpack_from("<I", blob, 0)
+        sizes = struct.unpack_from("<" + "I" * count, blob, 4)
+    except struct.error:
+        raise CorruptFileError(where, "constant page value buffer is truncated") from None
+    pos = 4 + 4 * count
+    out = []
+    for size in sizes:
+        if pos + size > len(blob):
+            raise CorruptFileError(where, "constant page value buffer is truncated")
+        out.append(blob[pos:pos + size])
+        pos += size
+    return out

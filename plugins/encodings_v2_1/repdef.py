@@ -1,0 +1,206 @@
+"""Repetition and definition levels -> nested Arrow arrays (vectorised, any depth).
+
+``layers`` run from the leaf (index 0) outwards, one per field on the path from the column's
+top-level field down to its leaf. Definition numbers are handed out from the inside: each
+nullable item/list layer takes one number, an empty-able list one, a null-and-empty list two
+(null first). A level's def is 0 when everything is valid, else the number of the outermost
+layer that stops it. Repetition: with R list layers, rep = R starts a new row, rep = r starts a
+new list at the r-th list layer counted from the inside, 0 continues the innermost list.
+
+The walk goes top-down over the levels to find, for every layer, where its elements start, their
+validity and (for lists) their offsets; the arrays are then assembled bottom-up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.errors import CorruptFileError
+
+from .compressive import DecodedValues
+from .layouts import PageLevels
+
+ITEM_LAYERS = (pb.REPDEF_ALL_VALID_ITEM, pb.REPDEF_NULLABLE_ITEM)
+LIST_LAYERS = (pb.REPDEF_ALL_VALID_LIST, pb.REPDEF_NULLABLE_LIST, pb.REPDEF_EMPTYABLE_LIST,
+               pb.REPDEF_NULL_AND_EMPTY_LIST)
+
+
+def def_numbers(layers: list[int]) -> tuple[list[int], list[int | None]]:
+    """Per layer: the highest def number used strictly inside it, and its empty-list number."""
+    inside, empty = [], []
+    n = 0
+    for layer in layers:
+        inside.append(n)
+        if layer in (pb.REPDEF_NULLABLE_ITEM, pb.REPDEF_NULLABLE_LIST):
+            n += 1
+            empty.append(None)
+        elif layer == pb.REPDEF_EMPTYABLE_LIST:
+            n += 1
+            empty.append(n)
+        elif layer == pb.REPDEF_NULL_AND_EMPTY_LIST:
+            n += 2
+            empty.append(n)
+        else:
+            empty.append(None)
+    return inside, empty
+
+
+def visible_levels(layers: list[int], defs: np.ndarray | None, count: int) -> np.ndarray:
+    """Levels that carry a value: all but those standing for a null/empty list (or what holds it)."""
+    lists = [i for i, layer in enumerate(layers) if layer in LIST_LAYERS]
+    if defs is None or not lists:
+        return np.ones(count if defs is None else len(defs), dtype=bool)
+    inside, _ = def_numbers(layers)
+    return defs <= inside[lists[0]]
+
+
+def path_types(arrow_type: pa.DataType) -> list[pa.DataType]:
+    """The types on the path from a top-level (single-leaf) type down to its leaf."""
+    out = [arrow_type]
+    t = arrow_type
+    while True:
+        if pa.types.is_struct(t):
+            t = t.field(0).type
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            t = t.value_type
+        else:
+            return out
+        out.append(t)
+
+
+def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
+    layers = levels.layers
+    types = path_types(arrow_type)
+    if len(types) != len(layers):
+        raise CorruptFileError(where, f"page has {len(layers)} rep/def layers for a path of {len(types)} fields")
+    inside, empty = def_numbers(layers)
+    list_idx = [i for i, layer in enumerate(layers) if layer in LIST_LAYERS]
+    count = _level_count(levels)
+    defs = levels.defs if levels.defs is not None else np.zeros(count, np.uint16)
+    rep = levels.rep
+    if list_idx and rep is None:
+        raise CorruptFileError(where, "list layers without repetition levels")
+    if levels.defs is None and levels.values is None and _is_all_null(levels):
+        defs = np.ones(count, np.uint16)  # all null at the innermost nullable layer (number 1)
+    if len(defs) != count or (rep is not None and len(rep) != count):
+        raise CorruptFileError(where, "rep and def levels differ in length")
+    slots = np.arange(count) if rep is None else np.flatnonzero(rep == len(list_idx))
+    if len(slots) != levels.num_rows:
+        raise CorruptFileError(where, f"levels describe {len(slots)} rows, the page has {levels.num_rows}")
+    valid_by_layer: dict[int, np.ndarray] = {}
+    offsets_by_layer: dict[int, np.ndarray] = {}
+    for i in range(len(layers) - 1, -1, -1):
+        d = defs[slots]
+        has_items = d <= inside[i]
+        if layers[i] in LIST_LAYERS:
+            valid = has_items | (d == empty[i]) if empty[i] is not None else has_items
+            r = sum(1 for j in list_idx if j <= i)
+            starts = np.flatnonzero((rep >= r - 1) & (defs <= inside[i]))
+            offsets = np.empty(len(slots) + 1, np.int64)
+            offsets[:-1] = np.searchsorted(starts, slots)
+            offsets[-1] = len(starts)
+            offsets_by_layer[i] = offsets
+            valid_by_layer[i] = valid
+            slots = starts
+        else:
+            valid_by_layer[i] = has_items
+    leaf = _leaf(levels, types[-1], len(slots), valid_by_layer[0], where)
+    array = leaf
+    for i in range(1, len(layers)):
+        t = types[len(layers) - 1 - i]
+        valid = valid_by_layer[i]
+        bitmap, nulls = _bitmap(valid)
+        if i in offsets_by_layer:
+            offs = offsets_by_layer[i]
+            offs = offs.astype(np.int64 if pa.types.is_large_list(t) else np.int32)
+            array = pa.Array.from_buffers(t, len(valid), [bitmap, pa.py_buffer(offs)], null_count=nulls,
+                                          children=[array])
+        else:
+            array = pa.Array.from_buffers(t, len(valid), [bitmap], null_count=nulls, children=[array])
+    return array
+
+
+def _is_all_null(levels: PageLevels) -> bool:
+    return levels.constant is None and levels.constant_buffers is None
+
+
+def _level_count(levels: PageLevels) -> int:
+    for arr in (levels.defs, levels.rep):
+        if arr is not None:
+            return len(arr)
+    if levels.values is not None:
+        return levels.values.num_values
+    return levels.num_rows
+
+
+def _bitmap(valid: np.ndarray) -> tuple[pa.Buffer | None, int]:
+    nulls = int(len(valid) - np.count_nonzero(valid))
+    if not nulls:
+        return None, 0
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), nulls
+
+
+def _leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: str) -> pa.Array:
+    if levels.values is None:
+        return _constant_leaf(levels, t, n, valid, where)
+    if levels.values.num_values != n:
+        raise CorruptFileError(where, f"page holds {levels.values.num_values} values for {n} visible items")
+    return values_to_arrow(levels.values, t, valid, where)
+
+
+def values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | None, where: str) -> pa.Array:
+    n = values.num_values
+    bitmap, nulls = _bitmap(valid) if valid is not None else (None, 0)
+    if values.kind == "fsl":
+        if not pa.types.is_fixed_size_list(t):
+            raise CorruptFileError(where, f"fixed-size-list values for a {t} column")
+        inner = values_to_arrow(values.inner, t.value_type, values.validity, where)
+        return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=[inner])
+    if values.kind == "variable":
+        large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+        offs = values.offsets.astype(np.int64 if large else np.int32)
+        data = pa.py_buffer(np.ascontiguousarray(values.data, dtype=np.uint8))
+        return pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(offs), data], null_count=nulls)
+    if pa.types.is_null(t):
+        return pa.nulls(n)
+    raw = values.fixed_bytes()
+    expected = (n * _bit_width(t) + 7) // 8
+    if values.bits_per_value != _bit_width(t) or raw.size < expected:
+        raise CorruptFileError(where, f"{values.bits_per_value}-bit values for a {t} column")
+    return pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(raw)], null_count=nulls)
+
+
+def _bit_width(t: pa.DataType) -> int:
+    return 1 if pa.types.is_boolean(t) else t.bit_width
+
+
+def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: str) -> pa.Array:
+    if levels.constant is None and levels.constant_buffers is None:
+        return pa.nulls(n, t)
+    if levels.constant is not None:
+        raw = levels.constant
+        if pa.types.is_boolean(t):
+            one = pa.array([bool(raw[0] & 1)] if raw else [False])
+        else:
+            one = pa.Array.from_buffers(t, 1, [None, pa.py_buffer(raw)], null_count=0)
+    else:
+        bufs = [pa.py_buffer(b) for b in levels.constant_buffers]
+        try:
+            if pa.types.is_fixed_size_list(t):
+                inner = pa.Array.from_buffers(t.value_type, t.list_size, [None] + bufs, null_count=0)
+                one = pa.Array.from_buffers(t, 1, [None], null_count=0, children=[inner])
+            else:
+                one = pa.Array.from_buffers(t, 1, [None] + bufs, null_count=0)
+        except (pa.ArrowInvalid, ValueError) as exc:
+            raise CorruptFileError(where, f"constant value does not fit {t}: {exc}") from None
+    out = one.take(pa.array(np.zeros(n, np.int64)))
+    return out if valid is None or valid.all() else _with_validity(out, valid)
+
+
+def _with_validity(arr: pa.Array, valid: np.ndarray) -> pa.Array:
+    bitmap, nulls = _bitmap(valid)
+    if pa.types.is_fixed_size_list(arr.type):
+        return pa.Array.from_buffers(arr.type, len(arr), [bitmap], null_count=nulls, children=[arr.values])
+    return pa.Array.from_buffers(arr.type, len(arr), [bitmap] + arr.buffers()[1:], null_count=nulls)
