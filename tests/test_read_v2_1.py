@@ -97,6 +97,11 @@ def test_wide_values_use_full_zip(uri, version):
                           for i in range(n)], pa.large_binary()),
         "list_text": pa.array([None if i % 4 == 0 else ["x" * 300] * (i % 3) for i in range(n)],
                               pa.list_(pa.string())),
+        "list_vec": pa.array([None if i % 3 == 0 else [[1.5] * 128] * (i % 3) for i in range(n)],
+                             pa.list_(pa.list_(pa.float32(), 128))),
+        "vec_null_items": pa.array([None if i % 2 else [None if j % 5 == 0 else 1.0 for j in range(128)]
+                                    for i in range(n)], pa.list_(pa.float32(), 128)),
+        "empty_or_null_lists": pa.array([None if i % 2 else [] for i in range(n)], pa.list_(pa.int32())),
     })
     _roundtrip(table, uri, version)
 

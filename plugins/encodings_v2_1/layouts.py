@@ -156,23 +156,36 @@ def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> Pa
     bits_rep, bits_def = layout.bits_rep, layout.bits_def
     ctrl = _ctrl_bytes(bits_rep + bits_def)
     kind = layout.WhichOneof("details")
+    layers = list(layout.layers)
     if kind == "bits_per_value":
         width = layout.bits_per_value // 8
-        stride = ctrl + width
-        if len(data) < n * stride:
-            raise CorruptFileError(where, f"full-zip data holds {len(data)} bytes, needs {n * stride}")
-        grid = data[: n * stride].reshape(n, stride) if n else np.zeros((0, stride), np.uint8)
-        words = _ctrl_words(grid[:, :ctrl], ctrl)
+        if bits_rep == 0:  # no lists: every level is visible and has its value bytes
+            stride = ctrl + width
+            if len(data) < n * stride:
+                raise CorruptFileError(where, f"full-zip data holds {len(data)} bytes, needs {n * stride}")
+            starts = np.arange(n, dtype=np.int64) * stride
+        else:  # invisible levels (null/empty lists) carry only their control word
+            starts = _level_starts(layout, buffers, data, n, ctrl, num_rows, where,
+                                   lambda defs: np.where(_visible_mask(layers, defs, len(defs)), width, 0))
+        words = _ctrl_words(_gather_bytes(data, starts, ctrl, where), ctrl)
         rep, defs = _split_ctrl(words, bits_rep, bits_def)
-        visible = _visible_mask(list(layout.layers), defs, n)
-        values = compressive.decode_fullzip_fixed(layout.value_compression,
-                                                  np.ascontiguousarray(grid[visible, ctrl:]).reshape(-1),
-                                                  int(visible.sum()), where)
-        return PageLevels(list(layout.layers), num_rows, rep, defs, values)
+        visible = _visible_mask(layers, defs, n)
+        raw = _gather_bytes(data, starts[visible] + ctrl, width, where).reshape(-1)
+        values = _fixed_values(layout.value_compression, raw, int(visible.sum()), width, where)
+        return PageLevels(layers, num_rows, rep, defs, values)
     if kind != "bits_per_offset":
         raise CorruptFileError(where, "full-zip layout names neither bits_per_value nor bits_per_offset")
     len_bytes = layout.bits_per_offset // 8
-    starts = _level_starts(layout, buffers, data, n, ctrl, len_bytes, num_rows, where)
+
+    def value_size(defs: np.ndarray) -> np.ndarray:
+        sizes = np.zeros(len(defs), np.int64)
+        p = np.flatnonzero(defs == 0)
+        if len(p):
+            sizes[p] = len_bytes + _ctrl_words(_gather_bytes(data, value_size.pos[p] + ctrl, len_bytes, where),
+                                               len_bytes)
+        return sizes
+
+    starts = _level_starts(layout, buffers, data, n, ctrl, num_rows, where, value_size)
     words = _ctrl_words(_gather_bytes(data, starts, ctrl, where), ctrl)
     rep, defs = _split_ctrl(words, bits_rep, bits_def)
     has_value = defs == 0 if defs is not None else np.ones(n, bool)
@@ -190,14 +203,16 @@ def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> Pa
     return PageLevels(list(layout.layers), num_rows, rep, defs, values)
 
 
-def _level_starts(layout, buffers, data, n, ctrl, len_bytes, num_rows, where) -> np.ndarray:
+def _level_starts(layout, buffers, data, n, ctrl, num_rows, where, value_size) -> np.ndarray:
     """Byte offset of every level in the zipped stream.
 
     Without repetition each row is one level and the repetition index gives every start
     directly; with lists, all rows are walked in lockstep (one pass per level within a row).
+    ``value_size(defs)`` says how many bytes follow each control word (``value_size.pos`` holds the
+    levels' positions while it runs).
     """
     if len(buffers) < 2:
-        raise CorruptFileError(where, "variable-width full-zip page without its repetition index")
+        raise CorruptFileError(where, "full-zip page without its repetition index")
     rep_index = _u8(buffers[1])
     width = len(rep_index) // (num_rows + 1) if num_rows + 1 else 0
     if width not in (1, 2, 4, 8) or width * (num_rows + 1) != len(rep_index):
@@ -206,25 +221,21 @@ def _level_starts(layout, buffers, data, n, ctrl, len_bytes, num_rows, where) ->
     if layout.bits_rep == 0:
         return row_starts[:-1]
     out: list[np.ndarray] = []
+    order: list[np.ndarray] = []
     pos, ends = row_starts[:-1].copy(), row_starts[1:]
-    order = []
     row_ids = np.arange(num_rows)
     bits_def = layout.bits_def
     while True:
-        active = pos < ends
-        if not active.any():
+        active = np.flatnonzero(pos < ends)
+        if not len(active):
             break
         p = pos[active]
         out.append(p)
         order.append(row_ids[active])
         words = _ctrl_words(_gather_bytes(data, p, ctrl, where), ctrl)
-        defs = words & ((1 << bits_def) - 1) if bits_def else np.zeros(len(p), np.int64)
-        step = np.full(len(p), ctrl, np.int64)
-        valued = defs == 0
-        if valued.any():
-            lens = _ctrl_words(_gather_bytes(data, p[valued] + ctrl, len_bytes, where), len_bytes).astype(np.int64)
-            step[valued] += len_bytes + lens
-        pos[active] = p + step
+        defs = (words & ((1 << bits_def) - 1)) if bits_def else np.zeros(len(p), np.int64)
+        value_size.pos = p
+        pos[active] = p + ctrl + value_size(defs)
     if not out:
         return np.zeros(0, np.int64)
     starts = np.concatenate(out)
@@ -233,6 +244,20 @@ def _level_starts(layout, buffers, data, n, ctrl, len_bytes, num_rows, where) ->
     if len(result) != n:
         raise CorruptFileError(where, f"full-zip stream holds {len(result)} levels, the layout says {n}")
     return result
+
+
+def _fixed_values(enc, raw: np.ndarray, count: int, width: int, where: str) -> DecodedValues:
+    """Fixed-width full-zip values; a fixed-size list with item validity carries its bitmap first."""
+    if enc.WhichOneof("compression") == "fixed_size_list" and enc.fixed_size_list.has_validity:
+        fsl = enc.fixed_size_list
+        dim = fsl.items_per_value
+        vbytes = (dim + 7) // 8
+        grid = raw.reshape(count, width)
+        validity = np.unpackbits(np.ascontiguousarray(grid[:, :vbytes]), axis=1, bitorder="little")[:, :dim]
+        inner = compressive.decode_fullzip_fixed(fsl.values, np.ascontiguousarray(grid[:, vbytes:]).reshape(-1),
+                                                 count * dim, where)
+        return DecodedValues("fsl", count, dimension=dim, validity=validity.reshape(-1).astype(bool), inner=inner)
+    return compressive.decode_fullzip_fixed(enc, raw, count, where)
 
 
 def _gather_bytes(data: np.ndarray, starts: np.ndarray, width: int, where: str) -> np.ndarray:
