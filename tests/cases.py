@@ -79,3 +79,73 @@ def nested_columns(n: int = N) -> dict[str, pa.Array]:
 
 def all_types_table(n: int = N) -> pa.Table:
     return pa.table({**scalar_columns(n), **nested_columns(n)})
+
+
+def _struct_with_nulls(n: int) -> pa.Array:
+    return pa.StructArray.from_arrays(
+        [pa.array([i if i % 3 else None for i in range(n)], pa.int32()),
+         pa.array([f"s{i}" for i in range(n)])], names=["a", "b"],
+        mask=pa.array([i % 5 == 0 for i in range(n)]))
+
+
+def nested_v21_table(n: int = 300) -> pa.Table:
+    """Structs with nulls, list<list>, list<struct>, list<FSL> (needs file version >= 2.1)."""
+    rng = np.random.default_rng(3)
+    lists = [None if i % 7 == 0 else [[int(x) for x in rng.integers(0, 5, i % 3)] if i % 4 else None, []]
+             for i in range(n)]
+    return pa.table({
+        "s": _struct_with_nulls(n),
+        "ll": pa.array(lists, pa.list_(pa.list_(pa.int64()))),
+        "ls": pa.array([None if i % 6 == 0 else [{"p": i, "q": None if i % 2 else "x"}] * (i % 3) for i in range(n)],
+                       pa.list_(pa.struct([("p", pa.int64()), ("q", pa.string())]))),
+        "fsl_in_list": pa.array([None if i % 5 == 0 else [[1.0, 2.0]] * (i % 3) for i in range(n)],
+                                pa.list_(pa.list_(pa.float32(), 2))),
+    })
+
+
+def encodings_table(n: int = 100_000) -> pa.Table:
+    """What pylance picks per data type (lance-format.md §5.5): one column per case."""
+    rng = np.random.default_rng(11)
+    hexes = [f"{x:016x}" for x in rng.integers(0, 2**62, n)]
+    return pa.table({
+        "seq_i32": pa.array(np.arange(n, dtype=np.int32)),
+        "rand_small_i64": pa.array(rng.integers(0, 1000, n)),
+        "rand_full_i64": pa.array(rng.integers(-2**62, 2**62, n)),
+        "const_i32": pa.array(np.full(n, 7, np.int32)),
+        "runs": pa.array(np.repeat(np.arange(n // 1000, dtype=np.int32), 1000)),
+        "f32": pa.array(rng.random(n, dtype=np.float32)),
+        "f64": pa.array(rng.random(n)),
+        "bool": pa.array(rng.random(n) > 0.5),
+        "null10": pa.array(np.arange(n, dtype=np.int32), mask=rng.random(n) < 0.1),
+        "all_null": pa.nulls(n, pa.int32()),
+        "low_card_str": pa.array(rng.choice(["red", "green", "blue", "cyan"], n)),
+        "hex": pa.array(hexes),
+        "list_i32": pa.array([list(range(i % 4)) for i in range(n)], pa.list_(pa.int32())),
+        "fsl8": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 8, dtype=np.float32)), 8),
+        "ts": pa.array(np.arange(n, dtype=np.int64) * 1000, pa.timestamp("us")),
+        "struct": pa.StructArray.from_arrays([pa.array(np.arange(n, dtype=np.int32)), pa.array(rng.random(n))],
+                                             names=["a", "b"]),
+    })
+
+
+def wide_table(n: int = 2000) -> pa.Table:
+    """Values of >= 256 bytes (full-zip): long text, vectors, blobs, lists of them."""
+    rng = np.random.default_rng(5)
+    return pa.table({
+        "text": pa.array([None if i % 9 == 0 else "".join(rng.choice(list("abcdef"), 600 + i % 600)) for i in range(n)]),
+        "vec128": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 128, dtype=np.float32)), 128),
+        "blob": pa.array([bytes(rng.integers(0, 4, 40_000, dtype=np.uint8)) if i % 50 == 0 else None
+                          for i in range(n)], pa.large_binary()),
+        "list_text": pa.array([None if i % 4 == 0 else ["x" * 300] * (i % 3) for i in range(n)],
+                              pa.list_(pa.string())),
+        "list_vec": pa.array([None if i % 3 == 0 else [[1.5] * 128] * (i % 3) for i in range(n)],
+                             pa.list_(pa.list_(pa.float32(), 128))),
+        "vec_null_items": pa.array([None if i % 2 else [None if j % 5 == 0 else 1.0 for j in range(128)]
+                                    for i in range(n)], pa.list_(pa.float32(), 128)),
+        "empty_or_null_lists": pa.array([None if i % 2 else [] for i in range(n)], pa.list_(pa.int32())),
+    })
+
+
+def map_table(n: int = 200) -> pa.Table:
+    return pa.table({"m": pa.array([[("a", 1), ("b", None)], [], None, [("c", 3)]] * (n // 4),
+                                   pa.map_(pa.string(), pa.int32()))})

@@ -32,9 +32,13 @@ def storage_type(field: LanceField) -> pa.DataType:
     return t.value_type if pa.types.is_dictionary(t) else t
 
 
-def path_type(chain: list[LanceField]) -> pa.DataType:
-    """The top-level type pruned to one leaf (maps become list<entries struct>)."""
-    t = storage_type(chain[-1])
+def path_type(chain: list[LanceField], decoded: bool = True) -> pa.DataType:
+    """The top-level type pruned to one leaf (maps become list<entries struct>).
+
+    Readers get dictionary leaves as their values (``decoded``); writers hand encoders the
+    dictionary itself so it can become the page's dictionary.
+    """
+    t = storage_type(chain[-1]) if decoded else chain[-1].arrow_type()
     for parent, child in zip(reversed(chain[:-1]), reversed(chain[1:])):
         child_field = pa.field(child.name, t, child.nullable)
         if parent.is_struct:
@@ -87,3 +91,30 @@ def merge(field: LanceField, arrays: list[pa.Array]) -> pa.Array:
     wide = pa.types.is_large_list(target)
     offs = pa.py_buffer(offsets.astype(np.int64 if wide else np.int32))
     return pa.Array.from_buffers(target, n, [bitmap, offs], null_count=nulls, children=[merged])
+
+
+def prune(array: pa.Array, chain: list[LanceField]) -> pa.Array:
+    """The path array of one leaf: ``array`` (of ``chain[0]``) keeping only the path to ``chain[-1]``.
+
+    Zero-copy; dictionary leaves stay dictionaries (see ``path_type``).
+    """
+    if len(chain) == 1:
+        return array
+    parent, child = chain[0], chain[1]
+    target = path_type(chain, decoded=False)
+    if parent.is_struct:
+        bitmap, nulls = _bitmap(array)
+        index = [c.name for c in parent.children].index(child.name)
+        inner = prune(array.flatten()[index], chain[1:])
+        return pa.Array.from_buffers(target, len(array), [bitmap], null_count=nulls, children=[inner])
+    inner = prune(array.values, chain[1:])  # a map's values are its entries struct
+    return _rebuild_list(target, array, array.offsets, inner)
+
+
+def _rebuild_list(target: pa.DataType, array: pa.Array, offsets: pa.Array, inner: pa.Array) -> pa.Array:
+    """A list of ``target`` type with ``array``'s offsets (absolute into ``inner``) and validity."""
+    bitmap, nulls = _bitmap(array)
+    wide = pa.types.is_large_list(target)
+    offs = offsets.to_numpy().astype(np.int64 if wide else np.int32)
+    return pa.Array.from_buffers(target, len(array), [bitmap, pa.py_buffer(offs)], null_count=nulls,
+                                 children=[inner])

@@ -7,8 +7,8 @@ from lance_fw.errors import InvalidArgumentError
 #: ``data_storage_version`` aliases, as pylance 14 resolves them.
 _ALIASES = {"stable": "2.2", "legacy": "0.1", "next": "2.3"}
 #: The version lance_fw writes when the caller does not choose one.
-DEFAULT_VERSION = "2.0"
-SUPPORTED_WRITE = ("2.0",)
+DEFAULT_VERSION = "2.2"  # what pylance 14 writes by default
+SUPPORTED_WRITE = ("2.0", "2.1", "2.2")
 
 
 def parse_version(name: str | None) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from google.protobuf import empty_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
 from lance_fw.errors import SchemaError, UnsupportedFeatureError
-from lance_fw.file import structure_v2_0
+from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import ALIGN, PAD_BYTE, write_tail
 from lance_fw.file.encoding import ColumnSpec, pack_any, select_encoder
 from lance_fw.file.version import SUPPORTED_WRITE, footer_version, version_name
@@ -34,6 +34,7 @@ class _Column:
     pending: list = field(default_factory=list)
     pending_bytes: int = 0
     pending_rows: int = 0
+    rows_written: int = 0
 
 
 @dataclass
@@ -57,21 +58,34 @@ class LanceFileWriter:
         self.options = dict(options or {})
         self.max_page_bytes = int(self.options.get("max_page_bytes") or DEFAULT_MAX_PAGE_BYTES)
         self.max_buffered_bytes = int(self.options.get("max_buffered_bytes") or 8 * self.max_page_bytes)
-        self._columns = [self._make_column(f, role) for f, role in self._column_fields()]
+        self._columns = [self._make_column(*c) for c in self._column_fields()]
         self._out = storage.open_output(path)
         self._pos = 0
         self._rows = 0
         self._retained = 0
 
     # -- layout -----------------------------------------------------------------------------
-    def _column_fields(self) -> list[tuple[LanceField, str]]:
-        out = []
-        for f in self.schema.walk():
-            out.append((f, "struct" if f.is_struct else "list" if f.is_list else "leaf"))
+    def _column_fields(self) -> list[tuple[LanceField, str, pa.DataType]]:
+        """(field, role, type of the arrays its encoder gets) per column, in column order."""
+        if self.version == (2, 0):
+            roles = {True: "struct", False: "leaf"}
+            return [(f, "list" if f.is_list else roles[f.is_struct],
+                     pa.int64() if f.is_list else pa.null() if f.is_struct else f.arrow_type())
+                    for f in self.schema.walk()]
+        return [(chain[-1], "leaf", structure_v2_1.path_type(chain, decoded=False))
+                for top in self.schema.fields for chain in structure_v2_1.leaf_paths(top)]
+
+    def _split(self, batch: pa.RecordBatch) -> list[pa.Array]:
+        """One array per column: 2.0 shreds fields into their columns, 2.1+ prunes path arrays."""
+        out: list[pa.Array] = []
+        for f, arr in zip(self.schema.fields, batch.columns):
+            if self.version == (2, 0):
+                out.extend(a for _, _, a in structure_v2_0.shred(f, arr))
+            else:
+                out.extend(structure_v2_1.prune(arr, chain) for chain in structure_v2_1.leaf_paths(f))
         return out
 
-    def _make_column(self, f: LanceField, role: str) -> _Column:
-        arrow_type = {"struct": pa.null(), "list": pa.int64()}.get(role) or f.arrow_type()
+    def _make_column(self, f: LanceField, role: str, arrow_type: pa.DataType) -> _Column:
         md = {k: v.decode("utf-8", "replace") for k, v in f.metadata.items()}
         spec = ColumnSpec(f, arrow_type, md, self.version, role)
         return _Column(spec, select_encoder(spec, self.options))
@@ -82,10 +96,7 @@ class LanceFileWriter:
             return
         if len(batch.schema) != len(self.schema.fields):
             raise SchemaError(f"{self.path}: batch has {len(batch.schema)} columns, schema has {len(self.schema.fields)}")
-        arrays = []
-        for f, arr in zip(self.schema.fields, batch.columns):
-            arrays.extend(structure_v2_0.shred(f, arr))
-        for col, (_, _, arr) in zip(self._columns, arrays):
+        for col, arr in zip(self._columns, self._split(batch)):
             if not len(arr):  # e.g. the items of an all-null list column
                 continue
             col.pending.append(arr)
@@ -127,7 +138,9 @@ class LanceFileWriter:
             self._write(data)
         pb = file2_pb2.ColumnMetadata.Page(buffer_offsets=offsets, buffer_sizes=sizes, length=page.num_rows)
         pb.encoding.direct.encoding = page.encoding.SerializeToString()
-        pb.priority = 0
+        # 2.0 pages say 0; from 2.1 on the priority is the page's first row
+        pb.priority = 0 if self.version == (2, 0) else col.rows_written
+        col.rows_written += page.num_rows
         col.pages.append(pb)
 
     def _align(self) -> None:
@@ -159,7 +172,7 @@ class LanceFileWriter:
             metas.append(meta)
         self._pos = write_tail(self._out, self._pos, metas, [gb0], footer_version(self.version))
         self._out.close()
-        ids = [c.spec.field.id for c in self._columns]
+        ids = [c.spec.field.id for c in self._columns]  # 2.1+: leaves only, parents own no column
         return WrittenFile(self.path, self._rows, self._pos, ids, list(range(len(ids))), self.version)
 
     def abort(self) -> None:

@@ -13,7 +13,7 @@ from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import PageInput, decode_kind
 from lance_fw.hookspecs import hookimpl
 
-from . import layouts, repdef
+from . import encode, layouts, repdef
 
 FAMILY = "lance.encodings21.PageLayout"
 TYPE_URL = "/" + FAMILY
@@ -42,3 +42,10 @@ def lance_kind_decoders():
         (FAMILY, "full_zip_layout"): _structural(layouts.full_zip),
         (FAMILY, "constant_layout"): _structural(layouts.constant),
     }
+
+
+@hookimpl(trylast=True)
+def lance_select_encoder(column, options):
+    if column.version < (2, 1):
+        return None
+    return encode.V21ColumnEncoder(column)

@@ -1,0 +1,430 @@
+"""The 2.1/2.2 column encoder: path arrays -> mini-block, full-zip or constant pages.
+
+Choices follow pylance 14 where it matters for size and random access:
+* wide values (>= 256 bytes, e.g. 128-d vectors, long text) -> full-zip, so a single-row take
+  reads one value;
+* an all-null page, or one with no visible values -> constant layout (levels only);
+* a constant fixed-width page at 2.2 -> constant layout with an inline value;
+* otherwise mini-block chunks (power-of-two value counts, <= 4096 values, ~4 KiB of values):
+  integers and floats that fit in fewer bits use FastLanes inline bitpacking, others flat;
+  strings use ``variable`` offsets; fixed-size lists ``fixed_size_list``.
+Rep/def levels are stored ``flat16`` (valid in both grammars).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
+
+from . import fastlanes
+from .shred import Shredded, shred
+
+WIDE_VALUE_BYTES = 256
+CHUNK_TARGET_BYTES = 4096
+MAX_CHUNK_VALUES = 4096
+MAX_CHUNK_LEVELS = {False: 4096, True: 8192}  # 2.1 chunks are capped at 32 KiB in all
+CHUNK_PAD = b"\xfe"
+
+
+def _flat(bits: int) -> pb.CompressiveEncoding:
+    return pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=bits))
+
+
+def _pad8(buf: bytearray) -> None:
+    buf.extend(CHUNK_PAD * (-len(buf) % 8))
+
+
+class V21ColumnEncoder:
+    """Encodes the path arrays of one leaf column at file version 2.1 or 2.2."""
+
+    def __init__(self, spec: ColumnSpec):
+        self.spec = spec
+        self.large_chunks = spec.version >= (2, 2)
+
+    def encode(self, array: pa.Array) -> EncodedPage:
+        sh = shred(array)
+        num_rows = len(array)
+        values = sh.values
+        if not len(values) or (sh.rep is None and values.null_count == len(values) and
+                               sh.defs is not None and (sh.defs == 1).all()):
+            layout = self._all_null(sh)
+            return EncodedPage(layout[1], pack_any(layout[0]), num_rows)
+        if self.large_chunks and sh.rep is None and sh.defs is None:
+            inline = _constant_value(values)
+            if inline is not None:
+                page = pb.PageLayout(constant_layout=pb.ConstantLayout(layers=sh.layers, inline_value=inline))
+                return EncodedPage([], pack_any(page), num_rows)
+        if not pa.types.is_dictionary(values.type) and _is_wide(values):
+            return self._full_zip(sh, num_rows)
+        return self._mini_block(sh, num_rows)
+
+    # -- constant ---------------------------------------------------------------------------
+    def _all_null(self, sh: Shredded):
+        layout = pb.ConstantLayout(layers=sh.layers)
+        buffers = []
+        if sh.rep is not None or (sh.defs is not None and not (sh.defs == 1).all()):
+            count = len(sh.defs if sh.defs is not None else sh.rep)
+            rep = sh.rep if sh.rep is not None else np.zeros(count, np.uint16)
+            defs = sh.defs if sh.defs is not None else np.zeros(count, np.uint16)
+            buffers = [rep.astype("<u2").tobytes(), defs.astype("<u2").tobytes()]
+            if self.large_chunks:
+                layout.rep_compression.CopyFrom(_flat(16))
+                layout.def_compression.CopyFrom(_flat(16))
+                layout.num_rep_values = count
+                layout.num_def_values = count
+        return pb.PageLayout(constant_layout=layout), buffers
+
+    # -- mini-block -------------------------------------------------------------------------
+    def _mini_block(self, sh: Shredded, num_rows: int) -> EncodedPage:
+        values, dictionary = _dictionary_of(sh.values)
+        value_enc, chunk_values, encode_chunk = _value_plan(values)
+        levels_count = len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
+        visible_pos = _visible_positions(sh, levels_count)
+        bounds = _chunk_bounds(values, chunk_values, visible_pos, levels_count, MAX_CHUNK_LEVELS[self.large_chunks])
+        if bounds is None:  # too many empty/null lists between two values for one chunk
+            return self._full_zip(sh, num_rows)
+        meta, data = [], bytearray()
+        size_fmt = "<I" if self.large_chunks else "<H"
+        has_levels = sh.rep is not None or sh.defs is not None
+        rep_index = []
+        row_ends = sh.row_starts[1:] - 1 if sh.rep is not None else None
+        for (v0, v1), (l0, l1) in bounds:
+            chunk = bytearray()
+            bufs = encode_chunk(values.slice(v0, v1 - v0))
+            chunk += struct.pack("<H", (l1 - l0) if has_levels else 0)
+            rep = sh.rep[l0:l1].astype("<u2").tobytes() if sh.rep is not None else None
+            defs = sh.defs[l0:l1].astype("<u2").tobytes() if sh.defs is not None else None
+            if rep is not None:
+                chunk += struct.pack("<H", len(rep))
+            if defs is not None:
+                chunk += struct.pack("<H", len(defs))
+            for b in bufs:
+                chunk += struct.pack(size_fmt, len(b))
+            _pad8(chunk)
+            for part in (rep, defs, *bufs):
+                if part is not None:
+                    chunk += part
+                    _pad8(chunk)
+            count = v1 - v0
+            last = (v0, v1) == bounds[-1][0]
+            log2 = 0 if last else count.bit_length() - 1
+            meta.append(((len(chunk) // 8 - 1) << 4) | log2)
+            data += chunk
+            if row_ends is not None:
+                done = np.searchsorted(row_ends, [l0, l1])
+                completed = int(done[1] - done[0])
+                last_end = int(row_ends[done[1] - 1]) + 1 if done[1] > 0 else 0
+                rep_index.append((completed, l1 - max(last_end, l0)))
+        layout = pb.MiniBlockLayout(value_compression=value_enc, layers=sh.layers, num_buffers=len(bufs),
+                                    num_items=len(values))
+        if sh.rep is not None:
+            layout.rep_compression.CopyFrom(_flat(16))
+            layout.repetition_index_depth = 1
+        if sh.defs is not None:
+            layout.def_compression.CopyFrom(_flat(16))
+        if self.large_chunks:
+            layout.has_large_chunk = True
+        buffers = [np.array(meta, "<u4" if self.large_chunks else "<u2").tobytes(), bytes(data)]
+        if dictionary is not None:
+            enc, buf = _dictionary_block(dictionary)
+            layout.dictionary.CopyFrom(enc)
+            layout.num_dictionary_items = len(dictionary)
+            buffers.append(buf)
+        if sh.rep is not None:
+            buffers.append(np.array(rep_index, "<u8").tobytes())
+        return EncodedPage(buffers, pack_any(pb.PageLayout(mini_block_layout=layout)), num_rows)
+
+    # -- full-zip ---------------------------------------------------------------------------
+    def _full_zip(self, sh: Shredded, num_rows: int) -> EncodedPage:
+        values = sh.values
+        n_levels = len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
+        rep = sh.rep.astype(np.int64) if sh.rep is not None else np.zeros(n_levels, np.int64)
+        defs = sh.defs.astype(np.int64) if sh.defs is not None else np.zeros(n_levels, np.int64)
+        bits_rep = int(rep.max()).bit_length() if sh.rep is not None and n_levels else 0
+        bits_def = int(defs.max()).bit_length() if sh.defs is not None and n_levels else 0
+        if sh.rep is not None:
+            bits_rep = max(bits_rep, 1)
+        ctrl = 0 if bits_rep + bits_def == 0 else next(w for w in (1, 2, 4) if bits_rep + bits_def <= 8 * w)
+        words = (rep << bits_def) | defs
+        visible = _visible_positions(sh, n_levels)
+        is_visible = np.zeros(n_levels, bool)
+        is_visible[visible] = True
+        layout = pb.FullZipLayout(bits_rep=bits_rep, bits_def=bits_def, num_items=n_levels,
+                                  num_visible_items=len(values), layers=sh.layers)
+        if pa.types.is_fixed_size_list(values.type) or _fixed_bits(values.type):
+            enc, raw, width = _fixed_full_zip_values(values)
+            layout.bits_per_value = width * 8
+            layout.value_compression.CopyFrom(enc)
+            payload_sizes = np.where(is_visible, width, 0)
+            payload = raw
+        else:
+            large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+            len_bytes = 8 if large else 4
+            layout.bits_per_offset = 8 * len_bytes
+            layout.value_compression.CopyFrom(pb.CompressiveEncoding(variable=pb.Variable(
+                offsets=_flat(8 * len_bytes))))
+            has_value = np.zeros(n_levels, bool)
+            has_value[visible[values.is_valid().to_numpy(zero_copy_only=False)]] = True
+            offsets, data = _offsets_and_data(values)
+            lengths = np.diff(offsets)[values.is_valid().to_numpy(zero_copy_only=False)]
+            payload_sizes = np.zeros(n_levels, np.int64)
+            payload_sizes[has_value] = len_bytes + lengths
+            valid_idx = np.flatnonzero(values.is_valid().to_numpy(zero_copy_only=False))
+            payload = _length_prefixed(offsets, data, valid_idx, len_bytes)
+        sizes = ctrl + payload_sizes
+        starts = np.zeros(n_levels + 1, np.int64)
+        np.cumsum(sizes, out=starts[1:])
+        out = np.zeros(int(starts[-1]), np.uint8)
+        if ctrl:
+            ctrl_bytes = words.astype({1: "<u1", 2: "<u2", 4: "<u4"}[ctrl]).view(np.uint8).reshape(-1, ctrl)
+            out[starts[:-1, None] + np.arange(ctrl)[None, :]] = ctrl_bytes
+        body_starts = starts[:-1] + ctrl
+        has_payload = payload_sizes > 0
+        lens = payload_sizes[has_payload]
+        dest = np.repeat(body_starts[has_payload] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + \
+            np.arange(int(lens.sum()))
+        out[dest] = payload
+        buffers = [out.tobytes()]
+        if sh.rep is not None or layout.HasField("bits_per_offset"):
+            row_offsets = starts[sh.row_starts] if sh.rep is not None else starts[: num_rows + 1]
+            width = next(w for w in (1, 2, 4, 8) if int(row_offsets[-1]) < 2 ** (8 * w))
+            buffers.append(row_offsets.astype({1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}[width]).tobytes())
+        return EncodedPage(buffers, pack_any(pb.PageLayout(full_zip_layout=layout)), num_rows)
+
+
+# --- values ---------------------------------------------------------------------------------------
+
+def _fixed_bits(t: pa.DataType) -> int:
+    if pa.types.is_boolean(t):
+        return 1
+    try:
+        return t.bit_width
+    except ValueError:
+        return 0
+
+
+def _is_wide(values: pa.Array) -> bool:
+    t = values.type
+    if pa.types.is_fixed_size_list(t):
+        return _fixed_bits(t.value_type) * t.list_size >= WIDE_VALUE_BYTES * 8
+    if _fixed_bits(t):
+        return _fixed_bits(t) >= WIDE_VALUE_BYTES * 8
+    lengths = pc.binary_length(values)
+    longest = pc.max(lengths).as_py()
+    return bool(longest is not None and longest >= WIDE_VALUE_BYTES)
+
+
+def _constant_value(values: pa.Array) -> bytes | None:
+    """The inline value of an all-equal, all-valid fixed-width page (at most 32 bytes)."""
+    bits = _fixed_bits(values.type)
+    if bits < 8 or bits > 256 or values.null_count or pa.types.is_fixed_size_list(values.type):
+        return None
+    raw = _fixed_bytes(values)
+    width = bits // 8
+    rows = raw.reshape(-1, width)
+    if len(rows) and (rows == rows[0]).all():
+        return rows[0].tobytes()
+    return None
+
+
+def _fixed_bytes(values: pa.Array) -> np.ndarray:
+    """Raw little-endian bytes of a fixed-width array (bit-packed for bools), offset applied."""
+    t = values.type
+    if pa.types.is_boolean(t):
+        return np.packbits(pc.fill_null(values, False).to_numpy(zero_copy_only=False), bitorder="little")
+    if pa.types.is_fixed_size_list(t):
+        items = values.values.slice(values.offset * t.list_size, len(values) * t.list_size)
+        return _fixed_bytes(items)
+    width = t.bit_width // 8
+    buf = values.buffers()[1]
+    if buf is None:
+        return np.zeros(len(values) * width, np.uint8)
+    return np.frombuffer(buf, np.uint8, count=len(values) * width, offset=values.offset * width)
+
+
+def _offsets_and_data(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+    offs = np.frombuffer(values.buffers()[1], np.int64 if large else np.int32, count=len(values) + 1,
+                         offset=values.offset * (8 if large else 4)).astype(np.int64)
+    data = values.buffers()[2]
+    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return offs, data
+
+
+def _gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    out_offs = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) else np.zeros(0, np.int64)
+    idx = np.repeat(starts - out_offs, lengths) + np.arange(int(lengths.sum()))
+    return data[idx]
+
+
+def _length_prefixed(offsets: np.ndarray, data: np.ndarray, which: np.ndarray, width: int) -> np.ndarray:
+    """``length (u32 or u64) | bytes`` for each selected value, concatenated."""
+    lengths = (offsets[1:] - offsets[:-1])[which]
+    prefixes = lengths.astype("<u4" if width == 4 else "<u8").view(np.uint8).reshape(-1, width)
+    sizes = width + lengths
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(sizes) else np.zeros(0, np.int64)
+    out = np.zeros(int(sizes.sum()), np.uint8)
+    if len(sizes):
+        out[starts[:, None] + np.arange(width)[None, :]] = prefixes
+        body = _gather_ranges(data, offsets[:-1][which], lengths)
+        dest = np.repeat(starts + width - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + \
+            np.arange(int(lengths.sum()))
+        out[dest] = body
+    return out
+
+
+def _fixed_full_zip_values(values: pa.Array):
+    t = values.type
+    if pa.types.is_fixed_size_list(t):
+        dim = t.list_size
+        items = values.values.slice(values.offset * dim, len(values) * dim)
+        item_bits = _fixed_bits(t.value_type)
+        width = item_bits * dim // 8
+        raw = _fixed_bytes(items).reshape(len(values), width) if len(values) else np.zeros((0, width), np.uint8)
+        fsl = pb.FixedSizeList(items_per_value=dim, values=_flat(item_bits))
+        if items.null_count:
+            bitmap = np.packbits(items.is_valid().to_numpy(zero_copy_only=False).reshape(-1, dim), axis=1,
+                                 bitorder="little")
+            raw = np.concatenate([bitmap, raw], axis=1)
+            width += bitmap.shape[1]
+            fsl.has_validity = True
+        return pb.CompressiveEncoding(fixed_size_list=fsl), raw.reshape(-1), width
+    bits = _fixed_bits(t)
+    return _flat(bits), _fixed_bytes(values), bits // 8
+
+
+def _dictionary_of(values: pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """(chunk values, page dictionary): Arrow dictionaries, and low-cardinality strings, are stored
+    as u32 indices into a per-page dictionary (nulls travel in the def levels)."""
+    if pa.types.is_dictionary(values.type):
+        indices, dictionary = values.indices, values.dictionary
+    elif (pa.types.is_string(values.type) or pa.types.is_binary(values.type)) and len(values) >= 64:
+        sample = values.slice(0, 4096)
+        if pc.count_distinct(sample).as_py() * 4 > len(sample):
+            return values, None
+        encoded = pc.dictionary_encode(values)
+        if len(encoded.dictionary) * 4 > len(values):
+            return values, None
+        indices, dictionary = encoded.indices, encoded.dictionary
+    else:
+        return values, None
+    return pc.fill_null(indices, 0).cast(pa.uint32()), dictionary
+
+
+def _dictionary_block(dictionary: pa.Array) -> tuple[pb.CompressiveEncoding, bytes]:
+    """A dictionary page buffer: variable values in block form (``u32 32 | u32 data_start |
+    offsets | data``) or flat fixed-width values."""
+    bits = _fixed_bits(dictionary.type)
+    if bits:
+        return _flat(bits), _fixed_bytes(dictionary).tobytes()
+    offs, data = _offsets_and_data(dictionary)
+    rel = (offs - offs[0]).astype("<u4")
+    start = 8 + rel.nbytes
+    body = struct.pack("<II", 32, start) + rel.tobytes() + data[offs[0]:offs[-1]].tobytes()
+    return pb.CompressiveEncoding(variable=pb.Variable(offsets=_flat(32))), body
+
+
+def _value_plan(values: pa.Array):
+    """(value encoding, values per chunk, function chunk -> value buffers) for a mini-block page."""
+    t = values.type
+    if pa.types.is_fixed_size_list(t):
+        dim = t.list_size
+        item_bits = _fixed_bits(t.value_type)
+        has_validity = values.values.null_count > 0
+        fsl = pb.FixedSizeList(items_per_value=dim, values=_flat(item_bits), has_validity=has_validity)
+
+        def fsl_chunk(chunk: pa.Array) -> list[bytes]:
+            items = chunk.values.slice(chunk.offset * dim, len(chunk) * dim)
+            bufs = [_fixed_bytes(items).tobytes()]
+            if has_validity:
+                bufs.insert(0, np.packbits(items.is_valid().to_numpy(zero_copy_only=False), bitorder="little").tobytes())
+            return bufs
+        per_chunk = _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, item_bits * dim))
+        return pb.CompressiveEncoding(fixed_size_list=fsl), per_chunk, fsl_chunk
+    bits = _fixed_bits(t)
+    if bits:
+        if bits in (8, 16, 32, 64) and not pa.types.is_boolean(t) and _bitpacking_pays(values, bits):
+            enc = pb.CompressiveEncoding(inline_bitpacking=pb.InlineBitpacking(uncompressed_bits_per_value=bits))
+            dtype = {8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits]
+
+            def packed_chunk(chunk: pa.Array) -> list[bytes]:
+                words = _fixed_bytes(chunk).view(dtype)
+                return [fastlanes.pack_inline(words, bits).tobytes()]
+            return enc, fastlanes.BLOCK, packed_chunk
+        per_chunk = _pow2_at_most(CHUNK_TARGET_BYTES * 8 // bits)
+        return _flat(bits), per_chunk, lambda chunk: [_fixed_bytes(chunk).tobytes()]
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    off_bits = 64 if large else 32
+    enc = pb.CompressiveEncoding(variable=pb.Variable(offsets=_flat(off_bits)))
+
+    def variable_chunk(chunk: pa.Array) -> list[bytes]:
+        offs, data = _offsets_and_data(chunk)
+        header = (len(chunk) + 1) * off_bits // 8
+        rel = (offs - offs[0] + header).astype("<u8" if large else "<u4")
+        body = data[offs[0]:offs[-1]].tobytes()
+        buf = rel.tobytes() + body
+        return [buf + b"\x00" * (-len(buf) % (off_bits // 8))]  # padded to the offset width
+    return enc, None, variable_chunk
+
+
+def _bitpacking_pays(values: pa.Array, bits: int) -> bool:
+    raw = _fixed_bytes(values).view({8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits])
+    return bool(len(raw)) and int(raw.max()).bit_length() <= bits * 3 // 4
+
+
+def _pow2_at_most(n: int) -> int:
+    n = max(2, min(MAX_CHUNK_VALUES, n))
+    return 1 << (n.bit_length() - 1)
+
+
+def _visible_positions(sh: Shredded, levels: int) -> np.ndarray:
+    from .repdef import visible_levels
+
+    return np.flatnonzero(visible_levels(sh.layers, sh.defs, levels))
+
+
+def _chunk_bounds(values: pa.Array, per_chunk: int | None, visible_pos: np.ndarray, n_levels: int,
+                  max_levels: int) -> list | None:
+    """[((v0, v1), (l0, l1))] per chunk, or None when the levels cannot be chunked.
+
+    Non-final chunks hold a power-of-two number (>= 2) of values; variable-width chunks aim at
+    ``CHUNK_TARGET_BYTES`` of data; invisible levels travel with the next visible value.
+    """
+    n = len(values)
+    cum = None
+    if per_chunk is None:
+        offs, _ = _offsets_and_data(values)
+        cum = offs - offs[0]
+    edges = np.append(visible_pos, n_levels)
+
+    def levels(a: int, b: int) -> int:
+        return int((edges[b] if b < n else n_levels) - (edges[a] if a else 0))
+
+    bounds = []
+    v0 = 0
+    while v0 < n:
+        if cum is not None:
+            fits = int(np.searchsorted(cum, cum[v0] + CHUNK_TARGET_BYTES, side="right")) - 1 - v0
+            count = _pow2_at_most(min(fits, 1024 if max_levels <= 4096 else MAX_CHUNK_VALUES))
+        else:
+            count = per_chunk
+        while count > 2 and levels(v0, min(v0 + count, n)) > max_levels:
+            count //= 2
+        if n - v0 <= count or n - v0 < 2:
+            count = n - v0
+        if levels(v0, v0 + count) > max_levels and (count > 2 or v0 + count < n):
+            return None
+        bounds.append((v0, v0 + count))
+        v0 += count
+    out = []
+    for i, (a, b) in enumerate(bounds):
+        l0 = 0 if i == 0 else int(visible_pos[a])
+        l1 = n_levels if i == len(bounds) - 1 else int(visible_pos[b])
+        out.append(((a, b), (l0, l1)))
+    return out
