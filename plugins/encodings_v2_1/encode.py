@@ -26,6 +26,7 @@ from . import fastlanes
 from .shred import Shredded, shred
 
 WIDE_VALUE_BYTES = 256
+ZSTD_VALUE_BYTES = 32 * 1024  # full-zip pages with values this large compress each value (as pylance)
 CHUNK_TARGET_BYTES = 4096
 MAX_CHUNK_VALUES = 4096
 MAX_CHUNK_LEVELS = {False: 4096, True: 8192}  # 2.1 chunks are capped at 32 KiB in all
@@ -72,12 +73,15 @@ class V21ColumnEncoder:
             count = len(sh.defs if sh.defs is not None else sh.rep)
             rep = sh.rep if sh.rep is not None else np.zeros(count, np.uint16)
             defs = sh.defs if sh.defs is not None else np.zeros(count, np.uint16)
-            buffers = [rep.astype("<u2").tobytes(), defs.astype("<u2").tobytes()]
-            if self.large_chunks:
-                layout.rep_compression.CopyFrom(_flat(16))
-                layout.def_compression.CopyFrom(_flat(16))
+            if self.large_chunks:  # 2.2 compresses constant-page levels (2.1 keeps them raw)
+                (rep_enc, rep_buf), (def_enc, def_buf) = _level_block(rep), _level_block(defs)
+                buffers = [rep_buf, def_buf]
+                layout.rep_compression.CopyFrom(rep_enc)
+                layout.def_compression.CopyFrom(def_enc)
                 layout.num_rep_values = count
                 layout.num_def_values = count
+            else:
+                buffers = [rep.astype("<u2").tobytes(), defs.astype("<u2").tobytes()]
         return pb.PageLayout(constant_layout=layout), buffers
 
     # -- mini-block -------------------------------------------------------------------------
@@ -92,14 +96,16 @@ class V21ColumnEncoder:
         meta, data = [], bytearray()
         size_fmt = "<I" if self.large_chunks else "<H"
         has_levels = sh.rep is not None or sh.defs is not None
+        rep_enc, pack_rep = _levels_plan(sh.rep)
+        def_enc, pack_def = _levels_plan(sh.defs)
         rep_index = []
         row_ends = sh.row_starts[1:] - 1 if sh.rep is not None else None
         for (v0, v1), (l0, l1) in bounds:
             chunk = bytearray()
             bufs = encode_chunk(values.slice(v0, v1 - v0))
             chunk += struct.pack("<H", (l1 - l0) if has_levels else 0)
-            rep = sh.rep[l0:l1].astype("<u2").tobytes() if sh.rep is not None else None
-            defs = sh.defs[l0:l1].astype("<u2").tobytes() if sh.defs is not None else None
+            rep = pack_rep(sh.rep[l0:l1]) if sh.rep is not None else None
+            defs = pack_def(sh.defs[l0:l1]) if sh.defs is not None else None
             if rep is not None:
                 chunk += struct.pack("<H", len(rep))
             if defs is not None:
@@ -124,10 +130,10 @@ class V21ColumnEncoder:
         layout = pb.MiniBlockLayout(value_compression=value_enc, layers=sh.layers, num_buffers=len(bufs),
                                     num_items=len(values))
         if sh.rep is not None:
-            layout.rep_compression.CopyFrom(_flat(16))
+            layout.rep_compression.CopyFrom(rep_enc)
             layout.repetition_index_depth = 1
         if sh.defs is not None:
-            layout.def_compression.CopyFrom(_flat(16))
+            layout.def_compression.CopyFrom(def_enc)
         if self.large_chunks:
             layout.has_large_chunk = True
         buffers = [np.array(meta, "<u4" if self.large_chunks else "<u2").tobytes(), bytes(data)]
@@ -172,6 +178,11 @@ class V21ColumnEncoder:
             has_value = np.zeros(n_levels, bool)
             has_value[visible[values.is_valid().to_numpy(zero_copy_only=False)]] = True
             offsets, data = _offsets_and_data(values)
+            if len(offsets) > 1 and int(np.diff(offsets).max()) >= ZSTD_VALUE_BYTES:
+                offsets, data = _zstd_per_value(offsets, data)
+                layout.value_compression.CopyFrom(pb.CompressiveEncoding(general=pb.General(
+                    compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD),
+                    values=layout.value_compression)))
             lengths = np.diff(offsets)[values.is_valid().to_numpy(zero_copy_only=False)]
             payload_sizes = np.zeros(n_levels, np.int64)
             payload_sizes[has_value] = len_bytes + lengths
@@ -279,6 +290,23 @@ def _length_prefixed(offsets: np.ndarray, data: np.ndarray, which: np.ndarray, w
     return out
 
 
+def _zstd_per_value(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value becomes ``u64 uncompressed size | zstd frame`` (one codec call per value: pages
+    that get here hold few, large values)."""
+    codec = pa.Codec("zstd")
+    parts = []
+    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        if b == a:
+            parts.append(b"")
+            continue
+        frame = codec.compress(pa.py_buffer(data[a:b])).to_pybytes()
+        parts.append(struct.pack("<Q", b - a) + frame)
+    sizes = np.fromiter((len(p) for p in parts), np.int64, len(parts))
+    new_offsets = np.zeros(len(parts) + 1, np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    return new_offsets, np.frombuffer(b"".join(parts), np.uint8)
+
+
 def _fixed_full_zip_values(values: pa.Array):
     t = values.type
     if pa.types.is_fixed_size_list(t):
@@ -297,6 +325,62 @@ def _fixed_full_zip_values(values: pa.Array):
         return pb.CompressiveEncoding(fixed_size_list=fsl), raw.reshape(-1), width
     bits = _fixed_bits(t)
     return _flat(bits), _fixed_bytes(values), bits // 8
+
+
+def _levels_plan(levels: np.ndarray | None):
+    """Rep/def levels: FastLanes bitpacking at the page's widest level (a chunk whose padded
+    1024-level block would be larger than its raw u16 levels is stored raw, as pylance does)."""
+    if levels is None or not len(levels):
+        return _flat(16), lambda chunk: chunk.astype("<u2").tobytes()
+    width = max(1, int(levels.max()).bit_length())
+    enc = pb.CompressiveEncoding(out_of_line_bitpacking=pb.OutOfLineBitpacking(
+        uncompressed_bits_per_value=16, values=_flat(width)))
+
+    def pack(chunk: np.ndarray) -> bytes:
+        packed = fastlanes.pack(chunk.astype(np.uint16), width, 16)
+        return chunk.astype("<u2").tobytes() if packed.nbytes > 2 * len(chunk) else packed.tobytes()
+    return enc, pack
+
+
+def _runs(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(run values, u8 run lengths) with runs split at 255."""
+    if not len(vals):
+        return vals[:0], np.zeros(0, np.uint8)
+    starts = np.flatnonzero(np.concatenate([[True], vals[1:] != vals[:-1]]))
+    lengths = np.diff(np.append(starts, len(vals)))
+    pieces = (lengths + 254) // 255
+    run_values = np.repeat(vals[starts], pieces)
+    run_lengths = np.full(int(pieces.sum()), 255, np.int64)
+    run_lengths[np.cumsum(pieces) - 1] = lengths - (pieces - 1) * 255
+    return run_values, run_lengths.astype(np.uint8)
+
+
+def _level_block(levels: np.ndarray) -> tuple[pb.CompressiveEncoding, bytes]:
+    """A whole buffer of u16 levels, as the smaller of block-form RLE (``u64 values_byte_len |
+    values | u8 run lengths``) and FastLanes bitpacking."""
+    values, lengths = _runs(levels.astype("<u2"))
+    rle = struct.pack("<Q", values.nbytes) + values.tobytes() + lengths.tobytes()
+    enc, pack = _levels_plan(levels)
+    packed = fastlanes.pack(levels.astype(np.uint16), enc.out_of_line_bitpacking.values.flat.bits_per_value, 16)
+    if packed.nbytes < len(rle):
+        return enc, packed.tobytes()
+    return pb.CompressiveEncoding(rle=pb.Rle(values=_flat(16), run_lengths=_flat(8))), rle
+
+
+def _rle_plan(values: pa.Array, bits: int):
+    """RLE (flat values + u8 run lengths, runs split at 255) when runs are long enough to pay."""
+    raw = _fixed_bytes(values).view({8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits])
+    if len(raw) < 64:
+        return None
+    changes = int(np.count_nonzero(raw[1:] != raw[:-1])) + 1
+    if changes * (bits // 8 + 1) * 8 > raw.nbytes:  # runs must save at least 8x over raw values
+        return None
+    enc = pb.CompressiveEncoding(rle=pb.Rle(values=_flat(bits), run_lengths=_flat(8)))
+
+    def rle_chunk(chunk: pa.Array) -> list[bytes]:
+        run_values, run_lengths = _runs(_fixed_bytes(chunk).view(raw.dtype))
+        return [run_values.tobytes(), run_lengths.tobytes()]
+    return enc, MAX_CHUNK_VALUES, rle_chunk
 
 
 def _dictionary_of(values: pa.Array) -> tuple[pa.Array, pa.Array | None]:
@@ -349,6 +433,9 @@ def _value_plan(values: pa.Array):
         return pb.CompressiveEncoding(fixed_size_list=fsl), per_chunk, fsl_chunk
     bits = _fixed_bits(t)
     if bits:
+        rle = _rle_plan(values, bits) if bits in (8, 16, 32, 64) and not pa.types.is_boolean(t) else None
+        if rle is not None:
+            return rle
         if bits in (8, 16, 32, 64) and not pa.types.is_boolean(t) and _bitpacking_pays(values, bits):
             enc = pb.CompressiveEncoding(inline_bitpacking=pb.InlineBitpacking(uncompressed_bits_per_value=bits))
             dtype = {8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits]
@@ -375,7 +462,7 @@ def _value_plan(values: pa.Array):
 
 def _bitpacking_pays(values: pa.Array, bits: int) -> bool:
     raw = _fixed_bytes(values).view({8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits])
-    return bool(len(raw)) and int(raw.max()).bit_length() <= bits * 3 // 4
+    return bool(len(raw)) and int(raw.max()).bit_length() < bits  # one width word per 1024 values
 
 
 def _pow2_at_most(n: int) -> int:
