@@ -59,6 +59,98 @@ def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, wher
     return starts[:-1].tolist(), sizes.tolist(), counts.tolist()
 
 
+def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenate ``data[starts[i] : starts[i] + lengths[i]]`` for all i without a Python loop."""
+    lengths = np.asarray(lengths, np.int64)
+    if not len(lengths):
+        return data[:0]
+    total = int(lengths.sum())
+    if total > 64 * len(lengths):  # long ranges: slicing beats a per-byte index array
+        return np.concatenate([data[a:a + n] for a, n in zip(np.asarray(starts).tolist(), lengths.tolist())])
+    out_starts = np.zeros(len(lengths), np.int64)
+    np.cumsum(lengths[:-1], out=out_starts[1:])
+    return data[np.repeat(np.asarray(starts, np.int64) - out_starts, lengths) + np.arange(total)]
+
+
+def _pad8_array(x: np.ndarray) -> np.ndarray:
+    return (x + 7) // 8 * 8
+
+
+@dataclass
+class _Chunks:
+    """Where everything sits in every mini-block chunk of a page (parsed for all chunks at once)."""
+
+    num_levels: np.ndarray
+    rep: tuple[np.ndarray, np.ndarray]      # (starts, sizes)
+    defs: tuple[np.ndarray, np.ndarray]
+    bufs: list[tuple[np.ndarray, np.ndarray]]
+
+
+def _parse_chunks(data: np.ndarray, starts: list, sizes: list, has_rep: bool, has_def: bool, nbuf: int,
+                  large: bool, where: str) -> _Chunks:
+    starts_a = np.asarray(starts, np.int64)
+    ends = starts_a + np.asarray(sizes, np.int64)
+    width = 4 if large else 2
+    header = 2 * (1 + has_rep + has_def) + width * nbuf
+    if len(starts_a) and (ends - starts_a < header).any():
+        raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
+
+    def word(offset: int, nbytes: int) -> np.ndarray:
+        idx = starts_a + offset
+        out = np.zeros(len(idx), np.int64)
+        for k in range(nbytes):
+            out |= data[idx + k].astype(np.int64) << (8 * k)
+        return out
+
+    num_levels = word(0, 2)
+    pos = 2
+    rep_bytes = def_bytes = np.zeros(len(starts_a), np.int64)
+    if has_rep:
+        rep_bytes, pos = word(pos, 2), pos + 2
+    if has_def:
+        def_bytes, pos = word(pos, 2), pos + 2
+    buf_sizes = [word(pos + k * width, width) for k in range(nbuf)]
+    rep_start = starts_a + (header + 7) // 8 * 8
+    def_start = rep_start + _pad8_array(rep_bytes)
+    cursor = def_start + _pad8_array(def_bytes)
+    bufs = []
+    for size in buf_sizes:
+        bufs.append((cursor, size))
+        cursor = cursor + _pad8_array(size)
+    last_end = bufs[-1][0] + bufs[-1][1] if bufs else def_start + def_bytes
+    if len(starts_a) and (last_end > ends).any():
+        raise CorruptFileError(where, "a mini-block chunk's buffers overrun the chunk")
+    return _Chunks(num_levels, (rep_start, rep_bytes), (def_start, def_bytes), bufs)
+
+
+def _chunk_levels(enc, data: np.ndarray, place: tuple[np.ndarray, np.ndarray], num_levels: np.ndarray,
+                  where: str) -> np.ndarray:
+    starts, sizes = place
+    if enc.WhichOneof("compression") == "flat" and enc.flat.bits_per_value == 16:
+        if (sizes != 2 * num_levels).any():
+            raise CorruptFileError(where, "flat16 level buffers do not match the chunks' level counts")
+        return gather_ranges(data, starts, sizes).view("<u2")
+    return np.concatenate([compressive.decode_levels(enc, data[a:a + b], int(n), "miniblock", f"{where}, chunk {i}")
+                           for i, (a, b, n) in enumerate(zip(starts.tolist(), sizes.tolist(), num_levels.tolist()))]) \
+        if len(starts) else np.zeros(0, np.uint16)
+
+
+def _plain_fixed(enc) -> tuple[int, int] | None:
+    """(bits per item, items per value) when chunks can simply be concatenated: flat values of
+    whole bytes, or a fixed-size list of them without item validity."""
+    kind = enc.WhichOneof("compression")
+    if kind == "flat" and enc.flat.bits_per_value % 8 == 0 and not enc.flat.HasField("data"):
+        return enc.flat.bits_per_value, 1
+    if kind == "fixed_size_list" and not enc.fixed_size_list.has_validity:
+        inner = _plain_fixed(enc.fixed_size_list.values)
+        if inner is not None and inner[1] == 1:
+            return inner[0], enc.fixed_size_list.items_per_value
+    return None
+
+
+_UINTS = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
+
+
 def mini_block(layout: pb.MiniBlockLayout, buffers, num_rows: int, where: str) -> PageLevels:
     if len(buffers) < 2:
         raise CorruptFileError(where, f"mini-block page has {len(buffers)} buffers, needs at least 2")
@@ -66,52 +158,30 @@ def mini_block(layout: pb.MiniBlockLayout, buffers, num_rows: int, where: str) -
     data = _u8(buffers[1])
     starts, sizes, counts = _chunk_table(_u8(buffers[0]), large, layout.num_items, len(data), where)
     has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
-    size_fmt, size_width = ("<I", 4) if large else ("<H", 2)
-    nbuf = layout.num_buffers
-    reps, defs, value_chunks = [], [], []
-    for i, (start, size) in enumerate(zip(starts, sizes)):
-        chunk = data[start:start + size]
-        try:
-            pos = 0
-            (num_levels,) = struct.unpack_from("<H", chunk, pos)
-            pos += 2
-            rep_bytes = def_bytes = 0
-            if has_rep:
-                (rep_bytes,) = struct.unpack_from("<H", chunk, pos)
-                pos += 2
-            if has_def:
-                (def_bytes,) = struct.unpack_from("<H", chunk, pos)
-                pos += 2
-            buf_sizes = struct.unpack_from("<" + size_fmt[1] * nbuf, chunk, pos)
-            pos = _pad8(pos + size_width * nbuf)
-        except struct.error:
-            raise CorruptFileError(where, f"mini-block chunk {i} header is truncated") from None
-        chunk_where = f"{where}, chunk {i}"
-        if has_rep:
-            reps.append(compressive.decode_levels(layout.rep_compression, chunk[pos:pos + rep_bytes], num_levels,
-                                                  "miniblock", chunk_where))
-            pos = _pad8(pos + rep_bytes)
-        if has_def:
-            defs.append(compressive.decode_levels(layout.def_compression, chunk[pos:pos + def_bytes], num_levels,
-                                                  "miniblock", chunk_where))
-            pos = _pad8(pos + def_bytes)
-        bufs = []
-        for b in buf_sizes:
-            if pos + b > len(chunk):
-                raise CorruptFileError(where, f"mini-block chunk {i} value buffer overruns the chunk")
-            bufs.append(chunk[pos:pos + b])
-            pos = _pad8(pos + b)
-        value_chunks.append(bufs)
-    values = compressive.decode_chunks(layout.value_compression, value_chunks, counts, where)
+    chunks = _parse_chunks(data, starts, sizes, has_rep, has_def, layout.num_buffers, large, where)
+    rep = _chunk_levels(layout.rep_compression, data, chunks.rep, chunks.num_levels, where) if has_rep else None
+    defs = _chunk_levels(layout.def_compression, data, chunks.defs, chunks.num_levels, where) if has_def else None
+    plain = _plain_fixed(layout.value_compression) if layout.num_buffers == 1 else None
+    n = int(sum(counts))
+    if plain is not None:
+        bits, per_value = plain
+        raw = gather_ranges(data, *chunks.bufs[0])
+        if raw.size != n * per_value * bits // 8:
+            raise CorruptFileError(where, f"mini-block values hold {raw.size} bytes for {n} values")
+        items = raw.view(_UINTS[bits]) if bits in _UINTS else raw
+        values = DecodedValues("fixed", n * per_value, items, bits)
+        if per_value > 1:
+            values = DecodedValues("fsl", n, dimension=per_value, inner=values)
+    else:
+        value_chunks = [[data[a[i]:a[i] + b[i]] for a, b in chunks.bufs] for i in range(len(starts))]
+        values = compressive.decode_chunks(layout.value_compression, value_chunks, counts, where)
     if layout.HasField("dictionary"):
         if len(buffers) < 3:
             raise CorruptFileError(where, "dictionary page without a dictionary buffer")
         dictionary = compressive.decode_values(layout.dictionary, [buffers[2]], layout.num_dictionary_items,
                                                "block", where=f"{where}, dictionary")
         values = _gather(dictionary, values, where)
-    rep = np.concatenate(reps) if reps else None
-    d = np.concatenate(defs) if defs else None
-    return PageLevels(list(layout.layers), num_rows, rep, d, values)
+    return PageLevels(list(layout.layers), num_rows, rep, defs, values)
 
 
 def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> DecodedValues:
