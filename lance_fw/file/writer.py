@@ -155,6 +155,8 @@ class LanceFileWriter:
     def finish(self) -> WrittenFile:
         for col in self._columns:
             self._flush(col)
+            if not col.pages:  # e.g. the items of all-empty lists: readers expect one empty page
+                self._write_page(col, pa.array([], col.spec.arrow_type))
         descriptor = file2_pb2.FileDescriptor(length=self._rows)
         descriptor.schema.fields.extend(self.schema.to_protos())
         for k, v in self.schema.metadata.items():
