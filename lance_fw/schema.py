@@ -56,6 +56,11 @@ class LanceField:
     def is_map(self) -> bool:
         return self.logical_type == "map"
 
+    @property
+    def is_blob_v2(self) -> bool:
+        """A 2.2 blob column: stored as one column of descriptors (bytes live elsewhere)."""
+        return self.logical_type == "struct" and self.metadata.get(EXTENSION_KEY) == BLOB_V2.encode()
+
     def walk(self) -> Iterator["LanceField"]:
         """Pre-order walk: the order of field ids and of 2.0 columns."""
         yield self
@@ -68,13 +73,25 @@ class LanceField:
 
     def to_arrow(self) -> pa.Field:
         md = {k.encode(): v for k, v in self.metadata.items()} or None
+        if self.is_blob_v2:  # what pylance returns for a blob column: its descriptors
+            md = {b"lance-encoding:blob": b"true", b"lance-encoding:packed": b"true"}
         return pa.field(self.name, self.arrow_type(), self.nullable, metadata=md)
+
+
+EXTENSION_KEY = "ARROW:extension:name"
+BLOB_V2 = "lance.blob.v2"
+#: The descriptor of one 2.2 blob: inline (kind 0) or in a sidecar file (kind 1, ``blob_id``).
+BLOB_DESCRIPTOR = pa.struct([pa.field("kind", pa.uint8(), False), pa.field("position", pa.uint64(), False),
+                             pa.field("size", pa.uint64(), False), pa.field("blob_id", pa.uint32(), False),
+                             pa.field("blob_uri", pa.string(), False)])
 
 
 def _arrow_type(f: LanceField) -> pa.DataType:
     lt = f.logical_type
     if lt in _SIMPLE:
         return _SIMPLE[lt]
+    if f.is_blob_v2:
+        return BLOB_DESCRIPTOR
     if lt == "struct":
         return pa.struct([c.to_arrow() for c in f.children])
     if f.is_list:

@@ -16,7 +16,7 @@ from lance_fw.schema import LanceField
 
 
 def is_leaf(field: LanceField) -> bool:
-    return not field.children
+    return not field.children or field.is_blob_v2
 
 
 def leaf_paths(field: LanceField) -> list[list[LanceField]]:

@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
@@ -360,6 +361,10 @@ def _spread_variable(decoded: DecodedValues, has_value: np.ndarray, visible: np.
     """Variable values exist only for valid levels; give visible-but-null levels empty values."""
     if visible.size == 0 or np.array_equal(has_value, visible):
         return decoded
+    if decoded.kind == "arrow":  # null rows take any row; the def levels make them null
+        index = (np.cumsum(has_value) - 1)[visible].clip(0)
+        source = decoded.array if len(decoded.array) else pa.nulls(1, decoded.array.type)
+        return DecodedValues("arrow", len(index), array=source.take(pa.array(index)))
     lengths = np.zeros(len(has_value), np.int64)
     lengths[has_value] = np.diff(decoded.offsets)
     lengths = lengths[visible]

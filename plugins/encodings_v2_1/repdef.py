@@ -56,11 +56,12 @@ def visible_levels(layers: list[int], defs: np.ndarray | None, count: int) -> np
     return defs <= inside[lists[0]]
 
 
-def path_types(arrow_type: pa.DataType) -> list[pa.DataType]:
-    """The types on the path from a top-level (single-leaf) type down to its leaf."""
+def path_types(arrow_type: pa.DataType, depth: int) -> list[pa.DataType]:
+    """The types on the path from a top-level (single-leaf) type down to its leaf, at most
+    ``depth`` of them (a leaf may itself be a struct, e.g. a blob descriptor)."""
     out = [arrow_type]
     t = arrow_type
-    while True:
+    while len(out) < depth:
         if pa.types.is_struct(t):
             t = t.field(0).type
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -68,11 +69,12 @@ def path_types(arrow_type: pa.DataType) -> list[pa.DataType]:
         else:
             return out
         out.append(t)
+    return out
 
 
 def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
     layers = levels.layers
-    types = path_types(arrow_type)
+    types = path_types(arrow_type, len(layers))
     if len(types) != len(layers):
         raise CorruptFileError(where, f"page has {len(layers)} rep/def layers for a path of {len(types)} fields")
     inside, empty = def_numbers(layers)
@@ -153,6 +155,11 @@ def _leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: 
 def values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | None, where: str) -> pa.Array:
     n = values.num_values
     bitmap, nulls = _bitmap(valid) if valid is not None else (None, 0)
+    if values.kind == "arrow":  # packed structs: relabel the decoded children to the column's fields
+        if not pa.types.is_struct(t) or t.num_fields != values.array.type.num_fields:
+            raise CorruptFileError(where, f"packed struct values for a {t} column")
+        children = [c.cast(t.field(i).type) for i, c in enumerate(values.array.flatten())]
+        return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=children)
     if values.kind == "fsl":
         if not pa.types.is_fixed_size_list(t):
             raise CorruptFileError(where, f"fixed-size-list values for a {t} column")
