@@ -34,5 +34,9 @@ protos: $(STAMP)
 protos-check: $(STAMP)
 	$(BIN)/python tools/gen_protos.py --check
 
+## Benchmarks against pylance and Parquet (see bench/README.md).
+bench: $(STAMP)
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -652,8 +652,56 @@ def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], cou
             values = values[: sum(counts)]
         return DecodedValues("fixed", sum(counts), values, t)
     if kind == "fsst":
-        inner = concat([_decode_mb(enc.fsst.values, _Buffers(b, f"{where}: chunk {i}"), n, where)
-                        for i, (b, n) in enumerate(zip(chunks, counts))])
+        inner = _variable_chunks(enc.fsst.values, chunks, counts, where)
+        if inner is None:
+            inner = concat([_decode_mb(enc.fsst.values, _Buffers(b, f"{where}: chunk {i}"), n, where)
+                            for i, (b, n) in enumerate(zip(chunks, counts))])
         return _fsst(enc.fsst, inner, where)
+    fast = _variable_chunks(enc, chunks, counts, where)
+    if fast is not None:
+        return fast
     return concat([_decode_mb(enc, _Buffers(b, f"{where}: chunk {i}"), n, where)
                    for i, (b, n) in enumerate(zip(chunks, counts))])
+
+
+def _variable_chunks(enc, chunks: Sequence[Sequence], counts: list[int], where: str) -> DecodedValues | None:
+    """All chunks of a ``variable`` (optionally ``general``-compressed) page in one vectorised pass:
+    each chunk buffer is ``(n+1)`` offsets relative to the buffer, then bytes; the buffers are
+    concatenated and every value located by its global start. None when the page is another kind."""
+    general = None
+    if _name(enc) == "general":
+        general, enc = enc.general.compression, enc.general.values
+    if _name(enc) != "variable" or enc.variable.HasField("values") or _name(enc.variable.offsets) != "flat":
+        return None
+    bits = enc.variable.offsets.flat.bits_per_value
+    if bits not in (32, 64) or any(len(b) != 1 for b in chunks):
+        return None
+    width = bits // 8
+    raws = [decompress_buffer(b[0], general, where) if general is not None else _u8(b[0]) for b in chunks]
+    sizes = np.fromiter((r.size for r in raws), np.int64, len(raws))
+    if (sizes % width).any():
+        raise CorruptFileError(where, "variable chunk buffer is not padded to its offset width")
+    big = np.concatenate(raws) if raws else np.zeros(0, np.uint8)
+    words = big.view(_UINT[bits])
+    counts_a = np.asarray(counts, np.int64)
+    if (sizes < (counts_a + 1) * width).any():
+        raise CorruptFileError(where, "variable chunk buffer is shorter than its offsets")
+    base = np.zeros(len(raws), np.int64)
+    np.cumsum(sizes[:-1], out=base[1:])
+    # offsets of chunk c sit at words[base_c / width + j], j = 0..n_c
+    first = np.repeat(base // width - np.concatenate([[0], np.cumsum(counts_a + 1)[:-1]]), counts_a + 1)
+    offs = words[first + np.arange(int((counts_a + 1).sum()))].astype(np.int64)
+    bounds = np.concatenate([[0], np.cumsum(counts_a + 1)])
+    if (offs[bounds[1:] - 1] > sizes).any():
+        raise CorruptFileError(where, "variable chunk offsets point past their chunk")
+    starts = offs + np.repeat(base, counts_a + 1)
+    value_starts = np.delete(starts, bounds[1:] - 1)  # n values: every offset but each chunk's last
+    lengths = np.delete(starts, bounds[:-1]) - value_starts
+    if (lengths < 0).any():
+        raise CorruptFileError(where, "variable chunk offsets are out of order")
+    from .layouts import gather_ranges
+
+    data = gather_ranges(big, value_starts, lengths)
+    out_offs = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=out_offs[1:])
+    return DecodedValues("variable", len(lengths), data, offsets=out_offs)

@@ -28,6 +28,7 @@ from .shred import Shredded, shred
 WIDE_VALUE_BYTES = 256
 ZSTD_VALUE_BYTES = 32 * 1024  # full-zip pages with values this large compress each value (as pylance)
 CHUNK_TARGET_BYTES = 4096
+COMPRESSED_CHUNK_BYTES = 16 * 1024  # zstd string chunks (2.2): fewer, larger frames decode faster
 MAX_CHUNK_VALUES = 4096
 MAX_CHUNK_LEVELS = {False: 4096, True: 8192}  # 2.1 chunks are capped at 32 KiB in all
 CHUNK_PAD = b"\xfe"
@@ -61,7 +62,7 @@ class V21ColumnEncoder:
             if inline is not None:
                 page = pb.PageLayout(constant_layout=pb.ConstantLayout(layers=sh.layers, inline_value=inline))
                 return EncodedPage([], pack_any(page), num_rows)
-        if not pa.types.is_dictionary(values.type) and _is_wide(values):
+        if not pa.types.is_dictionary(values.type) and _is_wide(values, self.large_chunks):
             return self._full_zip(sh, num_rows)
         return self._mini_block(sh, num_rows)
 
@@ -90,7 +91,9 @@ class V21ColumnEncoder:
         value_enc, chunk_values, encode_chunk = _value_plan(values)
         levels_count = len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
         visible_pos = _visible_positions(sh, levels_count)
-        bounds = _chunk_bounds(values, chunk_values, visible_pos, levels_count, MAX_CHUNK_LEVELS[self.large_chunks])
+        compressed = value_enc.WhichOneof("compression") == "general" and self.large_chunks
+        bounds = _chunk_bounds(values, chunk_values, visible_pos, levels_count, MAX_CHUNK_LEVELS[self.large_chunks],
+                               COMPRESSED_CHUNK_BYTES if compressed else CHUNK_TARGET_BYTES)
         if bounds is None:  # too many empty/null lists between two values for one chunk
             return self._full_zip(sh, num_rows)
         meta, data = [], bytearray()
@@ -178,6 +181,7 @@ class V21ColumnEncoder:
             has_value = np.zeros(n_levels, bool)
             has_value[visible[values.is_valid().to_numpy(zero_copy_only=False)]] = True
             offsets, data = _offsets_and_data(values)
+            # long values are few per page, so one zstd frame each is affordable when it pays
             if len(offsets) > 1 and (int(np.diff(offsets).max()) >= ZSTD_VALUE_BYTES or _zstd_pays(values)):
                 offsets, data = _zstd_per_value(offsets, data)
                 layout.value_compression.CopyFrom(pb.CompressiveEncoding(general=pb.General(
@@ -220,7 +224,10 @@ def _fixed_bits(t: pa.DataType) -> int:
         return 0
 
 
-def _is_wide(values: pa.Array) -> bool:
+def _is_wide(values: pa.Array, large_chunks: bool) -> bool:
+    """Full-zip for fixed values of >= 256 bytes (vectors: a take reads one value) and for strings
+    that are long on average or too long for a chunk (2.1 chunks hold at most 32 KiB);
+    mid-length text stays in (compressible) mini-block chunks."""
     t = values.type
     if pa.types.is_fixed_size_list(t):
         return _fixed_bits(t.value_type) * t.list_size >= WIDE_VALUE_BYTES * 8
@@ -228,7 +235,10 @@ def _is_wide(values: pa.Array) -> bool:
         return _fixed_bits(t) >= WIDE_VALUE_BYTES * 8
     lengths = pc.binary_length(values)
     longest = pc.max(lengths).as_py()
-    return bool(longest is not None and longest >= WIDE_VALUE_BYTES)
+    if longest is None:
+        return False
+    mean = pc.mean(lengths).as_py() or 0
+    return mean >= WIDE_VALUE_BYTES or longest >= (ZSTD_VALUE_BYTES if large_chunks else 8 * 1024)
 
 
 def _constant_value(values: pa.Array) -> bytes | None:
@@ -496,11 +506,11 @@ def _visible_positions(sh: Shredded, levels: int) -> np.ndarray:
 
 
 def _chunk_bounds(values: pa.Array, per_chunk: int | None, visible_pos: np.ndarray, n_levels: int,
-                  max_levels: int) -> list | None:
+                  max_levels: int, target_bytes: int = 4096) -> list | None:
     """[((v0, v1), (l0, l1))] per chunk, or None when the levels cannot be chunked.
 
     Non-final chunks hold a power-of-two number (>= 2) of values; variable-width chunks aim at
-    ``CHUNK_TARGET_BYTES`` of data; invisible levels travel with the next visible value.
+    ``target_bytes`` of data; invisible levels travel with the next visible value.
     """
     n = len(values)
     cum = None
@@ -516,7 +526,7 @@ def _chunk_bounds(values: pa.Array, per_chunk: int | None, visible_pos: np.ndarr
     v0 = 0
     while v0 < n:
         if cum is not None:
-            fits = int(np.searchsorted(cum, cum[v0] + CHUNK_TARGET_BYTES, side="right")) - 1 - v0
+            fits = int(np.searchsorted(cum, cum[v0] + target_bytes, side="right")) - 1 - v0
             count = _pow2_at_most(min(fits, 1024 if max_levels <= 4096 else MAX_CHUNK_VALUES))
         else:
             count = per_chunk

@@ -1,0 +1,274 @@
+"""``make bench``: lance_fw against pylance and pyarrow Parquet, in the same run.
+
+Generates its tables (fixed seeds), writes them with every engine, runs each workload several
+times and prints medians and ratios (lance_fw / peer); results also go to bench/results/*.json.
+Targets are in bench/README.md. Usage: ``python bench/run.py [--rows N] [--repeat K] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.dirname(__file__))
+import datasets  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(__file__), "results")
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float | None:
+    """Median seconds of ``repeat`` runs after one warm-up; None if the engine cannot do it."""
+    try:
+        fn()
+    except NotImplementedError:
+        return None
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
+
+
+    ds = lance_fw.dataset(path)
+
+
+def workloads(paths: dict[str, str], rows: int, indices: np.ndarray):
+    import lance
+
+    import lance_fw
+
+    def fw(key):
+        return lance_fw.dataset(paths[key])
+
+    def pl(key):
+        return lance.dataset(paths[key])
+
+    parquet = paths["parquet"]
+    idx = indices.tolist()
+    selective = rows // 3
+
+    def lance_fw_filter(ds, text, expr):
+        try:
+            return ds.to_table(filter=text)
+        except Exception:  # noqa: BLE001 - older lance_fw: expressions only
+            return ds.to_table(filter=expr)
+
+    def need(obj, name):
+        if not hasattr(obj, name):
+            raise NotImplementedError(name)
+        return getattr(obj, name)
+
+    out = {}
+    for key in ("pylance-2.2", "lance_fw-2.0", "lance_fw-2.2"):
+        out[f"scan 2 numeric cols [{key}]"] = {
+            "lance_fw": lambda k=key: fw(k).to_table(columns=["id", "value"]),
+            "pylance": lambda k=key: pl(k).to_table(columns=["id", "value"]),
+            "parquet": lambda: pq.read_table(parquet, columns=["id", "value"]),
+        }
+        out[f"scan all cols [{key}]"] = {
+            "lance_fw": lambda k=key: fw(k).to_table(),
+            "pylance": lambda k=key: pl(k).to_table(),
+            "parquet": lambda: pq.read_table(parquet),
+        }
+        out[f"take 100 rows, all cols [{key}]"] = {
+            "lance_fw": lambda k=key: need(fw(k), "take")(idx),
+            "pylance": lambda k=key: pl(k).take(idx),
+            "parquet": lambda: pads.dataset(parquet).take(pa.array(idx)),
+        }
+        out[f"take 100 rows, one col [{key}]"] = {
+            "lance_fw": lambda k=key: need(fw(k), "take")(idx, columns=["value"]),
+            "pylance": lambda k=key: pl(k).take(idx, columns=["value"]),
+            "parquet": lambda: pads.dataset(parquet).take(pa.array(idx), columns=["value"]),
+        }
+        out[f"filter id = const (selective) [{key}]"] = {
+            "lance_fw": lambda k=key: lance_fw_filter(fw(k), f"id = {selective}", pc.field("id") == selective),
+            "pylance": lambda k=key: pl(k).to_table(filter=f"id = {selective}"),
+            "parquet": lambda: pq.read_table(parquet, filters=[("id", "=", selective)]),
+        }
+        out[f"filter category < 5 (10%) [{key}]"] = {
+            "lance_fw": lambda k=key: lance_fw_filter(fw(k), "category < 5", pc.field("category") < 5),
+            "pylance": lambda k=key: pl(k).to_table(filter="category < 5"),
+            "parquet": lambda: pq.read_table(parquet, filters=[("category", "<", 5)]),
+        }
+    return out
+
+
+def duckdb_workloads(paths: dict[str, str], rows: int):
+    import duckdb
+    import lance
+
+    queries = {
+        "group-by aggregate": "SELECT category, count(*), avg(value) FROM {t} GROUP BY category",
+        "selective filter": f"SELECT id, value FROM {{t}} WHERE id = {rows // 2}",
+        "point lookup": f"SELECT * FROM {{t}} WHERE id = {rows // 7}",
+    }
+    out = {}
+    for name, sql in queries.items():
+        def run_lance_fw(sql=sql):
+            try:
+                from lance_fw import duckdb as fw_duckdb  # the lance_scan front end
+            except ImportError:
+                raise NotImplementedError("lance_scan") from None
+            con = fw_duckdb.connect()
+            return con.sql(sql.format(t=f"lance_scan('{paths['lance_fw-2.2']}')")).arrow()
+
+        def run_pylance(sql=sql):
+            con = duckdb.connect()
+            con.register("pl", lance.dataset(paths["pylance-2.2"]))
+            return con.sql(sql.format(t="pl")).arrow()
+
+        def run_parquet(sql=sql):
+            return duckdb.connect().sql(sql.format(t=f"read_parquet('{paths['parquet']}')")).arrow()
+        out[f"duckdb {name}"] = {"lance_fw": run_lance_fw, "pylance": run_pylance, "parquet": run_parquet}
+    return out
+
+
+_PEAK_SNIPPET = r"""
+import sys, numpy as np, pyarrow as pa
+engine, job, path, rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+if job == "scan":
+    if engine == "lance_fw":
+        import lance_fw; n = sum(b.num_rows for b in lance_fw.dataset(path).to_batches())
+    elif engine == "pylance":
+        import lance; n = sum(b.num_rows for b in lance.dataset(path).to_batches())
+    else:
+        import pyarrow.parquet as pq; n = sum(b.num_rows for b in pq.ParquetFile(path).iter_batches())
+else:
+    schema = pa.schema([("id", pa.int64()), ("value", pa.float64())])
+    def batches():
+        for i in range(0, rows, 65536):
+            k = min(65536, rows - i)
+            yield pa.record_batch([pa.array(np.arange(i, i + k)), pa.array(np.random.rand(k))], schema=schema)
+    reader = pa.RecordBatchReader.from_batches(schema, batches())
+    if engine == "lance_fw":
+        import lance_fw; lance_fw.write_dataset(reader, path)
+    elif engine == "pylance":
+        import lance; lance.write_dataset(reader, path)
+    else:
+        import pyarrow.parquet as pq
+        with pq.ParquetWriter(path, schema) as w:
+            for b in reader: w.write_batch(b)
+# VmHWM belongs to this process's own memory map (ru_maxrss would include the parent's at exec)
+print(next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM")))
+"""
+
+
+def peak_memory(engine: str, job: str, path: str, rows: int) -> int:
+    out = subprocess.run([sys.executable, "-c", _PEAK_SNIPPET, engine, job, path, str(rows)],
+                         capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--text-rows", type=int, default=500_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="200k rows, 1 repeat (smoke test)")
+    args = parser.parse_args()
+    if args.quick:
+        args.rows, args.text_rows, args.repeat = 200_000, 50_000, 1
+    os.makedirs(RESULTS, exist_ok=True)
+    results: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="lance_fw_bench_") as root:
+        table = datasets.numeric_table(args.rows)
+        text = datasets.text_table(args.text_rows)
+        print(f"[bench] {args.rows:,}-row numeric table, {args.text_rows:,}-row text table, "
+              f"{args.repeat} repeats", flush=True)
+        results += write_results(root, "numeric", table, args.repeat)
+        results += write_results(root, "text", text, args.repeat)
+        paths = datasets.write_all(root, table, "numeric")
+        text_paths = datasets.write_all(root, text, "text")
+        rng = np.random.default_rng(datasets.SEED)
+        indices = np.sort(rng.choice(args.rows, 100, replace=False))
+        suites = {**workloads(paths, args.rows, indices), **duckdb_workloads(paths, args.rows)}
+        suites["scan text table [lance_fw-2.2 vs pylance-2.2]"] = {
+            "lance_fw": lambda: __import__("lance_fw").dataset(text_paths["lance_fw-2.2"]).to_table(),
+            "pylance": lambda: __import__("lance").dataset(text_paths["pylance-2.2"]).to_table(),
+            "parquet": lambda: pq.read_table(text_paths["parquet"]),
+        }
+        for name, engines in suites.items():
+            row = {"workload": name}
+            for engine, fn in engines.items():
+                row[engine] = timed(fn, args.repeat)
+            results.append(row)
+            print(_fmt(row), flush=True)
+        for job, rows in (("scan", args.rows), ("write", args.rows)):
+            row = {"workload": f"peak RSS bytes: {job}", "unit": "bytes"}
+            for engine in ("lance_fw", "pylance", "parquet"):
+                target = {"lance_fw": paths["lance_fw-2.2"], "pylance": paths["pylance-2.2"],
+                          "parquet": paths["parquet"]}[engine] if job == "scan" \
+                    else os.path.join(root, f"peak-{engine}" + (".parquet" if engine == "parquet" else ".lance"))
+                row[engine] = peak_memory(engine, job, target, rows)
+            results.append(row)
+            print(_fmt(row), flush=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    with open(os.path.join(RESULTS, f"bench-{stamp}.json"), "w") as f:
+        json.dump({"rows": args.rows, "repeat": args.repeat, "results": results}, f, indent=2)
+    print(f"[bench] wrote bench/results/bench-{stamp}.json")
+    return 0
+
+
+def write_results(root: str, name: str, table: pa.Table, repeat: int) -> list[dict]:
+    import lance
+
+    import lance_fw
+
+    out = []
+    paths = {e: os.path.join(root, f"w-{name}-{e}") for e in ("lance_fw", "pylance", "parquet")}
+
+    def write(engine):
+        path = paths[engine]
+        import shutil
+        shutil.rmtree(path, ignore_errors=True)
+        if os.path.isfile(path):
+            os.remove(path)
+        if engine == "lance_fw":
+            lance_fw.write_dataset(table, path)
+        elif engine == "pylance":
+            lance.write_dataset(table, path)
+        else:
+            pq.write_table(table, path)
+    row = {"workload": f"write {name} table (2.2)"}
+    size = {"workload": f"size on disk, {name} table", "unit": "bytes"}
+    for engine in paths:
+        row[engine] = timed(lambda e=engine: write(e), repeat)
+        size[engine] = datasets.size_on_disk(paths[engine])
+    for r in (row, size):
+        print(_fmt(r), flush=True)
+        out.append(r)
+    return out
+
+
+def _fmt(row: dict) -> str:
+    unit = row.get("unit", "s")
+
+    def show(v):
+        if v is None:
+            return "n/a"
+        return f"{v / 2**20:.1f} MiB" if unit == "bytes" else f"{v * 1000:.1f} ms"
+
+    def ratio(peer):
+        a, b = row.get("lance_fw"), row.get(peer)
+        return f"{a / b:.2f}x" if a is not None and b else "n/a"
+    return (f"{row['workload']:<52} lance_fw {show(row.get('lance_fw')):>11}  pylance {show(row.get('pylance')):>11}"
+            f"  parquet {show(row.get('parquet')):>11}  | vs pylance {ratio('pylance'):>7}  vs parquet "
+            f"{ratio('parquet'):>7}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
