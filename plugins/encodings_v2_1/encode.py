@@ -88,7 +88,7 @@ class V21ColumnEncoder:
     # -- mini-block -------------------------------------------------------------------------
     def _mini_block(self, sh: Shredded, num_rows: int) -> EncodedPage:
         values, dictionary = _dictionary_of(sh.values)
-        value_enc, chunk_values, encode_chunk = _value_plan(values)
+        value_enc, chunk_values, encode_chunks = _value_plan(values)
         levels_count = len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
         visible_pos = _visible_positions(sh, levels_count)
         compressed = value_enc.WhichOneof("compression") == "general" and self.large_chunks
@@ -103,9 +103,9 @@ class V21ColumnEncoder:
         def_enc, pack_def = _levels_plan(sh.defs)
         rep_index = []
         row_ends = sh.row_starts[1:] - 1 if sh.rep is not None else None
-        for (v0, v1), (l0, l1) in bounds:
+        chunk_buffers = encode_chunks(values, [b[0] for b in bounds])
+        for ((v0, v1), (l0, l1)), bufs in zip(bounds, chunk_buffers):
             chunk = bytearray()
-            bufs = encode_chunk(values.slice(v0, v1 - v0))
             chunk += struct.pack("<H", (l1 - l0) if has_levels else 0)
             rep = pack_rep(sh.rep[l0:l1]) if sh.rep is not None else None
             defs = pack_def(sh.defs[l0:l1]) if sh.defs is not None else None
@@ -390,7 +390,7 @@ def _rle_plan(values: pa.Array, bits: int):
     def rle_chunk(chunk: pa.Array) -> list[bytes]:
         run_values, run_lengths = _runs(_fixed_bytes(chunk).view(raw.dtype))
         return [run_values.tobytes(), run_lengths.tobytes()]
-    return enc, MAX_CHUNK_VALUES, rle_chunk
+    return enc, MAX_CHUNK_VALUES, _per_chunk(rle_chunk)
 
 
 def _dictionary_of(values: pa.Array) -> tuple[pa.Array, pa.Array | None]:
@@ -425,7 +425,8 @@ def _dictionary_block(dictionary: pa.Array) -> tuple[pb.CompressiveEncoding, byt
 
 
 def _value_plan(values: pa.Array):
-    """(value encoding, values per chunk, function chunk -> value buffers) for a mini-block page."""
+    """(value encoding, values per chunk or None for byte-sized chunks, ``(page, spans) -> value
+    buffers of each chunk``) for a mini-block page."""
     t = values.type
     if pa.types.is_fixed_size_list(t):
         dim = t.list_size
@@ -439,8 +440,15 @@ def _value_plan(values: pa.Array):
             if has_validity:
                 bufs.insert(0, np.packbits(items.is_valid().to_numpy(zero_copy_only=False), bitorder="little").tobytes())
             return bufs
+        if not has_validity and item_bits % 8 == 0:
+            width = item_bits * dim // 8
+
+            def fsl_page(page: pa.Array, spans: list) -> list[list[bytes]]:
+                return _slice_bytes(_fixed_bytes(page), spans, width)
+            per_chunk = _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, item_bits * dim))
+            return pb.CompressiveEncoding(fixed_size_list=fsl), per_chunk, fsl_page
         per_chunk = _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, item_bits * dim))
-        return pb.CompressiveEncoding(fixed_size_list=fsl), per_chunk, fsl_chunk
+        return pb.CompressiveEncoding(fixed_size_list=fsl), per_chunk, _per_chunk(fsl_chunk)
     bits = _fixed_bits(t)
     if bits:
         rle = _rle_plan(values, bits) if bits in (8, 16, 32, 64) and not pa.types.is_boolean(t) else None
@@ -450,12 +458,16 @@ def _value_plan(values: pa.Array):
             enc = pb.CompressiveEncoding(inline_bitpacking=pb.InlineBitpacking(uncompressed_bits_per_value=bits))
             dtype = {8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits]
 
-            def packed_chunk(chunk: pa.Array) -> list[bytes]:
-                words = _fixed_bytes(chunk).view(dtype)
-                return [fastlanes.pack_inline(words, bits).tobytes()]
-            return enc, fastlanes.BLOCK, packed_chunk
+            def packed_page(page: pa.Array, spans: list) -> list[list[bytes]]:
+                # chunks are whole 1024-value blocks, so the page packs in one vectorised pass
+                return [[b] for b in fastlanes.pack_inline_blocks(_fixed_bytes(page).view(dtype), bits)]
+            return enc, fastlanes.BLOCK, packed_page
+        if not pa.types.is_boolean(t):
+            width = bits // 8
+            return _flat(bits), _pow2_at_most(CHUNK_TARGET_BYTES * 8 // bits), \
+                lambda page, spans: _slice_bytes(_fixed_bytes(page), spans, width)
         per_chunk = _pow2_at_most(CHUNK_TARGET_BYTES * 8 // bits)
-        return _flat(bits), per_chunk, lambda chunk: [_fixed_bytes(chunk).tobytes()]
+        return _flat(bits), per_chunk, _per_chunk(lambda chunk: [_fixed_bytes(chunk).tobytes()])
     large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
     off_bits = 64 if large else 32
     enc = pb.CompressiveEncoding(variable=pb.Variable(offsets=_flat(off_bits)))
@@ -468,7 +480,7 @@ def _value_plan(values: pa.Array):
         buf = rel.tobytes() + body
         return [buf + b"\x00" * (-len(buf) % (off_bits // 8))]  # padded to the offset width
     if not _zstd_pays(values):
-        return enc, None, variable_chunk
+        return enc, None, _per_chunk(variable_chunk)
     codec = pa.Codec("zstd")
 
     def zstd_chunk(chunk: pa.Array) -> list[bytes]:
@@ -476,7 +488,7 @@ def _value_plan(values: pa.Array):
         return [struct.pack("<Q", len(raw)) + codec.compress(pa.py_buffer(raw)).to_pybytes()]
     general = pb.CompressiveEncoding(general=pb.General(
         compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD), values=enc))
-    return general, None, zstd_chunk
+    return general, None, _per_chunk(zstd_chunk)
 
 
 def _zstd_pays(values: pa.Array) -> bool:
@@ -487,6 +499,18 @@ def _zstd_pays(values: pa.Array) -> bool:
     if len(sample) < 1024:
         return False
     return len(pa.Codec("zstd").compress(pa.py_buffer(sample))) * 4 < len(sample) * 3
+
+
+def _per_chunk(encode):
+    """Lift a chunk encoder to the page form ``(page, spans) -> buffers per chunk`` that encodings
+    vectorising across chunks implement directly."""
+    return lambda page, spans: [encode(page.slice(a, b - a)) for a, b in spans]
+
+
+def _slice_bytes(raw: np.ndarray, spans: list[tuple[int, int]], width: int) -> list[list[bytes]]:
+    """Plain fixed-width chunks: consecutive byte ranges of the page's values."""
+    view = memoryview(np.ascontiguousarray(raw)).cast("B")
+    return [[view[a * width:b * width]] for a, b in spans]
 
 
 def _bitpacking_pays(values: pa.Array, bits: int) -> bool:
