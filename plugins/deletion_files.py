@@ -24,7 +24,7 @@ class ArrowDeletionCodec(DeletionCodec):
         try:
             table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
             values = table.column(0).to_numpy()
-        except (pa.ArrowInvalid, IndexError, OSError) as exc:
+        except (pa.ArrowException, IndexError, KeyError, OSError, ValueError, UnicodeDecodeError) as exc:
             raise CorruptFileError(path, f"not a readable Arrow deletion file: {exc}") from None
         return np.unique(values.astype(np.uint32))
 
@@ -42,7 +42,7 @@ class RoaringDeletionCodec(DeletionCodec):
     def decode(self, data: bytes, path: str) -> np.ndarray:
         try:
             bitmap = pyroaring.BitMap.deserialize(bytes(data))
-        except (ValueError, OverflowError) as exc:
+        except (ValueError, OverflowError, IndexError, MemoryError) as exc:
             raise CorruptFileError(path, f"not a readable roaring deletion file: {exc}") from None
         return np.array(bitmap.to_array() if hasattr(bitmap, "to_array") else list(bitmap), dtype=np.uint32)
 

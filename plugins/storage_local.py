@@ -17,6 +17,7 @@ def local_path(uri: str) -> str:
 class LocalReader(RangeReader):
     def __init__(self, path: str):
         self.path = path
+        self._fd = -1  # so close() is safe even when open fails
         try:
             self._fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError as exc:

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2
-from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
+from lance_fw.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import FileTail, parse_message, read_tail
 from lance_fw.file.encoding import PageInput, decode_page
@@ -32,7 +32,12 @@ class LanceFileReader:
         if self.tail.version not in READABLE_VERSIONS:
             raise UnsupportedFeatureError(f"{path}: data file version {version_name(self.tail.version)} "
                                           f"is not readable by this lance_fw yet")
-        self.schema = LanceSchema.from_protos(self.tail.descriptor.schema.fields, self.tail.descriptor.schema.metadata)
+        try:
+            self.schema = LanceSchema.from_protos(self.tail.descriptor.schema.fields,
+                                                  self.tail.descriptor.schema.metadata)
+            self.schema.to_arrow()  # every logical type must be known
+        except SchemaError as exc:
+            raise CorruptFileError(path, f"bad schema in the file descriptor: {exc}") from None
         if column_of_field is None:  # a bare file: columns follow the schema's pre-order
             owners = [f for f in self.schema.walk() if self.tail.version == (2, 0) or structure_v2_1.is_leaf(f)]
             column_of_field = {f.id: i for i, f in enumerate(owners)}
@@ -117,6 +122,10 @@ class LanceFileReader:
 
     def _decode_pages(self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField) -> list[pa.Array]:
         metas = [self.tail.columns[col].pages[p] for p in pages]
+        for p, m in zip(pages, metas):
+            if len(m.buffer_offsets) != len(m.buffer_sizes):
+                raise CorruptFileError(self.path, f"column {col} page {p} lists {len(m.buffer_offsets)} buffer "
+                                                  f"offsets but {len(m.buffer_sizes)} sizes")
         ranges = [(off, size) for m in metas for off, size in zip(m.buffer_offsets, m.buffer_sizes)]
         for off, size in ranges:
             if off + size > self._reader.size():

@@ -15,9 +15,10 @@ import struct
 from dataclasses import dataclass
 
 from lance_fw._proto import table_pb2, transaction_pb2
-from lance_fw.errors import CorruptFileError, DatasetNotFoundError
+from lance_fw.errors import CorruptFileError, DatasetNotFoundError, SchemaError
 from lance_fw.file.container import parse_message
 from lance_fw.io.storage import Storage, join_uri
+from lance_fw.schema import LanceSchema
 
 U64_MAX = 2**64 - 1
 FOOTER = struct.Struct("<QHH4s")
@@ -85,6 +86,10 @@ def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, tabl
     if pos + 4 + length != end:
         raise CorruptFileError(path, f"manifest length {length} at {pos} does not end at the footer ({end})")
     manifest = parse_message(table_pb2.Manifest, data[pos + 4: end], path, "manifest")
+    try:  # every field must link to its parent and have a known logical type
+        LanceSchema.from_protos(manifest.fields, manifest.schema_metadata).to_arrow()
+    except SchemaError as exc:
+        raise CorruptFileError(path, f"bad schema: {exc}") from None
     index_section = None
     if manifest.HasField("index_section"):
         ipos = manifest.index_section

@@ -51,7 +51,18 @@ def _flat(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     if pa.types.is_fixed_size_list(arrow_type):  # pylance never nests this, but be total
         return pa.FixedSizeListArray.from_arrays(
             _flat(msg, page, n * arrow_type.list_size, arrow_type.value_type), arrow_type.list_size)
+    if bits != _bit_width(arrow_type):
+        raise CorruptFileError(page.where, f"flat values of {bits} bits cannot be a {arrow_type} column")
     return pa.Array.from_buffers(arrow_type, n, [None, pa.py_buffer(buf)], null_count=0)
+
+
+def _bit_width(t: pa.DataType) -> int | None:
+    if pa.types.is_boolean(t):
+        return 1
+    try:
+        return t.bit_width
+    except ValueError:  # variable-width and nested types
+        return None
 
 
 def _constant(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
@@ -122,6 +133,10 @@ def _validity_buffer(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
 
 
 def _binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    if not (pa.types.is_string(value_type) or pa.types.is_binary(value_type) or
+            pa.types.is_large_string(value_type) or pa.types.is_large_binary(value_type)):
+        raise CorruptFileError(page.where, f"binary encoding for a {arrow_type} column")
     offsets, valid = _end_offsets(msg.indices, page, n, msg.null_adjustment)
     total = int(offsets[-1])
     data = decode_kind(FAMILY, msg.bytes, page, total, pa.uint8()).buffers()[1] if total else pa.py_buffer(b"")
@@ -137,6 +152,8 @@ def _binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
 
 def _list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     """A 2.0 list page decodes to int64 list lengths with the list validity (items come separately)."""
+    if arrow_type != pa.int64():
+        raise CorruptFileError(page.where, f"list encoding for a {arrow_type} column")
     offsets, valid = _end_offsets(msg.offsets, page, n, msg.null_offset_adjustment)
     lengths = np.diff(offsets)
     if valid is not None:
@@ -185,6 +202,8 @@ def _index_type(enc) -> pa.DataType:
 
 def _struct(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     """A 2.0 struct column holds no data, only its row count."""
+    if not pa.types.is_null(arrow_type):
+        raise CorruptFileError(page.where, f"struct encoding for a {arrow_type} column")
     return pa.nulls(n)
 
 
