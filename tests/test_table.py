@@ -105,7 +105,8 @@ def test_fragments_api(uri):
     assert addrs == lance.dataset(uri).to_table(with_row_address=True).column("_rowaddr").to_pylist()
 
 
-def test_streaming_write_has_bounded_memory(uri):
+@pytest.mark.parametrize("version", ["2.0", "2.2"])
+def test_streaming_write_has_bounded_memory(uri, version):
     """A stream ~20x larger than the writer's buffer budget never piles up in memory."""
     rows, batches = 64 * 1024, 160  # 160 batches x 1 MiB = 160 MiB in total
     peak = 0
@@ -119,7 +120,7 @@ def test_streaming_write_has_bounded_memory(uri):
 
     schema = pa.schema([("x", pa.int64()), ("y", pa.int64())])
     reader = pa.RecordBatchReader.from_batches(schema, source())
-    lance_fw.write_dataset(reader, uri, data_storage_version="2.0", max_page_bytes=1 << 20)
+    lance_fw.write_dataset(reader, uri, data_storage_version=version, max_page_bytes=1 << 20)
     assert peak < 48 * 1024 * 1024, f"peak Arrow memory {peak / 2**20:.1f} MiB while writing a 160 MiB stream"
     ds = lance_fw.dataset(uri)
     assert ds.count_rows() == rows * batches
