@@ -108,6 +108,45 @@ class Overwrite(Operation):
             txn.overwrite.schema_metadata[k] = v
 
 
+@dataclass
+class Delete(Operation):
+    """Replace fragments' deletion files (``updated``) and drop fully deleted ones (``removed``).
+
+    ``expected`` maps fragment id -> the deletion file id (0: none) the delete was planned
+    against; a concurrent change to one of those fragments cannot be rebased.
+    """
+
+    updated: list = field(default_factory=list)
+    removed: list = field(default_factory=list)
+    expected: dict = field(default_factory=dict)
+    predicate: str = ""
+
+    def apply(self, base, new):
+        current = {f.id: f for f in base.fragments} if base is not None else {}
+        for frag_id, deletion_id in self.expected.items():
+            frag = current.get(frag_id)
+            now = frag.deletion_file.id if frag is not None and frag.HasField("deletion_file") else 0
+            if frag is None or now != deletion_id:
+                raise CommitConflictError(f"fragment {frag_id} was changed by a concurrent commit; re-run the delete")
+        replaced = {f.id: f for f in self.updated}
+        removed = set(self.removed)
+        kept = []
+        for frag in new.fragments:
+            if frag.id in removed:
+                continue
+            copy = table_pb2.DataFragment()
+            copy.CopyFrom(replaced.get(frag.id, frag))
+            kept.append(copy)
+        new.ClearField("fragments")
+        new.fragments.extend(kept)
+        self._added = []
+
+    def fill_transaction(self, txn, fragments):
+        txn.delete.updated_fragments.extend(self.updated)
+        txn.delete.deleted_fragment_ids.extend(self.removed)
+        txn.delete.predicate = self.predicate
+
+
 def commit(storage: Storage, base_uri: str, operation: Operation, read_version: int | None = None,
            max_retries: int = MAX_RETRIES) -> int:
     """Commit ``operation`` on top of the latest version; return the version created."""

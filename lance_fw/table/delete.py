@@ -1,0 +1,82 @@
+"""Deleting rows: evaluate a predicate per fragment, write new deletion files, commit once.
+
+Deletion files hold the *whole* deleted set of a fragment (pylance rewrites it on every delete):
+an Arrow IPC file up to 5000 rows, a roaring bitmap above that. A fragment whose every row is
+deleted is dropped from the manifest instead.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw._proto import table_pb2
+from lance_fw.io.storage import join_uri
+from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, BITMAP_THRESHOLD, codec, deletion_path
+from lance_fw.table.fragment import FragmentReader
+from lance_fw.table.transaction import Delete, commit
+
+#: (fragment reader, fragment proto) -> uint32 offsets of live rows that match the predicate
+Matcher = Callable[[FragmentReader, object], np.ndarray]
+
+
+def delete_rows(ds, matcher: Matcher, predicate_text: str) -> int:
+    """Delete the rows ``matcher`` selects from ``ds`` (a LanceDataset); return the new version."""
+    read_version = ds.version
+    updated, removed, expected, written = [], [], {}, []
+    try:
+        for frag in ds._manifest.fragments:
+            reader = FragmentReader(ds._storage, ds.uri, frag, ds.lance_schema)
+            try:
+                hits = matcher(reader, frag)
+                if not len(hits):
+                    continue
+                deleted = np.union1d(reader.deleted.astype(np.uint32), hits.astype(np.uint32))
+            finally:
+                reader.close()
+            expected[frag.id] = frag.deletion_file.id if frag.HasField("deletion_file") else 0
+            if len(deleted) >= frag.physical_rows:
+                removed.append(frag.id)
+                continue
+            file_type = ARROW_ARRAY if len(deleted) <= BITMAP_THRESHOLD else BITMAP
+            file_id = random.getrandbits(63)
+            path = deletion_path(ds.uri, frag.id, read_version, file_id, file_type)
+            ds._storage.write_bytes(path, codec(file_type).encode(deleted))
+            written.append(path)
+            copy = table_pb2.DataFragment()
+            copy.CopyFrom(frag)
+            copy.deletion_file.file_type = file_type
+            copy.deletion_file.read_version = read_version
+            copy.deletion_file.id = file_id
+            copy.deletion_file.num_deleted_rows = len(deleted)
+            updated.append(copy)
+        if not updated and not removed:
+            return ds.version
+        op = Delete(updated=updated, removed=removed, expected=expected, predicate=predicate_text)
+        return commit(ds._storage, ds.uri, op, read_version=read_version)
+    except BaseException:
+        for path in written:
+            ds._storage.delete(path)
+        raise
+
+
+def expression_matcher(ds, expression) -> Matcher:
+    """Rows where a ``pyarrow.compute.Expression`` is true (NULL counts as false)."""
+    names = sorted({f.name for f in ds.lance_schema.fields if f.name in str(expression)}) or \
+        [ds.lance_schema.fields[0].name]
+    fields = [ds.lance_schema.field(n) for n in names]
+
+    def match(reader: FragmentReader, frag) -> np.ndarray:
+        hits = []
+        for batch in reader.batches(fields, with_row_address=True):
+            table = pa.Table.from_batches([batch]).filter(expression)
+            addresses = table.column("_rowaddr").to_numpy()
+            hits.append((addresses & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+        return np.concatenate(hits) if hits else np.zeros(0, np.uint32)
+    return match
+
+
+__all__ = ["delete_rows", "expression_matcher", "join_uri"]
