@@ -38,8 +38,56 @@ def _flat(bits: int) -> pb.CompressiveEncoding:
     return pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=bits))
 
 
-def _pad8(buf: bytearray) -> None:
-    buf.extend(CHUNK_PAD * (-len(buf) % 8))
+_PADS = [CHUNK_PAD * k for k in range(8)]
+
+
+def _assemble_chunks(bounds, level_parts: list[list[bytes]], chunk_buffers: list[list], large: bool,
+                     has_levels: bool) -> tuple[bytes, bytes]:
+    """(chunk metadata words, concatenated chunks). Each chunk is ``u16 num_levels | u16 level
+    buffer sizes | value buffer sizes (u16 in 2.1, u32 in 2.2) | pad 8 | each buffer, padded to 8``.
+    Headers, sizes and metadata words are computed for all chunks at once; the bytes are joined once.
+    """
+    n = len(bounds)
+    parts = level_parts + [list(col) for col in zip(*chunk_buffers)] if chunk_buffers else level_parts
+    sizes = np.array([[len(b) for b in column] for column in parts], np.int64).T.reshape(n, len(parts))
+    n_level_parts = len(level_parts)
+    width = 4 if large else 2
+    head = 2 + 2 * n_level_parts + width * (len(parts) - n_level_parts)
+    head_padded = head + (-head % 8)
+    header = np.zeros((n, head_padded), np.uint8)
+    header[:, head:] = CHUNK_PAD[0]
+    levels = np.array([b - a for _, (a, b) in bounds], np.int64) if has_levels else np.zeros(n, np.int64)
+    header[:, 0:2] = levels.astype("<u2").view(np.uint8).reshape(n, 2)
+    for k in range(n_level_parts):
+        header[:, 2 + 2 * k: 4 + 2 * k] = np.ascontiguousarray(sizes[:, k]).astype("<u2").view(np.uint8).reshape(n, 2)
+    value_sizes = np.ascontiguousarray(sizes[:, n_level_parts:].astype("<u4" if large else "<u2"))
+    header[:, 2 + 2 * n_level_parts: head] = value_sizes.view(np.uint8).reshape(n, -1)
+    pads = -sizes % 8
+    chunk_bytes = head_padded + (sizes + pads).sum(axis=1)
+    counts = np.array([b - a for (a, b), _ in bounds], np.int64)
+    log2 = np.zeros(n, np.int64)
+    log2[:-1] = np.log2(counts[:-1]).astype(np.int64)
+    meta = ((chunk_bytes // 8 - 1) << 4) | log2
+    headers = memoryview(header.reshape(-1))
+    out: list = []
+    for c in range(n):
+        out.append(headers[c * head_padded:(c + 1) * head_padded])
+        for k, column in enumerate(parts):
+            out.append(column[c])
+            out.append(_PADS[pads[c, k]])
+    return meta.astype("<u4" if large else "<u2").tobytes(), b"".join(out)
+
+
+def _repetition_index(sh: Shredded, level_spans: list[tuple[int, int]]) -> bytes:
+    """Per chunk: rows that complete in it, and levels left over after its last completed row."""
+    row_ends = sh.row_starts[1:] - 1
+    starts = np.array([a for a, _ in level_spans], np.int64)
+    stops = np.array([b for _, b in level_spans], np.int64)
+    done_lo = np.searchsorted(row_ends, starts)
+    done_hi = np.searchsorted(row_ends, stops)
+    last_end = np.where(done_hi > 0, row_ends[np.maximum(done_hi - 1, 0)] + 1, 0)
+    leftover = stops - np.maximum(last_end, starts)
+    return np.stack([done_hi - done_lo, leftover], axis=1).astype("<u8").tobytes()
 
 
 class V21ColumnEncoder:
@@ -96,41 +144,20 @@ class V21ColumnEncoder:
                                COMPRESSED_CHUNK_BYTES if compressed else CHUNK_TARGET_BYTES)
         if bounds is None:  # too many empty/null lists between two values for one chunk
             return self._full_zip(sh, num_rows)
-        meta, data = [], bytearray()
-        size_fmt = "<I" if self.large_chunks else "<H"
-        has_levels = sh.rep is not None or sh.defs is not None
         rep_enc, pack_rep = _levels_plan(sh.rep)
         def_enc, pack_def = _levels_plan(sh.defs)
-        rep_index = []
-        row_ends = sh.row_starts[1:] - 1 if sh.rep is not None else None
         chunk_buffers = encode_chunks(values, [b[0] for b in bounds])
-        for ((v0, v1), (l0, l1)), bufs in zip(bounds, chunk_buffers):
-            chunk = bytearray()
-            chunk += struct.pack("<H", (l1 - l0) if has_levels else 0)
-            rep = pack_rep(sh.rep[l0:l1]) if sh.rep is not None else None
-            defs = pack_def(sh.defs[l0:l1]) if sh.defs is not None else None
-            if rep is not None:
-                chunk += struct.pack("<H", len(rep))
-            if defs is not None:
-                chunk += struct.pack("<H", len(defs))
-            for b in bufs:
-                chunk += struct.pack(size_fmt, len(b))
-            _pad8(chunk)
-            for part in (rep, defs, *bufs):
-                if part is not None:
-                    chunk += part
-                    _pad8(chunk)
-            count = v1 - v0
-            last = (v0, v1) == bounds[-1][0]
-            log2 = 0 if last else count.bit_length() - 1
-            meta.append(((len(chunk) // 8 - 1) << 4) | log2)
-            data += chunk
-            if row_ends is not None:
-                done = np.searchsorted(row_ends, [l0, l1])
-                completed = int(done[1] - done[0])
-                last_end = int(row_ends[done[1] - 1]) + 1 if done[1] > 0 else 0
-                rep_index.append((completed, l1 - max(last_end, l0)))
-        layout = pb.MiniBlockLayout(value_compression=value_enc, layers=sh.layers, num_buffers=len(bufs),
+        level_spans = [b[1] for b in bounds]
+        level_parts = []  # per chunk: the packed rep and def buffers that exist
+        if sh.rep is not None:
+            level_parts.append([pack_rep(sh.rep[a:b]) for a, b in level_spans])
+        if sh.defs is not None:
+            level_parts.append([pack_def(sh.defs[a:b]) for a, b in level_spans])
+        meta, data = _assemble_chunks(bounds, level_parts, chunk_buffers, self.large_chunks,
+                                      sh.rep is not None or sh.defs is not None)
+        nbuf = len(chunk_buffers[0]) if chunk_buffers else 0
+        rep_index = _repetition_index(sh, level_spans) if sh.rep is not None else None
+        layout = pb.MiniBlockLayout(value_compression=value_enc, layers=sh.layers, num_buffers=nbuf,
                                     num_items=len(values))
         if sh.rep is not None:
             layout.rep_compression.CopyFrom(rep_enc)
@@ -139,14 +166,14 @@ class V21ColumnEncoder:
             layout.def_compression.CopyFrom(def_enc)
         if self.large_chunks:
             layout.has_large_chunk = True
-        buffers = [np.array(meta, "<u4" if self.large_chunks else "<u2").tobytes(), bytes(data)]
+        buffers = [meta, data]
         if dictionary is not None:
             enc, buf = _dictionary_block(dictionary)
             layout.dictionary.CopyFrom(enc)
             layout.num_dictionary_items = len(dictionary)
             buffers.append(buf)
-        if sh.rep is not None:
-            buffers.append(np.array(rep_index, "<u8").tobytes())
+        if rep_index is not None:
+            buffers.append(rep_index)
         return EncodedPage(buffers, pack_any(pb.PageLayout(mini_block_layout=layout)), num_rows)
 
     # -- full-zip ---------------------------------------------------------------------------
