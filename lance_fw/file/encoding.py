@@ -29,6 +29,8 @@ class ColumnSpec:
     metadata: Mapping[str, str]
     version: tuple[int, int]
     role: str = "leaf"
+    #: 2.1+: the fields from the top-level field down to this leaf (their nullability matters)
+    path: tuple = ()
 
 
 @dataclass

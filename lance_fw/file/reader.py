@@ -114,7 +114,12 @@ class LanceFileReader:
         if todo:
             with self._lock:
                 self._cache[col] = (last, decoded.get(last) or self._cached(col, last))
-        return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
+        if len(pieces) == 1:
+            return pieces[0]
+        if pa.types.is_dictionary(arrow_type):  # pages carry their own dictionaries (nulls included)
+            merged = pa.concat_arrays([p.dictionary_decode() for p in pieces])
+            return pc.dictionary_encode(merged).cast(arrow_type)
+        return pa.concat_arrays(pieces)
 
     def _cached(self, col: int, page: int) -> pa.Array | None:
         hit = self._cache.get(col)

@@ -65,14 +65,14 @@ class LanceFileWriter:
         self._retained = 0
 
     # -- layout -----------------------------------------------------------------------------
-    def _column_fields(self) -> list[tuple[LanceField, str, pa.DataType]]:
-        """(field, role, type of the arrays its encoder gets) per column, in column order."""
+    def _column_fields(self) -> list[tuple[LanceField, str, pa.DataType, tuple]]:
+        """(field, role, type of the arrays its encoder gets, path) per column, in column order."""
         if self.version == (2, 0):
             roles = {True: "struct", False: "leaf"}
             return [(f, "list" if f.is_list else roles[f.is_struct],
-                     pa.int64() if f.is_list else pa.null() if f.is_struct else f.arrow_type())
+                     pa.int64() if f.is_list else pa.null() if f.is_struct else f.arrow_type(), ())
                     for f in self.schema.walk()]
-        return [(chain[-1], "leaf", structure_v2_1.path_type(chain, decoded=False))
+        return [(chain[-1], "leaf", structure_v2_1.path_type(chain, decoded=False), tuple(chain))
                 for top in self.schema.fields for chain in structure_v2_1.leaf_paths(top)]
 
     def _split(self, batch: pa.RecordBatch) -> list[pa.Array]:
@@ -85,9 +85,9 @@ class LanceFileWriter:
                 out.extend(structure_v2_1.prune(arr, chain) for chain in structure_v2_1.leaf_paths(f))
         return out
 
-    def _make_column(self, f: LanceField, role: str, arrow_type: pa.DataType) -> _Column:
+    def _make_column(self, f: LanceField, role: str, arrow_type: pa.DataType, path: tuple) -> _Column:
         md = {k: v.decode("utf-8", "replace") for k, v in f.metadata.items()}
-        spec = ColumnSpec(f, arrow_type, md, self.version, role)
+        spec = ColumnSpec(f, arrow_type, md, self.version, role, path)
         return _Column(spec, select_encoder(spec, self.options))
 
     # -- writing ----------------------------------------------------------------------------

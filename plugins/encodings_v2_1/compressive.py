@@ -489,8 +489,8 @@ def split_packed_struct(dv: DecodedValues) -> list[np.ndarray]:
 
 
 def _constant(msg, n: int, where: str) -> DecodedValues:
-    if not msg.HasField("value"):
-        raise UnsupportedEncodingError(f"{where}: Constant without a value")
+    if not msg.HasField("value"):  # every value is null (e.g. the items of an all-null vector)
+        return DecodedValues("null", n)
     v = np.frombuffer(msg.value, np.uint8)
     bits = v.size * 8
     if bits in _UINT:

@@ -98,11 +98,10 @@ class V21ColumnEncoder:
         self.large_chunks = spec.version >= (2, 2)
 
     def encode(self, array: pa.Array) -> EncodedPage:
-        sh = shred(array)
+        sh = shred(array, self.spec.path)
         num_rows = len(array)
         values = sh.values
-        if not len(values) or (sh.rep is None and values.null_count == len(values) and
-                               sh.defs is not None and (sh.defs == 1).all()):
+        if values.null_count == len(values):  # no value at all: levels only (as pylance writes it)
             layout = self._all_null(sh)
             return EncodedPage(layout[1], pack_any(layout[0]), num_rows)
         if self.large_chunks and sh.rep is None and sh.defs is None:
@@ -116,22 +115,26 @@ class V21ColumnEncoder:
 
     # -- constant ---------------------------------------------------------------------------
     def _all_null(self, sh: Shredded):
+        """A page without values. Levels are written unless the page is one plain nullable item
+        layer whose every level is null (pylance writes them as soon as there are two layers)."""
         layout = pb.ConstantLayout(layers=sh.layers)
-        buffers = []
-        if sh.rep is not None or (sh.defs is not None and not (sh.defs == 1).all()):
-            count = len(sh.defs if sh.defs is not None else sh.rep)
-            rep = sh.rep if sh.rep is not None else np.zeros(count, np.uint16)
-            defs = sh.defs if sh.defs is not None else np.zeros(count, np.uint16)
-            if self.large_chunks:  # 2.2 compresses constant-page levels (2.1 keeps them raw)
-                (rep_enc, rep_buf), (def_enc, def_buf) = _level_block(rep), _level_block(defs)
-                buffers = [rep_buf, def_buf]
+        count = len(sh.defs) if sh.defs is not None else len(sh.rep) if sh.rep is not None else len(sh.values)
+        defs = sh.defs if sh.defs is not None else np.zeros(count, np.uint16)
+        if sh.rep is None and len(sh.layers) == 1 and (defs == 1).all():
+            return pb.PageLayout(constant_layout=layout), []
+        rep_buf = def_buf = b""
+        if self.large_chunks:  # 2.2 compresses constant-page levels (2.1 keeps them raw)
+            if sh.rep is not None:
+                rep_enc, rep_buf = _level_block(sh.rep)
                 layout.rep_compression.CopyFrom(rep_enc)
-                layout.def_compression.CopyFrom(def_enc)
                 layout.num_rep_values = count
-                layout.num_def_values = count
-            else:
-                buffers = [rep.astype("<u2").tobytes(), defs.astype("<u2").tobytes()]
-        return pb.PageLayout(constant_layout=layout), buffers
+            def_enc, def_buf = _level_block(defs)
+            layout.def_compression.CopyFrom(def_enc)
+            layout.num_def_values = count
+        else:
+            rep_buf = sh.rep.astype("<u2").tobytes() if sh.rep is not None else b""
+            def_buf = defs.astype("<u2").tobytes()
+        return pb.PageLayout(constant_layout=layout), [rep_buf, def_buf]
 
     # -- mini-block -------------------------------------------------------------------------
     def _mini_block(self, sh: Shredded, num_rows: int) -> EncodedPage:
@@ -245,6 +248,8 @@ class V21ColumnEncoder:
 def _fixed_bits(t: pa.DataType) -> int:
     if pa.types.is_boolean(t):
         return 1
+    if pa.types.is_dictionary(t):  # stored through a page dictionary, never as raw indices
+        return 0
     try:
         return t.bit_width
     except ValueError:

@@ -136,15 +136,15 @@ def _chunk_levels(enc, data: np.ndarray, place: tuple[np.ndarray, np.ndarray], n
         if len(starts) else np.zeros(0, np.uint16)
 
 
-def _plain_fixed(enc) -> tuple[int, int] | None:
-    """(bits per item, items per value) when chunks can simply be concatenated: flat values of
-    whole bytes, or a fixed-size list of them without item validity."""
+def _plain_fixed(enc) -> tuple[int, int | None] | None:
+    """(bits per item, items per list or None for scalars) when chunks can simply be concatenated:
+    flat values of whole bytes, or a fixed-size list of them without item validity."""
     kind = enc.WhichOneof("compression")
     if kind == "flat" and enc.flat.bits_per_value % 8 == 0 and not enc.flat.HasField("data"):
-        return enc.flat.bits_per_value, 1
+        return enc.flat.bits_per_value, None
     if kind == "fixed_size_list" and not enc.fixed_size_list.has_validity:
         inner = _plain_fixed(enc.fixed_size_list.values)
-        if inner is not None and inner[1] == 1:
+        if inner is not None and inner[1] is None:
             return inner[0], enc.fixed_size_list.items_per_value
     return None
 
@@ -165,14 +165,15 @@ def mini_block(layout: pb.MiniBlockLayout, buffers, num_rows: int, where: str) -
     plain = _plain_fixed(layout.value_compression) if layout.num_buffers == 1 else None
     n = int(sum(counts))
     if plain is not None:
-        bits, per_value = plain
+        bits, per_list = plain
+        per_value = per_list or 1
         raw = gather_ranges(data, *chunks.bufs[0])
         if raw.size != n * per_value * bits // 8:
             raise CorruptFileError(where, f"mini-block values hold {raw.size} bytes for {n} values")
         items = raw.view(_UINTS[bits]) if bits in _UINTS else raw
         values = DecodedValues("fixed", n * per_value, items, bits)
-        if per_value > 1:
-            values = DecodedValues("fsl", n, dimension=per_value, inner=values)
+        if per_list is not None:
+            values = DecodedValues("fsl", n, dimension=per_list, inner=values)
     else:
         value_chunks = [[data[a[i]:a[i] + b[i]] for a, b in chunks.bufs] for i in range(len(starts))]
         values = compressive.decode_chunks(layout.value_compression, value_chunks, counts, where)

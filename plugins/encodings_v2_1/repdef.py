@@ -155,6 +155,8 @@ def _leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: 
 def values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | None, where: str) -> pa.Array:
     n = values.num_values
     bitmap, nulls = _bitmap(valid) if valid is not None else (None, 0)
+    if values.kind == "null":
+        return pa.nulls(n, t)
     if values.kind == "arrow":  # packed structs: relabel the decoded children to the column's fields
         if not pa.types.is_struct(t) or t.num_fields != values.array.type.num_fields:
             raise CorruptFileError(where, f"packed struct values for a {t} column")

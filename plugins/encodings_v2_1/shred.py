@@ -53,7 +53,17 @@ def _nodes(array: pa.Array) -> tuple[list[_Node], pa.Array]:
             return nodes, a
 
 
-def _layer(node: _Node) -> int:
+def _layer(node: _Node, nullable: bool | None = None) -> int:
+    """The layer for a node: from its data, or, when ``nullable`` is given, from the schema (the
+    data can only widen it). pylance needs the schema form across the pages of columns with lists:
+    it cannot stitch a null struct over lists in one page to an all-valid one in the next."""
+    if nullable is not None:
+        data = _layer(node)
+        if node.is_list:
+            return pb.REPDEF_NULL_AND_EMPTY_LIST if nullable or data in (pb.REPDEF_NULLABLE_LIST,
+                                                                         pb.REPDEF_NULL_AND_EMPTY_LIST) \
+                else pb.REPDEF_EMPTYABLE_LIST
+        return pb.REPDEF_NULLABLE_ITEM if nullable or data == pb.REPDEF_NULLABLE_ITEM else pb.REPDEF_ALL_VALID_ITEM
     if not node.is_list:
         return pb.REPDEF_NULLABLE_ITEM if node.valid is not None and not node.valid.all() else pb.REPDEF_ALL_VALID_ITEM
     lengths = np.diff(node.offsets)
@@ -64,10 +74,13 @@ def _layer(node: _Node) -> int:
             (False, True): pb.REPDEF_EMPTYABLE_LIST, (True, True): pb.REPDEF_NULL_AND_EMPTY_LIST}[(has_null, has_empty)]
 
 
-def shred(array: pa.Array) -> Shredded:
+def shred(array: pa.Array, path: tuple = ()) -> Shredded:
+    """``path``: the schema fields top -> leaf; when it holds a list, layers follow the schema."""
     top_down, leaf = _nodes(array)
     nodes = top_down[::-1]  # innermost first, like layers
-    layers = [_layer(n) for n in nodes]
+    static = len(path) == len(nodes) and any(n.is_list for n in nodes)
+    layers = [_layer(n, f.nullable if static else None) for n, f in zip(nodes, reversed(path))] if static \
+        else [_layer(n) for n in nodes]
     inside, empty = def_numbers(layers)
     lists_below = np.cumsum([0] + [layer in LIST_LAYERS for layer in layers])  # list layers with index < i
 
