@@ -52,7 +52,7 @@ class _Registry:
     """Merged answers of the collecting hooks, computed once (later plugins override earlier)."""
 
     def reset(self) -> None:
-        for key in ("page_decoders", "kind_decoders", "deletion_codecs"):
+        for key in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types"):
             self.__dict__.pop(key, None)
 
     @staticmethod
@@ -73,6 +73,11 @@ class _Registry:
     @cached_property
     def deletion_codecs(self) -> dict[int, Any]:
         return self._merge(get_plugin_manager().hook.lance_deletion_codecs())
+
+    @cached_property
+    def index_types(self) -> dict[str, Any]:
+        """Index types by name; none are built in yet (BTREE/BITMAP/IVF_PQ come as plugins)."""
+        return self._merge(get_plugin_manager().hook.lance_index_types())
 
 
 registry = _Registry()

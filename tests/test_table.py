@@ -153,3 +153,20 @@ def test_kernel_never_imports_plugins_by_name():
     root = pathlib.Path(lance_fw.__file__).parent
     offenders = [str(p) for p in root.rglob("*.py") if "lance_fw_plugins" in p.read_text()]
     assert offenders == []
+
+
+def test_index_type_registry_takes_plugins():
+    from lance_fw.hookspecs import hookimpl
+    from lance_fw.plugin_manager import register, registry, unregister
+
+    class FakeIndex:
+        @hookimpl
+        def lance_index_types(self):
+            return {"FAKE": object()}
+
+    register(FakeIndex(), name="fake-index")
+    try:
+        assert "FAKE" in registry.index_types
+    finally:
+        unregister("fake-index")
+    assert "FAKE" not in registry.index_types
