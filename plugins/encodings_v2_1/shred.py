@@ -75,10 +75,13 @@ def _layer(node: _Node, nullable: bool | None = None) -> int:
 
 
 def shred(array: pa.Array, path: tuple = ()) -> Shredded:
-    """``path``: the schema fields top -> leaf; when it holds a list, layers follow the schema."""
+    """``path``: the schema fields top -> leaf; with a struct above a list, layers follow the schema."""
     top_down, leaf = _nodes(array)
     nodes = top_down[::-1]  # innermost first, like layers
-    static = len(path) == len(nodes) and any(n.is_list for n in nodes)
+    # only a struct above a list trips pylance (see _layer); elsewhere the data decides, as in pylance
+    first_list = next((i for i, n in enumerate(nodes) if n.is_list), None)
+    static = len(path) == len(nodes) and first_list is not None and \
+        any(not n.is_list for n in nodes[first_list + 1:])
     layers = [_layer(n, f.nullable if static else None) for n, f in zip(nodes, reversed(path))] if static \
         else [_layer(n) for n in nodes]
     inside, empty = def_numbers(layers)
