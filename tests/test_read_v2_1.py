@@ -1,4 +1,7 @@
-"""Reading what pylance 14 writes at file versions 2.1 and 2.2 (its default)."""
+"""Reading what only pylance writes at 2.1/2.2: its appends and deletions, and blob columns.
+
+The both-ways type and encoding coverage lives in test_interop_v2_1.py.
+"""
 
 from __future__ import annotations
 
@@ -7,44 +10,10 @@ import pyarrow as pa
 import pytest
 
 import lance_fw
-from cases import (all_types_table, encodings_table, map_table, nested_columns, nested_v21_table, scalar_columns,
-                   wide_table)
+from cases import all_types_table
 from conftest import assert_tables_equal
 
 VERSIONS = ["2.1", "2.2"]
-
-
-def _roundtrip(table: pa.Table, uri: str, version: str, **kwargs) -> None:
-    lance.write_dataset(table, uri, data_storage_version=version, **kwargs)
-    expected = lance.dataset(uri).to_table()
-    assert_tables_equal(expected, lance_fw.dataset(uri).to_table())
-    assert_tables_equal(expected, pa.Table.from_batches(list(lance_fw.dataset(uri).to_batches(batch_size=37)),
-                                                        schema=expected.schema))
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("name", list(scalar_columns()) + list(nested_columns()))
-def test_each_type_small(uri, version, name):
-    _roundtrip(all_types_table().select([name]), uri, version)
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_structs_with_nulls_and_nested_lists(uri, version):
-    _roundtrip(nested_v21_table(), uri, version)
-
-
-def test_map_22(uri):
-    _roundtrip(map_table(), uri, "2.2")
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_encodings_pylance_picks_at_100k(uri, version):
-    _roundtrip(encodings_table(), uri, version)
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_wide_values_use_full_zip(uri, version):
-    _roundtrip(wide_table(), uri, version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -211,27 +211,13 @@ def unpack_inline(data, uncompressed_bits: int, num_values: int, where: str = "i
 
 def pack_inline(values: np.ndarray, uncompressed_bits: int) -> np.ndarray:
     """Inverse of :func:`unpack_inline` (each block uses the minimal bit width)."""
-    t = uncompressed_bits
-    dt = utype(t)
-    vals = np.asarray(values).astype(dt, copy=False).reshape(-1)
-    nblocks = -(-vals.size // BLOCK)
-    padded = np.zeros(nblocks * BLOCK, dtype=dt)
-    padded[: vals.size] = vals
-    parts = []
-    for blk in padded.reshape(nblocks, BLOCK):
-        m = int(blk.max()) if blk.size else 0
-        w = m.bit_length()
-        parts.append(np.array([w], dtype=dt))
-        if w:
-            parts.append(_pack_blocks(blk[None, :], t, w).reshape(-1))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dt)
+    packed = b"".join(pack_inline_blocks(values, uncompressed_bits))
+    return np.frombuffer(packed, dtype=utype(uncompressed_bits))
 
 
 def pack_inline_blocks(values: np.ndarray, uncompressed_bits: int) -> list[bytes]:
-    """:func:`pack_inline` of every 1024-value block at once, one bytes object per block.
-
-    Blocks are grouped by bit width so each width is packed in a single vectorised call.
-    """
+    """Every 1024-value block in the inline form (its width word, then its packed words), one
+    bytes object per block. Blocks of equal width are packed in one vectorised call."""
     t = uncompressed_bits
     dt = utype(t)
     vals = np.asarray(values).astype(dt, copy=False).reshape(-1)
@@ -239,25 +225,13 @@ def pack_inline_blocks(values: np.ndarray, uncompressed_bits: int) -> list[bytes
     padded = np.zeros(nblocks * BLOCK, dtype=dt)
     padded[: vals.size] = vals
     blocks = padded.reshape(nblocks, BLOCK)
-    widths = np.zeros(nblocks, np.int64)
-    if nblocks:
-        maxima = blocks.max(axis=1).astype(np.uint64)
-        nonzero = maxima > 0
-        widths[nonzero] = np.floor(np.log2(maxima[nonzero].astype(np.float64))).astype(np.int64) + 1
-        # float log2 can be off by one near powers of two: fix exactly
-        too_small = (maxima >> widths.astype(np.uint64)) > 0
-        widths[too_small] += 1
-        too_big = (widths > 0) & ((maxima >> (widths - 1).clip(0).astype(np.uint64)) == 0)
-        widths[too_big] -= 1
+    widths = np.array([int(m).bit_length() for m in blocks.max(axis=1).tolist()], np.int64) if nblocks \
+        else np.zeros(0, np.int64)
     out: list[bytes] = [b""] * nblocks
     for w in np.unique(widths).tolist():
         sel = np.flatnonzero(widths == w)
         header = np.array([w], dtype=dt).tobytes()
-        if w == 0:
-            for i in sel.tolist():
-                out[i] = header
-            continue
-        packed = _pack_blocks(blocks[sel], t, w)
-        for i, row in zip(sel.tolist(), packed):
-            out[i] = header + row.tobytes()
+        rows = _pack_blocks(blocks[sel], t, w) if w else [b""] * len(sel)
+        for i, row in zip(sel.tolist(), rows):
+            out[i] = header + bytes(row)
     return out
