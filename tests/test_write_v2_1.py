@@ -14,15 +14,13 @@ import pytest
 import lance_fw
 from cases import all_types_table
 from conftest import assert_tables_equal
+from test_interop_v2_1 import roundtrip
 
 VERSIONS = ["2.1", "2.2"]
 
 
 def _roundtrip(table: pa.Table, uri: str, version: str, **kwargs) -> None:
-    lance_fw.write_dataset(table, uri, data_storage_version=version, **kwargs)
-    assert lance.dataset(uri).data_storage_version == version
-    assert_tables_equal(table, lance.dataset(uri).to_table())
-    assert_tables_equal(table, lance_fw.dataset(uri).to_table())
+    roundtrip(table, uri, version, "lance_fw", **kwargs)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
