@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
+from lance_fw.query.filter import filter_columns, parse_filter
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
@@ -109,7 +110,8 @@ class LanceDataset:
     # -- reading ----------------------------------------------------------------------------
     def count_rows(self, filter=None) -> int:
         if filter is not None:
-            return self.to_table(filter=filter).num_rows
+            probe = (self._filter_columns(filter) or self.schema.names)[:1]
+            return sum(b.num_rows for b in self.to_batches(columns=probe, filter=filter))
         return sum(f.physical_rows - (f.deletion_file.num_deleted_rows if f.HasField("deletion_file") else 0)
                    for f in self._manifest.fragments)
 
@@ -125,13 +127,23 @@ class LanceDataset:
 
     def to_batches(self, columns: list[str] | None = None, filter=None, batch_size: int | None = None,
                    with_row_address: bool = False, **_ignored) -> Iterator[pa.RecordBatch]:
+        if filter is not None:  # read what the filter needs, filter, then keep the requested columns
+            expression = _expression(filter, self.schema)
+            wanted = columns if columns is not None else self.schema.names
+            needed = list(dict.fromkeys([*wanted, *self._filter_columns(filter)]))
+            for batch in self.to_batches(needed, None, batch_size, with_row_address):
+                table = pa.Table.from_batches([batch]).filter(expression)
+                keep = [*wanted, "_rowaddr"] if with_row_address else wanted
+                for out in table.select(keep).to_batches():
+                    yield out
+            return
         fields = self._fields(columns)
         for frag in self._manifest.fragments:
             reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
             try:
                 for batch in reader.batches(fields, batch_size or DEFAULT_BATCH_SIZE, with_row_address):
                     if filter is not None:
-                        batch = batch.filter(_expression(filter))
+                        batch = batch.filter(_expression(filter, self.schema))
                     yield batch
             finally:
                 reader.close()
@@ -150,12 +162,30 @@ class LanceDataset:
     def head(self, num_rows: int, **kwargs) -> pa.Table:
         return self.to_table(limit=num_rows, **kwargs)
 
+    def _filter_columns(self, filter) -> list[str]:
+        if isinstance(filter, str):
+            return filter_columns(filter, self.schema) or self.schema.names[:1]
+        return [n for n in self.schema.names if n in str(filter)] or self.schema.names[:1]
 
-def _expression(filter):
+    def delete(self, predicate) -> None:
+        """Delete the rows matching ``predicate`` (a Lance SQL string or pyarrow expression) in a
+        new version; this object then shows that version, as in pylance."""
+        from lance_fw.table.delete import delete_rows, expression_matcher
+
+        expression = _expression(predicate, self.schema)
+        version = delete_rows(self, expression_matcher(self, expression, self._filter_columns(predicate)),
+                              predicate if isinstance(predicate, str) else str(predicate))
+        self.__init__(self.uri, version=version, _storage=self._storage)
+
+
+def _expression(filter, schema: pa.Schema) -> pc.Expression:
+    """A Lance SQL filter string or a pyarrow expression, as a pyarrow expression."""
     if isinstance(filter, pc.Expression):
         return filter
-    raise InvalidArgumentError("string filters arrive with the Lance SQL filter dialect; pass a "
-                               "pyarrow.compute.Expression for now")
+    if isinstance(filter, str):
+        return parse_filter(filter, schema)
+    raise InvalidArgumentError(f"filter must be a SQL string or a pyarrow.compute.Expression, not "
+                               f"{type(filter).__name__}")
 
 
 class LanceFragment:
@@ -178,7 +208,8 @@ class LanceFragment:
 
     def count_rows(self, filter=None) -> int:
         if filter is not None:
-            return self.to_table(filter=filter).num_rows
+            probe = (self._filter_columns(filter) or self.schema.names)[:1]
+            return sum(b.num_rows for b in self.to_batches(columns=probe, filter=filter))
         return self.physical_rows - self.num_deletions
 
     def data_files(self) -> list:
@@ -192,7 +223,7 @@ class LanceFragment:
         try:
             for batch in reader.batches(self._ds._fields(columns), batch_size or DEFAULT_BATCH_SIZE,
                                         kwargs.get("with_row_address", False)):
-                yield batch.filter(_expression(filter)) if filter is not None else batch
+                yield batch.filter(_expression(filter, self._ds.schema)) if filter is not None else batch
         finally:
             reader.close()
 

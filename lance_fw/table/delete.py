@@ -63,9 +63,10 @@ def delete_rows(ds, matcher: Matcher, predicate_text: str) -> int:
         raise
 
 
-def expression_matcher(ds, expression) -> Matcher:
-    """Rows where a ``pyarrow.compute.Expression`` is true (NULL counts as false)."""
-    names = sorted({f.name for f in ds.lance_schema.fields if f.name in str(expression)}) or \
+def expression_matcher(ds, expression, columns: list[str] | None = None) -> Matcher:
+    """Rows where a ``pyarrow.compute.Expression`` is true (NULL counts as false); ``columns``
+    are the ones it reads (guessed from the expression's text when not given)."""
+    names = columns or sorted({f.name for f in ds.lance_schema.fields if f.name in str(expression)}) or \
         [ds.lance_schema.fields[0].name]
     fields = [ds.lance_schema.field(n) for n in names]
 

@@ -1,0 +1,1 @@
+"""Query side: the Lance SQL filter dialect (more of the scanner arrives here)."""
