@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 from functools import cached_property
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -161,6 +162,49 @@ class LanceDataset:
 
     def head(self, num_rows: int, **kwargs) -> pa.Table:
         return self.to_table(limit=num_rows, **kwargs)
+
+    def take(self, indices, columns: list[str] | None = None, **_ignored) -> pa.Table:
+        """Rows at positions ``indices`` over the live rows (any order, repeats allowed)."""
+        wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
+        total = self.count_rows()
+        if len(wanted) and (wanted.min() < 0 or wanted.max() >= total):
+            raise InvalidArgumentError(f"take: indices must lie in [0, {total}), got {wanted.min()}..{wanted.max()}")
+        return self._take(wanted, columns, by_address=False)
+
+    def _take_rows(self, row_ids, columns: list[str] | None = None, **_ignored) -> pa.Table:
+        """Rows by row address (``fragment_id << 32 | offset``), which is the row id without stable row ids."""
+        return self._take(np.asarray(row_ids, dtype=np.uint64).reshape(-1), columns, by_address=True)
+
+    def _take(self, wanted: np.ndarray, columns, by_address: bool) -> pa.Table:
+        fields = self._fields(columns)
+        schema = pa.schema([f.to_arrow() for f in fields])
+        parts, order = [], []
+        base = 0
+        for frag in self._manifest.fragments:
+            reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
+            try:
+                if by_address:
+                    hit = np.flatnonzero((wanted >> np.uint64(32)) == frag.id)
+                    offsets = (wanted[hit] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                else:
+                    live = frag.physical_rows - (frag.deletion_file.num_deleted_rows
+                                                 if frag.HasField("deletion_file") else 0)
+                    hit = np.flatnonzero((wanted >= base) & (wanted < base + live))
+                    offsets = reader.live_offsets()[wanted[hit] - base] if len(hit) else np.zeros(0, np.int64)
+                    base += live
+                if not len(hit):
+                    continue
+                unique, inverse = np.unique(offsets, return_inverse=True)
+                arrays = reader.take_physical(fields, unique)
+                parts.append(pa.Table.from_arrays(arrays, schema=schema).take(pa.array(inverse)))
+                order.append(hit)
+            finally:
+                reader.close()
+        if not parts:
+            return schema.empty_table()
+        table = pa.concat_tables(parts)
+        positions = np.concatenate(order)
+        return table.take(pa.array(np.argsort(positions, kind="stable")))
 
     def _filter_columns(self, filter) -> list[str]:
         if isinstance(filter, str):

@@ -57,6 +57,31 @@ class FragmentReader:
             out.append(reader.read_field(f, start, stop) if reader else pa.nulls(stop - start, f.arrow_type()))
         return out
 
+    def take_physical(self, fields: list[LanceField], offsets: np.ndarray) -> list[pa.Array]:
+        """Rows at sorted physical ``offsets`` of each field. Each row is a one-row range read, so
+        only the pages holding requested rows are read and each is decoded once."""
+        out = []
+        for f in fields:
+            reader = self._reader_for(f)
+            if reader is None:
+                out.append(pa.nulls(len(offsets), f.arrow_type()))
+                continue
+            pieces = [reader.read_field(f, int(r), int(r) + 1) for r in offsets]
+            if not pieces:
+                out.append(pa.array([], f.arrow_type()))
+            elif pa.types.is_dictionary(pieces[0].type):
+                out.append(pa.concat_arrays([p.dictionary_decode() for p in pieces]).dictionary_encode()
+                           .cast(pieces[0].type))
+            else:
+                out.append(pa.concat_arrays(pieces))
+        return out
+
+    def live_offsets(self) -> np.ndarray:
+        """Physical offsets of the live rows, in order."""
+        everything = np.arange(self.physical_rows, dtype=np.int64)
+        return np.setdiff1d(everything, self.deleted.astype(np.int64), assume_unique=True) \
+            if len(self.deleted) else everything
+
     def live_mask(self, start: int, stop: int) -> np.ndarray | None:
         """Boolean mask of live rows in [start, stop), or None when nothing there is deleted."""
         deleted = self.deleted
