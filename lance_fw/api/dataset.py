@@ -14,6 +14,7 @@ from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
 from lance_fw.query.filter import filter_columns, parse_filter
+from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
@@ -126,13 +127,22 @@ class LanceDataset:
             raise InvalidArgumentError("columns must be a list of column names")
         return [self.lance_schema.field(c) for c in columns]
 
+    def scanner(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
+                **kwargs) -> LanceScanner:
+        """pylance's scanner: ``with_row_id``, ``with_row_address``, ``batch_size``, ``fragments``."""
+        return LanceScanner(self, columns, filter, limit, offset, **kwargs)
+
     def to_batches(self, columns: list[str] | None = None, filter=None, batch_size: int | None = None,
-                   with_row_address: bool = False, **_ignored) -> Iterator[pa.RecordBatch]:
+                   with_row_address: bool = False, fragment_ids=None, **kwargs) -> Iterator[pa.RecordBatch]:
+        if kwargs.get("limit") is not None or kwargs.get("offset") or kwargs.get("with_row_id"):
+            yield from self.scanner(columns, filter, batch_size=batch_size, with_row_address=with_row_address,
+                                    **kwargs).to_batches()
+            return
         if filter is not None:  # read what the filter needs, filter, then keep the requested columns
             expression = _expression(filter, self.schema)
             wanted = columns if columns is not None else self.schema.names
             needed = list(dict.fromkeys([*wanted, *self._filter_columns(filter)]))
-            for batch in self.to_batches(needed, None, batch_size, with_row_address):
+            for batch in self.to_batches(needed, None, batch_size, with_row_address, fragment_ids):
                 table = pa.Table.from_batches([batch]).filter(expression)
                 keep = [*wanted, "_rowaddr"] if with_row_address else wanted
                 for out in table.select(keep).to_batches():
@@ -140,6 +150,8 @@ class LanceDataset:
             return
         fields = self._fields(columns)
         for frag in self._manifest.fragments:
+            if fragment_ids is not None and frag.id not in fragment_ids:
+                continue
             reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
             try:
                 for batch in reader.batches(fields, batch_size or DEFAULT_BATCH_SIZE, with_row_address):
@@ -151,14 +163,8 @@ class LanceDataset:
 
     def to_table(self, columns: list[str] | None = None, filter=None, limit: int | None = None,
                  offset: int | None = None, **kwargs) -> pa.Table:
-        fields = self._fields(columns)
-        schema = pa.schema([f.to_arrow() for f in fields], metadata=self.schema.metadata)
-        if kwargs.get("with_row_address"):
-            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
-        table = pa.Table.from_batches(list(self.to_batches(columns, filter, **kwargs)), schema=schema)
-        if offset or limit is not None:
-            table = table.slice(offset or 0, limit)
-        return table
+        table = self.scanner(columns, filter, limit, offset, **kwargs).to_table()
+        return table.replace_schema_metadata(self.schema.metadata) if columns is None else table
 
     def head(self, num_rows: int, **kwargs) -> pa.Table:
         return self.to_table(limit=num_rows, **kwargs)

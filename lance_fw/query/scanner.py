@@ -1,0 +1,71 @@
+"""``LanceDataset.scanner(...)``: pylance's scan options over the dataset's batch stream.
+
+Lazy: batches are produced on demand, so ``limit`` stops reading fragments early.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+
+from lance_fw.errors import InvalidArgumentError
+
+
+class LanceScanner:
+    def __init__(self, ds, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
+                 with_row_id: bool = False, with_row_address: bool = False, batch_size: int | None = None,
+                 fragments=None, **_ignored):
+        if isinstance(columns, dict):
+            raise InvalidArgumentError("scanner(columns=dict) (SQL projections) is not supported yet")
+        if (limit is not None and limit < 0) or (offset is not None and offset < 0):
+            raise InvalidArgumentError("limit and offset must not be negative")
+        self._ds, self.columns, self.filter = ds, columns, filter
+        self.limit, self.offset = limit, offset or 0
+        self.with_row_id, self.with_row_address = with_row_id, with_row_address
+        self.batch_size, self.fragments = batch_size, fragments
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        fields = [f.to_arrow() for f in self._ds._fields(self.columns)]
+        if self.with_row_id:
+            fields.append(pa.field("_rowid", pa.uint64()))
+        if self.with_row_address:
+            fields.append(pa.field("_rowaddr", pa.uint64()))
+        return pa.schema(fields)
+
+    def _raw(self) -> Iterator[pa.RecordBatch]:
+        want_address = self.with_row_id or self.with_row_address
+        ids = None if self.fragments is None else {getattr(f, "fragment_id", f) for f in self.fragments}
+        for batch in self._ds.to_batches(self.columns, self.filter, self.batch_size, want_address, fragment_ids=ids):
+            if want_address:
+                address = batch.column(batch.num_columns - 1)
+                batch = batch.drop_columns(["_rowaddr"])
+                if self.with_row_id:  # without stable row ids the row id is the row address
+                    batch = batch.append_column("_rowid", address)
+                if self.with_row_address:
+                    batch = batch.append_column("_rowaddr", address)
+            yield batch
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        skip, left = self.offset, self.limit
+        for batch in self._raw():
+            if skip:
+                cut = min(skip, batch.num_rows)
+                batch, skip = batch.slice(cut), skip - cut
+            if left is not None:
+                batch = batch.slice(0, left)
+                left -= batch.num_rows
+            if batch.num_rows:
+                yield batch
+            if left == 0:
+                return  # stop reading: the generator chain is closed here
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.to_batches()), schema=self.projected_schema)
+
+    def count_rows(self) -> int:
+        return sum(b.num_rows for b in self.to_batches())
