@@ -1,0 +1,79 @@
+"""DuckDB through lance_scan('path') equals DuckDB over the same data as an Arrow table."""
+
+from __future__ import annotations
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lance_fw
+import lance_fw.duckdb as fw_duckdb
+
+N = 3000
+
+QUERIES = [
+    "SELECT count(*), sum(id), round(avg(value), 6), min(name), max(name) FROM {t}",
+    "SELECT category, count(*) AS n, round(avg(value), 6) AS v FROM {t} GROUP BY category ORDER BY category",
+    "SELECT id, name FROM {t} WHERE id = 1234",
+    "SELECT id FROM {t} WHERE value > 50 AND category IN (1, 2) ORDER BY id",
+    "SELECT id FROM {t} WHERE big = 'L7' ORDER BY id LIMIT 5",
+    "SELECT id, st.a FROM {t} WHERE st.a = 3 AND st.b LIKE 'b1%' ORDER BY id",
+    "SELECT id, len(tags) AS k FROM {t} WHERE id < 20 ORDER BY id",
+    "SELECT * FROM {t} ORDER BY id LIMIT 3",
+    "WITH x AS (SELECT category, max(id) AS m FROM {t} GROUP BY category) SELECT * FROM x ORDER BY category",
+    "SELECT count(*) FROM (SELECT id FROM {t} WHERE name IS NULL)",
+    "SELECT a.id, b.id FROM {t} a JOIN {t} b ON a.id = b.id + 1 WHERE a.id < 10 ORDER BY a.id",
+]
+
+
+def _table() -> pa.Table:
+    return pa.table({
+        "id": pa.array(range(N), pa.int64()),
+        "value": pa.array([(i * 37) % 101 / 1.5 for i in range(N)]),
+        "category": pa.array([i % 5 for i in range(N)], pa.int32()),
+        "name": pa.array([None if i % 13 == 0 else f"n{i % 29}" for i in range(N)]),
+        "big": pa.array([f"L{i % 11}" for i in range(N)], pa.large_string()),
+        "st": pa.StructArray.from_arrays([pa.array([i % 7 for i in range(N)], pa.int32()),
+                                          pa.array([f"b{i % 20}" for i in range(N)])], names=["a", "b"]),
+        "tags": pa.array([[f"t{j}" for j in range(i % 4)] for i in range(N)], pa.list_(pa.string())),
+    })
+
+
+@pytest.fixture(scope="module", params=["lance_fw-2.0", "lance_fw-2.2", "pylance-2.2"])
+def dataset(request, tmp_path_factory):
+    writer, version = request.param.split("-")
+    path = str(tmp_path_factory.mktemp("duck") / "ds")
+    write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
+    write(_table(), path, data_storage_version=version, max_rows_per_file=1000)
+    return path
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_lance_scan_equals_arrow(dataset, query):
+    con = fw_duckdb.connect()
+    ours = con.sql(query.format(t=f"lance_scan('{dataset}')")).fetchall()
+    plain = fw_duckdb.duckdb.connect()
+    plain.register("arrow_table", _table())
+    assert ours == plain.sql(query.format(t="arrow_table")).fetchall()
+
+
+def test_pushdown_reaches_the_scanner(dataset):
+    con = fw_duckdb.connect()
+    plan = con.sql(f"EXPLAIN SELECT id FROM lance_scan('{dataset}') WHERE id = 5 AND big = 'L5'").fetchall()
+    text = plan[0][1]
+    assert "Filters:" in text and '"id" = 5' in text and "Projections: id" in text
+    assert con.sql(f"SELECT id FROM lance_scan('{dataset}') WHERE id = 5 AND big = 'L5'").fetchall() == [(5,)]
+
+
+def test_ctas_copy_version_and_install(dataset, tmp_path):
+    con = fw_duckdb.connect()
+    con.execute(f"CREATE TABLE t AS SELECT * FROM lance_scan('{dataset}') WHERE category = 1")
+    assert con.sql("SELECT count(*) FROM t").fetchall() == [(N // 5,)]
+    out = tmp_path / "out.parquet"
+    con.execute(f"COPY (SELECT id FROM lance_scan('{dataset}') WHERE id < 10) TO '{out}' (FORMAT parquet)")
+    assert con.sql(f"SELECT count(*) FROM read_parquet('{out}')").fetchall() == [(10,)]
+    lance_fw.write_dataset(_table().slice(0, 1), dataset, mode="append")
+    assert con.sql(f"SELECT count(*) FROM lance_scan('{dataset}', version := 1)").fetchall() == [(N,)]
+    assert con.sql(f"SELECT count(*) FROM lance_scan('{dataset}')").fetchall() == [(N + 1,)]
+    raw = fw_duckdb.install(fw_duckdb.duckdb.connect())
+    assert fw_duckdb.sql(raw, f"SELECT count(*) FROM lance_scan('{dataset}', version := 1)").fetchall() == [(N,)]
