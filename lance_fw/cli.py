@@ -1,5 +1,7 @@
-"""``lance-fw``: small command-line tools (``sql`` arrives with the DuckDB front end).
+"""``lance-fw``: small command-line tools.
 
+    lance-fw sql "SELECT ..."    run one DuckDB statement (lance_scan('path') works in it)
+    lance-fw sql                 interactive shell: one statement per line, .quit to leave
     lance-fw plugins             what each installed plugin provides
     lance-fw versions URI        a dataset's versions
     lance-fw inspect FILE.lance  footer, columns, pages and page encodings of one data file
@@ -59,11 +61,46 @@ def _inspect(args) -> int:
     return 0
 
 
+def _sql(args) -> int:
+    import duckdb
+
+    from lance_fw.duckdb import connect
+
+    con = connect()
+
+    def run(statement: str) -> None:
+        try:
+            result = con.sql(statement)
+        except duckdb.Error as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return
+        if result is not None:
+            result.show(max_rows=args.max_rows)
+
+    if args.query:
+        run(args.query)
+        return 0
+    interactive = sys.stdin.isatty()
+    while True:
+        try:
+            line = input("lance-fw> " if interactive else "")
+        except EOFError:
+            return 0
+        if line.strip() in (".quit", ".exit"):
+            return 0
+        if line.strip():
+            run(line)
+
+
 def main(argv: list[str] | None = None) -> int:
     from lance_fw.errors import LanceError
 
     parser = argparse.ArgumentParser(prog="lance-fw", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("sql", help="run DuckDB SQL with lance_scan('path'); no query: a shell")
+    p.add_argument("query", nargs="?")
+    p.add_argument("--max-rows", type=int, default=40)
+    p.set_defaults(run=_sql)
     sub.add_parser("plugins", help="list installed plugins").set_defaults(run=_plugins)
     p = sub.add_parser("versions", help="list a dataset's versions")
     p.add_argument("uri")

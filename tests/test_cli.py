@@ -24,3 +24,15 @@ def test_cli_plugins_versions_inspect(uri, capsys):
 def test_cli_reports_lance_errors(tmp_path, capsys):
     assert main(["versions", str(tmp_path / "nothing")]) == 2
     assert "no Lance dataset" in capsys.readouterr().err
+
+
+def test_cli_sql_one_statement_and_shell(uri, capsys, monkeypatch):
+    import io
+
+    lance_fw.write_dataset(pa.table({"a": [1, 2, 3]}), uri)
+    assert main(["sql", f"SELECT sum(a) AS total FROM lance_scan('{uri}')"]) == 0
+    assert "total" in capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"SELECT count(*) AS n FROM lance_scan('{uri}')\nSELEC oops\n.quit\n"))
+    assert main(["sql"]) == 0
+    captured = capsys.readouterr()
+    assert "n" in captured.out and "error:" in captured.err
