@@ -168,9 +168,7 @@ def test_tail_helper_round_trips(written):
 
 #: Escapes of known core bugs, each with a strict-xfail minimal reproduction at the end of this
 #: module; sweeps tolerate exactly these so that anything new still fails them.
-KNOWN_DELETION_ESCAPES = [
-    (CountMismatch, ""),  # test_deletion_file_with_rows_past_the_fragment
-]
+KNOWN_DELETION_ESCAPES: list = []
 
 
 def _is_known(exc: BaseException, known) -> bool:
@@ -511,9 +509,6 @@ def test_arrow_deletion_file_with_invalid_field_name(uri):
     assert_error_names(uri, path, CorruptFileError)
 
 
-@pytest.mark.xfail(strict=True, raises=CountMismatch,
-                   reason="core bug: deleted row offsets past the fragment's physical_rows are accepted silently "
-                          "(FragmentReader.live_mask ignores them): count_rows() and to_table() disagree")
 def test_deletion_file_with_rows_past_the_fragment(uri):
     lance.write_dataset(small_table(), uri, data_storage_version=V)
     lance.dataset(uri).delete("i < 10")  # deletes rows 1, 2, 3, 5, 6, 7, 9

@@ -8,11 +8,11 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
-from lance_fw.table.deletion import read_deleted_offsets
+from lance_fw.table.deletion import deletion_path, read_deleted_offsets
 
 DEFAULT_BATCH_SIZE = 8192
 
@@ -29,7 +29,12 @@ class FragmentReader:
     def deleted(self) -> np.ndarray:
         if not self.fragment.HasField("deletion_file"):
             return np.zeros(0, dtype=np.uint32)
-        return read_deleted_offsets(self.storage, self.base_uri, self.fragment.id, self.fragment.deletion_file)
+        offsets = read_deleted_offsets(self.storage, self.base_uri, self.fragment.id, self.fragment.deletion_file)
+        if len(offsets) and int(offsets.max()) >= self.physical_rows:
+            raise CorruptFileError(deletion_path(self.base_uri, self.fragment.id, self.fragment.deletion_file.read_version,
+                                                 self.fragment.deletion_file.id, self.fragment.deletion_file.file_type),
+                                   f"deletes row {int(offsets.max())} of a fragment with {self.physical_rows} rows")
+        return offsets
 
     @cached_property
     def _readers(self) -> list[tuple[set[int], LanceFileReader]]:
