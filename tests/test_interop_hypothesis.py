@@ -17,7 +17,7 @@ import lance
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 import lance_fw
@@ -184,9 +184,16 @@ def assert_same(expected: pa.Table, actual: pa.Table) -> None:
     """
     assert [f.type for f in actual.schema] == [f.type for f in expected.schema], \
         f"types differ:\nexpected {expected.schema}\nactual   {actual.schema}"
+    def undict(col):
+        if _undict(col.type) == col.type:
+            return col
+        try:
+            return col.cast(_undict(col.type))
+        except pa.ArrowIndexError:  # a null struct may hide a dangling dictionary index: go by values
+            return pa.array(col.to_pylist(), _undict(col.type))
+
     def decode(table: pa.Table) -> pa.Table:
-        return pa.table({name: col.cast(_undict(col.type)) if _undict(col.type) != col.type else col
-                         for name, col in zip(table.column_names, table.columns)})
+        return pa.table({name: undict(col) for name, col in zip(table.column_names, table.columns)})
     assert_tables_equal(decode(expected), decode(actual))
 
 
@@ -248,11 +255,16 @@ def test_pylance_writes_lance_fw_reads(version, data, delete, max_page_bytes, ma
     with tempfile.TemporaryDirectory() as tmp:
         uri = f"{tmp}/ds"
         writes = [t.rename_columns(["id", *t.column_names[1:]]) for t in writes]
-        lance.write_dataset(writes[0], uri, data_storage_version=version, max_page_bytes=max_page_bytes,
-                            max_rows_per_file=max_rows_per_file)
-        for more in writes[1:]:
-            lance.write_dataset(more, uri, mode="append", max_page_bytes=max_page_bytes,
+        try:
+            lance.write_dataset(writes[0], uri, data_storage_version=version, max_page_bytes=max_page_bytes,
                                 max_rows_per_file=max_rows_per_file)
+            for more in writes[1:]:
+                lance.write_dataset(more, uri, mode="append", max_page_bytes=max_page_bytes,
+                                    max_rows_per_file=max_rows_per_file)
+        except OSError as exc:  # the oracle itself cannot write some inputs (e.g. "null_bit_buffer size
+            if "null_bit_buffer" not in str(exc):  # too small" for 1-byte pages of null structs)
+                raise
+            reject()
         if delete is not None:
             lance.dataset(uri).delete(delete)
         expected = lance.dataset(uri).to_table()
