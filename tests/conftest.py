@@ -23,3 +23,27 @@ def assert_tables_equal(expected: pa.Table, actual: pa.Table) -> None:
 @pytest.fixture
 def uri(tmp_path) -> str:
     return str(tmp_path / "ds")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """One local SparkSession for the whole run (start-up costs ~10 s). ``local[2,2]``: two cores,
+    and a failed task is retried once, as on a cluster. Workers run this interpreter."""
+    import os
+    import sys
+
+    pyspark = pytest.importorskip("pyspark.sql")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (pyspark.SparkSession.builder.master("local[2,2]").appName("lance_fw-tests")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
+               .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={tmp_path_factory.mktemp('jvm')}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    import lance_fw.spark
+
+    lance_fw.spark.register(session)
+    yield session
+    session.stop()

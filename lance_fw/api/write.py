@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
@@ -152,6 +154,92 @@ def _fragment_of(done: WrittenFile) -> table_pb2.DataFragment:
     return frag
 
 
+@dataclass
+class WritePlan:
+    """A write resolved once against the dataset's latest version: picklable, so a distributed
+    writer (Spark) can plan on the driver, write fragments in tasks and commit on the driver."""
+
+    uri: str
+    mode: str  # create | append | overwrite (append to nothing is create)
+    arrow_schema: pa.Schema  # every batch is conformed to this schema
+    lance_schema: LanceSchema
+    version: tuple[int, int]
+    read_version: int
+    storage_options: dict | None = None
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE
+    options: dict = dc_field(default_factory=dict)
+
+    def storage(self) -> Storage:
+        return resolve_storage(self.uri, self.storage_options)
+
+    def write(self, data: Any) -> list[table_pb2.DataFragment]:
+        """Write ``data`` (anything ``write_dataset`` accepts) into new data files; commit nothing."""
+        _, batches = _as_reader(data, self.arrow_schema)
+        return write_fragments(self.storage(), self.uri, batches, self.arrow_schema, self.lance_schema, self.version,
+                               self.max_rows_per_file, self.max_bytes_per_file, self.options)
+
+    def commit(self, fragments: list[table_pb2.DataFragment], properties: dict | None = None) -> int:
+        """Commit ``fragments`` as one new version. If the commit fails, their files are deleted."""
+        storage = self.storage()
+        properties = dict(properties or {})
+        if self.mode == "append":
+            op = Append(fragments=fragments, properties=properties, schema_fields=self.lance_schema.to_protos())
+        else:
+            op = Overwrite(fragments=fragments, properties=properties, schema_fields=self.lance_schema.to_protos(),
+                           schema_metadata=self.lance_schema.metadata, data_format_version=version_name(self.version),
+                           create_only=(self.mode == "create"))
+        try:
+            return commit(storage, self.uri, op, read_version=self.read_version)
+        except BaseException:
+            delete_fragment_files(storage, self.uri, fragments)
+            raise
+
+
+def delete_fragment_files(storage: Storage, uri: str, fragments: list[table_pb2.DataFragment]) -> None:
+    """Best-effort removal of files no manifest references (a failed or duplicate commit)."""
+    for frag in fragments:
+        for data_file in frag.files:
+            storage.delete(join_uri(uri, "data", data_file.path))
+
+
+def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_version: str | None = None,
+               storage_options: dict | None = None, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+               max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, max_page_bytes: int | None = None) -> WritePlan:
+    """Check ``mode`` and ``schema`` against the dataset at ``uri`` and fix what the write produces."""
+    if mode not in MODES:
+        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
+    if max_rows_per_file <= 0:
+        raise InvalidArgumentError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
+    uri = os.fspath(uri).rstrip("/") if not isinstance(uri, str) else uri.rstrip("/")
+    storage = resolve_storage(uri, storage_options)
+    versions = list_versions(storage, uri)
+    base = read_manifest(storage, versions[-1].path)[0] if versions else None
+    if mode == "create" and base is not None:
+        raise DatasetExistsError(f"{uri}: Dataset already exists; use mode='append' or 'overwrite'")
+    if mode == "append" and base is None:
+        mode = "create"  # pylance creates the dataset when appending to nothing
+    if mode == "append":
+        lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
+        target = lance_schema.to_arrow()
+        _check_append_schema(target, schema)
+        dataset_version = base.data_format.version or "0.1"
+        if data_storage_version is not None and parse_version(data_storage_version) != parse_version(dataset_version):
+            raise InvalidArgumentError(
+                f"data_storage_version={data_storage_version!r} differs from the dataset's {dataset_version}; "
+                "a dataset cannot mix file versions")
+        version = parse_version(dataset_version)
+    else:
+        version = parse_version(data_storage_version)
+        lance_schema = LanceSchema.from_arrow(schema)
+        target = lance_schema.to_arrow()
+        if schema.metadata:
+            target = target.with_metadata(schema.metadata)
+    return WritePlan(uri, mode, target, lance_schema, version, base.version if base is not None else 0,
+                     storage_options, max_rows_per_file, max_bytes_per_file,
+                     {"max_page_bytes": max_page_bytes} if max_page_bytes else {})
+
+
 def write_dataset(data: Any, uri: str, schema: pa.Schema | None = None, mode: str = "create",
                   max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE, max_rows_per_group: int = 1024,
                   max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, data_storage_version: str | None = None,
@@ -161,60 +249,16 @@ def write_dataset(data: Any, uri: str, schema: pa.Schema | None = None, mode: st
     """Write ``data`` as a new dataset (``create``), more rows (``append``) or a replacement (``overwrite``)."""
     from lance_fw.api.dataset import LanceDataset
 
-    if mode not in MODES:
-        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
-    if max_rows_per_file <= 0:
-        raise InvalidArgumentError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
-    uri = os.fspath(uri).rstrip("/") if not isinstance(uri, str) else uri.rstrip("/")
-    storage = resolve_storage(uri, storage_options)
-    versions = list_versions(storage, uri)
     arrow_schema, batches = _as_reader(data, schema)
-    if schema is not None:
-        arrow_schema = schema
-    base = read_manifest(storage, versions[-1].path)[0] if versions else None
-    if mode == "create" and base is not None:
-        raise DatasetExistsError(f"{uri}: Dataset already exists; use mode='append' or 'overwrite'")
-    if mode == "append" and base is None:
-        mode = "create"  # pylance creates the dataset when appending to nothing
-    options = {"max_page_bytes": max_page_bytes} if max_page_bytes else {}
-
-    if mode == "append":
-        lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
-        existing = lance_schema.to_arrow()
-        _check_append_schema(existing, arrow_schema)
-        dataset_version = base.data_format.version or "0.1"
-        if data_storage_version is not None and parse_version(data_storage_version) != parse_version(dataset_version):
-            raise InvalidArgumentError(
-                f"data_storage_version={data_storage_version!r} differs from the dataset's {dataset_version}; "
-                "a dataset cannot mix file versions")
-        version = parse_version(dataset_version)
-        target = existing
-    else:
-        version = parse_version(data_storage_version)
-        lance_schema = LanceSchema.from_arrow(arrow_schema)
-        target = lance_schema.to_arrow()
-        if arrow_schema.metadata:
-            target = target.with_metadata(arrow_schema.metadata)
-
-    fragments = write_fragments(storage, uri, batches, target, lance_schema, version, max_rows_per_file,
-                                max_bytes_per_file, options)
+    plan = plan_write(uri, schema if schema is not None else arrow_schema, mode, data_storage_version,
+                      storage_options, max_rows_per_file, max_bytes_per_file, max_page_bytes)
+    storage = plan.storage()
+    fragments = write_fragments(storage, plan.uri, batches, plan.arrow_schema, plan.lance_schema, plan.version,
+                                max_rows_per_file, max_bytes_per_file, plan.options)
     properties = dict(transaction_properties or {})
     if commit_message:
         properties["lance.commit.message"] = commit_message
-    if mode == "append":
-        op = Append(fragments=fragments, properties=properties)
-    else:
-        op = Overwrite(fragments=fragments, properties=properties, schema_fields=lance_schema.to_protos(),
-                       schema_metadata=lance_schema.metadata, data_format_version=version_name(version),
-                       create_only=(mode == "create"))
-    try:
-        new_version = commit(storage, uri, op, read_version=base.version if base is not None else 0)
-    except BaseException:
-        for frag in fragments:
-            for data_file in frag.files:
-                storage.delete(join_uri(uri, "data", data_file.path))
-        raise
-    return LanceDataset(uri, version=new_version, _storage=storage)
+    return LanceDataset(plan.uri, version=plan.commit(fragments, properties), _storage=storage)
 
 
-__all__ = ["write_dataset", "DatasetNotFoundError"]
+__all__ = ["WritePlan", "plan_write", "write_dataset", "DatasetNotFoundError"]

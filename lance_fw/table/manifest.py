@@ -130,3 +130,21 @@ def write_hint(storage: Storage, base: str, version: int) -> None:
                             json.dumps({"version": version}, separators=(",", ":")).encode())
     except OSError:
         pass
+
+
+def read_transaction(storage: Storage, base: str, path: str) -> transaction_pb2.Transaction | None:
+    """The transaction that created the manifest at ``path``: inline (pylance 14 and lance_fw frame it
+    into the manifest file) or in ``_transactions/``; None when the version records none."""
+    manifest, _ = read_manifest(storage, path)
+    if manifest.HasField("transaction_section"):
+        data = storage.read_bytes(path)
+        pos = manifest.transaction_section
+        if pos + 4 > len(data):
+            raise CorruptFileError(path, f"transaction section position {pos} lies outside the file")
+        (length,) = struct.unpack_from("<I", data, pos)
+        return parse_message(transaction_pb2.Transaction, data[pos + 4: pos + 4 + length], path, "transaction")
+    if manifest.transaction_file:
+        txn_path = join_uri(base, "_transactions", manifest.transaction_file)
+        if storage.exists(txn_path):
+            return parse_message(transaction_pb2.Transaction, storage.read_bytes(txn_path), txn_path, "transaction")
+    return None

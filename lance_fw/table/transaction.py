@@ -66,9 +66,21 @@ def _assign_row_ids(manifest: table_pb2.Manifest, fragments: list) -> None:
         manifest.next_row_id = start + frag.physical_rows
 
 
+def _shape(fields) -> list[tuple]:
+    return [(f.id, f.parent_id, f.name, f.logical_type) for f in fields]
+
+
 @dataclass
 class Append(Operation):
+    """Add fragments. ``schema_fields`` (when given) is the schema the files were written with; a
+    concurrent overwrite that changed it makes the append a conflict instead of a corrupt version."""
+
+    schema_fields: list = field(default_factory=list)
+
     def apply(self, base, new):
+        if self.schema_fields and base is not None and _shape(base.fields) != _shape(self.schema_fields):
+            raise CommitConflictError("the dataset's schema changed since this append was planned "
+                                      "(a concurrent overwrite?); re-run the write")
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
         if base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
             _assign_row_ids(new, self._added)

@@ -1,0 +1,35 @@
+"""PySpark data source ``lance``: ``spark.read.format("lance")`` / ``df.write.format("lance")``.
+
+Call ``lance_fw.spark.register(spark)`` once per session. Executors must run a Python that has
+lance_fw installed (set ``PYSPARK_PYTHON``); see docs/spark.md for options and the type mapping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+
+from lance_fw.spark.source import LanceDataSource
+
+
+def register(spark) -> None:
+    """Register the ``lance`` format with ``spark`` (warns if its workers cannot import lance_fw)."""
+    _check_worker_python(spark)
+    spark.dataSource.register(LanceDataSource)
+
+
+def _check_worker_python(spark) -> None:
+    python = os.environ.get("PYSPARK_PYTHON") or spark.conf.get("spark.pyspark.python", None) \
+        or shutil.which("python3") or "python3"
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return
+    probe = subprocess.run([python, "-c", "import lance_fw"], capture_output=True)
+    if probe.returncode != 0:
+        warnings.warn(f"Spark's Python workers run {python!r}, which cannot import lance_fw; set "
+                      f"PYSPARK_PYTHON={sys.executable} before creating the SparkSession", stacklevel=3)
+
+
+__all__ = ["LanceDataSource", "register"]

@@ -1,0 +1,101 @@
+"""Batch reads: one Spark input partition per fragment (large fragments split into row ranges).
+
+Partitions are small picklable descriptions (uri, pinned version, fragment id, row range, columns,
+filter); ``read`` runs on an executor, opens the dataset there, decodes only the requested and
+filter columns, applies the Lance SQL filter exactly and yields Arrow batches relabelled to the
+schema Spark expects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+from lance_fw.api.dataset import LanceDataset
+from lance_fw.errors import InvalidArgumentError
+from lance_fw.query.filter import filter_columns, parse_filter
+from lance_fw.spark.options import bool_option, dataset_uri, int_option, storage_options
+from lance_fw.spark.types import relabel
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
+
+ROW_ADDRESS = "_rowaddr"
+#: Fragments with more physical rows than this are read by several tasks.
+DEFAULT_ROWS_PER_PARTITION = 1 << 20
+
+
+@dataclass
+class FragmentSlice(InputPartition):
+    """Physical rows [start, stop) of one fragment of one dataset version."""
+
+    uri: str
+    version: int
+    fragment_id: int
+    start: int
+    stop: int
+
+
+class LanceReader(DataSourceReader):
+    def __init__(self, options, schema):
+        self.uri = dataset_uri(options)
+        self.storage_options = storage_options(options)
+        self.filter = options.get("filter") or None
+        self.batch_size = int_option(options, "batch_size", DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE
+        self.rows_per_partition = int_option(options, "rows_per_partition", DEFAULT_ROWS_PER_PARTITION) \
+            or DEFAULT_ROWS_PER_PARTITION
+        self.with_row_address = bool_option(options, "with_row_address")
+        # Pin the snapshot now: every task reads the same version even if writers commit meanwhile.
+        ds = LanceDataset(self.uri, version=int_option(options, "version"), storage_options=self.storage_options)
+        self.version = ds.version
+        self.columns = [f.name for f in schema.fields if f.name != ROW_ADDRESS]
+        missing = [c for c in self.columns if c not in ds.schema.names]
+        if missing:
+            raise InvalidArgumentError(f"{self.uri}: no column(s) {missing}; the dataset has {ds.schema.names}")
+        if self.filter:
+            parse_filter(self.filter, ds.schema)  # fail at planning time, not in every task
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.target = to_arrow_schema(schema, timezone="UTC")
+        self._fragments = [(f.id, f.physical_rows) for f in ds._manifest.fragments]
+
+    def partitions(self) -> list[FragmentSlice]:
+        out = []
+        for frag_id, rows in self._fragments:
+            for start in range(0, max(rows, 1), self.rows_per_partition):
+                out.append(FragmentSlice(self.uri, self.version, frag_id, start,
+                                         min(start + self.rows_per_partition, rows)))
+        return out or [FragmentSlice(self.uri, self.version, -1, 0, 0)]  # Spark needs one partition
+
+    def read(self, partition: FragmentSlice) -> Iterator[pa.RecordBatch]:
+        ds = LanceDataset(partition.uri, version=partition.version, storage_options=self.storage_options)
+        fragment = next((f for f in ds._manifest.fragments if f.id == partition.fragment_id), None)
+        if fragment is None or partition.start >= partition.stop:
+            return
+        names = list(self.columns)
+        expression = None
+        if self.filter:
+            expression = parse_filter(self.filter, ds.schema)
+            names += [c for c in filter_columns(self.filter, ds.schema) if c not in names]
+        fields = [ds.lance_schema.field(n) for n in names]
+        schema = pa.schema([f.to_arrow() for f in fields])
+        reader = FragmentReader(ds._storage, ds.uri, fragment, ds.lance_schema)
+        try:
+            for start in range(partition.start, partition.stop, self.batch_size):
+                stop = min(start + self.batch_size, partition.stop)
+                batch = pa.RecordBatch.from_arrays(reader.read_range(fields, start, stop), schema=schema)
+                if self.with_row_address:
+                    address = np.arange(start, stop, dtype=np.uint64) | np.uint64(fragment.id << 32)
+                    batch = batch.append_column(ROW_ADDRESS, pa.array(address.astype(np.int64)))
+                live = reader.live_mask(start, stop)
+                if live is not None:
+                    batch = batch.filter(pa.array(live))
+                if expression is not None and batch.num_rows:
+                    batch = pa.Table.from_batches([batch]).filter(expression).combine_chunks()
+                    batch = batch.to_batches()[0] if batch.num_rows else None
+                if batch is not None and batch.num_rows:
+                    yield relabel(batch, self.target)
+        finally:
+            reader.close()

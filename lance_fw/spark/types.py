@@ -1,0 +1,166 @@
+"""Arrow (as Lance stores it) <-> Spark types, at both edges of the data source.
+
+Spark has no unsigned ints, float16, fixed-size lists, large offsets or dictionaries, and it
+checks every batch a reader yields against ``to_arrow_schema(schema, timezone="UTC")`` exactly,
+nullability included. So reads map each Lance type to the nearest Spark type and cast; writes
+cast Spark's batches back to the dataset's types (vectors to fixed-size lists, session-zone
+timestamps to UTC). The mapping, documented in docs/spark.md:
+
+=================================  ==========================================
+Lance / Arrow                      Spark
+=================================  ==========================================
+uint8 / uint16 / uint32            smallint / int / bigint (value preserving)
+uint64                             decimal(20,0)
+float16                            float
+fixed_size_list<T>[n]              array<T>, field metadata records n
+large_string / string_view         string
+large_binary / fixed_size_binary   binary
+large_list                         array
+dictionary<K, V>                   V
+timestamp[any unit, tz]            timestamp (UTC instants)
+timestamp[any unit]                timestamp_ntz (ns truncated to us)
+date64                             date
+time32 / time64                    time
+decimal256(p <= 38)                decimal(p, s); wider is refused
+=================================  ==========================================
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lance_fw.errors import SchemaError
+
+#: Spark field metadata naming a vector's dimension (the key lance-spark uses).
+FSL_SIZE_KEY = "arrow.fixed-size-list.size"
+
+_WIDER = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(),
+          pa.uint64(): pa.decimal128(20, 0), pa.float16(): pa.float32(), pa.date64(): pa.date32(),
+          pa.large_string(): pa.string(), pa.string_view(): pa.string(), pa.large_binary(): pa.binary(),
+          pa.binary_view(): pa.binary()}
+
+
+def spark_arrow_type(t: pa.DataType, where: str = "") -> pa.DataType:
+    """The Arrow type Spark accepts for Lance type ``t`` (what a reader must emit, before relabelling)."""
+    if t in _WIDER:
+        return _WIDER[t]
+    if pa.types.is_fixed_size_binary(t):
+        return pa.binary()
+    if pa.types.is_dictionary(t):
+        return spark_arrow_type(t.value_type, where)
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", "UTC" if t.tz else None)
+    if pa.types.is_time(t):
+        return pa.time64("us")
+    if pa.types.is_decimal(t):
+        if t.precision > 38:
+            raise SchemaError(f"column {where!r}: {t} has no Spark type (decimal precision is at most 38)")
+        return pa.decimal128(t.precision, t.scale)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) \
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        item = t.value_field
+        return pa.list_(item.with_type(spark_arrow_type(item.type, where)))
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(spark_arrow_type(t.key_type, where)),
+                       t.item_field.with_type(spark_arrow_type(t.item_type, where)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(spark_arrow_type(f.type, f"{where}.{f.name}")) for f in t])
+    return t
+
+
+def spark_schema(schema: pa.Schema):
+    """The Spark ``StructType`` a reader of ``schema`` declares; vector sizes go into field metadata."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    fields = []
+    for f in schema:
+        try:
+            spark_type = from_arrow_type(spark_arrow_type(f.type, f.name))
+        except SchemaError:
+            raise
+        except Exception as exc:  # pyspark's own type errors
+            raise SchemaError(f"column {f.name!r}: {f.type} has no Spark type ({exc})") from None
+        metadata = {FSL_SIZE_KEY: f.type.list_size} if pa.types.is_fixed_size_list(f.type) else {}
+        fields.append(StructField(f.name, spark_type, f.nullable, metadata))
+    return StructType(fields)
+
+
+def relabel(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """Cast a decoded batch to exactly ``target`` (Spark's expected Arrow schema), by column name."""
+    arrays = []
+    for f in target:
+        column = batch.column(f.name)
+        if not column.type.equals(f.type):
+            column = column.cast(f.type, safe=False)  # ns -> us truncates, as Spark itself does
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
+
+
+def write_schema(spark_struct, existing: pa.Schema | None) -> pa.Schema:
+    """The Arrow schema Spark rows are stored as.
+
+    Appends keep the dataset's schema (after a compatibility check naming the column); a new
+    dataset takes Spark's schema with timestamps in UTC and arrays carrying ``FSL_SIZE_KEY``
+    metadata stored as fixed-size lists (vectors).
+    """
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    if existing is not None:
+        check_append(spark_struct, existing)
+        return existing
+    fields = []
+    for sf in spark_struct.fields:
+        t = to_arrow_type(sf.dataType, timezone="UTC")
+        metadata = dict(sf.metadata or {})
+        size = metadata.pop(FSL_SIZE_KEY, None)
+        if size is not None:
+            if not pa.types.is_list(t):
+                raise SchemaError(f"column {sf.name!r}: {FSL_SIZE_KEY} is set but the column is {sf.dataType.simpleString()}, "
+                                  "not an array")
+            t = pa.list_(t.value_field, int(size))
+        keep = {k: str(v) for k, v in metadata.items() if k.startswith("lance-")}
+        fields.append(pa.field(sf.name, t, sf.nullable, metadata=keep or None))
+    return pa.schema(fields)
+
+
+def check_append(spark_struct, existing: pa.Schema) -> None:
+    """Refuse an append whose columns differ from the dataset's, naming the first mismatch."""
+    theirs = {sf.name: sf for sf in spark_struct.fields}
+    if sorted(theirs) != sorted(existing.names):
+        raise SchemaError(f"append schema does not match the dataset: dataset has columns {existing.names}, "
+                          f"the DataFrame has {list(theirs)}")
+    expected = spark_schema(existing)
+    for ef in expected.fields:
+        got = theirs[ef.name].dataType
+        if not _same_spark_type(got, ef.dataType):
+            raise SchemaError(f"append schema does not match the dataset: column {ef.name!r} is "
+                              f"{ef.dataType.simpleString()} in the dataset but {got.simpleString()} in the DataFrame")
+
+
+def _same_spark_type(a, b) -> bool:
+    """Equal up to nullability (Spark marks literals and aggregates non-null freely)."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(a, StructType) and isinstance(b, StructType):
+        return [f.name for f in a.fields] == [f.name for f in b.fields] and \
+            all(_same_spark_type(x.dataType, y.dataType) for x, y in zip(a.fields, b.fields))
+    if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+        return _same_spark_type(a.elementType, b.elementType)
+    if isinstance(a, MapType) and isinstance(b, MapType):
+        return _same_spark_type(a.keyType, b.keyType) and _same_spark_type(a.valueType, b.valueType)
+    return a == b
+
+
+def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """Cast a batch from Spark to the stored schema (UTC timestamps, vectors, unsigned ints...)."""
+    arrays = []
+    for f in target:
+        column = batch.column(f.name)
+        if not column.type.equals(f.type):
+            try:
+                column = column.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaError(f"column {f.name!r}: cannot store {column.type} as {f.type}: {exc}") from None
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, schema=target)
