@@ -1,78 +1,156 @@
-"""The main job (README command 1), until the Spark path lands.
+"""The main job (README command 1): Spark writes a Lance dataset, analysts query it without Spark.
 
-Generates a taxi-trip-like table in Python, writes it as a Lance dataset with lance_fw in several
-appends, then reads it back with lance_fw and with the official pylance, and prints DuckDB's answers to analyst queries.
+1. A local embedded SparkSession generates taxi-trip-like rows (timestamps, categories, amounts,
+   free text and an 8-dimensional embedding) and writes them with ``df.write.format("lance")``
+   in several appends (one Lance version each).
+2. Spark reads the dataset back through the same data source (a count and an aggregate).
+3. Spark stops. DuckDB answers analyst queries through ``lance_scan('path')``, and the official
+   pylance opens the same dataset and must agree on rows and totals.
+
+``python examples/main_job.py [--rows N] [--appends K] [--out PATH]``; the defaults are embedded.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import shutil
 import sys
 import tempfile
 import time
 
-import duckdb
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+DEFAULT_ROWS = 2_000_000
+DEFAULT_APPENDS = 4
 
-import lance_fw
-
-ROWS_PER_APPEND = 200_000
-APPENDS = 5
-
-
-def trips(seed: int, n: int) -> pa.Table:
-    rng = np.random.default_rng(seed)
-    start = np.datetime64("2026-01-01T00:00:00") + rng.integers(0, 86400 * 30, n).astype("timedelta64[s]")
-    return pa.table({
-        "trip_id": pa.array(np.arange(seed * n, (seed + 1) * n, dtype=np.int64)),
-        "pickup_at": pa.array(start.astype("datetime64[us]"), pa.timestamp("us", tz="UTC")),
-        "vendor": pa.array(rng.choice(["CMT", "VTS", "DDS"], n)).dictionary_encode(),
-        "passengers": pa.array(rng.integers(1, 7, n).astype(np.int8)),
-        "fare": pa.array(np.round(rng.gamma(2.0, 8.0, n), 2)),
-        "note": pa.array([None if i % 10 == 0 else f"trip {i}" for i in range(n)]),
-        "embedding": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 8, dtype=np.float32)), 8),
-    })
+TRIPS_SQL = """
+SELECT id AS trip_id,
+       timestamp_seconds(1767225600 + CAST(rand({seed}) * 86400 * 30 AS BIGINT)) AS pickup_at,
+       element_at(array('CMT', 'VTS', 'DDS', 'NYC'), CAST(rand({seed} + 1) * 4 AS INT) + 1) AS vendor,
+       element_at(array('card', 'cash', 'no charge', 'dispute'),
+                  CAST(pow(rand({seed} + 2), 3) * 4 AS INT) + 1) AS payment,
+       CAST(1 + floor(pow(rand({seed} + 3), 2) * 6) AS TINYINT) AS passengers,
+       round(0.3 + rand({seed} + 4) * rand({seed} + 5) * 25, 2) AS distance_km,
+       CAST(round(2.5 + rand({seed} + 6) * 60, 2) AS DECIMAL(9, 2)) AS fare,
+       IF(rand({seed} + 7) < 0.1, NULL, concat('pickup zone ', CAST(id % 263 AS STRING), ', driver note ',
+                                               sha2(CAST(id AS STRING), 224))) AS note,
+       array({embedding}) AS embedding
+FROM range({start}, {stop})
+"""
 
 
-def main() -> int:
-    root = tempfile.mkdtemp(prefix="lance_fw_demo_")
-    uri = f"{root}/trips.lance"
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def start_spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import lance_fw.spark
+
+    spark = (SparkSession.builder.master("local[*]").appName("lance_fw main job")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    lance_fw.spark.register(spark)
+    return spark
+
+
+def ingest(spark, uri: str, rows: int, appends: int) -> None:
+    per_append = -(-rows // appends)
+    embedding = ", ".join(f"CAST(rand({100 + d}) AS FLOAT)" for d in range(8))
+    for i in range(appends):
+        start, stop = i * per_append, min((i + 1) * per_append, rows)
+        t0 = time.perf_counter()
+        df = spark.sql(TRIPS_SQL.format(seed=i * 10, embedding=embedding, start=start, stop=stop)) \
+            .withMetadata("embedding", {"arrow.fixed-size-list.size": 8})  # stored as a vector
+        df.write.format("lance").mode("append").option("max_rows_per_file", 250_000).save(uri)
+        took = time.perf_counter() - t0
+        log(f"[spark] append {i + 1}/{appends}: {stop - start:,} rows in {took:.1f}s "
+            f"({(stop - start) / took:,.0f} rows/s)")
+
+
+def spark_check(spark, uri: str) -> int:
+    t0 = time.perf_counter()
+    df = spark.read.format("lance").load(uri)
+    count = df.count()
+    by_payment = df.groupBy("payment").count().orderBy("payment").collect()
+    log(f"[spark] read back {count:,} rows in {time.perf_counter() - t0:.1f}s; by payment: "
+        + ", ".join(f"{r['payment']}={r['count']:,}" for r in by_payment))
+    return count
+
+
+QUERIES = {
+    "trips and revenue per vendor": """
+        SELECT vendor, count(*) AS trips, round(avg(fare), 2) AS avg_fare, sum(fare) AS revenue,
+               round(avg(distance_km), 2) AS avg_km
+        FROM lance_scan('{uri}') GROUP BY vendor ORDER BY vendor""",
+    "busiest pickup hours (UTC)": """
+        SELECT hour(pickup_at) AS hour, count(*) AS trips FROM lance_scan('{uri}')
+        GROUP BY hour ORDER BY trips DESC LIMIT 3""",
+    "long card trips with many passengers (filter pushdown)": """
+        SELECT count(*) AS trips, round(avg(fare), 2) AS avg_fare FROM lance_scan('{uri}')
+        WHERE payment = 'card' AND passengers >= 5 AND distance_km > 20""",
+    "share of trips without a note, per payment type (join)": """
+        WITH kinds(payment, label) AS (VALUES ('card', 'electronic'), ('cash', 'cash'),
+                                               ('no charge', 'other'), ('dispute', 'other'))
+        SELECT k.label, count(*) AS trips, round(avg(CASE WHEN t.note IS NULL THEN 1 ELSE 0 END), 3) AS no_note
+        FROM lance_scan('{uri}') t JOIN kinds k USING (payment) GROUP BY k.label ORDER BY k.label""",
+    "one trip by id (point lookup)": """
+        SELECT trip_id, vendor, fare, embedding[1] AS emb0 FROM lance_scan('{uri}') WHERE trip_id = 12345""",
+}
+
+
+def analyst_queries(uri: str) -> float:
+    from lance_fw.duckdb import connect
+
+    con = connect()
+    for title, sql in QUERIES.items():
+        t0 = time.perf_counter()
+        result = con.sql(sql.format(uri=uri))
+        rows = result.fetchall()
+        log(f"[duckdb] {title} ({(time.perf_counter() - t0) * 1000:.0f} ms)")
+        log("         " + " | ".join(result.columns))
+        for row in rows:
+            log("         " + " | ".join(str(v) for v in row))
+    return float(con.sql(f"SELECT sum(fare) FROM lance_scan('{uri}')").fetchall()[0][0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=DEFAULT_ROWS)
+    parser.add_argument("--appends", type=int, default=DEFAULT_APPENDS)
+    parser.add_argument("--out", help="dataset path (default: a temporary directory, removed afterwards)")
+    args = parser.parse_args(argv)
+    root = None if args.out else tempfile.mkdtemp(prefix="lance_fw_main_job_")
+    uri = args.out or os.path.join(root, "trips.lance")
     try:
         t0 = time.perf_counter()
-        for i in range(APPENDS):
-            lance_fw.write_dataset(trips(i, ROWS_PER_APPEND), uri, mode="append", data_storage_version="2.0")
-            print(f"[write] append {i + 1}/{APPENDS} done ({(i + 1) * ROWS_PER_APPEND:,} rows)", flush=True)
-        print(f"[write] {time.perf_counter() - t0:.2f}s")
+        log(f"[spark] starting a local session; writing {args.rows:,} trips in {args.appends} appends to {uri}")
+        spark = start_spark()
+        log(f"[spark] session up in {time.perf_counter() - t0:.1f}s")
+        ingest(spark, uri, args.rows, args.appends)
+        spark_rows = spark_check(spark, uri)
+        spark.stop()
+        log("[spark] stopped; from here on nothing uses Spark")
 
-        ds = lance_fw.dataset(uri)
-        t0 = time.perf_counter()
-        table = ds.to_table(columns=["vendor", "fare", "passengers", "pickup_at"])
-        print(f"[lance_fw] version {ds.version}, {ds.count_rows():,} rows, {len(ds.get_fragments())} fragments, "
-              f"read in {time.perf_counter() - t0:.2f}s")
-        # DuckDB answers the analyst queries over the Arrow table (lance_scan() arrives with the SQL front end)
-        con = duckdb.connect()
-        con.register("trips", table)
-        print(con.sql("SELECT vendor, count(*) AS trips, round(avg(fare), 2) AS avg_fare, sum(passengers) AS pax "
-                      "FROM trips GROUP BY vendor ORDER BY vendor"))
-        print(con.sql("SELECT date_trunc('week', pickup_at) AS week, count(*) AS trips FROM trips "
-                      "GROUP BY week ORDER BY week LIMIT 5"))
+        duck_fare = analyst_queries(uri)
 
-        try:
-            import lance  # the official pylance, as an independent reader
-        except ImportError:
-            print("[pylance] not installed; skipping the cross-check")
-        else:
-            theirs = lance.dataset(uri).to_table(columns=["fare"])
-            ours = pc.sum(table.column("fare")).as_py()
-            print(f"[pylance] reads {theirs.num_rows:,} rows; total fare {pc.sum(theirs.column('fare')).as_py():.2f} "
-                  f"(lance_fw: {ours:.2f})")
-            if theirs.num_rows != ds.count_rows():
-                return 1
-        return 0
+        import lance  # the official pylance opens what Spark wrote
+        import pyarrow.compute as pc
+
+        ds = lance.dataset(uri)
+        pylance_fare = float(pc.sum(ds.to_table(columns=["fare"]).column("fare")).as_py())
+        log(f"[pylance] version {ds.version}, {ds.count_rows():,} rows, {len(ds.get_fragments())} fragments, "
+            f"embedding {ds.schema.field('embedding').type}; total fare {pylance_fare:,.2f} "
+            f"(DuckDB via lance_scan: {duck_fare:,.2f})")
+        ok = ds.count_rows() == spark_rows == args.rows and ds.version == args.appends \
+            and abs(pylance_fare - duck_fare) < 0.01
+        log(f"[done] {'OK' if ok else 'MISMATCH'} in {time.perf_counter() - t0:.1f}s")
+        return 0 if ok else 1
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if root:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
