@@ -43,9 +43,6 @@ def timed(fn: Callable[[], object], repeat: int) -> float | None:
     return statistics.median(runs)
 
 
-    ds = lance_fw.dataset(path)
-
-
 def workloads(paths: dict[str, str], rows: int, indices: np.ndarray):
     import lance
 
@@ -179,7 +176,13 @@ def main() -> int:
     parser.add_argument("--text-rows", type=int, default=500_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="200k rows, 1 repeat (smoke test)")
+    parser.add_argument("--only", default="", help="comma-separated substrings: run only the workloads "
+                                                   "whose names contain one (skips writes and peak memory)")
     args = parser.parse_args()
+    only = [o.strip() for o in args.only.split(",") if o.strip()]
+
+    def chosen(name: str) -> bool:
+        return not only or any(o in name for o in only)
     if args.quick:
         args.rows, args.text_rows, args.repeat = 200_000, 50_000, 1
     os.makedirs(RESULTS, exist_ok=True)
@@ -189,8 +192,9 @@ def main() -> int:
         text = datasets.text_table(args.text_rows)
         print(f"[bench] {args.rows:,}-row numeric table, {args.text_rows:,}-row text table, "
               f"{args.repeat} repeats", flush=True)
-        results += write_results(root, "numeric", table, args.repeat)
-        results += write_results(root, "text", text, args.repeat)
+        if not only:
+            results += write_results(root, "numeric", table, args.repeat)
+            results += write_results(root, "text", text, args.repeat)
         paths = datasets.write_all(root, table, "numeric")
         text_paths = datasets.write_all(root, text, "text")
         rng = np.random.default_rng(datasets.SEED)
@@ -202,12 +206,16 @@ def main() -> int:
             "parquet": lambda: pq.read_table(text_paths["parquet"]),
         }
         for name, engines in suites.items():
+            if not chosen(name):
+                continue
             row = {"workload": name}
             for engine, fn in engines.items():
                 row[engine] = timed(fn, args.repeat)
             results.append(row)
             print(_fmt(row), flush=True)
         for job, rows in (("scan", args.rows), ("write", args.rows)):
+            if only:
+                break
             row = {"workload": f"peak RSS bytes: {job}", "unit": "bytes"}
             for engine in ("lance_fw", "pylance", "parquet"):
                 target = {"lance_fw": paths["lance_fw-2.2"], "pylance": paths["pylance-2.2"],

@@ -28,6 +28,10 @@ def lance_page_decoders() -> Mapping[str, "PageDecoder"]:
 
     e.g. ``{"/lance.encodings.ArrayEncoding": decode_v2_0_page}``. A file whose page names a URL
     no plugin provides raises ``UnsupportedEncodingError`` naming the URL.
+
+    Optional capability: a decoder object with a ``decode_rows(encoding, page, rows)`` method
+    (``file.encoding.PageRowDecoder``) decodes only the requested rows, reading only the byte
+    ranges they need; ``take`` and filtered scans use it. Without it, whole pages are decoded.
     """
 
 

@@ -1,13 +1,15 @@
-"""take (positions over live rows) and _take_rows (row addresses) equal pylance's."""
+"""take (positions over live rows) and _take_rows (row addresses) equal pylance's; take reads only
+the chunks / byte ranges holding the rows."""
 
 from __future__ import annotations
 
 import lance
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import lance_fw
-from cases import all_types_table
+from cases import all_types_table, encodings_table, map_table, nested_v21_table, wide_table
 from conftest import assert_tables_equal
 
 
@@ -30,6 +32,75 @@ def test_take_equals_pylance(uri, version, writer, deletions):
     addresses = lance.dataset(uri).to_table(with_row_address=True).column("_rowaddr").to_numpy()[indices[:10]]
     assert_tables_equal(lance.dataset(uri)._take_rows(addresses.tolist()),
                         lance_fw.dataset(uri)._take_rows(addresses))
+
+
+def _long_lists(n: int) -> pa.Table:
+    """Lists long enough to span several mini-block chunks, next to short and null ones."""
+    rng = np.random.default_rng(9)
+    lengths = rng.integers(0, 900, n)
+    rows = [None if i % 11 == 4 else list(range(int(k))) for i, k in enumerate(lengths)]
+    return pa.table({
+        "long": pa.array(rows, pa.list_(pa.int32())),
+        "long_str": pa.array([None if r is None else [f"v{x % 13}" for x in r[:300]] for r in rows],
+                             pa.list_(pa.string())),
+        "id": pa.array(np.arange(n, dtype=np.int64)),
+    })
+
+
+TABLES = {
+    "nested": (lambda: nested_v21_table(600), ["2.1", "2.2"]),
+    "wide": (lambda: wide_table(400), ["2.2"]),
+    "encodings": (lambda: encodings_table(30_000), ["2.1", "2.2"]),
+    "map": (lambda: map_table(400), ["2.2"]),
+    "long_lists": (lambda: _long_lists(500), ["2.0", "2.1", "2.2"]),
+}
+
+
+@pytest.mark.parametrize("name,version", [(n, v) for n, (_, vs) in TABLES.items() for v in vs])
+@pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
+def test_take_row_paths_equal_pylance(uri, name, version, writer):
+    """Mini-block chunks (with and without the repetition index), full-zip rows, dictionary and
+    constant pages, several pages per column (small pages), deletions; sparse and dense indices."""
+    table = TABLES[name][0]()
+    write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
+    write(table, uri, data_storage_version=version, max_page_bytes=16 * 1024, max_rows_per_file=table.num_rows // 2)
+    first = "id" if "id" in table.column_names else table.column_names[0]
+    lance.dataset(uri).delete(f"{first} IS NULL" if first != "id" else "id % 7 = 3")
+    live = lance.dataset(uri).count_rows()
+    rng = np.random.default_rng(len(name))
+    for indices in (np.sort(rng.choice(live, 12, replace=False)),          # a few rows: row by row
+                    rng.integers(0, live, 40)[::-1],                        # unsorted, repeats
+                    np.arange(0, live, 2)):                                 # dense: whole pages
+        indices = indices.tolist()
+        assert_tables_equal(lance.dataset(uri).take(indices), lance_fw.dataset(uri).take(indices))
+
+
+def test_take_reads_only_what_it_needs(uri, monkeypatch):
+    """A few rows of a large dataset read a small share of its bytes (chunks and row ranges, not pages)."""
+    from lance_fw_plugins import storage_local
+
+    rng = np.random.default_rng(1)
+    n = 200_000
+    table = pa.table({"id": pa.array(np.arange(n)), "f": pa.array(rng.random(n)),
+                      "s": pa.array([f"name-{i % 5000}" for i in range(n)]),
+                      "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 64, dtype=np.float32)), 64),
+                      "l": pa.array([list(range(i % 5)) for i in range(n)], pa.list_(pa.int64()))})
+    for version in ("2.0", "2.2"):
+        path = f"{uri}-{version}"
+        lance_fw.write_dataset(table, path, data_storage_version=version)
+        data_bytes = sum(f.stat().st_size for f in __import__("pathlib").Path(path, "data").iterdir())
+        read = []
+        original = storage_local.LocalReader.read
+
+        def counting(self, offset, length, original=original):
+            read.append(length)
+            return original(self, offset, length)
+        monkeypatch.setattr(storage_local.LocalReader, "read", counting)
+        rows = [5, 77_777, 150_001, 199_999]
+        got = lance_fw.dataset(path).take(rows)
+        monkeypatch.undo()
+        assert_tables_equal(table.take(rows), got)
+        assert sum(read) < data_bytes / 20, (version, sum(read), data_bytes)
 
 
 def test_take_out_of_range(uri):

@@ -196,7 +196,7 @@ class LanceDataset:
                     live = frag.physical_rows - (frag.deletion_file.num_deleted_rows
                                                  if frag.HasField("deletion_file") else 0)
                     hit = np.flatnonzero((wanted >= base) & (wanted < base + live))
-                    offsets = reader.live_offsets()[wanted[hit] - base] if len(hit) else np.zeros(0, np.int64)
+                    offsets = reader.physical_of_live(wanted[hit] - base)
                     base += live
                 if not len(hit):
                     continue

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+import numpy as np
 import pyarrow as pa
 from google.protobuf import any_pb2
 
-from lance_fw.errors import UnsupportedEncodingError
+from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.io.storage import RangeReader
 from lance_fw.schema import LanceField
 
 
@@ -47,9 +49,50 @@ class ColumnEncoder(Protocol):
         """Encode one page worth of a column (the writer has already split pages by size)."""
 
 
+class PageBuffers(Sequence):
+    """A page's buffers read on demand, so a decoder of a few rows reads only the bytes they need.
+
+    Indexing reads (and keeps) a whole buffer, so decoders written for eagerly read buffers work
+    unchanged; ``read_parts`` reads pieces of buffers in one coalesced request.
+    """
+
+    def __init__(self, reader: RangeReader, offsets: Sequence[int], sizes: Sequence[int], where: str):
+        self._reader, self._offsets, self._sizes, self.where = reader, list(offsets), list(sizes), where
+        self._whole: dict[int, memoryview] = {}
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if i not in self._whole:
+            self._whole[i] = self.read_parts([(i, 0, self._sizes[i])])[0]
+        return self._whole[i]
+
+    def size(self, i: int) -> int:
+        return self._sizes[i]
+
+    def read_parts(self, parts: Sequence[tuple[int, int, int]]) -> list[memoryview]:
+        """Bytes ``[offset, offset + length)`` of buffer ``index`` for each ``(index, offset, length)``."""
+        ranges = []
+        for index, offset, length in parts:
+            if not 0 <= index < len(self._sizes) or offset < 0 or length < 0 or offset + length > self._sizes[index]:
+                raise CorruptFileError(self._reader.path, f"{self.where}: bytes [{offset}, {offset + length}) of "
+                                                          f"page buffer {index} lie outside the buffer")
+            ranges.append((self._offsets[index] + offset, length))
+        return self._reader.read_ranges(ranges)
+
+
 @dataclass
 class PageInput:
-    """What a page decoder receives: the page's buffers and how to read them."""
+    """What a page decoder receives: the page's buffers and how to read them.
+
+    ``buffers`` is either the buffers themselves or a ``PageBuffers`` (read on demand, used when
+    only some rows of the page are wanted); ``buffer_size`` and ``read_parts`` work on both.
+    """
 
     buffers: Sequence[memoryview]
     num_rows: int
@@ -57,9 +100,40 @@ class PageInput:
     where: str  # "file X, column N (field f), page P" for error messages
     extra: dict = field(default_factory=dict)
 
+    def buffer_size(self, i: int) -> int:
+        if i >= len(self.buffers):
+            raise CorruptFileError(self.where, f"the page has {len(self.buffers)} buffers, buffer {i} was asked for")
+        return self.buffers.size(i) if isinstance(self.buffers, PageBuffers) else len(self.buffers[i])
+
+    def read_parts(self, parts: Sequence[tuple[int, int, int]]) -> list[memoryview]:
+        """Pieces ``(buffer index, offset, length)`` of the page's buffers, in the order asked."""
+        if isinstance(self.buffers, PageBuffers):
+            return self.buffers.read_parts(parts)
+        out = []
+        for index, offset, length in parts:
+            if offset < 0 or length < 0 or offset + length > self.buffer_size(index):
+                raise CorruptFileError(self.where, f"bytes [{offset}, {offset + length}) of page buffer {index} "
+                                                   "lie outside the buffer")
+            out.append(memoryview(self.buffers[index])[offset:offset + length])
+        return out
+
 
 PageDecoder = Callable[[any_pb2.Any, PageInput], pa.Array]
 KindDecoder = Callable[[Any, PageInput, int, pa.DataType], pa.Array]
+
+
+class PageRowDecoder(Protocol):
+    """A page decoder that can also decode just some rows of a page (optional capability).
+
+    ``decode_rows(encoding, page, rows)`` gets sorted, distinct page-local row numbers and returns
+    exactly those rows, in that order. ``page.buffers`` is then a ``PageBuffers``: the decoder
+    reads only the byte ranges the rows need (``page.read_parts``) so random access (``take``)
+    does not decode whole pages. Page decoders without it are run on the whole page.
+    """
+
+    def __call__(self, encoding: any_pb2.Any, page: PageInput) -> pa.Array: ...
+
+    def decode_rows(self, encoding: any_pb2.Any, page: PageInput, rows: np.ndarray) -> pa.Array: ...
 
 
 def pack_any(message, type_url: str | None = None) -> any_pb2.Any:
@@ -80,6 +154,21 @@ def decode_page(encoding: any_pb2.Any, page: PageInput) -> pa.Array:
             f"{page.where}: no installed plugin decodes page encoding {encoding.type_url!r} "
             f"(known: {sorted(registry.page_decoders)}); install the plugin that provides it")
     return decoder(encoding, page)
+
+
+def decode_page_rows(encoding: any_pb2.Any, page: PageInput, rows: np.ndarray) -> pa.Array:
+    """Rows ``rows`` (sorted, distinct, page-local) of a page: through the decoder's ``decode_rows``
+    when it has one, else by decoding the whole page."""
+    from lance_fw.plugin_manager import registry
+
+    decoder = registry.page_decoders.get(encoding.type_url)
+    by_rows = getattr(decoder, "decode_rows", None)
+    if by_rows is not None:
+        out = by_rows(encoding, page, rows)
+        if len(out) != len(rows):
+            raise CorruptFileError(page.where, f"decoded {len(out)} of {len(rows)} requested rows")
+        return out
+    return decode_page(encoding, page).take(pa.array(rows))
 
 
 def decode_kind(family: str, message, page: PageInput, num_rows: int, arrow_type: pa.DataType) -> pa.Array:

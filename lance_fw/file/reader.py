@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import threading
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import any_pb2
@@ -13,12 +14,15 @@ from lance_fw._proto import encodings_v2_0_pb2
 from lance_fw.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import FileTail, parse_message, read_tail
-from lance_fw.file.encoding import PageInput, decode_page
+from lance_fw.file.encoding import PageBuffers, PageInput, decode_page, decode_page_rows
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.schema import LanceField, LanceSchema
 
 READABLE_VERSIONS = ((2, 0), (2, 1), (2, 2))
+
+#: A page is decoded whole (not row by row) once more than this share of its rows is wanted.
+WHOLE_PAGE_SHARE = 0.25
 
 
 class LanceFileReader:
@@ -77,6 +81,34 @@ class LanceFileReader:
             return structure_v2_0.lengths_to_list(field.arrow_type(), lengths, items)
         return self._read_column(col, start, stop, field.arrow_type(), field)
 
+    def take_field(self, field: LanceField, rows: np.ndarray) -> pa.Array:
+        """Rows ``rows`` (sorted, distinct) of a field. Pages holding few of them are decoded row
+        by row (only the chunks / byte ranges those rows need are read); see ``decode_page_rows``."""
+        rows = np.asarray(rows, np.int64)
+        if len(rows) and (rows[0] < 0 or rows[-1] >= self.num_rows):
+            raise CorruptFileError(self.path, f"row {int(rows[-1])} asked of a file with {self.num_rows} rows")
+        return self._take_field(field, rows)
+
+    def _take_field(self, field: LanceField, rows: np.ndarray) -> pa.Array:
+        if self.tail.version != (2, 0):
+            chains = structure_v2_1.leaf_paths(field)
+            arrays = [self._take_column(self._column(chain[-1]), rows, structure_v2_1.path_type(chain), chain[-1])
+                      for chain in chains]
+            return structure_v2_1.merge(field, arrays)
+        col = self._column(field)
+        if field.is_struct:
+            children = [self._take_field(c, rows) for c in field.children]
+            return pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children]) \
+                if children else pa.nulls(len(rows), field.arrow_type())
+        if field.is_list:
+            lengths, firsts = self._list_rows(col, rows, field)
+            counts = pc.fill_null(lengths, 0).to_numpy().astype(np.int64)
+            ends = np.cumsum(counts)
+            item_rows = np.repeat(firsts - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
+            items = self._take_field(field.children[0], item_rows)
+            return structure_v2_0.lengths_to_list(field.arrow_type(), lengths, items)
+        return self._take_column(col, rows, field.arrow_type(), field)
+
     # -- columns and pages ------------------------------------------------------------------
     def _column(self, field: LanceField) -> int:
         try:
@@ -114,12 +146,57 @@ class LanceFileReader:
         if todo:
             with self._lock:
                 self._cache[col] = (last, decoded.get(last) or self._cached(col, last))
-        if len(pieces) == 1:
-            return pieces[0]
-        if pa.types.is_dictionary(arrow_type):  # pages carry their own dictionaries (nulls included)
-            merged = pa.concat_arrays([p.dictionary_decode() for p in pieces])
-            return pc.dictionary_encode(merged).cast(arrow_type)
-        return pa.concat_arrays(pieces)
+        return _concat(pieces, arrow_type)
+
+    def _take_column(self, col: int, rows: np.ndarray, arrow_type: pa.DataType, field: LanceField) -> pa.Array:
+        starts = self._starts(col)
+        if not len(rows):
+            return pa.array([], arrow_type)
+        if rows[-1] >= starts[-1]:
+            raise CorruptFileError(self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, "
+                                              f"need {int(rows[-1]) + 1}")
+        page_of = np.searchsorted(np.asarray(starts, np.int64), rows, side="right") - 1
+        cuts = np.flatnonzero(np.diff(page_of)) + 1
+        pieces = []
+        for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(rows)].tolist()):
+            p = int(page_of[lo])
+            local = rows[lo:hi] - starts[p]
+            whole = self._cached(col, p)
+            if whole is None and len(local) > WHOLE_PAGE_SHARE * self.tail.columns[col].pages[p].length:
+                whole = self._decode_pages(col, [p], arrow_type, field)[0]
+                with self._lock:
+                    self._cache[col] = (p, whole)
+            pieces.append(whole.take(pa.array(local)) if whole is not None
+                          else self._decode_rows(col, p, local, arrow_type, field))
+        return _concat(pieces, arrow_type)
+
+    def _decode_rows(self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType,
+                     field: LanceField) -> pa.Array:
+        meta = self.tail.columns[col].pages[p]
+        self._check_page(col, p, meta)
+        where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
+        page = PageInput(PageBuffers(self._reader, meta.buffer_offsets, meta.buffer_sizes, where), meta.length,
+                         arrow_type, where)
+        return decode_page_rows(self._page_encoding(meta, where), page, local)
+
+    def _list_rows(self, col: int, rows: np.ndarray, field: LanceField) -> tuple[pa.Array, np.ndarray]:
+        """A 2.0 list column's lengths (with validity) at ``rows`` and each row's first item."""
+        starts = np.asarray(self._starts(col), np.int64)
+        items_before = np.zeros(len(starts), np.int64)
+        page_of = np.searchsorted(starts, rows, side="right") - 1
+        pages = np.unique(page_of)
+        if len(pages):
+            np.cumsum([self._num_items(col, p) for p in range(int(pages[-1]))], out=items_before[1:int(pages[-1]) + 1])
+        lengths, firsts = [], []
+        for p in pages.tolist():
+            local = rows[page_of == p] - starts[p]
+            page = self._read_column(col, int(starts[p]), int(starts[p + 1]), pa.int64(), field)
+            counts = pc.fill_null(page, 0).to_numpy().astype(np.int64)
+            lengths.append(page.take(pa.array(local)))
+            firsts.append(items_before[p] + np.cumsum(counts)[local] - counts[local])
+        if not lengths:
+            return pa.array([], pa.int64()), np.zeros(0, np.int64)
+        return pa.concat_arrays(lengths), np.concatenate(firsts)
 
     def _cached(self, col: int, page: int) -> pa.Array | None:
         hit = self._cache.get(col)
@@ -128,14 +205,8 @@ class LanceFileReader:
     def _decode_pages(self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField) -> list[pa.Array]:
         metas = [self.tail.columns[col].pages[p] for p in pages]
         for p, m in zip(pages, metas):
-            if len(m.buffer_offsets) != len(m.buffer_sizes):
-                raise CorruptFileError(self.path, f"column {col} page {p} lists {len(m.buffer_offsets)} buffer "
-                                                  f"offsets but {len(m.buffer_sizes)} sizes")
+            self._check_page(col, p, m)
         ranges = [(off, size) for m in metas for off, size in zip(m.buffer_offsets, m.buffer_sizes)]
-        for off, size in ranges:
-            if off + size > self._reader.size():
-                raise CorruptFileError(self.path, f"column {col} page buffer [{off}, {off + size}) lies past "
-                                                  f"the end of the file ({self._reader.size()} bytes)")
         blobs = iter(self._reader.read_ranges(ranges))
         out = []
         for p, meta in zip(pages, metas):
@@ -147,6 +218,15 @@ class LanceFileReader:
                 raise CorruptFileError(self.path, f"{where} decoded {len(array)} rows, expected {meta.length}")
             out.append(array)
         return out
+
+    def _check_page(self, col: int, p: int, meta) -> None:
+        if len(meta.buffer_offsets) != len(meta.buffer_sizes):
+            raise CorruptFileError(self.path, f"column {col} page {p} lists {len(meta.buffer_offsets)} buffer "
+                                              f"offsets but {len(meta.buffer_sizes)} sizes")
+        for off, size in zip(meta.buffer_offsets, meta.buffer_sizes):
+            if off + size > self._reader.size():
+                raise CorruptFileError(self.path, f"column {col} page buffer [{off}, {off + size}) lies past "
+                                                  f"the end of the file ({self._reader.size()} bytes)")
 
     def _page_encoding(self, meta, where: str) -> any_pb2.Any:
         if meta.encoding.WhichOneof("location") != "direct":
@@ -175,3 +255,12 @@ class LanceFileReader:
         if enc.WhichOneof("array_encoding") != "list":
             raise CorruptFileError(self.path, f"{where}: expected a list page, found {enc.WhichOneof('array_encoding')}")
         return enc.list.num_items
+
+
+def _concat(pieces: list[pa.Array], arrow_type: pa.DataType) -> pa.Array:
+    if len(pieces) == 1:
+        return pieces[0]
+    if pa.types.is_dictionary(arrow_type):  # pages carry their own dictionaries (nulls included)
+        merged = pa.concat_arrays([p.dictionary_decode() for p in pieces])
+        return pc.dictionary_encode(merged).cast(arrow_type)
+    return pa.concat_arrays(pieces)

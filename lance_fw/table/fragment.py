@@ -63,23 +63,32 @@ class FragmentReader:
         return out
 
     def take_physical(self, fields: list[LanceField], offsets: np.ndarray) -> list[pa.Array]:
-        """Rows at sorted physical ``offsets`` of each field. Each row is a one-row range read, so
-        only the pages holding requested rows are read and each is decoded once."""
+        """Rows at physical ``offsets`` of each field (any order, repeats allowed). Only the pages,
+        chunks and byte ranges holding those rows are read (``LanceFileReader.take_field``)."""
+        offsets = np.asarray(offsets, np.int64)
+        if len(offsets) and offsets.max() >= self.physical_rows:
+            raise CorruptFileError(self.base_uri, f"fragment {self.fragment.id}: row {int(offsets.max())} asked of "
+                                                  f"{self.physical_rows}")
+        distinct = len(offsets) < 2 or bool((np.diff(offsets) > 0).all())
+        unique, inverse = (offsets, None) if distinct else np.unique(offsets, return_inverse=True)
         out = []
         for f in fields:
             reader = self._reader_for(f)
-            if reader is None:
-                out.append(pa.nulls(len(offsets), f.arrow_type()))
-                continue
-            pieces = [reader.read_field(f, int(r), int(r) + 1) for r in offsets]
-            if not pieces:
-                out.append(pa.array([], f.arrow_type()))
-            elif pa.types.is_dictionary(pieces[0].type):
-                out.append(pa.concat_arrays([p.dictionary_decode() for p in pieces]).dictionary_encode()
-                           .cast(pieces[0].type))
-            else:
-                out.append(pa.concat_arrays(pieces))
+            array = reader.take_field(f, unique) if reader else pa.nulls(len(unique), f.arrow_type())
+            out.append(array if inverse is None else array.take(pa.array(inverse)))
         return out
+
+    def physical_of_live(self, positions: np.ndarray) -> np.ndarray:
+        """Physical offsets of the live rows at ``positions`` (0-based among live rows).
+
+        The k-th live row lies past every deleted row d_i with d_i - i <= k, so it is k plus
+        their count (no array of all live rows is built)."""
+        positions = np.asarray(positions, np.int64)
+        deleted = self.deleted.astype(np.int64)
+        if not len(deleted):
+            return positions
+        live_before = deleted - np.arange(len(deleted))
+        return positions + np.searchsorted(live_before, positions, side="right")
 
     def live_offsets(self) -> np.ndarray:
         """Physical offsets of the live rows, in order."""

@@ -19,9 +19,22 @@ FAMILY = "lance.encodings.ArrayEncoding"
 TYPE_URL = "/" + FAMILY
 
 
-def decode_array_page(encoding, page: PageInput) -> pa.Array:
-    enc = parse_message(pb.ArrayEncoding, encoding.value, page.where, "page encoding")
-    return decode_kind(FAMILY, enc, page, page.num_rows, page.arrow_type)
+class ArrayPageDecoder:
+    """The family's page decoder; ``decode_rows`` reads only the requested rows where it can."""
+
+    def __call__(self, encoding, page: PageInput) -> pa.Array:
+        enc = parse_message(pb.ArrayEncoding, encoding.value, page.where, "page encoding")
+        return decode_kind(FAMILY, enc, page, page.num_rows, page.arrow_type)
+
+    def decode_rows(self, encoding, page: PageInput, rows: np.ndarray) -> pa.Array:
+        from .take import take
+
+        enc = parse_message(pb.ArrayEncoding, encoding.value, page.where, "page encoding")
+        out = take(enc, page, np.asarray(rows, np.int64), 1, page.arrow_type)
+        return out if out is not None else self(encoding, page).take(pa.array(rows))
+
+
+decode_array_page = ArrayPageDecoder()
 
 
 def _buffer(msg_buffer, page: PageInput, has_field: bool) -> memoryview:
@@ -173,7 +186,12 @@ def _dictionary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Arr
     k = msg.num_dictionary_items
     items = decode_kind(FAMILY, msg.items, page, k, value_type)
     idx = decode_kind(FAMILY, msg.indices, page, n, _index_type(msg.indices)).to_numpy(zero_copy_only=False)
-    idx = idx.astype(np.int64)
+    return dictionary_values(idx.astype(np.int64), items, k, is_dict, arrow_type, page)
+
+
+def dictionary_values(idx: np.ndarray, items: pa.Array, k: int, is_dict: bool, arrow_type: pa.DataType,
+                      page: PageInput) -> pa.Array:
+    """Stored dictionary indices (either form) and the items -> the column's values."""
     if not is_dict:
         idx = idx - 1
     if idx.size and (idx.max() >= k or idx.min() < -1):

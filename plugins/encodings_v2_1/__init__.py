@@ -8,26 +8,56 @@ nested Arrow array of the column's path. Compressive encodings live in ``compres
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
+
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import PageInput, decode_kind
 from lance_fw.hookspecs import hookimpl
 
-from . import encode, layouts, repdef
+from . import encode, layouts, repdef, take
 
 FAMILY = "lance.encodings21.PageLayout"
 TYPE_URL = "/" + FAMILY
-
-
-def decode_page_layout(encoding, page: PageInput):
-    layout = parse_message(pb.PageLayout, encoding.value, page.where, "page layout")
-    return decode_kind(FAMILY, layout, page, page.num_rows, page.arrow_type)
 
 
 def _structural(parse):
     def decode(layout, page: PageInput, num_rows: int, arrow_type):
         return repdef.build(parse(layout, page.buffers, num_rows, page.where), arrow_type, page.where)
     return decode
+
+
+KIND_DECODERS = {
+    "mini_block_layout": _structural(layouts.mini_block),
+    "full_zip_layout": _structural(layouts.full_zip),
+    "constant_layout": _structural(layouts.constant),
+}
+
+
+class PageLayoutDecoder:
+    """The page decoder of the family; ``decode_rows`` reads only the chunks / rows asked for."""
+
+    def __call__(self, encoding, page: PageInput) -> pa.Array:
+        layout = parse_message(pb.PageLayout, encoding.value, page.where, "page layout")
+        return decode_kind(FAMILY, layout, page, page.num_rows, page.arrow_type)
+
+    def decode_rows(self, encoding, page: PageInput, rows: np.ndarray) -> pa.Array:
+        from lance_fw.plugin_manager import registry
+
+        layout = parse_message(pb.PageLayout, encoding.value, page.where, "page layout")
+        kind = layout.WhichOneof("layout")
+        if registry.kind_decoders.get((FAMILY, kind)) is not KIND_DECODERS.get(kind):  # replaced by a plugin
+            return self(encoding, page).take(pa.array(rows))
+        if kind == "mini_block_layout":
+            levels, positions = take.mini_block_rows(layout.mini_block_layout, page, rows)
+            return repdef.build(levels, page.arrow_type, page.where).take(pa.array(positions))
+        if kind == "full_zip_layout":
+            return repdef.build(take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where)
+        return self(encoding, page).take(pa.array(rows))
+
+
+decode_page_layout = PageLayoutDecoder()
 
 
 @hookimpl
@@ -37,11 +67,7 @@ def lance_page_decoders():
 
 @hookimpl
 def lance_kind_decoders():
-    return {
-        (FAMILY, "mini_block_layout"): _structural(layouts.mini_block),
-        (FAMILY, "full_zip_layout"): _structural(layouts.full_zip),
-        (FAMILY, "constant_layout"): _structural(layouts.constant),
-    }
+    return {(FAMILY, kind): fn for kind, fn in KIND_DECODERS.items()}
 
 
 @hookimpl(trylast=True)

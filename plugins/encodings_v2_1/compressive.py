@@ -440,11 +440,23 @@ def _out_of_line(ob, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     return DecodedValues("fixed", n, fastlanes.unpack(raw, w, t, n, where), t)
 
 
-def _fsst(msg, inner: DecodedValues, where: str) -> DecodedValues:
+def _fsst(msg, inner: DecodedValues, where: str, needed: np.ndarray | None = None) -> DecodedValues:
+    """FSST-decompress ``inner``'s strings; with ``needed`` (value indices) only those, the others
+    coming back empty (random access decompresses a few strings of a chunk, not all)."""
     if inner.kind != "variable":
         raise CorruptFileError(where, f"FSST values decoded to {inner.kind}, expected variable")
-    offs, data = fsst.decompress(msg.symbol_table, inner.offsets, inner.data, where)
-    return DecodedValues("variable", inner.num_values, data, offsets=offs)
+    offsets, data = inner.offsets, inner.data
+    if needed is not None:
+        from .layouts import gather_ranges
+
+        keep = np.zeros(inner.num_values, bool)
+        keep[needed] = True
+        lengths = np.where(keep, np.diff(offsets), 0)
+        data = gather_ranges(np.asarray(data, np.uint8), offsets[:-1][keep], lengths[keep])
+        offsets = np.zeros(inner.num_values + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+    offs, out = fsst.decompress(msg.symbol_table, offsets, data, where)
+    return DecodedValues("variable", inner.num_values, out, offsets=offs)
 
 
 def _bitmap(raw: np.ndarray, nbits: int, where: str) -> np.ndarray:
@@ -615,12 +627,13 @@ def decode_fullzip_fixed(enc: "pb.CompressiveEncoding", data, num_values: int,
 # ---------------------------------------------------------------------------
 
 def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], counts: Sequence[int],
-                  where: str = "compressive encoding") -> DecodedValues:
+                  where: str = "compressive encoding", needed: np.ndarray | None = None) -> DecodedValues:
     """Decode and concatenate the value buffers of many mini-block chunks of one page.
 
     Same result as ``concat([decode_values(enc, b, n, "miniblock") for b, n in ...])``, but
     inline bitpacking (the common case) is unpacked for all chunks in one vectorised
-    pass, and FSST decompresses all chunks' strings in one call.
+    pass, and FSST decompresses all chunks' strings in one call. ``needed``: the only values the
+    caller will use (others may come back empty, so FSST can skip them).
     """
     if len(chunks) != len(counts):
         raise ValueError("decode_chunks: chunks and counts differ in length")
@@ -656,18 +669,20 @@ def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], cou
         if inner is None:
             inner = concat([_decode_mb(enc.fsst.values, _Buffers(b, f"{where}: chunk {i}"), n, where)
                             for i, (b, n) in enumerate(zip(chunks, counts))])
-        return _fsst(enc.fsst, inner, where)
-    fast = _variable_chunks(enc, chunks, counts, where)
+        return _fsst(enc.fsst, inner, where, needed)
+    fast = _variable_chunks(enc, chunks, counts, where, needed)
     if fast is not None:
         return fast
     return concat([_decode_mb(enc, _Buffers(b, f"{where}: chunk {i}"), n, where)
                    for i, (b, n) in enumerate(zip(chunks, counts))])
 
 
-def _variable_chunks(enc, chunks: Sequence[Sequence], counts: list[int], where: str) -> DecodedValues | None:
+def _variable_chunks(enc, chunks: Sequence[Sequence], counts: list[int], where: str,
+                     needed: np.ndarray | None = None) -> DecodedValues | None:
     """All chunks of a ``variable`` (optionally ``general``-compressed) page in one vectorised pass:
     each chunk buffer is ``(n+1)`` offsets relative to the buffer, then bytes; the buffers are
-    concatenated and every value located by its global start. None when the page is another kind."""
+    concatenated and every value located by its global start. None when the page is another kind.
+    Values not in ``needed`` (when given) come back empty."""
     general = None
     if _name(enc) == "general":
         general, enc = enc.general.compression, enc.general.values
@@ -699,6 +714,10 @@ def _variable_chunks(enc, chunks: Sequence[Sequence], counts: list[int], where: 
     lengths = np.delete(starts, bounds[:-1]) - value_starts
     if (lengths < 0).any():
         raise CorruptFileError(where, "variable chunk offsets are out of order")
+    if needed is not None:
+        keep = np.zeros(len(lengths), bool)
+        keep[needed] = True
+        lengths = np.where(keep, lengths, 0)
     from .layouts import gather_ranges
 
     data = gather_ranges(big, value_starts, lengths)

@@ -89,6 +89,12 @@ def unpack(packed: np.ndarray, bit_width: int, uncompressed_bits: int, num_value
     if words.size < need and words.size == num_values:
         # pylance stores a short run raw when a zero-padded 1024-value block would be larger
         return words.copy()
+    full, rest = divmod(num_values, BLOCK)
+    full_words = full * w * (BLOCK // t)
+    if words.size < need and rest and words.size == full_words + rest:
+        # ... and likewise a short last block after whole ones (e.g. 1025 rep levels in a chunk)
+        head = _unpack_blocks(words[:full_words].reshape(full, -1), t, w).reshape(-1)
+        return np.concatenate([head, words[full_words:]])
     if words.size < need:
         raise CorruptFileError(where, f"FastLanes buffer has {words.size} {t}-bit words; "
                                       f"{num_values} values at {w} bits need {need}")

@@ -57,7 +57,7 @@ def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, wher
     starts = np.concatenate([[0], np.cumsum(sizes)])
     if starts[-1] > total:
         raise CorruptFileError(where, f"mini-block chunks need {starts[-1]} bytes, the page holds {total}")
-    return starts[:-1].tolist(), sizes.tolist(), counts.tolist()
+    return starts[:-1], sizes, counts
 
 
 def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -155,15 +155,39 @@ _UINTS = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<
 def mini_block(layout: pb.MiniBlockLayout, buffers, num_rows: int, where: str) -> PageLevels:
     if len(buffers) < 2:
         raise CorruptFileError(where, f"mini-block page has {len(buffers)} buffers, needs at least 2")
-    large = layout.has_large_chunk
     data = _u8(buffers[1])
-    starts, sizes, counts = _chunk_table(_u8(buffers[0]), large, layout.num_items, len(data), where)
+    starts, sizes, counts = chunk_table(layout, _u8(buffers[0]), len(data), where)
+    dictionary = None
+    if layout.HasField("dictionary"):
+        if len(buffers) < 3:
+            raise CorruptFileError(where, "dictionary page without a dictionary buffer")
+        dictionary = mini_block_dictionary(layout, buffers[2], where)
+    return chunk_levels(layout, data, starts, sizes, counts, dictionary, num_rows, where)[0]
+
+
+def chunk_table(layout: pb.MiniBlockLayout, meta: np.ndarray, total: int, where: str):
+    """(byte start, byte size, value count) of every chunk, from the chunk metadata words."""
+    return _chunk_table(meta, layout.has_large_chunk, layout.num_items, total, where)
+
+
+def mini_block_dictionary(layout: pb.MiniBlockLayout, buffer, where: str) -> DecodedValues:
+    return compressive.decode_values(layout.dictionary, [buffer], layout.num_dictionary_items, "block",
+                                     where=f"{where}, dictionary")
+
+
+def chunk_levels(layout: pb.MiniBlockLayout, data: np.ndarray, starts, sizes, counts,
+                 dictionary: DecodedValues | None, num_rows: int, where: str,
+                 needed: np.ndarray | None = None) -> tuple[PageLevels, np.ndarray]:
+    """Decode the chunks at ``starts``/``sizes`` of ``data`` (all of a page's, or a chosen few laid
+    end to end) into levels and values; also returns each chunk's level count. ``needed``: the
+    only values the caller will use (see ``compressive.decode_chunks``)."""
+    large = layout.has_large_chunk
     has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
     chunks = _parse_chunks(data, starts, sizes, has_rep, has_def, layout.num_buffers, large, where)
     rep = _chunk_levels(layout.rep_compression, data, chunks.rep, chunks.num_levels, where) if has_rep else None
     defs = _chunk_levels(layout.def_compression, data, chunks.defs, chunks.num_levels, where) if has_def else None
     plain = _plain_fixed(layout.value_compression) if layout.num_buffers == 1 else None
-    n = int(sum(counts))
+    n = int(np.sum(counts))
     if plain is not None:
         bits, per_list = plain
         per_value = per_list or 1
@@ -176,14 +200,11 @@ def mini_block(layout: pb.MiniBlockLayout, buffers, num_rows: int, where: str) -
             values = DecodedValues("fsl", n, dimension=per_list, inner=values)
     else:
         value_chunks = [[data[a[i]:a[i] + b[i]] for a, b in chunks.bufs] for i in range(len(starts))]
-        values = compressive.decode_chunks(layout.value_compression, value_chunks, counts, where)
-    if layout.HasField("dictionary"):
-        if len(buffers) < 3:
-            raise CorruptFileError(where, "dictionary page without a dictionary buffer")
-        dictionary = compressive.decode_values(layout.dictionary, [buffers[2]], layout.num_dictionary_items,
-                                               "block", where=f"{where}, dictionary")
+        values = compressive.decode_chunks(layout.value_compression, value_chunks, counts, where,
+                                           None if dictionary is not None else needed)
+    if dictionary is not None:
         values = _gather(dictionary, values, where)
-    return PageLevels(list(layout.layers), num_rows, rep, defs, values)
+    return PageLevels(list(layout.layers), num_rows, rep, defs, values), chunks.num_levels
 
 
 def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> DecodedValues:
@@ -224,7 +245,39 @@ def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> Pa
     if not buffers:
         raise CorruptFileError(where, "full-zip page without a data buffer")
     data = _u8(buffers[0])
-    n = layout.num_items
+    row_starts = None
+    if layout.WhichOneof("details") != "bits_per_value" or layout.bits_rep:
+        if len(buffers) < 2:
+            raise CorruptFileError(where, "full-zip page without its repetition index")
+        row_starts = rep_index_offsets(_u8(buffers[1]), num_rows, where)
+    return zipped_levels(layout, data, row_starts, num_rows, where, layout.num_items)
+
+
+def rep_index_offsets(rep_index: np.ndarray, num_rows: int, where: str) -> np.ndarray:
+    """A full-zip repetition index: ``num_rows + 1`` byte offsets, each 1, 2, 4 or 8 bytes wide."""
+    width = index_width(len(rep_index), num_rows, where)
+    return rep_index.view(_CTRL_DTYPE[width]).astype(np.int64)
+
+
+def index_width(nbytes: int, num_rows: int, where: str) -> int:
+    width = nbytes // (num_rows + 1) if num_rows + 1 else 0
+    if width not in (1, 2, 4, 8) or width * (num_rows + 1) != nbytes:
+        raise CorruptFileError(where, f"full-zip repetition index of {nbytes} bytes for {num_rows} rows")
+    return width
+
+
+def fixed_stride(layout: pb.FullZipLayout) -> int | None:
+    """Bytes per row of a fixed-width full-zip page without lists (None when rows vary)."""
+    if layout.WhichOneof("details") != "bits_per_value" or layout.bits_rep:
+        return None
+    return _ctrl_bytes(layout.bits_rep + layout.bits_def) + layout.bits_per_value // 8
+
+
+def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.ndarray | None, num_rows: int,
+                  where: str, num_levels: int | None = None) -> PageLevels:
+    """Levels and values of ``num_rows`` zipped rows laid end to end in ``data`` (a whole page, or
+    chosen rows); ``row_starts`` are their ``num_rows + 1`` byte offsets (None for fixed-width
+    rows without lists). ``num_levels``, when known, is checked."""
     bits_rep, bits_def = layout.bits_rep, layout.bits_def
     ctrl = _ctrl_bytes(bits_rep + bits_def)
     kind = layout.WhichOneof("details")
@@ -233,12 +286,14 @@ def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> Pa
         width = layout.bits_per_value // 8
         if bits_rep == 0:  # no lists: every level is visible and has its value bytes
             stride = ctrl + width
+            n = num_rows if num_levels is None else num_levels
             if len(data) < n * stride:
                 raise CorruptFileError(where, f"full-zip data holds {len(data)} bytes, needs {n * stride}")
             starts = np.arange(n, dtype=np.int64) * stride
         else:  # invisible levels (null/empty lists) carry only their control word
-            starts = _level_starts(layout, buffers, data, n, ctrl, num_rows, where,
+            starts = _level_starts(layout, row_starts, data, num_levels, ctrl, num_rows, where,
                                    lambda defs: np.where(_visible_mask(layers, defs, len(defs)), width, 0))
+            n = len(starts)
         words = _ctrl_words(_gather_bytes(data, starts, ctrl, where), ctrl)
         rep, defs = _split_ctrl(words, bits_rep, bits_def)
         visible = _visible_mask(layers, defs, n)
@@ -257,7 +312,10 @@ def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> Pa
                                                len_bytes)
         return sizes
 
-    starts = _level_starts(layout, buffers, data, n, ctrl, num_rows, where, value_size)
+    starts = _level_starts(layout, row_starts, data, num_levels, ctrl, num_rows, where, value_size)
+    n = len(starts)
+    if num_levels is not None and n != num_levels:
+        raise CorruptFileError(where, f"full-zip page holds {n} levels, the layout says {num_levels}")
     words = _ctrl_words(_gather_bytes(data, starts, ctrl, where), ctrl)
     rep, defs = _split_ctrl(words, bits_rep, bits_def)
     has_value = defs == 0 if defs is not None else np.ones(n, bool)
@@ -271,11 +329,11 @@ def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> Pa
     gather = np.repeat(payload_starts - offsets[:-1], lengths) + np.arange(offsets[-1])
     payload = data[gather]
     decoded = compressive.decode_fullzip_variable(layout.value_compression, offsets, payload, where)
-    values = _spread_variable(decoded, has_value, _visible_mask(list(layout.layers), defs, n))
-    return PageLevels(list(layout.layers), num_rows, rep, defs, values)
+    values = _spread_variable(decoded, has_value, _visible_mask(layers, defs, n))
+    return PageLevels(layers, num_rows, rep, defs, values)
 
 
-def _level_starts(layout, buffers, data, n, ctrl, num_rows, where, value_size) -> np.ndarray:
+def _level_starts(layout, row_starts, data, n, ctrl, num_rows, where, value_size) -> np.ndarray:
     """Byte offset of every level in the zipped stream.
 
     Without repetition each row is one level and the repetition index gives every start
@@ -283,13 +341,6 @@ def _level_starts(layout, buffers, data, n, ctrl, num_rows, where, value_size) -
     ``value_size(defs)`` says how many bytes follow each control word (``value_size.pos`` holds the
     levels' positions while it runs).
     """
-    if len(buffers) < 2:
-        raise CorruptFileError(where, "full-zip page without its repetition index")
-    rep_index = _u8(buffers[1])
-    width = len(rep_index) // (num_rows + 1) if num_rows + 1 else 0
-    if width not in (1, 2, 4, 8) or width * (num_rows + 1) != len(rep_index):
-        raise CorruptFileError(where, f"full-zip repetition index of {len(rep_index)} bytes for {num_rows} rows")
-    row_starts = rep_index.view({1: np.uint8, 2: "<u2", 4: "<u4", 8: "<u8"}[width]).astype(np.int64)
     if layout.bits_rep == 0:
         return row_starts[:-1]
     out: list[np.ndarray] = []
@@ -313,7 +364,7 @@ def _level_starts(layout, buffers, data, n, ctrl, num_rows, where, value_size) -
     starts = np.concatenate(out)
     rows = np.concatenate(order)
     result = starts[np.lexsort((starts, rows))]
-    if len(result) != n:
+    if n is not None and len(result) != n:
         raise CorruptFileError(where, f"full-zip stream holds {len(result)} levels, the layout says {n}")
     return result
 

@@ -1,0 +1,155 @@
+"""Decoding chosen rows of a 2.1/2.2 page, reading only the bytes they need.
+
+* mini-block: the chunk metadata gives each chunk's byte size and value count; for list columns
+  the repetition index gives the rows each chunk completes. Only the chunks holding the wanted
+  rows are read and decoded (laid end to end, they decode like a small page).
+* full-zip: the repetition index (or the fixed row width) locates each wanted row's bytes.
+* constant pages are tiny: they are decoded whole.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.errors import CorruptFileError
+from lance_fw.file.encoding import PageInput
+
+from . import layouts
+from .layouts import PageLevels
+from .repdef import LIST_LAYERS
+
+
+def _u8(buf) -> np.ndarray:
+    return np.frombuffer(buf, dtype=np.uint8)
+
+
+def _joined(parts) -> np.ndarray:
+    """Byte pieces laid end to end as one array."""
+    if len(parts) == 1:
+        return _u8(parts[0])
+    return np.concatenate([_u8(p) for p in parts]) if parts else np.zeros(0, np.uint8)
+
+
+def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(x) + 1, np.int64)
+    np.cumsum(x, out=out[1:])
+    return out
+
+
+# --- mini-block ---------------------------------------------------------------------------------
+
+def mini_block_rows(layout: pb.MiniBlockLayout, page: PageInput, rows: np.ndarray) -> tuple[PageLevels, np.ndarray]:
+    """Levels of the chunks holding ``rows``, and where each wanted row sits among their rows."""
+    where = page.where
+    if len(page.buffers) < 2:
+        raise CorruptFileError(where, f"mini-block page has {len(page.buffers)} buffers, needs at least 2")
+    has_dict = layout.HasField("dictionary")
+    has_rep = layout.HasField("rep_compression")
+    wanted = [0] + ([2] if has_dict else []) + ([3 if has_dict else 2] if has_rep else [])
+    if max(wanted) >= len(page.buffers):
+        raise CorruptFileError(where, f"mini-block page has {len(page.buffers)} buffers, needs {max(wanted) + 1}")
+    small = dict(zip(wanted, page.read_parts([(i, 0, page.buffer_size(i)) for i in wanted])))
+    starts, sizes, counts = layouts.chunk_table(layout, _u8(small[0]), page.buffer_size(1), where)
+    if has_rep:
+        chosen, first_row, run_start, start_chunk = _chunks_by_rep_index(_u8(small[wanted[-1]]), len(starts), rows,
+                                                            page.num_rows, where)
+    else:
+        if int(counts.sum()) != page.num_rows:
+            raise CorruptFileError(where, f"mini-block chunks hold {int(counts.sum())} values for "
+                                          f"{page.num_rows} rows")
+        first_row = _exclusive_cumsum(counts)
+        chosen = np.unique(np.searchsorted(first_row, rows, side="right") - 1)
+        run_start = None
+    blobs = page.read_parts([(1, int(a), int(b)) for a, b in zip(starts[chosen], sizes[chosen])])
+    data = _joined(blobs)
+    local_starts = _exclusive_cumsum(sizes[chosen])[:-1]
+    dictionary = layouts.mini_block_dictionary(layout, small[2], where) if has_dict else None
+    positions = None
+    if not has_rep:  # one value per row: a row's position among the chosen chunks' values
+        before = _exclusive_cumsum(counts[chosen])
+        k = np.searchsorted(chosen, np.searchsorted(first_row, rows, side="right") - 1)
+        positions = before[k] + rows - first_row[chosen[k]]
+    levels, num_levels = layouts.chunk_levels(layout, data, local_starts, sizes[chosen], counts[chosen],
+                                              dictionary, 0, where, needed=positions)
+    if not has_rep:
+        levels.num_rows = int(counts[chosen].sum())
+        return levels, positions
+    return levels, _rep_positions(levels, layout, chosen, num_levels, first_row, run_start, start_chunk, rows,
+                                  where)
+
+
+def _chunks_by_rep_index(index: np.ndarray, nchunks: int, rows: np.ndarray, num_rows: int, where: str):
+    """Chunks holding ``rows`` of a list column, from the repetition index.
+
+    Per chunk the index holds the rows completing in it and the levels left over after its last
+    completed row (a row continuing into the next chunk). A row starts in the chunk completing
+    the row before it, unless that chunk ends exactly there. Returns the chosen chunks, the rows
+    completed before each chunk, the chosen chunks that start a run of consecutive chunks, and
+    each row's first chunk.
+    """
+    if len(index) != 16 * nchunks:
+        raise CorruptFileError(where, f"repetition index of {len(index)} bytes for {nchunks} chunks")
+    pairs = index.view("<u8").reshape(nchunks, 2).astype(np.int64)
+    done, leftover = pairs[:, 0], pairs[:, 1]
+    completed = _exclusive_cumsum(done)  # rows completed before chunk c
+    if completed[-1] != num_rows:
+        raise CorruptFileError(where, f"repetition index completes {completed[-1]} rows, the page has {num_rows}")
+    end_chunk = np.searchsorted(completed, rows, side="right") - 1
+    prev = rows - 1
+    prev_chunk = np.searchsorted(completed, np.maximum(prev, 0), side="right") - 1
+    ends_there = (completed[prev_chunk + 1] == rows) & (leftover[prev_chunk] == 0)
+    start_chunk = np.where(rows == 0, 0, prev_chunk + ends_there)
+    marks = np.zeros(nchunks + 1, np.int64)
+    np.add.at(marks, start_chunk, 1)
+    np.add.at(marks, end_chunk + 1, -1)
+    chosen = np.flatnonzero(np.cumsum(marks)[:-1] > 0)
+    run_start = chosen[np.r_[True, np.diff(chosen) > 1]] if len(chosen) else chosen
+    return chosen, completed, run_start, start_chunk
+
+
+def _rep_positions(levels: PageLevels, layout, chosen: np.ndarray, num_levels: np.ndarray, completed: np.ndarray,
+                   run_start: np.ndarray, start_chunk: np.ndarray, rows: np.ndarray, where: str) -> np.ndarray:
+    """Make every run of chunks start a row (a run may begin with the tail of a row from a chunk
+    not read: it becomes a row of its own), then place each wanted row among the decoded rows:
+    the rows of a run starting at chunk f are those from ``completed[f]`` on."""
+    depth = sum(1 for layer in layout.layers if layer in LIST_LAYERS)
+    rep = levels.rep.astype(np.uint16, copy=True)
+    level_start = _exclusive_cumsum(num_levels)
+    run_level = level_start[np.searchsorted(chosen, run_start)]
+    if len(rep) and len(run_level):
+        rep[run_level] = depth
+    levels.rep = rep
+    row_levels = np.flatnonzero(rep == depth)
+    levels.num_rows = len(row_levels)
+    rows_before_run = np.searchsorted(row_levels, run_level)
+    run_of_row = np.searchsorted(run_start, start_chunk, side="right") - 1
+    first = run_start[run_of_row]
+    out = rows_before_run[run_of_row] + rows - completed[first]
+    if len(out) and (out.min() < 0 or out.max() >= levels.num_rows):
+        raise CorruptFileError(where, "the repetition index does not match the chunks' repetition levels")
+    return out
+
+
+# --- full-zip -----------------------------------------------------------------------------------
+
+def full_zip_rows(layout: pb.FullZipLayout, page: PageInput, rows: np.ndarray) -> PageLevels:
+    """Levels of exactly ``rows`` (in order), reading only their bytes."""
+    where = page.where
+    if not len(page.buffers):
+        raise CorruptFileError(where, "full-zip page without a data buffer")
+    stride = layouts.fixed_stride(layout)
+    if stride is not None:
+        blobs = page.read_parts([(0, int(r) * stride, stride) for r in rows])
+        return layouts.zipped_levels(layout, _joined(blobs), None, len(rows), where)
+    if len(page.buffers) < 2:
+        raise CorruptFileError(where, "full-zip page without its repetition index")
+    width = layouts.index_width(page.buffer_size(1), page.num_rows, where)
+    pairs = page.read_parts([(1, int(r) * width, 2 * width) for r in rows])
+    bounds = _joined(pairs).view(layouts._CTRL_DTYPE[width]).astype(np.int64).reshape(-1, 2)
+    lengths = bounds[:, 1] - bounds[:, 0]
+    if (lengths < 0).any():
+        raise CorruptFileError(where, "full-zip repetition index is not ascending")
+    blobs = page.read_parts([(0, int(a), int(n)) for a, n in zip(bounds[:, 0], lengths)])
+    return layouts.zipped_levels(layout, _joined(blobs), _exclusive_cumsum(lengths), len(rows), where)
