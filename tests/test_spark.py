@@ -205,3 +205,12 @@ def test_empty_dataframe_creates_an_empty_dataset(spark, tmp_path):
     spark.sql("SELECT id, CAST(id AS STRING) AS s FROM range(0)").write.format("lance").mode("append").save(path)
     assert lance.dataset(path).count_rows() == 0
     assert spark.read.format("lance").load(path).count() == 0
+
+
+def test_temporary_view_select_and_insert(spark, tmp_path):
+    path = str(tmp_path / "view")
+    spark.range(5).write.format("lance").mode("append").save(path)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW lance_view USING lance OPTIONS (path 'file:{path}')")
+    assert spark.sql("SELECT sum(id) FROM lance_view").collect()[0][0] == 10
+    spark.sql("INSERT INTO lance_view SELECT id + 5 FROM range(3)")
+    assert lance.dataset(path).count_rows() == 8 and lance.dataset(path).version == 2
