@@ -138,26 +138,21 @@ class LanceDataset:
             yield from self.scanner(columns, filter, batch_size=batch_size, with_row_address=with_row_address,
                                     **kwargs).to_batches()
             return
-        if filter is not None:  # read what the filter needs, filter, then keep the requested columns
-            expression = _expression(filter, self.schema)
-            wanted = columns if columns is not None else self.schema.names
-            needed = list(dict.fromkeys([*wanted, *self._filter_columns(filter)]))
-            for batch in self.to_batches(needed, None, batch_size, with_row_address, fragment_ids):
-                table = pa.Table.from_batches([batch]).filter(expression)
-                keep = [*wanted, "_rowaddr"] if with_row_address else wanted
-                for out in table.select(keep).to_batches():
-                    yield out
-            return
         fields = self._fields(columns)
+        matcher = filter_fields = None
+        if filter is not None:  # late materialisation: the filter's columns first, the rest for matches
+            matcher = _matcher(_expression(filter, self.schema))
+            filter_fields = self._fields(self._filter_columns(filter))
         for frag in self._manifest.fragments:
             if fragment_ids is not None and frag.id not in fragment_ids:
                 continue
             reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
             try:
-                for batch in reader.batches(fields, batch_size or DEFAULT_BATCH_SIZE, with_row_address):
-                    if filter is not None:
-                        batch = batch.filter(_expression(filter, self.schema))
-                    yield batch
+                if matcher is None:
+                    yield from reader.batches(fields, batch_size or DEFAULT_BATCH_SIZE, with_row_address)
+                else:
+                    yield from reader.filtered_batches(fields, filter_fields, matcher,
+                                                       batch_size or DEFAULT_BATCH_SIZE, with_row_address)
             finally:
                 reader.close()
 
@@ -228,6 +223,15 @@ class LanceDataset:
         self.__init__(self.uri, version=version, _storage=self._storage)
 
 
+def _matcher(expression: pc.Expression):
+    """Indices of the rows of a batch for which ``expression`` is true (null counts as false)."""
+    def matches(batch: pa.RecordBatch) -> np.ndarray:
+        rows = pa.array(np.arange(batch.num_rows, dtype=np.int64))
+        table = pa.Table.from_batches([batch.append_column("__lance_fw_row", rows)])
+        return table.filter(expression).column("__lance_fw_row").to_numpy()
+    return matches
+
+
 def _expression(filter, schema: pa.Schema) -> pc.Expression:
     """A Lance SQL filter string or a pyarrow expression, as a pyarrow expression."""
     if isinstance(filter, pc.Expression):
@@ -258,7 +262,7 @@ class LanceFragment:
 
     def count_rows(self, filter=None) -> int:
         if filter is not None:
-            probe = (self._filter_columns(filter) or self.schema.names)[:1]
+            probe = (self._ds._filter_columns(filter) or self._ds.schema.names)[:1]
             return sum(b.num_rows for b in self.to_batches(columns=probe, filter=filter))
         return self.physical_rows - self.num_deletions
 
@@ -269,13 +273,8 @@ class LanceFragment:
         return self.metadata.deletion_file if self.metadata.HasField("deletion_file") else None
 
     def to_batches(self, columns=None, filter=None, batch_size: int | None = None, **kwargs):
-        reader = FragmentReader(self._ds._storage, self._ds.uri, self.metadata, self._ds.lance_schema)
-        try:
-            for batch in reader.batches(self._ds._fields(columns), batch_size or DEFAULT_BATCH_SIZE,
-                                        kwargs.get("with_row_address", False)):
-                yield batch.filter(_expression(filter, self._ds.schema)) if filter is not None else batch
-        finally:
-            reader.close()
+        yield from self._ds.to_batches(columns, filter, batch_size, kwargs.get("with_row_address", False),
+                                       fragment_ids={self.fragment_id})
 
     def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
         fields = self._ds._fields(columns)

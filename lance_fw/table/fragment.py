@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +15,16 @@ from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.deletion import deletion_path, read_deleted_offsets
 
 DEFAULT_BATCH_SIZE = 8192
+
+#: In a filtered scan, the other columns of a batch are fetched row by row (``take``) when at most
+#: this share of its rows match, else read as a range.
+TAKE_SHARE = 1 / 64
+
+#: A filtered scan evaluates its filter over this many rows at a time (at least one batch).
+PROBE_ROWS = 65536
+
+#: Evaluates a filter on a batch of the filter's columns: the indices of the matching rows.
+Matcher = Callable[[pa.RecordBatch], np.ndarray]
 
 
 class FragmentReader:
@@ -124,6 +134,47 @@ class FragmentReader:
                 batch = batch.filter(pa.array(mask))
             if batch.num_rows:
                 yield batch
+
+    def filtered_batches(self, fields: list[LanceField], filter_fields: list[LanceField], matcher: Matcher,
+                         batch_size: int = DEFAULT_BATCH_SIZE,
+                         with_row_address: bool = False) -> Iterator[pa.RecordBatch]:
+        """Late materialisation: per batch the filter's columns are read and ``matcher`` run first;
+        the other projected columns are read only for batches with matches (a few matching rows
+        through ``take_physical``, many as a range). Rows stay in physical order."""
+        schema = pa.schema([f.to_arrow() for f in fields])
+        if with_row_address:
+            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+        filter_ids = [f.id for f in filter_fields]
+        probe_schema = pa.schema([f.to_arrow() for f in filter_fields]).append(pa.field("_rowaddr", pa.uint64()))
+        others = [f for f in fields if f.id not in filter_ids]
+        base = np.uint64(self.fragment.id << 32)
+        step = max(batch_size, PROBE_ROWS)  # one filter call per many rows; output stays batch_size
+        for start in range(0, self.physical_rows, step):
+            stop = min(start + step, self.physical_rows)
+            address = pa.array(np.arange(start, stop, dtype=np.uint64) | base)
+            probe = pa.RecordBatch.from_arrays(self.read_range(filter_fields, start, stop) + [address],
+                                               schema=probe_schema)
+            hits = np.asarray(matcher(probe), np.int64)
+            mask = self.live_mask(start, stop)
+            if mask is not None:
+                hits = hits[mask[hits]]
+            if not len(hits):
+                continue
+            chosen = pa.array(hits)
+            if not others:
+                fetched = []
+            elif len(hits) <= TAKE_SHARE * (stop - start):
+                fetched = self.take_physical(others, hits + start)
+            else:
+                fetched = [a.take(chosen) for a in self.read_range(others, start, stop)]
+            by_id = dict(zip((f.id for f in others), fetched))
+            arrays = [probe.column(filter_ids.index(f.id)).take(chosen) if f.id in filter_ids else by_id[f.id]
+                      for f in fields]
+            if with_row_address:
+                arrays.append(address.take(chosen))
+            out = pa.RecordBatch.from_arrays(arrays, schema=schema)
+            for lo in range(0, out.num_rows, batch_size):
+                yield out.slice(lo, batch_size)
 
     def close(self) -> None:
         if "_readers" in self.__dict__:
