@@ -62,12 +62,13 @@ class LanceReader(DataSourceReader):
         self._fragments = [(f.id, f.physical_rows) for f in ds._manifest.fragments]
 
     def partitions(self) -> list[FragmentSlice]:
-        out = []
-        for frag_id, rows in self._fragments:
-            for start in range(0, max(rows, 1), self.rows_per_partition):
-                out.append(FragmentSlice(self.uri, self.version, frag_id, start,
-                                         min(start + self.rows_per_partition, rows)))
+        out = self.slices(self.version, self._fragments)
         return out or [FragmentSlice(self.uri, self.version, -1, 0, 0)]  # Spark needs one partition
+
+    def slices(self, version: int, fragments: list[tuple[int, int]]) -> list[FragmentSlice]:
+        """Row ranges of at most ``rows_per_partition`` over ``(fragment id, physical rows)``."""
+        return [FragmentSlice(self.uri, version, frag_id, start, min(start + self.rows_per_partition, rows))
+                for frag_id, rows in fragments for start in range(0, max(rows, 1), self.rows_per_partition)]
 
     def read(self, partition: FragmentSlice) -> Iterator[pa.RecordBatch]:
         ds = LanceDataset(partition.uri, version=partition.version, storage_options=self.storage_options)

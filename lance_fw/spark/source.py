@@ -4,7 +4,7 @@ Read options: ``version``, ``columns`` (JSON list or comma-separated), ``filter`
 applied exactly), ``batch_size``, ``rows_per_partition``, ``with_row_address``,
 ``storage_options`` (JSON). Write options: ``max_rows_per_file``, ``max_bytes_per_file``,
 ``data_storage_version``, ``commit_message``; streaming adds ``stream_id`` (defaults to the
-query id kept in the checkpoint). There is deliberately no ``pushFilters``: Spark 4.3 either
+query id kept in the checkpoint). Streaming reads take ``starting_version``. There is deliberately no ``pushFilters``: Spark 4.3 either
 refuses it (the default) or reuses a reader's pushed filters for later queries (wrong results).
 """
 
@@ -19,6 +19,7 @@ from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import resolve_storage
 from lance_fw.spark.options import bool_option, columns_option, dataset_uri, int_option, storage_options
 from lance_fw.spark.reader import ROW_ADDRESS, LanceReader
+from lance_fw.spark.stream_reader import LanceStreamReader
 from lance_fw.spark.types import spark_schema, write_schema
 from lance_fw.spark.writer import LanceArrowWriter, LanceStreamWriter, stream_identity
 from lance_fw.table.manifest import list_versions
@@ -45,6 +46,9 @@ class LanceDataSource(DataSource):
 
     def reader(self, schema) -> LanceReader:
         return LanceReader(self.options, schema)
+
+    def streamReader(self, schema) -> LanceStreamReader:
+        return LanceStreamReader(self.options, schema)
 
     def _plan(self, schema, overwrite: bool) -> WritePlan:
         uri = dataset_uri(self.options)
