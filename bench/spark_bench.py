@@ -55,21 +55,16 @@ def main() -> int:
                 df.write.format(fmt).mode("overwrite").save(str(target))
             return run
 
-        def read_all(fmt, **options):
+        def query(fmt, aggregate, **options):
             def run():
-                reader = spark.read.format(fmt)
-                for k, v in options.items():
-                    reader = reader.option(k, v)
-                reader.load(str(root / fmt)).groupBy("x").agg({"f": "sum", "s": "max"}).collect()
+                aggregate(spark.read.format(fmt).options(**options).load(str(root / fmt))).collect()
             return run
 
+        def read_all(fmt, **options):
+            return query(fmt, lambda d: d.groupBy("x").agg({"f": "sum", "s": "max"}), **options)
+
         def sum_x(fmt, **options):
-            def run():
-                reader = spark.read.format(fmt)
-                for k, v in options.items():
-                    reader = reader.option(k, v)
-                reader.load(str(root / fmt)).groupBy().sum("x").collect()
-            return run
+            return query(fmt, lambda d: d.groupBy().sum("x"), **options)
 
         for fmt in ("parquet", "lance"):
             write(fmt)()  # warm-up: starts workers, creates the target
