@@ -127,3 +127,52 @@ def test_fragment_filters_and_counts(wide_path):
     assert ours.count_rows("cat < 10") == theirs.count_rows("cat < 10")
     assert_tables_equal(theirs.to_table(columns=["id", "tags"], filter="cat = 4"),
                         ours.to_table(columns=["id", "tags"], filter="cat = 4"))
+
+
+# -- SQL projections (columns=dict) ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def proj_path(tmp_path_factory):
+    n = 500
+    table = pa.table({
+        "x": pa.array([None if i % 9 == 4 else i - 100 for i in range(n)], pa.int64()),
+        "y": pa.array([None if i % 7 == 1 else i / 8 for i in range(n)]),
+        "i": pa.array(np.arange(n) % 17, pa.int32()),
+        "s": pa.array([None if i % 11 == 3 else ["a", "Bc", "dEf ", " g"][i % 4] for i in range(n)]),
+        "b": pa.array([None if i % 13 == 0 else i % 3 == 0 for i in range(n)]),
+        "st": pa.StructArray.from_arrays([pa.array(np.arange(n) % 5, pa.int64()),
+                                          pa.array([f"q{i % 3}" for i in range(n)])], names=["a", "b"]),
+    })
+    path = str(tmp_path_factory.mktemp("proj") / "ds")
+    lance_fw.write_dataset(table, path, max_rows_per_file=200)
+    return path
+
+
+@pytest.mark.parametrize("columns", [
+    {"x2": "x * 2", "s": "s", "up": "upper(s)"},
+    {"z": "x + y", "w": "i * 2", "d": "x / 3", "m": "x % 3", "neg": "-x", "mix": "-x * 2 + (i % 2)"},
+    {"c": "cast(x as double)", "l": "lower(s)", "len": "length(s)", "cc": "concat(s, '_z')", "len1": "length(s) + 1"},
+    {"st_a": "st.a", "cmp": "x > 1", "and": "b AND x > 1", "or": "b OR x > 1", "not": "NOT b", "gt": "x + 1 > 2"},
+    {"co": "coalesce(x, 0)", "abs": "abs(x - 3)", "isnull": "x IS NULL", "lit": "1", "round": "round(y)"},
+    {"r1": "round(y, 1)", "sq": "sqrt(y)", "nif": "nullif(x, 2)", "str": "cast(x as string)", "pw": "power(y, 2)"},
+    {"like": "s LIKE 'a%'", "in": "x IN (1, 2, -50)", "btw": "x BETWEEN 1 AND 20", "sw": "starts_with(s, 'd')"},
+    {"rev": "reverse(s)", "lt": "ltrim(s)", "rep": "replace(s, 'a', 'b')", "ix": "i * x", "ni": "-i", "xy": "x * y"},
+])
+def test_sql_projection_equals_pylance(proj_path, columns):
+    for kwargs in ({}, {"filter": "i < 5"}, {"filter": "x > 150", "limit": 7, "offset": 3}):
+        expected = lance.dataset(proj_path).to_table(columns=columns, **kwargs)
+        ours = lance_fw.dataset(proj_path).to_table(columns=columns, **kwargs)
+        assert ours.column_names == list(columns)
+        for name in columns:  # same types too (nullability aside)
+            assert ours.schema.field(name).type == expected.schema.field(name).type, name
+        assert_tables_equal(expected, ours)
+    scanner = lance_fw.dataset(proj_path).scanner(columns=columns, with_row_id=True)
+    assert scanner.to_table().schema == scanner.projected_schema
+    assert scanner.projected_schema.names == [*columns, "_rowid"]
+
+
+@pytest.mark.parametrize("columns", [{"f": "x * 2.5"}, {"q": "nope + 1"}, {"l": "1"}, {"a": "x AS y"},
+                                     {"c": "CASE WHEN x > 1 THEN 1 ELSE 0 END"}, {"s": "s +"}])
+def test_sql_projection_errors(proj_path, columns):
+    with pytest.raises(lance_fw.errors.InvalidArgumentError):
+        lance_fw.dataset(proj_path).to_table(columns=columns)

@@ -134,7 +134,8 @@ class LanceDataset:
 
     def to_batches(self, columns: list[str] | None = None, filter=None, batch_size: int | None = None,
                    with_row_address: bool = False, fragment_ids=None, **kwargs) -> Iterator[pa.RecordBatch]:
-        if kwargs.get("limit") is not None or kwargs.get("offset") or kwargs.get("with_row_id"):
+        if kwargs.get("limit") is not None or kwargs.get("offset") or kwargs.get("with_row_id") or \
+                isinstance(columns, dict):
             yield from self.scanner(columns, filter, batch_size=batch_size, with_row_address=with_row_address,
                                     **kwargs).to_batches()
             return

@@ -10,14 +10,14 @@ from typing import Iterator
 import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError
+from lance_fw.query.projection import Projection
 
 
 class LanceScanner:
     def __init__(self, ds, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
                  with_row_id: bool = False, with_row_address: bool = False, batch_size: int | None = None,
                  fragments=None, **_ignored):
-        if isinstance(columns, dict):
-            raise InvalidArgumentError("scanner(columns=dict) (SQL projections) is not supported yet")
+        self.projection = Projection(columns, ds.schema) if isinstance(columns, dict) else None
         if (limit is not None and limit < 0) or (offset is not None and offset < 0):
             raise InvalidArgumentError("limit and offset must not be negative")
         self._ds, self.columns, self.filter = ds, columns, filter
@@ -26,8 +26,13 @@ class LanceScanner:
         self.batch_size, self.fragments = batch_size, fragments
 
     @property
+    def _read_columns(self) -> list[str] | None:
+        return self.projection.columns if self.projection is not None else self.columns
+
+    @property
     def projected_schema(self) -> pa.Schema:
-        fields = [f.to_arrow() for f in self._ds._fields(self.columns)]
+        fields = list(self.projection.schema) if self.projection is not None else \
+            [f.to_arrow() for f in self._ds._fields(self.columns)]
         if self.with_row_id:
             fields.append(pa.field("_rowid", pa.uint64()))
         if self.with_row_address:
@@ -37,14 +42,19 @@ class LanceScanner:
     def _raw(self) -> Iterator[pa.RecordBatch]:
         want_address = self.with_row_id or self.with_row_address
         ids = None if self.fragments is None else {getattr(f, "fragment_id", f) for f in self.fragments}
-        for batch in self._ds.to_batches(self.columns, self.filter, self.batch_size, want_address, fragment_ids=ids):
+        for batch in self._ds.to_batches(self._read_columns, self.filter, self.batch_size, want_address,
+                                         fragment_ids=ids):
             if want_address:
                 address = batch.column(batch.num_columns - 1)
                 batch = batch.drop_columns(["_rowaddr"])
-                if self.with_row_id:  # without stable row ids the row id is the row address
-                    batch = batch.append_column("_rowid", address)
-                if self.with_row_address:
-                    batch = batch.append_column("_rowaddr", address)
+            if self.projection is not None:
+                projected = self.projection.apply(batch)
+                batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in projected.columns],
+                                                   schema=projected.schema)
+            if self.with_row_id:  # without stable row ids the row id is the row address
+                batch = batch.append_column("_rowid", address)
+            if self.with_row_address:
+                batch = batch.append_column("_rowaddr", address)
             yield batch
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
