@@ -176,3 +176,59 @@ def test_sql_projection_equals_pylance(proj_path, columns):
 def test_sql_projection_errors(proj_path, columns):
     with pytest.raises(lance_fw.errors.InvalidArgumentError):
         lance_fw.dataset(proj_path).to_table(columns=columns)
+
+
+# -- stable row ids -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def stable_ids_path(tmp_path_factory):
+    """Stable row ids through appends (pylance's and ours), deletes and a compaction, so the
+    fragments carry range, bitmap and array segments."""
+    path = str(tmp_path_factory.mktemp("rowids") / "ds")
+    lance.write_dataset(pa.table({"id": list(range(10))}), path, enable_stable_row_ids=True)
+    lance.write_dataset(pa.table({"id": list(range(10, 25))}), path, mode="append")
+    lance.dataset(path).delete("id % 4 = 1")
+    lance.dataset(path).optimize.compact_files(target_rows_per_fragment=100)
+    lance_fw.write_dataset(pa.table({"id": list(range(100, 110))}), path, mode="append")
+    lance.write_dataset(pa.table({"id": list(range(200, 205))}), path, mode="append")
+    lance.dataset(path).delete("id = 103 OR id = 201")
+    return path
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"with_row_id": True}, {"with_row_id": True, "with_row_address": True},
+    {"with_row_id": True, "filter": "_rowid > 20 AND id > 0"}, {"with_row_id": True, "limit": 5, "offset": 17},
+    {"with_row_id": True, "columns": {"double": "id * 2"}},
+])
+def test_stable_row_ids_equal_pylance(stable_ids_path, kwargs):
+    expected = lance.dataset(stable_ids_path).to_table(**kwargs)
+    assert expected.column("_rowid").to_pylist() != expected.column("_rowid").to_pylist()[:1] * expected.num_rows
+    assert_tables_equal(expected, lance_fw.dataset(stable_ids_path).to_table(**kwargs))
+
+
+def test_take_rows_by_stable_id(stable_ids_path):
+    ids = [3, 7, 25, 27, 0, 1000, 26]  # 25 and 1000 name no live row
+    assert_tables_equal(lance.dataset(stable_ids_path)._take_rows(ids),
+                        lance_fw.dataset(stable_ids_path)._take_rows(ids))
+    fragment = lance_fw.dataset(stable_ids_path).get_fragments()[-1]
+    theirs = lance.dataset(stable_ids_path).get_fragments()[-1]
+    assert_tables_equal(theirs.to_table(with_row_id=True), fragment.to_table(with_row_id=True))
+
+
+def test_row_id_segment_kinds():
+    from lance_fw._proto import rowids_pb2 as pb
+    from lance_fw.table.row_ids import segment_values
+
+    seg = pb.U64Segment
+    holes = pb.EncodedU64Array(u16_array=pb.EncodedU64Array.U16Array(base=10, offsets=np.array([1, 3], "<u2").tobytes()))
+    cases = [
+        (seg(range=seg.Range(start=5, end=9)), [5, 6, 7, 8]),
+        (seg(range_with_holes=seg.RangeWithHoles(start=10, end=15, holes=holes)), [10, 12, 14]),
+        (seg(range_with_bitmap=seg.RangeWithBitmap(start=0, end=9, bitmap=bytes([0xDD, 0x01]))), [0, 2, 3, 4, 6, 7, 8]),
+        (seg(sorted_array=pb.EncodedU64Array(u32_array=pb.EncodedU64Array.U32Array(
+            base=2**33, offsets=np.array([0, 70000], "<u4").tobytes()))), [2**33, 2**33 + 70000]),
+        (seg(array=pb.EncodedU64Array(u64_array=pb.EncodedU64Array.U64Array(
+            values=np.array([9, 2**40, 3], "<u8").tobytes()))), [9, 2**40, 3]),
+    ]
+    for segment, expected in cases:
+        assert segment_values(segment, "test").tolist() == expected

@@ -134,9 +134,10 @@ class LanceDataset:
 
     def to_batches(self, columns: list[str] | None = None, filter=None, batch_size: int | None = None,
                    with_row_address: bool = False, fragment_ids=None, **kwargs) -> Iterator[pa.RecordBatch]:
-        if kwargs.get("limit") is not None or kwargs.get("offset") or kwargs.get("with_row_id") or \
-                isinstance(columns, dict):
+        with_row_id = bool(kwargs.pop("with_row_id", False))
+        if kwargs.get("limit") is not None or kwargs.get("offset") or isinstance(columns, dict):
             yield from self.scanner(columns, filter, batch_size=batch_size, with_row_address=with_row_address,
+                                    with_row_id=with_row_id,
                                     **kwargs).to_batches()
             return
         fields = self._fields(columns)
@@ -150,10 +151,12 @@ class LanceDataset:
             reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
             try:
                 if matcher is None:
-                    yield from reader.batches(fields, batch_size or DEFAULT_BATCH_SIZE, with_row_address)
+                    yield from reader.batches(fields, batch_size or DEFAULT_BATCH_SIZE, with_row_address,
+                                              with_row_id)
                 else:
                     yield from reader.filtered_batches(fields, filter_fields, matcher,
-                                                       batch_size or DEFAULT_BATCH_SIZE, with_row_address)
+                                                       batch_size or DEFAULT_BATCH_SIZE, with_row_address,
+                                                       with_row_id)
             finally:
                 reader.close()
 
@@ -174,8 +177,29 @@ class LanceDataset:
         return self._take(wanted, columns, by_address=False)
 
     def _take_rows(self, row_ids, columns: list[str] | None = None, **_ignored) -> pa.Table:
-        """Rows by row address (``fragment_id << 32 | offset``), which is the row id without stable row ids."""
-        return self._take(np.asarray(row_ids, dtype=np.uint64).reshape(-1), columns, by_address=True)
+        """Rows by row id: the row address (``fragment_id << 32 | offset``) without stable row ids;
+        with them, ids are looked up in the fragments' sequences (ids of deleted rows give nothing)."""
+        wanted = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
+        if self._manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS:
+            wanted = self._addresses_of(wanted)
+        return self._take(wanted, columns, by_address=True)
+
+    def _addresses_of(self, row_ids: np.ndarray) -> np.ndarray:
+        """Row addresses of the live rows with these stable ids, in the order asked."""
+        ids, addresses = [], []
+        for frag in self._manifest.fragments:
+            reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
+            offsets = reader.live_offsets()
+            seq = reader.row_ids
+            ids.append(offsets.astype(np.uint64) if seq is None else seq[offsets])
+            addresses.append(offsets.astype(np.uint64) | np.uint64(frag.id << 32))
+        if not ids:
+            return np.zeros(0, np.uint64)
+        all_ids, all_addresses = np.concatenate(ids), np.concatenate(addresses)
+        order = np.argsort(all_ids, kind="stable")
+        pos = np.searchsorted(all_ids[order], row_ids).clip(0, max(len(order) - 1, 0))
+        found = all_ids[order][pos] == row_ids if len(order) else np.zeros(len(row_ids), bool)
+        return all_addresses[order][pos[found]]
 
     def _take(self, wanted: np.ndarray, columns, by_address: bool) -> pa.Table:
         fields = self._fields(columns)
@@ -275,11 +299,14 @@ class LanceFragment:
 
     def to_batches(self, columns=None, filter=None, batch_size: int | None = None, **kwargs):
         yield from self._ds.to_batches(columns, filter, batch_size, kwargs.get("with_row_address", False),
+                                       with_row_id=kwargs.get("with_row_id", False),
                                        fragment_ids={self.fragment_id})
 
     def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
         fields = self._ds._fields(columns)
         schema = pa.schema([f.to_arrow() for f in fields])
+        if kwargs.get("with_row_id"):
+            schema = schema.append(pa.field("_rowid", pa.uint64()))
         if kwargs.get("with_row_address"):
             schema = schema.append(pa.field("_rowaddr", pa.uint64()))
         return pa.Table.from_batches(list(self.to_batches(columns, filter, **kwargs)), schema=schema)

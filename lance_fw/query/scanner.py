@@ -40,21 +40,15 @@ class LanceScanner:
         return pa.schema(fields)
 
     def _raw(self) -> Iterator[pa.RecordBatch]:
-        want_address = self.with_row_id or self.with_row_address
         ids = None if self.fragments is None else {getattr(f, "fragment_id", f) for f in self.fragments}
-        for batch in self._ds.to_batches(self._read_columns, self.filter, self.batch_size, want_address,
-                                         fragment_ids=ids):
-            if want_address:
-                address = batch.column(batch.num_columns - 1)
-                batch = batch.drop_columns(["_rowaddr"])
+        extra = [n for n, on in (("_rowid", self.with_row_id), ("_rowaddr", self.with_row_address)) if on]
+        for batch in self._ds.to_batches(self._read_columns, self.filter, self.batch_size, self.with_row_address,
+                                         fragment_ids=ids, with_row_id=self.with_row_id):
             if self.projection is not None:
-                projected = self.projection.apply(batch)
-                batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in projected.columns],
-                                                   schema=projected.schema)
-            if self.with_row_id:  # without stable row ids the row id is the row address
-                batch = batch.append_column("_rowid", address)
-            if self.with_row_address:
-                batch = batch.append_column("_rowaddr", address)
+                tail = [batch.column(n) for n in extra]
+                projected = self.projection.apply(batch.drop_columns(extra))
+                batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in projected.columns] + tail,
+                                                   names=projected.column_names + extra)
             yield batch
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:

@@ -13,6 +13,7 @@ from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.deletion import deletion_path, read_deleted_offsets
+from lance_fw.table.row_ids import fragment_row_ids
 
 DEFAULT_BATCH_SIZE = 8192
 
@@ -118,16 +119,36 @@ class FragmentReader:
         mask[deleted[lo:hi].astype(np.int64) - start] = False
         return mask
 
-    def batches(self, fields: list[LanceField], batch_size: int = DEFAULT_BATCH_SIZE,
-                with_row_address: bool = False) -> Iterator[pa.RecordBatch]:
+    @cached_property
+    def row_ids(self) -> np.ndarray | None:
+        """Stable row id of every physical row, or None (then row ids are row addresses)."""
+        return fragment_row_ids(self.storage, self.base_uri, self.fragment)
+
+    def _row_columns(self, start: int, stop: int) -> tuple[pa.Array, pa.Array]:
+        """``_rowid`` and ``_rowaddr`` of physical rows [start, stop)."""
+        address = pa.array(np.arange(start, stop, dtype=np.uint64) | np.uint64(self.fragment.id << 32))
+        ids = self.row_ids
+        return (address if ids is None else pa.array(ids[start:stop])), address
+
+    @staticmethod
+    def _schema(fields: list[LanceField], with_row_id: bool, with_row_address: bool) -> pa.Schema:
         schema = pa.schema([f.to_arrow() for f in fields])
+        if with_row_id:
+            schema = schema.append(pa.field("_rowid", pa.uint64()))
         if with_row_address:
             schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+        return schema
+
+    def batches(self, fields: list[LanceField], batch_size: int = DEFAULT_BATCH_SIZE,
+                with_row_address: bool = False, with_row_id: bool = False) -> Iterator[pa.RecordBatch]:
+        schema = self._schema(fields, with_row_id, with_row_address)
         for start in range(0, self.physical_rows, batch_size):
             stop = min(start + batch_size, self.physical_rows)
             arrays = self.read_range(fields, start, stop)
-            if with_row_address:
-                arrays.append(pa.array(np.arange(start, stop, dtype=np.uint64) | np.uint64(self.fragment.id << 32)))
+            if with_row_id or with_row_address:
+                row_id, address = self._row_columns(start, stop)
+                arrays += [row_id] if with_row_id else []
+                arrays += [address] if with_row_address else []
             batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
             mask = self.live_mask(start, stop)
             if mask is not None:
@@ -136,23 +157,21 @@ class FragmentReader:
                 yield batch
 
     def filtered_batches(self, fields: list[LanceField], filter_fields: list[LanceField], matcher: Matcher,
-                         batch_size: int = DEFAULT_BATCH_SIZE,
-                         with_row_address: bool = False) -> Iterator[pa.RecordBatch]:
+                         batch_size: int = DEFAULT_BATCH_SIZE, with_row_address: bool = False,
+                         with_row_id: bool = False) -> Iterator[pa.RecordBatch]:
         """Late materialisation: per batch the filter's columns are read and ``matcher`` run first;
         the other projected columns are read only for batches with matches (a few matching rows
-        through ``take_physical``, many as a range). Rows stay in physical order."""
-        schema = pa.schema([f.to_arrow() for f in fields])
-        if with_row_address:
-            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+        through ``take_physical``, many as a range). Rows stay in physical order. The filter also
+        sees ``_rowid`` and ``_rowaddr``."""
+        schema = self._schema(fields, with_row_id, with_row_address)
         filter_ids = [f.id for f in filter_fields]
-        probe_schema = pa.schema([f.to_arrow() for f in filter_fields]).append(pa.field("_rowaddr", pa.uint64()))
+        probe_schema = self._schema(filter_fields, True, True)
         others = [f for f in fields if f.id not in filter_ids]
-        base = np.uint64(self.fragment.id << 32)
         step = max(batch_size, PROBE_ROWS)  # one filter call per many rows; output stays batch_size
         for start in range(0, self.physical_rows, step):
             stop = min(start + step, self.physical_rows)
-            address = pa.array(np.arange(start, stop, dtype=np.uint64) | base)
-            probe = pa.RecordBatch.from_arrays(self.read_range(filter_fields, start, stop) + [address],
+            row_id, address = self._row_columns(start, stop)
+            probe = pa.RecordBatch.from_arrays(self.read_range(filter_fields, start, stop) + [row_id, address],
                                                schema=probe_schema)
             hits = np.asarray(matcher(probe), np.int64)
             mask = self.live_mask(start, stop)
@@ -170,8 +189,8 @@ class FragmentReader:
             by_id = dict(zip((f.id for f in others), fetched))
             arrays = [probe.column(filter_ids.index(f.id)).take(chosen) if f.id in filter_ids else by_id[f.id]
                       for f in fields]
-            if with_row_address:
-                arrays.append(address.take(chosen))
+            arrays += [row_id.take(chosen)] if with_row_id else []
+            arrays += [address.take(chosen)] if with_row_address else []
             out = pa.RecordBatch.from_arrays(arrays, schema=schema)
             for lo in range(0, out.num_rows, batch_size):
                 yield out.slice(lo, batch_size)

@@ -1,0 +1,78 @@
+"""Stable row ids: a fragment's ``RowIdSequence`` (``protos/rowids.proto``) as one id per physical row.
+
+With the stable-row-id feature each fragment stores the ids of its physical rows (deleted rows
+included; deletions live in the deletion file) inline or in an external file. Without it the row
+id is the row address, ``fragment_id << 32 | offset``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lance_fw._proto import rowids_pb2
+from lance_fw.errors import CorruptFileError
+from lance_fw.file.container import parse_message
+from lance_fw.io.storage import Storage, join_uri
+
+
+def fragment_row_ids(storage: Storage, base_uri: str, fragment) -> np.ndarray | None:
+    """The row id of every physical row of ``fragment`` (uint64), or None when it has none."""
+    where = f"{base_uri}: fragment {fragment.id} row ids"
+    which = fragment.WhichOneof("row_id_sequence")
+    if which is None:
+        return None
+    if which == "inline_row_ids":
+        raw = bytes(fragment.inline_row_ids)
+    else:
+        ext = fragment.external_row_ids
+        with storage.open_reader(join_uri(base_uri, ext.path)) as reader:
+            raw = reader.read_exact(ext.offset, ext.size, "external row id sequence")
+    sequence = parse_message(rowids_pb2.RowIdSequence, raw, where, "row id sequence")
+    parts = [segment_values(s, where) for s in sequence.segments]
+    ids = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    if len(ids) != fragment.physical_rows:
+        raise CorruptFileError(where, f"{len(ids)} row ids for {fragment.physical_rows} physical rows")
+    return ids
+
+
+def segment_values(segment, where: str) -> np.ndarray:
+    kind = segment.WhichOneof("segment")
+    if kind == "range":
+        return _range(segment.range.start, segment.range.end, where)
+    if kind == "range_with_holes":
+        r = segment.range_with_holes
+        return np.setdiff1d(_range(r.start, r.end, where), array_values(r.holes, where), assume_unique=True)
+    if kind == "range_with_bitmap":
+        r = segment.range_with_bitmap
+        span = _range(r.start, r.end, where)
+        bits = np.unpackbits(np.frombuffer(r.bitmap, np.uint8), bitorder="little")
+        if len(bits) < len(span):
+            raise CorruptFileError(where, f"row id bitmap of {len(bits)} bits for a range of {len(span)}")
+        return span[bits[:len(span)].astype(bool)]
+    if kind in ("sorted_array", "array"):
+        return array_values(getattr(segment, kind), where)
+    raise CorruptFileError(where, f"unknown row id segment kind {kind!r}")
+
+
+def array_values(array, where: str) -> np.ndarray:
+    """An ``EncodedU64Array``: u16/u32 offsets from a base, or plain u64 values."""
+    kind = array.WhichOneof("array")
+    if kind in ("u16_array", "u32_array"):
+        msg = getattr(array, kind)
+        dtype = "<u2" if kind == "u16_array" else "<u4"
+        if len(msg.offsets) % np.dtype(dtype).itemsize:
+            raise CorruptFileError(where, f"{kind} offsets of {len(msg.offsets)} bytes")
+        return np.frombuffer(msg.offsets, dtype).astype(np.uint64) + np.uint64(msg.base)
+    if kind == "u64_array":
+        if len(array.u64_array.values) % 8:
+            raise CorruptFileError(where, f"u64 row id array of {len(array.u64_array.values)} bytes")
+        return np.frombuffer(array.u64_array.values, "<u8").astype(np.uint64)
+    if kind is None:
+        return np.zeros(0, np.uint64)
+    raise CorruptFileError(where, f"unknown row id array kind {kind!r}")
+
+
+def _range(start: int, end: int, where: str) -> np.ndarray:
+    if end < start:
+        raise CorruptFileError(where, f"row id range [{start}, {end}) is reversed")
+    return np.arange(start, end, dtype=np.uint64)
