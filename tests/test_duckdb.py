@@ -77,3 +77,84 @@ def test_ctas_copy_version_and_install(dataset, tmp_path):
     assert con.sql(f"SELECT count(*) FROM lance_scan('{dataset}')").fetchall() == [(N + 1,)]
     raw = fw_duckdb.install(fw_duckdb.duckdb.connect())
     assert fw_duckdb.sql(raw, f"SELECT count(*) FROM lance_scan('{dataset}', version := 1)").fetchall() == [(N,)]
+
+
+# -- fragments decoded in a bounded thread pool --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def many_fragments(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("many") / "ds")
+    lance_fw.write_dataset(_table(), path, max_rows_per_file=50)  # 60 fragments
+    return path
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """(fragment id, thread name) of every fragment reader opened; DuckDB decodes 4 fragments ahead."""
+    import threading
+
+    from lance_fw.table import fragment
+
+    monkeypatch.setattr(fw_duckdb, "READAHEAD", 4)
+    seen = []
+    original = fragment.FragmentReader.__init__
+
+    def counting(self, *args, **kwargs):
+        seen.append((args[2].id, threading.current_thread().name))
+        original(self, *args, **kwargs)
+    monkeypatch.setattr(fragment.FragmentReader, "__init__", counting)
+    return seen
+
+
+def test_limit_opens_only_a_few_fragments(many_fragments, opened):
+    rows = fw_duckdb.connect().sql(f"SELECT id, name FROM lance_scan('{many_fragments}') LIMIT 10").fetchall()
+    everything = set(zip(range(N), _table().column("name").to_pylist()))
+    assert len(rows) == 10 and set(rows) <= everything
+    assert 1 <= len(opened) <= 4, opened  # the fragment read plus at most 3 ahead, not all 60
+
+
+def test_readahead_results_unchanged(many_fragments, opened):
+    con = fw_duckdb.connect()
+    plain = fw_duckdb.duckdb.connect()
+    plain.register("arrow_table", _table())
+    for query in QUERIES:
+        assert con.sql(query.format(t=f"lance_scan('{many_fragments}')")).fetchall() == \
+            plain.sql(query.format(t="arrow_table")).fetchall()
+    assert any(name.startswith("lance_fw-readahead") for _, name in opened)
+    point = f"SELECT * FROM lance_scan('{many_fragments}') WHERE id = 2345"
+    assert con.sql(point).fetchall() == plain.sql("SELECT * FROM arrow_table WHERE id = 2345").fetchall()
+
+
+def test_readahead_order_errors_and_early_close():
+    import time
+
+    from lance_fw.query.scanner import readahead
+
+    started, closed = [], []
+
+    def produce(item):
+        started.append(item)
+        try:
+            for k in range(3):
+                if item == 7 and k == 1:
+                    raise lance_fw.errors.CorruptFileError(f"item {item}", "broken")
+                yield pa.record_batch({"x": [item * 10 + k]})
+        finally:
+            closed.append(item)
+
+    out = [b.column(0)[0].as_py() for b in readahead(list(range(5)), produce, ahead=3)]
+    assert out == [i * 10 + k for i in range(5) for k in range(3)]
+    def settled() -> bool:  # every producer a worker started has been closed
+        deadline = time.time() + 5
+        while sorted(closed) != sorted(started) and time.time() < deadline:
+            time.sleep(0.01)
+        return sorted(closed) == sorted(started)
+
+    with pytest.raises(lance_fw.errors.CorruptFileError):
+        list(readahead(list(range(10)), produce, ahead=3))
+    assert settled() and max(started) <= 9
+    started.clear(), closed.clear()
+    stream = readahead(list(range(50)), produce, ahead=3, depth=1)
+    assert next(stream).column(0)[0].as_py() == 0
+    stream.close()
+    assert settled() and len(started) <= 3

@@ -14,7 +14,7 @@ from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
 from lance_fw.query.filter import filter_columns, parse_filter
-from lance_fw.query.scanner import LanceScanner
+from lance_fw.query.scanner import LanceScanner, readahead
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
@@ -145,20 +145,20 @@ class LanceDataset:
         if filter is not None:  # late materialisation: the filter's columns first, the rest for matches
             matcher = _matcher(_expression(filter, self.schema))
             filter_fields = self._fields(self._filter_columns(filter))
-        for frag in self._manifest.fragments:
-            if fragment_ids is not None and frag.id not in fragment_ids:
-                continue
+        size = batch_size or DEFAULT_BATCH_SIZE
+
+        def fragment_batches(frag) -> Iterator[pa.RecordBatch]:
             reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
             try:
                 if matcher is None:
-                    yield from reader.batches(fields, batch_size or DEFAULT_BATCH_SIZE, with_row_address,
-                                              with_row_id)
+                    yield from reader.batches(fields, size, with_row_address, with_row_id)
                 else:
-                    yield from reader.filtered_batches(fields, filter_fields, matcher,
-                                                       batch_size or DEFAULT_BATCH_SIZE, with_row_address,
+                    yield from reader.filtered_batches(fields, filter_fields, matcher, size, with_row_address,
                                                        with_row_id)
             finally:
                 reader.close()
+        chosen = [f for f in self._manifest.fragments if fragment_ids is None or f.id in fragment_ids]
+        yield from readahead(chosen, fragment_batches, int(kwargs.get("fragment_readahead") or 0))
 
     def to_table(self, columns: list[str] | None = None, filter=None, limit: int | None = None,
                  offset: int | None = None, **kwargs) -> pa.Table:

@@ -10,6 +10,7 @@ the filter is applied exactly (DuckDB does not re-check it).
 from __future__ import annotations
 
 import hashlib
+import os
 from importlib import resources
 
 import duckdb
@@ -19,6 +20,9 @@ import pyarrow.dataset as pads
 import lance_fw
 
 _MACRO_FILE = "lance_scan.sql"
+
+#: Fragments DuckDB scans decode at once (worker threads; see ``query.scanner.readahead``).
+READAHEAD = min(4, os.cpu_count() or 1)
 
 
 def _macro_sql() -> str:
@@ -41,7 +45,10 @@ class DuckDBDataset(pads.Dataset):
         return self._lance.schema
 
     def scanner(self, columns=None, filter=None, **kwargs):
-        return self._lance.scanner(columns=columns, filter=filter, batch_size=kwargs.get("batch_size"))
+        """Fragments are decoded up to ``READAHEAD`` at a time in worker threads, lazily and with
+        bounded buffers (DuckDB stops pulling at a LIMIT, so little is read ahead)."""
+        return self._lance.scanner(columns=columns, filter=filter, batch_size=kwargs.get("batch_size"),
+                                   fragment_readahead=READAHEAD)
 
     def count_rows(self, **kwargs) -> int:
         return self._lance.count_rows()
