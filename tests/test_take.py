@@ -107,3 +107,17 @@ def test_take_out_of_range(uri):
     lance_fw.write_dataset(all_types_table(10), uri)
     with pytest.raises(lance_fw.errors.InvalidArgumentError):
         lance_fw.dataset(uri).take([10])
+
+
+def test_fastlanes_gather_equals_unpack():
+    """Random access unpacks single values of inline-bitpacked blocks (every type and width)."""
+    from lance_fw_plugins.encodings_v2_1 import fastlanes
+
+    rng = np.random.default_rng(0)
+    for t in (8, 16, 32, 64):
+        for w in (0, 1, 3, 7, t - 1, t):
+            values = rng.integers(0, 2 ** min(w, 63), 3 * 1024, dtype=np.uint64).astype(fastlanes.utype(t))
+            data = np.concatenate([np.frombuffer(b, fastlanes.utype(t))
+                                   for b in fastlanes.pack_inline_blocks(values, t)])
+            at = rng.integers(0, len(values), 60)
+            assert (fastlanes.unpack_inline_at(data, t, 3, at // 1024, at % 1024) == values[at]).all(), (t, w)

@@ -156,9 +156,9 @@ class LanceFileReader:
             raise CorruptFileError(self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, "
                                               f"need {int(rows[-1]) + 1}")
         page_of = np.searchsorted(np.asarray(starts, np.int64), rows, side="right") - 1
-        cuts = np.flatnonzero(np.diff(page_of)) + 1
+        cuts = (np.flatnonzero(page_of[1:] != page_of[:-1]) + 1).tolist()
         pieces = []
-        for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(rows)].tolist()):
+        for lo, hi in zip([0] + cuts, cuts + [len(rows)]):
             p = int(page_of[lo])
             local = rows[lo:hi] - starts[p]
             whole = self._cached(col, p)

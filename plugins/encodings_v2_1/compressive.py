@@ -657,6 +657,13 @@ def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], cou
                                               f"is not a whole number of {t}-bit words")
             bufs.append(raw)
         stream = np.concatenate(bufs).view(_UINT[t])
+        if needed is not None and len(needed) * 8 < len(chunks) * fastlanes.BLOCK:  # a few values: gather them
+            first = np.zeros(len(counts) + 1, np.int64)
+            np.cumsum(counts, out=first[1:])
+            block = np.searchsorted(first, needed, side="right") - 1
+            values = np.zeros(int(first[-1]), _UINT[t])
+            values[needed] = fastlanes.unpack_inline_at(stream, t, len(chunks), block, needed - first[block], where)
+            return DecodedValues("fixed", int(first[-1]), values, t)
         values = fastlanes.unpack_inline(stream, t, len(chunks) * fastlanes.BLOCK, where)
         if any(c != fastlanes.BLOCK for c in counts[:-1]):
             keep = (np.arange(fastlanes.BLOCK)[None, :] < np.array(counts)[:, None]).reshape(-1)

@@ -241,3 +241,33 @@ def pack_inline_blocks(values: np.ndarray, uncompressed_bits: int) -> list[bytes
         for i, row in zip(sel.tolist(), rows):
             out[i] = header + bytes(row)
     return out
+
+
+def unpack_inline_at(data, uncompressed_bits: int, num_blocks: int, block_of: np.ndarray, position: np.ndarray,
+                     where: str = "inline bitpacking") -> np.ndarray:
+    """Only the values at ``position`` (0..1023) of blocks ``block_of`` of inline-bitpacked data:
+    each is gathered from its one or two packed words (random access needs a few values of a
+    block, not all 1024)."""
+    t = uncompressed_bits
+    dt = utype(t)
+    lanes = BLOCK // t
+    words = _as_words(data, dt)
+    starts, widths = _inline_block_offsets(words, t, num_blocks, where)
+    out = np.zeros(len(position), dtype=dt)
+    w_of = widths[block_of]
+    for w in np.unique(w_of).tolist():
+        if w == 0:
+            continue
+        sel = np.flatnonzero(w_of == w)
+        lo, hi, shift, hshift, straddle, mask, any_straddle = _plan(t, w)
+        p, base = position[sel], starts[block_of[sel]]
+        if w == t:
+            rows, lane = _row_lane(t)
+            out[sel] = words[base + rows[p] * lanes + lane[p]]
+            continue
+        value = words[base + lo[p]] >> shift[p]
+        if any_straddle:
+            high = (words[base + hi[p]] << dt.type(1)) << hshift[p]
+            value |= np.where(straddle[p], high, dt.type(0))
+        out[sel] = value & mask
+    return out

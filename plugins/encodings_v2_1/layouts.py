@@ -96,21 +96,15 @@ def _parse_chunks(data: np.ndarray, starts: list, sizes: list, has_rep: bool, ha
     if len(starts_a) and (ends - starts_a < header).any():
         raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
 
-    def word(offset: int, nbytes: int) -> np.ndarray:
-        idx = starts_a + offset
-        out = np.zeros(len(idx), np.int64)
-        for k in range(nbytes):
-            out |= data[idx + k].astype(np.int64) << (8 * k)
-        return out
-
-    num_levels = word(0, 2)
-    pos = 2
-    rep_bytes = def_bytes = np.zeros(len(starts_a), np.int64)
-    if has_rep:
-        rep_bytes, pos = word(pos, 2), pos + 2
-    if has_def:
-        def_bytes, pos = word(pos, 2), pos + 2
-    buf_sizes = [word(pos + k * width, width) for k in range(nbuf)]
+    # every chunk's header bytes as one (chunks, header) grid, then its u16 / u32 fields
+    grid = data[starts_a[:, None] + np.arange(header)[None, :]] if len(starts_a) else np.zeros((0, header), np.uint8)
+    small = np.ascontiguousarray(grid[:, :2 * (1 + has_rep + has_def)]).view("<u2").astype(np.int64)
+    num_levels = small[:, 0]
+    zeros = np.zeros(len(starts_a), np.int64)
+    rep_bytes = small[:, 1] if has_rep else zeros
+    def_bytes = small[:, 1 + has_rep] if has_def else zeros
+    wide = np.ascontiguousarray(grid[:, 2 * (1 + has_rep + has_def):]).view("<u4" if large else "<u2")
+    buf_sizes = [wide[:, k].astype(np.int64) for k in range(nbuf)]
     rep_start = starts_a + (header + 7) // 8 * 8
     def_start = rep_start + _pad8_array(rep_bytes)
     cursor = def_start + _pad8_array(def_bytes)
