@@ -247,6 +247,28 @@ class LanceDataset:
                               predicate if isinstance(predicate, str) else str(predicate))
         self.__init__(self.uri, version=version, _storage=self._storage)
 
+    def update(self, updates: dict[str, str], where: str | None = None) -> dict:
+        """Set columns to SQL expressions (``{"name": "upper(name)"}``) on the rows matching ``where``."""
+        from lance_fw.table.merge_insert import update
+
+        rows, version = update(self, updates, where)
+        self.__init__(self.uri, version=version, _storage=self._storage)
+        return {"num_rows_updated": rows}
+
+    def merge_insert(self, on: str | list[str]):
+        """Upsert builder: ``.when_matched_update_all().when_not_matched_insert_all().execute(data)``."""
+        from lance_fw.table.merge_insert import MergeInsertBuilder
+
+        return MergeInsertBuilder(self, on)
+
+    def cleanup_old_versions(self, older_than=None, retain_versions: int | None = None, *,
+                             delete_unverified: bool = False, error_if_tagged_old_versions: bool = True, **_ignored):
+        """Remove versions older than ``older_than`` (default two weeks) and files only they use."""
+        from lance_fw.table.cleanup import cleanup_old_versions
+
+        return cleanup_old_versions(self._storage, self.uri, older_than, retain_versions, delete_unverified,
+                                    error_if_tagged_old_versions)
+
 
 def _matcher(expression: pc.Expression):
     """Indices of the rows of a batch for which ``expression`` is true (null counts as false)."""

@@ -8,6 +8,7 @@ deleted is dropped from the manifest instead.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -23,10 +24,25 @@ from lance_fw.table.transaction import Delete, commit
 Matcher = Callable[[FragmentReader, object], np.ndarray]
 
 
-def delete_rows(ds, matcher: Matcher, predicate_text: str) -> int:
-    """Delete the rows ``matcher`` selects from ``ds`` (a LanceDataset); return the new version."""
-    read_version = ds.version
-    updated, removed, expected, written = [], [], {}, []
+@dataclass
+class StagedDeletions:
+    """New deletion files written for a delete, not yet committed (``written`` paths undo them)."""
+
+    read_version: int
+    updated: list = field(default_factory=list)  # fragments with their new deletion file
+    removed: list = field(default_factory=list)  # ids of fragments with every row deleted
+    expected: dict = field(default_factory=dict)  # fragment id -> deletion file id planned against
+    written: list = field(default_factory=list)
+    rows: int = 0
+
+    def undo(self, storage) -> None:
+        for path in self.written:
+            storage.delete(path)
+
+
+def stage_deletions(ds, matcher: Matcher) -> StagedDeletions:
+    """Write the deletion files for the rows ``matcher`` selects in each fragment of ``ds``."""
+    staged = StagedDeletions(ds.version)
     try:
         for frag in ds._manifest.fragments:
             reader = FragmentReader(ds._storage, ds.uri, frag, ds.lance_schema)
@@ -34,33 +50,49 @@ def delete_rows(ds, matcher: Matcher, predicate_text: str) -> int:
                 hits = matcher(reader, frag)
                 if not len(hits):
                     continue
-                deleted = np.union1d(reader.deleted.astype(np.uint32), hits.astype(np.uint32))
+                before = reader.deleted.astype(np.uint32)
+                deleted = np.union1d(before, hits.astype(np.uint32))
             finally:
                 reader.close()
-            expected[frag.id] = frag.deletion_file.id if frag.HasField("deletion_file") else 0
+            staged.rows += len(deleted) - len(before)
+            staged.expected[frag.id] = frag.deletion_file.id if frag.HasField("deletion_file") else 0
             if len(deleted) >= frag.physical_rows:
-                removed.append(frag.id)
+                staged.removed.append(frag.id)
                 continue
             file_type = ARROW_ARRAY if len(deleted) <= BITMAP_THRESHOLD else BITMAP
             file_id = random.getrandbits(63)
-            path = deletion_path(ds.uri, frag.id, read_version, file_id, file_type)
+            path = deletion_path(ds.uri, frag.id, staged.read_version, file_id, file_type)
             ds._storage.write_bytes(path, codec(file_type).encode(deleted))
-            written.append(path)
+            staged.written.append(path)
             copy = table_pb2.DataFragment()
             copy.CopyFrom(frag)
             copy.deletion_file.file_type = file_type
-            copy.deletion_file.read_version = read_version
+            copy.deletion_file.read_version = staged.read_version
             copy.deletion_file.id = file_id
             copy.deletion_file.num_deleted_rows = len(deleted)
-            updated.append(copy)
-        if not updated and not removed:
-            return ds.version
-        op = Delete(updated=updated, removed=removed, expected=expected, predicate=predicate_text)
-        return commit(ds._storage, ds.uri, op, read_version=read_version)
+            staged.updated.append(copy)
     except BaseException:
-        for path in written:
-            ds._storage.delete(path)
+        staged.undo(ds._storage)
         raise
+    return staged
+
+
+def delete_rows(ds, matcher: Matcher, predicate_text: str) -> int:
+    """Delete the rows ``matcher`` selects from ``ds`` (a LanceDataset); return the new version."""
+    staged = stage_deletions(ds, matcher)
+    if not staged.updated and not staged.removed:
+        return ds.version
+    op = Delete(updated=staged.updated, removed=staged.removed, expected=staged.expected, predicate=predicate_text)
+    try:
+        return commit(ds._storage, ds.uri, op, read_version=staged.read_version)
+    except BaseException:
+        staged.undo(ds._storage)
+        raise
+
+
+def offsets_matcher(by_fragment: dict[int, np.ndarray]) -> Matcher:
+    """Rows given as physical offsets per fragment id (from row addresses found by a scan)."""
+    return lambda reader, frag: by_fragment.get(frag.id, np.zeros(0, np.uint32))
 
 
 def expression_matcher(ds, expression, columns: list[str] | None = None) -> Matcher:
@@ -80,4 +112,4 @@ def expression_matcher(ds, expression, columns: list[str] | None = None) -> Matc
     return match
 
 
-__all__ = ["delete_rows", "expression_matcher", "join_uri"]
+__all__ = ["StagedDeletions", "delete_rows", "expression_matcher", "offsets_matcher", "stage_deletions"]

@@ -159,6 +159,21 @@ class Delete(Operation):
         txn.delete.predicate = self.predicate
 
 
+@dataclass
+class Update(Delete):
+    """Rows rewritten or inserted: deletion files for the old rows (as ``Delete``) plus ``fragments``
+    holding the new rows, in one version (pylance's ``Update`` with ``rewrite_rows``)."""
+
+    def apply(self, base, new):
+        super().apply(base, new)
+        self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
+
+    def fill_transaction(self, txn, fragments):
+        txn.update.removed_fragment_ids.extend(self.removed)
+        txn.update.updated_fragments.extend(self.updated)
+        txn.update.new_fragments.extend(fragments)
+
+
 def commit(storage: Storage, base_uri: str, operation: Operation, read_version: int | None = None,
            max_retries: int = MAX_RETRIES) -> int:
     """Commit ``operation`` on top of the latest version; return the version created."""

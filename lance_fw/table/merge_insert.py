@@ -1,0 +1,229 @@
+"""``merge_insert`` (upsert) and ``update``: rewrite rows as deletions plus new fragments.
+
+Both commit one ``Update`` version, as pylance does: the old versions of changed rows get deletion
+files, and the new rows (rewritten and inserted, in source order) are appended as new fragments.
+The key join is a pyarrow hash join over the target's key columns and row addresses, so memory is
+bounded by the keys and the source, not by the whole dataset. Semantics follow pylance 14: NULL
+keys never match; a target row matched by two source rows is an error; a source without some
+columns updates only the columns it has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_fw.api.write import _as_reader, delete_fragment_files, plan_write
+from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
+from lance_fw.query.filter import parse_filter
+from lance_fw.table import flags as feature_flags
+from lance_fw.table.delete import offsets_matcher, stage_deletions
+from lance_fw.table.transaction import Update, commit
+
+ADDRESS = "_rowaddr"
+_SOURCE_ROW = "__lance_fw_source_row"
+
+
+def _by_fragment(addresses: np.ndarray) -> dict[int, np.ndarray]:
+    addresses = np.asarray(addresses, dtype=np.uint64)
+    fragments = (addresses >> np.uint64(32)).astype(np.int64)
+    offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return {int(f): np.sort(offsets[fragments == f]) for f in np.unique(fragments)}
+
+
+def rewrite(ds, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = "") -> int:
+    """Delete rows at ``delete_addresses`` and append ``new_rows``, in one Update version."""
+    if ds._manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
+        raise UnsupportedFeatureError(f"{ds.uri}: update/merge_insert on a dataset with stable row ids "
+                                      "(rows would need to keep their ids) is not supported yet")
+    fragments, plan = [], None
+    if new_rows is not None and new_rows.num_rows:
+        plan = plan_write(ds.uri, ds.schema, "append", storage_options=ds._storage_options)
+        fragments = plan.write(new_rows)
+    staged = stage_deletions(ds, offsets_matcher(_by_fragment(delete_addresses)))
+    op = Update(fragments=fragments, updated=staged.updated, removed=staged.removed, expected=staged.expected,
+                predicate=predicate)
+    try:
+        return commit(ds._storage, ds.uri, op, read_version=staged.read_version)
+    except BaseException:
+        staged.undo(ds._storage)
+        delete_fragment_files(ds._storage, ds.uri, fragments)
+        raise
+
+
+def update(ds, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:
+    """``ds.update({"col": "SQL expression"}, where=...)``: returns (rows updated, new version)."""
+    from lance_fw.query.projection import Projection
+
+    if not updates:
+        raise InvalidArgumentError("update() needs at least one column to set")
+    unknown = [c for c in updates if c not in ds.schema.names]
+    if unknown:
+        raise InvalidArgumentError(f"update(): no column(s) {unknown}; the dataset has {ds.schema.names}")
+    rows = ds.scanner(filter=where, with_row_address=True).to_table()
+    expressions = {name: updates.get(name, f"`{name}`") for name in ds.schema.names}
+    new = Projection(expressions, ds.schema).apply(rows.drop_columns([ADDRESS]))  # validates even with no rows
+    new = _conform(new, ds.schema, "update()")
+    version = rewrite(ds, rows.column(ADDRESS).to_numpy(), new, where or "")
+    return rows.num_rows, version
+
+
+def _conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
+    columns = []
+    for f in schema:
+        column = table.column(f.name)
+        if not column.type.equals(f.type):
+            try:
+                column = column.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaError(f"{what}: column {f.name!r} is {column.type}, cannot store it as {f.type}: "
+                                  f"{exc}") from None
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+class MergeInsertBuilder:
+    """pylance's builder: ``ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    .execute(data)`` -> ``{num_inserted_rows, num_updated_rows, num_deleted_rows}``."""
+
+    def __init__(self, ds, on: str | list[str]):
+        self._ds = ds
+        self._on = [on] if isinstance(on, str) else list(on)
+        if not self._on:
+            raise InvalidArgumentError("merge_insert needs at least one key column")
+        missing = [k for k in self._on if k not in ds.schema.names]
+        if missing:
+            raise InvalidArgumentError(f"merge_insert: key column(s) {missing} not in the dataset {ds.schema.names}")
+        self._matched: str | None = None  # "update" | "delete" | "fail"
+        self._condition: str | None = None
+        self._insert = False
+        self._by_source: tuple[bool, str | None] = (False, None)
+
+    def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
+        self._matched, self._condition = "update", condition
+        return self
+
+    def when_matched_delete(self) -> "MergeInsertBuilder":
+        self._matched = "delete"
+        return self
+
+    def when_matched_fail(self) -> "MergeInsertBuilder":
+        self._matched = "fail"
+        return self
+
+    def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
+        self._insert = True
+        return self
+
+    def when_not_matched_by_source_delete(self, expr: str | None = None) -> "MergeInsertBuilder":
+        self._by_source = (True, expr)
+        return self
+
+    def conflict_retries(self, retries: int) -> "MergeInsertBuilder":
+        return self  # the commit loop already retries; accepted for pylance compatibility
+
+    def retry_timeout(self, timeout) -> "MergeInsertBuilder":
+        return self
+
+    # -- execution ----------------------------------------------------------------------------
+    def _source(self, data: Any, schema: pa.Schema | None) -> pa.Table:
+        source_schema, batches = _as_reader(data, schema)
+        source = pa.Table.from_batches(list(batches), schema=source_schema)
+        target = self._ds.schema
+        extra = [n for n in source.column_names if n not in target.names]
+        if extra:
+            raise SchemaError(f"merge_insert: source column(s) {extra} are not in the dataset {target.names}")
+        missing_keys = [k for k in self._on if k not in source.column_names]
+        if missing_keys:
+            raise SchemaError(f"merge_insert: the source lacks key column(s) {missing_keys}")
+        if self._insert and len(source.column_names) != len(target.names):
+            absent = [n for n in target.names if n not in source.column_names]
+            raise SchemaError(f"merge_insert: inserting rows needs every column; the source lacks {absent}")
+        partial = pa.schema([target.field(n) for n in source.column_names])
+        return _conform(source, partial, "merge_insert").append_column(
+            _SOURCE_ROW, pa.array(np.arange(source.num_rows, dtype=np.int64)))
+
+    def execute(self, data: Any, schema: pa.Schema | None = None) -> dict:
+        ds = self._ds
+        source = self._source(data, schema)
+        partial = len(source.column_names) - 1 < len(ds.schema.names)
+        condition_columns = self._condition is not None or partial
+        target_columns = ds.schema.names if condition_columns else self._on
+        target = ds.scanner(columns=target_columns, with_row_address=True).to_table()
+        keys = target.select([*self._on, ADDRESS])
+        pairs = keys.join(source.select([*self._on, _SOURCE_ROW]), self._on, join_type="inner",
+                          use_threads=False)
+        matched_addresses = pairs.column(ADDRESS).to_numpy()
+        if len(np.unique(matched_addresses)) != len(matched_addresses):
+            raise InvalidArgumentError("merge_insert: ambiguous merge: multiple source rows match the same target "
+                                       f"row on {self._on}; each target row may match at most one source row")
+        matched_sources = pairs.column(_SOURCE_ROW).to_numpy()
+        if self._matched == "fail" and len(matched_addresses):
+            first = source.take([int(matched_sources[0])]).select(self._on).to_pylist()[0]
+            raise InvalidArgumentError(f"merge_insert: when_matched_fail: found a matching row with key {first}")
+        if self._condition is not None and len(matched_addresses):
+            keep = self._condition_mask(target, source, matched_addresses, matched_sources)
+            chosen_addresses, chosen_sources = matched_addresses[keep], matched_sources[keep]
+        else:
+            chosen_addresses, chosen_sources = matched_addresses, matched_sources
+
+        delete = [np.zeros(0, np.uint64)]
+        new_parts: list[tuple[np.ndarray, pa.Table]] = []
+        stats = {"num_inserted_rows": 0, "num_updated_rows": 0, "num_deleted_rows": 0}
+        if self._matched in ("update", "delete"):
+            delete.append(chosen_addresses)
+        if self._matched == "update" and len(chosen_sources):
+            stats["num_updated_rows"] = len(chosen_sources)
+            new_parts.append((chosen_sources, self._updated_rows(target, source, chosen_addresses, chosen_sources)))
+        elif self._matched == "delete":
+            stats["num_deleted_rows"] += len(chosen_addresses)
+        if self._insert:
+            unmatched = np.setdiff1d(np.arange(source.num_rows), matched_sources)
+            stats["num_inserted_rows"] = len(unmatched)
+            new_parts.append((unmatched, source.take(pa.array(unmatched)).drop_columns([_SOURCE_ROW])))
+        if self._by_source[0]:
+            gone = self._not_matched_by_source(target, matched_addresses)
+            stats["num_deleted_rows"] += len(gone)
+            delete.append(gone)
+
+        # pylance's order: rewritten rows, then inserted rows, each in source order
+        parts = [table.select(ds.schema.names).take(pa.array(np.argsort(order, kind="stable")))
+                 for order, table in new_parts if table.num_rows]
+        new_rows = _conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
+        addresses = np.unique(np.concatenate(delete))
+        version = rewrite(ds, addresses, new_rows)  # like pylance, even a no-op commits a version
+        ds.__init__(ds.uri, version=version, _storage=ds._storage)
+        return stats
+
+    def _condition_mask(self, target, source, addresses, sources) -> np.ndarray:
+        """Evaluate a ``target.x < source.x`` style condition over the matched pairs: each side is
+        a struct column, so the filter dialect's struct-field access does the rest."""
+        by_address = pc.index_in(pa.array(addresses), target.column(ADDRESS))
+        sides = {"target": target.drop_columns([ADDRESS]).take(by_address),
+                 "source": source.drop_columns([_SOURCE_ROW]).take(pa.array(sources))}
+        pair = pa.table({name: pa.StructArray.from_arrays([c.combine_chunks() for c in t.columns], names=t.column_names)
+                         for name, t in sides.items()})
+        pair = pair.append_column("__pair", pa.array(np.arange(len(addresses))))
+        kept = np.zeros(len(addresses), dtype=bool)
+        kept[pair.filter(parse_filter(self._condition, pair.schema)).column("__pair").to_numpy()] = True
+        return kept
+
+    def _updated_rows(self, target, source, addresses, sources) -> pa.Table:
+        rows = source.take(pa.array(sources)).drop_columns([_SOURCE_ROW])
+        missing = [n for n in self._ds.schema.names if n not in rows.column_names]
+        if missing:  # a partial source: keep the target's values for the other columns
+            by_address = pc.index_in(pa.array(addresses), target.column(ADDRESS))
+            kept = target.select(missing).take(by_address)
+            for name in missing:
+                rows = rows.append_column(self._ds.schema.field(name), kept.column(name))
+        return rows
+
+    def _not_matched_by_source(self, target, matched_addresses) -> np.ndarray:
+        """Target rows no source row matched (and, given ``expr``, for which it holds)."""
+        expr = self._by_source[1]
+        if expr is not None:
+            target = self._ds.scanner(columns=self._on, filter=expr, with_row_address=True).to_table()
+        return np.setdiff1d(target.column(ADDRESS).to_numpy(), matched_addresses)
