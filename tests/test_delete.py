@@ -16,7 +16,7 @@ from lance_fw.table.delete import delete_rows, expression_matcher
 
 def _delete(uri: str, expression, text: str) -> int:
     ds = lance_fw.dataset(uri)
-    return delete_rows(ds, expression_matcher(ds, expression), text)
+    return delete_rows(ds, expression_matcher(ds, expression), text)[0]
 
 
 @pytest.mark.parametrize("version", ["2.0", "2.2"])

@@ -120,3 +120,9 @@ def test_conflicting_concurrent_delete_is_refused_without_leftovers(tmp_path):
         stale.merge_insert("id").when_matched_update_all().execute(SOURCE)
     assert {d: sorted(os.listdir(os.path.join(uri, d))) for d in ("data", "_deletions")} == files_before
     assert lance.dataset(uri).count_rows() == 5 and lance.dataset(uri).version == 2
+
+
+def test_delete_reports_rows_like_pylance(pair):
+    theirs, ours = pair
+    assert lance_fw.dataset(ours).delete("x >= 50") == lance.dataset(theirs).delete("x >= 50") == \
+        {"num_deleted_rows": 2}

@@ -237,15 +237,16 @@ class LanceDataset:
             return filter_columns(filter, self.schema) or self.schema.names[:1]
         return [n for n in self.schema.names if n in str(filter)] or self.schema.names[:1]
 
-    def delete(self, predicate) -> None:
+    def delete(self, predicate) -> dict:
         """Delete the rows matching ``predicate`` (a Lance SQL string or pyarrow expression) in a
         new version; this object then shows that version, as in pylance."""
         from lance_fw.table.delete import delete_rows, expression_matcher
 
         expression = _expression(predicate, self.schema)
-        version = delete_rows(self, expression_matcher(self, expression, self._filter_columns(predicate)),
-                              predicate if isinstance(predicate, str) else str(predicate))
+        version, rows = delete_rows(self, expression_matcher(self, expression, self._filter_columns(predicate)),
+                                    predicate if isinstance(predicate, str) else str(predicate))
         self.__init__(self.uri, version=version, _storage=self._storage)
+        return {"num_deleted_rows": rows}
 
     def update(self, updates: dict[str, str], where: str | None = None) -> dict:
         """Set columns to SQL expressions (``{"name": "upper(name)"}``) on the rows matching ``where``."""

@@ -77,14 +77,15 @@ def stage_deletions(ds, matcher: Matcher) -> StagedDeletions:
     return staged
 
 
-def delete_rows(ds, matcher: Matcher, predicate_text: str) -> int:
-    """Delete the rows ``matcher`` selects from ``ds`` (a LanceDataset); return the new version."""
+def delete_rows(ds, matcher: Matcher, predicate_text: str) -> tuple[int, int]:
+    """Delete the rows ``matcher`` selects from ``ds`` (a LanceDataset); return the new version and
+    how many rows it deleted."""
     staged = stage_deletions(ds, matcher)
     if not staged.updated and not staged.removed:
-        return ds.version
+        return ds.version, 0
     op = Delete(updated=staged.updated, removed=staged.removed, expected=staged.expected, predicate=predicate_text)
     try:
-        return commit(ds._storage, ds.uri, op, read_version=staged.read_version)
+        return commit(ds._storage, ds.uri, op, read_version=staged.read_version), staged.rows
     except BaseException:
         staged.undo(ds._storage)
         raise
