@@ -220,7 +220,8 @@ def test_row_id_segment_kinds():
     from lance_fw.table.row_ids import segment_values
 
     seg = pb.U64Segment
-    holes = pb.EncodedU64Array(u16_array=pb.EncodedU64Array.U16Array(base=10, offsets=np.array([1, 3], "<u2").tobytes()))
+    holes = pb.EncodedU64Array(u16_array=pb.EncodedU64Array.U16Array(base=10,
+                                                                      offsets=np.array([1, 3], "<u2").tobytes()))
     cases = [
         (seg(range=seg.Range(start=5, end=9)), [5, 6, 7, 8]),
         (seg(range_with_holes=seg.RangeWithHoles(start=10, end=15, holes=holes)), [10, 12, 14]),

@@ -170,7 +170,8 @@ class _Projector(_Visitor):
     def function(self, node) -> pc.Expression:
         if isinstance(node, exp.Trim) and node.args.get("expression") is None:
             trim = {"LEADING": pc.utf8_ltrim_whitespace, "TRAILING": pc.utf8_rtrim_whitespace}
-            return trim.get(str(node.args.get("position") or "").upper(), pc.utf8_trim_whitespace)(self._value(node.this))
+            how = trim.get(str(node.args.get("position") or "").upper(), pc.utf8_trim_whitespace)
+            return how(self._value(node.this))
         name = (node.name if isinstance(node, exp.Anonymous) else node.key).lower()
         args = _arguments(node)
         build = _FUNCTIONS.get(name)

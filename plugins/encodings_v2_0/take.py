@@ -149,8 +149,8 @@ def _binary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> 
     offsets = np.zeros(len(rows) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     bitmap, nulls = decode._validity_buffer(None if valid is None or valid.all() else valid)
-    return pa.Array.from_buffers(value_type, len(rows), [bitmap, pa.py_buffer(offsets.astype(np.int32 if small else np.int64)),
-                                                         pa.py_buffer(data)], null_count=nulls)
+    offsets_buffer = pa.py_buffer(offsets.astype(np.int32 if small else np.int64))
+    return pa.Array.from_buffers(value_type, len(rows), [bitmap, offsets_buffer, pa.py_buffer(data)], null_count=nulls)
 
 
 def _dictionary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:

@@ -52,32 +52,34 @@ def mini_block_rows(layout: pb.MiniBlockLayout, page: PageInput, rows: np.ndarra
         raise CorruptFileError(where, f"mini-block page has {len(page.buffers)} buffers, needs {max(wanted) + 1}")
     small = dict(zip(wanted, page.read_parts([(i, 0, page.buffer_size(i)) for i in wanted])))
     starts, sizes, counts = layouts.chunk_table(layout, _u8(small[0]), page.buffer_size(1), where)
-    if has_rep:
-        chosen, first_row, run_start, start_chunk = _chunks_by_rep_index(_u8(small[wanted[-1]]), len(starts), rows,
-                                                            page.num_rows, where)
-    else:
-        if int(counts.sum()) != page.num_rows:
-            raise CorruptFileError(where, f"mini-block chunks hold {int(counts.sum())} values for "
-                                          f"{page.num_rows} rows")
-        first_row = _exclusive_cumsum(counts)
-        chosen = np.unique(np.searchsorted(first_row, rows, side="right") - 1)
-        run_start = None
-    blobs = page.read_parts([(1, int(a), int(b)) for a, b in zip(starts[chosen], sizes[chosen])])
-    data = _joined(blobs)
-    local_starts = _exclusive_cumsum(sizes[chosen])[:-1]
     dictionary = layouts.mini_block_dictionary(layout, small[2], where) if has_dict else None
-    positions = None
-    if not has_rep:  # one value per row: a row's position among the chosen chunks' values
-        before = _exclusive_cumsum(counts[chosen])
-        k = np.searchsorted(chosen, np.searchsorted(first_row, rows, side="right") - 1)
-        positions = before[k] + rows - first_row[chosen[k]]
-    levels, num_levels = layouts.chunk_levels(layout, data, local_starts, sizes[chosen], counts[chosen],
-                                              dictionary, 0, where, needed=positions)
-    if not has_rep:
-        levels.num_rows = int(counts[chosen].sum())
-        return levels, positions
-    return levels, _rep_positions(levels, layout, chosen, num_levels, first_row, run_start, start_chunk, rows,
-                                  where)
+    if has_rep:
+        chosen, completed, run_start, start_chunk = _chunks_by_rep_index(_u8(small[wanted[-1]]), len(starts),
+                                                                          rows, page.num_rows, where)
+        data, local_starts = _read_chunks(page, starts[chosen], sizes[chosen])
+        levels, num_levels = layouts.chunk_levels(layout, data, local_starts, sizes[chosen], counts[chosen],
+                                                  dictionary, 0, where)
+        return levels, _rep_positions(levels, layout, chosen, num_levels, completed, run_start, start_chunk,
+                                      rows, where)
+    if int(counts.sum()) != page.num_rows:
+        raise CorruptFileError(where, f"mini-block chunks hold {int(counts.sum())} values for {page.num_rows} rows")
+    first_row = _exclusive_cumsum(counts)
+    chunk_of = np.searchsorted(first_row, rows, side="right") - 1
+    chosen = np.unique(chunk_of)
+    data, local_starts = _read_chunks(page, starts[chosen], sizes[chosen])
+    before = _exclusive_cumsum(counts[chosen])  # one value per row: its place among the chosen chunks' values
+    k = np.searchsorted(chosen, chunk_of)
+    positions = before[k] + rows - first_row[chunk_of]
+    levels, _ = layouts.chunk_levels(layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, 0,
+                                     where, needed=positions)
+    levels.num_rows = int(before[-1])
+    return levels, positions
+
+
+def _read_chunks(page: PageInput, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The chosen chunks laid end to end (one coalesced read), and where each starts there."""
+    blobs = page.read_parts([(1, int(a), int(b)) for a, b in zip(starts, sizes)])
+    return _joined(blobs), _exclusive_cumsum(sizes)[:-1]
 
 
 def _chunks_by_rep_index(index: np.ndarray, nchunks: int, rows: np.ndarray, num_rows: int, where: str):
