@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 import lance_fw
+import lance_fw.spark
 from tests.conftest import assert_tables_equal
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -214,3 +215,21 @@ def test_temporary_view_select_and_insert(spark, tmp_path):
     assert spark.sql("SELECT sum(id) FROM lance_view").collect()[0][0] == 10
     spark.sql("INSERT INTO lance_view SELECT id + 5 FROM range(3)")
     assert lance.dataset(path).count_rows() == 8 and lance.dataset(path).version == 2
+
+
+def test_concurrent_spark_appends_both_commit(spark, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = str(tmp_path / "concurrent")
+    spark.range(1).write.format("lance").mode("append").save(path)
+
+    def append(start):
+        lance_fw.spark.activate(spark)  # writes from a new thread need the session active there
+        spark.range(start, start + 500, numPartitions=2).write.format("lance").mode("append").save(path)
+
+    with ThreadPoolExecutor(3) as pool:
+        list(pool.map(append, [1000, 2000, 3000]))
+    ds = lance.dataset(path)
+    assert ds.version == 4  # each job committed once; losers of the race rebased and retried
+    assert sorted(ds.to_table().column("id").to_pylist()) == [0] + [i for s in (1000, 2000, 3000)
+                                                                    for i in range(s, s + 500)]

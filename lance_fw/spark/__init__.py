@@ -21,6 +21,16 @@ def register(spark) -> None:
     spark.dataSource.register(LanceDataSource)
 
 
+def activate(spark) -> None:
+    """Make ``spark`` the active session of the calling thread.
+
+    PySpark 4.3 finds Python data sources for *writes* through the JVM thread's active session,
+    which a new Python thread does not have (reads are unaffected): ``df.write.format("lance")``
+    from a worker thread fails with DATA_SOURCE_NOT_FOUND unless the thread calls this first.
+    """
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
 def _check_worker_python(spark) -> None:
     python = os.environ.get("PYSPARK_PYTHON") or spark.conf.get("spark.pyspark.python", None) \
         or shutil.which("python3") or "python3"
@@ -32,4 +42,4 @@ def _check_worker_python(spark) -> None:
                       f"PYSPARK_PYTHON={sys.executable} before creating the SparkSession", stacklevel=3)
 
 
-__all__ = ["LanceDataSource", "register"]
+__all__ = ["LanceDataSource", "activate", "register"]
