@@ -233,3 +233,13 @@ def test_row_id_segment_kinds():
     ]
     for segment, expected in cases:
         assert segment_values(segment, "test").tolist() == expected
+
+
+def test_expression_filters_late_materialised(wide_path):
+    import pyarrow.compute as pc
+
+    cases = [(pc.field("st", "a") == 3, "st.a = 3"),  # pylance refuses nested refs in expressions; same as SQL
+             ((pc.field("cat") < 2) & pc.field("name").is_valid(), None), (pc.field("id") == 29_999, None)]
+    for expression, sql in cases:
+        expected = lance.dataset(wide_path).to_table(columns=["id", "tags"], filter=sql or expression)
+        assert_tables_equal(expected, lance_fw.dataset(wide_path).to_table(columns=["id", "tags"], filter=expression))

@@ -143,8 +143,11 @@ class LanceDataset:
         fields = self._fields(columns)
         matcher = filter_fields = None
         if filter is not None:  # late materialisation: the filter's columns first, the rest for matches
-            matcher = _matcher(_expression(filter, self.schema))
+            expression = _expression(filter, self.schema)
+            matcher = _matcher(expression)
             filter_fields = self._fields(self._filter_columns(filter))
+            if not _binds(expression, filter_fields):  # columns guessed from an expression's text fell short
+                filter_fields = list(self.lance_schema.fields)
         size = batch_size or DEFAULT_BATCH_SIZE
 
         def fragment_batches(frag) -> Iterator[pa.RecordBatch]:
@@ -278,6 +281,17 @@ def _matcher(expression: pc.Expression):
         table = pa.Table.from_batches([batch.append_column("__lance_fw_row", rows)])
         return table.filter(expression).column("__lance_fw_row").to_numpy()
     return matches
+
+
+def _binds(expression: pc.Expression, fields) -> bool:
+    """Whether ``expression`` can be evaluated on a batch of ``fields`` (plus _rowid, _rowaddr)."""
+    schema = pa.schema([f.to_arrow() for f in fields] + [pa.field("_rowid", pa.uint64()),
+                                                         pa.field("_rowaddr", pa.uint64())])
+    try:
+        schema.empty_table().filter(expression)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
+        return False
+    return True
 
 
 def _expression(filter, schema: pa.Schema) -> pc.Expression:
