@@ -17,7 +17,7 @@ from lance_fw.query.filter import filter_columns, parse_filter
 from lance_fw.query.scanner import LanceScanner, readahead
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader, matcher_for
 from lance_fw.table.manifest import find_version, list_versions, read_manifest
 
 
@@ -144,7 +144,7 @@ class LanceDataset:
         matcher = filter_fields = None
         if filter is not None:  # late materialisation: the filter's columns first, the rest for matches
             expression = _expression(filter, self.schema)
-            matcher = _matcher(expression)
+            matcher = matcher_for(expression)
             filter_fields = self._fields(self._filter_columns(filter))
             if not _binds(expression, filter_fields):  # columns guessed from an expression's text fell short
                 filter_fields = list(self.lance_schema.fields)
@@ -272,15 +272,6 @@ class LanceDataset:
 
         return cleanup_old_versions(self._storage, self.uri, older_than, retain_versions, delete_unverified,
                                     error_if_tagged_old_versions)
-
-
-def _matcher(expression: pc.Expression):
-    """Indices of the rows of a batch for which ``expression`` is true (null counts as false)."""
-    def matches(batch: pa.RecordBatch) -> np.ndarray:
-        rows = pa.array(np.arange(batch.num_rows, dtype=np.int64))
-        table = pa.Table.from_batches([batch.append_column("__lance_fw_row", rows)])
-        return table.filter(expression).column("__lance_fw_row").to_numpy()
-    return matches
 
 
 def _binds(expression: pc.Expression, fields) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
@@ -20,7 +19,7 @@ from lance_fw.errors import InvalidArgumentError
 from lance_fw.query.filter import filter_columns, parse_filter
 from lance_fw.spark.options import bool_option, dataset_uri, int_option, storage_options
 from lance_fw.spark.types import relabel
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader, matcher_for
 
 ROW_ADDRESS = "_rowaddr"
 #: Fragments with more physical rows than this are read by several tasks.
@@ -75,28 +74,17 @@ class LanceReader(DataSourceReader):
         fragment = next((f for f in ds._manifest.fragments if f.id == partition.fragment_id), None)
         if fragment is None or partition.start >= partition.stop:
             return
-        names = list(self.columns)
-        expression = None
-        if self.filter:
-            expression = parse_filter(self.filter, ds.schema)
-            names += [c for c in filter_columns(self.filter, ds.schema) if c not in names]
-        fields = [ds.lance_schema.field(n) for n in names]
-        schema = pa.schema([f.to_arrow() for f in fields])
+        fields = [ds.lance_schema.field(n) for n in self.columns]
         reader = FragmentReader(ds._storage, ds.uri, fragment, ds.lance_schema)
+        span = dict(start=partition.start, stop=partition.stop, with_row_address=self.with_row_address)
         try:
-            for start in range(partition.start, partition.stop, self.batch_size):
-                stop = min(start + self.batch_size, partition.stop)
-                batch = pa.RecordBatch.from_arrays(reader.read_range(fields, start, stop), schema=schema)
-                if self.with_row_address:
-                    address = np.arange(start, stop, dtype=np.uint64) | np.uint64(fragment.id << 32)
-                    batch = batch.append_column(ROW_ADDRESS, pa.array(address.astype(np.int64)))
-                live = reader.live_mask(start, stop)
-                if live is not None:
-                    batch = batch.filter(pa.array(live))
-                if expression is not None and batch.num_rows:
-                    batch = pa.Table.from_batches([batch]).filter(expression).combine_chunks()
-                    batch = batch.to_batches()[0] if batch.num_rows else None
-                if batch is not None and batch.num_rows:
-                    yield relabel(batch, self.target)
+            if self.filter:  # late materialisation: filter columns first, the rest only for matches
+                filter_fields = [ds.lance_schema.field(n) for n in filter_columns(self.filter, ds.schema)]
+                batches = reader.filtered_batches(fields, filter_fields, matcher_for(parse_filter(self.filter, ds.schema)),
+                                                  self.batch_size, **span)
+            else:
+                batches = reader.batches(fields, self.batch_size, **span)
+            for batch in batches:
+                yield relabel(batch, self.target)
         finally:
             reader.close()

@@ -28,6 +28,15 @@ PROBE_ROWS = 65536
 Matcher = Callable[[pa.RecordBatch], np.ndarray]
 
 
+def matcher_for(expression) -> Matcher:
+    """A ``Matcher`` for a ``pyarrow.compute.Expression`` (null counts as false, as in SQL)."""
+    def matches(batch: pa.RecordBatch) -> np.ndarray:
+        rows = pa.array(np.arange(batch.num_rows, dtype=np.int64))
+        table = pa.Table.from_batches([batch.append_column("__lance_fw_row", rows)])
+        return table.filter(expression).column("__lance_fw_row").to_numpy()
+    return matches
+
+
 class FragmentReader:
     def __init__(self, storage: Storage, base_uri: str, fragment, schema: LanceSchema):
         self.storage, self.base_uri, self.fragment, self.schema = storage, base_uri, fragment, schema
@@ -139,11 +148,17 @@ class FragmentReader:
             schema = schema.append(pa.field("_rowaddr", pa.uint64()))
         return schema
 
+    def _span(self, start: int, stop: int | None) -> tuple[int, int]:
+        """Physical rows [start, stop) clipped to the fragment (a Spark task reads one such slice)."""
+        return max(start, 0), self.physical_rows if stop is None else min(stop, self.physical_rows)
+
     def batches(self, fields: list[LanceField], batch_size: int = DEFAULT_BATCH_SIZE,
-                with_row_address: bool = False, with_row_id: bool = False) -> Iterator[pa.RecordBatch]:
+                with_row_address: bool = False, with_row_id: bool = False, start: int = 0,
+                stop: int | None = None) -> Iterator[pa.RecordBatch]:
         schema = self._schema(fields, with_row_id, with_row_address)
-        for start in range(0, self.physical_rows, batch_size):
-            stop = min(start + batch_size, self.physical_rows)
+        first, last = self._span(start, stop)
+        for start in range(first, last, batch_size):
+            stop = min(start + batch_size, last)
             arrays = self.read_range(fields, start, stop)
             if with_row_id or with_row_address:
                 row_id, address = self._row_columns(start, stop)
@@ -158,7 +173,7 @@ class FragmentReader:
 
     def filtered_batches(self, fields: list[LanceField], filter_fields: list[LanceField], matcher: Matcher,
                          batch_size: int = DEFAULT_BATCH_SIZE, with_row_address: bool = False,
-                         with_row_id: bool = False) -> Iterator[pa.RecordBatch]:
+                         with_row_id: bool = False, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
         """Late materialisation: per batch the filter's columns are read and ``matcher`` run first;
         the other projected columns are read only for batches with matches (a few matching rows
         through ``take_physical``, many as a range). Rows stay in physical order. The filter also
@@ -168,8 +183,9 @@ class FragmentReader:
         probe_schema = self._schema(filter_fields, True, True)
         others = [f for f in fields if f.id not in filter_ids]
         step = max(batch_size, PROBE_ROWS)  # one filter call per many rows; output stays batch_size
-        for start in range(0, self.physical_rows, step):
-            stop = min(start + step, self.physical_rows)
+        first, last = self._span(start, stop)
+        for start in range(first, last, step):
+            stop = min(start + step, last)
             row_id, address = self._row_columns(start, stop)
             probe = pa.RecordBatch.from_arrays(self.read_range(filter_fields, start, stop) + [row_id, address],
                                                schema=probe_schema)
