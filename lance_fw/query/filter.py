@@ -1,22 +1,43 @@
 """The Lance SQL filter dialect -> ``pyarrow.compute.Expression``.
 
 Parsed with sqlglot's Spark dialect (backticks quote identifiers, double quotes make strings, as
-in Lance). A visitor turns the tree into a pyarrow expression; literals are coerced to the
-column's type with pylance's strict rules (no string -> temporal, no lossy numeric casts).
-Anything that is not one boolean expression is refused with a ``FilterError``.
+in Lance). A visitor turns the tree into a pyarrow expression with pylance 14's semantics, which
+tests/test_filters.py checks row for row:
+
+- a literal next to a bare column (``st.a``, ``st['a']`` too) is coerced to the column's type with
+  Lance's strict rules (no string -> temporal, no lossy numeric casts); next to any other
+  expression (``id + 1``, ``length(s)``) DataFusion's looser coercion applies (``'6'`` -> 6);
+- TIMESTAMP literals are UTC wall clocks read in a tz column's zone, truncated to the literal's
+  precision (``TIMESTAMP`` = microseconds, ``timestamp(p)``) and then to the column's unit;
+- floats are totally ordered: NaN equals NaN and sorts above every number; two float columns
+  also order -0.0 below 0.0 (a literal 0 matches both zeros);
+- ``CAST(int_or_decimal_column AS int_or_decimal) <op> literal`` compares the column itself when
+  the literal fits its type (DataFusion's unwrap-cast rewrite: ``CAST(2.5 AS INT) = 2`` is false).
+
+Functions live in ``filter_functions``. Anything that is not one boolean expression is refused
+with a ``FilterError`` naming the filter; type errors are found at parse time on an empty table.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
+import re
+import zoneinfo
+from dataclasses import dataclass
+from functools import reduce
 
 import pyarrow as pa
+import pyarrow.acero as acero
 import pyarrow.compute as pc
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.tokens import TokenType
 
 from lance_fw.errors import InvalidArgumentError
+from lance_fw.query import filter_functions as functions
 
 
 class FilterError(InvalidArgumentError):
@@ -25,40 +46,130 @@ class FilterError(InvalidArgumentError):
 
 _COMPARE = {exp.EQ: "equal", exp.NEQ: "not_equal", exp.LT: "less", exp.LTE: "less_equal",
             exp.GT: "greater", exp.GTE: "greater_equal"}
+_FLIP = {"less": "greater", "greater": "less", "less_equal": "greater_equal", "greater_equal": "less_equal"}
+_BOOLEAN = (exp.And, exp.Or, exp.Not, exp.Is, exp.Between, exp.In, exp.Like, exp.ILike, exp.Escape,
+            exp.NullSafeEQ, exp.NullSafeNEQ, *_COMPARE)
+_ARITHMETIC = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide}
+_ROW_COLUMNS = ("_rowid", "_rowaddr")
+#: Cast types and calls sqlglot accepts but Lance's planner rejects (checked on the tokens).
+_REJECTED_TYPES = {"VARCHAR", "CHAR", "TEXT", "NUMERIC", "TIME", "NVARCHAR", "NCHAR"}
+_REJECTED_CALLS = {"TRIM", "SUBSTR", "SUBSTRING", "FLOOR", "CEIL", "CEILING", "EXTRACT", "POSITION", "OVERLAY"}
+#: RLIKE / REGEXP / SIMILAR TO (use regexp_like) and IS [NOT] UNKNOWN
+_REJECTED_TOKENS = {TokenType.RLIKE, TokenType.SIMILAR_TO, TokenType.UNKNOWN}
+_VALUE_END = {TokenType.NUMBER, TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER, TokenType.R_PAREN,
+              TokenType.R_BRACKET, TokenType.NULL, TokenType.TRUE, TokenType.FALSE}
+
+
+class _LanceSpark(Spark):
+    """Spark's syntax, but a backslash is an ordinary character in strings (as in Lance)."""
+
+    class Tokenizer(Spark.Tokenizer):
+        STRING_ESCAPES = ["'"]
+
+
+_DIALECT = _LanceSpark()
+_NULL_BOOL = pa.scalar(None, pa.bool_())
 
 
 def parse_filter(text: str, schema: pa.Schema) -> pc.Expression:
     """Parse ``text`` against ``schema`` (column types drive literal coercion)."""
-    try:
-        statements = sqlglot.parse(f"SELECT 1 FROM t WHERE {text}", read="spark")
-    except sqlglot.errors.ParseError as exc:
-        raise FilterError(f"cannot parse filter {text!r}: {str(exc).splitlines()[0]}") from None
-    if len(statements) != 1 or statements[0] is None:
-        raise FilterError(f"filter {text!r} must be one expression")
-    select = statements[0]
-    extra = [k for k in ("order", "limit", "offset", "group", "having", "joins") if select.args.get(k)]
-    if extra or not isinstance(select, exp.Select):
-        raise FilterError(f"filter {text!r} must be a single boolean expression (found {', '.join(extra)})")
-    return _Visitor(schema, text).visit(select.args["where"].this)
+    visitor = _Visitor(schema, text)
+    expression = visitor.visit(_where(text))
+    t = visitor.type_of(expression)
+    if not (pa.types.is_boolean(t) or pa.types.is_null(t)):
+        raise FilterError(f"filter {text!r} is a {t} expression, not a boolean one")
+    return expression
 
 
 def filter_columns(text: str, schema: pa.Schema) -> list[str]:
     """Top-level columns a filter reads (so scans can read them first)."""
-    tree = sqlglot.parse_one(f"SELECT 1 FROM t WHERE {text}", read="spark")
-    names = {c.parts[0].name for c in tree.find_all(exp.Column)} if tree else set()
+    names = {c.parts[0].name for c in _where(text).find_all(exp.Column)}
     lookup = {n.lower(): n for n in schema.names}
     return sorted({lookup[n.lower()] for n in names if n.lower() in lookup})
+
+
+def _where(text: str):
+    """The WHERE expression of ``SELECT 1 FROM t WHERE <text>`` (pylance wraps filters the same way)."""
+    if not isinstance(text, str):
+        raise FilterError(f"a filter must be a SQL string, not {type(text).__name__}")
+    sql = f"SELECT 1 FROM t WHERE {text}"
+    try:
+        tokens = _DIALECT.tokenize(sql)
+        statements = [s for s in _DIALECT.parse(sql) if s is not None]
+    except sqlglot.errors.SqlglotError as exc:
+        raise FilterError(f"cannot parse filter {text!r}: {str(exc).splitlines()[0]}") from None
+    _check_tokens(text, tokens)
+    if len(statements) != 1 or not isinstance(statements[0], exp.Select) or statements[0].args.get("where") is None:
+        raise FilterError(f"filter {text!r} must be one expression")
+    select = statements[0]
+    extra = [k for k in ("order", "limit", "offset", "group", "having", "joins", "qualify") if select.args.get(k)]
+    if extra:
+        raise FilterError(f"filter {text!r} must be a single boolean expression (found {', '.join(extra)})")
+    return select.args["where"].this
+
+
+def _check_tokens(text: str, tokens) -> None:
+    for i, token in enumerate(tokens):
+        word = token.text.upper()
+        before = tokens[i - 1].token_type if i else None
+        after = tokens[i + 1].token_type if i + 1 < len(tokens) else None
+        if before in (TokenType.ALIAS, TokenType.DCOLON) and word in _REJECTED_TYPES:
+            raise FilterError(f"filter {text!r}: Lance does not cast to {word} (use STRING or DECIMAL(p, s))")
+        if word in _REJECTED_CALLS and after == TokenType.L_PAREN and token.token_type != TokenType.STRING:
+            raise FilterError(f"filter {text!r}: {word}(...) is not supported SQL in Lance")
+        if token.token_type == TokenType.PLUS and before not in _VALUE_END:
+            raise FilterError(f"filter {text!r}: unary '+' is not supported in Lance")
+        if token.token_type in _REJECTED_TOKENS or (token.token_type == TokenType.IN and after == TokenType.L_BRACKET):
+            raise FilterError(f"filter {text!r}: {token.text} is not supported SQL in Lance")
+
+
+@dataclass(frozen=True)
+class _Timestamp:
+    """A TIMESTAMP literal: nanoseconds of its wall clock normalised to UTC, at its precision."""
+    ns: int
+    unit: str
+
+    def scalar(self) -> pa.Scalar:
+        return pa.scalar(_truncate(self.ns, self.unit), pa.timestamp(self.unit))
+
+
+_UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+_PRECISION_UNIT = {0: "s", 3: "ms", 6: "us", 9: "ns"}
+_TIMESTAMP_TEXT = re.compile(
+    r"\s*(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?)?"
+    r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?|[A-Za-z][A-Za-z0-9_+\-/]*)?\s*")
+_EPOCH = dt.date(1970, 1, 1)
+
+
+def _truncate(ns: int, unit: str) -> int:
+    """``ns`` in ``unit``, truncated toward zero (as Arrow's Rust casts do)."""
+    q = abs(ns) // _UNIT_NS[unit]
+    return q if ns >= 0 else -q
 
 
 class _Visitor:
     def __init__(self, schema: pa.Schema, text: str):
         self.schema, self.text = schema, text
         self.lookup = {n.lower(): n for n in schema.names}
+        self._empty: pa.Table | None = None
 
     def fail(self, node, why: str = "is not supported") -> FilterError:
         return FilterError(f"filter {self.text!r}: {node.sql(dialect='spark')!r} {why}")
 
-    # -- dispatch ---------------------------------------------------------------------------
+    def type_of(self, expression: pc.Expression) -> pa.DataType:
+        """The type ``expression`` evaluates to (projected over an empty table of the schema)."""
+        if self._empty is None:
+            extra = [pa.field(n, pa.uint64()) for n in _ROW_COLUMNS if n not in self.schema.names]
+            self._empty = pa.schema(list(self.schema) + extra).empty_table()
+        plan = acero.Declaration.from_sequence([
+            acero.Declaration("table_source", acero.TableSourceNodeOptions(self._empty)),
+            acero.Declaration("project", acero.ProjectNodeOptions([expression], ["t"]))])
+        try:
+            return plan.to_table(use_threads=False).schema.field(0).type
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowKeyError) as exc:
+            raise FilterError(f"filter {self.text!r}: {str(exc).splitlines()[0]}") from None
+
+    # -- booleans ---------------------------------------------------------------------------
     def visit(self, node) -> pc.Expression:
         if isinstance(node, exp.Paren):
             return self.visit(node.this)
@@ -70,9 +181,11 @@ class _Visitor:
             return ~self.visit(node.this)
         if type(node) in _COMPARE:
             return self.compare(_COMPARE[type(node)], node.this, node.expression)
+        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+            same = self.not_distinct(node.this, node.expression)
+            return same if isinstance(node, exp.NullSafeEQ) else ~same
         if isinstance(node, exp.Is):
-            value = node.expression
-            target = self.visit_value(node.this)
+            target, value = self.visit_value(node.this), node.expression
             if isinstance(value, exp.Null):
                 return target.is_null()
             if isinstance(value, exp.Boolean):
@@ -82,159 +195,492 @@ class _Visitor:
             low, high = node.args["low"], node.args["high"]
             return self.compare("greater_equal", node.this, low) & self.compare("less_equal", node.this, high)
         if isinstance(node, exp.In):
-            if node.args.get("query"):
-                raise self.fail(node, "(subqueries) is not supported")
-            column, t = self.column(node.this)
-            values = pa.array([self.literal(v, t) for v in node.expressions], t)
-            # SQL semantics: NULL IN (...) is NULL; x IN (..., NULL) is NULL when x is not found
-            found = pc.is_in(column, value_set=values.drop_null(), skip_nulls=True)
-            missing = pa.scalar(None if values.null_count else False, pa.bool_())
-            return pc.if_else(column.is_null(), pa.scalar(None, pa.bool_()), pc.if_else(found, True, missing))
-        if isinstance(node, (exp.Like, exp.ILike)):
-            column = self.visit_value(node.this)
-            pattern = node.expression
-            if not isinstance(pattern, exp.Literal) or not pattern.is_string:
-                raise self.fail(node, "needs a string pattern")
-            ignore_case = isinstance(node, exp.ILike)
-            matched = pc.match_like(column, pattern.this, ignore_case=ignore_case)
-            return ~matched if node.args.get("negate") else matched
-        if isinstance(node, exp.Escape):
-            raise self.fail(node, "(LIKE ... ESCAPE) is not supported yet")
-        if isinstance(node, (exp.Column, exp.Dot)):
-            expr, t = self.column(node)
-            if not pa.types.is_boolean(t):
-                raise self.fail(node, "is not a boolean column")
-            return expr
+            return self.membership(node)
+        if isinstance(node, (exp.Like, exp.ILike, exp.Escape)):
+            return self.like(node)
         if isinstance(node, exp.Boolean):
             return pc.scalar(node.this)
-        if isinstance(node, (exp.RegexpLike, exp.StartsWith)) or isinstance(node, exp.Anonymous):
+        if isinstance(node, exp.Null):
+            return pc.scalar(_NULL_BOOL)
+        if self.is_column(node):
+            expr, t = self.column(node)
+            if not pa.types.is_boolean(t):
+                raise self.fail(node, f"is a {t} column, not a boolean one")
+            return expr
+        if isinstance(node, exp.Func):
+            return self.function(node)  # a boolean function (the type is checked by parse_filter)
+        return self.visit_value(node)
+
+    def compare(self, op: str, left, right) -> pc.Expression:
+        if self.is_literal(left) and not self.is_literal(right):
+            left, right, op = right, left, _FLIP.get(op, op)
+        if not self.is_literal(right):
+            return self.compare_values(op, self.visit_value(left), self.visit_value(right))
+        if self.is_literal(left):
+            return getattr(pc, op)(pc.scalar(self.literal(left, None)), pc.scalar(self.literal(right, None)))
+        unwrapped = self.unwrap_cast(left, right)
+        if unwrapped is not None:
+            return self.compare_literal(op, *unwrapped)
+        if self.is_column(left):
+            expr, t = self.column(left)
+            return self.compare_literal(op, expr, t, self.literal(right, t))
+        expr = self.visit_value(left)
+        t = self.type_of(expr)
+        return self.compare_literal(op, expr, t, self.loose_literal(right, t))
+
+    def compare_literal(self, op: str, expr: pc.Expression, t: pa.DataType, value: pa.Scalar) -> pc.Expression:
+        if not value.is_valid:
+            return pc.scalar(_NULL_BOOL)
+        if pa.types.is_date(t) and pa.types.is_timestamp(value.type):
+            expr = expr.cast(value.type)
+        nan = pa.types.is_floating(value.type) and math.isnan(value.as_py())
+        if not (pa.types.is_floating(t) or nan):
+            return getattr(pc, op)(expr, value)
+        if not pa.types.is_floating(t):
+            expr = expr.cast(pa.float64())
+        is_nan = pc.is_nan(expr)  # NaN sorts above every number and equals itself
+        if nan:
+            return {"equal": is_nan, "not_equal": ~is_nan, "less": ~is_nan, "less_equal": is_nan | ~is_nan,
+                    "greater": is_nan & ~is_nan, "greater_equal": is_nan}[op]
+        result = getattr(pc, op)(expr, value)
+        return result | is_nan if op in ("greater", "greater_equal") else result
+
+    def compare_values(self, op: str, a: pc.Expression, b: pc.Expression) -> pc.Expression:
+        if not (pa.types.is_floating(self.type_of(a)) or pa.types.is_floating(self.type_of(b))):
+            return getattr(pc, op)(a, b)
+        a, b = a.cast(pa.float64()), b.cast(pa.float64())  # total order, as DataFusion's float kernels
+
+        one = pc.scalar(1.0)  # 1 / -0.0 = -inf tells the zeros apart
+
+        def equal(x, y):
+            return ((x == y) & (pc.divide(one, x) == pc.divide(one, y))) | (pc.is_nan(x) & pc.is_nan(y))
+
+        def less(x, y):
+            return (x < y) | ((x == y) & (pc.divide(one, x) < pc.divide(one, y))) | (~pc.is_nan(x) & pc.is_nan(y))
+        return {"equal": lambda: equal(a, b), "not_equal": lambda: ~equal(a, b), "less": lambda: less(a, b),
+                "greater": lambda: less(b, a), "less_equal": lambda: less(a, b) | equal(a, b),
+                "greater_equal": lambda: less(b, a) | equal(a, b)}[op]()
+
+    def unwrap_cast(self, left, right):
+        """DataFusion compares ``CAST(col AS T)`` with a literal as ``col`` when both types are
+        integers/decimals and the literal converts to the column's type without loss."""
+        if not isinstance(left, (exp.Cast, exp.TryCast)) or left.args.get("safe") or not self.is_column(left.this):
+            return None
+        expr, source = self.column(left.this)
+        target = self.cast_type(left)
+        numeric = (pa.types.is_integer, pa.types.is_decimal)
+        if not (any(f(source) for f in numeric) and any(f(target) for f in numeric)):
+            return None
+        try:
+            value = self.literal(right, target)
+            if value.is_valid:
+                value = value.cast(source, safe=True)
+        except (FilterError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        return expr, source, value
+
+    def not_distinct(self, left, right) -> pc.Expression:
+        """``left IS NOT DISTINCT FROM right``: equal, or both NULL; never NULL itself."""
+        if self.is_literal(left) and not self.is_literal(right):
+            left, right = right, left
+        a = self.visit_value(left)
+        if self.is_literal(right):
+            if _literal_value(right, self) is None:
+                return a.is_null()
+            return pc.if_else(a.is_null(), False, self.compare("equal", left, right))
+        b = self.visit_value(right)
+        a_null, b_null = a.is_null(), b.is_null()
+        return pc.if_else(a_null | b_null, a_null & b_null, self.compare("equal", left, right))
+
+    def membership(self, node) -> pc.Expression:
+        if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+            raise self.fail(node, "(subqueries) is not supported")
+        values = node.expressions
+        if not values:
+            raise self.fail(node, "needs at least one value")
+        if all(self.is_literal(v) for v in values):
+            if self.is_column(node.this):
+                column, t = self.column(node.this)
+                scalars = [self.literal(v, t) for v in values]
+            else:
+                column = self.visit_value(node.this)
+                t = self.type_of(column)
+                scalars = [self.loose_literal(v, t) for v in values]
+            present = [s for s in scalars if s.is_valid]
+            if all(s.type == t for s in present):
+                value_set = pa.array([s.as_py() for s in present], t)
+                if pa.types.is_floating(t):  # -0.0 and 0.0 are one value here (NaN matches NaN)
+                    column, value_set = pc.add(column, 0.0), pc.add(value_set, pa.scalar(0.0, t))
+                found = pc.is_in(column, value_set=value_set)
+                # SQL: NULL IN (...) is NULL; x IN (..., NULL) is NULL when x is not found
+                missing = pa.scalar(None if len(present) < len(scalars) else False, pa.bool_())
+                return pc.if_else(column.is_null(), _NULL_BOOL, pc.if_else(found, True, missing))
+        return reduce(lambda a, b: a | b, [self.compare("equal", node.this, v) for v in values])
+
+    def like(self, node) -> pc.Expression:
+        if isinstance(node, exp.Escape):
+            if self.string_literal(node.expression) != "\\":
+                raise self.fail(node, "uses an ESCAPE character other than '\\' (Lance supports only '\\')")
+            node = node.this
+        if not isinstance(node, (exp.Like, exp.ILike)):
+            raise self.fail(node)
+        if isinstance(node.expression, exp.Null):
+            return pc.scalar(_NULL_BOOL)
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise self.fail(node, "needs a string literal pattern")
+        matched = pc.match_like(self.visit_value(node.this), pattern.this, ignore_case=isinstance(node, exp.ILike))
+        return ~matched if node.args.get("negate") else matched
+
+    # -- values -----------------------------------------------------------------------------
+    def visit_value(self, node) -> pc.Expression:
+        if isinstance(node, exp.Paren):
+            return self.visit_value(node.this)
+        if self.is_column(node):
+            return self.column(node)[0]
+        if self.is_literal(node):
+            return pc.scalar(self.literal(node, None))
+        if isinstance(node, exp.Bracket):
+            if len(node.expressions) != 1:
+                raise self.fail(node, "takes one index")
+            return functions.list_element(self, node, node.this, node.expressions[0])
+        if isinstance(node, exp.Neg):
+            return pc.negate(self.visit_value(node.this))
+        if type(node) in _ARITHMETIC or isinstance(node, exp.Mod):
+            return self.arithmetic(node)
+        if isinstance(node, exp.DPipe):  # a || b: NULL when either is NULL
+            parts = [self.visit_value(p).cast(pa.string()) for p in (node.this, node.expression)]
+            return pc.binary_join_element_wise(*parts, "")
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            return self.cast(node)
+        if isinstance(node, _BOOLEAN):
+            return self.visit(node)
+        if isinstance(node, exp.Func):
             return self.function(node)
         raise self.fail(node)
 
-    # -- pieces -----------------------------------------------------------------------------
+    def is_column(self, node) -> bool:
+        """A column or struct field path: ``c``, ``st.a``, ```st`.`a```, ``st['a']``, ``get_field(st, 'a')``."""
+        if isinstance(node, exp.Column):
+            return not isinstance(node.this, exp.Star)
+        if isinstance(node, exp.Dot):
+            return isinstance(node.expression, exp.Identifier) and self.is_column(node.this)
+        if isinstance(node, exp.Bracket):
+            keys = node.expressions
+            return len(keys) == 1 and _is_string(keys[0]) and self.is_column(node.this)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "get_field":
+            args = node.expressions
+            return len(args) == 2 and _is_string(args[1]) and self.is_column(args[0])
+        return False
+
     def column(self, node) -> tuple[pc.Expression, pa.DataType]:
-        parts = [p.name for p in node.parts] if isinstance(node, exp.Column) else \
-            [p.name for p in node.find_all(exp.Identifier)]
-        if not parts:
+        path = _path(node)
+        if not path:
             raise self.fail(node, "is not a column")
-        head = parts[0]
-        if head in ("_rowid", "_rowaddr"):
-            return pc.field(head), pa.uint64()
-        name = self.lookup.get(head.lower())
+        head, quoted = path[0]
+        if head.lower() in _ROW_COLUMNS and head not in self.schema.names and (not quoted or head in _ROW_COLUMNS):
+            if len(path) > 1:
+                raise self.fail(node, "is not a struct")
+            return pc.field(head.lower()), pa.uint64()
+        # unquoted names match case-insensitively (as in pylance); `quoted` ones exactly
+        name = (head if head in self.schema.names else None) if quoted else self.lookup.get(head.lower())
         if name is None:
             raise FilterError(f"filter {self.text!r}: no column named {head!r} (columns: {self.schema.names})")
         t = self.schema.field(name).type
-        path = [name]
-        for part in parts[1:]:
+        names = [name]
+        for part, _ in path[1:]:
             if not pa.types.is_struct(t) or t.get_field_index(part) < 0:
-                raise FilterError(f"filter {self.text!r}: {'.'.join(path)!r} has no field {part!r}")
+                raise FilterError(f"filter {self.text!r}: {'.'.join(names)!r} has no field {part!r}")
             t = t.field(part).type
-            path.append(part)
-        return pc.field(*path), t
+            names.append(part)
+        return pc.field(*names), t
 
-    def compare(self, op: str, left, right) -> pc.Expression:
-        if isinstance(left, exp.Literal) or _is_literal(left):
-            left, right = right, left
-            op = {"less": "greater", "greater": "less", "less_equal": "greater_equal",
-                  "greater_equal": "less_equal"}.get(op, op)
-        if isinstance(left, (exp.Column, exp.Dot)):
-            column, t = self.column(left)
-            if _is_literal(right):
-                value = self.literal(right, t)
-                if value.as_py() is None:
-                    return pc.scalar(pa.scalar(None, pa.bool_()))
-                result = getattr(pc, op)(column, value)
-                if pa.types.is_floating(t) and op in ("greater", "greater_equal"):
-                    result = result | pc.is_nan(column)  # NaN sorts above every number (as in pylance)
-                return result
-            return getattr(pc, op)(column, self.visit_value(right))
-        return getattr(pc, op)(self.visit_value(left), self.visit_value(right))
+    def arithmetic(self, node) -> pc.Expression:
+        a, b = self.visit_value(node.this), self.visit_value(node.expression)
+        if not isinstance(node, exp.Mod):
+            return _ARITHMETIC[type(node)](a, b)
+        # truncated remainder (the sign of the dividend), as in SQL
+        if pa.types.is_floating(self.type_of(a)) or pa.types.is_floating(self.type_of(b)):
+            return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
+        return pc.subtract(a, pc.multiply(pc.divide(a, b), b))
 
-    def visit_value(self, node) -> pc.Expression:
-        if isinstance(node, (exp.Column, exp.Dot)):
-            return self.column(node)[0]
-        if _is_literal(node):
-            return pc.scalar(self.literal(node, None))
-        return self.visit(node)
+    def cast_type(self, node) -> pa.DataType:
+        """The Arrow type of ``CAST(... AS <type>)``: the cast types Lance's planner accepts."""
+        to = node.to
+        T = exp.DataType.Type
+        params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
+        simple = {T.BOOLEAN: pa.bool_(), T.TINYINT: pa.int8(), T.UTINYINT: pa.uint8(), T.SMALLINT: pa.int16(),
+                  T.USMALLINT: pa.uint16(), T.INT: pa.int32(), T.UINT: pa.uint32(), T.BIGINT: pa.int64(),
+                  T.UBIGINT: pa.uint64(), T.FLOAT: pa.float32(), T.DOUBLE: pa.float64(), T.TEXT: pa.string(),
+                  T.BINARY: pa.binary(), T.DATE: pa.date32()}
+        if to.this in simple:
+            return simple[to.this]
+        if to.this in (T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.DATETIME):
+            return pa.timestamp(self.timestamp_unit(node, to, params))
+        if to.this == T.DECIMAL:
+            if len(params) != 2:
+                raise self.fail(node, "needs DECIMAL(precision, scale)")
+            if not 0 < params[0] <= 38:
+                raise self.fail(node, "has a precision over 38")
+            return pa.decimal128(*params)
+        raise self.fail(node, "casts to a type Lance does not support")
+
+    def timestamp_unit(self, node, to, params: list[int]) -> str:
+        if not params:  # to_timestamp('...') parses as a plain TIMESTAMP and is nanoseconds
+            return "ns" if to.this == exp.DataType.Type.TIMESTAMP else "us"
+        if params[0] not in _PRECISION_UNIT:
+            raise self.fail(node, "needs a precision of 0, 3, 6 or 9")
+        return _PRECISION_UNIT[params[0]]
+
+    def cast(self, node) -> pc.Expression:
+        target = self.cast_type(node)
+        value = self.visit_value(node.this)
+        source = self.type_of(value)
+        if node.args.get("safe") and pa.types.is_string(source) and (pa.types.is_integer(target)
+                                                                     or pa.types.is_floating(target)):
+            number = r"^\s*[+-]?\d+\s*$" if pa.types.is_integer(target) else \
+                r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"  # TRY_CAST: NULL when not a number
+            value = pc.if_else(pc.match_substring_regex(value, number), value, pa.scalar(None, pa.string()))
+        if pa.types.is_floating(source) and pa.types.is_integer(target):
+            value = pc.trunc(value)  # Rust casts truncate; NaN and overflow still fail
+        if pa.types.is_integer(source) and pa.types.is_decimal(target):
+            value = value.cast(pa.decimal128(38, target.scale))  # Arrow wants room for any integer first
+        return value.cast(options=pc.CastOptions(target, allow_decimal_truncate=True, allow_time_truncate=True))
 
     def function(self, node) -> pc.Expression:
-        name = (node.name if isinstance(node, exp.Anonymous) else type(node).__name__).lower()
-        args = node.expressions if isinstance(node, exp.Anonymous) else [node.this, node.expression]
-        if name in ("regexplike", "regexp_like", "regexp_match") and len(args) == 2:
-            return pc.match_substring_regex(self.visit_value(args[0]), _string(args[1], self))
-        if name in ("startswith", "starts_with") and len(args) == 2:
-            return pc.starts_with(self.visit_value(args[0]), _string(args[1], self))
-        if name == "ends_with" and len(args) == 2:
-            return pc.ends_with(self.visit_value(args[0]), _string(args[1], self))
-        if name == "is_valid" and len(args) == 1:
-            return self.visit_value(args[0]).is_valid()
-        raise self.fail(node, "is not a supported function")
+        return functions.call(self, node)
+
+    # -- literals ---------------------------------------------------------------------------
+    def is_literal(self, node) -> bool:
+        return _is_literal(node)
 
     def literal(self, node, t: pa.DataType | None) -> pa.Scalar:
-        """A literal coerced to ``t`` without loss (pylance's rules)."""
+        """A literal coerced to ``t`` without loss (pylance's rules for a literal next to a column).
+        A decimal literal keeps its own type (pyarrow compares decimals exactly across scales)."""
         value = _literal_value(node, self)
-        if t is None or value is None:
-            return pa.scalar(value) if t is None else pa.scalar(None, t)
-        if isinstance(value, str) and not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        if t is None:
+            return _scalar(value)
+        if value is None:
+            return pa.scalar(None, t)
+        if pa.types.is_timestamp(t):
+            return self.timestamp_literal(node, value, t)
+        if isinstance(value, _Timestamp) and pa.types.is_date(t):
+            return value.scalar()
+        if isinstance(value, (_Timestamp, dt.date)) and not pa.types.is_date(t):
+            raise self.fail(node, f"is a date/time and cannot be compared with a {t} column")
+        textual = pa.types.is_string(t) or pa.types.is_large_string(t)
+        if isinstance(value, str) and not (textual or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
             raise self.fail(node, f"is a string and cannot be compared with a {t} column "
                                   "(use a typed literal such as DATE '...' or TIMESTAMP '...')")
-        if isinstance(value, float) and pa.types.is_integer(t):
-            raise self.fail(node, f"would lose precision as {t}")
-        if isinstance(value, float) and pa.types.is_decimal(t):
-            raise self.fail(node, f"is a float; use CAST('...' AS DECIMAL(p, s)) for a {t} column")
+        if textual and not isinstance(value, str):
+            raise self.fail(node, f"is not a string and cannot be compared with a {t} column")
+        if isinstance(value, bool) != pa.types.is_boolean(t):
+            raise self.fail(node, f"cannot be used with a {t} column")
+        if isinstance(value, float) and (pa.types.is_integer(t) or pa.types.is_decimal(t)):
+            why = "would lose precision" if pa.types.is_integer(t) else "is a float; use CAST('...' AS DECIMAL(p, s))"
+            raise self.fail(node, f"{why} for a {t} column")
+        if isinstance(value, int) and pa.types.is_decimal(t):
+            if abs(value) >= 10 ** (t.precision - t.scale):
+                raise self.fail(node, f"does not fit a {t} column")
+            value = decimal.Decimal(value)
+        if isinstance(value, decimal.Decimal):
+            if pa.types.is_decimal(t) or pa.types.is_integer(t):
+                return _scalar(value)
+            raise self.fail(node, f"is a decimal and cannot be compared with a {t} column")
         try:
             return pa.scalar(value).cast(t, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError) as exc:
-            raise self.fail(node, f"cannot be used with a {t} column: {exc}") from None
+            raise self.fail(node, f"cannot be used with a {t} column: {str(exc).splitlines()[0]}") from None
+
+    def timestamp_literal(self, node, value, t: pa.TimestampType) -> pa.Scalar:
+        if isinstance(value, _Timestamp):
+            ns = _truncate(value.ns, value.unit) * _UNIT_NS[value.unit]
+            if t.tz is not None:  # a wall clock in the column's time zone
+                try:
+                    ns = pc.assume_timezone(pa.scalar(ns, pa.timestamp("ns")), timezone=t.tz).value
+                except (pa.ArrowInvalid, ValueError) as exc:
+                    raise self.fail(node, f"is not a valid time in {t.tz}: {exc}") from None
+        elif isinstance(value, dt.date):  # midnight UTC, whatever the column's zone
+            ns = (value - _EPOCH).days * 86_400 * 10**9
+        else:
+            raise self.fail(node, f"cannot be compared with a {t} column (use TIMESTAMP '...')")
+        return pa.scalar(_truncate(ns, t.unit), t)
+
+    def loose_literal(self, node, t: pa.DataType) -> pa.Scalar:
+        """A literal next to a computed value: DataFusion's coercion (``'6'`` -> 6, 1 -> 1.0)."""
+        value = _literal_value(node, self)
+        numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+        if value is None:
+            return pa.scalar(None, t) if not pa.types.is_null(t) else pa.scalar(None)
+        if numeric and isinstance(value, str):
+            try:
+                value = int(value) if pa.types.is_integer(t) else float(value)
+            except ValueError:
+                raise self.fail(node, f"is not a number (compared with a {t} value)") from None
+        if numeric and isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+            return _scalar(value)
+        if (pa.types.is_timestamp(t) or pa.types.is_date(t)) and isinstance(value, str):
+            value = _parse_temporal(value, "us", self, node)
+            return self.timestamp_literal(node, value, t) if pa.types.is_timestamp(t) else _scalar(value)
+        return self.literal(node, t)
+
+    def list_literal(self, node, element: pa.DataType) -> pa.Scalar:
+        """An element of an ``array_has*`` call: coerced to the list's element type, except that a
+        float next to integer elements stays a float (the elements are compared as floats)."""
+        value = _literal_value(node, self)
+        if isinstance(value, float) and pa.types.is_integer(element):
+            return _scalar(value)
+        return self.literal(node, element)
+
+    def string_literal(self, node) -> str | None:
+        value = _literal_value(node, self) if _is_literal(node) else node
+        if value is not None and not isinstance(value, str):
+            raise self.fail(node, "must be a string literal")
+        return value
+
+    def int_literal(self, node) -> int:
+        value = _literal_value(node, self) if _is_literal(node) else None
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.fail(node, "must be an integer literal")
+        return value
+
+
+def _path(node) -> list[tuple[str, bool]]:
+    """(name, quoted) of each segment of a column / struct field reference."""
+    if isinstance(node, exp.Column):
+        return [(p.name, bool(p.args.get("quoted"))) for p in node.parts]
+    if isinstance(node, exp.Dot):
+        return _path(node.this) + [(node.expression.name, True)]
+    if isinstance(node, exp.Bracket):
+        return _path(node.this) + [(node.expressions[0].this, True)]
+    if isinstance(node, exp.Anonymous):
+        return _path(node.expressions[0]) + [(node.expressions[1].this, True)]
+    return []
+
+
+def _is_string(node) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
 
 
 def _is_literal(node) -> bool:
-    return isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.Neg, exp.Cast, exp.TryCast)) and \
-        not (isinstance(node, (exp.Cast, exp.TryCast)) and not _is_literal(node.this))
+    """A constant: literals, NULL, booleans, X'..', and negations / casts / parentheses of them."""
+    if isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.HexString)):
+        return True
+    if isinstance(node, (exp.Neg, exp.Paren, exp.Cast, exp.TryCast, exp.TsOrDsToDate)):
+        return _is_literal(node.this)
+    return False
 
 
-def _string(node, visitor: _Visitor) -> str:
-    if isinstance(node, exp.Literal) and node.is_string:
-        return node.this
-    raise visitor.fail(node, "must be a string literal")
+def _scalar(value) -> pa.Scalar:
+    if isinstance(value, _Timestamp):
+        return value.scalar()
+    return pa.scalar(value)
 
 
 def _literal_value(node, visitor: _Visitor):
+    """The Python value of a constant: int, float, str, bytes, bool, None, Decimal, date, _Timestamp."""
     if isinstance(node, exp.Null):
         return None
     if isinstance(node, exp.Boolean):
         return bool(node.this)
+    if isinstance(node, exp.HexString):
+        return bytes.fromhex(node.this)
+    if isinstance(node, exp.Paren):
+        return _literal_value(node.this, visitor)
     if isinstance(node, exp.Neg):
         inner = _literal_value(node.this, visitor)
+        if not isinstance(inner, (int, float, decimal.Decimal)) or isinstance(inner, bool):
+            raise visitor.fail(node, "negates a value that is not a number")
         return -inner
+    if isinstance(node, exp.TsOrDsToDate):
+        return _parse_temporal(str(_literal_value(node.this, visitor)), "date", visitor, node)
     if isinstance(node, (exp.Cast, exp.TryCast)):
-        inner = _literal_value(node.this, visitor)
-        kind = node.to.this
-        DT = exp.DataType.Type
-        try:
-            if kind == DT.DATE:
-                return dt.date.fromisoformat(str(inner))
-            if kind in (DT.TIMESTAMP, DT.DATETIME, DT.TIMESTAMPTZ, DT.TIMESTAMPLTZ):
-                return dt.datetime.fromisoformat(str(inner).replace("Z", "+00:00"))
-            if kind == DT.DECIMAL:
-                return decimal.Decimal(str(inner))
-            if kind in (DT.INT, DT.BIGINT, DT.SMALLINT, DT.TINYINT):
-                return int(inner)
-            if kind in (DT.FLOAT, DT.DOUBLE):
-                return float(inner)
-            if kind in (DT.VARCHAR, DT.TEXT, DT.CHAR):
-                raise visitor.fail(node, "uses a cast type Lance rejects (use STRING)")
-            if kind == DT.BOOLEAN:
-                return bool(inner)
-        except ValueError as exc:
-            raise visitor.fail(node, f"is not a valid literal: {exc}") from None
-        return inner
+        return _cast_literal(node, _literal_value(node.this, visitor), visitor)
     if isinstance(node, exp.Literal):
         if node.is_string:
             return node.this
-        text = node.this
         try:
-            return int(text)
+            return int(node.this)
         except ValueError:
-            return float(text)
+            return float(node.this)
     raise visitor.fail(node, "is not a literal")
+
+
+def _cast_literal(node, inner, visitor: _Visitor):
+    """``CAST(<constant> AS T)`` and typed literals (DATE '..', TIMESTAMP '..', decimal(p, s) '..')."""
+    if inner is None:
+        visitor.cast_type(node)  # still refuse types Lance rejects
+        return None
+    target = visitor.cast_type(node)
+    try:
+        if pa.types.is_timestamp(target):
+            if isinstance(inner, _Timestamp):
+                return _Timestamp(inner.ns, target.unit)
+            return _parse_temporal(str(inner), target.unit, visitor, node)
+        if pa.types.is_date(target):
+            return _parse_temporal(str(inner), "date", visitor, node)
+        if pa.types.is_decimal(target):
+            return _decimal(inner, target, visitor, node)
+        if pa.types.is_integer(target):
+            number = int(inner) if isinstance(inner, (int, float, decimal.Decimal)) else int(str(inner).strip())
+            return pa.scalar(number).cast(target, safe=True).as_py()
+        if pa.types.is_floating(target):
+            return float(inner)
+        if pa.types.is_boolean(target):
+            text = str(inner).strip().lower()
+            if text not in ("true", "false", "1", "0", "t", "f"):
+                raise ValueError(f"{inner!r} is not a boolean")
+            return text in ("true", "1", "t")
+        if pa.types.is_string(target):
+            return inner if isinstance(inner, str) else str(inner)
+        if pa.types.is_binary(target):
+            return inner if isinstance(inner, bytes) else str(inner).encode()
+    except (ValueError, TypeError, decimal.InvalidOperation, pa.ArrowInvalid, OverflowError) as exc:
+        raise visitor.fail(node, f"is not a valid literal: {exc}") from None
+    raise visitor.fail(node, "is not a supported literal")
+
+
+def _decimal(inner, target: pa.Decimal128Type, visitor: _Visitor, node) -> decimal.Decimal:
+    """Rounded half away from zero to the scale (as Arrow's Rust casts); too many digits fail."""
+    scale, precision = target.scale, target.precision
+    if isinstance(inner, float):  # the float is scaled and rounded, as the Rust cast does
+        scaled = inner * 10**scale
+        value = decimal.Decimal(math.floor(abs(scaled) + 0.5) * (1 if scaled >= 0 else -1)).scaleb(-scale)
+    else:
+        value = decimal.Decimal(str(inner).strip())
+    value = value.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
+    if not value.is_finite() or abs(value) >= decimal.Decimal(10) ** (precision - scale):
+        raise visitor.fail(node, f"is too large for DECIMAL({precision}, {scale})")
+    return value
+
+
+def _parse_temporal(text: str, unit: str, visitor: _Visitor, node):
+    """A DATE ('YYYY-MM-DD') or a TIMESTAMP literal ('YYYY-MM-DD[ HH:MM:SS[.f]][Z|+hh:mm|zone]')."""
+    match = _TIMESTAMP_TEXT.fullmatch(text)
+    if match is None or (unit == "date" and match.group(4) is not None):
+        raise visitor.fail(node, f"is not a valid {'date' if unit == 'date' else 'timestamp'}")
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        date = dt.date(int(year), int(month), int(day))
+        if unit == "date":
+            if zone:
+                raise ValueError("a date has no time zone")
+            return date
+        clock = dt.time(int(hour or 0), int(minute or 0), int(second or 0))
+        offset = _offset(zone, dt.datetime.combine(date, clock))
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError) as exc:
+        raise visitor.fail(node, f"is not a valid timestamp: {exc}") from None
+    seconds = (date - _EPOCH).days * 86_400 + clock.hour * 3600 + clock.minute * 60 + clock.second - offset
+    nanos = int((fraction or "0")[:9].ljust(9, "0"))
+    return _Timestamp(seconds * 10**9 + nanos, unit)
+
+
+def _offset(zone: str | None, local: dt.datetime) -> int:
+    """Seconds east of UTC of a literal's zone suffix at its local time."""
+    if not zone or zone in ("Z", "z"):
+        return 0
+    if zone[0] in "+-":
+        digits = zone[1:].replace(":", "")
+        seconds = int(digits[:2]) * 3600 + int(digits[2:4] or 0) * 60
+        return seconds if zone[0] == "+" else -seconds
+    return int(local.replace(tzinfo=zoneinfo.ZoneInfo(zone)).utcoffset().total_seconds())

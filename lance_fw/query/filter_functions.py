@@ -1,0 +1,447 @@
+"""Scalar functions of the Lance filter dialect (DataFusion names) as ``pyarrow.compute`` expressions.
+
+pylance hands function calls to DataFusion, so a filter may call string, math, date and list
+functions. Each one here was checked against pylance 14 (tests/test_filters.py). pyarrow has no
+per-list "any element matches" kernel, so the list functions (``array_has*``, ``tags[1]``) are
+vectorised numpy kernels registered once per input types as pyarrow scalar UDFs: an expression
+can only call registered functions, and UDFs run inside ``Table.filter`` and dataset scans.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+# -- list kernels (registered as pyarrow UDFs) -------------------------------------------------
+
+_LOCK = threading.Lock()
+_REGISTERED: set[str] = set()
+
+
+def _udf(kind: str, fn: Callable, in_types: dict[str, pa.DataType], out_type: pa.DataType) -> str:
+    """Register ``fn`` for these input types once per process; returns the function name."""
+    name = f"lance_fw_{kind}({', '.join(str(t) for t in in_types.values())})"
+    with _LOCK:
+        if name not in _REGISTERED:
+            try:
+                pc.register_scalar_function(fn, name, {"summary": kind, "description": f"Lance filter {kind}"},
+                                            in_types, out_type)
+            except pa.ArrowKeyError:  # registered by an earlier import of this module
+                pass
+            _REGISTERED.add(name)
+    return name
+
+
+def _layout(lists) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """Child values and each row's (start, length) in them, for list / large / fixed-size lists."""
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    n = len(lists)
+    if isinstance(lists, pa.FixedSizeListArray):
+        size = lists.type.list_size
+        starts = (np.arange(n, dtype=np.int64) + lists.offset) * size
+        lengths = np.full(n, size, dtype=np.int64)
+    else:
+        offsets = lists.offsets.to_numpy().astype(np.int64)
+        starts, lengths = offsets[:-1], np.diff(offsets)
+    values = lists.values
+    if n and len(values):
+        first, last = int(starts.min()), int((starts + lengths).max())
+        values, starts = values.slice(first, last - first), starts - first
+    return values, starts, lengths
+
+
+def _valid(array) -> np.ndarray:
+    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _positions(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For every list element: its row and its position in the child values."""
+    parents = np.repeat(np.arange(len(starts)), lengths)
+    before = np.cumsum(lengths) - lengths
+    return parents, np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()))
+
+
+def _rows_with(hits: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per row: does any of its values (``hits`` is per child value) hold?"""
+    parents, positions = _positions(starts, lengths)
+    out = np.zeros(len(starts), dtype=bool)
+    out[parents[hits[positions]]] = True
+    return out
+
+
+def _bools(values: np.ndarray, valid: np.ndarray) -> pa.Array:
+    return pa.array(values, pa.bool_(), mask=~valid)
+
+
+def _matches(values: pa.Array, needle) -> np.ndarray:
+    if not needle.is_valid:
+        return np.zeros(len(values), dtype=bool)
+    return np.asarray(pc.equal(values, needle).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _has_kernel(ctx, lists, needle) -> pa.Array:
+    values, starts, lengths = _layout(lists)
+    valid = _valid(lists)
+    if isinstance(needle, pa.Scalar):
+        if not needle.is_valid:  # array_has(x, NULL) is NULL for every row
+            return pa.nulls(len(starts), pa.bool_())
+        return _bools(_rows_with(_matches(values, needle), starts, lengths), valid)
+    parents, positions = _positions(starts, lengths)
+    hits = pc.equal(values.take(pa.array(positions)), needle.take(pa.array(parents))).fill_null(False)
+    out = np.zeros(len(starts), dtype=bool)
+    out[parents[np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)]] = True
+    return _bools(out, valid & _valid(needle))
+
+
+def _set_kernel(mode: str) -> Callable:
+    def kernel(ctx, lists, needles) -> pa.Array:
+        values, starts, lengths = _layout(lists)
+        wanted = needles.values
+        if len(wanted) == 0:  # pylance: [] matches no row for _any and every row (even NULL) for _all
+            return pa.array(np.full(len(starts), mode == "all"), pa.bool_())
+        if values.type != wanted.type:
+            values = values.cast(wanted.type)
+        valid = _valid(lists)
+        has_null = wanted.null_count > 0
+        if mode == "any":
+            hits = np.asarray(pc.is_in(values, value_set=wanted.drop_null()).to_numpy(zero_copy_only=False), bool)
+            if has_null:  # NULL elements of the set match NULL elements of the list
+                hits |= ~_valid(values)
+            return _bools(_rows_with(hits, starts, lengths), valid)
+        out = np.ones(len(starts), dtype=bool)
+        for needle in pc.unique(wanted.drop_null()):
+            out &= _rows_with(_matches(values, needle), starts, lengths)
+        if has_null:
+            out &= _rows_with(~_valid(values), starts, lengths)
+        return _bools(out, valid)
+    return kernel
+
+
+def _element_kernel(ctx, lists, index) -> pa.Array:
+    values, starts, lengths = _layout(lists)
+    i = index.as_py() if isinstance(index, pa.Scalar) else None
+    if i is None or i == 0:
+        return pa.nulls(len(starts), values.type)
+    position = starts + (i - 1 if i > 0 else lengths + i)
+    ok = _valid(lists) & ((i - 1 < lengths) if i > 0 else (-i <= lengths))
+    return values.take(pa.array(np.where(ok, position, 0), pa.int64(), mask=~ok))
+
+
+def _list_type(v, node, expression: pc.Expression) -> pa.DataType:
+    t = v.type_of(expression)
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
+        raise v.fail(node, f"needs a list argument, not {t}")
+    return t
+
+
+def _array_has(v, node, args) -> pc.Expression:
+    lists = v.visit_value(args[0])
+    t = _list_type(v, node, lists)
+    if v.is_literal(args[1]):
+        needle = v.list_literal(args[1], t.value_type)
+        name = _udf("array_has", _has_kernel, {"lists": t, "needle": needle.type}, pa.bool_())
+        return pc.Expression._call(name, [lists, pc.scalar(needle)])
+    needle = v.visit_value(args[1])
+    name = _udf("array_has", _has_kernel, {"lists": t, "needle": v.type_of(needle)}, pa.bool_())
+    return pc.Expression._call(name, [lists, needle])
+
+
+def _array_has_set(mode: str):
+    def build(v, node, args) -> pc.Expression:
+        lists = v.visit_value(args[0])
+        t = _list_type(v, node, lists)
+        if not isinstance(args[1], exp.Array):
+            raise v.fail(node, "needs a list literal such as ['a', 'b'] as its second argument")
+        scalars = [v.list_literal(e, t.value_type) for e in args[1].expressions]
+        kinds = {s.type for s in scalars if s.is_valid}
+        element = kinds.pop() if len(kinds) == 1 else (pa.float64() if kinds else t.value_type)
+        wanted = pa.array([s.as_py() for s in scalars], element)
+        name = _udf(f"array_has_{mode}", _set_kernel(mode), {"lists": t, "needles": pa.list_(element)}, pa.bool_())
+        return pc.Expression._call(name, [lists, pc.scalar(pa.scalar(wanted.to_pylist(), pa.list_(element)))])
+    return build
+
+
+def list_element(v, node, base, index_node) -> pc.Expression:
+    """``base[i]`` / ``array_element(base, i)``: 1-based, negative from the end, NULL when out of range."""
+    lists = v.visit_value(base)
+    t = _list_type(v, node, lists)
+    index = v.int_literal(index_node)
+    name = _udf("array_element", _element_kernel, {"lists": t, "index": pa.int64()}, t.value_type)
+    return pc.Expression._call(name, [lists, pc.scalar(pa.scalar(index, pa.int64()))])
+
+
+def _array_length(v, node, args) -> pc.Expression:
+    lists = v.visit_value(args[0])
+    _list_type(v, node, lists)
+    if len(args) == 2 and v.int_literal(args[1]) != 1:
+        raise v.fail(node, "supports only dimension 1")
+    return pc.list_value_length(lists).cast(pa.uint64())
+
+
+def _array_empty(v, node, args) -> pc.Expression:
+    lists = v.visit_value(args[0])
+    _list_type(v, node, lists)
+    return pc.equal(pc.list_value_length(lists), 0)
+
+
+# -- strings ------------------------------------------------------------------------------------
+
+def _unary(fn: Callable) -> Callable:
+    return lambda v, node, args: fn(v.visit_value(args[0]))
+
+
+def _with_pattern(fn: Callable, key: str = "pattern") -> Callable:
+    def build(v, node, args) -> pc.Expression:
+        pattern = v.string_literal(args[1])
+        if pattern is None:
+            return pc.scalar(pa.scalar(None, pa.bool_()))
+        return fn(v.visit_value(args[0]), **{key: pattern})
+    return build
+
+
+def _strpos(v, node, args) -> pc.Expression:
+    return pc.add(pc.find_substring(v.visit_value(args[0]), v.string_literal(args[1])), 1)
+
+
+def _as_string(v, node) -> pc.Expression:
+    value = v.visit_value(node)
+    t = v.type_of(value)
+    return value if pa.types.is_string(t) or pa.types.is_large_string(t) else value.cast(pa.string())
+
+
+def _concat(v, node, args) -> pc.Expression:
+    parts = [_as_string(v, a) for a in args]
+    return pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
+
+
+def _left(v, node, args) -> pc.Expression:
+    return pc.utf8_slice_codeunits(v.visit_value(args[0]), start=0, stop=v.int_literal(args[1]))
+
+
+def _right(v, node, args) -> pc.Expression:
+    n, value = v.int_literal(args[1]), v.visit_value(args[0])
+    if n == 0:
+        return pc.utf8_slice_codeunits(value, start=0, stop=0)
+    return pc.utf8_slice_codeunits(value, start=-n) if n > 0 else pc.utf8_slice_codeunits(value, start=-n)
+
+
+def _replace(v, node, args) -> pc.Expression:
+    return pc.replace_substring(v.visit_value(args[0]), pattern=v.string_literal(args[1]),
+                                replacement=v.string_literal(args[2]))
+
+
+def _trim(fn: Callable) -> Callable:
+    def build(v, node, args) -> pc.Expression:  # DataFusion trims spaces only, unless told which
+        characters = v.string_literal(args[1]) if len(args) > 1 else " "
+        return fn(v.visit_value(args[0]), characters=characters)
+    return build
+
+
+def _split_part(v, node, args) -> pc.Expression:
+    n = v.int_literal(args[2])
+    if n <= 0:
+        raise v.fail(node, "supports only a positive part number")
+    parts = pc.split_pattern(v.visit_value(args[0]), pattern=v.string_literal(args[1]))
+    return pc.binary_join(pc.list_slice(parts, n - 1, n), "")  # '' past the last part, as DataFusion
+
+
+def _repeat(v, node, args) -> pc.Expression:
+    return pc.binary_repeat(v.visit_value(args[0]), max(v.int_literal(args[1]), 0))
+
+
+_UNICODE_CLASSES = {"w": r"\pL\pM\pN\p{Pc}", "d": r"\p{Nd}"}
+
+
+def _unicode_classes(pattern: str) -> str:
+    """Rust's ``\\w`` and ``\\d`` are Unicode-aware; RE2's (pyarrow's) are ASCII: spell them out."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt in _UNICODE_CLASSES:
+                out.append(_UNICODE_CLASSES[nxt] if in_class else f"[{_UNICODE_CLASSES[nxt]}]")
+            elif nxt.lower() in _UNICODE_CLASSES and not in_class:
+                out.append(f"[^{_UNICODE_CLASSES[nxt.lower()]}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _regexp(v, node, args) -> pc.Expression:
+    pattern = v.string_literal(args[1])
+    flags = v.string_literal(args[2]) if len(args) > 2 else ""
+    if pattern is None or flags is None:
+        return pc.scalar(pa.scalar(None, pa.bool_()))
+    if set(flags) - set("imsc"):
+        raise v.fail(node, "supports only the regex flags i, m, s and c")
+    inline = "".join(sorted(set(flags) - {"c"}))
+    pattern = _unicode_classes(pattern)
+    return pc.match_substring_regex(v.visit_value(args[0]), pattern=f"(?{inline}){pattern}" if inline else pattern)
+
+
+# -- numbers, nulls, dates ----------------------------------------------------------------------
+
+def _float(v, node) -> pc.Expression:
+    return v.visit_value(node).cast(pa.float64())
+
+
+def _round(v, node, args) -> pc.Expression:
+    digits = v.int_literal(args[1]) if len(args) > 1 else 0
+    return pc.round(_float(v, args[0]), ndigits=digits, round_mode="half_towards_infinity")
+
+
+def _log(v, node, args) -> pc.Expression:
+    base = v.visit_value(args[0]).cast(pa.float64())
+    return pc.logb(_float(v, args[1]), base)
+
+
+def _same_type(v, args) -> list[pc.Expression]:
+    """Arguments of coalesce/greatest/least: literals take the type of the first non-literal."""
+    anchor = next((a for a in args if not v.is_literal(a)), None)
+    if anchor is None:
+        raise v.fail(args[0], "needs at least one column argument")
+    t = v.type_of(v.visit_value(anchor))
+    return [pc.scalar(v.loose_literal(a, t)) if v.is_literal(a) else v.visit_value(a) for a in args]
+
+
+def _nullif(v, node, args) -> pc.Expression:
+    a, b = _same_type(v, args)
+    return pc.if_else(pc.coalesce(pc.equal(a, b), False), pc.scalar(pa.scalar(None, v.type_of(a))), a)
+
+
+def _isnan(v, node, args) -> pc.Expression:
+    return pc.is_nan(_float(v, args[0]))
+
+
+_DATE_PARTS = {
+    "year": pc.year, "quarter": pc.quarter, "month": pc.month, "week": pc.iso_week, "day": pc.day,
+    "hour": pc.hour, "minute": pc.minute, "doy": pc.day_of_year,
+    "dow": lambda e: pc.day_of_week(e, count_from_zero=True, week_start=7),
+}
+
+
+def _date_part(v, node, args) -> pc.Expression:
+    part = (v.string_literal(args[0]) or "").lower()
+    if part not in _DATE_PARTS:
+        raise v.fail(node, f"supports the parts {sorted(_DATE_PARTS)}")
+    return _DATE_PARTS[part](v.visit_value(args[1]))
+
+
+def _get_field(v, node, args) -> pc.Expression:
+    return v.column(node)[0]
+
+
+def _element(v, node, args) -> pc.Expression:
+    return list_element(v, node, args[0], args[1])
+
+
+def _arity(*counts: int) -> Callable[[int], bool]:
+    return lambda n: n in counts
+
+
+_ANY = lambda n: n >= 1  # noqa: E731
+
+#: name -> (accepted argument counts, builder(visitor, node, args))
+FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
+    "array_has": (_arity(2), _array_has), "array_contains": (_arity(2), _array_has),
+    "list_has": (_arity(2), _array_has),
+    "array_has_any": (_arity(2), _array_has_set("any")), "list_has_any": (_arity(2), _array_has_set("any")),
+    "arrays_overlap": (_arity(2), _array_has_set("any")),
+    "array_has_all": (_arity(2), _array_has_set("all")), "list_has_all": (_arity(2), _array_has_set("all")),
+    "array_length": (_arity(1, 2), _array_length), "list_length": (_arity(1, 2), _array_length),
+    "cardinality": (_arity(1), _array_length),
+    "array_element": (_arity(2), _element), "list_element": (_arity(2), _element),
+    "array_extract": (_arity(2), _element), "list_extract": (_arity(2), _element),
+    "array_empty": (_arity(1), _array_empty), "empty": (_arity(1), _array_empty),
+    "lower": (_arity(1), _unary(pc.utf8_lower)), "upper": (_arity(1), _unary(pc.utf8_upper)),
+    "length": (_arity(1), _unary(pc.utf8_length)), "octet_length": (_arity(1), _unary(pc.binary_length)),
+    "reverse": (_arity(1), _unary(pc.utf8_reverse)),
+    "starts_with": (_arity(2), _with_pattern(pc.starts_with)), "ends_with": (_arity(2), _with_pattern(pc.ends_with)),
+    "contains": (_arity(2), _with_pattern(pc.match_substring)), "strpos": (_arity(2), _strpos),
+    "concat": (_ANY, _concat), "left": (_arity(2), _left), "right": (_arity(2), _right),
+    "replace": (_arity(3), _replace), "btrim": (_arity(1, 2), _trim(pc.utf8_trim)),
+    "ltrim": (_arity(1, 2), _trim(pc.utf8_ltrim)), "rtrim": (_arity(1, 2), _trim(pc.utf8_rtrim)),
+    "split_part": (_arity(3), _split_part), "repeat": (_arity(2), _repeat),
+    "regexp_like": (_arity(2, 3), _regexp), "regexp_match": (_arity(2, 3), _regexp),
+    "is_valid": (_arity(1), lambda v, node, args: v.visit_value(args[0]).is_valid()),
+    "abs": (_arity(1), _unary(pc.abs)), "sqrt": (_arity(1), lambda v, n, a: pc.sqrt(_float(v, a[0]))),
+    "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))), "exp": (_arity(1), lambda v, n, a: pc.exp(_float(v, a[0]))),
+    "log": (_arity(2), _log), "signum": (_arity(1), lambda v, n, a: pc.sign(_float(v, a[0]))),
+    "power": (_arity(2), lambda v, n, a: pc.power(_float(v, a[0]), _float(v, a[1]))),
+    "round": (_arity(1, 2), _round), "isnan": (_arity(1), _isnan),
+    "greatest": (_ANY, lambda v, n, a: pc.max_element_wise(*_same_type(v, a), skip_nulls=True)),
+    "least": (_ANY, lambda v, n, a: pc.min_element_wise(*_same_type(v, a), skip_nulls=True)),
+    "coalesce": (_ANY, lambda v, n, a: pc.coalesce(*_same_type(v, a))), "nullif": (_arity(2), _nullif),
+    "date_part": (_arity(2), _date_part), "get_field": (_arity(2), _get_field),
+}
+
+#: sqlglot's typed nodes -> (DataFusion name, argument keys in call order)
+_NODES: dict[type, tuple[str, tuple[str, ...]]] = {
+    exp.ArrayContains: ("array_has", ("this", "expression")),
+    exp.ArrayContainsAll: ("array_has_all", ("this", "expression")),
+    exp.ArraySize: ("array_length", ("this", "expression")),
+    exp.Lower: ("lower", ("this",)), exp.Upper: ("upper", ("this",)), exp.Length: ("length", ("this",)),
+    exp.Reverse: ("reverse", ("this",)), exp.StartsWith: ("starts_with", ("this", "expression")),
+    exp.EndsWith: ("ends_with", ("this", "expression")), exp.Contains: ("contains", ("this", "expression")),
+    exp.StrPosition: ("strpos", ("this", "substr")), exp.Concat: ("concat", ("expressions",)),
+    exp.Left: ("left", ("this", "expression")), exp.Right: ("right", ("this", "expression")),
+    exp.Replace: ("replace", ("this", "expression", "replacement")),
+    exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")), exp.Repeat: ("repeat", ("this", "times")),
+    exp.RegexpLike: ("regexp_like", ("this", "expression", "flag")),
+    exp.Abs: ("abs", ("this",)), exp.Sqrt: ("sqrt", ("this",)), exp.Ln: ("ln", ("this",)), exp.Exp: ("exp", ("this",)),
+    exp.Log: ("log", ("this", "expression")), exp.Sign: ("signum", ("this",)),
+    exp.Pow: ("power", ("this", "expression")), exp.Round: ("round", ("this", "decimals")),
+    exp.IsNan: ("isnan", ("this",)), exp.Greatest: ("greatest", ("this", "expressions")),
+    exp.Least: ("least", ("this", "expressions")), exp.Coalesce: ("coalesce", ("this", "expressions")),
+    exp.Nullif: ("nullif", ("this", "expression")),
+}
+
+
+def call_arguments(node) -> tuple[str, list]:
+    """(DataFusion function name, argument nodes) of a sqlglot function node."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower(), list(node.expressions)
+    if isinstance(node, exp.Trim) and node.args.get("position") is not None:
+        name = "ltrim" if str(node.args["position"]).upper() == "LEADING" else "rtrim"
+        # ltrim(s, 'x') parses as Trim(this='x', expression=s)
+        return name, [node.expression, node.this] if node.expression is not None else [node.this]
+    name, keys = _NODES.get(type(node), (node.key, ()))
+    args: list = []
+    for key in keys:
+        value = node.args.get(key)
+        if isinstance(value, list):
+            args.extend(value)
+        elif value is not None:
+            args.append(value)
+    return name, args
+
+
+def call(v, node) -> pc.Expression:
+    """The expression of a function call; ``v`` is the filter visitor (values, literals, errors)."""
+    name, args = call_arguments(node)
+    if name == "log" and isinstance(node, exp.Log) and node.expression is None:
+        name, args = "ln", [node.this]
+    spec = FUNCTIONS.get(name)
+    if spec is None:
+        raise v.fail(node, "is not a supported function")
+    if not spec[0](len(args)):
+        raise v.fail(node, f"has the wrong number of arguments ({len(args)})")
+    return spec[1](v, node, args)
+
+
+__all__ = ["FUNCTIONS", "call", "call_arguments", "list_element"]
