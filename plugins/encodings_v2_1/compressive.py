@@ -721,13 +721,15 @@ def _variable_chunks(enc, chunks: Sequence[Sequence], counts: list[int], where: 
     lengths = np.delete(starts, bounds[:-1]) - value_starts
     if (lengths < 0).any():
         raise CorruptFileError(where, "variable chunk offsets are out of order")
+    from .layouts import gather_ranges
+
     if needed is not None:
         keep = np.zeros(len(lengths), bool)
         keep[needed] = True
         lengths = np.where(keep, lengths, 0)
-    from .layouts import gather_ranges
-
-    data = gather_ranges(big, value_starts, lengths)
+        data = gather_ranges(big, value_starts, lengths)
+    else:  # a chunk's values lie back to back: copy one range per chunk, not one per value
+        data = gather_ranges(big, starts[bounds[:-1]], starts[bounds[1:] - 1] - starts[bounds[:-1]])
     out_offs = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=out_offs[1:])
     return DecodedValues("variable", len(lengths), data, offsets=out_offs)

@@ -526,8 +526,8 @@ def _value_plan(values: pa.Array):
 def _zstd_pays(values: pa.Array) -> bool:
     """Compress string chunks (in place of FSST, which lance_fw does not write) when a sample of
     the data shrinks by at least a quarter."""
-    _, data = _offsets_and_data(values.slice(0, 2048))
-    sample = data.tobytes()[:64 * 1024]
+    offs, data = _offsets_and_data(values.slice(0, 2048))
+    sample = data[offs[0]:min(int(offs[-1]), int(offs[0]) + 64 * 1024)].tobytes()  # not the whole buffer
     if len(sample) < 1024:
         return False
     return len(pa.Codec("zstd").compress(pa.py_buffer(sample))) * 4 < len(sample) * 3
