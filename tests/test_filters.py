@@ -156,7 +156,13 @@ STRINGS = [
     "split_part(p, ' ', 2) = 'off'", "split_part(p, '_', 3) = ''", "repeat(s, 2) = 'name_3name_3'",
     "starts_with(p, 'a')", "ends_with(p, 'b')", "is_valid(s)", "NOT is_valid(p)", "s IS DISTINCT FROM 'name_3'",
     "s IS NOT DISTINCT FROM NULL", "ls ILIKE 'large1'", "s < p", "s IN ('name_1', NULL)",
-    "s NOT IN ('name_1', 'name_2')", "bin = X'03'", "bin IS NULL", "bin IN (X'01', X'02')",
+    "s NOT IN ('name_1', 'name_2')", "bin = X'03'", "bin IS NULL", "bin IN (X'01', X'02')", "bin > X'02'",
+    "ltrim(p, ' ') = 'pad  '", "rtrim(p, ' d') = '  pa'", "s IS DISTINCT FROM p", "ends_with(p, NULL)",
+    "concat(id, s) = '1name_1'", "concat(s, NULL, 'x') = 'x'", "'name_1' = s", "coalesce(s, p) = 'a_b'",
+    "coalesce(s, 'zz') = 'zz'", "length(ls) = 6", "upper(ls) = 'LARGE1'", "regexp_like(s, '(?i)NAME')",
+    "regexp_replace(s, 'a', 'b') = 'nbme_1'", "regexp_replace(s, '[a-z]', 'X') = 'Xame_1'",
+    "regexp_replace(s, '[a-z]', 'X', 'g') = 'XXXX_1'", r"regexp_replace(s, '(n)(a)', '\2\1') = 'anme_1'",
+    "regexp_replace(s, '(n)(a)', '${2}${1}') = 'anme_1'", "regexp_replace(p, 'A', 'z', 'gi') = 'z_b'",
 ]
 
 TEMPORAL = [
@@ -181,6 +187,16 @@ TEMPORAL = [
     "date_part('month', d) = 2", "date_part('doy', d) = 40", "date_part('quarter', d) = 2",
     "date_part('week', d) = 10", "date_part('minute', ts) = 0", "CAST(tsms AS DATE) = DATE '2024-01-02'",
     "ts > TIMESTAMP '2024-01-05 00:00:00' AND ts < TIMESTAMP '2024-01-06 00:00:00'",
+    "date_part('second', tsms) = 0", "date_part('millisecond', tsms) = 3", "date_part('microsecond', tsms) = 3000",
+    "date_part('nanosecond', tsns) = 5", "date_part('epoch', tsms) = 1704078000.003", "date_part('epoch', d) = 1704067200",
+    "date_part('epoch', tsny) = 1704085200", "date_part('hour', d) = 0", "date_part('dow', tsny) = 1",
+    "date_part('dow', d) = 1", "date_trunc('day', tsny) = TIMESTAMP '2024-01-02 00:00:00'",
+    "date_trunc('day', ts) = TIMESTAMP '2024-01-02 00:00:00'", "date_trunc('month', d) = DATE '2024-02-01'",
+    "date_trunc('week', ts) = TIMESTAMP '2024-01-08 00:00:00'",
+    "date_trunc('hour', tsms) = TIMESTAMP '2024-01-01 03:00:00'",
+    "date_trunc('month', tsny) = TIMESTAMP '2024-01-01 00:00:00'", "now() > ts", "current_timestamp > tsny",
+    "current_date() > d", "tsny > ts", "tsny = ts", "ts < tstz", "tstz = tsny", "d < ts", "d <= tsms", "tsny >= d",
+    "ts = tsms", "d = CAST(tsms AS DATE)", "CAST(d AS TIMESTAMP) > TIMESTAMP '2024-03-01 00:00:00'",
 ]
 
 NUMBERS = [
@@ -210,7 +226,11 @@ NUMBERS = [
     "CAST(id AS STRING) = '5'", "CAST(id AS DOUBLE) > 35.5", "CAST(i32 AS TINYINT) = -3", "CAST(u8 AS SMALLINT) = 150",
     "id::STRING = '5'", "TRY_CAST(s AS INT) IS NULL", "TRY_CAST(p AS INT) IS NULL", "CAST(st.a AS STRING) = '3'",
     "length(CAST(id AS STRING)) = 2", "CAST(i32 AS BIGINT) = 3.5", "CAST(id AS DOUBLE) = 5", "CAST(b AS INT) = 1",
-    "CAST(id AS INT UNSIGNED) < 3",
+    "CAST(id AS INT UNSIGNED) < 3", "dec3 * 2 > 10", "dec3 + 1 > 3", "id * dec > 10", "dec3 / 2 > 3", "dec3 % 2 = 1",
+    "dec3 % 2 > 1.5", "dec3 * 1.5 > 10", "dec3 + 0.5 = 3", "dec3 - dec > 0", "dec3 * 2 = CAST('4.25' AS DECIMAL(10,2))",
+    "CAST(dec3 AS DOUBLE) = 1.375", "round(dec3, 1) = 2.1", "id > dec", "dec3 > dec", "f % 2 > 1", "log(2, id) = 3",
+    "exp(i32) < 1", "abs(f) > 1", "TRY_CAST(p AS DOUBLE) IS NULL", "TRY_CAST(s AS BIGINT) IS NOT NULL", "f > .5",
+    "f > -1.5e-1", "id > 2 + 3", "f > 1 + 1", "greatest(id, i32) = id", "u8 = i32", "u8 > id",
 ]
 
 NAMES_AND_LOGIC = [
@@ -223,7 +243,10 @@ NAMES_AND_LOGIC = [
     "b != true", "NOT NOT b", "i32 BETWEEN 1 AND NULL", "i32 NOT IN (1, NULL)", "id IN (i32, 3)", "i32 IN (id, NULL)",
     "id IN (1)", "_rowid < 5", "_rowaddr < 5", "_rowid IN (5, 6)", "_rowaddr > 4294967296", "`_rowid` < 3",
     "_ROWID < 3", "_rowaddr >= 8589934592 AND _rowaddr < 8589934595", "id > 5;", "id > 5 -- comment",
-    "/* c */ id > 5", "'a' = 'a'", "1 = 1 AND id < 3",
+    "/* c */ id > 5", "'a' = 'a'", "1 = 1 AND id < 3", "NULL = id", "id IN (NULL)", "id NOT IN (NULL)",
+    "i32 IN (1, 2, 3) IS NULL", "array_length(tags) BETWEEN 1 AND 2", "nums[1] IN (0, 1)", "tags[1] IN ('t1', 't2')",
+    "tags[1] LIKE 't%'", "upper(tags[1]) = 'T1'", "st.a + 1 = 4", "st.a * st.a = 9", "st.a IS DISTINCT FROM 3",
+    "b AND i32 > 0", "b OR i32 > 0", "NOT (b AND i32 > 0)",
 ]
 
 
@@ -259,13 +282,16 @@ REJECTED = [
     "st.a = '3'", "_rowid = -1", "u8 IN (1, 300)", "id IN (1, 2.5)", "u8 = 300", "u8 = -1", "b = 1",
     "id = 9223372036854775808", "i32 > 2.5", "f = 'NaN'", "lower(s) = 3", "s = 3", "id > 5 AND", "id IN [1, 2]",
     "EXTRACT(year FROM d) = 2024", "CASE WHEN id > 1 THEN true ELSE false END", "s", "id + 1",
+    "ts > TIMESTAMP '2024-01-01 00:00:00' + INTERVAL '1 day'", "bin = 'x'", "regexp_like(s, 'name', 'g')",
+    "id > 5 AND -- x", "json_extract(s, '$.a') = '1'",
 ]
 
 #: pylance accepts these; lance_fw refuses them on purpose (trailing clauses pylance silently
 #: ignores) or does not implement them yet.
 STRICTER = [
     "id > 5 ORDER BY id", "id > 1 LIMIT 1", "s LIKE s", "array_has_any(tags, tags)", "tags = ['t2']",
-    "lpad(s, 8, 'x') = 'xname_3'", "initcap(s) = 'Name_3'", "md5(s) = 'x'", "ascii(s) = 110",
+    "lpad(s, 8, 'x') = 'xname_3'", "initcap(s) = 'Name_3'", "md5(s) = 'x'", "ascii(s) = 110", "starts_with(s, s)",
+    "contains_tokens(s, 'name')", "to_char(ts, '%Y') = '2024'",
 ]
 
 #: pylance fails while evaluating these (divide by zero, NaN or text cast to an integer).

@@ -233,7 +233,10 @@ class _Visitor:
             return pc.scalar(_NULL_BOOL)
         if pa.types.is_date(t) and pa.types.is_timestamp(value.type):
             expr = expr.cast(value.type)
-        nan = pa.types.is_floating(value.type) and math.isnan(value.as_py())
+        floating = pa.types.is_floating(value.type)
+        nan = floating and math.isnan(value.as_py())
+        if pa.types.is_decimal(t) and floating:  # compared as floats, as DataFusion coerces them
+            expr, t = _decimal_float(expr), pa.float64()
         if not (pa.types.is_floating(t) or nan):
             return getattr(pc, op)(expr, value)
         if not pa.types.is_floating(t):
@@ -246,9 +249,13 @@ class _Visitor:
         return result | is_nan if op in ("greater", "greater_equal") else result
 
     def compare_values(self, op: str, a: pc.Expression, b: pc.Expression) -> pc.Expression:
-        if not (pa.types.is_floating(self.type_of(a)) or pa.types.is_floating(self.type_of(b))):
+        ta, tb = self.type_of(a), self.type_of(b)
+        if _temporal(ta) and _temporal(tb):
+            a, b = _common_time(a, ta, tb), _common_time(b, tb, ta)
+        if not (pa.types.is_floating(ta) or pa.types.is_floating(tb)):
             return getattr(pc, op)(a, b)
-        a, b = a.cast(pa.float64()), b.cast(pa.float64())  # total order, as DataFusion's float kernels
+        # total order, as DataFusion's float kernels
+        a, b = (_decimal_float(x) if pa.types.is_decimal(tx) else x.cast(pa.float64()) for x, tx in ((a, ta), (b, tb)))
 
         one = pc.scalar(1.0)  # 1 / -0.0 = -inf tells the zeros apart
 
@@ -396,13 +403,24 @@ class _Visitor:
         return pc.field(*names), t
 
     def arithmetic(self, node) -> pc.Expression:
-        a, b = self.visit_value(node.this), self.visit_value(node.expression)
+        a, b = self.operand(node.this, node.expression), self.operand(node.expression, node.this)
         if not isinstance(node, exp.Mod):
             return _ARITHMETIC[type(node)](a, b)
         # truncated remainder (the sign of the dividend), as in SQL
-        if pa.types.is_floating(self.type_of(a)) or pa.types.is_floating(self.type_of(b)):
+        fractional = (pa.types.is_floating, pa.types.is_decimal)
+        if any(f(self.type_of(x)) for x in (a, b) for f in fractional):
             return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
         return pc.subtract(a, pc.multiply(pc.divide(a, b), b))
+
+    def operand(self, node, other) -> pc.Expression:
+        """An arithmetic operand; an integer next to a decimal becomes a decimal (an integer
+        literal with its own digits: Arrow casts int64 only to decimals of 19+ digits)."""
+        value = self.visit_value(node)
+        if not pa.types.is_integer(self.type_of(value)) or not pa.types.is_decimal(self.type_of(self.visit_value(other))):
+            return value
+        if self.is_literal(node):
+            return pc.scalar(pa.scalar(decimal.Decimal(_literal_value(node, self))))
+        return value.cast(pa.decimal128(19, 0))
 
     def cast_type(self, node) -> pa.DataType:
         """The Arrow type of ``CAST(... AS <type>)``: the cast types Lance's planner accepts."""
@@ -443,6 +461,8 @@ class _Visitor:
             value = pc.if_else(pc.match_substring_regex(value, number), value, pa.scalar(None, pa.string()))
         if pa.types.is_floating(source) and pa.types.is_integer(target):
             value = pc.trunc(value)  # Rust casts truncate; NaN and overflow still fail
+        if pa.types.is_decimal(source) and pa.types.is_floating(target):
+            return _decimal_float(value).cast(target)
         if pa.types.is_integer(source) and pa.types.is_decimal(target):
             value = value.cast(pa.decimal128(38, target.scale))  # Arrow wants room for any integer first
         return value.cast(options=pc.CastOptions(target, allow_decimal_truncate=True, allow_time_truncate=True))
@@ -469,7 +489,7 @@ class _Visitor:
         if isinstance(value, (_Timestamp, dt.date)) and not pa.types.is_date(t):
             raise self.fail(node, f"is a date/time and cannot be compared with a {t} column")
         textual = pa.types.is_string(t) or pa.types.is_large_string(t)
-        if isinstance(value, str) and not (textual or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        if isinstance(value, str) and not textual:
             raise self.fail(node, f"is a string and cannot be compared with a {t} column "
                                   "(use a typed literal such as DATE '...' or TIMESTAMP '...')")
         if textual and not isinstance(value, str):
@@ -518,6 +538,8 @@ class _Visitor:
             except ValueError:
                 raise self.fail(node, f"is not a number (compared with a {t} value)") from None
         if numeric and isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+            if pa.types.is_decimal(t) and isinstance(value, int):
+                value = decimal.Decimal(value)  # Arrow casts an int64 only to 19+ digit decimals
             return _scalar(value)
         if (pa.types.is_timestamp(t) or pa.types.is_date(t)) and isinstance(value, str):
             value = _parse_temporal(value, "us", self, node)
@@ -543,6 +565,25 @@ class _Visitor:
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.fail(node, "must be an integer literal")
         return value
+
+
+def _decimal_float(value: pc.Expression) -> pc.Expression:
+    """Decimal -> float64, correctly rounded (pyarrow's direct cast is off by an ulp at times)."""
+    return value.cast(pa.string()).cast(pa.float64())
+
+
+def _temporal(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t)
+
+
+def _common_time(value: pc.Expression, t: pa.DataType, other: pa.DataType) -> pc.Expression:
+    """``value`` ready to compare with a value of type ``other``, as DataFusion coerces: a date
+    becomes midnight UTC, a zone-less timestamp a wall clock in the other side's zone."""
+    if pa.types.is_date(t) and pa.types.is_timestamp(other):
+        return value.cast(pa.timestamp(other.unit)).cast(other)
+    if pa.types.is_timestamp(t) and pa.types.is_timestamp(other) and t.tz is None and other.tz is not None:
+        return pc.assume_timezone(value, timezone=other.tz)
+    return value
 
 
 def _path(node) -> list[tuple[str, bool]]:

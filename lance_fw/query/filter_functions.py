@@ -9,6 +9,8 @@ can only call registered functions, and UDFs run inside ``Table.filter`` and dat
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import threading
 from typing import Callable
 
@@ -294,6 +296,18 @@ def _regexp(v, node, args) -> pc.Expression:
     return pc.match_substring_regex(v.visit_value(args[0]), pattern=f"(?{inline}){pattern}" if inline else pattern)
 
 
+def _regexp_replace(v, node, args) -> pc.Expression:
+    pattern, replacement = v.string_literal(args[1]), v.string_literal(args[2])
+    flags = v.string_literal(args[3]) if len(args) > 3 else ""
+    if set(flags or "") - set("gimsc"):
+        raise v.fail(node, "supports only the regex flags g, i, m, s and c")
+    inline = "".join(sorted(set(flags or "") - {"c", "g"}))
+    pattern = (f"(?{inline})" if inline else "") + _unicode_classes(pattern)
+    replacement = re.sub(r"\$\{?(\d+)\}?", r"\\\1", replacement)  # ${1} / $1 -> \1 (RE2's syntax)
+    return pc.replace_substring_regex(v.visit_value(args[0]), pattern=pattern, replacement=replacement,
+                                      max_replacements=None if "g" in (flags or "") else 1)
+
+
 # -- numbers, nulls, dates ----------------------------------------------------------------------
 
 def _float(v, node) -> pc.Expression:
@@ -328,18 +342,60 @@ def _isnan(v, node, args) -> pc.Expression:
     return pc.is_nan(_float(v, args[0]))
 
 
+def _sub_second(e: pc.Expression, digits: int) -> pc.Expression:
+    """Seconds and their fraction as an integer of ``digits`` decimals (Postgres' millisecond etc.)."""
+    out = pc.second(e)
+    for part in (pc.millisecond, pc.microsecond, pc.nanosecond)[:digits // 3]:
+        out = pc.add(pc.multiply(out, 1000), part(e))
+    return out
+
+
 _DATE_PARTS = {
     "year": pc.year, "quarter": pc.quarter, "month": pc.month, "week": pc.iso_week, "day": pc.day,
-    "hour": pc.hour, "minute": pc.minute, "doy": pc.day_of_year,
+    "hour": pc.hour, "minute": pc.minute, "second": pc.second, "doy": pc.day_of_year,
     "dow": lambda e: pc.day_of_week(e, count_from_zero=True, week_start=7),
+    "millisecond": lambda e: _sub_second(e, 3), "microsecond": lambda e: _sub_second(e, 6),
+    "nanosecond": lambda e: _sub_second(e, 9),
 }
+_UNIT_SECONDS = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def _temporal(v, node, value: pc.Expression) -> tuple[pc.Expression, pa.DataType]:
+    """A date or timestamp argument; dates become timestamps (DataFusion casts them so)."""
+    t = v.type_of(value)
+    if pa.types.is_date(t):
+        return value.cast(pa.timestamp("s")), pa.timestamp("s")
+    if not pa.types.is_timestamp(t):
+        raise v.fail(node, f"needs a date or timestamp, not {t}")
+    return value, t
 
 
 def _date_part(v, node, args) -> pc.Expression:
     part = (v.string_literal(args[0]) or "").lower()
+    value, t = _temporal(v, node, v.visit_value(args[1]))
+    if part == "epoch":  # seconds since 1970 (UTC) with their fraction
+        return pc.divide(value.cast(pa.int64()).cast(pa.float64()), float(_UNIT_SECONDS[t.unit]))
     if part not in _DATE_PARTS:
-        raise v.fail(node, f"supports the parts {sorted(_DATE_PARTS)}")
-    return _DATE_PARTS[part](v.visit_value(args[1]))
+        raise v.fail(node, f"supports the parts {sorted(_DATE_PARTS) + ['epoch']}")
+    return _DATE_PARTS[part](value)  # local time for zoned timestamps, as DataFusion
+
+
+_TRUNC_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond", "microsecond")
+
+
+def _date_trunc(v, node, args) -> pc.Expression:
+    unit = (v.string_literal(args[0]) or "").lower()
+    if unit not in _TRUNC_UNITS:
+        raise v.fail(node, f"supports the units {list(_TRUNC_UNITS)}")
+    value, _ = _temporal(v, node, v.visit_value(args[1]))
+    return pc.floor_temporal(value, unit=unit, week_starts_monday=True)  # local time for zoned timestamps
+
+
+def _now(v, node, args) -> pc.Expression:
+    now = dt.datetime.now(dt.timezone.utc)
+    if isinstance(node, exp.CurrentDate) or (isinstance(node, exp.Anonymous) and node.name.lower() == "today"):
+        return pc.scalar(pa.scalar(now.date(), pa.date32()))
+    return pc.scalar(pa.scalar(now, pa.timestamp("us", "UTC")))
 
 
 def _get_field(v, node, args) -> pc.Expression:
@@ -387,7 +443,11 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "greatest": (_ANY, lambda v, n, a: pc.max_element_wise(*_same_type(v, a), skip_nulls=True)),
     "least": (_ANY, lambda v, n, a: pc.min_element_wise(*_same_type(v, a), skip_nulls=True)),
     "coalesce": (_ANY, lambda v, n, a: pc.coalesce(*_same_type(v, a))), "nullif": (_arity(2), _nullif),
-    "date_part": (_arity(2), _date_part), "get_field": (_arity(2), _get_field),
+    "date_part": (_arity(2), _date_part), "datepart": (_arity(2), _date_part),
+    "date_trunc": (_arity(2), _date_trunc), "get_field": (_arity(2), _get_field),
+    "regexp_replace": (_arity(3, 4), _regexp_replace),
+    "now": (_arity(0), _now), "current_timestamp": (_arity(0), _now), "current_date": (_arity(0), _now),
+    "today": (_arity(0), _now),
 }
 
 #: sqlglot's typed nodes -> (DataFusion name, argument keys in call order)
@@ -409,6 +469,8 @@ _NODES: dict[type, tuple[str, tuple[str, ...]]] = {
     exp.IsNan: ("isnan", ("this",)), exp.Greatest: ("greatest", ("this", "expressions")),
     exp.Least: ("least", ("this", "expressions")), exp.Coalesce: ("coalesce", ("this", "expressions")),
     exp.Nullif: ("nullif", ("this", "expression")),
+    exp.RegexpReplace: ("regexp_replace", ("this", "expression", "replacement", "position")),
+    exp.CurrentTimestamp: ("current_timestamp", ()), exp.CurrentDate: ("current_date", ()),
 }
 
 
@@ -420,6 +482,8 @@ def call_arguments(node) -> tuple[str, list]:
         name = "ltrim" if str(node.args["position"]).upper() == "LEADING" else "rtrim"
         # ltrim(s, 'x') parses as Trim(this='x', expression=s)
         return name, [node.expression, node.this] if node.expression is not None else [node.this]
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):  # date_trunc('day', x): unit parsed as a name
+        return "date_trunc", [exp.Literal.string(node.args["unit"].name), node.this]
     name, keys = _NODES.get(type(node), (node.key, ()))
     args: list = []
     for key in keys:
