@@ -1,8 +1,9 @@
 """The Lance SQL filter dialect -> ``pyarrow.compute.Expression``.
 
 Parsed with sqlglot's Spark dialect (backticks quote identifiers, double quotes make strings, as
-in Lance). A visitor turns the tree into a pyarrow expression with pylance 14's semantics, which
-tests/test_filters.py checks row for row:
+in Lance), except that a backslash is an ordinary character in strings (as in Lance). A visitor
+turns the tree into a pyarrow expression with pylance 14's semantics, which tests/test_filters.py
+checks row for row:
 
 - a literal next to a bare column (``st.a``, ``st['a']`` too) is coerced to the column's type with
   Lance's strict rules (no string -> temporal, no lossy numeric casts); next to any other
@@ -10,9 +11,11 @@ tests/test_filters.py checks row for row:
 - TIMESTAMP literals are UTC wall clocks read in a tz column's zone, truncated to the literal's
   precision (``TIMESTAMP`` = microseconds, ``timestamp(p)``) and then to the column's unit;
 - floats are totally ordered: NaN equals NaN and sorts above every number; two float columns
-  also order -0.0 below 0.0 (a literal 0 matches both zeros);
+  also order -0.0 below 0.0 (a literal 0 matches both zeros). NaN's sign is not seen: pylance
+  sorts a negative NaN (x86's 0.0 / 0.0) below every number;
 - ``CAST(int_or_decimal_column AS int_or_decimal) <op> literal`` compares the column itself when
-  the literal fits its type (DataFusion's unwrap-cast rewrite: ``CAST(2.5 AS INT) = 2`` is false).
+  the literal fits its type (DataFusion's unwrap-cast rewrite: for dec = 2.5, ``CAST(dec AS INT) = 2``
+  is false).
 
 Functions live in ``filter_functions``. Anything that is not one boolean expression is refused
 with a ``FilterError`` naming the filter; type errors are found at parse time on an empty table.
@@ -317,7 +320,8 @@ class _Visitor:
             if all(s.type == t for s in present):
                 value_set = pa.array([s.as_py() for s in present], t)
                 if pa.types.is_floating(t):  # -0.0 and 0.0 are one value here (NaN matches NaN)
-                    column, value_set = pc.add(column, 0.0), pc.add(value_set, pa.scalar(0.0, t))
+                    zero = pa.scalar(0.0, t)
+                    column, value_set = pc.add(column, zero), pc.add(value_set, zero)
                 found = pc.is_in(column, value_set=value_set)
                 # SQL: NULL IN (...) is NULL; x IN (..., NULL) is NULL when x is not found
                 missing = pa.scalar(None if len(present) < len(scalars) else False, pa.bool_())
@@ -403,22 +407,22 @@ class _Visitor:
         return pc.field(*names), t
 
     def arithmetic(self, node) -> pc.Expression:
-        a, b = self.operand(node.this, node.expression), self.operand(node.expression, node.this)
+        a, b = self.visit_value(node.this), self.visit_value(node.expression)
+        ta, tb = self.type_of(a), self.type_of(b)
+        # an integer next to a decimal becomes a decimal: Arrow casts int64 only to 19+ digit ones
+        if pa.types.is_integer(ta) and pa.types.is_decimal(tb):
+            a, ta = self.as_decimal(node.this, a), tb
+        elif pa.types.is_decimal(ta) and pa.types.is_integer(tb):
+            b, tb = self.as_decimal(node.expression, b), ta
         if not isinstance(node, exp.Mod):
             return _ARITHMETIC[type(node)](a, b)
         # truncated remainder (the sign of the dividend), as in SQL
-        fractional = (pa.types.is_floating, pa.types.is_decimal)
-        if any(f(self.type_of(x)) for x in (a, b) for f in fractional):
+        if any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
             return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
         return pc.subtract(a, pc.multiply(pc.divide(a, b), b))
 
-    def operand(self, node, other) -> pc.Expression:
-        """An arithmetic operand; an integer next to a decimal becomes a decimal (an integer
-        literal with its own digits: Arrow casts int64 only to decimals of 19+ digits)."""
-        value = self.visit_value(node)
-        if not pa.types.is_integer(self.type_of(value)) or not pa.types.is_decimal(self.type_of(self.visit_value(other))):
-            return value
-        if self.is_literal(node):
+    def as_decimal(self, node, value: pc.Expression) -> pc.Expression:
+        if self.is_literal(node):  # a literal keeps just its own digits
             return pc.scalar(pa.scalar(decimal.Decimal(_literal_value(node, self))))
         return value.cast(pa.decimal128(19, 0))
 

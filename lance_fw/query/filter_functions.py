@@ -58,10 +58,6 @@ def _layout(lists) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     return values, starts, lengths
 
 
-def _valid(array) -> np.ndarray:
-    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-
-
 def _positions(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For every list element: its row and its position in the child values."""
     parents = np.repeat(np.arange(len(starts)), lengths)
@@ -69,10 +65,9 @@ def _positions(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.
     return parents, np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()))
 
 
-def _rows_with(hits: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Per row: does any of its values (``hits`` is per child value) hold?"""
-    parents, positions = _positions(starts, lengths)
-    out = np.zeros(len(starts), dtype=bool)
+def _rows_with(hits: np.ndarray, parents: np.ndarray, positions: np.ndarray, n: int) -> np.ndarray:
+    """Per row: does any of its values hold (``hits`` is per child value)?"""
+    out = np.zeros(n, dtype=bool)
     out[parents[hits[positions]]] = True
     return out
 
@@ -81,24 +76,21 @@ def _bools(values: np.ndarray, valid: np.ndarray) -> pa.Array:
     return pa.array(values, pa.bool_(), mask=~valid)
 
 
-def _matches(values: pa.Array, needle) -> np.ndarray:
-    if not needle.is_valid:
-        return np.zeros(len(values), dtype=bool)
-    return np.asarray(pc.equal(values, needle).fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+def _numpy(array: pa.Array) -> np.ndarray:
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _has_kernel(ctx, lists, needle) -> pa.Array:
     values, starts, lengths = _layout(lists)
-    valid = _valid(lists)
+    parents, positions = _positions(starts, lengths)
+    n, valid = len(starts), _numpy(lists.is_valid())
     if isinstance(needle, pa.Scalar):
         if not needle.is_valid:  # array_has(x, NULL) is NULL for every row
-            return pa.nulls(len(starts), pa.bool_())
-        return _bools(_rows_with(_matches(values, needle), starts, lengths), valid)
-    parents, positions = _positions(starts, lengths)
-    hits = pc.equal(values.take(pa.array(positions)), needle.take(pa.array(parents))).fill_null(False)
-    out = np.zeros(len(starts), dtype=bool)
-    out[parents[np.asarray(hits.to_numpy(zero_copy_only=False), dtype=bool)]] = True
-    return _bools(out, valid & _valid(needle))
+            return pa.nulls(n, pa.bool_())
+        hits = _numpy(pc.equal(values, needle).fill_null(False))
+        return _bools(_rows_with(hits, parents, positions, n), valid)
+    hits = _numpy(pc.equal(values.take(pa.array(positions)), needle.take(pa.array(parents))).fill_null(False))
+    return _bools(_rows_with(hits, parents, np.arange(len(parents)), n), valid & _numpy(needle.is_valid()))
 
 
 def _set_kernel(mode: str) -> Callable:
@@ -109,18 +101,17 @@ def _set_kernel(mode: str) -> Callable:
             return pa.array(np.full(len(starts), mode == "all"), pa.bool_())
         if values.type != wanted.type:
             values = values.cast(wanted.type)
-        valid = _valid(lists)
-        has_null = wanted.null_count > 0
+        parents, positions = _positions(starts, lengths)
+        n, valid = len(starts), _numpy(lists.is_valid())
+        null_hits = ~_numpy(values.is_valid()) if wanted.null_count else None  # NULL matches NULL here
         if mode == "any":
-            hits = np.asarray(pc.is_in(values, value_set=wanted.drop_null()).to_numpy(zero_copy_only=False), bool)
-            if has_null:  # NULL elements of the set match NULL elements of the list
-                hits |= ~_valid(values)
-            return _bools(_rows_with(hits, starts, lengths), valid)
-        out = np.ones(len(starts), dtype=bool)
+            hits = _numpy(pc.is_in(values, value_set=wanted.drop_null()))
+            return _bools(_rows_with(hits if null_hits is None else hits | null_hits, parents, positions, n), valid)
+        out = np.ones(n, dtype=bool)
         for needle in pc.unique(wanted.drop_null()):
-            out &= _rows_with(_matches(values, needle), starts, lengths)
-        if has_null:
-            out &= _rows_with(~_valid(values), starts, lengths)
+            out &= _rows_with(_numpy(pc.equal(values, needle).fill_null(False)), parents, positions, n)
+        if null_hits is not None:
+            out &= _rows_with(null_hits, parents, positions, n)
         return _bools(out, valid)
     return kernel
 
@@ -131,7 +122,7 @@ def _element_kernel(ctx, lists, index) -> pa.Array:
     if i is None or i == 0:
         return pa.nulls(len(starts), values.type)
     position = starts + (i - 1 if i > 0 else lengths + i)
-    ok = _valid(lists) & ((i - 1 < lengths) if i > 0 else (-i <= lengths))
+    ok = _numpy(lists.is_valid()) & ((i - 1 < lengths) if i > 0 else (-i <= lengths))
     return values.take(pa.array(np.where(ok, position, 0), pa.int64(), mask=~ok))
 
 
@@ -436,7 +427,8 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "regexp_like": (_arity(2, 3), _regexp), "regexp_match": (_arity(2, 3), _regexp),
     "is_valid": (_arity(1), lambda v, node, args: v.visit_value(args[0]).is_valid()),
     "abs": (_arity(1), _unary(pc.abs)), "sqrt": (_arity(1), lambda v, n, a: pc.sqrt(_float(v, a[0]))),
-    "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))), "exp": (_arity(1), lambda v, n, a: pc.exp(_float(v, a[0]))),
+    "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))),
+    "exp": (_arity(1), lambda v, n, a: pc.exp(_float(v, a[0]))),
     "log": (_arity(2), _log), "signum": (_arity(1), lambda v, n, a: pc.sign(_float(v, a[0]))),
     "power": (_arity(2), lambda v, n, a: pc.power(_float(v, a[0]), _float(v, a[1]))),
     "round": (_arity(1, 2), _round), "isnan": (_arity(1), _isnan),
