@@ -15,7 +15,6 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw.io.storage import join_uri
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, BITMAP_THRESHOLD, codec, deletion_path
 from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.transaction import Delete, commit

@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
+from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
@@ -33,7 +33,10 @@ def matcher_for(expression) -> Matcher:
     def matches(batch: pa.RecordBatch) -> np.ndarray:
         rows = pa.array(np.arange(batch.num_rows, dtype=np.int64))
         table = pa.Table.from_batches([batch.append_column("__lance_fw_row", rows)])
-        return table.filter(expression).column("__lance_fw_row").to_numpy()
+        try:
+            return table.filter(expression).column("__lance_fw_row").to_numpy()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:  # e.g. division by zero, CAST('x' AS INT)
+            raise InvalidArgumentError(f"filter {expression} failed on the data: {exc}") from None
     return matches
 
 

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
