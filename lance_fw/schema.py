@@ -277,3 +277,25 @@ def _legacy_encoding(logical_type: str) -> int:
     if logical_type.startswith("dict:"):
         return _ENC_DICTIONARY
     return _ENC_PLAIN
+
+
+def conform(data, target: pa.Schema, what: str = "data"):
+    """Cast a RecordBatch or Table to ``target`` column by column (by name): the one place data
+    meets a stored schema (writes, Spark batches, merge_insert sources). A column that is missing
+    or cannot be cast is a ``SchemaError`` naming it."""
+    if data.schema.equals(target):
+        return data
+    arrays = []
+    for f in target:
+        try:
+            column = data.column(f.name)
+        except KeyError:
+            raise SchemaError(f"{what}: column {f.name!r} is missing; the data has {data.schema.names}") from None
+        if not column.type.equals(f.type):
+            try:
+                column = column.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as exc:
+                raise SchemaError(f"{what}: column {f.name!r} is {column.type} and cannot be stored as {f.type}: "
+                                  f"{exc}") from None
+        arrays.append(column)
+    return (pa.RecordBatch if isinstance(data, pa.RecordBatch) else pa.Table).from_arrays(arrays, schema=target)

@@ -15,7 +15,7 @@ from lance_fw.errors import DatasetExistsError, DatasetNotFoundError, InvalidArg
 from lance_fw.file.version import parse_version, version_name
 from lance_fw.file.writer import LanceFileWriter, WrittenFile
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
-from lance_fw.schema import LanceSchema
+from lance_fw.schema import LanceSchema, conform
 from lance_fw.table.manifest import list_versions, read_manifest
 from lance_fw.table.transaction import Append, Overwrite, commit
 
@@ -63,16 +63,7 @@ def _chain(first, rest):
 def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     if isinstance(batch, pa.Table):
         batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([], target)
-    if batch.schema.equals(target):
-        return batch
-    try:
-        arrays = []
-        for f in target:
-            arr = batch.column(f.name)
-            arrays.append(arr if arr.type.equals(f.type) else arr.cast(f.type))
-        return pa.RecordBatch.from_arrays(arrays, schema=target)
-    except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError) as exc:
-        raise SchemaError(f"batch schema {batch.schema} does not match the dataset schema {target}: {exc}") from None
+    return conform(batch, target, "write")
 
 
 def _check_append_schema(existing: pa.Schema, incoming: pa.Schema) -> None:

@@ -150,17 +150,3 @@ def _same_spark_type(a, b) -> bool:
     if isinstance(a, MapType) and isinstance(b, MapType):
         return _same_spark_type(a.keyType, b.keyType) and _same_spark_type(a.valueType, b.valueType)
     return a == b
-
-
-def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """Cast a batch from Spark to the stored schema (UTC timestamps, vectors, unsigned ints...)."""
-    arrays = []
-    for f in target:
-        column = batch.column(f.name)
-        if not column.type.equals(f.type):
-            try:
-                column = column.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaError(f"column {f.name!r}: cannot store {column.type} as {f.type}: {exc}") from None
-        arrays.append(column)
-    return pa.RecordBatch.from_arrays(arrays, schema=target)

@@ -22,7 +22,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from lance_fw._proto import table_pb2
 from lance_fw.api.write import WritePlan, delete_fragment_files
 from lance_fw.io.storage import join_uri, resolve_storage
-from lance_fw.spark.types import conform
+from lance_fw.schema import conform
 from lance_fw.table.manifest import list_versions, read_transaction
 
 STREAM_ID = "lance_fw.spark.stream_id"
@@ -55,7 +55,7 @@ def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> LanceCommi
     def counted():
         nonlocal rows
         for batch in batches:
-            batch = conform(batch, plan.arrow_schema)
+            batch = conform(batch, plan.arrow_schema, "spark write")  # UTC timestamps, vectors, ...
             rows += batch.num_rows
             yield batch
 

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from lance_fw.api.write import _as_reader, delete_fragment_files, plan_write
 from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_fw.query.filter import parse_filter
+from lance_fw.schema import conform
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.delete import offsets_matcher, stage_deletions
 from lance_fw.table.transaction import Update, commit
@@ -66,23 +67,9 @@ def update(ds, updates: dict[str, str], where: str | None = None) -> tuple[int, 
     rows = ds.scanner(filter=where, with_row_address=True).to_table()
     expressions = {name: updates.get(name, f"`{name}`") for name in ds.schema.names}
     new = Projection(expressions, ds.schema).apply(rows.drop_columns([ADDRESS]))  # validates even with no rows
-    new = _conform(new, ds.schema, "update()")
+    new = conform(new, ds.schema, "update()")
     version = rewrite(ds, rows.column(ADDRESS).to_numpy(), new, where or "")
     return rows.num_rows, version
-
-
-def _conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
-    columns = []
-    for f in schema:
-        column = table.column(f.name)
-        if not column.type.equals(f.type):
-            try:
-                column = column.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                raise SchemaError(f"{what}: column {f.name!r} is {column.type}, cannot store it as {f.type}: "
-                                  f"{exc}") from None
-        columns.append(column)
-    return pa.Table.from_arrays(columns, schema=schema)
 
 
 class MergeInsertBuilder:
@@ -143,7 +130,7 @@ class MergeInsertBuilder:
             absent = [n for n in target.names if n not in source.column_names]
             raise SchemaError(f"merge_insert: inserting rows needs every column; the source lacks {absent}")
         partial = pa.schema([target.field(n) for n in source.column_names])
-        return _conform(source, partial, "merge_insert").append_column(
+        return conform(source, partial, "merge_insert").append_column(
             _SOURCE_ROW, pa.array(np.arange(source.num_rows, dtype=np.int64)))
 
     def execute(self, data: Any, schema: pa.Schema | None = None) -> dict:
@@ -192,7 +179,7 @@ class MergeInsertBuilder:
         # pylance's order: rewritten rows, then inserted rows, each in source order
         parts = [table.select(ds.schema.names).take(pa.array(np.argsort(order, kind="stable")))
                  for order, table in new_parts if table.num_rows]
-        new_rows = _conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
+        new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
         addresses = np.unique(np.concatenate(delete))
         version = rewrite(ds, addresses, new_rows)  # like pylance, even a no-op commits a version
         ds.__init__(ds.uri, version=version, _storage=ds._storage)
