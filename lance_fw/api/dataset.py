@@ -265,6 +265,11 @@ class LanceDataset:
 
         return MergeInsertBuilder(self, on)
 
+    @property
+    def optimize(self) -> "DatasetOptimizer":
+        """``ds.optimize.compact_files(target_rows_per_fragment=..., materialize_deletions=...)``."""
+        return DatasetOptimizer(self)
+
     def cleanup_old_versions(self, older_than=None, retain_versions: int | None = None, *,
                              delete_unverified: bool = False, error_if_tagged_old_versions: bool = True, **_ignored):
         """Remove versions older than ``older_than`` (default two weeks) and files only they use."""
@@ -293,6 +298,23 @@ def _expression(filter, schema: pa.Schema) -> pc.Expression:
         return parse_filter(filter, schema)
     raise InvalidArgumentError(f"filter must be a SQL string or a pyarrow.compute.Expression, not "
                                f"{type(filter).__name__}")
+
+
+class DatasetOptimizer:
+    """pylance's ``ds.optimize`` namespace."""
+
+    def __init__(self, ds: LanceDataset):
+        self._ds = ds
+
+    def compact_files(self, target_rows_per_fragment: int = 1024 * 1024, materialize_deletions: bool = True,
+                      materialize_deletions_threshold: float = 0.1, **kwargs):
+        """Merge small fragments and drop deleted rows in one new version; returns the metrics."""
+        from lance_fw.table.compaction import compact_files
+
+        metrics, version = compact_files(self._ds, target_rows_per_fragment, materialize_deletions,
+                                         materialize_deletions_threshold, **kwargs)
+        self._ds.__init__(self._ds.uri, version=version, _storage=self._ds._storage)
+        return metrics
 
 
 class LanceFragment:

@@ -174,6 +174,57 @@ class Update(Delete):
         txn.update.new_fragments.extend(fragments)
 
 
+def _deletion_id(frag) -> int:
+    return frag.deletion_file.id if frag.HasField("deletion_file") else 0
+
+
+@dataclass
+class Rewrite(Operation):
+    """Compaction: each group of old fragments is replaced, in place, by new fragments holding the
+    same live rows. A concurrent change to an old fragment (deleted, or new deletions) is a conflict;
+    concurrent appends rebase."""
+
+    groups: list = field(default_factory=list)  # [(old DataFragments, new DataFragments)]
+
+    def apply(self, base, new):
+        current = {f.id: f for f in base.fragments} if base is not None else {}
+        for old, _ in self.groups:
+            for frag in old:
+                now = current.get(frag.id)
+                if now is None or _deletion_id(now) != _deletion_id(frag):
+                    raise CommitConflictError(f"fragment {frag.id} was changed by a concurrent commit; "
+                                              "re-run the compaction")
+        next_id = _next_fragment_id(base)
+        first_of, dropped, self._added, self._assigned = {}, set(), [], []
+        for old, fresh in self.groups:
+            assigned = []
+            for frag in fresh:
+                copy = table_pb2.DataFragment()
+                copy.CopyFrom(frag)
+                copy.id = next_id
+                next_id += 1
+                assigned.append(copy)
+            first_of[old[0].id] = assigned
+            dropped.update(f.id for f in old)
+            self._added.extend(assigned)
+            self._assigned.append((old, assigned))
+        kept = []
+        for frag in new.fragments:
+            kept.extend(first_of.get(frag.id, []))
+            if frag.id not in dropped:
+                copy = table_pb2.DataFragment()
+                copy.CopyFrom(frag)
+                kept.append(copy)
+        new.ClearField("fragments")
+        new.fragments.extend(kept)
+
+    def fill_transaction(self, txn, fragments):
+        for old, assigned in self._assigned:
+            group = txn.rewrite.groups.add()
+            group.old_fragments.extend(old)
+            group.new_fragments.extend(assigned)
+
+
 def commit(storage: Storage, base_uri: str, operation: Operation, read_version: int | None = None,
            max_retries: int = MAX_RETRIES) -> int:
     """Commit ``operation`` on top of the latest version; return the version created."""
