@@ -20,6 +20,8 @@ from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.container import read_tail
 from lance_fw.io.storage import resolve_storage
+from plugins.encodings_v2_1 import chunked
+from plugins.encodings_v2_1 import fullzip_values as fz_values
 from plugins.encodings_v2_1 import compressive as cz
 from plugins.encodings_v2_1 import fastlanes as fl
 from plugins.encodings_v2_1 import fsst
@@ -459,7 +461,7 @@ def test_decode_chunks_matches_per_chunk(datasets, ver, name):
     (layout, bufs, _), = read_pages(path)
     mb = layout.mini_block_layout
     chunks, per_chunk = decode_page(mb, bufs)
-    whole = cz.decode_chunks(mb.value_compression, [c["values"] for c in chunks],
+    whole = chunked.decode_chunks(mb.value_compression, [c["values"] for c in chunks],
                              [c["num_values"] for c in chunks])
     assert whole.kind == per_chunk.kind and whole.num_values == per_chunk.num_values
     if whole.kind == "variable":
@@ -510,7 +512,7 @@ def test_fullzip_variable(tmp_path, ver, case):
         fz = layout.full_zip_layout
         assert fz.value_compression.WhichOneof("compression") == expect, fz
         offs, data = fullzip_values(fz, bufs[0])
-        dv = cz.decode_fullzip_variable(fz.value_compression, offs, data)
+        dv = fz_values.decode_fullzip_variable(fz.value_compression, offs, data)
         got += dv.strings()
     want = [v if isinstance(v, bytes) else v.encode() for v in arr.to_pylist()]
     assert got == want

@@ -16,7 +16,7 @@ import pyarrow as pa
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 
-from . import compressive
+from . import chunked, compressive, fullzip_values
 from .compressive import DecodedValues
 
 _CTRL_DTYPE = {1: np.uint8, 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
@@ -174,7 +174,7 @@ def chunk_levels(layout: pb.MiniBlockLayout, data: np.ndarray, starts, sizes, co
                  needed: np.ndarray | None = None) -> tuple[PageLevels, np.ndarray]:
     """Decode the chunks at ``starts``/``sizes`` of ``data`` (all of a page's, or a chosen few laid
     end to end) into levels and values; also returns each chunk's level count. ``needed``: the
-    only values the caller will use (see ``compressive.decode_chunks``)."""
+    only values the caller will use (see ``chunked.decode_chunks``)."""
     large = layout.has_large_chunk
     has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
     chunks = _parse_chunks(data, starts, sizes, has_rep, has_def, layout.num_buffers, large, where)
@@ -194,7 +194,7 @@ def chunk_levels(layout: pb.MiniBlockLayout, data: np.ndarray, starts, sizes, co
             values = DecodedValues("fsl", n, dimension=per_list, inner=values)
     else:
         value_chunks = [[data[a[i]:a[i] + b[i]] for a, b in chunks.bufs] for i in range(len(starts))]
-        values = compressive.decode_chunks(layout.value_compression, value_chunks, counts, where,
+        values = chunked.decode_chunks(layout.value_compression, value_chunks, counts, where,
                                            None if dictionary is not None else needed)
     if dictionary is not None:
         values = _gather(dictionary, values, where)
@@ -322,7 +322,7 @@ def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.nda
         raise CorruptFileError(where, "full-zip value runs past the end of the page")
     gather = np.repeat(payload_starts - offsets[:-1], lengths) + np.arange(offsets[-1])
     payload = data[gather]
-    decoded = compressive.decode_fullzip_variable(layout.value_compression, offsets, payload, where)
+    decoded = fullzip_values.decode_fullzip_variable(layout.value_compression, offsets, payload, where)
     values = _spread_variable(decoded, has_value, _visible_mask(layers, defs, n))
     return PageLevels(layers, num_rows, rep, defs, values)
 
@@ -371,10 +371,10 @@ def _fixed_values(enc, raw: np.ndarray, count: int, width: int, where: str) -> D
         vbytes = (dim + 7) // 8
         grid = raw.reshape(count, width)
         validity = np.unpackbits(np.ascontiguousarray(grid[:, :vbytes]), axis=1, bitorder="little")[:, :dim]
-        inner = compressive.decode_fullzip_fixed(fsl.values, np.ascontiguousarray(grid[:, vbytes:]).reshape(-1),
+        inner = fullzip_values.decode_fullzip_fixed(fsl.values, np.ascontiguousarray(grid[:, vbytes:]).reshape(-1),
                                                  count * dim, where)
         return DecodedValues("fsl", count, dimension=dim, validity=validity.reshape(-1).astype(bool), inner=inner)
-    return compressive.decode_fullzip_fixed(enc, raw, count, where)
+    return fullzip_values.decode_fullzip_fixed(enc, raw, count, where)
 
 
 def _gather_bytes(data: np.ndarray, starts: np.ndarray, width: int, where: str) -> np.ndarray:

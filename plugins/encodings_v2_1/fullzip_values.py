@@ -1,0 +1,94 @@
+"""Full-zip values: per-value variable-width data located by the layout's offsets (strings,
+binary, 2.2 blob descriptors as variable packed structs) and fixed-width value grids.
+
+Split from ``compressive`` (the per-buffer codecs it builds on) because full-zip pages hand values
+over already located, so these decoders take offsets rather than buffers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw._proto import encodings_v2_1_pb2 as pb  # noqa: F401 (used in annotations)
+from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+
+from . import fsst
+from .compressive import DecodedValues, _check_offsets, _decode_block, _name, _u8, decompress_buffer
+
+
+def decode_fullzip_variable(enc: "pb.CompressiveEncoding", offsets: np.ndarray, data,
+                            where: str = "full-zip values") -> DecodedValues:
+    """Decode the per-value payloads of a variable-width FullZip page.
+
+    ``offsets`` (n+1) locate each value's stored bytes (the length prefixes already
+    stripped) in ``data``.  ``variable`` passes through, ``fsst`` decompresses with the
+    symbol table, ``general`` decompresses each value (one zstd/LZ4 frame per value).
+    """
+    raw = _u8(data)
+    offs = np.asarray(offsets, np.int64)
+    _check_offsets(offs, raw.size, where, "full-zip")
+    n = offs.size - 1
+    kind = _name(enc)
+    if kind == "variable":
+        return DecodedValues("variable", n, raw[offs[0]: offs[-1]], offsets=offs - offs[0])
+    if kind == "fsst":
+        o, d = fsst.decompress(enc.fsst.symbol_table, offs, raw, where)
+        return DecodedValues("variable", n, d, offsets=o)
+    if kind == "variable_packed_struct":
+        return _variable_packed_struct(enc.variable_packed_struct, offs, raw, where)
+    if kind == "general":
+        parts = [decompress_buffer(raw[a:b], enc.general.compression, where) if b > a else np.zeros(0, np.uint8)
+                 for a, b in zip(offs[:-1].tolist(), offs[1:].tolist())]
+        sizes = np.fromiter((p.size for p in parts), np.int64, n)
+        out_offs = np.zeros(n + 1, np.int64)
+        np.cumsum(sizes, out=out_offs[1:])
+        return DecodedValues("variable", n, np.concatenate(parts) if parts else np.zeros(0, np.uint8),
+                             offsets=out_offs)
+    raise UnsupportedEncodingError(f"{where}: {kind} is not supported for full-zip variable values")
+
+
+def _variable_packed_struct(msg, offs: np.ndarray, raw: np.ndarray, where: str) -> DecodedValues:
+    """Rows of fixed-width fields and length-prefixed variable fields, one row per value (the 2.2
+    blob descriptor). Decoded column by column over all rows at once."""
+    n = offs.size - 1
+    pos = offs[:-1].copy()
+    children = []
+    for i, f in enumerate(msg.fields):
+        layout = f.WhichOneof("layout")
+        if layout == "bits_per_value":
+            width = f.bits_per_value // 8
+            if n and (pos + width > offs[1:]).any():
+                raise CorruptFileError(where, f"packed struct field {i} overruns its row")
+            cols = raw[pos[:, None] + np.arange(width)[None, :]] if n else np.zeros((0, width), np.uint8)
+            data = np.ascontiguousarray(cols).reshape(-1)
+            t = {1: pa.uint8(), 2: pa.uint16(), 4: pa.uint32(), 8: pa.uint64()}.get(width)
+            if t is None:
+                raise UnsupportedEncodingError(f"{where}: packed struct field of {width} bytes")
+            children.append(pa.Array.from_buffers(t, n, [None, pa.py_buffer(data)], null_count=0))
+            pos = pos + width
+        elif layout == "bits_per_length":
+            width = f.bits_per_length // 8
+            lens = raw[pos[:, None] + np.arange(width)[None, :]] if n else np.zeros((0, width), np.uint8)
+            lengths = np.ascontiguousarray(lens).view("<u4" if width == 4 else "<u8").reshape(-1).astype(np.int64)
+            starts = pos + width
+            if n and (starts + lengths > offs[1:]).any():
+                raise CorruptFileError(where, f"packed struct field {i} overruns its row")
+            out_offs = np.zeros(n + 1, np.int64)
+            np.cumsum(lengths, out=out_offs[1:])
+            body = raw[np.repeat(starts - out_offs[:-1], lengths) + np.arange(int(out_offs[-1]))]
+            children.append(pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(out_offs),
+                                                                         pa.py_buffer(body)], null_count=0))
+            pos = starts + lengths
+        else:
+            raise CorruptFileError(where, f"packed struct field {i} has no layout")
+    array = pa.StructArray.from_arrays(children, names=[f"f{i}" for i in range(len(children))])
+    return DecodedValues("arrow", n, array=array)
+
+
+def decode_fullzip_fixed(enc: "pb.CompressiveEncoding", data, num_values: int,
+                         where: str = "full-zip values") -> DecodedValues:
+    """Decode the concatenated fixed-width values of a FullZip page (flat / fixed_size_list)."""
+    return _decode_block(enc, _u8(data), num_values, where)
+
+
