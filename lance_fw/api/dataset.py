@@ -19,6 +19,7 @@ from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader, matcher_for
 from lance_fw.table.manifest import find_version, list_versions, read_manifest
+from lance_fw.table.tags import Tags
 
 
 def dataset(uri: str, version: int | None = None, asof: datetime | str | None = None,
@@ -41,8 +42,10 @@ class LanceDataset:
         self._storage = _storage or resolve_storage(self.uri, storage_options)
         if asof is not None:
             version = self._version_asof(asof)
+        if isinstance(version, str):
+            version = Tags(self._storage, self.uri).get_version(version)
         if version is not None and not isinstance(version, int):
-            raise InvalidArgumentError(f"version must be an int (tags are not supported yet), got {version!r}")
+            raise InvalidArgumentError(f"version must be an int or a tag name, got {version!r}")
         entry = find_version(self._storage, self.uri, version)
         self._manifest, self._index_section = read_manifest(self._storage, entry.path)
         feature_flags.check_readable(self.uri, self._manifest.reader_feature_flags)
@@ -76,7 +79,12 @@ class LanceDataset:
             raise DatasetNotFoundError(f"{self.uri}: no version existed at {asof}")
         return chosen
 
-    def checkout_version(self, version: int) -> "LanceDataset":
+    @property
+    def tags(self) -> Tags:
+        """``ds.tags.create(name, version)``, ``.update``, ``.delete``, ``.list()``, ``.list_ordered()``."""
+        return Tags(self._storage, self.uri)
+
+    def checkout_version(self, version: int | str) -> "LanceDataset":
         return LanceDataset(self.uri, version=version, _storage=self._storage)
 
     def checkout_latest(self) -> "LanceDataset":
