@@ -273,6 +273,22 @@ class LanceDataset:
 
         return MergeInsertBuilder(self, on)
 
+    def add_columns(self, transforms, read_columns: list[str] | None = None, batch_size: int | None = None,
+                    **_ignored) -> None:
+        """New columns from ``{name: SQL expression}`` (one new data file per fragment, nothing
+        rewritten) or from pyarrow fields (all null, metadata only)."""
+        from lance_fw.table.schema_evolution import add_columns
+
+        version = add_columns(self, transforms, read_columns, batch_size)
+        self.__init__(self.uri, version=version, _storage=self._storage)
+
+    def drop_columns(self, columns: list[str]) -> None:
+        """Remove columns from the schema (metadata only; cleanup reclaims nothing until rewrite)."""
+        from lance_fw.table.schema_evolution import drop_columns
+
+        version = drop_columns(self, columns)
+        self.__init__(self.uri, version=version, _storage=self._storage)
+
     @property
     def optimize(self) -> "DatasetOptimizer":
         """``ds.optimize.compact_files(target_rows_per_fragment=..., materialize_deletions=...)``."""

@@ -102,13 +102,9 @@ class Overwrite(Operation):
         if self.create_only and base is not None:
             raise DatasetExistsError("Dataset already exists (mode='create'); use mode='append' or 'overwrite'")
         new.ClearField("fragments")
-        new.ClearField("fields")
         new.ClearField("index_section")
         new.ClearField("next_row_id")
-        new.fields.extend(self.schema_fields)
-        new.schema_metadata.clear()
-        for k, v in self.schema_metadata.items():
-            new.schema_metadata[k] = v
+        _set_schema(new, self.schema_fields, self.schema_metadata)
         new.data_format.file_format = "lance"
         new.data_format.version = self.data_format_version
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
@@ -223,6 +219,62 @@ class Rewrite(Operation):
             group = txn.rewrite.groups.add()
             group.old_fragments.extend(old)
             group.new_fragments.extend(assigned)
+
+
+def _set_schema(new, fields, metadata) -> None:
+    new.ClearField("fields")
+    new.fields.extend(fields)
+    new.schema_metadata.clear()
+    for k, v in (metadata or {}).items():
+        new.schema_metadata[k] = v
+
+
+@dataclass
+class Merge(Operation):
+    """New columns (``add_columns``): the new schema, and every fragment with its new data file.
+
+    ``fragments`` must be all of the base's fragments, unchanged but for the added files: a
+    concurrent append (rows without the new column) or delete (a newer deletion file) is a
+    conflict. ``fragments=None`` (columns of nulls, no data) keeps the base's fragments and rebases.
+    """
+
+    fragments: list | None = None
+    schema_fields: list = field(default_factory=list)
+    schema_metadata: dict = field(default_factory=dict)
+
+    def apply(self, base, new):
+        if self.fragments is not None:
+            planned = {f.id: _deletion_id(f) for f in self.fragments}
+            if base is None or {f.id: _deletion_id(f) for f in base.fragments} != planned:
+                raise CommitConflictError("fragments changed since the new columns were computed (a concurrent "
+                                          "append or delete); re-run add_columns")
+            new.ClearField("fragments")
+            new.fragments.extend(self.fragments)
+        _set_schema(new, self.schema_fields, self.schema_metadata)
+        self._added = []
+
+    def fill_transaction(self, txn, fragments):
+        txn.merge.fragments.extend(self.fragments if self.fragments is not None else [])
+        txn.merge.schema.extend(self.schema_fields)
+        for k, v in self.schema_metadata.items():
+            txn.merge.schema_metadata[k] = v
+        txn.merge.preserves_nullability = True
+
+
+@dataclass
+class Project(Operation):
+    """A schema change without data (``drop_columns``): data files keep the dropped columns."""
+
+    schema_fields: list = field(default_factory=list)
+    schema_metadata: dict = field(default_factory=dict)
+
+    def apply(self, base, new):
+        _set_schema(new, self.schema_fields, self.schema_metadata)
+        self._added = []
+
+    def fill_transaction(self, txn, fragments):
+        txn.project.schema.extend(self.schema_fields)
+        txn.project.preserves_nullability = True
 
 
 def commit(storage: Storage, base_uri: str, operation: Operation, read_version: int | None = None,
