@@ -70,3 +70,24 @@ def test_errors_and_conflicts(pair):
     with pytest.raises(CommitConflictError):
         stale.add_columns({"b": "a + 1"})
     assert lance.dataset(ours).schema.names == ["a", "s", "st"]
+
+
+def test_alter_columns_matches_pylance(pair):
+    theirs, ours = pair
+    changes = [({"path": "a", "name": "b"}, {"path": "st.x", "name": "y"}),
+               ({"path": "b", "data_type": pa.int32()}, {"path": "s", "name": "text"}),
+               ({"path": "b", "nullable": False},)]
+    for change in changes:
+        lance.dataset(theirs).alter_columns(*change)
+        lance_fw.dataset(ours).alter_columns(*change)
+        assert lance.dataset(ours).schema == lance.dataset(theirs).schema
+        assert_tables_equal(lance.dataset(theirs).to_table(), lance.dataset(ours).to_table())
+        assert_tables_equal(lance.dataset(ours).to_table(), lance_fw.dataset(ours).to_table())
+    assert lance.dataset(ours).version == lance.dataset(theirs).version
+    ds = lance_fw.dataset(ours)
+    with pytest.raises(InvalidArgumentError, match="does not exist"):
+        ds.alter_columns({"path": "nope", "name": "z"})
+    with pytest.raises(InvalidArgumentError, match="taken"):
+        ds.alter_columns({"path": "b", "name": "text"})
+    with pytest.raises(InvalidArgumentError, match="holds nulls"):
+        ds.alter_columns({"path": "text", "nullable": False})

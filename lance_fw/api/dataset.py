@@ -282,6 +282,13 @@ class LanceDataset:
         version = add_columns(self, transforms, read_columns, batch_size)
         self.__init__(self.uri, version=version, _storage=self._storage)
 
+    def alter_columns(self, *alterations: dict) -> None:
+        """Rename (``name``), change ``nullable`` (metadata only) or cast (``data_type``) columns."""
+        from lance_fw.table.schema_evolution import alter_columns
+
+        version = alter_columns(self, *alterations)
+        self.__init__(self.uri, version=version, _storage=self._storage)
+
     def drop_columns(self, columns: list[str]) -> None:
         """Remove columns from the schema (metadata only; cleanup reclaims nothing until rewrite)."""
         from lance_fw.table.schema_evolution import drop_columns

@@ -1,4 +1,4 @@
-"""``add_columns`` and ``drop_columns``: change the schema without rewriting existing data.
+"""``add_columns``, ``alter_columns`` and ``drop_columns``: schema changes without rewriting data.
 
 Adding columns from SQL expressions writes, per fragment, one new data file holding only the new
 columns for every *physical* row (deleted rows included, so row offsets line up), and commits a
@@ -46,9 +46,10 @@ def _stored_fields(projection, transforms: dict[str, str], schema: pa.Schema) ->
     return out
 
 
-def _commit_schema(ds, added: LanceSchema, fragments) -> int:
-    fields = ds.lance_schema.to_protos() + added.to_protos()
-    op = Merge(fragments=fragments, schema_fields=fields, schema_metadata=ds.lance_schema.metadata)
+def _commit_schema(ds, added: LanceSchema) -> int:
+    """New all-null columns: schema only, existing fragments untouched (rebases over appends)."""
+    op = Merge(fragments=None, schema_fields=ds.lance_schema.to_protos() + added.to_protos(),
+               schema_metadata=ds.lance_schema.metadata)
     return commit(ds._storage, ds.uri, op, read_version=ds.version)
 
 
@@ -61,7 +62,7 @@ def add_columns(ds, transforms, read_columns: list[str] | None = None,
     if isinstance(transforms, (pa.Schema, list)):
         if not all(isinstance(f, pa.Field) for f in transforms):
             raise InvalidArgumentError("add_columns: a list must hold pyarrow fields")
-        return _commit_schema(ds, _new_fields(ds, [f.with_nullable(True) for f in transforms]), None)
+        return _commit_schema(ds, _new_fields(ds, [f.with_nullable(True) for f in transforms]))
     if not isinstance(transforms, dict) or not transforms:
         raise InvalidArgumentError("add_columns takes {name: SQL expression}, a pyarrow field, fields or schema")
     from lance_fw.query.projection import Projection
@@ -69,9 +70,16 @@ def add_columns(ds, transforms, read_columns: list[str] | None = None,
     transforms = {str(k): v for k, v in transforms.items()}
     projection = Projection(transforms, ds.schema)
     added = _new_fields(ds, _stored_fields(projection, transforms, ds.schema))
-    target = added.to_arrow()
     # a constant expression reads no column, but still needs one to know how many rows there are
     needed = [ds.lance_schema.field(n) for n in (read_columns or projection.columns or ds.schema.names[:1])]
+    fields = ds.lance_schema.to_protos() + added.to_protos()
+    return _write_columns(ds, needed, added, projection.apply, fields, batch_size)
+
+
+def _write_columns(ds, needed, added: LanceSchema, compute, schema_fields, batch_size: int | None = None) -> int:
+    """Per fragment, one data file of ``added`` columns computed (``compute(table) -> table``) from
+    the ``needed`` columns of every physical row; then one Merge with ``schema_fields``."""
+    target = added.to_arrow()
     source_schema = pa.schema([f.to_arrow() for f in needed])
     version = parse_version(ds.data_storage_version)
     size = batch_size or DEFAULT_BATCH_SIZE
@@ -85,7 +93,7 @@ def add_columns(ds, transforms, read_columns: list[str] | None = None,
                 for start in range(0, frag.physical_rows, size):
                     stop = min(start + size, frag.physical_rows)
                     rows = pa.Table.from_arrays(reader.read_range(needed, start, stop), schema=source_schema)
-                    yield from conform(projection.apply(rows), target, "add_columns").to_batches()
+                    yield from conform(compute(rows), target, "new column").to_batches()
             try:
                 files = write_fragments(ds._storage, ds.uri, computed(), target, added, version, _ALL_ROWS,
                                         _ALL_ROWS, {})
@@ -97,10 +105,63 @@ def add_columns(ds, transforms, read_columns: list[str] | None = None,
             for made in files:
                 copy.files.extend(made.files)
             updated.append(copy)
-        return _commit_schema(ds, added, updated)
+        op = Merge(fragments=updated, schema_fields=schema_fields, schema_metadata=ds.lance_schema.metadata)
+        return commit(ds._storage, ds.uri, op, read_version=ds.version)
     except BaseException:
         delete_fragment_files(ds._storage, ds.uri, written)
         raise
+
+
+def alter_columns(ds, *alterations: dict) -> int:
+    """pylance's ``alter_columns({"path": "a.b", "name": ..., "nullable": ..., "data_type": ...})``:
+    renames and nullability are metadata only (Project); a new ``data_type`` (top-level columns)
+    writes the cast column as a new field in new files (Merge), leaving the old data in place."""
+    schema = LanceSchema.from_protos(ds.lance_schema.to_protos(), ds.lance_schema.metadata)  # a copy to edit
+    casts: dict[str, pa.DataType] = {}
+    for change in alterations:
+        if not isinstance(change, dict) or "path" not in change:
+            raise InvalidArgumentError(f"alter_columns: each alteration is a dict with a 'path', got {change!r}")
+        path = change["path"]
+        try:
+            target = schema.field(path)
+        except SchemaError:
+            raise InvalidArgumentError(f"alter_columns: column {path!r} does not exist in {ds.uri}") from None
+        siblings = _siblings(schema, path)
+        if "name" in change and change["name"] != target.name:
+            if any(f.name == change["name"] for f in siblings):
+                raise InvalidArgumentError(f"alter_columns: cannot rename {path!r} to {change['name']!r}: "
+                                           "that name is taken")
+            target.name = change["name"]
+        if "nullable" in change:
+            if not change["nullable"] and ds.count_rows(f"`{path}` IS NULL" if "." not in path else f"{path} IS NULL"):
+                raise InvalidArgumentError(f"alter_columns: {path!r} holds nulls; it cannot become non-nullable")
+            target.nullable = bool(change["nullable"])
+        if change.get("data_type") is not None:
+            if "." in path:
+                raise InvalidArgumentError("alter_columns: changing the type of a nested field is not supported yet")
+            casts[target.name] = change["data_type"]
+    if not casts:
+        op = Project(schema_fields=schema.to_protos(), schema_metadata=schema.metadata)
+        return commit(ds._storage, ds.uri, op, read_version=ds.version)
+    old = {f.name: f for f in schema.fields}
+    added = LanceSchema.from_arrow(pa.schema([pa.field(n, t, old[n].nullable) for n, t in casts.items()]),
+                                   first_id=ds.max_field_id + 1)
+    replaced = {f.name: f for f in added.fields}
+    final = LanceSchema([replaced.get(f.name, f) for f in schema.fields], schema.metadata)
+    sources = {f.name: ds.lance_schema.fields[i] for i, f in enumerate(schema.fields)}  # old names, old ids
+    needed = [sources[n] for n in casts]
+
+    def cast(table: pa.Table) -> pa.Table:
+        try:
+            return pa.table({n: table.column(sources[n].name).cast(t) for n, t in casts.items()})
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise SchemaError(f"alter_columns: cannot cast {list(casts)}: {exc}") from None
+    return _write_columns(ds, needed, added, cast, final.to_protos())
+
+
+def _siblings(schema: LanceSchema, path: str) -> list:
+    head, _, _ = path.rpartition(".")
+    return schema.field(head).children if head else schema.fields
 
 
 def drop_columns(ds, columns: list[str]) -> int:
