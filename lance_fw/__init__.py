@@ -6,8 +6,11 @@ Switching from pylance is a one-line change: ``import lance_fw as lance``.
 __version__ = "0.1.0"
 
 from lance_fw.api.dataset import LanceDataset, LanceFragment, dataset  # noqa: E402
+from lance_fw.api.distributed import FragmentMetadata, LanceOperation, write_fragments  # noqa: E402
 from lance_fw.api.write import write_dataset  # noqa: E402
 from lance_fw.errors import LanceError  # noqa: E402
 from lance_fw.plugin_manager import plugins  # noqa: E402
+from lance_fw import fragment  # noqa: E402,F401  (pylance users import lance.fragment)
 
-__all__ = ["LanceDataset", "LanceFragment", "LanceError", "dataset", "plugins", "write_dataset", "__version__"]
+__all__ = ["FragmentMetadata", "LanceDataset", "LanceFragment", "LanceError", "LanceOperation", "dataset", "plugins",
+           "write_dataset", "write_fragments", "__version__"]

@@ -87,6 +87,17 @@ class LanceDataset:
     def checkout_version(self, version: int | str) -> "LanceDataset":
         return LanceDataset(self.uri, version=version, _storage=self._storage)
 
+    @staticmethod
+    def commit(base_uri, operation, read_version: int | None = None, storage_options: dict | None = None,
+               **kwargs) -> "LanceDataset":
+        """Commit ``LanceOperation.Append(fragments)`` / ``Overwrite(schema, fragments)`` of fragments
+        from ``lance_fw.fragment.write_fragments`` (pylance's distributed write) as one version."""
+        from lance_fw.api.distributed import commit
+
+        version = commit(base_uri, operation, read_version, storage_options, **kwargs)
+        return LanceDataset(getattr(base_uri, "uri", None) or str(base_uri), version=version,
+                            storage_options=storage_options)
+
     def checkout_latest(self) -> "LanceDataset":
         return LanceDataset(self.uri, _storage=self._storage)
 

@@ -1,0 +1,154 @@
+"""pylance's distributed-write names: workers call ``write_fragments``, the driver commits once.
+
+``lance_fw.fragment.write_fragments(data, uri)`` writes data files and returns ``FragmentMetadata``
+without committing; ``LanceDataset.commit(uri, LanceOperation.Append(fragments))`` (or
+``Overwrite(schema, fragments)``) makes them one new version. ``FragmentMetadata.to_json()`` gives
+the same dictionary pylance 14 does, so fragments written by pylance workers can be committed by
+lance_fw and the other way round (Ray, Daft and Spark drivers pass these around).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from lance_fw._proto import table_pb2
+from lance_fw.api.write import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, _as_reader, plan_write
+from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
+from lance_fw.file.version import from_footer, version_name
+from lance_fw.io.storage import resolve_storage
+from lance_fw.schema import LanceSchema
+from lance_fw.table import transaction
+from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
+from lance_fw.table.manifest import list_versions
+
+_DELETION_TYPES = {ARROW_ARRAY: "array", BITMAP: "bitmap"}
+
+
+class FragmentMetadata:
+    """One fragment's metadata (a ``DataFragment`` message), picklable and JSON-able."""
+
+    def __init__(self, message: table_pb2.DataFragment):
+        self.message = message
+
+    @property
+    def id(self) -> int:
+        return self.message.id
+
+    @property
+    def physical_rows(self) -> int:
+        return self.message.physical_rows
+
+    @property
+    def files(self) -> list:
+        return list(self.message.files)
+
+    def __reduce__(self):
+        return _from_bytes, (self.message.SerializeToString(),)
+
+    def __repr__(self) -> str:
+        return f"FragmentMetadata(id={self.id}, files={[f.path for f in self.files]}, physical_rows={self.physical_rows})"
+
+    def to_json(self) -> dict:
+        """pylance's dictionary form (``json.dumps`` it to send it anywhere)."""
+        m = self.message
+        deletion = None
+        if m.HasField("deletion_file"):
+            d = m.deletion_file
+            deletion = {"read_version": d.read_version, "id": d.id, "file_type": _DELETION_TYPES[d.file_type],
+                        "num_deleted_rows": d.num_deleted_rows, "base_id": None}
+        return {"id": m.id, "overlays": [], "physical_rows": m.physical_rows, "deletion_file": deletion,
+                "row_id_meta": None, "created_at_version_meta": None, "last_updated_at_version_meta": None,
+                "files": [{"fields": list(f.fields), "column_indices": list(f.column_indices),
+                           "file_major_version": f.file_major_version, "file_minor_version": f.file_minor_version,
+                           "file_size_bytes": f.file_size_bytes, "base_id": f.base_id or None, "path": f.path}
+                          for f in m.files]}
+
+    @classmethod
+    def from_json(cls, data: str | dict) -> "FragmentMetadata":
+        """From ``to_json()``'s dictionary or its JSON text (lance_fw's or pylance's)."""
+        try:
+            d = json.loads(data) if isinstance(data, (str, bytes)) else dict(data)
+            m = table_pb2.DataFragment(id=int(d.get("id") or 0), physical_rows=int(d["physical_rows"]))
+            for f in d["files"]:
+                m.files.add(path=f["path"], fields=f["fields"], column_indices=f.get("column_indices", []),
+                            file_major_version=f.get("file_major_version", 0),
+                            file_minor_version=f.get("file_minor_version", 0),
+                            file_size_bytes=f.get("file_size_bytes") or 0)
+            if d.get("deletion_file"):
+                x = d["deletion_file"]
+                kind = {v: k for k, v in _DELETION_TYPES.items()}[x.get("file_type", "array")]
+                m.deletion_file.CopyFrom(table_pb2.DeletionFile(file_type=kind, read_version=x["read_version"],
+                                                                id=x["id"], num_deleted_rows=x["num_deleted_rows"]))
+            if d.get("row_id_meta"):
+                raise InvalidArgumentError("FragmentMetadata with stable row ids is not supported yet")
+        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+            raise InvalidArgumentError(f"not a fragment's metadata: {exc!r}") from None
+        return cls(m)
+
+
+def _from_bytes(raw: bytes) -> FragmentMetadata:
+    return FragmentMetadata(table_pb2.DataFragment.FromString(raw))
+
+
+def write_fragments(data: Any, dataset_uri, schema: pa.Schema | None = None, *, mode: str = "append",
+                    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, data_storage_version: str | None = None,
+                    storage_options: dict | None = None, max_page_bytes: int | None = None,
+                    **_ignored) -> list[FragmentMetadata]:
+    """Write ``data`` into new data files of ``dataset_uri`` and return their metadata, uncommitted.
+    ``mode="append"`` uses the existing dataset's schema; ``create``/``overwrite`` the data's."""
+    uri = getattr(dataset_uri, "uri", None) or os.fspath(dataset_uri)
+    arrow_schema, batches = _as_reader(data, schema)
+    plan = plan_write(uri, schema or arrow_schema, mode if mode != "create" else "overwrite", data_storage_version,
+                      storage_options, max_rows_per_file, max_bytes_per_file, max_page_bytes)
+    return [FragmentMetadata(f) for f in plan.write(batches)]
+
+
+@dataclass
+class _Append:
+    fragments: list = field(default_factory=list)
+
+
+@dataclass
+class _Overwrite:
+    new_schema: pa.Schema | None = None
+    fragments: list = field(default_factory=list)
+
+
+class LanceOperation:
+    """The operations ``LanceDataset.commit`` accepts (pylance's names)."""
+
+    Append = _Append
+    Overwrite = _Overwrite
+
+
+def commit(base_uri, operation, read_version: int | None = None, storage_options: dict | None = None,
+           commit_message: str | None = None, **_ignored) -> int:
+    """Commit ``operation`` as one new version of ``base_uri``; returns the version."""
+    uri = getattr(base_uri, "uri", None) or os.fspath(base_uri)
+    storage = resolve_storage(uri, storage_options)
+    fragments = [f.message if isinstance(f, FragmentMetadata) else FragmentMetadata.from_json(f).message
+                 if isinstance(f, (str, dict)) else f for f in operation.fragments]
+    properties = {"lance.commit.message": commit_message} if commit_message else {}
+    if isinstance(operation, _Append):
+        if not list_versions(storage, uri):
+            raise DatasetNotFoundError(f"{uri}: no dataset to append to; commit an Overwrite to create it")
+        op = transaction.Append(fragments=fragments, properties=properties)
+    elif isinstance(operation, _Overwrite):
+        if operation.new_schema is None:
+            raise InvalidArgumentError("LanceOperation.Overwrite needs new_schema")
+        lance_schema = LanceSchema.from_arrow(operation.new_schema)
+        files = [f for frag in fragments for f in frag.files]
+        version = from_footer(files[0].file_major_version, files[0].file_minor_version) if files else (2, 2)
+        op = transaction.Overwrite(fragments=fragments, properties=properties,
+                                   schema_fields=lance_schema.to_protos(), schema_metadata=lance_schema.metadata,
+                                   data_format_version=version_name(version))
+    else:
+        raise InvalidArgumentError(f"cannot commit a {type(operation).__name__}; use LanceOperation.Append or "
+                                   "LanceOperation.Overwrite")
+    return transaction.commit(storage, uri, op, read_version=read_version)

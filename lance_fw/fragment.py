@@ -1,0 +1,7 @@
+"""``lance_fw.fragment``: the module pylance users import ``write_fragments`` and
+``FragmentMetadata`` from (``from lance.fragment import write_fragments``)."""
+
+from lance_fw.api.dataset import LanceFragment
+from lance_fw.api.distributed import FragmentMetadata, write_fragments
+
+__all__ = ["FragmentMetadata", "LanceFragment", "write_fragments"]
