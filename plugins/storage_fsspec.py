@@ -18,6 +18,10 @@ class FsspecReader(RangeReader):
             self._size = fs.size(path)
         except FileNotFoundError as exc:
             raise DatasetNotFoundError(f"{path}: no such file") from exc
+        except OSError as exc:
+            raise StorageError(f"{path}: {exc}") from exc
+        if self._size is None or fs.isdir(path):
+            raise StorageError(f"{path}: not a regular file")
 
     def size(self) -> int:
         return self._size
@@ -25,7 +29,10 @@ class FsspecReader(RangeReader):
     def read(self, offset: int, length: int) -> bytes:
         if length == 0:
             return b""
-        return self.fs.cat_file(self.path, start=offset, end=offset + length)
+        try:
+            return self.fs.cat_file(self.path, start=offset, end=offset + length)
+        except OSError as exc:
+            raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
 
 
 class FsspecStorage(Storage):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from typing import BinaryIO
 
 from lance_fw.errors import DatasetNotFoundError, StorageError
@@ -24,13 +25,20 @@ class LocalReader(RangeReader):
             raise DatasetNotFoundError(f"{path}: no such file") from exc
         except OSError as exc:
             raise StorageError(f"{path}: {exc}") from exc
-        self._size = os.fstat(self._fd).st_size
+        info = os.fstat(self._fd)
+        if not stat.S_ISREG(info.st_mode):  # os.open accepts a directory; reading it fails later
+            self.close()
+            raise StorageError(f"{path}: not a regular file")
+        self._size = info.st_size
 
     def size(self) -> int:
         return self._size
 
     def read(self, offset: int, length: int) -> bytes:
-        return os.pread(self._fd, length, offset)
+        try:
+            return os.pread(self._fd, length, offset)
+        except OSError as exc:
+            raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -540,3 +540,12 @@ def test_missing_file_leaves_no_unraisable_exception(uri, monkeypatch):
         read_all(uri)
     gc.collect()
     assert not seen, [f"{u.exc_type.__name__}: {u.exc_value}" for u in seen]
+
+
+def test_a_path_that_is_a_directory_is_a_storage_error(tmp_path):
+    """A damaged manifest can name a directory as a data file; os.open accepts it, reads fail."""
+    from lance_fw.errors import StorageError
+    from lance_fw.io.storage import resolve_storage
+
+    with pytest.raises(StorageError, match=str(tmp_path)):
+        resolve_storage(str(tmp_path)).open_reader(str(tmp_path))
