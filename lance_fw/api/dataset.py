@@ -17,7 +17,8 @@ from lance_fw.query.filter import filter_columns, parse_filter
 from lance_fw.query.scanner import LanceScanner, readahead
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader, matcher_for
+from lance_fw.table.deletion import deleted_rows, live_rows
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader, Matcher, matcher_for
 from lance_fw.table.manifest import find_version, list_versions, read_manifest
 from lance_fw.table.tags import Tags
 
@@ -133,8 +134,7 @@ class LanceDataset:
         if filter is not None:
             probe = (self._filter_columns(filter) or self.schema.names)[:1]
             return sum(b.num_rows for b in self.to_batches(columns=probe, filter=filter))
-        return sum(f.physical_rows - (f.deletion_file.num_deleted_rows if f.HasField("deletion_file") else 0)
-                   for f in self._manifest.fragments)
+        return sum(live_rows(f) for f in self._manifest.fragments)
 
     def __len__(self) -> int:
         return self.count_rows()
@@ -160,27 +160,37 @@ class LanceDataset:
                                     **kwargs).to_batches()
             return
         fields = self._fields(columns)
-        matcher = filter_fields = None
-        if filter is not None:  # late materialisation: the filter's columns first, the rest for matches
-            expression = _expression(filter, self.schema)
-            matcher = matcher_for(expression)
-            filter_fields = self._fields(self._filter_columns(filter))
-            if not _binds(expression, filter_fields):  # columns guessed from an expression's text fell short
-                filter_fields = list(self.lance_schema.fields)
+        plan = self._filter_plan(filter)
         size = batch_size or DEFAULT_BATCH_SIZE
 
         def fragment_batches(frag) -> Iterator[pa.RecordBatch]:
-            reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
-            try:
-                if matcher is None:
-                    yield from reader.batches(fields, size, with_row_address, with_row_id)
-                else:
-                    yield from reader.filtered_batches(fields, filter_fields, matcher, size, with_row_address,
-                                                       with_row_id)
-            finally:
-                reader.close()
+            return self._read_fragment(frag, fields, plan, size, with_row_address, with_row_id)
         chosen = [f for f in self._manifest.fragments if fragment_ids is None or f.id in fragment_ids]
         yield from readahead(chosen, fragment_batches, int(kwargs.get("fragment_readahead") or 0))
+
+    def _filter_plan(self, filter) -> tuple[Matcher, list] | None:
+        """How a filter is evaluated per batch, and the fields it reads (None: no filter)."""
+        if filter is None:
+            return None
+        expression = _expression(filter, self.schema)
+        filter_fields = self._fields(self._filter_columns(filter))
+        if not _binds(expression, filter_fields):  # columns guessed from an expression's text fell short
+            filter_fields = list(self.lance_schema.fields)
+        return matcher_for(expression), filter_fields
+
+    def _read_fragment(self, frag, fields, plan, batch_size: int, with_row_address: bool = False,
+                       with_row_id: bool = False, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
+        """Live rows of physical rows [start, stop) of one fragment; with a ``_filter_plan``, late
+        materialised (the filter's columns first, the rest only for matches)."""
+        reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
+        span = dict(with_row_address=with_row_address, with_row_id=with_row_id, start=start, stop=stop)
+        try:
+            if plan is None:
+                yield from reader.batches(fields, batch_size, **span)
+            else:
+                yield from reader.filtered_batches(fields, plan[1], plan[0], batch_size, **span)
+        finally:
+            reader.close()
 
     def to_table(self, columns: list[str] | None = None, filter=None, limit: int | None = None,
                  offset: int | None = None, **kwargs) -> pa.Table:
@@ -235,8 +245,7 @@ class LanceDataset:
                     hit = np.flatnonzero((wanted >> np.uint64(32)) == frag.id)
                     offsets = (wanted[hit] & np.uint64(0xFFFFFFFF)).astype(np.int64)
                 else:
-                    live = frag.physical_rows - (frag.deletion_file.num_deleted_rows
-                                                 if frag.HasField("deletion_file") else 0)
+                    live = live_rows(frag)
                     hit = np.flatnonzero((wanted >= base) & (wanted < base + live))
                     offsets = reader.physical_of_live(wanted[hit] - base)
                     base += live
@@ -267,15 +276,19 @@ class LanceDataset:
         expression = _expression(predicate, self.schema)
         version, rows = delete_rows(self, expression_matcher(self, expression, self._filter_columns(predicate)),
                                     predicate if isinstance(predicate, str) else str(predicate))
-        self.__init__(self.uri, version=version, _storage=self._storage)
+        self._move_to(version)
         return {"num_deleted_rows": rows}
+
+    def _move_to(self, version: int) -> None:
+        """Show ``version`` (just committed through this object), as pylance's mutating calls do."""
+        self.__init__(self.uri, version=version, _storage=self._storage)
 
     def update(self, updates: dict[str, str], where: str | None = None) -> dict:
         """Set columns to SQL expressions (``{"name": "upper(name)"}``) on the rows matching ``where``."""
         from lance_fw.table.merge_insert import update
 
         rows, version = update(self, updates, where)
-        self.__init__(self.uri, version=version, _storage=self._storage)
+        self._move_to(version)
         return {"num_rows_updated": rows}
 
     def merge_insert(self, on: str | list[str]):
@@ -290,22 +303,19 @@ class LanceDataset:
         rewritten) or from pyarrow fields (all null, metadata only)."""
         from lance_fw.table.schema_evolution import add_columns
 
-        version = add_columns(self, transforms, read_columns, batch_size)
-        self.__init__(self.uri, version=version, _storage=self._storage)
+        self._move_to(add_columns(self, transforms, read_columns, batch_size))
 
     def alter_columns(self, *alterations: dict) -> None:
         """Rename (``name``), change ``nullable`` (metadata only) or cast (``data_type``) columns."""
         from lance_fw.table.schema_evolution import alter_columns
 
-        version = alter_columns(self, *alterations)
-        self.__init__(self.uri, version=version, _storage=self._storage)
+        self._move_to(alter_columns(self, *alterations))
 
     def drop_columns(self, columns: list[str]) -> None:
         """Remove columns from the schema (metadata only; cleanup reclaims nothing until rewrite)."""
         from lance_fw.table.schema_evolution import drop_columns
 
-        version = drop_columns(self, columns)
-        self.__init__(self.uri, version=version, _storage=self._storage)
+        self._move_to(drop_columns(self, columns))
 
     @property
     def optimize(self) -> "DatasetOptimizer":
@@ -355,7 +365,7 @@ class DatasetOptimizer:
 
         metrics, version = compact_files(self._ds, target_rows_per_fragment, materialize_deletions,
                                          materialize_deletions_threshold, **kwargs)
-        self._ds.__init__(self._ds.uri, version=version, _storage=self._ds._storage)
+        self._ds._move_to(version)
         return metrics
 
 
@@ -375,7 +385,7 @@ class LanceFragment:
 
     @property
     def num_deletions(self) -> int:
-        return self.metadata.deletion_file.num_deleted_rows if self.metadata.HasField("deletion_file") else 0
+        return deleted_rows(self.metadata)
 
     def count_rows(self, filter=None) -> int:
         if filter is not None:

@@ -243,13 +243,11 @@ def write_dataset(data: Any, uri: str, schema: pa.Schema | None = None, mode: st
     arrow_schema, batches = _as_reader(data, schema)
     plan = plan_write(uri, schema if schema is not None else arrow_schema, mode, data_storage_version,
                       storage_options, max_rows_per_file, max_bytes_per_file, max_page_bytes)
-    storage = plan.storage()
-    fragments = write_fragments(storage, plan.uri, batches, plan.arrow_schema, plan.lance_schema, plan.version,
-                                max_rows_per_file, max_bytes_per_file, plan.options)
+    fragments = plan.write(batches)
     properties = dict(transaction_properties or {})
     if commit_message:
         properties["lance.commit.message"] = commit_message
-    return LanceDataset(plan.uri, version=plan.commit(fragments, properties), _storage=storage)
+    return LanceDataset(plan.uri, version=plan.commit(fragments, properties), _storage=plan.storage())
 
 
 __all__ = ["WritePlan", "plan_write", "write_dataset", "DatasetNotFoundError"]

@@ -16,10 +16,10 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.errors import InvalidArgumentError
-from lance_fw.query.filter import filter_columns, parse_filter
+from lance_fw.query.filter import parse_filter
 from lance_fw.spark.options import bool_option, dataset_uri, int_option, storage_options
 from lance_fw.spark.types import relabel
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader, matcher_for
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
 
 ROW_ADDRESS = "_rowaddr"
 #: Fragments with more physical rows than this are read by several tasks.
@@ -75,16 +75,6 @@ class LanceReader(DataSourceReader):
         if fragment is None or partition.start >= partition.stop:
             return
         fields = [ds.lance_schema.field(n) for n in self.columns]
-        reader = FragmentReader(ds._storage, ds.uri, fragment, ds.lance_schema)
-        span = dict(start=partition.start, stop=partition.stop, with_row_address=self.with_row_address)
-        try:
-            if self.filter:  # late materialisation: filter columns first, the rest only for matches
-                filter_fields = [ds.lance_schema.field(n) for n in filter_columns(self.filter, ds.schema)]
-                batches = reader.filtered_batches(fields, filter_fields, matcher_for(parse_filter(self.filter, ds.schema)),
-                                                  self.batch_size, **span)
-            else:
-                batches = reader.batches(fields, self.batch_size, **span)
-            for batch in batches:
-                yield relabel(batch, self.target)
-        finally:
-            reader.close()
+        for batch in ds._read_fragment(fragment, fields, ds._filter_plan(self.filter), self.batch_size,
+                                       self.with_row_address, start=partition.start, stop=partition.stop):
+            yield relabel(batch, self.target)

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.io.storage import join_uri
+from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import FragmentReader
 
 INLINE, SIDECAR = 0, 1
@@ -30,7 +31,7 @@ def take_blobs(ds, column: str, indices) -> list[bytes | None]:
     out: list[bytes | None] = [None] * len(wanted)
     base = 0
     for frag in ds._manifest.fragments:
-        live = frag.physical_rows - (frag.deletion_file.num_deleted_rows if frag.HasField("deletion_file") else 0)
+        live = live_rows(frag)
         hit = np.flatnonzero((wanted >= base) & (wanted < base + live))
         if len(hit):
             reader = FragmentReader(ds._storage, ds.uri, frag, ds.lance_schema)

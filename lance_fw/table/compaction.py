@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from lance_fw.api.write import delete_fragment_files, plan_write
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.table import flags as feature_flags
+from lance_fw.table.deletion import deleted_rows, live_rows
 from lance_fw.table.transaction import Rewrite, commit
 
 DEFAULT_TARGET_ROWS = 1024 * 1024
@@ -30,22 +31,18 @@ class CompactionMetrics:
     files_added: int = 0
 
 
-def _deleted(frag) -> int:
-    return frag.deletion_file.num_deleted_rows if frag.HasField("deletion_file") else 0
-
-
 def candidate_runs(fragments, target: int, materialize_deletions: bool, threshold: float) -> list[list]:
     """Maximal runs of adjacent candidate fragments worth rewriting."""
     runs, run = [], []
     for frag in fragments:
-        many_deleted = materialize_deletions and frag.physical_rows and _deleted(frag) / frag.physical_rows > threshold
-        if frag.physical_rows - _deleted(frag) < target or many_deleted:
+        many_deleted = materialize_deletions and frag.physical_rows and deleted_rows(frag) / frag.physical_rows > threshold
+        if live_rows(frag) < target or many_deleted:
             run.append(frag)
             continue
         runs.append(run)
         run = []
     runs.append(run)
-    return [r for r in runs if len(r) > 1 or (len(r) == 1 and _deleted(r[0]))]
+    return [r for r in runs if len(r) > 1 or (len(r) == 1 and deleted_rows(r[0]))]
 
 
 def compact_files(ds, target_rows_per_fragment: int = DEFAULT_TARGET_ROWS, materialize_deletions: bool = True,

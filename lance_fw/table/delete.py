@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, BITMAP_THRESHOLD, codec, deletion_path
+from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, BITMAP_THRESHOLD, codec, deletion_file_id, deletion_path
 from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.transaction import Delete, commit
 
@@ -54,7 +54,7 @@ def stage_deletions(ds, matcher: Matcher) -> StagedDeletions:
             finally:
                 reader.close()
             staged.rows += len(deleted) - len(before)
-            staged.expected[frag.id] = frag.deletion_file.id if frag.HasField("deletion_file") else 0
+            staged.expected[frag.id] = deletion_file_id(frag)
             if len(deleted) >= frag.physical_rows:
                 staged.removed.append(frag.id)
                 continue

@@ -28,6 +28,20 @@ class DeletionCodec(abc.ABC):
     def encode(self, offsets: np.ndarray) -> bytes: ...
 
 
+def deletion_file_id(frag) -> int:
+    """The id of a fragment's deletion file, 0 when it has none (what conflict checks compare)."""
+    return frag.deletion_file.id if frag.HasField("deletion_file") else 0
+
+
+def deleted_rows(frag) -> int:
+    return frag.deletion_file.num_deleted_rows if frag.HasField("deletion_file") else 0
+
+
+def live_rows(frag) -> int:
+    """Rows of a fragment a scan returns: physical rows minus deleted ones (from the manifest)."""
+    return frag.physical_rows - deleted_rows(frag)
+
+
 def deletion_path(base: str, fragment_id: int, read_version: int, file_id: int, file_type: int) -> str:
     return f"{base}/_deletions/{fragment_id}-{read_version}-{file_id}.{codec(file_type).extension}"
 

@@ -182,7 +182,7 @@ class MergeInsertBuilder:
         new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
         addresses = np.unique(np.concatenate(delete))
         version = rewrite(ds, addresses, new_rows)  # like pylance, even a no-op commits a version
-        ds.__init__(ds.uri, version=version, _storage=ds._storage)
+        ds._move_to(version)
         return stats
 
     def _condition_mask(self, target, source, addresses, sources) -> np.ndarray:

@@ -19,6 +19,7 @@ from lance_fw.errors import CommitConflictError, DatasetExistsError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import resolve_commit_handler
+from lance_fw.table.deletion import deletion_file_id
 from lance_fw.table.manifest import (VERSIONS_DIR, encode_manifest, find_version, list_versions, manifest_name,
                                      read_manifest, write_hint)
 
@@ -37,6 +38,15 @@ class Operation:
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         raise NotImplementedError
+
+
+def _check_unchanged(base, expected: dict[int, int], what: str) -> None:
+    """Each fragment id in ``expected`` must still exist with the deletion file id it was planned
+    against; otherwise a concurrent commit changed rows this operation rewrites or deletes."""
+    current = {f.id: deletion_file_id(f) for f in base.fragments} if base is not None else {}
+    for frag_id, deletion_id in expected.items():
+        if current.get(frag_id) != deletion_id:
+            raise CommitConflictError(f"fragment {frag_id} was changed by a concurrent commit; re-run the {what}")
 
 
 def _assign_ids(manifest: table_pb2.Manifest, fragments: list, next_id: int) -> list:
@@ -130,12 +140,7 @@ class Delete(Operation):
     predicate: str = ""
 
     def apply(self, base, new):
-        current = {f.id: f for f in base.fragments} if base is not None else {}
-        for frag_id, deletion_id in self.expected.items():
-            frag = current.get(frag_id)
-            now = frag.deletion_file.id if frag is not None and frag.HasField("deletion_file") else 0
-            if frag is None or now != deletion_id:
-                raise CommitConflictError(f"fragment {frag_id} was changed by a concurrent commit; re-run the delete")
+        _check_unchanged(base, self.expected, "delete")
         replaced = {f.id: f for f in self.updated}
         removed = set(self.removed)
         kept = []
@@ -170,10 +175,6 @@ class Update(Delete):
         txn.update.new_fragments.extend(fragments)
 
 
-def _deletion_id(frag) -> int:
-    return frag.deletion_file.id if frag.HasField("deletion_file") else 0
-
-
 @dataclass
 class Rewrite(Operation):
     """Compaction: each group of old fragments is replaced, in place, by new fragments holding the
@@ -183,13 +184,7 @@ class Rewrite(Operation):
     groups: list = field(default_factory=list)  # [(old DataFragments, new DataFragments)]
 
     def apply(self, base, new):
-        current = {f.id: f for f in base.fragments} if base is not None else {}
-        for old, _ in self.groups:
-            for frag in old:
-                now = current.get(frag.id)
-                if now is None or _deletion_id(now) != _deletion_id(frag):
-                    raise CommitConflictError(f"fragment {frag.id} was changed by a concurrent commit; "
-                                              "re-run the compaction")
+        _check_unchanged(base, {f.id: deletion_file_id(f) for old, _ in self.groups for f in old}, "compaction")
         next_id = _next_fragment_id(base)
         first_of, dropped, self._added, self._assigned = {}, set(), [], []
         for old, fresh in self.groups:
@@ -244,8 +239,8 @@ class Merge(Operation):
 
     def apply(self, base, new):
         if self.fragments is not None:
-            planned = {f.id: _deletion_id(f) for f in self.fragments}
-            if base is None or {f.id: _deletion_id(f) for f in base.fragments} != planned:
+            planned = {f.id: deletion_file_id(f) for f in self.fragments}
+            if base is None or {f.id: deletion_file_id(f) for f in base.fragments} != planned:
                 raise CommitConflictError("fragments changed since the new columns were computed (a concurrent "
                                           "append or delete); re-run add_columns")
             new.ClearField("fragments")
