@@ -18,7 +18,7 @@ from lance_fw.query.scanner import LanceScanner, readahead
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows, live_rows
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader, Matcher, matcher_for
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader, Matcher, matcher_for, with_row_columns
 from lance_fw.table.manifest import find_version, list_versions, read_manifest
 from lance_fw.table.tags import Tags
 
@@ -273,8 +273,7 @@ class LanceDataset:
         new version; this object then shows that version, as in pylance."""
         from lance_fw.table.delete import delete_rows, expression_matcher
 
-        expression = _expression(predicate, self.schema)
-        version, rows = delete_rows(self, expression_matcher(self, expression, self._filter_columns(predicate)),
+        version, rows = delete_rows(self, expression_matcher(self, predicate),
                                     predicate if isinstance(predicate, str) else str(predicate))
         self._move_to(version)
         return {"num_deleted_rows": rows}
@@ -333,8 +332,7 @@ class LanceDataset:
 
 def _binds(expression: pc.Expression, fields) -> bool:
     """Whether ``expression`` can be evaluated on a batch of ``fields`` (plus _rowid, _rowaddr)."""
-    schema = pa.schema([f.to_arrow() for f in fields] + [pa.field("_rowid", pa.uint64()),
-                                                         pa.field("_rowaddr", pa.uint64())])
+    schema = with_row_columns(pa.schema([f.to_arrow() for f in fields]), True, True)
     try:
         schema.empty_table().filter(expression)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
@@ -405,12 +403,8 @@ class LanceFragment:
                                        fragment_ids={self.fragment_id})
 
     def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
-        fields = self._ds._fields(columns)
-        schema = pa.schema([f.to_arrow() for f in fields])
-        if kwargs.get("with_row_id"):
-            schema = schema.append(pa.field("_rowid", pa.uint64()))
-        if kwargs.get("with_row_address"):
-            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+        schema = with_row_columns(pa.schema([f.to_arrow() for f in self._ds._fields(columns)]),
+                                  kwargs.get("with_row_id", False), kwargs.get("with_row_address", False))
         return pa.Table.from_batches(list(self.to_batches(columns, filter, **kwargs)), schema=schema)
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.query.projection import Projection
+from lance_fw.table.fragment import with_row_columns
 
 
 class LanceScanner:
@@ -37,11 +38,7 @@ class LanceScanner:
     def projected_schema(self) -> pa.Schema:
         fields = list(self.projection.schema) if self.projection is not None else \
             [f.to_arrow() for f in self._ds._fields(self.columns)]
-        if self.with_row_id:
-            fields.append(pa.field("_rowid", pa.uint64()))
-        if self.with_row_address:
-            fields.append(pa.field("_rowaddr", pa.uint64()))
-        return pa.schema(fields)
+        return with_row_columns(pa.schema(fields), self.with_row_id, self.with_row_address)
 
     def _raw(self) -> Iterator[pa.RecordBatch]:
         ids = None if self.fragments is None else {getattr(f, "fragment_id", f) for f in self.fragments}

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, BITMAP_THRESHOLD, codec, deletion_file_id, deletion_path
@@ -95,20 +94,16 @@ def offsets_matcher(by_fragment: dict[int, np.ndarray]) -> Matcher:
     return lambda reader, frag: by_fragment.get(frag.id, np.zeros(0, np.uint32))
 
 
-def expression_matcher(ds, expression, columns: list[str] | None = None) -> Matcher:
-    """Rows where a ``pyarrow.compute.Expression`` is true (NULL counts as false); ``columns``
-    are the ones it reads (guessed from the expression's text when not given)."""
-    names = columns or sorted({f.name for f in ds.lance_schema.fields if f.name in str(expression)}) or \
-        [ds.lance_schema.fields[0].name]
-    fields = [ds.lance_schema.field(n) for n in names]
+def expression_matcher(ds, predicate) -> Matcher:
+    """Rows where a Lance SQL filter or ``pyarrow.compute.Expression`` is true (NULL counts as
+    false), found by the scan's own late-materialised filter path (``LanceDataset._filter_plan``)."""
+    matcher, filter_fields = ds._filter_plan(predicate)
 
     def match(reader: FragmentReader, frag) -> np.ndarray:
-        hits = []
-        for batch in reader.batches(fields, with_row_address=True):
-            table = pa.Table.from_batches([batch]).filter(expression)
-            addresses = table.column("_rowaddr").to_numpy()
-            hits.append((addresses & np.uint64(0xFFFFFFFF)).astype(np.uint32))
-        return np.concatenate(hits) if hits else np.zeros(0, np.uint32)
+        hits = [batch.column("_rowaddr").to_numpy()
+                for batch in reader.filtered_batches([], filter_fields, matcher, with_row_address=True)]
+        addresses = np.concatenate(hits) if hits else np.zeros(0, np.uint64)
+        return (addresses & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     return match
 
 

@@ -28,6 +28,15 @@ PROBE_ROWS = 65536
 Matcher = Callable[[pa.RecordBatch], np.ndarray]
 
 
+def with_row_columns(schema: pa.Schema, with_row_id: bool, with_row_address: bool) -> pa.Schema:
+    """``schema`` followed by the ``_rowid`` / ``_rowaddr`` columns a scan was asked for."""
+    if with_row_id:
+        schema = schema.append(pa.field("_rowid", pa.uint64()))
+    if with_row_address:
+        schema = schema.append(pa.field("_rowaddr", pa.uint64()))
+    return schema
+
+
 def matcher_for(expression) -> Matcher:
     """A ``Matcher`` for a ``pyarrow.compute.Expression`` (null counts as false, as in SQL)."""
     def matches(batch: pa.RecordBatch) -> np.ndarray:
@@ -144,12 +153,7 @@ class FragmentReader:
 
     @staticmethod
     def _schema(fields: list[LanceField], with_row_id: bool, with_row_address: bool) -> pa.Schema:
-        schema = pa.schema([f.to_arrow() for f in fields])
-        if with_row_id:
-            schema = schema.append(pa.field("_rowid", pa.uint64()))
-        if with_row_address:
-            schema = schema.append(pa.field("_rowaddr", pa.uint64()))
-        return schema
+        return with_row_columns(pa.schema([f.to_arrow() for f in fields]), with_row_id, with_row_address)
 
     def _span(self, start: int, stop: int | None) -> tuple[int, int]:
         """Physical rows [start, stop) clipped to the fragment (a Spark task reads one such slice)."""
