@@ -22,6 +22,7 @@ from lance_fw.query.filter import parse_filter
 from lance_fw.schema import conform
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.delete import offsets_matcher, stage_deletions
+from lance_fw.table.fragment import matcher_for
 from lance_fw.table.transaction import Update, commit
 
 ADDRESS = "_rowaddr"
@@ -137,8 +138,8 @@ class MergeInsertBuilder:
         ds = self._ds
         source = self._source(data, schema)
         partial = len(source.column_names) - 1 < len(ds.schema.names)
-        condition_columns = self._condition is not None or partial
-        target_columns = ds.schema.names if condition_columns else self._on
+        need_all_columns = self._condition is not None or partial
+        target_columns = ds.schema.names if need_all_columns else self._on
         target = ds.scanner(columns=target_columns, with_row_address=True).to_table()
         keys = target.select([*self._on, ADDRESS])
         pairs = keys.join(source.select([*self._on, _SOURCE_ROW]), self._on, join_type="inner",
@@ -191,11 +192,11 @@ class MergeInsertBuilder:
         by_address = pc.index_in(pa.array(addresses), target.column(ADDRESS))
         sides = {"target": target.drop_columns([ADDRESS]).take(by_address),
                  "source": source.drop_columns([_SOURCE_ROW]).take(pa.array(sources))}
-        pair = pa.table({name: pa.StructArray.from_arrays([c.combine_chunks() for c in t.columns], names=t.column_names)
-                         for name, t in sides.items()})
-        pair = pair.append_column("__pair", pa.array(np.arange(len(addresses))))
+        pair = pa.RecordBatch.from_arrays(
+            [pa.StructArray.from_arrays([c.combine_chunks() for c in t.columns], names=t.column_names)
+             for t in sides.values()], names=list(sides))
         kept = np.zeros(len(addresses), dtype=bool)
-        kept[pair.filter(parse_filter(self._condition, pair.schema)).column("__pair").to_numpy()] = True
+        kept[matcher_for(parse_filter(self._condition, pair.schema))(pair)] = True
         return kept
 
     def _updated_rows(self, target, source, addresses, sources) -> pa.Table:
