@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSourceStreamReader
 
 from lance_fw.api.dataset import LanceDataset
+from lance_fw.io.storage import resolve_storage
 from lance_fw.spark.options import int_option
 from lance_fw.spark.reader import FragmentSlice, LanceReader
 from lance_fw.table.manifest import list_versions
@@ -23,8 +24,9 @@ class LanceStreamReader(DataSourceStreamReader):
         self._start = int_option(options, "starting_version", 0) or 0
 
     def _latest(self) -> int:
-        ds = self._reader
-        return list_versions(LanceDataset(ds.uri, storage_options=ds.storage_options)._storage, ds.uri)[-1].version
+        """Called every trigger: lists the versions only (no manifest is read)."""
+        r = self._reader
+        return list_versions(resolve_storage(r.uri, r.storage_options), r.uri)[-1].version
 
     def initialOffset(self) -> dict:
         return {"version": self._start}
