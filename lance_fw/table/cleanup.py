@@ -18,6 +18,7 @@ from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.deletion import deletion_path
 from lance_fw.table.manifest import VERSIONS_DIR, list_versions, read_manifest
+from lance_fw.table.tags import TAGS_DIR
 
 DEFAULT_OLDER_THAN = timedelta(days=14)
 UNVERIFIED_GRACE = timedelta(days=7)
@@ -51,7 +52,7 @@ def _referenced(uri: str, manifest) -> set[str]:
 
 
 def _tagged_versions(storage: Storage, uri: str) -> set[int]:
-    tags = join_uri(uri, "_refs", "tags")
+    tags = join_uri(uri, *TAGS_DIR)
     out = set()
     for name in storage.list_dir(tags):
         if name.endswith(".json"):
