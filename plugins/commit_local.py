@@ -30,7 +30,16 @@ class LocalCommitHandler(CommitHandler):
         except FileExistsError as exc:
             raise CommitConflictError(f"{final} already exists: another writer committed this version") from exc
         finally:
-            os.unlink(tmp)
+            _remove_quietly(tmp)
+
+
+def _remove_quietly(path: str) -> None:
+    """Drop the temp file; after a successful link a failure here must not fail the commit
+    (``cleanup_old_versions`` removes stray ``.tmp-*`` files)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 @hookimpl(trylast=True)

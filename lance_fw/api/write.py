@@ -17,7 +17,7 @@ from lance_fw.file.writer import LanceFileWriter, WrittenFile
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
 from lance_fw.schema import LanceSchema, conform
 from lance_fw.table.manifest import list_versions, read_manifest
-from lance_fw.table.transaction import Append, Overwrite, commit
+from lance_fw.table.transaction import Append, Overwrite, commit, undo_unless_published
 
 MODES = ("create", "append", "overwrite")
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
@@ -180,11 +180,8 @@ class WritePlan:
             op = Overwrite(fragments=fragments, properties=properties, schema_fields=self.lance_schema.to_protos(),
                            schema_metadata=self.lance_schema.metadata, data_format_version=version_name(self.version),
                            create_only=(self.mode == "create"))
-        try:
+        with undo_unless_published(lambda: delete_fragment_files(storage, self.uri, fragments)):
             return commit(storage, self.uri, op, read_version=self.read_version)
-        except BaseException:
-            delete_fragment_files(storage, self.uri, fragments)
-            raise
 
 
 def delete_fragment_files(storage: Storage, uri: str, fragments: list[table_pb2.DataFragment]) -> None:

@@ -16,7 +16,7 @@ from lance_fw.api.write import delete_fragment_files, plan_write
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows, live_rows
-from lance_fw.table.transaction import Rewrite, commit
+from lance_fw.table.transaction import Rewrite, commit, undo_unless_published
 
 DEFAULT_TARGET_ROWS = 1024 * 1024
 
@@ -66,15 +66,11 @@ def compact_files(ds, target_rows_per_fragment: int = DEFAULT_TARGET_ROWS, mater
     plan = plan_write(ds.uri, ds.schema, "append", storage_options=ds._storage_options,
                       max_rows_per_file=target_rows_per_fragment)
     groups = []
-    try:
+    with undo_unless_published(lambda: [delete_fragment_files(ds._storage, ds.uri, fresh) for _, fresh in groups]):
         for run in runs:
             batches = ds.to_batches(fragment_ids={f.id for f in run})  # live rows, in fragment order
             groups.append((run, plan.write(batches)))
         version = commit(ds._storage, ds.uri, Rewrite(groups=groups), read_version=ds.version)
-    except BaseException:
-        for _, fresh in groups:
-            delete_fragment_files(ds._storage, ds.uri, fresh)
-        raise
     for run, fresh in groups:
         metrics.fragments_removed += len(run)
         metrics.fragments_added += len(fresh)

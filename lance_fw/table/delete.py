@@ -16,7 +16,7 @@ import numpy as np
 from lance_fw._proto import table_pb2
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, BITMAP_THRESHOLD, codec, deletion_file_id, deletion_path
 from lance_fw.table.fragment import FragmentReader
-from lance_fw.table.transaction import Delete, commit
+from lance_fw.table.transaction import Delete, commit, undo_unless_published
 
 #: (fragment reader, fragment proto) -> uint32 offsets of live rows that match the predicate
 Matcher = Callable[[FragmentReader, object], np.ndarray]
@@ -82,11 +82,8 @@ def delete_rows(ds, matcher: Matcher, predicate_text: str) -> tuple[int, int]:
     if not staged.updated and not staged.removed:
         return ds.version, 0
     op = Delete(updated=staged.updated, removed=staged.removed, expected=staged.expected, predicate=predicate_text)
-    try:
+    with undo_unless_published(lambda: staged.undo(ds._storage)):
         return commit(ds._storage, ds.uri, op, read_version=staged.read_version), staged.rows
-    except BaseException:
-        staged.undo(ds._storage)
-        raise
 
 
 def offsets_matcher(by_fragment: dict[int, np.ndarray]) -> Matcher:

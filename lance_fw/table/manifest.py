@@ -128,7 +128,7 @@ def write_hint(storage: Storage, base: str, version: int) -> None:
     try:
         storage.write_bytes(join_uri(base, VERSIONS_DIR, HINT_FILE),
                             json.dumps({"version": version}, separators=(",", ":")).encode())
-    except OSError:
+    except Exception:  # noqa: BLE001 - the version is already published; a stale hint only costs a listing
         pass
 
 

@@ -23,7 +23,7 @@ from lance_fw.schema import conform
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.delete import offsets_matcher, stage_deletions
 from lance_fw.table.fragment import matcher_for
-from lance_fw.table.transaction import Update, commit
+from lance_fw.table.transaction import Update, commit, undo_unless_published
 
 ADDRESS = "_rowaddr"
 _SOURCE_ROW = "__lance_fw_source_row"
@@ -48,12 +48,9 @@ def rewrite(ds, delete_addresses: np.ndarray, new_rows: pa.Table | None, predica
     staged = stage_deletions(ds, offsets_matcher(_by_fragment(delete_addresses)))
     op = Update(fragments=fragments, updated=staged.updated, removed=staged.removed, expected=staged.expected,
                 predicate=predicate)
-    try:
+    with undo_unless_published(lambda: (staged.undo(ds._storage),
+                                        delete_fragment_files(ds._storage, ds.uri, fragments))):
         return commit(ds._storage, ds.uri, op, read_version=staged.read_version)
-    except BaseException:
-        staged.undo(ds._storage)
-        delete_fragment_files(ds._storage, ds.uri, fragments)
-        raise
 
 
 def update(ds, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:

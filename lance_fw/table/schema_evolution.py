@@ -19,7 +19,7 @@ from lance_fw.errors import InvalidArgumentError, SchemaError
 from lance_fw.file.version import parse_version
 from lance_fw.schema import LanceSchema, conform
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
-from lance_fw.table.transaction import Merge, Project, commit
+from lance_fw.table.transaction import Merge, Project, commit, undo_unless_published
 
 _ALL_ROWS = 2**62  # one data file per fragment: never roll over
 
@@ -85,7 +85,7 @@ def _write_columns(ds, needed, added: LanceSchema, compute, schema_fields, batch
     size = batch_size or DEFAULT_BATCH_SIZE
     updated: list[table_pb2.DataFragment] = []
     written: list[table_pb2.DataFragment] = []
-    try:
+    with undo_unless_published(lambda: delete_fragment_files(ds._storage, ds.uri, written)):
         for frag in ds._manifest.fragments:
             reader = FragmentReader(ds._storage, ds.uri, frag, ds.lance_schema)
 
@@ -107,9 +107,6 @@ def _write_columns(ds, needed, added: LanceSchema, compute, schema_fields, batch
             updated.append(copy)
         op = Merge(fragments=updated, schema_fields=schema_fields, schema_metadata=ds.lance_schema.metadata)
         return commit(ds._storage, ds.uri, op, read_version=ds.version)
-    except BaseException:
-        delete_fragment_files(ds._storage, ds.uri, written)
-        raise
 
 
 def alter_columns(ds, *alterations: dict) -> int:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import random
 import time
 import uuid as uuidlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 from lance_fw import __version__
 from lance_fw._proto import rowids_pb2, table_pb2, transaction_pb2
@@ -24,6 +26,10 @@ from lance_fw.table.manifest import (VERSIONS_DIR, encode_manifest, find_version
                                      read_manifest, write_hint)
 
 MAX_RETRIES = 100
+
+#: Attribute set on an exception that ``commit`` let through once its manifest was (or may have
+#: been) published: the files that version references must then never be cleaned up.
+PUBLISHED_ATTR = "lance_fw_version_may_be_published"
 
 
 @dataclass
@@ -272,9 +278,48 @@ class Project(Operation):
         txn.project.preserves_nullability = True
 
 
+def _mark_published(exc: BaseException, version: int) -> None:
+    try:
+        setattr(exc, PUBLISHED_ATTR, version)
+    except AttributeError:  # an exception type without a __dict__: nothing to flag it with
+        pass
+
+
+def may_be_published(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of a ``commit`` whose version was (or may have been) published."""
+    return getattr(exc, PUBLISHED_ATTR, None) is not None
+
+
+@contextmanager
+def undo_unless_published(undo: Callable[[], None]) -> Iterator[None]:
+    """Run ``undo`` (delete the files an attempt wrote) on a failure known to precede publication.
+
+    Once a manifest is published it references those files, and a failure after that point
+    (a lost reply, Ctrl-C while writing the version hint) must not delete them."""
+    try:
+        yield
+    except BaseException as exc:
+        if not may_be_published(exc):
+            undo()
+        raise
+
+
+def _published_state(storage: Storage, path: str, data: bytes) -> bool | None:
+    """True if ``path`` holds exactly our manifest, False if it is absent or another writer's,
+    None if storage cannot tell us."""
+    try:
+        return storage.exists(path) and storage.read_bytes(path) == data
+    except Exception:  # noqa: BLE001 - unknown is an answer here
+        return None
+
+
 def commit(storage: Storage, base_uri: str, operation: Operation, read_version: int | None = None,
            max_retries: int = MAX_RETRIES) -> int:
-    """Commit ``operation`` on top of the latest version; return the version created."""
+    """Commit ``operation`` on top of the latest version; return the version created.
+
+    An exception from here either precedes publication (the caller may delete the files it
+    wrote), or is flagged (``may_be_published``) because the manifest is, or may be, in place.
+    A handler that fails after placing our exact manifest committed: its error is dropped."""
     handler = resolve_commit_handler(storage, base_uri)
     txn_uuid = str(uuidlib.uuid4())
     for attempt in range(max_retries):
@@ -316,7 +361,17 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
         except CommitConflictError:
             time.sleep(random.uniform(0, min(0.5, 0.01 * 2 ** min(attempt, 6))))
             continue
-        write_hint(storage, base_uri, new.version)
+        except BaseException as exc:
+            state = _published_state(storage, path, data)
+            if not (state and isinstance(exc, Exception)):
+                if state is not False:
+                    _mark_published(exc, new.version)
+                raise
+        try:
+            write_hint(storage, base_uri, new.version)
+        except BaseException as exc:  # write_hint swallows errors; this is Ctrl-C and the like
+            _mark_published(exc, new.version)
+            raise
         return new.version
     raise CommitConflictError(f"{base_uri}: gave up after {max_retries} conflicting concurrent commits")
 

@@ -1,0 +1,166 @@
+"""Table-format integrity: a published version is never damaged by a failure after it was
+published, data never escapes its declared nullability, and crafted manifests are refused."""
+
+from __future__ import annotations
+
+import os
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lance_fw
+from lance_fw.table import transaction
+from tests.conftest import assert_tables_equal
+
+
+def _dataset_files(uri: str) -> set[str]:
+    out = set()
+    for root, _, files in os.walk(uri):
+        out.update(os.path.relpath(os.path.join(root, f), uri) for f in files)
+    return out
+
+
+def _referenced_files(uri: str) -> list[str]:
+    """Data and deletion files of the latest version, as pylance sees them."""
+    ds = lance.dataset(uri)
+    out = []
+    for frag in ds.get_fragments():
+        meta = frag.metadata
+        out.extend(os.path.join(uri, "data", f.path) for f in meta.files)
+        if meta.deletion_file is not None:
+            out.append(os.path.join(uri, meta.deletion_file.path(frag.fragment_id)))
+    return out
+
+
+def _base(uri: str) -> None:
+    lance_fw.write_dataset(pa.table({"id": pa.array(range(100), pa.int64()), "v": [float(i) for i in range(100)]}),
+                           uri, max_rows_per_file=10)
+
+
+def _append(uri):
+    lance_fw.write_dataset(pa.table({"id": pa.array([1000, 1001], pa.int64()), "v": [1.0, 2.0]}), uri, mode="append")
+
+
+def _delete(uri):
+    lance_fw.dataset(uri).delete("id % 3 = 0")
+
+
+def _compact(uri):
+    lance_fw.dataset(uri).optimize.compact_files(target_rows_per_fragment=1000)
+
+
+def _update(uri):
+    lance_fw.dataset(uri).update({"v": "v + 1"}, where="id < 15")
+
+
+def _add_columns(uri):
+    lance_fw.dataset(uri).add_columns({"w": "id * 2"})
+
+
+def _merge_insert(uri):
+    source = pa.table({"id": pa.array([5, 500], pa.int64()), "v": [-1.0, -2.0]})
+    lance_fw.dataset(uri).merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(source)
+
+
+OPERATIONS = [_append, _delete, _compact, _update, _add_columns, _merge_insert]
+
+
+def _interrupt(*_args, **_kwargs):
+    raise KeyboardInterrupt("interrupted right after the manifest was published")
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda f: f.__name__.strip("_"))
+def test_interrupt_after_publish_keeps_the_version_whole(uri, monkeypatch, operation):
+    """Ctrl-C (or any failure) after the manifest link: the version is published, so every file it
+    references must stay; pylance reads it completely."""
+    _base(uri)
+    monkeypatch.setattr(transaction, "write_hint", _interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        operation(uri)
+    monkeypatch.undo()
+    expected = lance.dataset(uri).to_table()  # the new version, as pylance reads it
+    for path in _referenced_files(uri):
+        assert os.path.exists(path), f"{path} is referenced by the latest version but was deleted"
+    assert_tables_equal(expected, lance_fw.dataset(uri).to_table())
+
+
+def test_hint_failure_is_not_a_commit_failure(uri, monkeypatch):
+    """The version hint is an optimisation: failing to write it must not fail (and undo) a commit."""
+    _base(uri)
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("hint storage broke")
+
+    monkeypatch.setattr(transaction, "write_hint", _patched_hint_with(broken))
+    _append(uri)
+    monkeypatch.undo()
+    assert lance.dataset(uri).count_rows() == 102
+    for path in _referenced_files(uri):
+        assert os.path.exists(path)
+
+
+def _patched_hint_with(broken):
+    """The real write_hint over a storage whose write_bytes fails."""
+    from lance_fw.table.manifest import write_hint
+
+    class Broken:
+        def write_bytes(self, *args, **kwargs):
+            broken()
+
+    return lambda _storage, base, version: write_hint(Broken(), base, version)
+
+
+class _LinkThenFail:
+    """A commit handler that publishes, then fails (a lost reply from an object store)."""
+
+    def __init__(self, real, error: BaseException):
+        self.real, self.error = real, error
+
+    def commit(self, path, data):
+        self.real.commit(path, data)
+        raise self.error
+
+
+class _FailBeforePublish:
+    def __init__(self, real):
+        self.real = real
+
+    def commit(self, path, data):
+        raise lance_fw.errors.StorageError(f"{path}: storage unavailable")
+
+
+def _with_handler(monkeypatch, wrap):
+    real_resolve = transaction.resolve_commit_handler
+    monkeypatch.setattr(transaction, "resolve_commit_handler", lambda storage, uri: wrap(real_resolve(storage, uri)))
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda f: f.__name__.strip("_"))
+def test_error_after_link_is_a_success(uri, monkeypatch, operation):
+    """The handler published our manifest and then raised: the version exists with our bytes, so
+    the commit succeeded; nothing it references is deleted."""
+    _base(uri)
+    before = lance.dataset(uri).version
+    _with_handler(monkeypatch, lambda real: _LinkThenFail(real, OSError("reply lost")))
+    operation(uri)
+    monkeypatch.undo()
+    ds = lance.dataset(uri)
+    assert ds.version > before
+    for path in _referenced_files(uri):
+        assert os.path.exists(path)
+    assert_tables_equal(ds.to_table(), lance_fw.dataset(uri).to_table())
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda f: f.__name__.strip("_"))
+def test_failure_before_publish_leaves_no_files(uri, monkeypatch, operation):
+    """A failure known to precede publication still removes every file the attempt wrote."""
+    _base(uri)
+    version = lance.dataset(uri).version
+    before = {f for f in _dataset_files(uri) if not f.startswith("_transactions")}
+    _with_handler(monkeypatch, _FailBeforePublish)
+    with pytest.raises(lance_fw.errors.StorageError):
+        operation(uri)
+    monkeypatch.undo()
+    after = {f for f in _dataset_files(uri) if not f.startswith("_transactions")}
+    assert lance.dataset(uri).version == version
+    assert after - before == {"_versions/latest_version_hint.json"} & after or after - before == set()
