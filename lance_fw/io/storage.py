@@ -7,6 +7,7 @@ a ``Storage`` are full URIs/paths; datasets join them with :func:`join_uri`.
 from __future__ import annotations
 
 import abc
+import re
 from typing import BinaryIO, Sequence
 
 from lance_fw.errors import CorruptFileError, StorageError
@@ -15,9 +16,35 @@ from lance_fw.errors import CorruptFileError, StorageError
 COALESCE_GAP = 64 * 1024
 
 
+#: A URI scheme (``s3:``, ``file:``) or a Windows drive (``C:``) at the start of a stored path.
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def unsafe_path_reason(part: str) -> str | None:
+    """Why the relative path ``part`` could name something outside the directory it is joined to
+    (None when it cannot). Manifests and callers store file paths relative to the dataset; one
+    crafted path must never make a read, write or delete leave the dataset root."""
+    if part.startswith("/") or "\\" in part:
+        return "is absolute (or uses backslashes)"
+    if _SCHEME.match(part):
+        return "names a URI scheme or drive"
+    if ".." in part.split("/"):
+        return "climbs out with '..'"
+    if "\x00" in part:
+        return "contains a NUL byte"
+    return None
+
+
 def join_uri(base: str, *parts: str) -> str:
+    """``base`` joined with relative ``parts``; a part that could leave ``base`` is refused here,
+    the one place every dataset path is built, as a ``CorruptFileError`` naming it (stored paths
+    come from manifests; paths from callers are checked earlier, as bad arguments)."""
     out = base.rstrip("/")
     for p in parts:
+        reason = unsafe_path_reason(p)
+        if reason is not None:
+            raise CorruptFileError(out, f"stored path {p!r} {reason}: it points outside the dataset, "
+                                        "refusing to use it")
         out = f"{out}/{p.strip('/')}"
     return out
 
@@ -103,7 +130,9 @@ class Storage(abc.ABC):
     def delete(self, path: str) -> None: ...
 
     @abc.abstractmethod
-    def mtime(self, path: str) -> float: ...
+    def mtime(self, path: str) -> float | None:
+        """Last modification, seconds since the epoch; None when the store does not report one
+        (callers treat an unknown age as new: ``cleanup_old_versions`` never deletes by it)."""
 
     def read_bytes(self, path: str) -> bytes:
         with self.open_reader(path) as r:

@@ -17,8 +17,8 @@ from typing import Callable, Iterator
 
 from lance_fw import __version__
 from lance_fw._proto import rowids_pb2, table_pb2, transaction_pb2
-from lance_fw.errors import CommitConflictError, DatasetExistsError
-from lance_fw.io.storage import Storage, join_uri
+from lance_fw.errors import CommitConflictError, DatasetExistsError, InvalidArgumentError
+from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import resolve_commit_handler
 from lance_fw.table.deletion import deletion_file_id
@@ -80,6 +80,19 @@ def _assign_row_ids(manifest: table_pb2.Manifest, fragments: list) -> None:
         seq.segments.add().range.CopyFrom(rowids_pb2.U64Segment.Range(start=start, end=start + frag.physical_rows))
         frag.inline_row_ids = seq.SerializeToString()
         manifest.next_row_id = start + frag.physical_rows
+
+
+def _check_paths(fragments: list) -> None:
+    """New fragments may come from callers (``LanceDataset.commit``): a file path that could leave
+    the dataset root is a bad argument, refused before anything is published."""
+    for frag in fragments:
+        paths = [f.path for f in frag.files]
+        if frag.WhichOneof("row_id_sequence") == "external_row_ids":
+            paths.append(frag.external_row_ids.path)
+        for path in paths:
+            reason = unsafe_path_reason(path)
+            if reason is not None:
+                raise InvalidArgumentError(f"fragment file path {path!r} {reason}: it points outside the dataset")
 
 
 def _shape(fields) -> list[tuple]:
@@ -222,6 +235,15 @@ class Rewrite(Operation):
             group.new_fragments.extend(assigned)
 
 
+def _check_schema_unchanged(base, read_fields: list | None, what: str) -> None:
+    """A ``Merge``/``Project`` replaces the whole schema with one derived from ``read_fields``; if
+    a concurrent commit changed the schema since (added, renamed or dropped a column), publishing
+    it would silently undo that change, so it is a conflict (as in pylance), never rebased."""
+    if read_fields is not None and base is not None and _shape(base.fields) != _shape(read_fields):
+        raise CommitConflictError(f"the schema changed since this {what} was planned (a concurrent schema "
+                                  "change); re-open the dataset and retry")
+
+
 def _set_schema(new, fields, metadata) -> None:
     new.ClearField("fields")
     new.fields.extend(fields)
@@ -242,8 +264,10 @@ class Merge(Operation):
     fragments: list | None = None
     schema_fields: list = field(default_factory=list)
     schema_metadata: dict = field(default_factory=dict)
+    read_fields: list | None = None  # the schema the change was planned on (None: not checked)
 
     def apply(self, base, new):
+        _check_schema_unchanged(base, self.read_fields, "add_columns/alter_columns")
         if self.fragments is not None:
             planned = {f.id: deletion_file_id(f) for f in self.fragments}
             if base is None or {f.id: deletion_file_id(f) for f in base.fragments} != planned:
@@ -268,8 +292,10 @@ class Project(Operation):
 
     schema_fields: list = field(default_factory=list)
     schema_metadata: dict = field(default_factory=dict)
+    read_fields: list | None = None  # the schema the change was planned on (None: not checked)
 
     def apply(self, base, new):
+        _check_schema_unchanged(base, self.read_fields, "alter_columns/drop_columns")
         _set_schema(new, self.schema_fields, self.schema_metadata)
         self._added = []
 
@@ -338,6 +364,7 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
             new.CopyFrom(base)
         new.version = (base.version if base is not None else 0) + 1
         operation.apply(base, new)
+        _check_paths(operation._added)  # type: ignore[attr-defined]
         if new.fragments:
             new.max_fragment_id = max(max(f.id for f in new.fragments), new.max_fragment_id)
         new.writer_version.library = "lance_fw"
