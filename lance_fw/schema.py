@@ -279,11 +279,49 @@ def _legacy_encoding(logical_type: str) -> int:
     return _ENC_PLAIN
 
 
+def _requires_values(f: pa.Field) -> bool:
+    """Whether ``f`` or a field nested in it is declared non-nullable (so its data needs a look)."""
+    return not f.nullable or any(_requires_values(c) for c in _children_of(f.type))
+
+
+def _nested_values(array: pa.Array, f: pa.Field) -> list[tuple[pa.Field, pa.Array]]:
+    """Each child field of ``f`` with its values at the positions where ``array`` is valid: a null
+    under a null parent is no value at all, and is allowed (as pylance allows it)."""
+    t = f.type
+    if pa.types.is_struct(t):
+        children = array.flatten()  # applies the slice offset (and the parent's validity)
+        if array.null_count:
+            valid = array.is_valid()
+            children = [c.filter(valid) for c in children]
+        return [(t.field(i), children[i]) for i in range(t.num_fields)]
+    if pa.types.is_map(t):
+        return [(t.key_field, array.keys), (t.item_field, array.items)]
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return [(t.value_field, array.flatten())]  # values of null lists are skipped
+    return []
+
+
+def check_nullability(array: pa.Array | pa.ChunkedArray, f: pa.Field, what: str, path: str = "") -> None:
+    """A null in a field declared non-nullable (at any depth, under a valid parent) is refused:
+    pylance refuses it, and readers rely on the declaration."""
+    path = f"{path}.{f.name}" if path else f.name
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    for chunk in chunks:
+        if not f.nullable and chunk.null_count:
+            raise SchemaError(f"{what}: field {path!r} is declared non-nullable but contains {chunk.null_count} "
+                              "null value(s)")
+        for child_field, values in _nested_values(chunk, f):
+            if _requires_values(child_field):
+                check_nullability(values, child_field, what, path)
+
+
 def conform(data, target: pa.Schema, what: str = "data"):
     """Cast a RecordBatch or Table to ``target`` column by column (by name): the one place data
     meets a stored schema (writes, Spark batches, merge_insert sources). A column that is missing
-    or cannot be cast is a ``SchemaError`` naming it."""
+    or cannot be cast, or that holds nulls where ``target`` allows none, is a ``SchemaError``
+    naming it."""
     if data.schema.equals(target):
+        _check_target_nullability(data, target, what)
         return data
     arrays = []
     for f in target:
@@ -298,4 +336,12 @@ def conform(data, target: pa.Schema, what: str = "data"):
                 raise SchemaError(f"{what}: column {f.name!r} is {column.type} and cannot be stored as {f.type}: "
                                   f"{exc}") from None
         arrays.append(column)
-    return (pa.RecordBatch if isinstance(data, pa.RecordBatch) else pa.Table).from_arrays(arrays, schema=target)
+    out = (pa.RecordBatch if isinstance(data, pa.RecordBatch) else pa.Table).from_arrays(arrays, schema=target)
+    _check_target_nullability(out, target, what)
+    return out
+
+
+def _check_target_nullability(data, target: pa.Schema, what: str) -> None:
+    for i, f in enumerate(target):
+        if _requires_values(f):
+            check_nullability(data.column(i), f, what)

@@ -164,3 +164,73 @@ def test_failure_before_publish_leaves_no_files(uri, monkeypatch, operation):
     after = {f for f in _dataset_files(uri) if not f.startswith("_transactions")}
     assert lance.dataset(uri).version == version
     assert after - before == {"_versions/latest_version_hint.json"} & after or after - before == set()
+
+
+# -- item 3: nulls in non-nullable fields ----------------------------------------------------
+
+VERSIONS = ["2.0", "2.1", "2.2"]
+_CHILD = pa.field("c", pa.int32(), False)
+_ITEM = pa.field("item", pa.int32(), False)
+_ROWS = 5000  # past a 4096-value chunk and several 1024-value blocks
+
+
+def _required_top():
+    values = list(range(_ROWS))
+    values[4500] = None
+    return pa.Table.from_arrays([pa.array(values, pa.int32())], schema=pa.schema([pa.field("a", pa.int32(), False)]))
+
+
+def _required_child():
+    values = list(range(_ROWS))
+    values[3] = None
+    struct = pa.StructArray.from_arrays([pa.array(values, pa.int32())], fields=[_CHILD])
+    return pa.Table.from_arrays([struct], schema=pa.schema([pa.field("s", struct.type)]))
+
+
+def _required_item():
+    lists = pa.ListArray.from_arrays(pa.array([0, 2, 3], pa.int32()), pa.array([1, None, 2], pa.int32()),
+                                     type=pa.list_(_ITEM))
+    return pa.table({"l": lists})
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("make", [_required_top, _required_child, _required_item], ids=lambda f: f.__name__)
+def test_nulls_in_a_non_nullable_field_are_refused(tmp_path, version, make):
+    data = make()
+    with pytest.raises(OSError):  # the oracle refuses
+        lance.write_dataset(data, str(tmp_path / "oracle"), data_storage_version=version)
+    uri = str(tmp_path / "ds")
+    with pytest.raises(lance_fw.errors.SchemaError, match=r"non-nullable") as info:
+        lance_fw.write_dataset(data, uri, data_storage_version=version)
+    assert repr(data.schema.names[0]) in str(info.value) or "'s.c'" in str(info.value) or "'l.item'" in str(info.value)
+    assert not os.path.exists(uri) or _dataset_files(uri) == set(), "a refused write left files behind"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_append_of_nulls_into_a_non_nullable_field_is_refused(tmp_path, version):
+    schema = pa.schema([pa.field("a", pa.int32(), False)])
+    good = pa.Table.from_arrays([pa.array([1, 2], pa.int32())], schema=schema)
+    bad = pa.table({"a": pa.array([None, 5], pa.int32())})  # a nullable column: the dataset's schema decides
+    oracle, uri = str(tmp_path / "oracle"), str(tmp_path / "ds")
+    lance.write_dataset(good, oracle, data_storage_version=version)
+    with pytest.raises(OSError):
+        lance.write_dataset(bad, oracle, mode="append")
+    lance_fw.write_dataset(good, uri, data_storage_version=version)
+    before = _dataset_files(uri)
+    with pytest.raises(lance_fw.errors.SchemaError, match="'a'"):
+        lance_fw.write_dataset(bad, uri, mode="append")
+    assert _dataset_files(uri) == before
+    assert lance.dataset(uri).to_table().column("a").to_pylist() == [1, 2]
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_null_under_a_null_parent_is_allowed(tmp_path, version):
+    """Both writers accept a non-nullable child that is null only where its struct is null."""
+    struct = pa.StructArray.from_arrays([pa.array([1, None, 3], pa.int32())], fields=[_CHILD],
+                                        mask=pa.array([False, True, False]))
+    data = pa.Table.from_arrays([struct], schema=pa.schema([pa.field("s", struct.type)]))
+    lance.write_dataset(data, str(tmp_path / "oracle"), data_storage_version=version)
+    lance_fw.write_dataset(data, str(tmp_path / "ds"), data_storage_version=version)
+    expected = lance.dataset(str(tmp_path / "oracle")).to_table()
+    assert_tables_equal(expected, lance_fw.dataset(str(tmp_path / "ds")).to_table())
+    assert_tables_equal(expected, lance.dataset(str(tmp_path / "ds")).to_table())
