@@ -10,6 +10,9 @@ from lance_fw.errors import DatasetNotFoundError, StorageError
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import RangeReader, Storage
 
+# Where fsspec backends report a file's modification time (memory: created; local: mtime; s3: LastModified)
+_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
+
 
 class FsspecReader(RangeReader):
     def __init__(self, fs: fsspec.AbstractFileSystem, path: str):
@@ -67,10 +70,24 @@ class FsspecStorage(Storage):
         except FileNotFoundError:
             pass
 
-    def mtime(self, path: str) -> float:
+    def mtime(self, path: str) -> float | None:
+        """The modification time under whichever key the backend uses, or None if it reports none.
+
+        Never a made-up value: 0.0 would make a file of a write still in flight look years old, and
+        ``cleanup_old_versions`` would delete it.
+        """
         info = self.fs.info(path)
-        created = info.get("mtime") or info.get("created") or info.get("LastModified")
-        return created.timestamp() if hasattr(created, "timestamp") else float(created or 0)
+        for key in _MTIME_KEYS:
+            value = info.get(key)
+            if value is None:
+                continue
+            if hasattr(value, "timestamp"):
+                return value.timestamp()
+            try:
+                return float(value)
+            except (TypeError, ValueError):
+                continue
+        return None
 
 
 @hookimpl(trylast=True)

@@ -322,12 +322,18 @@ class LanceDataset:
         return DatasetOptimizer(self)
 
     def cleanup_old_versions(self, older_than=None, retain_versions: int | None = None, *,
-                             delete_unverified: bool = False, error_if_tagged_old_versions: bool = True, **_ignored):
-        """Remove versions older than ``older_than`` (default two weeks) and files only they use."""
+                             delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
+                             delete_rate_limit: int | None = None, versions: list[int] | None = None,
+                             delete_concurrency: int | None = None):
+        """pylance's signature and semantics: the given limits combine with AND (none: two weeks);
+        this object's version and later ones are never removed. See ``lance_fw.table.cleanup``."""
         from lance_fw.table.cleanup import cleanup_old_versions
 
-        return cleanup_old_versions(self._storage, self.uri, older_than, retain_versions, delete_unverified,
-                                    error_if_tagged_old_versions)
+        return cleanup_old_versions(self._storage, self.uri, older_than, retain_versions,
+                                    delete_unverified=delete_unverified,
+                                    error_if_tagged_old_versions=error_if_tagged_old_versions,
+                                    delete_rate_limit=delete_rate_limit, versions=versions,
+                                    delete_concurrency=delete_concurrency, read_version=self.version)
 
 
 def _binds(expression: pc.Expression, fields) -> bool:

@@ -1,10 +1,24 @@
 """``cleanup_old_versions``: drop old manifests and the files only they reference.
 
-Also the garbage collector for failed writes: a Spark task killed mid-write, or a commit that lost,
-leaves data files no manifest references. Such *unverified* files may belong to a write still in
-flight, so (as in pylance) they are only removed once older than ``UNVERIFIED_GRACE`` or when the
-caller promises nobody is writing (``delete_unverified=True``). The latest version, and tagged
-versions, are never removed. Index files are left alone (lance_fw does not manage indices yet).
+Also the garbage collector for failed writes: a Spark task killed mid-write, a commit that lost, or
+a commit that crashed between writing its ``_versions/.tmp*`` file and linking it, leaves files no
+manifest references. Such *unverified* files may belong to a write still in flight, so (as in
+pylance) they are only removed once older than ``UNVERIFIED_GRACE`` or when the caller promises
+nobody is writing (``delete_unverified=True``). The dataset's own version and every later one, and
+tagged versions, are never removed. Index files are left alone (lance_fw does not manage indices).
+
+Cleanup fails safe: it deletes only what it can prove unreferenced.
+
+- Everything is read before anything is deleted: an unreadable manifest (``CorruptFileError``) or an
+  unreadable tag (``CorruptFileError`` naming the tag file) stops the cleanup, because the files that
+  manifest or tag protects cannot be known.
+- An unknown modification time (a store that reports none: ``Storage.mtime`` returns ``None``) is
+  treated as *new*: such a file is never removed on account of its age.
+- Only the file kinds Lance writes are candidates (``.lance`` in ``data/``, ``.arrow``/``.bin`` in
+  ``_deletions/``, ``.txn`` in ``_transactions/``, ``.tmp*`` in ``_versions/``); anything else is
+  not ours to delete.
+- As pylance 14 does, an unverified file outside ``data/`` that was modified after the earliest kept
+  manifest was written stays, even with ``delete_unverified`` (it may belong to a racing commit).
 """
 
 from __future__ import annotations
@@ -14,7 +28,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.deletion import deletion_path
 from lance_fw.table.manifest import VERSIONS_DIR, list_versions, read_manifest
@@ -22,11 +36,20 @@ from lance_fw.table.tags import TAGS_DIR
 
 DEFAULT_OLDER_THAN = timedelta(days=14)
 UNVERIFIED_GRACE = timedelta(days=7)
+MAX_DELETE_CONCURRENCY = 2 ** 61 - 1  # pylance's bound on 64-bit platforms
+TEMP_MANIFEST_PREFIX = ".tmp"  # commit handlers write `_versions/.tmp-<uuid>` (pylance: `.tmp_…`)
+TAG_SUFFIX = ".json"
+TAG_REQUIRED_COUNTS = ("version", "manifestSize")  # unsigned integers every tag file must hold
+
+# (directory, file name suffixes cleanup may remove there, CleanupStats counter)
+_MANAGED_DIRS = (("data", (".lance",), "data_files_removed"),
+                 ("_deletions", (".arrow", ".bin"), "deletion_files_removed"),
+                 ("_transactions", (".txn",), "transaction_files_removed"))
 
 
 @dataclass
 class CleanupStats:
-    """pylance's ``CleanupStats`` fields."""
+    """pylance's ``CleanupStats`` fields. ``bytes_removed`` also counts manifests and temp manifests."""
 
     bytes_removed: int = 0
     old_versions: int = 0
@@ -35,6 +58,20 @@ class CleanupStats:
     transaction_files_removed: int = 0
     index_files_removed: int = 0
     failed_deletes: int = 0
+
+
+@dataclass
+class _Policy:
+    """Which versions a call asks to remove (pylance's CleanupPolicy): every limit given must hold."""
+
+    before_timestamp: float | None
+    before_version: int | None
+    versions: frozenset[int] | None
+
+    def should_clean(self, version: int, timestamp: float) -> bool:
+        return ((self.before_timestamp is None or timestamp < self.before_timestamp)
+                and (self.before_version is None or version < self.before_version)
+                and (self.versions is None or version in self.versions))
 
 
 def _referenced(uri: str, manifest) -> set[str]:
@@ -51,59 +88,158 @@ def _referenced(uri: str, manifest) -> set[str]:
     return out
 
 
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _tagged_versions(storage: Storage, uri: str) -> set[int]:
+    """Versions the tags protect. A tag file we cannot read raises: it might protect any version."""
     tags = join_uri(uri, *TAGS_DIR)
     out = set()
     for name in storage.list_dir(tags):
-        if name.endswith(".json"):
-            try:
-                out.add(int(json.loads(storage.read_bytes(join_uri(tags, name)))["version"]))
-            except (ValueError, KeyError, TypeError):
-                continue  # not a tag we understand: it protects nothing we could identify
+        if not name.endswith(TAG_SUFFIX):
+            continue  # pylance ignores other files here too
+        path = join_uri(tags, name)
+        try:
+            body = json.loads(storage.read_bytes(path))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptFileError(path, f"tag file is not JSON ({exc}); cleanup stopped before deleting "
+                                         "anything, because the version it protects is unknown") from None
+        bad = [key for key in TAG_REQUIRED_COUNTS if not isinstance(body, dict) or not _is_count(body.get(key))]
+        if bad:
+            raise CorruptFileError(path, f"tag file lacks a non-negative integer {bad[0]!r}; cleanup stopped "
+                                         "before deleting anything, because the version it protects is unknown")
+        out.add(body["version"])
     return out
 
 
+def _check_options(older_than, retain_versions, versions, delete_unverified, error_if_tagged_old_versions,
+                   delete_rate_limit, delete_concurrency) -> frozenset[int] | None:
+    """Refuse what pylance refuses (it raises ValueError/TypeError/OverflowError/OSError)."""
+    if older_than is not None and not isinstance(older_than, timedelta):
+        raise InvalidArgumentError(f"older_than must be a datetime.timedelta, got {type(older_than).__name__}")
+    for name, value in (("retain_versions", retain_versions), ("delete_rate_limit", delete_rate_limit),
+                        ("delete_concurrency", delete_concurrency)):
+        if value is not None and (not _is_count(value) or value == 0):
+            raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
+    if delete_concurrency is not None and delete_concurrency > MAX_DELETE_CONCURRENCY:
+        raise InvalidArgumentError(f"delete_concurrency must be at most {MAX_DELETE_CONCURRENCY}, "
+                                   f"got {delete_concurrency}")
+    for name, value in (("delete_unverified", delete_unverified),
+                        ("error_if_tagged_old_versions", error_if_tagged_old_versions)):
+        if value is not None and not isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be a bool, got {value!r}")
+    if versions is None:
+        return None
+    if isinstance(versions, (str, bytes)) or not hasattr(versions, "__iter__"):
+        raise InvalidArgumentError(f"versions must be a list of version numbers, got {versions!r}")
+    versions = list(versions)
+    if not versions:
+        raise InvalidArgumentError("versions must not be empty when specified")
+    if not all(isinstance(v, int) and int(v) >= 0 for v in versions):
+        raise InvalidArgumentError(f"versions must be non-negative integers, got {versions!r}")
+    return frozenset(int(v) for v in versions)
+
+
 def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | None = None,
-                         retain_versions: int | None = None, delete_unverified: bool = False,
-                         error_if_tagged_old_versions: bool = True) -> CleanupStats:
-    if retain_versions is not None and retain_versions < 1:
-        raise InvalidArgumentError(f"retain_versions must be positive, got {retain_versions}")
-    if older_than is None and retain_versions is None:
+                         retain_versions: int | None = None, *, delete_unverified: bool = False,
+                         error_if_tagged_old_versions: bool = True, delete_rate_limit: int | None = None,
+                         versions: list[int] | None = None, delete_concurrency: int | None = None,
+                         read_version: int | None = None) -> CleanupStats:
+    """Remove the versions every given limit selects, then the files nothing kept references.
+
+    ``older_than``, ``retain_versions`` and ``versions`` combine with AND; with none of them, versions
+    older than two weeks go. A zero ``older_than`` means "no age limit" (pylance tests its truth value).
+    ``read_version`` is the version of the dataset object asking: it and every later version are kept,
+    as pylance does (None: the latest). ``delete_rate_limit`` paces deletes to at most that many per
+    second; deletes run one at a time, so every ``delete_concurrency`` bound holds.
+    """
+    wanted = _check_options(older_than, retain_versions, versions, delete_unverified,
+                            error_if_tagged_old_versions, delete_rate_limit, delete_concurrency)
+    if older_than is None and retain_versions is None and wanted is None:
         older_than = DEFAULT_OLDER_THAN
     now = time.time()
     entries = list_versions(storage, uri)
-    manifests = {e.version: read_manifest(storage, e.path)[0] for e in entries}
-    protected = {entries[-1].version} if entries else set()
-    if retain_versions is not None:
-        protected |= {e.version for e in entries[-retain_versions:]}
-    if older_than is not None:
-        cutoff = now - older_than.total_seconds()
-        protected |= {v for v, m in manifests.items()
-                      if m.timestamp.seconds + m.timestamp.nanos / 1e9 >= cutoff}
-    tagged = _tagged_versions(storage, uri)
-    old = [e for e in entries if e.version not in protected]
-    if error_if_tagged_old_versions and any(e.version in tagged for e in old):
-        raise InvalidArgumentError(f"{uri}: versions {sorted(e.version for e in old if e.version in tagged)} are "
-                                   "tagged; delete the tags or pass error_if_tagged_old_versions=False")
-    removed = [e for e in old if e.version not in tagged]
-    kept = [e for e in entries if e not in removed]
-    needed = set().union(*(_referenced(uri, manifests[e.version]) for e in kept)) if kept else set()
-    verified = set().union(*(_referenced(uri, manifests[e.version]) for e in removed)) if removed else set()
+    if not entries:
+        return CleanupStats()
+    tagged = _tagged_versions(storage, uri)  # before anything else, as pylance: a bad tag stops all
+    policy = _Policy(now - older_than.total_seconds() if older_than else None,
+                     (entries[max(len(entries) - retain_versions, 0)].version if retain_versions else None),
+                     wanted)
+    current = entries[-1].version if read_version is None else read_version
+    manifests = {e.version: read_manifest(storage, e.path)[0] for e in entries}  # CorruptFileError stops all
 
-    stats = CleanupStats(old_versions=len(removed))
-    for entry in removed:  # manifests first: a crash midway leaves orphans, never a version missing files
-        _remove(storage, entry.path, stats, None)
-    grace = now - UNVERIFIED_GRACE.total_seconds()
-    for directory, counter in (("data", "data_files_removed"), ("_deletions", "deletion_files_removed"),
-                               ("_transactions", "transaction_files_removed")):
+    removed, kept, tagged_old = [], [], []
+    for entry in entries:
+        manifest = manifests[entry.version]
+        old = entry.version < current and policy.should_clean(
+            entry.version, manifest.timestamp.seconds + manifest.timestamp.nanos / 1e9)
+        if old and entry.version in tagged:
+            tagged_old.append(entry.version)
+        (removed if old and entry.version not in tagged else kept).append(entry)
+    if error_if_tagged_old_versions is not False and tagged_old:
+        raise InvalidArgumentError(f"{uri}: versions {tagged_old} are tagged; delete the tags or pass "
+                                   "error_if_tagged_old_versions=False")
+    needed = set().union(*(_referenced(uri, manifests[e.version]) for e in kept))
+    verified = set().union(*(_referenced(uri, manifests[e.version]) for e in removed))
+    earliest_kept = min(manifests[e.version].timestamp.seconds + manifests[e.version].timestamp.nanos / 1e9
+                        for e in kept)
+
+    doomed: list[tuple[str, str | None]] = []
+    for directory, suffixes, counter in _MANAGED_DIRS:
         for name in storage.list_dir(join_uri(uri, directory)):
             path = join_uri(uri, directory, name)
-            if path in needed:
+            if not name.endswith(suffixes) or path in needed:
                 continue
-            if path not in verified and not delete_unverified and storage.mtime(path) > grace:
-                continue  # maybe a write still in flight
-            _remove(storage, path, stats, counter)
+            if path in verified:
+                doomed.append((path, counter))  # a removed version's file: no write in flight uses it
+                continue
+            mtime = storage.mtime(path)
+            if directory != "data" and (mtime is None or mtime > earliest_kept):
+                continue  # as pylance 14: an unverified non-data file newer than every kept commit stays
+            if _stale(mtime, now, delete_unverified):
+                doomed.append((path, counter))
+    for name in storage.list_dir(join_uri(uri, VERSIONS_DIR)):
+        path = join_uri(uri, VERSIONS_DIR, name)
+        if name.startswith(TEMP_MANIFEST_PREFIX):  # a commit that crashed before publishing
+            mtime = storage.mtime(path)
+            if mtime is not None and mtime <= earliest_kept and _stale(mtime, now, delete_unverified):
+                doomed.append((path, None))
+
+    stats = CleanupStats(old_versions=len(removed))
+    pace = _Pace(delete_rate_limit)
+    for entry in removed:  # manifests first: a crash midway leaves orphans, never a version missing files
+        pace.wait()
+        _remove(storage, entry.path, stats, None)
+    for path, counter in doomed:
+        pace.wait()
+        _remove(storage, path, stats, counter)
     return stats
+
+
+def _stale(mtime: float | None, now: float, delete_unverified: bool | None) -> bool:
+    """Whether an unreferenced file is old enough to be a leftover, not a write in flight.
+
+    An unknown age counts as new: deleting a file of a running write corrupts the dataset.
+    """
+    if delete_unverified:
+        return True
+    return mtime is not None and mtime < now - UNVERIFIED_GRACE.total_seconds()
+
+
+class _Pace:
+    """At most ``rate`` deletes per second (pylance's ``delete_rate_limit``), or no limit."""
+
+    def __init__(self, rate: int | None):
+        self.interval = 1.0 / rate if rate else 0.0
+        self.next = time.monotonic()
+
+    def wait(self) -> None:
+        if self.interval:
+            delay = self.next - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            self.next = max(self.next, time.monotonic()) + self.interval
 
 
 def _remove(storage: Storage, path: str, stats: CleanupStats, counter: str | None) -> None:
