@@ -197,7 +197,9 @@ class LanceSchema:
             return lf
 
         md = {k.decode(): v for k, v in (schema.metadata or {}).items()}
-        return cls([convert(f) for f in schema], md)
+        out = cls([convert(f) for f in schema], md)
+        check_names(out.fields)
+        return out
 
     @classmethod
     def from_protos(cls, pbs, metadata=None) -> "LanceSchema":
@@ -267,6 +269,22 @@ class LanceSchema:
         for f in self.fields:
             emit(f, -1)
         return out
+
+
+def check_names(fields: list[LanceField], parent: str = "") -> None:
+    """Names a new schema may store: no two siblings alike, and no '.' in a top-level name
+    (pylance reads ``a.b`` as field ``b`` of struct ``a``; it refuses to write such a column, and
+    cannot scan one). A '.' inside a nested name is fine, as in pylance."""
+    seen: set[str] = set()
+    for f in fields:
+        where = f"{parent}.{f.name}" if parent else f.name
+        if not parent and "." in f.name:
+            raise SchemaError(f"top-level field {f.name!r} cannot contain '.': a dotted name means a nested "
+                              "field; use a struct column")
+        if f.name in seen:
+            raise SchemaError(f"duplicate field name {where!r} in the schema")
+        seen.add(f.name)
+        check_names(f.children, where)
 
 
 def _legacy_encoding(logical_type: str) -> int:

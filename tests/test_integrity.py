@@ -234,3 +234,41 @@ def test_null_under_a_null_parent_is_allowed(tmp_path, version):
     expected = lance.dataset(str(tmp_path / "oracle")).to_table()
     assert_tables_equal(expected, lance_fw.dataset(str(tmp_path / "ds")).to_table())
     assert_tables_equal(expected, lance.dataset(str(tmp_path / "ds")).to_table())
+
+
+# -- item 12: field names pylance cannot scan -------------------------------------------------
+
+def _dotted_top():
+    return pa.table({"a.b": [1, 2]})
+
+
+def _duplicate_top():
+    return pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"])
+
+
+@pytest.mark.parametrize("make", [_dotted_top, _duplicate_top], ids=lambda f: f.__name__)
+def test_top_level_names_pylance_refuses_are_refused(tmp_path, make):
+    with pytest.raises(OSError):
+        lance.write_dataset(make(), str(tmp_path / "oracle"))
+    uri = str(tmp_path / "ds")
+    with pytest.raises(lance_fw.errors.SchemaError, match="'a"):
+        lance_fw.write_dataset(make(), uri)
+    assert not os.path.exists(uri)
+
+
+def test_dotted_top_level_names_are_refused_by_schema_changes(uri):
+    lance_fw.write_dataset(pa.table({"a": [1]}), uri)
+    ds = lance_fw.dataset(uri)
+    with pytest.raises(lance_fw.errors.SchemaError, match="b.c"):
+        ds.add_columns({"b.c": "a + 1"})
+    with pytest.raises((lance_fw.errors.SchemaError, lance_fw.errors.InvalidArgumentError), match="q.r"):
+        ds.alter_columns({"path": "a", "name": "q.r"})
+    assert lance.dataset(uri).schema.names == ["a"]
+
+
+def test_dotted_nested_names_are_kept(tmp_path):
+    """pylance writes and scans a dot inside a nested name: so does lance_fw, same data."""
+    data = pa.table({"s": pa.array([{"x.y": 1}], pa.struct([("x.y", pa.int64())]))})
+    lance_fw.write_dataset(data, str(tmp_path / "ds"))
+    assert_tables_equal(data, lance.dataset(str(tmp_path / "ds")).to_table())
+    assert_tables_equal(data, lance_fw.dataset(str(tmp_path / "ds")).to_table())

@@ -17,7 +17,7 @@ from lance_fw._proto import table_pb2
 from lance_fw.api.write import delete_fragment_files, write_fragments
 from lance_fw.errors import InvalidArgumentError, SchemaError
 from lance_fw.file.version import parse_version
-from lance_fw.schema import LanceSchema, conform
+from lance_fw.schema import LanceSchema, check_names, conform
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
 from lance_fw.table.transaction import Merge, Project, commit, undo_unless_published
 
@@ -137,6 +137,7 @@ def alter_columns(ds, *alterations: dict) -> int:
             if "." in path:
                 raise InvalidArgumentError("alter_columns: changing the type of a nested field is not supported yet")
             casts[target.name] = change["data_type"]
+    check_names(schema.fields)  # a rename may not make a name pylance cannot scan
     if not casts:
         op = Project(schema_fields=schema.to_protos(), schema_metadata=schema.metadata)
         return commit(ds._storage, ds.uri, op, read_version=ds.version)
