@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import lance
+import numpy as np
 import pyarrow as pa
+import pyarrow.feather as feather
 import pytest
 
 import lance_fw
@@ -152,3 +156,92 @@ def test_file_format_in_manifest(uri):
     assert lance.dataset(uri).data_storage_version == "2.0"
     frag = lance.dataset(uri).get_fragments()[0].metadata
     assert (frag.files[0].file_major_version, frag.files[0].file_minor_version) == (2, 0)
+
+
+# --- lists whose null rows are backed by items (issue 10, item 6) --------------------------------
+
+REPRO = Path(__file__).parents[2] / "shared" / "repro"
+LIST_REPROS = [REPRO / f"pylance_2_0_list_{i}.arrow" for i in range(1, 6)]
+
+
+def _repro(path: Path) -> pa.Table:
+    if not path.exists():
+        pytest.skip(f"{path} is not there")
+    return feather.read_table(path)
+
+
+def _backed_list(lengths: np.ndarray, values: pa.Array, null: np.ndarray, large: bool = False) -> pa.Array:
+    """A list array whose null rows still own items (as Arrow allows and pylance stores)."""
+    offsets = np.zeros(len(lengths) + 1, np.int64 if large else np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    cls = pa.LargeListArray if large else pa.ListArray
+    return cls.from_arrays(pa.array(offsets), values, mask=pa.array(null))
+
+
+def null_lists_table(n: int = 3000, seed: int = 3) -> pa.Table:
+    """Null lists (backed by items), null items and empty lists at every nesting level."""
+    rng = np.random.default_rng(seed)
+
+    def lengths(k):
+        return rng.integers(0, 5, k)
+
+    def nulls(k, every):
+        return rng.integers(0, every, k) == 0
+
+    l_len = lengths(n)
+    ints = pa.array(rng.integers(-100, 100, int(l_len.sum())), pa.int32(), mask=nulls(int(l_len.sum()), 5))
+    strs_len = lengths(n)
+    strs = pa.array([f"v{j}" * (j % 3) for j in range(int(strs_len.sum()))],
+                    mask=nulls(int(strs_len.sum()), 6))
+    in_len = lengths(int((outer_len := lengths(n)).sum()))
+    inner = _backed_list(in_len, pa.array(rng.integers(0, 1000, int(in_len.sum())), pa.uint16(),
+                                          mask=nulls(int(in_len.sum()), 4)), nulls(len(in_len), 4), large=True)
+    st_len = lengths(n)
+    k = int(st_len.sum())
+    structs = pa.StructArray.from_arrays([pa.array(rng.integers(0, 9, k), pa.int64(), mask=nulls(k, 3)),
+                                          pa.array([f"s{j}" for j in range(k)], mask=nulls(k, 5))],
+                                         names=["x", "y"])
+    return pa.table({
+        "id": pa.array(np.arange(n)),
+        "l": _backed_list(l_len, ints, nulls(n, 6)),
+        "ls": _backed_list(strs_len, strs, nulls(n, 7)),
+        "lll": _backed_list(outer_len, inner, nulls(n, 5)),
+        "lst": _backed_list(st_len, structs, nulls(n, 8), large=True),
+    })
+
+
+def _assert_reads_like_pylance(uri: str) -> None:
+    expected = lance.dataset(uri).to_table()
+    ds = lance_fw.dataset(uri)
+    assert_tables_equal(expected, ds.to_table())
+    assert_tables_equal(expected, pa.Table.from_batches(list(ds.to_batches(batch_size=77)), schema=ds.schema))
+    rows = sorted(np.random.default_rng(1).choice(expected.num_rows, min(expected.num_rows, 50), replace=False))
+    assert_tables_equal(lance.dataset(uri).take(rows), ds.take(rows))
+    for column in ds.to_table().columns:
+        for chunk in column.chunks:
+            chunk.validate(full=True)
+
+
+@pytest.mark.parametrize("path", LIST_REPROS, ids=lambda p: p.stem)
+def test_pylance_written_list_repro(uri, path):
+    table = _repro(path)
+    lance.write_dataset(table, uri, data_storage_version=V)
+    assert_tables_equal(table, lance.dataset(uri).to_table())
+    _assert_reads_like_pylance(uri)
+
+
+@pytest.mark.parametrize("path", LIST_REPROS, ids=lambda p: p.stem)
+def test_lance_fw_written_list_repro(uri, path):
+    table = _repro(path)
+    lance_fw.write_dataset(table, uri, data_storage_version=V)
+    assert_tables_equal(table, lance.dataset(uri).to_table())
+    _assert_reads_like_pylance(uri)
+
+
+@pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
+def test_null_lists_at_every_level_over_pages(uri, writer):
+    table = null_lists_table()
+    write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
+    write(table, uri, data_storage_version=V, max_page_bytes=4096)
+    assert_tables_equal(table, lance.dataset(uri).to_table())
+    _assert_reads_like_pylance(uri)

@@ -67,18 +67,18 @@ class LanceFileReader:
             chains = structure_v2_1.leaf_paths(field)
             arrays = [self._read_column(self._column(chain[-1]), start, stop, structure_v2_1.path_type(chain),
                                         chain[-1]) for chain in chains]
-            return structure_v2_1.merge(field, arrays)
+            return structure_v2_1.merge(field, arrays, self.path)
         col = self._column(field)
         if field.is_struct:
             children = [self.read_field(c, start, stop) for c in field.children]
             return pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children]) \
                 if children else pa.nulls(stop - start, field.arrow_type())
         if field.is_list:
-            lengths = self._read_column(col, start, stop, pa.int64(), field)
+            rows = self._read_column(col, start, stop, structure_v2_0.LIST_PAGE_TYPE, field)
+            counts, valid = structure_v2_0.item_counts(rows)
             first = self._items_before(col, start, field)
-            count = int(pc.sum(lengths).as_py() or 0)
-            items = self.read_field(field.children[0], first, first + count)
-            return structure_v2_0.lengths_to_list(field.arrow_type(), lengths, items)
+            items = self.read_field(field.children[0], first, first + int(counts.sum()))
+            return structure_v2_0.lengths_to_list(field.arrow_type(), counts, valid, items, self.path, field.name)
         return self._read_column(col, start, stop, field.arrow_type(), field)
 
     def take_field(self, field: LanceField, rows: np.ndarray) -> pa.Array:
@@ -94,19 +94,20 @@ class LanceFileReader:
             chains = structure_v2_1.leaf_paths(field)
             arrays = [self._take_column(self._column(chain[-1]), rows, structure_v2_1.path_type(chain), chain[-1])
                       for chain in chains]
-            return structure_v2_1.merge(field, arrays)
+            return structure_v2_1.merge(field, arrays, self.path)
         col = self._column(field)
         if field.is_struct:
             children = [self._take_field(c, rows) for c in field.children]
             return pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children]) \
                 if children else pa.nulls(len(rows), field.arrow_type())
         if field.is_list:
-            lengths, firsts = self._list_rows(col, rows, field)
-            counts = pc.fill_null(lengths, 0).to_numpy().astype(np.int64)
+            counts, valid, firsts = self._list_rows(col, rows, field)
+            if valid is not None:  # the items under a null row are not needed
+                counts = np.where(valid, counts, 0)
             ends = np.cumsum(counts)
             item_rows = np.repeat(firsts - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
             items = self._take_field(field.children[0], item_rows)
-            return structure_v2_0.lengths_to_list(field.arrow_type(), lengths, items)
+            return structure_v2_0.lengths_to_list(field.arrow_type(), counts, valid, items, self.path, field.name)
         return self._take_column(col, rows, field.arrow_type(), field)
 
     # -- columns and pages ------------------------------------------------------------------
@@ -179,24 +180,27 @@ class LanceFileReader:
                          arrow_type, where)
         return decode_page_rows(self._page_encoding(meta, where), page, local)
 
-    def _list_rows(self, col: int, rows: np.ndarray, field: LanceField) -> tuple[pa.Array, np.ndarray]:
-        """A 2.0 list column's lengths (with validity) at ``rows`` and each row's first item."""
+    def _list_rows(self, col: int, rows: np.ndarray, field: LanceField
+                   ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """A 2.0 list column's item counts and validity at ``rows``, and each row's first item."""
         starts = np.asarray(self._starts(col), np.int64)
         items_before = np.zeros(len(starts), np.int64)
         page_of = np.searchsorted(starts, rows, side="right") - 1
         pages = np.unique(page_of)
         if len(pages):
             np.cumsum([self._num_items(col, p) for p in range(int(pages[-1]))], out=items_before[1:int(pages[-1]) + 1])
-        lengths, firsts = [], []
+        counts, valids, firsts = [], [], []
         for p in pages.tolist():
             local = rows[page_of == p] - starts[p]
-            page = self._read_column(col, int(starts[p]), int(starts[p + 1]), pa.int64(), field)
-            counts = pc.fill_null(page, 0).to_numpy().astype(np.int64)
-            lengths.append(page.take(pa.array(local)))
-            firsts.append(items_before[p] + np.cumsum(counts)[local] - counts[local])
-        if not lengths:
-            return pa.array([], pa.int64()), np.zeros(0, np.int64)
-        return pa.concat_arrays(lengths), np.concatenate(firsts)
+            page = self._read_column(col, int(starts[p]), int(starts[p + 1]), structure_v2_0.LIST_PAGE_TYPE, field)
+            page_counts, page_valid = structure_v2_0.item_counts(page)
+            counts.append(page_counts[local])
+            valids.append(np.ones(len(local), bool) if page_valid is None else page_valid[local])
+            firsts.append(items_before[p] + np.cumsum(page_counts)[local] - page_counts[local])
+        if not counts:
+            return np.zeros(0, np.int64), None, np.zeros(0, np.int64)
+        valid = np.concatenate(valids)
+        return np.concatenate(counts), (None if valid.all() else valid), np.concatenate(firsts)
 
     def _cached(self, col: int, page: int) -> pa.Array | None:
         hit = self._cache.get(col)
@@ -243,8 +247,8 @@ class LanceFileReader:
         page = bisect.bisect_right(starts, row) - 1
         total = sum(self._num_items(col, p) for p in range(min(page, len(starts) - 1)))
         if row > starts[page] and page < len(starts) - 1:
-            lengths = self._read_column(col, starts[page], row, pa.int64(), field)
-            total += int(pc.sum(lengths).as_py() or 0)
+            rows = self._read_column(col, starts[page], row, structure_v2_0.LIST_PAGE_TYPE, field)
+            total += int(structure_v2_0.item_counts(rows)[0].sum())
         return total
 
     def _num_items(self, col: int, page: int) -> int:

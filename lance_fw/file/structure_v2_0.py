@@ -2,7 +2,7 @@
 
 In 2.0 every field owns a column, in pre-order: a struct parent's column only records a row count,
 a list parent's column stores the list offsets (here handed to encoders as int64 *lengths* with the
-list's validity), and the item column follows with the flattened items.
+list's validity, and decoded to ``LIST_PAGE_TYPE``), and the item column follows with the items.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_fw.errors import SchemaError
+from lance_fw.errors import CorruptFileError, SchemaError
 from lance_fw.schema import LanceField
 
 
@@ -36,14 +36,42 @@ def shred(field: LanceField, array: pa.Array) -> Iterator[tuple[LanceField, str,
         yield field, "leaf", array
 
 
-def lengths_to_list(list_type: pa.DataType, lengths: pa.Array, items: pa.Array) -> pa.Array:
-    """Rebuild a (large) list array from int64 lengths with validity and its items."""
-    counts = pc.fill_null(lengths, 0).to_numpy()
+#: What a 2.0 list page decodes to (reading). Per row, ``items`` is how many items the row spans in
+#: the item column, *also for null rows*: pylance backs a null list with the items Arrow had under
+#: it, and the rows after it start past them. The struct's own validity is the list validity. A
+#: struct, not int64 lengths with nulls, because Arrow zeroes values under nulls when it concatenates.
+LIST_PAGE_TYPE = pa.struct([pa.field("items", pa.int64(), nullable=False)])
+
+
+def list_page_rows(counts: np.ndarray, valid: np.ndarray | None) -> pa.Array:
+    """Decoded 2.0 list rows (``LIST_PAGE_TYPE``) from item counts and the list validity."""
+    mask = None if valid is None else pa.array(~valid)
+    return pa.StructArray.from_arrays([pa.array(counts, pa.int64())], fields=list(LIST_PAGE_TYPE), mask=mask)
+
+
+def item_counts(rows: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+    """(items spanned per row, validity or None when no row is null) of decoded 2.0 list rows."""
+    counts = rows.field(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)  # ``field`` slices
+    valid = rows.is_valid().to_numpy(zero_copy_only=False) if rows.null_count else None
+    return counts, valid
+
+
+def lengths_to_list(list_type: pa.DataType, counts: np.ndarray, valid: np.ndarray | None, items: pa.Array,
+                    path: str, name: str) -> pa.Array:
+    """Rebuild a (large) list array from per-row item counts, the list validity and the items.
+
+    Null rows keep the items they span (valid Arrow: a null slot may own values), so the items of
+    a range of rows are always one contiguous run of the item column.
+    """
     offset_dtype = np.int64 if pa.types.is_large_list(list_type) else np.int32
-    offsets = np.zeros(len(lengths) + 1, dtype=offset_dtype)
+    total = int(counts.sum()) if len(counts) else 0
+    if (counts < 0).any() or total != len(items) or total > np.iinfo(offset_dtype).max:
+        raise CorruptFileError(path, f"list column {name!r}: rows span {total} items, the item column "
+                                     f"holds {len(items)} (or the offsets are out of range)")
+    offsets = np.zeros(len(counts) + 1, dtype=offset_dtype)
     np.cumsum(counts, out=offsets[1:])
-    validity = lengths.buffers()[0] if lengths.null_count else None
-    if validity is not None and lengths.offset:
-        validity = pa.array(lengths.is_valid()).buffers()[1]
-    return pa.Array.from_buffers(list_type, len(lengths), [validity, pa.py_buffer(offsets)],
-                                 null_count=lengths.null_count, children=[items])
+    validity, nulls = None, 0
+    if valid is not None and not valid.all():
+        validity, nulls = pa.py_buffer(np.packbits(valid, bitorder="little")), int(len(valid) - valid.sum())
+    return pa.Array.from_buffers(list_type, len(counts), [validity, pa.py_buffer(offsets)],
+                                 null_count=nulls, children=[items])

@@ -14,6 +14,7 @@ from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import PageInput, decode_kind
+from lance_fw.file.structure_v2_0 import LIST_PAGE_TYPE, list_page_rows
 
 FAMILY = "lance.encodings.ArrayEncoding"
 TYPE_URL = "/" + FAMILY
@@ -127,16 +128,30 @@ def _fixed_size_binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) ->
 
 # --- offsets-based kinds -------------------------------------------------------------------------
 
-def _end_offsets(enc, page: PageInput, n: int, adjustment: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """Decode 2.0 end offsets: returns (n+1 start offsets, validity or None)."""
+def _end_offsets(enc, page: PageInput, n: int, adjustment: int, limit: int | None = None,
+                 what: str = "offsets") -> tuple[np.ndarray, np.ndarray | None]:
+    """Decode 2.0 end offsets: returns (n+1 start offsets, validity or None).
+
+    A null row stores its end plus ``adjustment``. The offsets are checked (ascending, and within
+    ``limit`` when given) so that a damaged page raises instead of building invalid Arrow.
+    """
     ends = decode_kind(FAMILY, enc, page, n, pa.uint64()).to_numpy(zero_copy_only=False).astype(np.uint64)
     offsets = np.zeros(n + 1, dtype=np.int64)
+    valid = None
     if adjustment:
-        valid = ends < adjustment
-        offsets[1:] = (ends % np.uint64(adjustment)).astype(np.int64)
-        return offsets, (None if valid.all() else valid)
+        if n and int(ends.max()) >= 2 * adjustment:
+            raise CorruptFileError(page.where, f"{what}: an end offset exceeds twice the null adjustment {adjustment}")
+        is_valid = ends < adjustment
+        ends = np.where(is_valid, ends, ends - np.uint64(adjustment))
+        valid = None if is_valid.all() else is_valid
+    if n and int(ends.max()) >= 2**62:
+        raise CorruptFileError(page.where, f"{what}: end offset {int(ends.max())} is out of range")
     offsets[1:] = ends.astype(np.int64)
-    return offsets, None
+    if n and (np.diff(offsets) < 0).any():
+        raise CorruptFileError(page.where, f"{what} are not ascending")
+    if limit is not None and offsets[-1] > limit:
+        raise CorruptFileError(page.where, f"{what} reach {int(offsets[-1])}, past the {limit} values stored")
+    return offsets, valid
 
 
 def _validity_buffer(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
@@ -164,15 +179,15 @@ def _binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
 
 
 def _list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
-    """A 2.0 list page decodes to int64 list lengths with the list validity (items come separately)."""
-    if arrow_type != pa.int64():
+    """A 2.0 list page decodes to per-row item counts with the list validity (``LIST_PAGE_TYPE``);
+    the items come from the next column."""
+    if arrow_type != LIST_PAGE_TYPE:
         raise CorruptFileError(page.where, f"list encoding for a {arrow_type} column")
-    offsets, valid = _end_offsets(msg.offsets, page, n, msg.null_offset_adjustment)
-    lengths = np.diff(offsets)
-    if valid is not None:
-        lengths[~valid] = 0
-    bitmap, nulls = _validity_buffer(valid)
-    return pa.Array.from_buffers(pa.int64(), n, [bitmap, pa.py_buffer(lengths)], null_count=nulls)
+    offsets, valid = _end_offsets(msg.offsets, page, n, msg.null_offset_adjustment, what="list offsets")
+    if int(offsets[-1]) != msg.num_items:
+        raise CorruptFileError(page.where, f"list offsets end at {int(offsets[-1])}, the page says it has "
+                                           f"{msg.num_items} items")
+    return list_page_rows(np.diff(offsets), valid)
 
 
 def _dictionary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
