@@ -161,6 +161,9 @@ def logical_type_of(t: pa.DataType) -> str:
     if pa.types.is_duration(t):
         return f"duration:{t.unit}"
     if pa.types.is_dictionary(t):
+        if pa.types.is_nested(t.value_type) or pa.types.is_dictionary(t.value_type):
+            raise SchemaError(f"Arrow type {t} cannot be stored in Lance: a dictionary's values must be a "
+                              "primitive, string or binary type (pylance refuses it too)")
         ordered = "true" if t.ordered else "false"
         return f"dict:{logical_type_of(t.value_type)}:{logical_type_of(t.index_type)}:{ordered}"
     raise SchemaError(f"Arrow type {t} cannot be stored in Lance")

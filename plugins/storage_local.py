@@ -57,14 +57,19 @@ class LocalStorage(Storage):
 
     def open_output(self, path: str) -> BinaryIO:
         path = local_path(path)
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        return open(path, "wb")
+        try:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            return open(path, "wb")
+        except OSError as exc:  # e.g. a parent is a regular file, or no permission
+            raise StorageError(f"{path}: cannot create the file: {exc}") from exc
 
     def list_dir(self, path: str) -> list[str]:
         try:
             return os.listdir(local_path(path))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # nothing is listed there: no dataset
             return []
+        except OSError as exc:
+            raise StorageError(f"{local_path(path)}: cannot list the directory: {exc}") from exc
 
     def exists(self, path: str) -> bool:
         return os.path.exists(local_path(path))
@@ -72,8 +77,10 @@ class LocalStorage(Storage):
     def delete(self, path: str) -> None:
         try:
             os.unlink(local_path(path))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # already absent
             pass
+        except OSError as exc:
+            raise StorageError(f"{local_path(path)}: cannot delete: {exc}") from exc
 
     def mtime(self, path: str) -> float:
         return os.stat(local_path(path)).st_mtime

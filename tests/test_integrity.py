@@ -272,3 +272,46 @@ def test_dotted_nested_names_are_kept(tmp_path):
     lance_fw.write_dataset(data, str(tmp_path / "ds"))
     assert_tables_equal(data, lance.dataset(str(tmp_path / "ds")).to_table())
     assert_tables_equal(data, lance_fw.dataset(str(tmp_path / "ds")).to_table())
+
+
+# -- item 11: failures are typed and leave nothing behind -------------------------------------
+
+def test_a_file_is_not_a_dataset():
+    with pytest.raises(ValueError):  # pylance: "Not a directory"
+        lance.dataset("/etc/hostname")
+    with pytest.raises(lance_fw.errors.DatasetNotFoundError, match="/etc/hostname"):
+        lance_fw.dataset("/etc/hostname")
+
+
+def test_writing_under_a_regular_file_is_a_storage_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(lance_fw.errors.StorageError, match="file"):
+        lance_fw.write_dataset(pa.table({"x": [1]}), str(blocker / "ds"))
+
+
+@pytest.mark.parametrize("expression", ["id / 0", "id % 0"])
+def test_update_failing_on_the_data_is_typed_and_commits_nothing(uri, tmp_path, expression):
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    oracle = str(tmp_path / "oracle")
+    lance.write_dataset(data, oracle)
+    with pytest.raises(OSError):  # pylance: "Divide by zero error"
+        lance.dataset(oracle).update({"id": expression})
+    assert lance.dataset(oracle).version == 1
+    lance_fw.write_dataset(data, uri)
+    before = _dataset_files(uri)
+    with pytest.raises(lance_fw.errors.InvalidArgumentError, match="id"):
+        lance_fw.dataset(uri).update({"id": expression})
+    assert lance.dataset(uri).version == 1
+    assert _dataset_files(uri) == before
+
+
+@pytest.mark.parametrize("values", [pa.array([{"a": 1}, {"a": 2}]), pa.array([[1], [2]])], ids=["struct", "list"])
+def test_dictionary_of_nested_values_is_refused_before_writing(tmp_path, values):
+    data = pa.table({"d": pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()), values)})
+    with pytest.raises(OSError, match="Cannot encode dictionary"):
+        lance.write_dataset(data, str(tmp_path / "oracle"))
+    uri = str(tmp_path / "ds")
+    with pytest.raises(lance_fw.errors.SchemaError, match="dictionary"):
+        lance_fw.write_dataset(data, uri)
+    assert not os.path.exists(uri)

@@ -55,7 +55,10 @@ class Projection:
     def apply(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
         """Project a table/batch holding (at least) ``self.columns``."""
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-        return _project(table, self.expressions, self.names)
+        try:
+            return _project(table, self.expressions, self.names)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:  # e.g. integer / 0
+            raise ProjectionError(f"projection of {self.names} failed on the data: {str(exc).splitlines()[0]}") from None
 
     def batches(self, batches):
         for batch in batches:
