@@ -364,3 +364,65 @@ def test_filter_expression_in_plain_pyarrow():
     assert ids == pds.dataset(table).to_table(filter=expression).column("id").to_pylist()
     assert ids == [i for i in range(N) if _tags(i) and _tags(i)[0] == "t1"]
     assert table.slice(55, 60).filter(expression).column("id").to_pylist() == [i for i in ids if 55 <= i < 115]
+
+
+# --- Floats in total order: a negative NaN is not NaN (issue 10 item 4) -----------------------------
+
+_FLOAT_SPECIALS = [NAN, -NAN, INF, -INF, 0.0, -0.0, 1.5, -1.5, None]  # -NAN: the sign bit set
+
+
+@pytest.fixture(scope="module")
+def float_specials(tmp_path_factory):
+    """Every pair of specials (x, y) once, as float64 and float32, read by pylance and by lance_fw."""
+    import itertools
+    import math
+
+    import numpy as np
+
+    assert math.copysign(1.0, -NAN) < 0
+    pairs = list(itertools.product(_FLOAT_SPECIALS, repeat=2))
+
+    def column(values, dtype):
+        mask = np.array([v is None for v in values])
+        return pa.array(np.array([0.0 if v is None else v for v in values], dtype=dtype), mask=mask)
+
+    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+    table = pa.table({"id": pa.array(range(len(pairs)), pa.int64()), "x": column(xs, np.float64),
+                      "y": column(ys, np.float64), "x32": column(xs, np.float32), "y32": column(ys, np.float32)})
+    out = {}
+    for writer in (lance, lance_fw):
+        uri = str(tmp_path_factory.mktemp("specials") / "ds")
+        writer.write_dataset(table, uri)
+        out[writer.__name__] = lance.dataset(uri), lance_fw.dataset(uri)
+    sign = np.signbit(out["lance_fw"][0].to_table().column("x").to_numpy(zero_copy_only=False))
+    assert sign[[i for i, p in enumerate(pairs) if p[0] is not None and math.isnan(p[0])]].tolist() == \
+        [False] * len(_FLOAT_SPECIALS) + [True] * len(_FLOAT_SPECIALS)  # the sign bit survived the write
+    return out
+
+
+def _float_filters() -> list[str]:
+    literals = ["0", "-0.0", "-1", "1.5", "CAST('NaN' AS DOUBLE)", "CAST('-NaN' AS DOUBLE)", "-CAST('NaN' AS DOUBLE)",
+                "CAST('inf' AS DOUBLE)", "CAST('-inf' AS DOUBLE)"]
+    out = []
+    for x in ("x", "x32"):
+        out += [f"{x} {op} {lit}" for lit in literals for op in ("=", "!=", "<", "<=", ">", ">=")]
+        out += [f"isnan({x})", f"NOT isnan({x})", f"{x} IS NULL", f"{x} BETWEEN -1 AND 1",
+                f"{x} BETWEEN -1 AND CAST('NaN' AS DOUBLE)", f"{x} BETWEEN CAST('-NaN' AS DOUBLE) AND 0",
+                f"{x} NOT BETWEEN -1 AND 1", f"{x} IN (0, 1.5)", f"{x} IN (CAST('NaN' AS DOUBLE))",
+                f"{x} IN (-CAST('NaN' AS DOUBLE), 1.5)", f"{x} NOT IN (0, CAST('NaN' AS DOUBLE))",
+                f"{x} IS DISTINCT FROM CAST('NaN' AS DOUBLE)", f"{x} IS NOT DISTINCT FROM -CAST('NaN' AS DOUBLE)",
+                f"{x} = {x}", f"{x} != {x}", f"-{x} > 0", f"-{x} = CAST('NaN' AS DOUBLE)", f"{x} * 1 > 0",
+                f"{x} + 0 < 0", f"abs({x}) > 0", f"{x} * 2 >= CAST('-inf' AS DOUBLE)"]
+    for x, y in (("x", "y"), ("x32", "y32"), ("x", "y32")):
+        out += [f"{x} {op} {y}" for op in ("=", "!=", "<", "<=", ">", ">=")]
+        out += [f"{x} IS DISTINCT FROM {y}", f"{x} IS NOT DISTINCT FROM {y}", f"{x} IN ({y}, 0)",
+                f"{x} BETWEEN {y} AND 1", f"-{x} < {y}"]
+    return out
+
+
+@pytest.mark.parametrize("writer", ["lance", "lance_fw"])
+@pytest.mark.parametrize("text", _float_filters())
+def test_nan_signs_and_zeros_like_pylance(float_specials, writer, text):
+    theirs, ours = float_specials[writer]
+    expected = _pylance_ids(theirs, text)
+    assert sorted(ours.to_table(filter=text, columns=["id"]).column("id").to_pylist()) == sorted(expected)

@@ -10,9 +10,9 @@ checks row for row:
   expression (``id + 1``, ``length(s)``) DataFusion's looser coercion applies (``'6'`` -> 6);
 - TIMESTAMP literals are UTC wall clocks read in a tz column's zone, truncated to the literal's
   precision (``TIMESTAMP`` = microseconds, ``timestamp(p)``) and then to the column's unit;
-- floats are totally ordered: NaN equals NaN and sorts above every number; two float columns
-  also order -0.0 below 0.0 (a literal 0 matches both zeros). NaN's sign is not seen: pylance
-  sorts a negative NaN (x86's 0.0 / 0.0) below every number;
+- floats are totally ordered (``float_order``): a NaN sorts above every number and a negative NaN
+  (x86's 0.0 / 0.0, ``-x`` of a NaN) below; two float expressions also order -0.0 below 0.0 (a
+  literal 0 matches both zeros);
 - ``CAST(int_or_decimal_column AS int_or_decimal) <op> literal`` compares the column itself when
   the literal fits its type (DataFusion's unwrap-cast rewrite: for dec = 2.5, ``CAST(dec AS INT) = 2``
   is false).
@@ -38,6 +38,7 @@ from sqlglot.tokens import TokenType
 
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.query import filter_functions as functions
+from lance_fw.query import float_order
 from lance_fw.query.filter_literals import (_EPOCH, _PRECISION_UNIT, _UNIT_NS, _Timestamp, _is_literal,
                                           _is_string, _literal_value, _parse_temporal, _scalar, _truncate)
 
@@ -219,12 +220,7 @@ class _Visitor:
             return getattr(pc, op)(expr, value)
         if not pa.types.is_floating(t):
             expr = expr.cast(pa.float64())
-        is_nan = pc.is_nan(expr)  # NaN sorts above every number and equals itself
-        if nan:
-            return {"equal": is_nan, "not_equal": ~is_nan, "less": ~is_nan, "less_equal": is_nan | ~is_nan,
-                    "greater": is_nan & ~is_nan, "greater_equal": is_nan}[op]
-        result = getattr(pc, op)(expr, value)
-        return result | is_nan if op in ("greater", "greater_equal") else result
+        return float_order.compare_to_literal(op, expr, value)
 
     def compare_values(self, op: str, a: pc.Expression, b: pc.Expression) -> pc.Expression:
         ta, tb = self.type_of(a), self.type_of(b)
@@ -232,19 +228,8 @@ class _Visitor:
             a, b = _common_time(a, ta, tb), _common_time(b, tb, ta)
         if not (pa.types.is_floating(ta) or pa.types.is_floating(tb)):
             return getattr(pc, op)(a, b)
-        # total order, as DataFusion's float kernels
-        a, b = (_decimal_float(x) if pa.types.is_decimal(tx) else x.cast(pa.float64()) for x, tx in ((a, ta), (b, tb)))
-
-        one = pc.scalar(1.0)  # 1 / -0.0 = -inf tells the zeros apart
-
-        def equal(x, y):
-            return ((x == y) & (pc.divide(one, x) == pc.divide(one, y))) | (pc.is_nan(x) & pc.is_nan(y))
-
-        def less(x, y):
-            return (x < y) | ((x == y) & (pc.divide(one, x) < pc.divide(one, y))) | (~pc.is_nan(x) & pc.is_nan(y))
-        return {"equal": lambda: equal(a, b), "not_equal": lambda: ~equal(a, b), "less": lambda: less(a, b),
-                "greater": lambda: less(b, a), "less_equal": lambda: less(a, b) | equal(a, b),
-                "greater_equal": lambda: less(b, a) | equal(a, b)}[op]()
+        a, b = (_decimal_float(x) if pa.types.is_decimal(tx) else x for x, tx in ((a, ta), (b, tb)))
+        return float_order.compare_floats(op, a, b)  # total order, as DataFusion's float kernels
 
     def unwrap_cast(self, left, right):
         """DataFusion compares ``CAST(col AS T)`` with a literal as ``col`` when both types are

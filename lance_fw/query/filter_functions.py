@@ -25,7 +25,7 @@ _LOCK = threading.Lock()
 _REGISTERED: set[str] = set()
 
 
-def _udf(kind: str, fn: Callable, in_types: dict[str, pa.DataType], out_type: pa.DataType) -> str:
+def udf(kind: str, fn: Callable, in_types: dict[str, pa.DataType], out_type: pa.DataType) -> str:
     """Register ``fn`` for these input types once per process; returns the function name."""
     name = f"lance_fw_{kind}({', '.join(str(t) for t in in_types.values())})"
     with _LOCK:
@@ -138,10 +138,10 @@ def _array_has(v, node, args) -> pc.Expression:
     t = _list_type(v, node, lists)
     if v.is_literal(args[1]):
         needle = v.list_literal(args[1], t.value_type)
-        name = _udf("array_has", _has_kernel, {"lists": t, "needle": needle.type}, pa.bool_())
+        name = udf("array_has", _has_kernel, {"lists": t, "needle": needle.type}, pa.bool_())
         return pc.Expression._call(name, [lists, pc.scalar(needle)])
     needle = v.visit_value(args[1])
-    name = _udf("array_has", _has_kernel, {"lists": t, "needle": v.type_of(needle)}, pa.bool_())
+    name = udf("array_has", _has_kernel, {"lists": t, "needle": v.type_of(needle)}, pa.bool_())
     return pc.Expression._call(name, [lists, needle])
 
 
@@ -155,7 +155,7 @@ def _array_has_set(mode: str):
         kinds = {s.type for s in scalars if s.is_valid}
         element = kinds.pop() if len(kinds) == 1 else (pa.float64() if kinds else t.value_type)
         wanted = pa.array([s.as_py() for s in scalars], element)
-        name = _udf(f"array_has_{mode}", _set_kernel(mode), {"lists": t, "needles": pa.list_(element)}, pa.bool_())
+        name = udf(f"array_has_{mode}", _set_kernel(mode), {"lists": t, "needles": pa.list_(element)}, pa.bool_())
         return pc.Expression._call(name, [lists, pc.scalar(pa.scalar(wanted.to_pylist(), pa.list_(element)))])
     return build
 
@@ -165,7 +165,7 @@ def list_element(v, node, base, index_node) -> pc.Expression:
     lists = v.visit_value(base)
     t = _list_type(v, node, lists)
     index = v.int_literal(index_node)
-    name = _udf("array_element", _element_kernel, {"lists": t, "index": pa.int64()}, t.value_type)
+    name = udf("array_element", _element_kernel, {"lists": t, "index": pa.int64()}, t.value_type)
     return pc.Expression._call(name, [lists, pc.scalar(pa.scalar(index, pa.int64()))])
 
 
