@@ -1,7 +1,14 @@
-"""``lance_fw.dataset(uri)`` and ``LanceDataset``: pylance's read surface."""
+"""``lance_fw.dataset(uri)`` and ``LanceDataset``: pylance's read surface.
+
+A ``LanceDataset`` object shows one version. Its mutating calls (``delete``, ``update``,
+``merge_insert``, ``add/alter/drop_columns``, ``optimize.compact_files``) move *that object* to the
+version they committed, as pylance does; everything derived from the old version is dropped then.
+"""
 
 from __future__ import annotations
 
+import copy
+import inspect
 from datetime import datetime
 from functools import cached_property
 from typing import Iterator
@@ -10,36 +17,71 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw.api.fragment import LanceFragment
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
+from lance_fw.options import refuse
 from lance_fw.query.filter import filter_columns, parse_filter
-from lance_fw.query.scanner import LanceScanner, readahead
+from lance_fw.query.projection import Projection
+from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
-from lance_fw.table.deletion import deleted_rows, live_rows
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader, Matcher, matcher_for, with_row_columns
+from lance_fw.table.deletion import live_rows
+from lance_fw.table.fragment import FragmentReader, Matcher, matcher_for, with_row_columns
 from lance_fw.table.manifest import find_version, list_versions, read_manifest
 from lance_fw.table.tags import Tags
 
+#: ``default_scan_options`` keys lance_fw merges into every ``scanner()`` call. They cannot change
+#: which rows or columns a scan returns, so internal scans (merge_insert, update) may see them too.
+DEFAULT_SCAN_OPTIONS = ("batch_size", "batch_readahead", "fragment_readahead", "scan_in_order", "use_stats",
+                        "io_buffer_size", "late_materialization", "use_scalar_index", "prefilter")
 
-def dataset(uri: str, version: int | None = None, asof: datetime | str | None = None,
-            storage_options: dict | None = None, **_ignored) -> "LanceDataset":
-    """Open a dataset at its latest version, a given ``version``, or the version current ``asof``."""
-    return LanceDataset(uri, version=version, asof=asof, storage_options=storage_options)
+
+def dataset(uri, version: int | str | None = None, asof: datetime | str | None = None,
+            block_size: int | None = None, commit_lock=None, index_cache_size: int | None = None,
+            storage_options: dict | None = None, default_scan_options: dict | None = None,
+            metadata_cache_size_bytes: int | None = None, index_cache_size_bytes: int | None = None,
+            read_params: dict | None = None, session=None, namespace_client=None, table_id: list | None = None,
+            base_store_params: dict | None = None) -> "LanceDataset":
+    """Open a dataset at its latest version, a given ``version`` (number or tag), or the version
+    current ``asof``. Cache and block sizes only tune pylance's caches and are accepted as such."""
+    refuse("dataset", {"commit_lock": commit_lock, "read_params": read_params, "session": session,
+                       "namespace_client": namespace_client, "table_id": table_id,
+                       "base_store_params": base_store_params})
+    if uri is None:
+        raise InvalidArgumentError("dataset: uri is required (namespace_client/table_id are not supported)")
+    return LanceDataset(uri, version=version, asof=asof, storage_options=storage_options,
+                        default_scan_options=default_scan_options)
 
 
 def _to_datetime(ts) -> datetime:
     return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9)
 
 
-class LanceDataset:
-    """One version of a Lance dataset (a read-only snapshot; writes go through ``write_dataset``)."""
+def _check_default_scan_options(options: dict | None) -> dict:
+    """pylance applies each key as a scanner setting (unknown keys: ``ValueError``). lance_fw takes
+    the keys that cannot change a result; those that would (columns, filter, limit...) also have
+    to hold for lance_fw's own internal scans, so they are refused rather than half applied."""
+    options = dict(options or {})
+    known = set(inspect.signature(LanceScanner.__init__).parameters) - {"self", "ds"}
+    for key in options:
+        if key not in known:
+            raise InvalidArgumentError(f"default_scan_options: unknown option {key!r}")
+        if key not in DEFAULT_SCAN_OPTIONS:
+            refuse("dataset", {f"default_scan_options[{key!r}]": options[key]})
+    return options
 
-    def __init__(self, uri: str, version: int | None = None, asof: datetime | str | None = None,
-                 storage_options: dict | None = None, _storage: Storage | None = None):
-        self.uri = str(uri).rstrip("/")
+
+class LanceDataset:
+    """One version of a Lance dataset; mutating calls move this object to the version they commit."""
+
+    def __init__(self, uri: str, version: int | str | None = None, asof: datetime | str | None = None,
+                 storage_options: dict | None = None, default_scan_options: dict | None = None,
+                 _storage: Storage | None = None):
+        self.uri = str(getattr(uri, "uri", uri)).rstrip("/")
         self._storage_options = storage_options
+        self._default_scan_options = _check_default_scan_options(default_scan_options)
         self._storage = _storage or resolve_storage(self.uri, storage_options)
         if asof is not None:
             version = self._version_asof(asof)
@@ -50,6 +92,19 @@ class LanceDataset:
         entry = find_version(self._storage, self.uri, version)
         self._manifest, self._index_section = read_manifest(self._storage, entry.path)
         feature_flags.check_readable(self.uri, self._manifest.reader_feature_flags)
+
+    def _reopen(self, version: int | str | None) -> "LanceDataset":
+        """Another version of this dataset, with this object's options."""
+        return LanceDataset(self.uri, version=version, storage_options=self._storage_options,
+                            default_scan_options=self._default_scan_options, _storage=self._storage)
+
+    def _move_to(self, version: int | None) -> None:
+        """Show ``version`` (just committed through this object; None: the latest), as pylance's
+        mutating calls do. Every attribute is replaced, cached ones (``lance_schema``) included, so
+        nothing of the old version survives; fragments handed out before keep their own snapshot."""
+        fresh = self._reopen(version)
+        self.__dict__.clear()
+        self.__dict__.update(fresh.__dict__)
 
     # -- versions ---------------------------------------------------------------------------
     @property
@@ -82,25 +137,40 @@ class LanceDataset:
 
     @property
     def tags(self) -> Tags:
-        """``ds.tags.create(name, version)``, ``.update``, ``.delete``, ``.list()``, ``.list_ordered()``."""
+        """``ds.tags.create(name, version)``, ``.update``, ``.delete``, ``.list()``, ``.list_ordered()``
+        (tags name versions; like pylance, they do not move this object)."""
         return Tags(self._storage, self.uri)
 
     def checkout_version(self, version: int | str) -> "LanceDataset":
-        return LanceDataset(self.uri, version=version, _storage=self._storage)
+        return self._reopen(version)
+
+    def checkout_latest(self) -> None:
+        """Move this object to the latest version (pylance's in-place checkout; returns None)."""
+        self._move_to(None)
 
     @staticmethod
-    def commit(base_uri, operation, read_version: int | None = None, storage_options: dict | None = None,
-               **kwargs) -> "LanceDataset":
+    def commit(base_uri, operation, read_version: int | None = None, commit_lock=None,
+               storage_options: dict | None = None, enable_v2_manifest_paths: bool | None = None,
+               detached: bool | None = False, max_retries: int = 20, *, commit_message: str | None = None,
+               enable_stable_row_ids: bool | None = None, namespace_client=None, table_id: list | None = None,
+               namespace_client_managed_versioning: bool = False, base_store_params: dict | None = None,
+               commit_timeout=None) -> "LanceDataset":
         """Commit ``LanceOperation.Append(fragments)`` / ``Overwrite(schema, fragments)`` of fragments
-        from ``lance_fw.fragment.write_fragments`` (pylance's distributed write) as one version."""
+        from ``lance_fw.fragment.write_fragments`` (pylance's distributed write) as one version.
+        ``commit_timeout`` bounds pylance's retry loop; lance_fw's is bounded by ``max_retries``."""
         from lance_fw.api.distributed import commit
 
-        version = commit(base_uri, operation, read_version, storage_options, **kwargs)
+        refuse("LanceDataset.commit", {"commit_lock": commit_lock, "enable_v2_manifest_paths": enable_v2_manifest_paths,
+                                       "detached": detached, "enable_stable_row_ids": enable_stable_row_ids,
+                                       "namespace_client": namespace_client, "table_id": table_id,
+                                       "namespace_client_managed_versioning": namespace_client_managed_versioning,
+                                       "base_store_params": base_store_params},
+               {"enable_v2_manifest_paths": True, "detached": False, "enable_stable_row_ids": False,
+                "namespace_client_managed_versioning": False})
+        version = commit(base_uri, operation, read_version, storage_options, commit_message=commit_message,
+                         max_retries=max_retries)
         return LanceDataset(getattr(base_uri, "uri", None) or str(base_uri), version=version,
                             storage_options=storage_options)
-
-    def checkout_latest(self) -> "LanceDataset":
-        return LanceDataset(self.uri, _storage=self._storage)
 
     # -- schema -----------------------------------------------------------------------------
     @cached_property
@@ -120,20 +190,22 @@ class LanceDataset:
         return self.lance_schema.max_field_id()
 
     # -- fragments --------------------------------------------------------------------------
-    def get_fragments(self) -> list["LanceFragment"]:
-        return [LanceFragment(self, f) for f in self._manifest.fragments]
+    def get_fragments(self, filter=None) -> list[LanceFragment]:
+        if filter is not None:
+            raise InvalidArgumentError("get_fragments() does not support filter yet")  # as pylance
+        snapshot = copy.copy(self)  # fragments keep this version when the object moves on
+        return [LanceFragment(snapshot, f) for f in self._manifest.fragments]
 
-    def get_fragment(self, fragment_id: int) -> "LanceFragment | None":
+    def get_fragment(self, fragment_id: int) -> LanceFragment | None:
         for f in self._manifest.fragments:
             if f.id == fragment_id:
-                return LanceFragment(self, f)
+                return LanceFragment(copy.copy(self), f)
         return None
 
     # -- reading ----------------------------------------------------------------------------
     def count_rows(self, filter=None) -> int:
         if filter is not None:
-            probe = (self._filter_columns(filter) or self.schema.names)[:1]
-            return sum(b.num_rows for b in self.to_batches(columns=probe, filter=filter))
+            return LanceScanner(self, columns=[], filter=filter).count_rows()
         return sum(live_rows(f) for f in self._manifest.fragments)
 
     def __len__(self) -> int:
@@ -147,26 +219,97 @@ class LanceDataset:
         return [self.lance_schema.field(c) for c in columns]
 
     def scanner(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
-                **kwargs) -> LanceScanner:
-        """pylance's scanner: ``with_row_id``, ``with_row_address``, ``batch_size``, ``fragments``."""
-        return LanceScanner(self, columns, filter, limit, offset, **kwargs)
+                nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
+                batch_readahead: int | None = None, fragment_readahead: int | None = None,
+                scan_in_order: bool | None = None, fragments=None, index_segments=None, full_text_query=None, *,
+                prefilter: bool | None = None, with_row_id: bool | None = None, with_row_address: bool | None = None,
+                use_stats: bool | None = None, fast_search: bool | None = None, io_buffer_size: int | None = None,
+                late_materialization=None, blob_handling: str | None = None, use_scalar_index: bool | None = None,
+                include_deleted_rows: bool | None = None, scan_stats_callback=None,
+                strict_batch_size: bool | None = None, order_by=None, disable_scoring_autoprojection: bool | None = None,
+                row_addr_allowlist: bytes | None = None, row_addr_blocklist: bytes | None = None) -> LanceScanner:
+        """pylance's scanner (see ``LanceScanner`` for what is refused); ``default_scan_options``
+        given to ``dataset()`` fill the options left None."""
+        options = {k: v for k, v in locals().items() if k != "self"}
+        for key, value in self._default_scan_options.items():
+            if options[key] is None:
+                options[key] = value
+        return LanceScanner(self, **options)
 
-    def to_batches(self, columns: list[str] | None = None, filter=None, batch_size: int | None = None,
-                   with_row_address: bool = False, fragment_ids=None, **kwargs) -> Iterator[pa.RecordBatch]:
-        with_row_id = bool(kwargs.pop("with_row_id", False))
-        if kwargs.get("limit") is not None or kwargs.get("offset") or isinstance(columns, dict):
-            yield from self.scanner(columns, filter, batch_size=batch_size, with_row_address=with_row_address,
-                                    with_row_id=with_row_id,
-                                    **kwargs).to_batches()
-            return
-        fields = self._fields(columns)
-        plan = self._filter_plan(filter)
-        size = batch_size or DEFAULT_BATCH_SIZE
+    def to_batches(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
+                   nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
+                   batch_readahead: int | None = None, fragment_readahead: int | None = None,
+                   scan_in_order: bool | None = None, *, prefilter: bool | None = None,
+                   with_row_id: bool | None = None, with_row_address: bool | None = None, use_stats: bool | None = None,
+                   full_text_query=None, io_buffer_size: int | None = None, late_materialization=None,
+                   blob_handling: str | None = None, use_scalar_index: bool | None = None,
+                   strict_batch_size: bool | None = None, order_by=None,
+                   disable_scoring_autoprojection: bool | None = None) -> Iterator[pa.RecordBatch]:
+        return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_batches()
 
-        def fragment_batches(frag) -> Iterator[pa.RecordBatch]:
-            return self._read_fragment(frag, fields, plan, size, with_row_address, with_row_id)
-        chosen = [f for f in self._manifest.fragments if fragment_ids is None or f.id in fragment_ids]
-        yield from readahead(chosen, fragment_batches, int(kwargs.get("fragment_readahead") or 0))
+    def to_table(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
+                 nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
+                 batch_readahead: int | None = None, fragment_readahead: int | None = None,
+                 scan_in_order: bool | None = None, *, prefilter: bool | None = None,
+                 with_row_id: bool | None = None, with_row_address: bool | None = None, use_stats: bool | None = None,
+                 fast_search: bool | None = None, full_text_query=None, io_buffer_size: int | None = None,
+                 late_materialization=None, blob_handling: str | None = None, use_scalar_index: bool | None = None,
+                 include_deleted_rows: bool | None = None, order_by=None,
+                 disable_scoring_autoprojection: bool | None = None) -> pa.Table:
+        table = self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_table()
+        return table.replace_schema_metadata(self.schema.metadata) if columns is None else table
+
+    def head(self, num_rows: int, columns=None, filter=None, offset: int | None = None, nearest=None,
+             batch_size: int | None = None, batch_size_bytes: int | None = None, batch_readahead: int | None = None,
+             fragment_readahead: int | None = None, scan_in_order: bool | None = None, fragments=None,
+             index_segments=None, full_text_query=None, *, prefilter: bool | None = None,
+             with_row_id: bool | None = None, with_row_address: bool | None = None, use_stats: bool | None = None,
+             fast_search: bool | None = None, io_buffer_size: int | None = None, late_materialization=None,
+             blob_handling: str | None = None, use_scalar_index: bool | None = None,
+             include_deleted_rows: bool | None = None, scan_stats_callback=None,
+             strict_batch_size: bool | None = None, order_by=None, disable_scoring_autoprojection: bool | None = None,
+             row_addr_allowlist: bytes | None = None, row_addr_blocklist: bytes | None = None) -> pa.Table:
+        """The first ``num_rows`` rows; the other arguments are ``scanner()``'s (pylance passes them on)."""
+        options = {k: v for k, v in locals().items() if k not in ("self", "num_rows")}
+        return self.scanner(limit=num_rows, **options).to_table()
+
+    def take(self, indices, columns=None) -> pa.Table:
+        """Rows at positions ``indices`` over the live rows (any order, repeats allowed); ``columns``
+        may be names or ``{name: SQL expression}`` as in ``scanner``."""
+        wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
+        total = self.count_rows()
+        if len(wanted) and (wanted.min() < 0 or wanted.max() >= total):
+            raise InvalidArgumentError(f"take: indices must lie in [0, {total}), got {wanted.min()}..{wanted.max()}")
+        return self._projected_take(wanted, columns, by_address=False)
+
+    def _take_rows(self, row_ids, columns=None, *, ignore_deletions: bool = False) -> pa.Table:
+        """Rows by row id: the row address (``fragment_id << 32 | offset``) without stable row ids;
+        with them, ids are looked up in the fragments' sequences. Ids of deleted rows give nothing
+        unless ``ignore_deletions`` (then their stored values come back, as in pylance)."""
+        wanted = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
+        if self._manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS:
+            wanted = self._addresses_of(wanted)
+        elif not ignore_deletions:
+            wanted = self._live_addresses(wanted)
+        return self._projected_take(wanted, columns, by_address=True)
+
+    def _live_addresses(self, addresses: np.ndarray) -> np.ndarray:
+        """``addresses`` without those of deleted rows, order kept."""
+        keep = np.ones(len(addresses), bool)
+        for frag in self._manifest.fragments:
+            if not frag.HasField("deletion_file"):
+                continue
+            hit = np.flatnonzero((addresses >> np.uint64(32)) == frag.id)
+            if len(hit):
+                deleted = FragmentReader(self._storage, self.uri, frag, self.lance_schema).deleted
+                keep[hit] = ~np.isin((addresses[hit] & np.uint64(0xFFFFFFFF)).astype(np.int64), deleted)
+        return addresses[keep]
+
+    def _projected_take(self, wanted: np.ndarray, columns, by_address: bool) -> pa.Table:
+        if not isinstance(columns, dict):
+            return self._take(wanted, columns, by_address)
+        projection = Projection(columns, self.schema)
+        return projection.apply(self._take(wanted, projection.columns, by_address))
 
     def _filter_plan(self, filter) -> tuple[Matcher, list] | None:
         """How a filter is evaluated per batch, and the fields it reads (None: no filter)."""
@@ -179,10 +322,15 @@ class LanceDataset:
         return matcher_for(expression), filter_fields
 
     def _read_fragment(self, frag, fields, plan, batch_size: int, with_row_address: bool = False,
-                       with_row_id: bool = False, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
-        """Live rows of physical rows [start, stop) of one fragment; with a ``_filter_plan``, late
-        materialised (the filter's columns first, the rest only for matches)."""
+                       with_row_id: bool = False, start: int = 0, stop: int | None = None,
+                       live: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+        """Live rows of physical rows [start, stop) of one fragment, or its live rows [lo, hi) given
+        as ``live``; with a ``_filter_plan``, late materialised (the filter's columns first, the
+        rest only for matches)."""
         reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
+        if live is not None and live[1] > live[0]:
+            first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
+            start, stop = int(first), int(last) + 1
         span = dict(with_row_address=with_row_address, with_row_id=with_row_id, start=start, stop=stop)
         try:
             if plan is None:
@@ -191,30 +339,6 @@ class LanceDataset:
                 yield from reader.filtered_batches(fields, plan[1], plan[0], batch_size, **span)
         finally:
             reader.close()
-
-    def to_table(self, columns: list[str] | None = None, filter=None, limit: int | None = None,
-                 offset: int | None = None, **kwargs) -> pa.Table:
-        table = self.scanner(columns, filter, limit, offset, **kwargs).to_table()
-        return table.replace_schema_metadata(self.schema.metadata) if columns is None else table
-
-    def head(self, num_rows: int, **kwargs) -> pa.Table:
-        return self.to_table(limit=num_rows, **kwargs)
-
-    def take(self, indices, columns: list[str] | None = None, **_ignored) -> pa.Table:
-        """Rows at positions ``indices`` over the live rows (any order, repeats allowed)."""
-        wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
-        total = self.count_rows()
-        if len(wanted) and (wanted.min() < 0 or wanted.max() >= total):
-            raise InvalidArgumentError(f"take: indices must lie in [0, {total}), got {wanted.min()}..{wanted.max()}")
-        return self._take(wanted, columns, by_address=False)
-
-    def _take_rows(self, row_ids, columns: list[str] | None = None, **_ignored) -> pa.Table:
-        """Rows by row id: the row address (``fragment_id << 32 | offset``) without stable row ids;
-        with them, ids are looked up in the fragments' sequences (ids of deleted rows give nothing)."""
-        wanted = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
-        if self._manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS:
-            wanted = self._addresses_of(wanted)
-        return self._take(wanted, columns, by_address=True)
 
     def _addresses_of(self, row_ids: np.ndarray) -> np.ndarray:
         """Row addresses of the live rows with these stable ids, in the order asked."""
@@ -278,10 +402,6 @@ class LanceDataset:
         self._move_to(version)
         return {"num_deleted_rows": rows}
 
-    def _move_to(self, version: int) -> None:
-        """Show ``version`` (just committed through this object), as pylance's mutating calls do."""
-        self.__init__(self.uri, version=version, _storage=self._storage)
-
     def update(self, updates: dict[str, str], where: str | None = None) -> dict:
         """Set columns to SQL expressions (``{"name": "upper(name)"}``) on the rows matching ``where``."""
         from lance_fw.table.merge_insert import update
@@ -296,12 +416,14 @@ class LanceDataset:
 
         return MergeInsertBuilder(self, on)
 
-    def add_columns(self, transforms, read_columns: list[str] | None = None, batch_size: int | None = None,
-                    **_ignored) -> None:
+    def add_columns(self, transforms, read_columns: list[str] | None = None, reader_schema: pa.Schema | None = None,
+                    batch_size: int | None = None) -> None:
         """New columns from ``{name: SQL expression}`` (one new data file per fragment, nothing
-        rewritten) or from pyarrow fields (all null, metadata only)."""
+        rewritten) or from pyarrow fields (all null, metadata only). Python UDFs and readers of
+        new data (``reader_schema``) are not supported."""
         from lance_fw.table.schema_evolution import add_columns
 
+        refuse("add_columns", {"reader_schema": reader_schema})
         self._move_to(add_columns(self, transforms, read_columns, batch_size))
 
     def alter_columns(self, *alterations: dict) -> None:
@@ -362,59 +484,27 @@ class DatasetOptimizer:
     def __init__(self, ds: LanceDataset):
         self._ds = ds
 
-    def compact_files(self, target_rows_per_fragment: int = 1024 * 1024, materialize_deletions: bool = True,
-                      materialize_deletions_threshold: float = 0.1, **kwargs):
-        """Merge small fragments and drop deleted rows in one new version; returns the metrics."""
+    def compact_files(self, *, target_rows_per_fragment: int | None = None, max_rows_per_group: int | None = None,
+                      max_bytes_per_file: int | None = None, materialize_deletions: bool | None = None,
+                      materialize_deletions_threshold: float | None = None, defer_index_remap: bool | None = None,
+                      num_threads: int | None = None, batch_size: int | None = None, compaction_mode: str | None = None,
+                      binary_copy_read_batch_bytes: int | None = None, max_source_fragments: int | None = None,
+                      max_source_rows: int | None = None, max_source_bytes: int | None = None,
+                      excluded_fragment_ids: list[int] | None = None, data_storage_version: str | None = None):
+        """Merge small fragments and drop deleted rows in one new version; returns the metrics and
+        moves this dataset object to that version. Options the compaction planner takes are passed
+        on; thread counts, read batch sizes, row groups and index-remap deferral (lance_fw has no
+        indices to remap) cannot change the result; the rest are refused by name."""
         from lance_fw.table.compaction import compact_files
 
-        metrics, version = compact_files(self._ds, target_rows_per_fragment, materialize_deletions,
-                                         materialize_deletions_threshold, **kwargs)
+        given = {k: v for k, v in locals().items() if k not in ("self", "compact_files") and v is not None}
+        planner = inspect.signature(compact_files).parameters
+        tuning = ("max_rows_per_group", "defer_index_remap", "num_threads", "batch_size", "binary_copy_read_batch_bytes")
+        refuse("compact_files", {k: v for k, v in given.items() if k not in planner and k not in tuning},
+               {"compaction_mode": "reencode"})
+        metrics, version = compact_files(self._ds, **{k: v for k, v in given.items() if k in planner})
         self._ds._move_to(version)
         return metrics
-
-
-class LanceFragment:
-    """One fragment of a dataset version (pylance's ``LanceFragment`` names)."""
-
-    def __init__(self, ds: LanceDataset, metadata):
-        self._ds, self.metadata = ds, metadata
-
-    @property
-    def fragment_id(self) -> int:
-        return self.metadata.id
-
-    @property
-    def physical_rows(self) -> int:
-        return self.metadata.physical_rows
-
-    @property
-    def num_deletions(self) -> int:
-        return deleted_rows(self.metadata)
-
-    def count_rows(self, filter=None) -> int:
-        if filter is not None:
-            probe = (self._ds._filter_columns(filter) or self._ds.schema.names)[:1]
-            return sum(b.num_rows for b in self.to_batches(columns=probe, filter=filter))
-        return self.physical_rows - self.num_deletions
-
-    def data_files(self) -> list:
-        return list(self.metadata.files)
-
-    def deletion_file(self):
-        return self.metadata.deletion_file if self.metadata.HasField("deletion_file") else None
-
-    def to_batches(self, columns=None, filter=None, batch_size: int | None = None, **kwargs):
-        yield from self._ds.to_batches(columns, filter, batch_size, kwargs.get("with_row_address", False),
-                                       with_row_id=kwargs.get("with_row_id", False),
-                                       fragment_ids={self.fragment_id})
-
-    def to_table(self, columns=None, filter=None, **kwargs) -> pa.Table:
-        schema = with_row_columns(pa.schema([f.to_arrow() for f in self._ds._fields(columns)]),
-                                  kwargs.get("with_row_id", False), kwargs.get("with_row_address", False))
-        return pa.Table.from_batches(list(self.to_batches(columns, filter, **kwargs)), schema=schema)
-
-    def __repr__(self) -> str:
-        return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
 
 
 __all__ = ["LanceDataset", "LanceFragment", "dataset", "parse_version"]

@@ -2,6 +2,10 @@
 
 Lazy: batches are produced on demand, so ``limit`` stops reading fragments early. With
 ``fragment_readahead=n`` up to n fragments are decoded at once in worker threads (``readahead``).
+
+Batches follow pylance: per fragment, the rows a scan keeps (live rows, after ``offset`` and
+``limit``, after the filter) are cut into batches of ``batch_size`` rows, the last one of each
+fragment shorter; a scan of no columns yields batches that carry only their row count.
 """
 
 from __future__ import annotations
@@ -13,22 +17,51 @@ from typing import Any, Callable, Iterator, Sequence
 import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError
+from lance_fw.options import refuse
 from lance_fw.query.projection import Projection
-from lance_fw.table.fragment import with_row_columns
+from lance_fw.table.deletion import live_rows
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, with_row_columns
+
+#: The hidden column read when a scan asks for no column at all: batches then still know their rows.
+_COUNT_COLUMN = "_rowaddr"
 
 
 class LanceScanner:
+    """One scan's options, checked once; ``to_batches`` / ``to_table`` / ``to_reader`` run it.
+
+    Options that only tune performance (``batch_readahead``, ``scan_in_order``, ``use_stats``,
+    ``io_buffer_size``, ``late_materialization``, ``use_scalar_index``, ``prefilter``) cannot
+    change the result and are accepted; the others lance_fw lacks are refused by name."""
+
     def __init__(self, ds, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
-                 with_row_id: bool = False, with_row_address: bool = False, batch_size: int | None = None,
-                 fragments=None, fragment_readahead: int | None = None, **_ignored):
-        self.projection = Projection(columns, ds.schema) if isinstance(columns, dict) else None
+                 nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
+                 batch_readahead: int | None = None, fragment_readahead: int | None = None,
+                 scan_in_order: bool | None = None, fragments=None, index_segments=None, full_text_query=None, *,
+                 prefilter: bool | None = None, with_row_id: bool | None = None, with_row_address: bool | None = None,
+                 use_stats: bool | None = None, fast_search: bool | None = None, io_buffer_size: int | None = None,
+                 late_materialization=None, blob_handling: str | None = None, use_scalar_index: bool | None = None,
+                 include_deleted_rows: bool | None = None, scan_stats_callback=None,
+                 strict_batch_size: bool | None = None, order_by=None, disable_scoring_autoprojection: bool | None = None,
+                 row_addr_allowlist: bytes | None = None, row_addr_blocklist: bytes | None = None):
+        refuse("scanner", {"nearest": nearest, "batch_size_bytes": batch_size_bytes, "index_segments": index_segments,
+                           "full_text_query": full_text_query, "fast_search": fast_search,
+                           "blob_handling": blob_handling, "include_deleted_rows": include_deleted_rows,
+                           "scan_stats_callback": scan_stats_callback, "strict_batch_size": strict_batch_size,
+                           "order_by": order_by, "disable_scoring_autoprojection": disable_scoring_autoprojection,
+                           "row_addr_allowlist": row_addr_allowlist, "row_addr_blocklist": row_addr_blocklist},
+               {"fast_search": False, "include_deleted_rows": False, "strict_batch_size": False})
         if (limit is not None and limit < 0) or (offset is not None and offset < 0):
-            raise InvalidArgumentError("limit and offset must not be negative")
+            raise InvalidArgumentError(f"limit and offset must not be negative, got limit={limit}, offset={offset}")
+        if batch_size is not None and batch_size <= 0:
+            raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
+        self.projection = Projection(columns, ds.schema) if isinstance(columns, dict) else None
         self._ds, self.columns, self.filter = ds, columns, filter
         self.limit, self.offset = limit, offset or 0
-        self.with_row_id, self.with_row_address = with_row_id, with_row_address
-        self.batch_size, self.fragments = batch_size, fragments
+        self.with_row_id, self.with_row_address = bool(with_row_id), bool(with_row_address)
+        self.batch_size, self.fragments = batch_size or DEFAULT_BATCH_SIZE, fragments
         self.fragment_readahead = fragment_readahead or 0
+        self._fields = ds._fields(self._read_columns)  # unknown columns fail here, before any read
+        self._plan = ds._filter_plan(filter)
 
     @property
     def _read_columns(self) -> list[str] | None:
@@ -36,26 +69,62 @@ class LanceScanner:
 
     @property
     def projected_schema(self) -> pa.Schema:
-        fields = list(self.projection.schema) if self.projection is not None else \
-            [f.to_arrow() for f in self._ds._fields(self.columns)]
+        fields = list(self.projection.schema) if self.projection is not None else [f.to_arrow() for f in self._fields]
         return with_row_columns(pa.schema(fields), self.with_row_id, self.with_row_address)
 
-    def _raw(self) -> Iterator[pa.RecordBatch]:
-        ids = None if self.fragments is None else {getattr(f, "fragment_id", f) for f in self.fragments}
-        extra = [n for n, on in (("_rowid", self.with_row_id), ("_rowaddr", self.with_row_address)) if on]
-        for batch in self._ds.to_batches(self._read_columns, self.filter, self.batch_size, self.with_row_address,
-                                         fragment_ids=ids, with_row_id=self.with_row_id,
-                                         fragment_readahead=self.fragment_readahead):
-            if self.projection is not None:
-                tail = [batch.column(n) for n in extra]
-                projected = self.projection.apply(batch.drop_columns(extra))
-                batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in projected.columns] + tail,
-                                                   names=projected.column_names + extra)
-            yield batch
+    def _chosen(self) -> list:
+        """The fragments to scan: all, or those of ``fragments=`` (LanceFragments or ids), in that order."""
+        if self.fragments is None:
+            return list(self._ds._manifest.fragments)
+        by_id = {f.id: f for f in self._ds._manifest.fragments}
+        out = []
+        for f in self.fragments:
+            metadata = getattr(f, "metadata", None)
+            if metadata is None:
+                if f not in by_id:
+                    raise InvalidArgumentError(f"scanner: fragment {f!r} is not in version {self._ds.version}")
+                metadata = by_id[f]
+            out.append(metadata)
+        return out
 
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
+    def _windows(self, fragments: list) -> list[tuple[Any, int, int]]:
+        """Without a filter, ``offset``/``limit`` pick live rows [lo, hi) of each fragment up front,
+        so skipped fragments are never opened."""
+        skip, left, out = self.offset, self.limit, []
+        for frag in fragments:
+            if left is not None and left <= 0:
+                break
+            live = live_rows(frag)
+            if skip >= live:
+                skip -= live
+                continue
+            hi = live if left is None else min(live, skip + left)
+            out.append((frag, skip, hi))
+            left = None if left is None else left - (hi - skip)
+            skip = 0
+        return out
+
+    def _pieces(self) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """(fragment id, batch) in scan order, ``offset``/``limit`` applied."""
+        ds, plan = self._ds, self._plan
+        bare = not self._fields and not self.with_row_id and not self.with_row_address
+        with_address = self.with_row_address or bare
+
+        def produce(item) -> Iterator[tuple[int, pa.RecordBatch]]:
+            frag, lo, hi = item
+            live = (lo, hi) if hi is not None and (lo > 0 or hi < live_rows(frag)) else None
+            for batch in ds._read_fragment(frag, self._fields, plan, self.batch_size, with_address, self.with_row_id,
+                                           live=live):
+                yield frag.id, (batch.drop_columns([_COUNT_COLUMN]) if bare else batch)
+
+        if plan is None:
+            yield from readahead(self._windows(self._chosen()), produce, self.fragment_readahead)
+            return
+        items = [(frag, 0, None) for frag in self._chosen()]
         skip, left = self.offset, self.limit
-        for batch in self._raw():
+        if left == 0:
+            return
+        for frag_id, batch in readahead(items, produce, self.fragment_readahead):
             if skip:
                 cut = min(skip, batch.num_rows)
                 batch, skip = batch.slice(cut), skip - cut
@@ -63,9 +132,19 @@ class LanceScanner:
                 batch = batch.slice(0, left)
                 left -= batch.num_rows
             if batch.num_rows:
-                yield batch
+                yield frag_id, batch
             if left == 0:
                 return  # stop reading: the generator chain is closed here
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        extra = [n for n, on in (("_rowid", self.with_row_id), ("_rowaddr", self.with_row_address)) if on]
+        for batch in rechunk(self._pieces(), self.batch_size):
+            if self.projection is not None:
+                tail = [batch.column(n) for n in extra]
+                projected = self.projection.apply(batch.drop_columns(extra))
+                batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in projected.columns] + tail,
+                                                   names=projected.column_names + extra)
+            yield batch
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -75,6 +154,33 @@ class LanceScanner:
 
     def count_rows(self) -> int:
         return sum(b.num_rows for b in self.to_batches())
+
+
+def rechunk(pieces: Iterator[tuple[int, pa.RecordBatch]], size: int) -> Iterator[pa.RecordBatch]:
+    """Batches of exactly ``size`` rows cut from each fragment's run of batches, the fragment's
+    last one shorter (pylance's batch boundaries: a batch never spans two fragments)."""
+    held: list[pa.RecordBatch] = []
+    rows, current = 0, None
+    for frag_id, batch in pieces:
+        if frag_id != current and held:
+            yield _joined(held)
+            held, rows = [], 0
+        current = frag_id
+        held.append(batch)
+        rows += batch.num_rows
+        if rows >= size:
+            joined = _joined(held)
+            full = rows - rows % size
+            for lo in range(0, full, size):
+                yield joined.slice(lo, size)
+            held = [joined.slice(full)] if rows > full else []
+            rows -= full
+    if held and rows:
+        yield _joined(held)
+
+
+def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
 
 _DONE = object()

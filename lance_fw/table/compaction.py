@@ -46,7 +46,7 @@ def candidate_runs(fragments, target: int, materialize_deletions: bool, threshol
 
 
 def compact_files(ds, target_rows_per_fragment: int = DEFAULT_TARGET_ROWS, materialize_deletions: bool = True,
-                  materialize_deletions_threshold: float = 0.1, **_ignored) -> tuple[CompactionMetrics, int]:
+                  materialize_deletions_threshold: float = 0.1) -> tuple[CompactionMetrics, int]:
     """Compact ``ds``; returns the metrics and the version committed (``ds.version`` if none)."""
     if target_rows_per_fragment <= 0:
         raise InvalidArgumentError(f"target_rows_per_fragment must be positive, got {target_rows_per_fragment}")
@@ -68,7 +68,7 @@ def compact_files(ds, target_rows_per_fragment: int = DEFAULT_TARGET_ROWS, mater
     groups = []
     with undo_unless_published(lambda: [delete_fragment_files(ds._storage, ds.uri, fresh) for _, fresh in groups]):
         for run in runs:
-            batches = ds.to_batches(fragment_ids={f.id for f in run})  # live rows, in fragment order
+            batches = ds.scanner(fragments=[f.id for f in run]).to_batches()  # live rows, in fragment order
             groups.append((run, plan.write(batches)))
         version = commit(ds._storage, ds.uri, Rewrite(groups=groups), read_version=ds.version)
     for run, fresh in groups:

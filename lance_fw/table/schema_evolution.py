@@ -49,7 +49,7 @@ def _stored_fields(projection, transforms: dict[str, str], schema: pa.Schema) ->
 def _commit_schema(ds, added: LanceSchema) -> int:
     """New all-null columns: schema only, existing fragments untouched (rebases over appends)."""
     op = Merge(fragments=None, schema_fields=ds.lance_schema.to_protos() + added.to_protos(),
-               schema_metadata=ds.lance_schema.metadata)
+               schema_metadata=ds.lance_schema.metadata, read_fields=ds.lance_schema.to_protos())
     return commit(ds._storage, ds.uri, op, read_version=ds.version)
 
 
@@ -105,7 +105,8 @@ def _write_columns(ds, needed, added: LanceSchema, compute, schema_fields, batch
             for made in files:
                 copy.files.extend(made.files)
             updated.append(copy)
-        op = Merge(fragments=updated, schema_fields=schema_fields, schema_metadata=ds.lance_schema.metadata)
+        op = Merge(fragments=updated, schema_fields=schema_fields, schema_metadata=ds.lance_schema.metadata,
+                   read_fields=ds.lance_schema.to_protos())
         return commit(ds._storage, ds.uri, op, read_version=ds.version)
 
 
@@ -139,7 +140,8 @@ def alter_columns(ds, *alterations: dict) -> int:
             casts[target.name] = change["data_type"]
     check_names(schema.fields)  # a rename may not make a name pylance cannot scan
     if not casts:
-        op = Project(schema_fields=schema.to_protos(), schema_metadata=schema.metadata)
+        op = Project(schema_fields=schema.to_protos(), schema_metadata=schema.metadata,
+                     read_fields=ds.lance_schema.to_protos())
         return commit(ds._storage, ds.uri, op, read_version=ds.version)
     old = {f.name: f for f in schema.fields}
     added = LanceSchema.from_arrow(pa.schema([pa.field(n, t, old[n].nullable) for n, t in casts.items()]),
@@ -172,5 +174,5 @@ def drop_columns(ds, columns: list[str]) -> int:
     kept = LanceSchema([f for f in ds.lance_schema.fields if f.name not in columns], ds.lance_schema.metadata)
     if not kept.fields:
         raise InvalidArgumentError("drop_columns: a dataset must keep at least one column")
-    op = Project(schema_fields=kept.to_protos(), schema_metadata=kept.metadata)
+    op = Project(schema_fields=kept.to_protos(), schema_metadata=kept.metadata, read_fields=ds.lance_schema.to_protos())
     return commit(ds._storage, ds.uri, op, read_version=ds.version)

@@ -1,0 +1,81 @@
+"""``LanceFragment``: one fragment of one dataset version, with pylance's names.
+
+A fragment keeps the dataset version it was taken from (``get_fragments`` hands it a snapshot of
+the dataset object), so a later mutation of that object does not change what it reads. Its scans
+take pylance's fragment-scan options and ignore the dataset's ``default_scan_options``, as pylance.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+
+from lance_fw.query.scanner import LanceScanner
+from lance_fw.table.deletion import deleted_rows
+
+
+class LanceFragment:
+    """One fragment of a dataset version (pylance's ``LanceFragment`` names)."""
+
+    def __init__(self, ds, metadata):
+        self._ds, self.metadata = ds, metadata
+
+    @property
+    def fragment_id(self) -> int:
+        return self.metadata.id
+
+    @property
+    def physical_rows(self) -> int:
+        return self.metadata.physical_rows
+
+    @property
+    def num_deletions(self) -> int:
+        return deleted_rows(self.metadata)
+
+    def count_rows(self, filter=None) -> int:
+        if filter is not None:
+            return self.scanner(columns=[], filter=filter).count_rows()
+        return self.physical_rows - self.num_deletions
+
+    def data_files(self) -> list:
+        return list(self.metadata.files)
+
+    def deletion_file(self):
+        return self.metadata.deletion_file if self.metadata.HasField("deletion_file") else None
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.scanner(limit=num_rows).to_table()
+
+    def scanner(self, *, columns=None, batch_size: int | None = None, filter=None, limit: int | None = None,
+                offset: int | None = None, with_row_id: bool = False, with_row_address: bool = False,
+                batch_readahead: int = 16, blob_handling: str | None = None, order_by=None,
+                use_scalar_index: bool | None = None, io_buffer_size: int | None = None, late_materialization=None,
+                include_deleted_rows: bool | None = None, batch_size_bytes: int | None = None,
+                strict_batch_size: bool | None = None) -> LanceScanner:
+        """A scan of this fragment only; ``offset``/``limit`` count its live (or matching) rows."""
+        return LanceScanner(self._ds, columns, filter, limit, offset, batch_size=batch_size,
+                            batch_size_bytes=batch_size_bytes, batch_readahead=batch_readahead, fragments=[self],
+                            with_row_id=with_row_id, with_row_address=with_row_address,
+                            io_buffer_size=io_buffer_size, late_materialization=late_materialization,
+                            blob_handling=blob_handling, use_scalar_index=use_scalar_index,
+                            include_deleted_rows=include_deleted_rows, strict_batch_size=strict_batch_size,
+                            order_by=order_by)
+
+    def to_batches(self, *, columns=None, batch_size: int | None = None, filter=None, limit: int | None = None,
+                   offset: int | None = None, with_row_id: bool = False, with_row_address: bool = False,
+                   batch_readahead: int = 16, blob_handling: str | None = None, order_by=None,
+                   use_scalar_index: bool | None = None, io_buffer_size: int | None = None, late_materialization=None,
+                   include_deleted_rows: bool | None = None, batch_size_bytes: int | None = None,
+                   strict_batch_size: bool | None = None) -> Iterator[pa.RecordBatch]:
+        return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_batches()
+
+    def to_table(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
+                 with_row_id: bool = False, with_row_address: bool = False, blob_handling: str | None = None,
+                 order_by=None, use_scalar_index: bool | None = None, io_buffer_size: int | None = None,
+                 late_materialization=None, include_deleted_rows: bool | None = None,
+                 batch_size_bytes: int | None = None, strict_batch_size: bool | None = None) -> pa.Table:
+        return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_table()
+
+    def __repr__(self) -> str:
+        return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"

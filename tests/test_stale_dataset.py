@@ -1,0 +1,95 @@
+"""A dataset object after its own mutations, and a stale object racing another writer.
+
+pylance moves the object a mutating call was made on to the version that call committed (with
+the schema, fragments and everything else of that version), and refuses a schema change planned
+on a schema a concurrent commit has since changed. The same call sequences run on both libraries.
+"""
+
+from __future__ import annotations
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lance_fw
+from lance_fw.errors import CommitConflictError
+from tests.conftest import assert_tables_equal
+
+BASE = pa.table({"x": list(range(3000)), "s": [f"v{i}" for i in range(3000)]})
+
+
+def _steps(mod):
+    """Mutations, each followed by what the same object must then show."""
+    return [
+        ("add_columns", lambda ds: ds.add_columns({"b": "x * 2"})),
+        ("alter_columns", lambda ds: ds.alter_columns({"path": "x", "name": "y"})),
+        ("add_columns_fields", lambda ds: ds.add_columns(pa.field("n", pa.int32()))),
+        ("drop_columns", lambda ds: ds.drop_columns(["s"])),
+        ("delete", lambda ds: ds.delete("y < 100")),
+        ("update", lambda ds: ds.update({"b": "b + 1"}, where="y < 200")),
+        ("merge_insert", lambda ds: ds.merge_insert("y").when_matched_update_all().when_not_matched_insert_all()
+         .execute(pa.table({"y": pa.array([150, 5000], pa.int64()), "b": pa.array([0, 1], pa.int64()),
+                            "n": pa.array([None, 7], pa.int32())}))),
+        ("alter_cast", lambda ds: ds.alter_columns({"path": "n", "data_type": pa.int64()})),
+        ("tags", lambda ds: ds.tags.create("t", 1)),
+    ]
+
+
+def _state(ds) -> tuple:
+    return ds.version, ds.schema.names, [str(t) for t in ds.schema.types], ds.count_rows(), len(ds.get_fragments())
+
+
+def test_one_object_follows_its_own_mutations(tmp_path):
+    objects = {}
+    for mod in (lance, lance_fw):
+        uri = str(tmp_path / mod.__name__)
+        objects[mod] = mod.write_dataset(BASE, uri, max_rows_per_file=1000)
+    for (name, step), (_, fw_step) in zip(_steps(lance), _steps(lance_fw)):
+        step(objects[lance])
+        fw_step(objects[lance_fw])
+        assert _state(objects[lance_fw]) == _state(objects[lance]), name
+        key = objects[lance].schema.names[0]
+        expected = objects[lance].to_table().sort_by(key)
+        assert_tables_equal(expected, objects[lance_fw].to_table().sort_by(key))
+        # the object shows exactly what opening its version afresh shows
+        fresh = lance_fw.dataset(objects[lance_fw].uri, version=objects[lance_fw].version)
+        assert _state(fresh) == _state(objects[lance_fw]), name
+
+
+def test_fragments_taken_before_a_mutation_keep_their_version(uri):
+    ds = lance_fw.write_dataset(BASE, uri, max_rows_per_file=1000)
+    before = ds.get_fragments()
+    ds.add_columns({"b": "x * 2"})
+    assert before[0].to_table().column_names == ["x", "s"]
+    assert ds.get_fragments()[0].to_table().column_names == ["x", "s", "b"]
+
+
+@pytest.mark.parametrize("change", ["alter", "drop", "add", "add_fields"])
+def test_stale_schema_change_is_refused(tmp_path, change):
+    """ds1 read v1; ds2 added column b (v2); ds1's schema change was planned without b."""
+    def stale_change(ds):
+        if change == "alter":
+            ds.alter_columns({"path": "x", "name": "y"})
+        elif change == "drop":
+            ds.drop_columns(["s"])
+        elif change == "add":
+            ds.add_columns({"c": "x + 1"})
+        else:
+            ds.add_columns(pa.field("c", pa.int64()))
+
+    outcomes = {}
+    for mod in (lance, lance_fw):
+        uri = str(tmp_path / mod.__name__)
+        mod.write_dataset(BASE, uri)
+        stale, other = mod.dataset(uri), mod.dataset(uri)
+        other.add_columns({"b": "x * 2"})
+        try:
+            stale_change(stale)
+            outcomes[mod] = ("ok", mod.dataset(uri).schema.names)
+        except Exception as exc:  # noqa: BLE001 - the outcome is compared
+            outcomes[mod] = ("refused", type(exc).__name__)
+        assert "b" in mod.dataset(uri).schema.names  # the concurrent column is never lost
+    if outcomes[lance][0] == "refused":
+        assert outcomes[lance_fw] == ("refused", CommitConflictError.__name__), outcomes
+    else:
+        assert outcomes[lance_fw] == outcomes[lance], outcomes
