@@ -44,14 +44,21 @@ def test_all_types_in_one_dataset_with_appends_and_deletions(uri):
     assert_tables_equal(expected, actual)
 
 
-def test_roaring_deletion_file(uri):
+@pytest.mark.parametrize("writer", [lance, lance_fw], ids=["pylance-deletes", "lance_fw-deletes"])
+@pytest.mark.parametrize("predicate, deleted, kind", [
+    ("x < 4999", 4999, ("array", ".arrow")), ("x < 5000", 5000, ("bitmap", ".bin")),
+    ("x < 5001", 5001, ("bitmap", ".bin")), ("x % 3 = 0", 6667, ("bitmap", ".bin"))])
+def test_roaring_deletion_file(uri, writer, predicate, deleted, kind):
+    """pylance stores 5000+ deleted rows as a roaring bitmap (.bin), fewer as an Arrow array (.arrow);
+    both writers must pick the same kind, and both readers must honour it."""
     table = pa.table({"x": pa.array(range(20_000), pa.int64())})
-    ds = lance.write_dataset(table, uri, data_storage_version=V)
-    ds.delete("x % 3 = 0")  # > 5000 rows -> a roaring .bin deletion file
+    writer.write_dataset(table, uri, data_storage_version=V)
+    writer.dataset(uri).delete(predicate)
     frag = lance.dataset(uri).get_fragments()[0]
-    assert frag.deletion_file().endswith(".bin") if isinstance(frag.deletion_file(), str) else True
+    assert (frag.metadata.deletion_file.file_type, frag.metadata.deletion_file.num_deleted_rows) == (kind[0], deleted)
+    assert frag.deletion_file().endswith(kind[1]) and (Path(uri) / frag.deletion_file()).is_file()
     assert_tables_equal(lance.dataset(uri).to_table(), lance_fw.dataset(uri).to_table())
-    assert lance_fw.dataset(uri).count_rows() == 20_000 - 6667
+    assert lance_fw.dataset(uri).count_rows() == lance.dataset(uri).count_rows() == 20_000 - deleted
 
 
 def test_all_null_columns(uri):

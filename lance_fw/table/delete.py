@@ -1,7 +1,7 @@
 """Deleting rows: evaluate a predicate per fragment, write new deletion files, commit once.
 
 Deletion files hold the *whole* deleted set of a fragment (pylance rewrites it on every delete):
-an Arrow IPC file up to 5000 rows, a roaring bitmap above that. A fragment whose every row is
+an Arrow IPC file below 5000 rows, a roaring bitmap from 5000 on. A fragment whose every row is
 deleted is dropped from the manifest instead.
 """
 
@@ -57,7 +57,7 @@ def stage_deletions(ds, matcher: Matcher) -> StagedDeletions:
             if len(deleted) >= frag.physical_rows:
                 staged.removed.append(frag.id)
                 continue
-            file_type = ARROW_ARRAY if len(deleted) <= BITMAP_THRESHOLD else BITMAP
+            file_type = ARROW_ARRAY if len(deleted) < BITMAP_THRESHOLD else BITMAP
             file_id = random.getrandbits(63)
             path = deletion_path(ds.uri, frag.id, staged.read_version, file_id, file_type)
             ds._storage.write_bytes(path, codec(file_type).encode(deleted))

@@ -12,7 +12,7 @@ import numpy as np
 
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 
-#: pylance switches from an Arrow set to a roaring bitmap above this many deleted rows.
+#: pylance writes a roaring bitmap, not an Arrow set, from this many deleted rows on.
 BITMAP_THRESHOLD = 5000
 ARROW_ARRAY, BITMAP = 0, 1
 
