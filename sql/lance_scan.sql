@@ -1,5 +1,7 @@
--- lance_scan(path [, version := n]): resolves to the dataset lance_fw registered for this statement.
--- DuckDB has no Python table functions, so the wrapper registers '__lance_' || md5(path@version)
--- before each statement and this macro reads it; projection and filter pushdown pass through.
+-- lance_scan(path [, version := n]): reads the dataset lance_fw registered for the statement running it.
+-- DuckDB's Python API has no table functions, so this macro names a registered view,
+-- '__lance_' || hex(path) || '_' || hex(version), and lance_fw.duckdb registers that name when the binder
+-- reports it missing. DuckDB evaluates the arguments itself (literals of every kind, parameters, named
+-- arguments, expressions, views, macros), so what lance_fw opens never depends on how the SQL is written.
 CREATE OR REPLACE TEMP MACRO lance_scan(p, version := NULL) AS TABLE
-    FROM query_table('__lance_' || md5(p || '@' || coalesce(CAST(version AS VARCHAR), 'latest')));
+    FROM query_table('__lance_' || hex(CAST(p AS VARCHAR)) || '_' || coalesce(hex(CAST(version AS VARCHAR)), ''));

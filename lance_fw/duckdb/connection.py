@@ -1,0 +1,101 @@
+"""``Connection``: a DuckDB connection on which every statement resolves its ``lance_scan`` calls.
+
+It forwards everything to the ``duckdb.DuckDBPyConnection`` it holds (``.con``), except the calls that
+run or bind a statement, which go through ``statement.run_statement``. Relations are built by DuckDB's
+own relation layer with this object as their connection, so each fetch of a relation (a new statement in
+DuckDB: it runs again on every read) binds and runs through here as well, and reads the latest version.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from lance_fw.duckdb.statement import binder, execute, run_statement, statements
+from lance_fw.errors import UnsupportedFeatureError
+
+try:  # DuckDB >= 2.0 builds relations in Python, over the connection object they are given
+    from duckdb import _relation
+except ImportError:  # pragma: no cover - older DuckDB
+    _relation = None
+
+
+def _relation_layer():
+    if _relation is None or not hasattr(_relation, "CONNECTION_METHODS"):
+        raise UnsupportedFeatureError(f"relations over lance_scan with duckdb {duckdb.__version__}: use "
+                                      "execute(); relations need DuckDB's Python relation layer (duckdb >= 2.0)")
+    return _relation
+
+
+#: The relation layer's other connection calls that bind SQL text it is given (besides _bind/_submit).
+_BINDS_SQL = frozenset({"_create_view", "_prepare_script"})
+
+
+class Connection:
+    """A DuckDB connection whose statements may use ``lance_scan(path [, version := n])``."""
+
+    def __init__(self, database: str = ":memory:", read_only: bool = False, config: dict | None = None, *,
+                 connection: duckdb.DuckDBPyConnection | None = None):
+        from lance_fw.duckdb import install
+
+        if connection is None:
+            connection = duckdb.connect(database, read_only=read_only, config=config or {})
+        self.con = install(connection)
+
+    # -- statements -----------------------------------------------------------------------------
+
+    def execute(self, query, parameters=None) -> "Connection":
+        execute(self.con, query, parameters)
+        return self
+
+    def executemany(self, query, parameters=None) -> "Connection":
+        """Each parameter set is its own statement, with its own snapshots (DuckDB would bind once)."""
+        if not parameters:
+            self.con.executemany(query, parameters)
+            return self
+        for values in parameters:
+            execute(self.con, query, values)
+        return self
+
+    def sql(self, query, *, alias: str = "", params=None):
+        """A relation (lazy: each fetch runs it again, with the latest version of each dataset)."""
+        layer = _relation_layer()
+        parts = statements(self.con, query)
+        for statement in parts[:-1]:
+            execute(self.con, statement)
+        return layer.sql(self, parts[-1], alias, params)
+
+    query = sql
+    from_query = sql
+
+    def cursor(self) -> "Connection":
+        return Connection(connection=self.con.cursor())
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- what DuckDB's relation layer calls on its connection ------------------------------------
+
+    def _bind(self, sql, **options):
+        return run_statement(self.con, lambda: self.con._bind(sql, **options))
+
+    def _submit(self, sql, values, *rest):
+        return run_statement(self.con, lambda: self.con._submit(sql, values, *rest), binder(self.con, sql, values))
+
+    def __getattr__(self, name: str):
+        if _relation is not None and name in getattr(_relation, "CONNECTION_METHODS", {}):
+            method = _relation.CONNECTION_METHODS[name]
+            return lambda *args, **kwargs: method(self, *args, **kwargs)
+        attribute = getattr(self.con, name)
+        if name in _BINDS_SQL:
+            return lambda *args, **kwargs: run_statement(self.con, lambda: attribute(*args, **kwargs))
+        return attribute
+
+
+def connect(database: str = ":memory:", read_only: bool = False, config: dict | None = None) -> Connection:
+    return Connection(database, read_only, config)

@@ -1,0 +1,76 @@
+"""What DuckDB scans for one ``lance_scan`` call: a ``pyarrow.dataset.Dataset`` over one snapshot."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from lance_fw.errors import LanceError
+
+#: Fragments DuckDB scans decode at once (worker threads; see ``query.scanner.readahead``).
+READAHEAD = min(4, os.cpu_count() or 1)
+
+
+class DuckDBDataset(pads.Dataset):
+    """DuckDB calls ``scanner(columns=[...], filter=Expression)`` then ``to_reader()``; the filter is
+    applied exactly (DuckDB does not re-check it).
+
+    A ``LanceError`` raised while DuckDB reads reaches the user wrapped in a DuckDB error that keeps only
+    its text; ``on_error`` hears it first, so the statement runner can raise the typed error instead.
+    """
+
+    def __init__(self, ds, on_error: Callable[[LanceError], None] | None = None):  # noqa: D107
+        # pyarrow's Dataset has no Python-level constructor to call.
+        self._lance = ds
+        self._on_error = on_error or (lambda exc: None)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._lance.schema
+
+    def scanner(self, columns=None, filter=None, batch_size=None):  # noqa: A002 - pyarrow's names
+        """Fragments are decoded up to ``READAHEAD`` at a time in worker threads, lazily and with
+        bounded buffers (DuckDB stops pulling at a LIMIT, so little is read ahead)."""
+        try:
+            scanner = self._lance.scanner(columns=columns, filter=filter, batch_size=batch_size,
+                                          fragment_readahead=READAHEAD)
+        except LanceError as exc:
+            self._on_error(exc)
+            raise
+        return _ReportingScanner(scanner, self._on_error)
+
+    def count_rows(self, filter=None) -> int:  # noqa: A002
+        if filter is None:
+            return self._lance.count_rows()
+        return sum(batch.num_rows for batch in self.scanner(columns=[], filter=filter).to_reader())
+
+
+class _ReportingScanner:
+    """A lance_fw scanner whose reader reports a ``LanceError`` before DuckDB wraps it."""
+
+    def __init__(self, scanner, on_error: Callable[[LanceError], None]):
+        self._scanner = scanner
+        self._on_error = on_error
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return self._scanner.projected_schema
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        inner = self._scanner.to_reader()
+
+        def batches():
+            try:
+                yield from inner
+            except LanceError as exc:
+                self._on_error(exc)
+                raise
+            finally:
+                inner.close()
+        return pa.RecordBatchReader.from_batches(inner.schema, batches())
+
+    def __getattr__(self, name):
+        return getattr(self._scanner, name)

@@ -1,0 +1,52 @@
+"""The view name the ``lance_scan`` macro (``sql/lance_scan.sql``) computes from its arguments, and back.
+
+The name carries the path and version themselves (hex of their UTF-8 text), not a digest, so the name
+DuckDB's binder reports missing is all lance_fw needs to know which dataset a statement reads: DuckDB has
+already evaluated the arguments, whatever literal syntax, parameter or expression the user wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from lance_fw.errors import InvalidArgumentError
+
+#: Prefix of every name the macro computes (keep in sync with ``sql/lance_scan.sql``).
+PREFIX = "__lance_"
+
+#: DuckDB's message for a ``query_table`` name that is not registered.
+_MISSING = re.compile(r"Table with name (" + PREFIX + r"([0-9A-F]*)_([0-9A-F]*)) does not exist")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def view_name(uri: str, version: int | str | None) -> str:
+    """The name ``lance_scan(uri, version := version)`` reads (what the macro computes)."""
+    tail = "" if version is None else str(version).encode().hex().upper()
+    return f"{PREFIX}{uri.encode().hex().upper()}_{tail}"
+
+
+def missing_name(message: str) -> str | None:
+    """The macro-computed name a DuckDB catalog error says is not registered, if it is one."""
+    match = _MISSING.search(message)
+    return match.group(1) if match else None
+
+
+def decode(name: str) -> tuple[str, int | str | None]:
+    """(uri, version) of a macro-computed name; the version is an int, a tag name, or None for latest."""
+    path_hex, _, version_hex = name[len(PREFIX):].partition("_")
+    uri = bytes.fromhex(path_hex).decode()
+    if not uri:
+        raise InvalidArgumentError("lance_scan: the dataset path is empty")
+    if not version_hex:
+        return uri, None
+    version = bytes.fromhex(version_hex).decode()
+    return uri, int(version) if _INTEGER.fullmatch(version) else version
+
+
+def same_dataset(uri: str) -> str:
+    """A key under which two spellings of one dataset's URI (``d/t.lance`` and ``d/t.lance/``) are equal,
+    so a statement naming both reads one snapshot."""
+    if "://" in uri:
+        return uri.rstrip("/")
+    return os.path.normpath(os.path.abspath(uri))
