@@ -65,21 +65,24 @@ def _sql(args) -> int:
     import duckdb
 
     from lance_fw.duckdb import connect
+    from lance_fw.errors import LanceError
 
     con = connect()
 
-    def run(statement: str) -> None:
+    def run(statement: str) -> bool:
+        """One statement; an error (DuckDB's, or a typed LanceError: a missing dataset or version, a
+        corrupt file) is printed, and the shell goes on."""
         try:
             result = con.sql(statement)
-        except duckdb.Error as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return
-        if result is not None:
-            result.show(max_rows=args.max_rows)
+            if result is not None:
+                result.show(max_rows=args.max_rows)
+        except (duckdb.Error, LanceError) as exc:
+            print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return False
+        return True
 
     if args.query:
-        run(args.query)
-        return 0
+        return 0 if run(args.query) else 1
     interactive = sys.stdin.isatty()
     while True:
         try:

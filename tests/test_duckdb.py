@@ -90,12 +90,12 @@ def many_fragments(tmp_path_factory):
 
 @pytest.fixture
 def opened(monkeypatch):
-    """(fragment id, thread name) of every fragment reader opened; DuckDB decodes 4 fragments ahead."""
+    """(fragment id, thread name) of every fragment reader opened; DuckDB decodes 4 fragments at once."""
     import threading
 
     from lance_fw.table import fragment
 
-    monkeypatch.setattr(fw_duckdb, "READAHEAD", 4)
+    monkeypatch.setattr(fw_duckdb.dataset, "READAHEAD", 4)
     seen = []
     original = fragment.FragmentReader.__init__
 
@@ -107,10 +107,20 @@ def opened(monkeypatch):
 
 
 def test_limit_opens_only_a_few_fragments(many_fragments, opened):
-    rows = fw_duckdb.connect().sql(f"SELECT id, name FROM lance_scan('{many_fragments}') LIMIT 10").fetchall()
+    """Exactly the fragments a LIMIT needs, each opened once. DuckDB pulls one batch beyond the one that
+    fills a LIMIT, and readahead keeps ``READAHEAD - 1`` fragments started beyond the one being read: so
+    LIMIT 10 (inside fragment 0) opens fragments 0..4 and LIMIT 120 (inside fragment 2) opens 0..6."""
+    con = fw_duckdb.connect()
+    rows = con.sql(f"SELECT id, name FROM lance_scan('{many_fragments}') LIMIT 10").fetchall()
     everything = set(zip(range(N), _table().column("name").to_pylist()))
     assert len(rows) == 10 and set(rows) <= everything
-    assert 1 <= len(opened) <= 4, opened  # the fragment read plus at most 3 ahead, not all 60
+    assert sorted(fragment for fragment, _ in opened) == list(range(5)), opened
+    opened.clear()
+    assert len(con.sql(f"SELECT id FROM lance_scan('{many_fragments}') LIMIT 120").fetchall()) == 120
+    assert sorted(fragment for fragment, _ in opened) == list(range(7)), opened
+    opened.clear()
+    assert con.sql(f"SELECT count(*) FROM lance_scan('{many_fragments}')").fetchall() == [(N,)]
+    assert sorted(fragment for fragment, _ in opened) == list(range(60))
 
 
 def test_readahead_results_unchanged(many_fragments, opened):
@@ -158,3 +168,18 @@ def test_readahead_order_errors_and_early_close():
     assert next(stream).column(0)[0].as_py() == 0
     stream.close()
     assert settled() and len(started) <= 3
+
+
+def test_cli_sql_reports_typed_errors_and_goes_on(dataset, tmp_path, capsys, monkeypatch):
+    import io
+
+    from lance_fw.cli import main
+
+    missing = tmp_path / "missing"
+    assert main(["sql", f"SELECT * FROM lance_scan('{missing}')"]) == 1
+    assert "DatasetNotFoundError" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"SELECT * FROM lance_scan('{missing}')\n"
+                                                 f"SELECT count(*) AS n FROM lance_scan('{dataset}')\n"))
+    assert main(["sql"]) == 0
+    out = capsys.readouterr()
+    assert "DatasetNotFoundError" in out.err and str(N) in out.out
