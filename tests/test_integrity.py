@@ -315,3 +315,70 @@ def test_dictionary_of_nested_values_is_refused_before_writing(tmp_path, values)
     with pytest.raises(lance_fw.errors.SchemaError, match="dictionary"):
         lance_fw.write_dataset(data, uri)
     assert not os.path.exists(uri)
+
+
+# -- item 9: crafted manifests ----------------------------------------------------------------
+
+def _ten_rows(uri, deletes=False):
+    lance_fw.write_dataset(pa.table({"x": pa.array(range(10), pa.int64())}), uri, max_rows_per_file=5)
+    if deletes:
+        lance_fw.dataset(uri).delete("x = 1 or x = 2")
+
+
+def _rewrite_latest(uri, edit):
+    from tests.test_path_safety import _rewrite_latest as rewrite
+
+    rewrite(uri, edit)
+
+
+def _no_files(m):
+    del m.fragments[0].files[:]
+
+
+def _more_rows(m):
+    m.fragments[0].physical_rows = 7
+
+
+def _fewer_rows(m):
+    m.fragments[0].physical_rows = 3
+
+
+def _too_many_deleted(m):
+    m.fragments[0].deletion_file.num_deleted_rows = 6
+
+
+def _all_deleted_but_kept(m):
+    m.fragments[0].deletion_file.num_deleted_rows = 5
+
+
+def _reads(ds):
+    return [lambda: ds.to_table(), lambda: ds.take([0, 4]), lambda: ds.count_rows("x >= 0"),
+            lambda: ds.to_table(filter="x > 3")]
+
+
+@pytest.mark.parametrize("edit,deletes", [(_no_files, False), (_more_rows, False), (_fewer_rows, False),
+                                          (_too_many_deleted, True), (_all_deleted_but_kept, True)],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_inconsistent_fragment_metadata_is_corrupt(uri, edit, deletes):
+    """Counts and rows never come from a manifest that disagrees with its files: every read of the
+    crafted version is a CorruptFileError (pylance: "Fragment 0 does not contain any data", "cannot
+    read Ranges(..) from columns with 5 rows", or silently different rows)."""
+    _ten_rows(uri, deletes)
+    _rewrite_latest(uri, edit)
+    try:
+        ds = lance_fw.dataset(uri)
+    except lance_fw.errors.CorruptFileError:
+        return
+    for read in _reads(ds):
+        with pytest.raises(lance_fw.errors.CorruptFileError):
+            read()
+
+
+def test_missing_physical_rows_is_not_guessed(uri):
+    """pylance reads a fragment without ``physical_rows`` by opening its file; lance_fw refuses it
+    rather than dropping its rows."""
+    _ten_rows(uri)
+    _rewrite_latest(uri, lambda m: setattr(m.fragments[0], "physical_rows", 0))
+    assert lance.dataset(uri).count_rows() == 10
+    with pytest.raises(lance_fw.errors.LanceError, match="physical_rows"):
+        lance_fw.dataset(uri).count_rows()

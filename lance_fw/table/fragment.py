@@ -78,6 +78,11 @@ class FragmentReader:
             mapping = {fid: col for fid, col in zip(data_file.fields, data_file.column_indices) if col >= 0}
             reader = LanceFileReader(self.storage, join_uri(self.base_uri, "data", data_file.path), mapping)
             out.append((set(data_file.fields), reader))
+            if reader.num_rows != self.physical_rows:  # the manifest's count drives scans, takes and counts
+                for _, opened in out:
+                    opened.close()
+                raise CorruptFileError(reader.path, f"holds {reader.num_rows} rows, but the manifest says fragment "
+                                                    f"{self.fragment.id} has {self.physical_rows}")
         return out
 
     def _reader_for(self, field: LanceField) -> LanceFileReader | None:

@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 
 from lance_fw._proto import table_pb2, transaction_pb2
-from lance_fw.errors import CorruptFileError, DatasetNotFoundError, SchemaError
+from lance_fw.errors import CorruptFileError, DatasetNotFoundError, SchemaError, UnsupportedFeatureError
 from lance_fw.file.container import parse_message
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceSchema
@@ -90,6 +90,7 @@ def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, tabl
         LanceSchema.from_protos(manifest.fields, manifest.schema_metadata).to_arrow()
     except SchemaError as exc:
         raise CorruptFileError(path, f"bad schema: {exc}") from None
+    check_fragments(manifest, path)
     index_section = None
     if manifest.HasField("index_section"):
         ipos = manifest.index_section
@@ -98,6 +99,22 @@ def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, tabl
         (ilen,) = struct.unpack_from("<I", data, ipos)
         index_section = parse_message(table_pb2.IndexSection, data[ipos + 4: ipos + 4 + ilen], path, "index section")
     return manifest, index_section
+
+
+def check_fragments(manifest: table_pb2.Manifest, path: str) -> None:
+    """What a manifest says about its fragments must be possible, because counts and scan plans
+    are taken from it without opening the files: every fragment has data files and a row count,
+    and its deletion file deletes fewer rows than it has (a fully deleted fragment is dropped)."""
+    for frag in manifest.fragments:
+        if not len(frag.files):
+            raise CorruptFileError(path, f"fragment {frag.id} has no data files (its rows would all read as null)")
+        if frag.physical_rows == 0:
+            raise UnsupportedFeatureError(f"{path}: fragment {frag.id} does not record physical_rows (an old "
+                                          "writer); counting its rows from the data file is not supported yet")
+        if frag.HasField("deletion_file") and frag.deletion_file.num_deleted_rows >= frag.physical_rows:
+            raise CorruptFileError(path, f"fragment {frag.id} has {frag.physical_rows} rows but its deletion file "
+                                         f"claims {frag.deletion_file.num_deleted_rows} deleted (a fragment with "
+                                         "every row deleted is dropped, never kept)")
 
 
 def encode_manifest(manifest: table_pb2.Manifest, transaction: transaction_pb2.Transaction | None,
