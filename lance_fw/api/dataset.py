@@ -368,6 +368,9 @@ class LanceDataset:
                 if by_address:
                     hit = np.flatnonzero((wanted >> np.uint64(32)) == frag.id)
                     offsets = (wanted[hit] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                    if len(offsets) and offsets.max() >= frag.physical_rows:
+                        raise InvalidArgumentError(f"_take_rows: row {int(offsets.max())} of fragment {frag.id} asked; "
+                                                   f"it has {frag.physical_rows} rows")
                 else:
                     live = live_rows(frag)
                     hit = np.flatnonzero((wanted >= base) & (wanted < base + live))

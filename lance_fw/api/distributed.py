@@ -17,10 +17,12 @@ from typing import Any
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw.api.write import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, _as_reader, plan_write
+from lance_fw.api.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, _as_reader,
+                                _legacy_version, plan_write, refuse_write_options)
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import from_footer, version_name
 from lance_fw.io.storage import resolve_storage
+from lance_fw.options import refuse
 from lance_fw.schema import LanceSchema
 from lance_fw.table import transaction
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
@@ -95,17 +97,29 @@ def _from_bytes(raw: bytes) -> FragmentMetadata:
     return FragmentMetadata(table_pb2.DataFragment.FromString(raw))
 
 
-def write_fragments(data: Any, dataset_uri, schema: pa.Schema | None = None, *, mode: str = "append",
-                    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-                    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, data_storage_version: str | None = None,
-                    storage_options: dict | None = None, max_page_bytes: int | None = None,
-                    **_ignored) -> list[FragmentMetadata]:
+def write_fragments(data: Any, dataset_uri, schema: pa.Schema | None = None, *, return_transaction: bool = False,
+                    mode: str = "append", max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                    max_rows_per_group: int | None = 1024, max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+                    data_cache_bytes: int | None = None, max_page_bytes: int | None = None, progress=None,
+                    data_storage_version: str | None = None, use_legacy_format: bool | None = None,
+                    storage_options: dict | None = None, enable_stable_row_ids: bool = False, target_bases=None,
+                    target_all_bases=None, initial_bases=None, base_store_params=None,
+                    external_blob_mode: str = "reference", allow_external_blob_outside_bases: bool = False,
+                    namespace_client=None, table_id=None, session=None) -> list[FragmentMetadata]:
     """Write ``data`` into new data files of ``dataset_uri`` and return their metadata, uncommitted.
-    ``mode="append"`` uses the existing dataset's schema; ``create``/``overwrite`` the data's."""
+    ``mode="append"`` uses the existing dataset's schema; ``create``/``overwrite`` the data's.
+    ``return_transaction=True`` (a pylance Transaction object) is not supported."""
+    refuse("write_fragments", {"return_transaction": return_transaction}, {"return_transaction": False})
+    refuse_write_options("write_fragments", progress=progress, enable_stable_row_ids=enable_stable_row_ids,
+                         initial_bases=initial_bases, target_bases=target_bases, target_all_bases=target_all_bases,
+                         base_store_params=base_store_params, external_blob_mode=external_blob_mode,
+                         allow_external_blob_outside_bases=allow_external_blob_outside_bases,
+                         namespace_client=namespace_client, table_id=table_id, session=session)
     uri = getattr(dataset_uri, "uri", None) or os.fspath(dataset_uri)
     arrow_schema, batches = _as_reader(data, schema)
-    plan = plan_write(uri, schema or arrow_schema, mode if mode != "create" else "overwrite", data_storage_version,
-                      storage_options, max_rows_per_file, max_bytes_per_file, max_page_bytes)
+    plan = plan_write(uri, schema or arrow_schema, mode if mode != "create" else "overwrite",
+                      _legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
+                      max_bytes_per_file, max_page_bytes)
     return [FragmentMetadata(f) for f in plan.write(batches)]
 
 
@@ -128,13 +142,13 @@ class LanceOperation:
 
 
 def commit(base_uri, operation, read_version: int | None = None, storage_options: dict | None = None,
-           commit_message: str | None = None, **_ignored) -> int:
+           commit_message: str | None = None, max_retries: int = transaction.MAX_RETRIES) -> int:
     """Commit ``operation`` as one new version of ``base_uri``; returns the version."""
     uri = getattr(base_uri, "uri", None) or os.fspath(base_uri)
     storage = resolve_storage(uri, storage_options)
     fragments = [f.message if isinstance(f, FragmentMetadata) else FragmentMetadata.from_json(f).message
                  if isinstance(f, (str, dict)) else f for f in operation.fragments]
-    properties = {"lance.commit.message": commit_message} if commit_message else {}
+    properties = {COMMIT_MESSAGE_KEY: commit_message} if commit_message else {}
     if isinstance(operation, _Append):
         if not list_versions(storage, uri):
             raise DatasetNotFoundError(f"{uri}: no dataset to append to; commit an Overwrite to create it")
@@ -151,4 +165,6 @@ def commit(base_uri, operation, read_version: int | None = None, storage_options
     else:
         raise InvalidArgumentError(f"cannot commit a {type(operation).__name__}; use LanceOperation.Append or "
                                    "LanceOperation.Overwrite")
-    return transaction.commit(storage, uri, op, read_version=read_version)
+    if max_retries < 1:
+        raise InvalidArgumentError(f"max_retries must be at least 1, got {max_retries}")
+    return transaction.commit(storage, uri, op, read_version=read_version, max_retries=max_retries)

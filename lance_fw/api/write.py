@@ -15,6 +15,7 @@ from lance_fw.errors import DatasetExistsError, DatasetNotFoundError, InvalidArg
 from lance_fw.file.version import parse_version, version_name
 from lance_fw.file.writer import LanceFileWriter, WrittenFile
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
+from lance_fw.options import refuse
 from lance_fw.schema import LanceSchema, conform
 from lance_fw.table.manifest import list_versions, read_manifest
 from lance_fw.table.transaction import Append, Overwrite, commit, undo_unless_published
@@ -22,6 +23,8 @@ from lance_fw.table.transaction import Append, Overwrite, commit, undo_unless_pu
 MODES = ("create", "append", "overwrite")
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
+#: The transaction property pylance stores ``commit_message`` under.
+COMMIT_MESSAGE_KEY = "__lance_commit_message"
 
 
 def _data_file_name() -> str:
@@ -122,7 +125,7 @@ def write_fragments(storage: Storage, uri: str, batches: Iterator[pa.RecordBatch
                 piece = batch.slice(start, room)
                 writer.write_batch(piece)
                 start += piece.num_rows
-                if writer._rows >= max_rows_per_file or writer._pos >= max_bytes_per_file:
+                if writer._rows >= max_rows_per_file or _file_bytes(writer) >= max_bytes_per_file:
                     close_writer()
         close_writer()
     except BaseException:
@@ -132,6 +135,13 @@ def write_fragments(storage: Storage, uri: str, batches: Iterator[pa.RecordBatch
             storage.delete(path)
         raise
     return fragments
+
+
+def _file_bytes(writer: LanceFileWriter) -> int:
+    """Bytes a file holds so far: pages written plus the Arrow size of what is still buffered
+    (an upper bound of its encoded size), so ``max_bytes_per_file`` rolls files before the limit,
+    checked after each batch as pylance does, rather than never while pages are buffered."""
+    return writer._pos + sum(col.pending_bytes for col in writer._columns)
 
 
 def _fragment_of(done: WrittenFile) -> table_pb2.DataFragment:
@@ -228,23 +238,60 @@ def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_v
                      {"max_page_bytes": max_page_bytes} if max_page_bytes else {})
 
 
-def write_dataset(data: Any, uri: str, schema: pa.Schema | None = None, mode: str = "create",
+def _legacy_version(use_legacy_format: bool | None, data_storage_version: str | None) -> str | None:
+    """pylance's deprecated ``use_legacy_format``: True means ``"legacy"``, False ``"stable"``."""
+    if use_legacy_format is None:
+        return data_storage_version
+    return "legacy" if use_legacy_format else "stable"
+
+
+def refuse_write_options(function: str, commit_lock=None, progress=None, enable_v2_manifest_paths: bool = True,
+                         enable_stable_row_ids: bool = False, auto_cleanup_options=None, initial_bases=None,
+                         target_bases=None, target_all_bases=None, base_store_params=None,
+                         external_blob_mode: str = "reference", allow_external_blob_outside_bases: bool = False,
+                         blob_pack_file_size_threshold: int | None = None, namespace_client=None, table_id=None,
+                         session=None) -> None:
+    """The write options of pylance's ``write_dataset``/``write_fragments`` lance_fw does not
+    implement: each is accepted only at pylance's default."""
+    given = dict(locals())
+    del given["function"]
+    refuse(function, given, {"enable_v2_manifest_paths": True, "enable_stable_row_ids": False,
+                             "external_blob_mode": "reference", "allow_external_blob_outside_bases": False})
+
+
+def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode: str = "create", *,
                   max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE, max_rows_per_group: int = 1024,
-                  max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, data_storage_version: str | None = None,
-                  storage_options: dict | None = None, max_page_bytes: int | None = None,
-                  transaction_properties: dict | None = None, commit_message: str | None = None,
-                  **_ignored):
-    """Write ``data`` as a new dataset (``create``), more rows (``append``) or a replacement (``overwrite``)."""
+                  max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, data_cache_bytes: int | None = None,
+                  max_page_bytes: int | None = None, commit_lock=None, progress=None,
+                  storage_options: dict | None = None, data_storage_version: str | None = None,
+                  use_legacy_format: bool | None = None, enable_v2_manifest_paths: bool = True,
+                  enable_stable_row_ids: bool = False, auto_cleanup_options=None, commit_message: str | None = None,
+                  transaction_properties: dict | None = None, initial_bases=None, target_bases=None,
+                  target_all_bases=None, base_store_params=None, external_blob_mode: str = "reference",
+                  allow_external_blob_outside_bases: bool = False, blob_pack_file_size_threshold: int | None = None,
+                  namespace_client=None, table_id=None, session=None):
+    """Write ``data_obj`` as a new dataset (``create``), more rows (``append``) or a replacement
+    (``overwrite``). ``max_rows_per_group`` (a 0.1-format setting) and ``data_cache_bytes`` (a
+    write cache) do not change what v2 files hold; options lance_fw lacks raise by name."""
     from lance_fw.api.dataset import LanceDataset
 
-    arrow_schema, batches = _as_reader(data, schema)
-    plan = plan_write(uri, schema if schema is not None else arrow_schema, mode, data_storage_version,
-                      storage_options, max_rows_per_file, max_bytes_per_file, max_page_bytes)
+    refuse_write_options("write_dataset", commit_lock, progress, enable_v2_manifest_paths, enable_stable_row_ids,
+                         auto_cleanup_options, initial_bases, target_bases, target_all_bases, base_store_params,
+                         external_blob_mode, allow_external_blob_outside_bases, blob_pack_file_size_threshold,
+                         namespace_client, table_id, session)
+    if uri is None:
+        raise InvalidArgumentError("write_dataset: uri is required (namespace_client/table_id are not supported)")
+    uri = getattr(uri, "uri", uri)
+    arrow_schema, batches = _as_reader(data_obj, schema)
+    plan = plan_write(uri, schema if schema is not None else arrow_schema, mode,
+                      _legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
+                      max_bytes_per_file, max_page_bytes)
     fragments = plan.write(batches)
     properties = dict(transaction_properties or {})
     if commit_message:
-        properties["lance.commit.message"] = commit_message
-    return LanceDataset(plan.uri, version=plan.commit(fragments, properties), _storage=plan.storage())
+        properties[COMMIT_MESSAGE_KEY] = commit_message
+    return LanceDataset(plan.uri, version=plan.commit(fragments, properties), storage_options=storage_options,
+                        _storage=plan.storage())
 
 
 __all__ = ["WritePlan", "plan_write", "write_dataset", "DatasetNotFoundError"]
