@@ -182,4 +182,4 @@ def test_cli_sql_reports_typed_errors_and_goes_on(dataset, tmp_path, capsys, mon
                                                  f"SELECT count(*) AS n FROM lance_scan('{dataset}')\n"))
     assert main(["sql"]) == 0
     out = capsys.readouterr()
-    assert "DatasetNotFoundError" in out.err and str(N) in out.out
+    assert "DatasetNotFoundError" in out.err and str(lance.dataset(dataset).count_rows()) in out.out

@@ -247,3 +247,18 @@ def test_raw_connection_helpers(path):
     assert fw_duckdb.sql(raw, f"SELECT count(*) FROM lance_scan('{path}')").fetchall() == [(N,)]
     _append(path)
     assert fw_duckdb.execute(raw, "SELECT count(*) FROM lance_scan(?)", [path]).fetchall() == [(N + 500,)]
+
+
+def test_python_variables_and_relation_views(path):
+    """DuckDB's lookup of Python objects by name still finds the caller's variables, and a view made from
+    a relation reads the latest version at each statement."""
+    con = fw_duckdb.connect()
+    wanted = pa.table({"id": pa.array([1, 2, 10_000_000], pa.int64())})
+    assert con.sql(f"SELECT count(*) FROM wanted JOIN lance_scan('{path}') USING (id)").fetchall() == [(2,)]
+    assert con.execute(f"SELECT count(*) FROM wanted JOIN lance_scan('{path}') USING (id)").fetchall() == [(2,)]
+    con.sql(f"SELECT id FROM lance_scan('{path}')").create_view("ids")
+    _append(path)
+    assert con.table("ids").aggregate("count(*)").fetchall() == [(N + 500,)]
+    reader = con.sql("SELECT id FROM ids").to_arrow_reader()
+    assert reader.read_all().num_rows == N + 500
+    assert _count(con, "SELECT count(*) FROM ids") == N + 500

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
-from lance_fw.duckdb.statement import binder, execute, run_statement, statements
+from lance_fw.duckdb.statement import Call, binder, execute, run_statement, statements
 from lance_fw.errors import UnsupportedFeatureError
 
 try:  # DuckDB >= 2.0 builds relations in Python, over the connection object they are given
@@ -82,10 +82,10 @@ class Connection:
     # -- what DuckDB's relation layer calls on its connection ------------------------------------
 
     def _bind(self, sql, **options):
-        return run_statement(self.con, lambda: self.con._bind(sql, **options))
+        return run_statement(self.con, Call(self.con._bind, (sql,), options))
 
     def _submit(self, sql, values, *rest):
-        return run_statement(self.con, lambda: self.con._submit(sql, values, *rest), binder(self.con, sql, values))
+        return run_statement(self.con, Call(self.con._submit, (sql, values, *rest)), binder(self.con, sql, values))
 
     def __getattr__(self, name: str):
         if _relation is not None and name in getattr(_relation, "CONNECTION_METHODS", {}):
@@ -93,7 +93,7 @@ class Connection:
             return lambda *args, **kwargs: method(self, *args, **kwargs)
         attribute = getattr(self.con, name)
         if name in _BINDS_SQL:
-            return lambda *args, **kwargs: run_statement(self.con, lambda: attribute(*args, **kwargs))
+            return lambda *args, **kwargs: run_statement(self.con, Call(attribute, args, kwargs))
         return attribute
 
 

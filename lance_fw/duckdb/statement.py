@@ -16,9 +16,10 @@ without it gets the statement itself as the probe: a missing name fails at bind,
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, NamedTuple
 
 import duckdb
 
@@ -30,7 +31,36 @@ from lance_fw.errors import LanceError, UnsupportedFeatureError
 #: More distinct ``lance_scan`` calls than this in one statement is refused (each costs one more bind).
 MAX_DATASETS_PER_STATEMENT = 256
 
-T = TypeVar("T")
+
+class Call(NamedTuple):
+    """One call into DuckDB: ``function(*args, **kwargs)``."""
+
+    function: Callable[..., Any]
+    args: tuple = ()
+    kwargs: dict = {}
+
+#: Packages whose frames DuckDB's lookup of Python variables by name looks past (it skips its own).
+_FRAMES_TO_SKIP = ("duckdb", "lance_fw.duckdb")
+_IN_CALLER_SCOPE = compile("__lance_fw_result__ = __lance_fw_call__.function(*__lance_fw_call__.args, "
+                           "**__lance_fw_call__.kwargs)", "<lance_fw.duckdb statement>", "exec")
+
+
+def _in_caller_scope(call: Call) -> Any:
+    """``call`` made from a frame that holds the caller's variables.
+
+    DuckDB reads a Python object named in a statement (``SELECT * FROM my_table``) from the first frame
+    outside its own package; through this module that would be one of ours, where the user's variables
+    are not. So the call runs from a frame whose namespace is the user's frame's globals and locals.
+    """
+    frame = sys._getframe(1)
+    while frame is not None and any(frame.f_globals.get("__name__", "") == p or
+                                    frame.f_globals.get("__name__", "").startswith(p + ".")
+                                    for p in _FRAMES_TO_SKIP):
+        frame = frame.f_back
+    namespace = {} if frame is None else {**frame.f_globals, **frame.f_locals}
+    namespace["__lance_fw_call__"] = call
+    exec(_IN_CALLER_SCOPE, namespace)  # noqa: S102 - fixed code, the user's names as its scope
+    return namespace["__lance_fw_result__"]
 
 
 class StatementDatasets:
@@ -42,11 +72,11 @@ class StatementDatasets:
         self._snapshots: dict[tuple[str, int | str | None], object] = {}
         self._failure: LanceError | None = None
 
-    def call(self, step: Callable[[], T]) -> T:
-        """``step()``, registering each dataset it reports missing and trying again."""
+    def call(self, step: Call) -> Any:
+        """``step``, registering each dataset it reports missing and trying again."""
         for _ in range(MAX_DATASETS_PER_STATEMENT + 1):
             try:
-                return step()
+                return _in_caller_scope(step)
             except duckdb.CatalogException as exc:
                 if not self._register_missing(exc):
                     self._raise(exc)
@@ -95,8 +125,7 @@ class StatementDatasets:
 _LEFT_REGISTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def run_statement(con: duckdb.DuckDBPyConnection, run: Callable[[], T],
-                  bind: Callable[[], object] | None = None) -> T:
+def run_statement(con: duckdb.DuckDBPyConnection, run: Call, bind: Call | None = None) -> Any:
     """``run()`` one statement with its datasets registered; ``bind`` binds it without running it."""
     left = _LEFT_REGISTERED.get(con, [])
     while left:  # DuckDB refuses this, as it refuses the statement, while a result is unfinished
@@ -113,12 +142,12 @@ def run_statement(con: duckdb.DuckDBPyConnection, run: Callable[[], T],
             _LEFT_REGISTERED[con] = left
 
 
-def binder(con: duckdb.DuckDBPyConnection, statement, parameters) -> Callable[[], object] | None:
+def binder(con: duckdb.DuckDBPyConnection, statement, parameters) -> Call | None:
     """A call that binds ``statement`` with ``parameters`` without running it, where DuckDB offers one."""
     bind = getattr(con, "_bind", None)
     if bind is None:
         return None
-    return lambda: bind(statement, values=parameters)
+    return Call(bind, (statement,), {"values": parameters})
 
 
 def statements(con: duckdb.DuckDBPyConnection, query) -> list:
@@ -136,5 +165,5 @@ def execute(con: duckdb.DuckDBPyConnection, query, parameters=None) -> duckdb.Du
     parts = statements(con, query)
     for i, statement in enumerate(parts):
         values = parameters if i == len(parts) - 1 else None
-        run_statement(con, lambda: con.execute(statement, values), binder(con, statement, values))
+        run_statement(con, Call(con.execute, (statement, values)), binder(con, statement, values))
     return con
