@@ -16,6 +16,7 @@ import lance_fw
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.io.storage import resolve_storage
 from lance_fw.table.manifest import list_versions, manifest_name, parse_manifest_name, read_manifest
+from tests.conftest import assert_tables_equal
 
 
 def test_manifest_names():
@@ -91,18 +92,81 @@ def test_missing_dataset_and_version(uri):
         lance_fw.dataset(uri, version=5)
 
 
-def test_fragments_api(uri):
-    table = pa.table({"a": list(range(10))})
-    lance_fw.write_dataset(table, uri, data_storage_version="2.0", max_rows_per_file=4)
-    lance.dataset(uri).delete("a = 5")
-    frags = lance_fw.dataset(uri).get_fragments()
-    assert [f.fragment_id for f in frags] == [0, 1, 2]
-    assert [f.physical_rows for f in frags] == [4, 4, 2]
-    assert [f.count_rows() for f in frags] == [4, 3, 2]
-    assert frags[1].to_table().column("a").to_pylist() == [4, 6, 7]
-    assert frags[1].deletion_file() is not None and frags[0].deletion_file() is None
-    addrs = lance_fw.dataset(uri).to_table(with_row_address=True).column("_rowaddr").to_pylist()
-    assert addrs == lance.dataset(uri).to_table(with_row_address=True).column("_rowaddr").to_pylist()
+FRAGMENT_ROWS = 10_000
+
+
+@pytest.fixture(scope="module", params=["2.0", "2.2"])
+def fragment_paths(request, tmp_path_factory):
+    """The same rows written and deleted by each library: 4 fragments (3000, 3000, 3000, 1000 rows)
+    of several pages each, deletions in every fragment and a run of them in fragment 1."""
+    table = pa.table({"a": pa.array(np.arange(FRAGMENT_ROWS), pa.int64()),
+                      "s": [f"s{i % 17}" * (i % 5) for i in range(FRAGMENT_ROWS)],
+                      "f": pa.array([None if i % 9 == 0 else i / 3 for i in range(FRAGMENT_ROWS)], pa.float64())})
+    out = {}
+    for mod in (lance, lance_fw):
+        path = str(tmp_path_factory.mktemp(f"{mod.__name__}-{request.param}") / "ds")
+        mod.write_dataset(table, path, max_rows_per_file=3000, max_page_bytes=4096,
+                          data_storage_version=request.param)
+        mod.dataset(path).delete("a % 11 = 0 OR (a >= 3500 AND a < 3600)")
+        out[mod] = path
+    return out
+
+
+def _fragment_pairs(fragment_paths):
+    """(pylance fragment, lance_fw fragment) pairs: each library on its own dataset, and lance_fw
+    on pylance's dataset."""
+    theirs = lance.dataset(fragment_paths[lance]).get_fragments()
+    yield from zip(theirs, lance_fw.dataset(fragment_paths[lance_fw]).get_fragments())
+    yield from zip(theirs, lance_fw.dataset(fragment_paths[lance]).get_fragments())
+
+
+def test_fragment_metadata_equals_pylance(fragment_paths):
+    pairs = list(_fragment_pairs(fragment_paths))
+    assert len(pairs) == 8
+    for theirs, ours in pairs:
+        assert (ours.fragment_id, ours.physical_rows, ours.count_rows(), ours.count_rows("a % 2 = 0")) == \
+            (theirs.fragment_id, theirs.physical_rows, theirs.count_rows(), theirs.count_rows("a % 2 = 0"))
+        assert [(list(f.fields), list(f.column_indices), f.file_major_version, f.file_minor_version)
+                for f in ours.data_files()] == \
+            [(list(f.fields), list(f.column_indices), f.file_major_version, f.file_minor_version)
+             for f in theirs.data_files()]
+        assert (ours.deletion_file() is None) == (theirs.deletion_file() is None)
+    for theirs, ours in pairs[4:]:  # the same dataset: the same files
+        assert [f.path for f in ours.data_files()] == [f.path for f in theirs.data_files()]
+        assert ours.deletion_file() == theirs.deletion_file()
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"columns": ["s"]}, {"columns": ["f", "a"], "filter": "f IS NULL OR a > 6500"},
+    {"offset": 10, "limit": 25}, {"offset": 2900}, {"limit": 0}, {"offset": 100, "limit": 10_000},
+    {"columns": ["a"], "filter": "a % 3 = 1", "offset": 50, "limit": 700},
+    {"with_row_id": True, "with_row_address": True, "offset": 499, "limit": 3},
+    {"columns": [], "offset": 7}, {"columns": {"twice": "a * 2"}, "limit": 5, "offset": 400},
+], ids=str)
+def test_fragment_scans_equal_pylance(fragment_paths, options):
+    for theirs, ours in _fragment_pairs(fragment_paths):
+        expected = theirs.to_table(**options)
+        actual = ours.to_table(**options)
+        assert actual.num_rows == expected.num_rows and actual.schema.names == expected.schema.names
+        if expected.num_columns:
+            assert_tables_equal(expected, actual)
+        ours_sizes = [b.num_rows for b in ours.to_batches(batch_size=256, **options)]
+        if "filter" in options:  # pylance's filtered batches follow its read batches: only the bound holds
+            assert sum(ours_sizes) == expected.num_rows and max(ours_sizes, default=0) <= 256
+        else:
+            assert ours_sizes == [b.num_rows for b in theirs.to_batches(batch_size=256, **options)]
+
+
+def test_fragment_count_rows_and_head(fragment_paths):
+    for theirs, ours in _fragment_pairs(fragment_paths):
+        assert ours.count_rows("s = 's3s3s3'") == theirs.count_rows("s = 's3s3s3'")
+        assert_tables_equal(theirs.head(7), ours.head(7))
+
+
+def test_row_addresses_equal_pylance(fragment_paths):
+    for mod_path in fragment_paths.values():
+        ours = lance_fw.dataset(mod_path).to_table(with_row_address=True, columns=["a"])
+        assert_tables_equal(lance.dataset(mod_path).to_table(with_row_address=True, columns=["a"]), ours)
 
 
 @pytest.mark.parametrize("version", ["2.0", "2.2"])

@@ -12,7 +12,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from lance_fw.query.scanner import LanceScanner
-from lance_fw.table.deletion import deleted_rows
+from lance_fw.table.deletion import deleted_rows, deletion_path
 
 
 class LanceFragment:
@@ -41,8 +41,12 @@ class LanceFragment:
     def data_files(self) -> list:
         return list(self.metadata.files)
 
-    def deletion_file(self):
-        return self.metadata.deletion_file if self.metadata.HasField("deletion_file") else None
+    def deletion_file(self) -> str | None:
+        """The deletion file's path relative to the dataset root (pylance's form), or None."""
+        if not self.metadata.HasField("deletion_file"):
+            return None
+        d = self.metadata.deletion_file
+        return deletion_path("", self.fragment_id, d.read_version, d.id, d.file_type).lstrip("/")
 
     def head(self, num_rows: int) -> pa.Table:
         return self.scanner(limit=num_rows).to_table()
