@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw.errors import CorruptFileError
 from lance_fw.schema import LanceField
 
 
@@ -65,8 +66,14 @@ def _list_parts(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
     return offsets - offsets[0], child
 
 
-def merge(field: LanceField, arrays: list[pa.Array]) -> pa.Array:
-    """Rebuild ``field`` from the path arrays of its leaves (in ``leaf_paths`` order)."""
+def merge(field: LanceField, arrays: list[pa.Array], where: str = "data file") -> pa.Array:
+    """Rebuild ``field`` from the path arrays of its leaves (in ``leaf_paths`` order).
+
+    Each path array is valid on its own (the page decoders check that); what damage can still
+    break is their agreement: every leaf of a struct must have the struct's row count and every
+    leaf under a list the list's lengths, or the merged array would be invalid Arrow.
+    ``where`` names the file in the ``CorruptFileError`` raised then.
+    """
     target = field.arrow_type()
     if is_leaf(field):
         array = arrays[0]
@@ -75,19 +82,24 @@ def merge(field: LanceField, arrays: list[pa.Array]) -> pa.Array:
         return array
     first = arrays[0]
     n = len(first)
+    if any(len(a) != n for a in arrays):
+        raise CorruptFileError(where, f"the leaf columns of field {field.name!r} hold "
+                                      f"{sorted({len(a) for a in arrays})} rows, not one count")
     bitmap, nulls = _bitmap(first)
     if field.is_struct:
         children, pos = [], 0
         child_arrays = [a.flatten()[0] for a in arrays]
         for child in field.children:
             count = len(leaf_paths(child))
-            children.append(merge(child, child_arrays[pos:pos + count]))
+            children.append(merge(child, child_arrays[pos:pos + count], where))
             pos += count
         return pa.Array.from_buffers(target, n, [bitmap], null_count=nulls, children=children)
     offsets, _ = _list_parts(first)
-    child_arrays = [_list_parts(a)[1] for a in arrays]
+    parts = [_list_parts(a) for a in arrays]
+    if any(not np.array_equal(offs, offsets) for offs, _ in parts[1:]):
+        raise CorruptFileError(where, f"the leaf columns of list field {field.name!r} disagree on list lengths")
     child = field.children[0]
-    merged = merge(child, child_arrays)
+    merged = merge(child, [values for _, values in parts], where)
     wide = pa.types.is_large_list(target)
     offs = pa.py_buffer(offsets.astype(np.int64 if wide else np.int32))
     return pa.Array.from_buffers(target, n, [bitmap, offs], null_count=nulls, children=[merged])

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.file.container import parse_message
-from lance_fw.file.encoding import PageInput, decode_kind
+from lance_fw.file.encoding import PageInput, decode_kind, validate_decoded
 from lance_fw.hookspecs import hookimpl
 
 from . import encode, layouts, repdef, take
@@ -40,7 +40,7 @@ class PageLayoutDecoder:
 
     def __call__(self, encoding, page: PageInput) -> pa.Array:
         layout = parse_message(pb.PageLayout, encoding.value, page.where, "page layout")
-        return decode_kind(FAMILY, layout, page, page.num_rows, page.arrow_type)
+        return validate_decoded(decode_kind(FAMILY, layout, page, page.num_rows, page.arrow_type), page.where)
 
     def decode_rows(self, encoding, page: PageInput, rows: np.ndarray) -> pa.Array:
         from lance_fw.plugin_manager import registry
@@ -51,9 +51,11 @@ class PageLayoutDecoder:
             return self(encoding, page).take(pa.array(rows))
         if kind == "mini_block_layout":
             levels, positions = take.mini_block_rows(layout.mini_block_layout, page, rows)
-            return repdef.build(levels, page.arrow_type, page.where).take(pa.array(positions))
+            built = repdef.build(levels, page.arrow_type, page.where)
+            return validate_decoded(built, page.where).take(pa.array(positions))
         if kind == "full_zip_layout":
-            return repdef.build(take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where)
+            built = repdef.build(take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where)
+            return validate_decoded(built, page.where)
         return self(encoding, page).take(pa.array(rows))
 
 
