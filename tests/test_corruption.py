@@ -549,3 +549,37 @@ def test_a_path_that_is_a_directory_is_a_storage_error(tmp_path):
 
     with pytest.raises(StorageError, match=str(tmp_path)):
         resolve_storage(str(tmp_path)).open_reader(str(tmp_path))
+
+
+@pytest.mark.parametrize("case", ["string_offsets_descend", "list_offsets_descend", "list_offsets_past_items",
+                                  "invalid_utf8", "large_string_invalid_utf8"])
+@pytest.mark.parametrize("writer", list(WRITERS))
+def test_page_values_that_would_build_invalid_arrow(uri, writer, case):
+    """Were arrays failing ``validate(full=True)`` (to_pylist aborts, DuckDB crashed) or an
+    ``ArrowInvalid`` (issue 10, items 8 and 11): every 2.0 page is checked as it is decoded."""
+    table = small_table().append_column("ls", pa.array([f"large{i}" for i in range(N)], pa.large_string()))
+    WRITERS[writer](table, uri, data_storage_version=V)
+    path = data_files(uri)[0]
+    data = bytearray(get(path))
+    tail = Tail(bytes(data))
+    column = {"string_offsets_descend": "s", "invalid_utf8": "s", "large_string_invalid_utf8": "ls"}.get(case, "l")
+    page = _first_page_of(tail, column)
+    sizes = list(page.buffer_sizes)
+    ends_at = page.buffer_offsets[sizes.index(N * 8)]  # the u64 end offsets, one per row
+    ends = np.frombuffer(bytes(data[ends_at:ends_at + N * 8]), "<u8").copy()
+    if case.endswith("offsets_descend"):
+        ends[N // 2] = 0
+    elif case == "list_offsets_past_items":
+        ends[-1] += 5
+    else:
+        string_bytes = page.buffer_offsets[sizes.index(N * 8) + 1]  # the bytes follow the offsets
+        data[string_bytes + 1] = 0xFF  # a byte that never occurs in UTF-8
+    data[ends_at:ends_at + N * 8] = ends.tobytes()
+    put(path, bytes(data))
+    with no_hang(), pytest.raises(CorruptFileError) as info:
+        table = lance_fw.dataset(uri).to_table()
+        for chunk in (c for col in table.columns for c in col.chunks):
+            chunk.validate(full=True)  # (before the fix: invalid arrays came back)
+    assert os.path.basename(path) in str(info.value)
+    with pytest.raises(CorruptFileError):
+        lance_fw.dataset(uri).take(list(range(N)))

@@ -62,6 +62,8 @@ def _flat(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     _need(buf, (n * bits + 7) // 8, page, "flat values")
     if pa.types.is_null(arrow_type):
         return pa.nulls(n)
+    if pa.types.is_dictionary(arrow_type):
+        raise CorruptFileError(page.where, f"flat values cannot be a {arrow_type} column")
     if pa.types.is_fixed_size_list(arrow_type):  # pylance never nests this, but be total
         return pa.FixedSizeListArray.from_arrays(
             _flat(msg, page, n * arrow_type.list_size, arrow_type.value_type), arrow_type.list_size)
@@ -80,22 +82,34 @@ def _bit_width(t: pa.DataType) -> int | None:
 
 
 def _constant(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    bits = _bit_width(arrow_type)
+    if bits is None or pa.types.is_dictionary(arrow_type) or len(msg.value) * 8 < bits:
+        raise CorruptFileError(page.where, f"a constant of {len(msg.value)} bytes cannot be a {arrow_type} column")
     one = pa.Array.from_buffers(arrow_type, 1, [None, pa.py_buffer(msg.value)], null_count=0)
     return pa.repeat(one[0], n) if n else pa.array([], arrow_type)
 
 
-def _with_validity(values: pa.Array, validity: pa.Array) -> pa.Array:
+def _with_validity(values: pa.Array, validity: pa.Array, where: str) -> pa.Array:
     """Attach a boolean validity array to ``values`` (same length)."""
     n = len(values)
+    t = values.type
+    if len(validity) != n or validity.type != pa.bool_():
+        raise CorruptFileError(where, f"{len(validity)} validity bits ({validity.type}) for {n} values")
+    if pa.types.is_null(t):
+        return values
+    if not (pa.types.is_primitive(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_dictionary(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
+            or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)):
+        raise CorruptFileError(where, f"a nullable encoding cannot wrap a {t} column")
+    validity = pc.fill_null(validity, False)
     bitmap = pa.py_buffer(np.packbits(validity.to_numpy(zero_copy_only=False), bitorder="little"))
     nulls = n - int(pc.sum(validity).as_py() or 0)
-    t = values.type
     if values.offset:
         values = pa.concat_arrays([values, values.slice(0, 0)])
     if pa.types.is_fixed_size_list(t):
         return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=[values.values])
     if pa.types.is_dictionary(t):
-        indices = _with_validity(values.indices, validity)
+        indices = _with_validity(values.indices, validity, where)
         return pa.DictionaryArray.from_arrays(indices, values.dictionary)
     return pa.Array.from_buffers(t, n, [bitmap] + values.buffers()[1:], null_count=nulls)
 
@@ -109,7 +123,7 @@ def _nullable(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array
     if kind == "some_nulls":
         validity = decode_kind(FAMILY, msg.some_nulls.validity, page, n, pa.bool_())
         values = decode_kind(FAMILY, msg.some_nulls.values, page, n, arrow_type)
-        return _with_validity(values, validity)
+        return _with_validity(values, validity, page.where)
     raise CorruptFileError(page.where, "nullable encoding without a nullability kind")
 
 
@@ -117,11 +131,15 @@ def _fixed_size_list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> p
     if not pa.types.is_fixed_size_list(arrow_type):
         raise CorruptFileError(page.where, f"fixed_size_list encoding for a {arrow_type} column")
     dim = msg.dimension
+    if dim != arrow_type.list_size:
+        raise CorruptFileError(page.where, f"fixed_size_list of dimension {dim} for a {arrow_type} column")
     items = decode_kind(FAMILY, msg.items, page, n * dim, arrow_type.value_type)
     return pa.FixedSizeListArray.from_arrays(items, type=arrow_type)
 
 
 def _fixed_size_binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    if not pa.types.is_fixed_size_binary(arrow_type) or msg.byte_width != arrow_type.byte_width:
+        raise CorruptFileError(page.where, f"fixed_size_binary of width {msg.byte_width} for a {arrow_type} column")
     raw = decode_kind(FAMILY, msg.bytes, page, n * msg.byte_width, pa.uint8())
     return pa.Array.from_buffers(arrow_type, n, [None, raw.buffers()[1]], null_count=0, offset=0)
 
@@ -200,7 +218,7 @@ def _dictionary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Arr
     value_type = arrow_type.value_type if is_dict else arrow_type
     k = msg.num_dictionary_items
     items = decode_kind(FAMILY, msg.items, page, k, value_type)
-    idx = decode_kind(FAMILY, msg.indices, page, n, _index_type(msg.indices)).to_numpy(zero_copy_only=False)
+    idx = decode_kind(FAMILY, msg.indices, page, n, _index_type(msg.indices, page.where)).to_numpy(zero_copy_only=False)
     return dictionary_values(idx.astype(np.int64), items, k, is_dict, arrow_type, page)
 
 
@@ -216,16 +234,24 @@ def dictionary_values(idx: np.ndarray, items: pa.Array, k: int, is_dict: bool, a
         valid &= items.is_valid().to_numpy(zero_copy_only=False)[np.maximum(idx, 0)]
     indices = pa.array(np.where(valid, idx, 0), mask=None if valid.all() else ~valid)
     if is_dict:
+        if k > 1 and k - 1 > np.iinfo(arrow_type.index_type.to_pandas_dtype()).max:
+            raise CorruptFileError(page.where, f"{k} dictionary items overflow {arrow_type.index_type} indices")
         return pa.DictionaryArray.from_arrays(indices.cast(arrow_type.index_type), items)
     return items.take(indices)
 
 
-def _index_type(enc) -> pa.DataType:
+_UNSIGNED = {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
+
+
+def _index_type(enc, where: str) -> pa.DataType:
     """The unsigned type matching the innermost flat width of an index encoding."""
     while True:
         kind = enc.WhichOneof("array_encoding")
         if kind == "flat":
-            return {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}[enc.flat.bits_per_value]
+            width = enc.flat.bits_per_value
+            if width not in _UNSIGNED:
+                raise CorruptFileError(where, f"dictionary indices of {width} bits")
+            return _UNSIGNED[width]
         if kind == "nullable":
             inner = enc.nullable
             enc = inner.no_nulls.values if inner.HasField("no_nulls") else inner.some_nulls.values

@@ -50,7 +50,7 @@ def take(enc: pb.ArrayEncoding, page: PageInput, rows: np.ndarray, group: int,
             return None
         validity = take(msg.some_nulls.validity, page, rows, group, pa.bool_())
         values = take(msg.some_nulls.values, page, rows, group, arrow_type)
-        return None if validity is None or values is None else decode._with_validity(values, validity)
+        return None if validity is None or values is None else decode._with_validity(values, validity, page.where)
     if kind == "fixed_size_list":
         if not pa.types.is_fixed_size_list(arrow_type):
             return None
@@ -160,7 +160,7 @@ def _dictionary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType)
     is_dict = pa.types.is_dictionary(arrow_type)
     value_type = arrow_type.value_type if is_dict else arrow_type
     k = msg.num_dictionary_items
-    raw = take(msg.indices, page, rows, 1, decode._index_type(msg.indices))
+    raw = take(msg.indices, page, rows, 1, decode._index_type(msg.indices, page.where))
     if raw is None:
         return None
     items = decode_kind(decode.FAMILY, msg.items, page, k, value_type)
