@@ -9,6 +9,8 @@ against what was written, so a stale snapshot fails.
 
 from __future__ import annotations
 
+import os
+
 import duckdb
 import lance
 import pyarrow as pa
@@ -262,3 +264,24 @@ def test_python_variables_and_relation_views(path):
     reader = con.sql("SELECT id FROM ids").to_arrow_reader()
     assert reader.read_all().num_rows == N + 500
     assert _count(con, "SELECT count(*) FROM ids") == N + 500
+
+
+def test_read_errors_are_typed_however_the_rows_are_fetched(tmp_path):
+    """A dataset error while DuckDB reads (here: a data file gone) is the LanceError lance_fw raises,
+    not DuckDB's wrapper naming the registered view, whether rows come at once or streamed later."""
+    import glob
+
+    path = str(tmp_path / "t.lance")
+    lance_fw.write_dataset(_table(0, 20_000), path, max_rows_per_file=2000)
+    os.remove(sorted(glob.glob(os.path.join(path, "data", "*.lance")))[5])
+    with pytest.raises(LanceError) as direct:
+        lance_fw.dataset(path).to_table()
+    expected = type(direct.value)
+    con = fw_duckdb.connect()
+    sql = f"SELECT * FROM lance_scan('{path}')"
+    for fetch in [lambda: con.sql(sql).fetchall(), lambda: con.sql(sql).arrow().read_all(),
+                  lambda: con.sql(sql).to_arrow_reader().read_all(), lambda: con.execute(sql).fetchall(),
+                  lambda: con.sql(sql).to_arrow_table()]:
+        with pytest.raises(expected):
+            fetch()
+    assert _count(con, "SELECT 42") == 42  # the connection goes on

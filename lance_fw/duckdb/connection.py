@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import duckdb
 
-from lance_fw.duckdb.statement import Call, binder, execute, run_statement, statements
+import functools
+
+import pyarrow as pa
+
+from lance_fw.duckdb.statement import Call, binder, execute, run_statement, statements, typed
 from lance_fw.errors import UnsupportedFeatureError
 
 try:  # DuckDB >= 2.0 builds relations in Python, over the connection object they are given
@@ -85,7 +89,8 @@ class Connection:
         return run_statement(self.con, Call(self.con._bind, (sql,), options))
 
     def _submit(self, sql, values, *rest):
-        return run_statement(self.con, Call(self.con._submit, (sql, values, *rest)), binder(self.con, sql, values))
+        result = run_statement(self.con, Call(self.con._submit, (sql, values, *rest)), binder(self.con, sql, values))
+        return _StreamedResult(self.con, result) if _STREAM in rest else result
 
     def __getattr__(self, name: str):
         if _relation is not None and name in getattr(_relation, "CONNECTION_METHODS", {}):
@@ -94,7 +99,51 @@ class Connection:
         attribute = getattr(self.con, name)
         if name in _BINDS_SQL:
             return lambda *args, **kwargs: run_statement(self.con, Call(attribute, args, kwargs))
+        if callable(attribute) and not name.startswith("_"):
+            return _typing_errors(self.con, attribute)  # fetches of a result still streaming
         return attribute
+
+
+def _typing_errors(con: duckdb.DuckDBPyConnection, function):
+    """``function`` raising the typed error behind a DuckDB error, when a dataset raised one."""
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except (duckdb.Error, OSError) as exc:
+            error = typed(con, exc)
+            if error is exc:
+                raise
+            raise error from exc
+    return call
+
+
+#: The format argument with which the relation layer asks for a result it streams to Arrow.
+_STREAM = "stream"
+
+
+class _StreamedResult:
+    """A result the relation layer streams to Arrow: rows are read after the statement returned, so an
+    error a dataset raises surfaces in the reader (as ``OSError``); it is raised typed there."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, result):
+        self._con = con
+        self._result = result
+
+    def arrow_reader(self) -> pa.RecordBatchReader:
+        reader = _typing_errors(self._con, self._result.arrow_reader)()
+
+        def batches():
+            next_batch = _typing_errors(self._con, reader.read_next_batch)
+            while True:
+                try:
+                    yield next_batch()
+                except StopIteration:
+                    return
+        return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+    def __getattr__(self, name: str):
+        return getattr(self._result, name)
 
 
 def connect(database: str = ":memory:", read_only: bool = False, config: dict | None = None) -> Connection:

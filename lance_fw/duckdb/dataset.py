@@ -60,7 +60,8 @@ class _ReportingScanner:
         return self._scanner.projected_schema
 
     def to_reader(self) -> pa.RecordBatchReader:
-        inner = self._scanner.to_reader()
+        # the scanner's own batches, not its pyarrow reader, which would turn a LanceError into OSError
+        inner = self._scanner.to_batches()
 
         def batches():
             try:
@@ -70,7 +71,7 @@ class _ReportingScanner:
                 raise
             finally:
                 inner.close()
-        return pa.RecordBatchReader.from_batches(inner.schema, batches())
+        return pa.RecordBatchReader.from_batches(self._scanner.projected_schema, batches())
 
     def __getattr__(self, name):
         return getattr(self._scanner, name)

@@ -70,7 +70,6 @@ class StatementDatasets:
         self._con = con
         self._names: list[str] = []
         self._snapshots: dict[tuple[str, int | str | None], object] = {}
-        self._failure: LanceError | None = None
 
     def call(self, step: Call) -> Any:
         """``step``, registering each dataset it reports missing and trying again."""
@@ -111,14 +110,20 @@ class StatementDatasets:
         return True
 
     def _record(self, exc: LanceError) -> None:
-        if self._failure is None:
-            self._failure = exc
+        _FAILURES.setdefault(self._con, exc)
 
     def _raise(self, exc: duckdb.Error):
-        """The typed error a dataset raised while DuckDB read it, else DuckDB's own."""
-        if self._failure is not None:
-            raise self._failure from exc
-        raise exc
+        raise typed(self._con, exc) from exc
+
+
+#: The first LanceError a dataset raised while DuckDB read it, per connection, for the statement running:
+#: DuckDB reports it as its own error carrying only the text, possibly later, when the rows are fetched.
+_FAILURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def typed(con: duckdb.DuckDBPyConnection, exc: Exception) -> Exception:
+    """The typed error behind a DuckDB error ``con`` raised, if a dataset raised one; else ``exc``."""
+    return _FAILURES.get(con, exc)
 
 
 #: Names a statement could not unregister yet (DuckDB was still streaming its rows), per connection.
@@ -127,6 +132,7 @@ _LEFT_REGISTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def run_statement(con: duckdb.DuckDBPyConnection, run: Call, bind: Call | None = None) -> Any:
     """``run()`` one statement with its datasets registered; ``bind`` binds it without running it."""
+    _FAILURES.pop(con, None)
     left = _LEFT_REGISTERED.get(con, [])
     while left:  # DuckDB refuses this, as it refuses the statement, while a result is unfinished
         con.unregister(left[-1])
