@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import os
+import shutil
+import time
+import uuid
 from datetime import timedelta
 
+import fsspec
 import lance
 import pyarrow as pa
 import pytest
+from fsspec.implementations.memory import MemoryFileSystem
 
 import lance_fw
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.table.cleanup import cleanup_old_versions
+from lance_fw_plugins.storage_fsspec import FsspecStorage
 
 
 def _history(module, uri):
@@ -90,8 +96,6 @@ _DIRS = ("data", "_deletions", "_transactions", "_versions")
 
 def _twins(tmp_path, writer) -> tuple[str, str]:
     """One history, copied byte for byte (mtimes too): `ours` is cleaned by lance_fw, `theirs` by pylance."""
-    import shutil
-
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     _history(writer, ours)
     shutil.copytree(ours, theirs)
@@ -208,8 +212,6 @@ def _plant_orphans(uri: str, mtime: float) -> None:
 ])
 def test_orphans_and_stale_temp_manifests_like_pylance(tmp_path, writer, age, kwargs):
     """Issue 10 item 12: `_versions/.tmp*` from crashed commits are removed once stale, never young."""
-    import time
-
     ours, theirs = _twins(tmp_path, writer)
     for root in (ours, theirs):
         _plant_orphans(root, time.time() - age)
@@ -217,8 +219,6 @@ def test_orphans_and_stale_temp_manifests_like_pylance(tmp_path, writer, age, kw
 
 
 def test_young_temp_manifest_is_kept_and_stale_one_removed(uri):
-    import time
-
     lance_fw.write_dataset(pa.table({"a": range(10)}), uri)
     young, stale = os.path.join(uri, "_versions", ".tmp-young"), os.path.join(uri, "_versions", ".tmp-stale")
     for path in (young, stale):
@@ -234,8 +234,6 @@ def test_young_temp_manifest_is_kept_and_stale_one_removed(uri):
                                   b'{"version": 2}'])
 def test_unreadable_tag_stops_cleanup_before_deleting(tmp_path, body):
     """Issue 18 item 4: a tag we cannot read might protect any version, so nothing may be removed."""
-    from lance_fw.errors import CorruptFileError
-
     ours, theirs = _twins(tmp_path, lance)
     for root in (ours, theirs):
         os.makedirs(os.path.join(root, "_refs", "tags"))
@@ -250,8 +248,6 @@ def test_unreadable_tag_stops_cleanup_before_deleting(tmp_path, body):
 
 
 def test_corrupt_manifest_stops_cleanup_before_deleting(uri):
-    from lance_fw.errors import CorruptFileError
-
     _history(lance_fw, uri)
     ds = lance_fw.dataset(uri)
     second = sorted(e for e in os.listdir(os.path.join(uri, "_versions")) if e.endswith(".manifest"))[1]
@@ -263,13 +259,10 @@ def test_corrupt_manifest_stops_cleanup_before_deleting(uri):
     assert _tree(uri) == before
 
 
-# A store that reports no modification time (some object stores, some fsspec backends): a real
-# in-memory fsspec filesystem whose `info` drops every time field.
-import fsspec  # noqa: E402
-from fsspec.implementations.memory import MemoryFileSystem  # noqa: E402
-
-
 class _NoMtimeFileSystem(MemoryFileSystem):
+    """A store that reports no modification time (some object stores, some fsspec backends): a real
+    in-memory fsspec filesystem whose ``info`` drops every time field."""
+
     protocol = "nomtime"
 
     def info(self, path, **kwargs):
@@ -282,10 +275,6 @@ fsspec.register_implementation("nomtime", _NoMtimeFileSystem, clobber=True)
 
 def test_unknown_modification_time_counts_as_new():
     """Issue 18 item 4: an unknown mtime became 0.0 (1970), so in-flight files looked stale."""
-    import uuid
-
-    from lance_fw_plugins.storage_fsspec import FsspecStorage
-
     uri = f"nomtime://cleanup-{uuid.uuid4().hex}/ds"
     lance_fw.write_dataset(pa.table({"a": range(10)}), uri)
     lance_fw.write_dataset(pa.table({"a": range(5)}), uri, mode="overwrite")
@@ -302,11 +291,6 @@ def test_unknown_modification_time_counts_as_new():
 
 
 def test_memory_filesystem_reports_modification_times():
-    import time
-    import uuid
-
-    from lance_fw_plugins.storage_fsspec import FsspecStorage
-
     storage = FsspecStorage("memory", {})
     path = f"memory://mtime-{uuid.uuid4().hex}/f"
     storage.write_bytes(path, b"x")

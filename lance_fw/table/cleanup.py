@@ -194,7 +194,7 @@ def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | Non
             if path in verified:
                 doomed.append((path, counter))  # a removed version's file: no write in flight uses it
                 continue
-            mtime = storage.mtime(path)
+            mtime = _mtime(storage, path)
             if directory != "data" and (mtime is None or mtime > earliest_kept):
                 continue  # as pylance 14: an unverified non-data file newer than every kept commit stays
             if _stale(mtime, now, delete_unverified):
@@ -202,7 +202,7 @@ def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | Non
     for name in storage.list_dir(join_uri(uri, VERSIONS_DIR)):
         path = join_uri(uri, VERSIONS_DIR, name)
         if name.startswith(TEMP_MANIFEST_PREFIX):  # a commit that crashed before publishing
-            mtime = storage.mtime(path)
+            mtime = _mtime(storage, path)
             if mtime is not None and mtime <= earliest_kept and _stale(mtime, now, delete_unverified):
                 doomed.append((path, None))
 
@@ -215,6 +215,15 @@ def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | Non
         pace.wait()
         _remove(storage, path, stats, counter)
     return stats
+
+
+def _mtime(storage: Storage, path: str) -> float | None:
+    """The file's modification time; None (unknown, so: new) if it vanished since it was listed
+    (a racing cleanup, or a commit handler removing its temp file)."""
+    try:
+        return storage.mtime(path)
+    except FileNotFoundError:
+        return None
 
 
 def _stale(mtime: float | None, now: float, delete_unverified: bool | None) -> bool:
