@@ -112,6 +112,9 @@ def test_version_as_an_expression(path):
     assert _count(con, f"SELECT count(*) FROM lance_scan('{path}', version := ?)", [1]) == N
     with pytest.raises(DatasetNotFoundError):
         con.execute(f"SELECT count(*) FROM lance_scan('{path}', version := 40 + 2)")
+    lance.dataset(path).tags.create("first-1", 1)
+    assert _count(con, f"SELECT count(*) FROM lance_scan('{path}', version := 'first-1')") == N
+    assert _count(con, f"SELECT count(*) FROM lance_scan('{path}', version := 'first' || '-1')") == N
 
 
 def test_view_sees_appends_and_deletes(path):

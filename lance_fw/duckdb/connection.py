@@ -8,10 +8,9 @@ DuckDB: it runs again on every read) binds and runs through here as well, and re
 
 from __future__ import annotations
 
-import duckdb
-
 import functools
 
+import duckdb
 import pyarrow as pa
 
 from lance_fw.duckdb.statement import Call, binder, execute, run_statement, statements, typed
@@ -89,7 +88,8 @@ class Connection:
         return run_statement(self.con, Call(self.con._bind, (sql,), options))
 
     def _submit(self, sql, values, *rest):
-        result = run_statement(self.con, Call(self.con._submit, (sql, values, *rest)), binder(self.con, sql, values))
+        result = run_statement(self.con, Call(self.con._submit, (sql, values, *rest)),
+                               binder(self.con, sql, values))
         return _StreamedResult(self.con, result) if _STREAM in rest else result
 
     def __getattr__(self, name: str):

@@ -39,10 +39,15 @@ class Call(NamedTuple):
     args: tuple = ()
     kwargs: dict = {}
 
+
 #: Packages whose frames DuckDB's lookup of Python variables by name looks past (it skips its own).
 _FRAMES_TO_SKIP = ("duckdb", "lance_fw.duckdb")
 _IN_CALLER_SCOPE = compile("__lance_fw_result__ = __lance_fw_call__.function(*__lance_fw_call__.args, "
                            "**__lance_fw_call__.kwargs)", "<lance_fw.duckdb statement>", "exec")
+
+
+def _skipped(module: str) -> bool:
+    return any(module == package or module.startswith(package + ".") for package in _FRAMES_TO_SKIP)
 
 
 def _in_caller_scope(call: Call) -> Any:
@@ -53,9 +58,7 @@ def _in_caller_scope(call: Call) -> Any:
     are not. So the call runs from a frame whose namespace is the user's frame's globals and locals.
     """
     frame = sys._getframe(1)
-    while frame is not None and any(frame.f_globals.get("__name__", "") == p or
-                                    frame.f_globals.get("__name__", "").startswith(p + ".")
-                                    for p in _FRAMES_TO_SKIP):
+    while frame is not None and _skipped(frame.f_globals.get("__name__", "")):
         frame = frame.f_back
     namespace = {} if frame is None else {**frame.f_globals, **frame.f_locals}
     namespace["__lance_fw_call__"] = call
