@@ -288,3 +288,16 @@ def test_read_errors_are_typed_however_the_rows_are_fetched(tmp_path):
         with pytest.raises(expected):
             fetch()
     assert _count(con, "SELECT 42") == 42  # the connection goes on
+
+
+def test_without_a_binder_the_statement_is_the_probe(path, monkeypatch):
+    """A DuckDB without ``_bind``: the statement itself reports the missing names (at bind, before it ran)."""
+    import lance_fw.duckdb.statement as statement
+
+    monkeypatch.setattr(statement, "binder", lambda *args: None)
+    con = fw_duckdb.connect()
+    con.execute("CREATE TABLE t (n BIGINT)")
+    con.execute(f"INSERT INTO t SELECT count(*) FROM lance_scan('{path}') a JOIN lance_scan(?) b USING (id)", [path])
+    _append(path)
+    con.execute(f"INSERT INTO t SELECT count(*) FROM lance_scan('{path}')")
+    assert con.sql("SELECT n FROM t ORDER BY n").fetchall() == [(N,), (N + 500,)]

@@ -99,7 +99,7 @@ class Connection:
         attribute = getattr(self.con, name)
         if name in _BINDS_SQL:
             return lambda *args, **kwargs: run_statement(self.con, Call(attribute, args, kwargs))
-        if callable(attribute) and not name.startswith("_"):
+        if callable(attribute):
             return _typing_errors(self.con, attribute)  # fetches of a result still streaming
         return attribute
 
