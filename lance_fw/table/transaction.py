@@ -196,16 +196,17 @@ class Update(Delete):
 
 @dataclass
 class Rewrite(Operation):
-    """Compaction: each group of old fragments is replaced, in place, by new fragments holding the
-    same live rows. A concurrent change to an old fragment (deleted, or new deletions) is a conflict;
-    concurrent appends rebase."""
+    """Compaction: each group of old fragments is replaced by new fragments holding the same live
+    rows. As in pylance 14, the new fragments follow every kept fragment (concurrent appends
+    included), group after group. A concurrent change to an old fragment (deleted, or new
+    deletions) is a conflict; concurrent appends rebase."""
 
     groups: list = field(default_factory=list)  # [(old DataFragments, new DataFragments)]
 
     def apply(self, base, new):
         _check_unchanged(base, {f.id: deletion_file_id(f) for old, _ in self.groups for f in old}, "compaction")
         next_id = _next_fragment_id(base)
-        first_of, dropped, self._added, self._assigned = {}, set(), [], []
+        dropped, self._added, self._assigned = set(), [], []
         for old, fresh in self.groups:
             assigned = []
             for frag in fresh:
@@ -214,19 +215,17 @@ class Rewrite(Operation):
                 copy.id = next_id
                 next_id += 1
                 assigned.append(copy)
-            first_of[old[0].id] = assigned
             dropped.update(f.id for f in old)
             self._added.extend(assigned)
             self._assigned.append((old, assigned))
         kept = []
         for frag in new.fragments:
-            kept.extend(first_of.get(frag.id, []))
             if frag.id not in dropped:
                 copy = table_pb2.DataFragment()
                 copy.CopyFrom(frag)
                 kept.append(copy)
         new.ClearField("fragments")
-        new.fragments.extend(kept)
+        new.fragments.extend(kept + self._added)
 
     def fill_transaction(self, txn, fragments):
         for old, assigned in self._assigned:
