@@ -167,7 +167,9 @@ class Delete(Operation):
             if frag.id in removed:
                 continue
             copy = table_pb2.DataFragment()
-            copy.CopyFrom(replaced.get(frag.id, frag))
+            copy.CopyFrom(frag)  # the base's fragment: files a concurrent add_columns gave it stay
+            if frag.id in replaced and replaced[frag.id].HasField("deletion_file"):
+                copy.deletion_file.CopyFrom(replaced[frag.id].deletion_file)
             kept.append(copy)
         new.ClearField("fragments")
         new.fragments.extend(kept)
