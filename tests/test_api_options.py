@@ -296,6 +296,18 @@ def test_refused_options_raise_unsupported(tmp_path, name, call):
     assert lance_fw.dataset(uri).version == 1  # nothing was committed
 
 
+def test_creation_only_options_are_ignored_on_append(tmp_path):
+    """pylance applies enable_stable_row_ids / enable_v2_manifest_paths only when creating."""
+    for mod in (lance, lance_fw):
+        uri = str(tmp_path / mod.__name__)
+        mod.write_dataset(TABLE, uri)
+        ds = mod.write_dataset(TABLE.slice(0, 3), uri, mode="append", enable_stable_row_ids=True,
+                               enable_v2_manifest_paths=False)
+        assert ds.count_rows() == N + 3
+    assert_tables_equal(lance.dataset(str(tmp_path / "lance")).to_table(with_row_id=True),
+                        lance.dataset(str(tmp_path / "lance_fw")).to_table(with_row_id=True))
+
+
 def test_tuning_options_are_accepted(paths):
     """Options that only tune performance give pylance's answer."""
     options = dict(batch_readahead=2, scan_in_order=True, use_stats=False, io_buffer_size=1 << 20,

@@ -275,10 +275,10 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
     write cache) do not change what v2 files hold; options lance_fw lacks raise by name."""
     from lance_fw.api.dataset import LanceDataset
 
-    refuse_write_options("write_dataset", commit_lock, progress, enable_v2_manifest_paths, enable_stable_row_ids,
-                         auto_cleanup_options, initial_bases, target_bases, target_all_bases, base_store_params,
-                         external_blob_mode, allow_external_blob_outside_bases, blob_pack_file_size_threshold,
-                         namespace_client, table_id, session)
+    refuse_write_options("write_dataset", commit_lock, progress, True, False, auto_cleanup_options, initial_bases,
+                         target_bases, target_all_bases, base_store_params, external_blob_mode,
+                         allow_external_blob_outside_bases, blob_pack_file_size_threshold, namespace_client, table_id,
+                         session)
     if uri is None:
         raise InvalidArgumentError("write_dataset: uri is required (namespace_client/table_id are not supported)")
     uri = getattr(uri, "uri", uri)
@@ -286,6 +286,9 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
     plan = plan_write(uri, schema if schema is not None else arrow_schema, mode,
                       _legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
                       max_bytes_per_file, max_page_bytes)
+    if plan.mode != "append":  # pylance applies these two only to a dataset the write creates
+        refuse_write_options("write_dataset", enable_v2_manifest_paths=enable_v2_manifest_paths,
+                             enable_stable_row_ids=enable_stable_row_ids)
     fragments = plan.write(batches)
     properties = dict(transaction_properties or {})
     if commit_message:
