@@ -382,3 +382,21 @@ def test_missing_physical_rows_is_not_guessed(uri):
     assert lance.dataset(uri).count_rows() == 10
     with pytest.raises(lance_fw.errors.LanceError, match="physical_rows"):
         lance_fw.dataset(uri).count_rows()
+
+
+def test_spark_abort_after_a_published_commit_keeps_its_files(uri, monkeypatch):
+    """Spark calls ``abort`` when ``commit`` raised, also when the version was published before
+    the failure: the files that version references must stay."""
+    pytest.importorskip("pyspark")
+    from lance_fw.api.write import plan_write
+    from lance_fw.spark.writer import LanceArrowWriter
+
+    data = pa.table({"x": pa.array(range(10), pa.int64())})
+    writer = LanceArrowWriter(plan_write(uri, data.schema, "create"), {})
+    messages = [writer.write(iter(data.to_batches()))]
+    monkeypatch.setattr(transaction, "write_hint", _interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        writer.commit(messages)
+    monkeypatch.undo()
+    writer.abort(messages)
+    assert lance.dataset(uri).to_table().column("x").to_pylist() == list(range(10))

@@ -23,7 +23,7 @@ from lance_fw._proto import table_pb2
 from lance_fw.api.write import WritePlan, delete_fragment_files
 from lance_fw.io.storage import join_uri, resolve_storage
 from lance_fw.schema import conform
-from lance_fw.table.manifest import list_versions, read_transaction
+from lance_fw.table.manifest import data_files_since, list_versions, read_transaction
 
 STREAM_ID = "lance_fw.spark.stream_id"
 BATCH_ID = "lance_fw.spark.batch_id"
@@ -86,11 +86,15 @@ def _decode(message: LanceCommitMessage) -> list[table_pb2.DataFragment]:
 
 
 def abort_messages(plan: WritePlan, messages) -> None:
-    """Best-effort cleanup: Spark passes None for most tasks, so orphans can remain (invisible)."""
+    """Best-effort cleanup: Spark passes None for most tasks, so orphans can remain (invisible).
+    Spark also aborts after a commit that failed once its version may be published: files a
+    newer version references are kept."""
     storage = plan.storage()
+    published = data_files_since(storage, plan.uri, plan.read_version)
     for message in messages:
         if isinstance(message, LanceCommitMessage):
-            delete_fragment_files(storage, plan.uri, _decode(message))
+            delete_fragment_files(storage, plan.uri, [f for f in _decode(message)
+                                                      if not any(d.path in published for d in f.files)])
 
 
 class LanceArrowWriter(DataSourceArrowWriter):

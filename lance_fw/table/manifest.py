@@ -165,3 +165,15 @@ def read_transaction(storage: Storage, base: str, path: str) -> transaction_pb2.
         if storage.exists(txn_path):
             return parse_message(transaction_pb2.Transaction, storage.read_bytes(txn_path), txn_path, "transaction")
     return None
+
+
+def data_files_since(storage: Storage, base: str, version: int) -> set[str]:
+    """Data file names (as stored in fragments) referenced by any version newer than ``version``:
+    what a writer cleaning up after an unclear failure must keep, because its commit may have
+    been published after all."""
+    out: set[str] = set()
+    for entry in list_versions(storage, base):
+        if entry.version > version:
+            manifest, _ = read_manifest(storage, entry.path)
+            out.update(f.path for frag in manifest.fragments for f in frag.files)
+    return out
