@@ -38,7 +38,7 @@ from sqlglot.tokens import TokenType
 
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.query import filter_functions as functions
-from lance_fw.query import float_order
+from lance_fw.query import float_math, float_order
 from lance_fw.query.filter_literals import (_EPOCH, _PRECISION_UNIT, _UNIT_NS, _Timestamp, _is_literal,
                                           _is_string, _literal_value, _parse_temporal, _scalar, _truncate)
 
@@ -228,7 +228,8 @@ class _Visitor:
             a, b = _common_time(a, ta, tb), _common_time(b, tb, ta)
         if not (pa.types.is_floating(ta) or pa.types.is_floating(tb)):
             return getattr(pc, op)(a, b)
-        a, b = (_decimal_float(x) if pa.types.is_decimal(tx) else x for x, tx in ((a, ta), (b, tb)))
+        if pa.types.is_decimal(ta) or pa.types.is_decimal(tb):  # DataFusion compares these as decimals
+            return getattr(pc, op)(*float_order.as_common_decimal(a, ta, b, tb))
         return float_order.compare_floats(op, a, b)  # total order, as DataFusion's float kernels
 
     def unwrap_cast(self, left, right):
@@ -376,8 +377,10 @@ class _Visitor:
             b, tb = self.as_decimal(node.expression, b), ta
         if not isinstance(node, exp.Mod):
             return _ARITHMETIC[type(node)](a, b)
-        # truncated remainder (the sign of the dividend), as in SQL
-        if any(pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (ta, tb)):
+        # truncated remainder (the sign of the dividend), as in SQL; floats: libm's fmod, as Rust
+        if any(pa.types.is_floating(t) for t in (ta, tb)) and not any(pa.types.is_decimal(t) for t in (ta, tb)):
+            return float_math.apply("fmod", a, b)
+        if any(pa.types.is_decimal(t) for t in (ta, tb)):
             return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
         return pc.subtract(a, pc.multiply(pc.divide(a, b), b))
 

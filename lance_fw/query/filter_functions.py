@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import threading
 from typing import Callable
 
 import numpy as np
@@ -19,24 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from lance_fw.query import float_math, float_order
+from lance_fw.query.udfs import udf
+
 # -- list kernels (registered as pyarrow UDFs) -------------------------------------------------
-
-_LOCK = threading.Lock()
-_REGISTERED: set[str] = set()
-
-
-def udf(kind: str, fn: Callable, in_types: dict[str, pa.DataType], out_type: pa.DataType) -> str:
-    """Register ``fn`` for these input types once per process; returns the function name."""
-    name = f"lance_fw_{kind}({', '.join(str(t) for t in in_types.values())})"
-    with _LOCK:
-        if name not in _REGISTERED:
-            try:
-                pc.register_scalar_function(fn, name, {"summary": kind, "description": f"Lance filter {kind}"},
-                                            in_types, out_type)
-            except pa.ArrowKeyError:  # registered by an earlier import of this module
-                pass
-            _REGISTERED.add(name)
-    return name
 
 
 def _layout(lists) -> tuple[pa.Array, np.ndarray, np.ndarray]:
@@ -326,7 +311,28 @@ def _same_type(v, args) -> list[pc.Expression]:
 
 def _nullif(v, node, args) -> pc.Expression:
     a, b = _same_type(v, args)
-    return pc.if_else(pc.coalesce(pc.equal(a, b), False), pc.scalar(pa.scalar(None, v.type_of(a))), a)
+    ta, tb = v.type_of(a), v.type_of(b)
+    if pa.types.is_floating(ta) or pa.types.is_floating(tb):  # DataFusion: NaN = NaN, -0.0 != 0.0
+        equal = float_order.compare_floats("equal", a, b)
+    else:
+        equal = pc.equal(a, b)
+    return pc.if_else(pc.coalesce(equal, False), pc.scalar(pa.scalar(None, ta)), a)
+
+
+def _extreme(v, args, greatest: bool) -> pc.Expression:
+    values = _same_type(v, args)
+    return float_order.extreme(values, [v.type_of(x) for x in values], greatest)
+
+
+def _power(v, node, args) -> pc.Expression:
+    """DataFusion folds ``power(x, 0)`` to 1 (even for NULL x) and ``power(x, 1)`` to x (a NaN keeps its sign)."""
+    if v.is_literal(args[1]):
+        exponent = v.loose_literal(args[1], pa.float64()).as_py()
+        if exponent == 0:
+            return pc.scalar(1.0)
+        if exponent == 1:
+            return _float(v, args[0])
+    return float_math.apply("power", _float(v, args[0]), _float(v, args[1]))
 
 
 def _isnan(v, node, args) -> pc.Expression:
@@ -426,14 +432,14 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "split_part": (_arity(3), _split_part), "repeat": (_arity(2), _repeat),
     "regexp_like": (_arity(2, 3), _regexp), "regexp_match": (_arity(2, 3), _regexp),
     "is_valid": (_arity(1), lambda v, node, args: v.visit_value(args[0]).is_valid()),
-    "abs": (_arity(1), _unary(pc.abs)), "sqrt": (_arity(1), lambda v, n, a: pc.sqrt(_float(v, a[0]))),
+    "abs": (_arity(1), _unary(pc.abs)), "sqrt": (_arity(1), lambda v, n, a: float_math.apply("sqrt", _float(v, a[0]))),
     "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))),
     "exp": (_arity(1), lambda v, n, a: pc.exp(_float(v, a[0]))),
-    "log": (_arity(2), _log), "signum": (_arity(1), lambda v, n, a: pc.sign(_float(v, a[0]))),
-    "power": (_arity(2), lambda v, n, a: pc.power(_float(v, a[0]), _float(v, a[1]))),
+    "log": (_arity(2), _log), "signum": (_arity(1), lambda v, n, a: float_math.apply("signum", _float(v, a[0]))),
+    "power": (_arity(2), _power),
     "round": (_arity(1, 2), _round), "isnan": (_arity(1), _isnan),
-    "greatest": (_ANY, lambda v, n, a: pc.max_element_wise(*_same_type(v, a), skip_nulls=True)),
-    "least": (_ANY, lambda v, n, a: pc.min_element_wise(*_same_type(v, a), skip_nulls=True)),
+    "greatest": (_ANY, lambda v, n, a: _extreme(v, a, greatest=True)),
+    "least": (_ANY, lambda v, n, a: _extreme(v, a, greatest=False)),
     "coalesce": (_ANY, lambda v, n, a: pc.coalesce(*_same_type(v, a))), "nullif": (_arity(2), _nullif),
     "date_part": (_arity(2), _date_part), "datepart": (_arity(2), _date_part),
     "date_trunc": (_arity(2), _date_trunc), "get_field": (_arity(2), _get_field),

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_fw.query.filter_functions import udf
+from lance_fw.query.udfs import call, float64s, udf
 
 #: XOR-ed into a negative float's bits so that larger magnitudes get smaller keys
 MAGNITUDE_BITS = np.int64(0x7FFF_FFFF_FFFF_FFFF)
@@ -32,10 +32,7 @@ def _keys(bits: np.ndarray) -> np.ndarray:
 
 
 def _key_kernel(ctx, values):
-    if isinstance(values, pa.Scalar):
-        return pa.scalar(literal_key(values.as_py()) if values.is_valid else None, pa.int64())
-    floats = np.ascontiguousarray(values.fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
-    valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    floats, valid = float64s(values, ctx.batch_length)
     return pa.array(_keys(floats.view(np.int64)), pa.int64(), mask=~valid)
 
 
@@ -47,8 +44,7 @@ def literal_key(value: float) -> int:
 
 def total_order_key(expr: pc.Expression) -> pc.Expression:
     """int64 keys in ``totalOrder`` of a float (or number) expression, cast to float64 first."""
-    return pc.Expression._call(udf("total_order_key", _key_kernel, {"values": pa.float64()}, pa.int64()),
-                               [expr.cast(pa.float64())])
+    return call(udf("total_order_key", _key_kernel, {"values": pa.float64()}, pa.int64()), expr.cast(pa.float64()))
 
 
 def compare_to_literal(op: str, expr: pc.Expression, value: pa.Scalar) -> pc.Expression:
@@ -70,3 +66,38 @@ def compare_to_literal(op: str, expr: pc.Expression, value: pa.Scalar) -> pc.Exp
 def compare_floats(op: str, a: pc.Expression, b: pc.Expression) -> pc.Expression:
     """``a <op> b`` for two number expressions, at least one of them a float: ``totalOrder``."""
     return getattr(pc, op)(total_order_key(a), total_order_key(b))
+
+
+def extreme(args: list[pc.Expression], types: list[pa.DataType], greatest: bool) -> pc.Expression:
+    """``greatest``/``least``: NULLs skipped; floats picked in ``totalOrder`` (a NaN is the greatest,
+    a negative NaN the least, 0.0 is greater than -0.0), as DataFusion does."""
+    if not any(pa.types.is_floating(t) for t in types):
+        fn = pc.max_element_wise if greatest else pc.min_element_wise
+        return fn(*args, skip_nulls=True)
+    common = types[0] if all(t == types[0] for t in types) else pa.float64()
+    args = [a.cast(common) for a in args]
+    better = pc.greater if greatest else pc.less
+    out = args[0]
+    for arg in args[1:]:
+        take = out.is_null() | (arg.is_valid() & better(total_order_key(arg), total_order_key(out)))
+        out = pc.if_else(take, arg, out)
+    return out
+
+
+#: DataFusion's decimal for a float next to a decimal: (precision, scale) by float width
+FLOAT_AS_DECIMAL = {16: (6, 3), 32: (14, 7), 64: (30, 15)}
+MAX_DECIMAL128_PRECISION = 38
+
+
+def as_common_decimal(a: pc.Expression, ta: pa.DataType, b: pc.Expression, tb: pa.DataType):
+    """A float and a decimal, both cast to the decimal DataFusion compares them as. The float becomes
+    ``decimal(30, 15)`` (float64) first, so NaN, infinity or a value out of range fails on the data
+    (as in pylance) instead of comparing as something else."""
+    def as_decimal(x, t):
+        return (x.cast(pa.decimal128(*FLOAT_AS_DECIMAL[t.bit_width])), pa.decimal128(*FLOAT_AS_DECIMAL[t.bit_width])) \
+            if pa.types.is_floating(t) else (x, t)
+    (a, ta), (b, tb) = as_decimal(a, ta), as_decimal(b, tb)
+    scale = max(ta.scale, tb.scale)
+    digits = max(ta.precision - ta.scale, tb.precision - tb.scale)
+    common = pa.decimal128(min(MAX_DECIMAL128_PRECISION, digits + scale), scale)
+    return a.cast(common), b.cast(common)
