@@ -117,3 +117,18 @@ def test_compaction_plan_matches_pylance(tmp_path, sizes, deletes, options):
     expected, actual = results[lance], results[lance_fw]
     assert actual[:2] == expected[:2]
     assert_tables_equal(expected[2], actual[2])  # same rows in the same (pylance's) order
+
+
+@pytest.mark.xfail(reason="write_fragments' max_bytes_per_file counts still-buffered bytes (api/write.py _file_bytes); "
+                          "pylance rolls only once flushed pages pass the limit", strict=False)
+def test_compaction_max_bytes_per_file_matches_pylance(tmp_path):
+    """pylance rolls a compacted file after the batch in which written pages pass the limit."""
+    counts = {}
+    for module in (lance, lance_fw):
+        uri = str(tmp_path / module.__name__)
+        for i in range(3):
+            rows = range(i * 400_000, (i + 1) * 400_000)
+            lance.write_dataset(pa.table({"id": pa.array(rows, pa.int64())}), uri, mode="append")
+        module.dataset(uri).optimize.compact_files(target_rows_per_fragment=10**7, max_bytes_per_file=1_000_000)
+        counts[module] = [f.count_rows() for f in lance.dataset(uri).get_fragments()]
+    assert counts[lance_fw] == counts[lance]  # pylance: [1053952, 146048]
