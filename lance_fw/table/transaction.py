@@ -331,6 +331,13 @@ def undo_unless_published(undo: Callable[[], None]) -> Iterator[None]:
         raise
 
 
+def _remove_quietly(storage: Storage, path: str) -> None:
+    try:
+        storage.delete(path)
+    except Exception:  # noqa: BLE001 - an unreferenced file left behind is only clutter
+        pass
+
+
 def _published_state(storage: Storage, path: str, data: bytes) -> bool | None:
     """True if ``path`` holds exactly our manifest, False if it is absent or another writer's,
     None if storage cannot tell us."""
@@ -380,7 +387,8 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
             txn.transaction_properties[k] = str(v)
         operation.fill_transaction(txn, operation._added)  # type: ignore[attr-defined]
         txn_name = f"{read_version}-{txn_uuid}.txn"
-        storage.write_bytes(join_uri(base_uri, "_transactions", txn_name), txn.SerializeToString())
+        txn_path = join_uri(base_uri, "_transactions", txn_name)
+        storage.write_bytes(txn_path, txn.SerializeToString())
         new.transaction_file = txn_name
         data = encode_manifest(new, txn, index_section)
         path = join_uri(base_uri, VERSIONS_DIR, manifest_name(new.version, use_v2_names))
@@ -392,7 +400,9 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
         except BaseException as exc:
             state = _published_state(storage, path, data)
             if not (state and isinstance(exc, Exception)):
-                if state is not False:
+                if state is False:
+                    _remove_quietly(storage, txn_path)  # no manifest will ever name it
+                else:
                     _mark_published(exc, new.version)
                 raise
         try:
