@@ -327,7 +327,25 @@ INVALID = [
     lambda mod, uri: mod.dataset(uri).scanner(columns=["nope"]).to_table(),
     lambda mod, uri: mod.write_dataset(TABLE, uri, mode="bogus"),
     lambda mod, uri: mod.dataset(uri).get_fragments(filter=pa.compute.field("x") > 1),
+    lambda mod, uri: mod.dataset(uri).to_table(fragment_readahead=-1),
+    lambda mod, uri: mod.dataset(uri).to_table(batch_readahead=0),
+    lambda mod, uri: mod.dataset(uri).get_fragments()[0].to_table(offset=-1),
+    lambda mod, uri: mod.dataset(uri).head(-1),
+    lambda mod, uri: mod.dataset(uri, default_scan_options={"batch_size": 0}).to_table(),
 ]
+
+
+@pytest.mark.parametrize("call", [
+    lambda mod, uri: mod.dataset(uri).to_table(limit=1.5),
+    lambda mod, uri: mod.dataset(uri).to_table(batch_size=2.0),
+    lambda mod, uri: mod.dataset(uri).take([[1, 2]]),
+])
+def test_non_integer_arguments_are_refused(paths, call):
+    """pylance raises TypeError; lance_fw a typed InvalidArgumentError (never a silent rounding)."""
+    with pytest.raises(TypeError):
+        call(lance, paths[lance])
+    with pytest.raises(InvalidArgumentError):
+        call(lance_fw, paths[lance_fw])
 
 
 @pytest.mark.parametrize("call", INVALID)

@@ -276,7 +276,7 @@ class LanceDataset:
     def take(self, indices, columns=None) -> pa.Table:
         """Rows at positions ``indices`` over the live rows (any order, repeats allowed); ``columns``
         may be names or ``{name: SQL expression}`` as in ``scanner``."""
-        wanted = np.asarray(indices, dtype=np.int64).reshape(-1)
+        wanted = _index_array(indices, np.int64, "take: indices")
         total = self.count_rows()
         if len(wanted) and (wanted.min() < 0 or wanted.max() >= total):
             raise InvalidArgumentError(f"take: indices must lie in [0, {total}), got {wanted.min()}..{wanted.max()}")
@@ -286,7 +286,7 @@ class LanceDataset:
         """Rows by row id: the row address (``fragment_id << 32 | offset``) without stable row ids;
         with them, ids are looked up in the fragments' sequences. Ids of deleted rows give nothing
         unless ``ignore_deletions`` (then their stored values come back, as in pylance)."""
-        wanted = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
+        wanted = _index_array(row_ids, np.uint64, "_take_rows: row_ids")
         if self._manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS:
             wanted = self._addresses_of(wanted)
         elif not ignore_deletions:
@@ -459,6 +459,15 @@ class LanceDataset:
                                     error_if_tagged_old_versions=error_if_tagged_old_versions,
                                     delete_rate_limit=delete_rate_limit, versions=versions,
                                     delete_concurrency=delete_concurrency, read_version=self.version)
+
+
+def _index_array(values, dtype, what: str) -> np.ndarray:
+    """A flat array of integer positions or ids (pylance refuses nested lists and non-integers)."""
+    array = np.asarray(values.to_numpy(zero_copy_only=False) if isinstance(values, (pa.Array, pa.ChunkedArray))
+                       else values)
+    if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
+        raise InvalidArgumentError(f"{what} must be a flat list of integers, got {values!r:.80}")
+    return array.astype(dtype)
 
 
 def _binds(expression: pc.Expression, fields) -> bool:

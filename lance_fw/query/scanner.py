@@ -14,6 +14,7 @@ import queue
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError
@@ -50,10 +51,12 @@ class LanceScanner:
                            "order_by": order_by, "disable_scoring_autoprojection": disable_scoring_autoprojection,
                            "row_addr_allowlist": row_addr_allowlist, "row_addr_blocklist": row_addr_blocklist},
                {"fast_search": False, "include_deleted_rows": False, "strict_batch_size": False})
-        if (limit is not None and limit < 0) or (offset is not None and offset < 0):
-            raise InvalidArgumentError(f"limit and offset must not be negative, got limit={limit}, offset={offset}")
-        if batch_size is not None and batch_size <= 0:
-            raise InvalidArgumentError(f"batch_size must be positive, got {batch_size}")
+        _check_count("limit", limit, 0)
+        _check_count("offset", offset, 0)
+        _check_count("batch_size", batch_size, 1)
+        _check_count("fragment_readahead", fragment_readahead, 0)
+        _check_count("batch_readahead", batch_readahead, 1)
+        _check_count("io_buffer_size", io_buffer_size, 0)
         self.projection = Projection(columns, ds.schema) if isinstance(columns, dict) else None
         self._ds, self.columns, self.filter = ds, columns, filter
         self.limit, self.offset = limit, offset or 0
@@ -154,6 +157,16 @@ class LanceScanner:
 
     def count_rows(self) -> int:
         return sum(b.num_rows for b in self.to_batches())
+
+
+def _check_count(name: str, value, least: int) -> None:
+    """pylance's checks of integer options: an integer (bools pass, as there) of at least ``least``."""
+    if value is None:
+        return
+    if not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(f"{name} must be an integer, got {value!r}")
+    if value < least:
+        raise InvalidArgumentError(f"{name} must be at least {least}, got {value}")
 
 
 def rechunk(pieces: Iterator[tuple[int, pa.RecordBatch]], size: int) -> Iterator[pa.RecordBatch]:
