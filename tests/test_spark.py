@@ -233,3 +233,25 @@ def test_concurrent_spark_appends_both_commit(spark, tmp_path):
     assert ds.version == 4  # each job committed once; losers of the race rebased and retried
     assert sorted(ds.to_table().column("id").to_pylist()) == [0] + [i for s in (1000, 2000, 3000)
                                                                     for i in range(s, s + 500)]
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_data_storage_version_and_commit_message_reach_the_dataset(spark, tmp_path, version):
+    path = str(tmp_path / f"v{version}")
+    df = spark.sql("SELECT id, IF(id % 3 = 0, NULL, concat('s', id)) AS s FROM range(0, 5000)")
+    df.repartition(2).write.format("lance").mode("append").option("data_storage_version", version) \
+        .option("commit_message", "nightly load").save(path)
+    oracle = lance.dataset(path)
+    assert oracle.data_storage_version == version
+    assert lance_fw.dataset(path).data_storage_version == version
+    assert_tables_equal(oracle.to_table().sort_by("id"), lance_fw.dataset(path).to_table().sort_by("id"))
+    assert oracle.to_table().num_rows == 5000
+    # pylance shows the message under its own key, as for its own write_dataset(commit_message=)
+    assert oracle.get_transactions()[0].transaction_properties.get("__lance_commit_message") == "nightly load"
+
+
+def test_unknown_data_storage_version_is_refused_before_writing(spark, tmp_path):
+    path = str(tmp_path / "badversion")
+    with pytest.raises(Exception, match="3.7"):
+        spark.range(10).write.format("lance").mode("append").option("data_storage_version", "3.7").save(path)
+    assert not os.path.exists(path) or not os.listdir(path)

@@ -14,7 +14,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.api.write import DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, WritePlan, plan_write
+from lance_fw.api.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, WritePlan,
+                                plan_write)
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import resolve_storage
 from lance_fw.spark.options import bool_option, columns_option, dataset_uri, int_option, storage_options
@@ -67,7 +68,7 @@ class LanceDataSource(DataSource):
     def _properties(self) -> dict:
         properties = {"lance_fw.writer": "spark"}
         if self.options.get("commit_message"):
-            properties["lance.commit.message"] = self.options["commit_message"]
+            properties[COMMIT_MESSAGE_KEY] = self.options["commit_message"]
         return properties
 
     def writer(self, schema, overwrite: bool) -> LanceArrowWriter:
