@@ -302,7 +302,8 @@ def _legacy_encoding(logical_type: str) -> int:
 
 def _requires_values(f: pa.Field) -> bool:
     """Whether ``f`` or a field nested in it is declared non-nullable (so its data needs a look)."""
-    return not f.nullable or any(_requires_values(c) for c in _children_of(f.type))
+    children = [f.type.value_field] if pa.types.is_fixed_size_list(f.type) else _children_of(f.type)
+    return not f.nullable or any(_requires_values(c) for c in children)
 
 
 def _nested_values(array: pa.Array, f: pa.Field) -> list[tuple[pa.Field, pa.Array]]:
@@ -317,7 +318,9 @@ def _nested_values(array: pa.Array, f: pa.Field) -> list[tuple[pa.Field, pa.Arra
         return [(t.field(i), children[i]) for i in range(t.num_fields)]
     if pa.types.is_map(t):
         return [(t.key_field, array.keys), (t.item_field, array.items)]
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+    if pa.types.is_fixed_size_list(t):  # every slot counts, also under a null list (as pylance checks)
+        return [(t.value_field, array.values.slice(array.offset * t.list_size, len(array) * t.list_size))]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
         return [(t.value_field, array.flatten())]  # values of null lists are skipped
     return []
 
