@@ -125,3 +125,23 @@ def test_stale_row_change_keeps_a_concurrent_column(tmp_path, change):
         results[mod] = lance.dataset(uri).to_table().sort_by("x")
     if lance_fw in results:
         assert_tables_equal(results[lance], results[lance_fw])
+
+
+def test_compaction_and_cleanup_move_the_object_as_pylance(tmp_path):
+    """compact_files moves the object to the Rewrite it committed; cleanup and tags do not move it."""
+    objects = {}
+    for mod in (lance, lance_fw):
+        ds = mod.write_dataset(BASE, str(tmp_path / mod.__name__), max_rows_per_file=500)
+        ds.delete("x % 4 = 0")
+        before = ds.get_fragments()
+        ds.optimize.compact_files(target_rows_per_fragment=1200)
+        assert len(before) == 6  # fragments taken before keep their version
+        ds.cleanup_old_versions(retain_versions=10)
+        ds.tags.create("c", ds.version)
+        objects[mod] = ds
+    # pylance commits a ReserveFragments version before its Rewrite, lance_fw only the Rewrite: the
+    # object is at the latest version in both, holding the same data
+    for ds in objects.values():
+        assert ds.version == ds.latest_version
+    assert _state(objects[lance_fw])[1:] == _state(objects[lance])[1:]
+    assert_tables_equal(objects[lance].to_table(), objects[lance_fw].to_table())
