@@ -400,3 +400,21 @@ def test_spark_abort_after_a_published_commit_keeps_its_files(uri, monkeypatch):
     monkeypatch.undo()
     writer.abort(messages)
     assert lance.dataset(uri).to_table().column("x").to_pylist() == list(range(10))
+
+
+def test_update_and_merge_insert_cannot_put_nulls_into_a_non_nullable_field(tmp_path):
+    schema = pa.schema([pa.field("id", pa.int64(), False), pa.field("v", pa.int64(), False)])
+    source = pa.table({"id": pa.array([2, 3], pa.int64()), "v": pa.array([None, 5], pa.int64())})
+    for module in (lance, lance_fw):
+        uri = str(tmp_path / module.__name__)
+        module.write_dataset(pa.Table.from_arrays([pa.array([1, 2], pa.int64())] * 2, schema=schema), uri)
+        before = _dataset_files(uri)
+        error = OSError if module is lance else lance_fw.errors.SchemaError
+        with pytest.raises(error):
+            module.dataset(uri).merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+                .execute(source)
+        with pytest.raises(error):
+            module.dataset(uri).update({"v": "NULL"}, where="id = 1")
+        assert lance.dataset(uri).version == 1
+        if module is lance_fw:
+            assert _dataset_files(uri) == before
