@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, Phase, settings
+
+# --- Hypothesis profiles (the interop properties). "ci", the default, is deterministic (the same
+# examples every run, no example database) and sized for CI; HYPOTHESIS_PROFILE=deep explores
+# far more, and larger, examples for local runs. print_blob: a failure prints the line to replay it.
+# No "explain" phase: it re-runs a failing example hundreds of times (a minute per failure here).
+_HYPOTHESIS_COMMON = dict(deadline=None, print_blob=True, phases=[p for p in Phase if p != Phase.explain],
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("ci", max_examples=6, derandomize=True, database=None, **_HYPOTHESIS_COMMON)
+settings.register_profile("deep", max_examples=200, **_HYPOTHESIS_COMMON)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def assert_tables_equal(expected: pa.Table, actual: pa.Table) -> None:

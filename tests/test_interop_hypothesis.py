@@ -26,7 +26,9 @@ from conftest import assert_tables_equal
 pytestmark = pytest.mark.slow
 
 VERSIONS = ["2.0", "2.1", "2.2"]
-SETTINGS = settings(max_examples=40, deadline=None,
+#: Small examples are cheap: at least 40 of them, more under a deeper profile (tests/conftest.py);
+#: determinism and blobs come from the profile.
+SETTINGS = settings(max_examples=max(40, settings.default.max_examples), deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                            HealthCheck.data_too_large])
 
