@@ -418,3 +418,13 @@ def test_update_and_merge_insert_cannot_put_nulls_into_a_non_nullable_field(tmp_
         assert lance.dataset(uri).version == 1
         if module is lance_fw:
             assert _dataset_files(uri) == before
+
+
+def test_deletion_file_without_a_count_is_not_guessed(uri):
+    """pylance: "Fragments are missing row count stats"; lance_fw would count every row as live."""
+    _ten_rows(uri, deletes=True)
+    _rewrite_latest(uri, lambda m: setattr(m.fragments[0].deletion_file, "num_deleted_rows", 0))
+    with pytest.raises(OSError, match="missing row count"):
+        lance.dataset(uri).count_rows("x >= 0")
+    with pytest.raises(lance_fw.errors.UnsupportedFeatureError, match="deletion file"):
+        lance_fw.dataset(uri).count_rows()

@@ -111,6 +111,10 @@ def check_fragments(manifest: table_pb2.Manifest, path: str) -> None:
         if frag.physical_rows == 0:
             raise UnsupportedFeatureError(f"{path}: fragment {frag.id} does not record physical_rows (an old "
                                           "writer); counting its rows from the data file is not supported yet")
+        if frag.HasField("deletion_file") and not frag.deletion_file.num_deleted_rows:
+            raise UnsupportedFeatureError(f"{path}: fragment {frag.id}'s deletion file does not record how many "
+                                          "rows it deletes (an old writer, or a damaged manifest); counting them "
+                                          "from the file is not supported yet")
         if frag.HasField("deletion_file") and frag.deletion_file.num_deleted_rows >= frag.physical_rows:
             raise CorruptFileError(path, f"fragment {frag.id} has {frag.physical_rows} rows but its deletion file "
                                          f"claims {frag.deletion_file.num_deleted_rows} deleted (a fragment with "
