@@ -21,7 +21,21 @@ class LockingCommitHandler(CommitHandler):
         with _lock:
             if self.storage.exists(path):
                 raise CommitConflictError(f"{path} already exists: another writer committed this version")
-            self.storage.write_bytes(path, data)
+            try:
+                self.storage.write_bytes(path, data)
+            except BaseException:
+                _drop_partial(self.storage, path, data)
+                raise
+
+
+def _drop_partial(storage, path: str, data: bytes) -> None:
+    """A write that failed part way leaves a manifest readers would take as the newest version:
+    remove it unless it is complete (then the version is published, and stays)."""
+    try:
+        if storage.exists(path) and storage.read_bytes(path) != data:
+            storage.delete(path)
+    except Exception:  # noqa: BLE001 - the original failure is what the caller must see
+        pass
 
 
 @hookimpl(trylast=True)

@@ -428,3 +428,25 @@ def test_deletion_file_without_a_count_is_not_guessed(uri):
         lance.dataset(uri).count_rows("x >= 0")
     with pytest.raises(lance_fw.errors.UnsupportedFeatureError, match="deletion file"):
         lance_fw.dataset(uri).count_rows()
+
+
+def test_partial_manifest_write_on_fsspec_is_removed(monkeypatch):
+    """A manifest write that breaks off half way must not become the newest version."""
+    from lance_fw_plugins.storage_fsspec import FsspecStorage
+
+    uri = "memory://integrity-partial"
+    lance_fw.write_dataset(pa.table({"x": pa.array([1, 2], pa.int64())}), uri)
+    real = FsspecStorage.write_bytes
+
+    def half(self, path, data):
+        if path.endswith(".manifest"):
+            real(self, path, data[: len(data) // 2])
+            raise OSError("connection reset")
+        return real(self, path, data)
+
+    monkeypatch.setattr(FsspecStorage, "write_bytes", half)
+    with pytest.raises(OSError, match="connection reset"):
+        lance_fw.write_dataset(pa.table({"x": pa.array([3], pa.int64())}), uri, mode="append")
+    monkeypatch.undo()
+    ds = lance_fw.dataset(uri)
+    assert (ds.version, ds.to_table().column("x").to_pylist()) == (1, [1, 2])
