@@ -327,7 +327,10 @@ def undo_unless_published(undo: Callable[[], None]) -> Iterator[None]:
         yield
     except BaseException as exc:
         if not may_be_published(exc):
-            undo()
+            try:
+                undo()
+            except Exception:  # noqa: BLE001 - the failure that got us here is the one to report
+                pass
         raise
 
 
