@@ -197,12 +197,35 @@ def test_commit_message_and_transaction_properties(tmp_path):
 
 
 def test_storage_options_are_used(tmp_path):
-    """Local storage options both libraries understand give the same dataset; a scheme lance_fw
-    has no backend for is an error naming it, never a silent local write."""
+    """Local storage options both libraries understand give the same dataset; every entry point
+    hands the options to the storage plugin; a scheme lance_fw has no backend for is an error
+    naming it, never a silent local write."""
+    from lance_fw.hookspecs import hookimpl
+    from lance_fw.plugin_manager import register, unregister
+
     for mod in (lance, lance_fw):
         uri = str(tmp_path / mod.__name__)
         ds = mod.write_dataset(TABLE, uri, storage_options={})
         assert mod.dataset(uri, storage_options={}).count_rows() == N == ds.count_rows()
+    seen = []
+
+    class Spy:  # sees every storage request, then lets the built-in backends answer
+        @hookimpl
+        def lance_storage(self, uri, options):
+            seen.append(dict(options))
+
+    register(Spy(), name="storage-options-spy")
+    try:
+        options = {"spy_option": "1"}
+        uri = str(tmp_path / "spied")
+        lance_fw.write_dataset(TABLE, uri, storage_options=options)
+        lance_fw.dataset(uri, storage_options=options).to_table()
+        frags = lance_fw.fragment.write_fragments(TABLE, uri, storage_options=options)
+        lance_fw.LanceDataset.commit(uri, lance_fw.LanceOperation.Append(frags), read_version=1,
+                                     storage_options=options)
+    finally:
+        unregister("storage-options-spy")
+    assert seen and all(s == options for s in seen)
     with pytest.raises(LanceError):
         lance_fw.write_dataset(TABLE, "nosuchscheme://bucket/ds", storage_options={"region": "x"})
 
@@ -227,20 +250,24 @@ def test_max_bytes_per_file_splits_like_pylance(tmp_path):
 
 
 def test_compact_files_materialize_deletions_options(tmp_path):
-    """The options reach the planner: with materialize_deletions off, fragments that only have
-    deletions are left alone; with a low threshold they are rewritten (compared with pylance)."""
+    """The options reach the planner: fragments big enough to stay but with 20% of their rows
+    deleted are rewritten only when deletions are materialised above the threshold (compared with
+    pylance: fragment sizes, deletion counts and rows)."""
     def run(mod, uri, **options):
         ds = mod.write_dataset(TABLE, uri, max_rows_per_file=2000)
-        ds.delete("x % 10 = 0")
-        ds.optimize.compact_files(**options)
+        ds.delete("x % 5 = 0")
+        ds.optimize.compact_files(target_rows_per_fragment=1000, **options)
         return ([f.physical_rows for f in ds.get_fragments()], [f.num_deletions for f in ds.get_fragments()],
                 ds.to_table())
-    for i, options in enumerate([{"materialize_deletions": False}, {"materialize_deletions_threshold": 0.05},
-                                 {"materialize_deletions": True, "materialize_deletions_threshold": 0.5}]):
+    outcomes = []
+    for i, options in enumerate([{}, {"materialize_deletions": False}, {"materialize_deletions_threshold": 0.5},
+                                 {"materialize_deletions": True, "materialize_deletions_threshold": 0.1}]):
         rows, deletions, table = run(lance, str(tmp_path / f"p{i}"), **options)
         ours = run(lance_fw, str(tmp_path / f"o{i}"), **options)
         assert (ours[0], ours[1]) == (rows, deletions), options
         assert_tables_equal(table, ours[2])
+        outcomes.append(sum(deletions))
+    assert outcomes == [0, 2000, 2000, 0]  # the options made a difference
 
 
 def test_checkout_latest_moves_the_object(tmp_path):
