@@ -46,7 +46,7 @@ def _public_callables():
     items = [("dataset", lance_fw.dataset), ("write_dataset", lance_fw.write_dataset),
              ("write_fragments", lance_fw.fragment.write_fragments), ("LanceScanner", LanceScanner.__init__),
              ("compact_files", DatasetOptimizer.compact_files), ("table.compact_files", compaction.compact_files)]
-    for cls in (lance_fw.LanceDataset, lance_fw.LanceFragment):
+    for cls in (lance_fw.LanceDataset, lance_fw.LanceFragment, lance_fw.LanceScanner, lance_fw.MergeInsertBuilder):
         for name, member in inspect.getmembers(cls, callable):
             if not name.startswith("_") or name == "_take_rows":
                 items.append((f"{cls.__name__}.{name}", member))
