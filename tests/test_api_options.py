@@ -381,3 +381,27 @@ def test_invalid_arguments_are_value_errors(paths, call):
         call(lance, paths[lance])
     with pytest.raises(InvalidArgumentError if call is not INVALID[3] and call is not INVALID[4] else ValueError):
         call(lance_fw, paths[lance_fw])
+
+
+@pytest.mark.parametrize("columns", [["x"], ["s", "x"], ["s"], ["x", "s", "extra"]], ids=str)
+def test_append_of_some_columns(tmp_path, columns):
+    """pylance appends data lacking nullable columns (they read as null; the new files hold only
+    the given columns) and refuses data lacking a non-nullable column or bringing a new one."""
+    schema = pa.schema([pa.field("x", pa.int64(), nullable=False), pa.field("s", pa.string())])
+    extra = {"x": pa.array([7, 8], pa.int64()), "s": ["a", "b"], "extra": [1, 2]}
+    outcome = {}
+    for mod in (lance, lance_fw):
+        uri = str(tmp_path / mod.__name__)
+        mod.write_dataset(TABLE.slice(0, 5).cast(schema), uri)
+        try:
+            mod.write_dataset(pa.table({c: extra[c] for c in columns}), uri, mode="append")
+        except (OSError, ValueError) as exc:
+            outcome[mod] = type(exc).__name__
+            continue
+        ds = lance.dataset(uri)  # pylance reads both datasets
+        outcome[mod] = (ds.to_table(), [list(f.data_files()[0].fields) for f in ds.get_fragments()])
+    if isinstance(outcome[lance], str):
+        assert outcome[lance_fw] == "SchemaError"
+    else:
+        assert_tables_equal(outcome[lance][0], outcome[lance_fw][0])
+        assert [sorted(f) for f in outcome[lance_fw][1]] == [sorted(f) for f in outcome[lance][1]]

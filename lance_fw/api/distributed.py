@@ -119,7 +119,7 @@ def write_fragments(data: Any, dataset_uri, schema: pa.Schema | None = None, *, 
     arrow_schema, batches = _as_reader(data, schema)
     plan = plan_write(uri, schema or arrow_schema, mode if mode != "create" else "overwrite",
                       _legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
-                      max_bytes_per_file, max_page_bytes)
+                      max_bytes_per_file, max_page_bytes, allow_subset=True)
     return [FragmentMetadata(f) for f in plan.write(batches)]
 
 

@@ -69,12 +69,16 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return conform(batch, target, "write")
 
 
-def _check_append_schema(existing: pa.Schema, incoming: pa.Schema) -> None:
-    if sorted(existing.names) != sorted(incoming.names):
+def _check_append_schema(existing: pa.Schema, incoming: pa.Schema, allow_subset: bool = False) -> None:
+    """Appended data holds the dataset's columns, in any order, or (a user's append, as in pylance)
+    a subset whose missing columns are nullable: those read as nulls in the new fragments."""
+    extra = [n for n in incoming.names if n not in existing.names]
+    missing = [f.name for f in existing if f.name not in incoming.names]
+    if extra or (missing and not allow_subset) or any(not existing.field(n).nullable for n in missing):
         raise SchemaError(f"append schema does not match the dataset: dataset has columns {existing.names}, "
-                          f"data has {incoming.names}")
-    for f in existing:
-        other = incoming.field(f.name)
+                          f"data has {incoming.names} (missing non-nullable or unexpected columns)")
+    for other in incoming:
+        f = existing.field(other.name)
         if not _same_kind(other.type, f.type):
             raise SchemaError(f"append schema does not match the dataset: column {f.name!r} is {f.type} in the "
                               f"dataset but {other.type} in the data")
@@ -170,6 +174,7 @@ class WritePlan:
     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE
     options: dict = dc_field(default_factory=dict)
+    dataset_fields: list | None = None  # an append of some columns: the whole schema it was planned on
 
     def storage(self) -> Storage:
         return resolve_storage(self.uri, self.storage_options)
@@ -185,7 +190,8 @@ class WritePlan:
         storage = self.storage()
         properties = dict(properties or {})
         if self.mode == "append":
-            op = Append(fragments=fragments, properties=properties, schema_fields=self.lance_schema.to_protos())
+            op = Append(fragments=fragments, properties=properties,
+                        schema_fields=self.dataset_fields or self.lance_schema.to_protos())
         else:
             op = Overwrite(fragments=fragments, properties=properties, schema_fields=self.lance_schema.to_protos(),
                            schema_metadata=self.lance_schema.metadata, data_format_version=version_name(self.version),
@@ -203,8 +209,11 @@ def delete_fragment_files(storage: Storage, uri: str, fragments: list[table_pb2.
 
 def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_version: str | None = None,
                storage_options: dict | None = None, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-               max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, max_page_bytes: int | None = None) -> WritePlan:
-    """Check ``mode`` and ``schema`` against the dataset at ``uri`` and fix what the write produces."""
+               max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, max_page_bytes: int | None = None,
+               allow_subset: bool = False) -> WritePlan:
+    """Check ``mode`` and ``schema`` against the dataset at ``uri`` and fix what the write produces.
+    ``allow_subset``: an append may leave out nullable columns (user appends only: rows that
+    update/merge_insert/compaction rewrite must carry every column, or values would be lost)."""
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     if max_rows_per_file <= 0:
@@ -217,10 +226,15 @@ def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_v
         raise DatasetExistsError(f"{uri}: Dataset already exists; use mode='append' or 'overwrite'")
     if mode == "append" and base is None:
         mode = "create"  # pylance creates the dataset when appending to nothing
+    dataset_fields = None
     if mode == "append":
         lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
+        _check_append_schema(lance_schema.to_arrow(), schema, allow_subset)
+        if len(schema.names) < len(lance_schema.fields):  # the new files hold only the given columns
+            dataset_fields = lance_schema.to_protos()
+            lance_schema = LanceSchema([f for f in lance_schema.fields if f.name in schema.names],
+                                       lance_schema.metadata)
         target = lance_schema.to_arrow()
-        _check_append_schema(target, schema)
         dataset_version = base.data_format.version or "0.1"
         if data_storage_version is not None and parse_version(data_storage_version) != parse_version(dataset_version):
             raise InvalidArgumentError(
@@ -235,7 +249,7 @@ def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_v
             target = target.with_metadata(schema.metadata)
     return WritePlan(uri, mode, target, lance_schema, version, base.version if base is not None else 0,
                      storage_options, max_rows_per_file, max_bytes_per_file,
-                     {"max_page_bytes": max_page_bytes} if max_page_bytes else {})
+                     {"max_page_bytes": max_page_bytes} if max_page_bytes else {}, dataset_fields)
 
 
 def _legacy_version(use_legacy_format: bool | None, data_storage_version: str | None) -> str | None:
@@ -285,7 +299,7 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
     arrow_schema, batches = _as_reader(data_obj, schema)
     plan = plan_write(uri, schema if schema is not None else arrow_schema, mode,
                       _legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
-                      max_bytes_per_file, max_page_bytes)
+                      max_bytes_per_file, max_page_bytes, allow_subset=True)
     if plan.mode != "append":  # pylance applies these two only to a dataset the write creates
         refuse_write_options("write_dataset", enable_v2_manifest_paths=enable_v2_manifest_paths,
                              enable_stable_row_ids=enable_stable_row_ids)
