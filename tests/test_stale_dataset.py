@@ -145,3 +145,25 @@ def test_compaction_and_cleanup_move_the_object_as_pylance(tmp_path):
         assert ds.version == ds.latest_version
     assert _state(objects[lance_fw])[1:] == _state(objects[lance])[1:]
     assert_tables_equal(objects[lance].to_table(), objects[lance_fw].to_table())
+
+
+def test_restore_as_pylance(tmp_path):
+    """restore() commits the checked-out version's contents as a new version and moves the object
+    there; later appends continue the fragment ids (pylance keeps max_fragment_id)."""
+    states = {}
+    for mod in (lance, lance_fw):
+        uri = str(tmp_path / mod.__name__)
+        mod.write_dataset(BASE.slice(0, 100), uri)
+        ds = mod.dataset(uri)
+        ds.add_columns({"b": "x * 2"})
+        ds.delete("x < 10")
+        old = mod.dataset(uri, version=1)
+        assert old.restore() is None
+        mod.write_dataset(BASE.slice(100, 5), uri, mode="append")
+        latest = mod.dataset(uri)
+        states[mod] = (_state(old), _state(latest), [f.fragment_id for f in latest.get_fragments()],
+                       latest.to_table())
+        assert lance.dataset(uri).read_transaction(4).operation.version == 1
+    assert states[lance_fw][:3] == states[lance][:3]
+    assert_tables_equal(states[lance][3], states[lance_fw][3])
+    assert_tables_equal(states[lance][3], lance.dataset(str(tmp_path / "lance_fw")).to_table())

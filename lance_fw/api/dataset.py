@@ -144,6 +144,13 @@ class LanceDataset:
     def checkout_version(self, version: int | str) -> "LanceDataset":
         return self._reopen(version)
 
+    def restore(self) -> None:
+        """Make this object's version the latest again (a new version with its contents) and move
+        this object there, as pylance."""
+        from lance_fw.table.restore import restore
+
+        self._move_to(restore(self))
+
     def checkout_latest(self) -> None:
         """Move this object to the latest version (pylance's in-place checkout; returns None)."""
         self._move_to(None)

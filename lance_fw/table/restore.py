@@ -1,0 +1,44 @@
+"""``ds.restore()``: make an older version the latest again, as a new version.
+
+The new manifest takes the old version's schema, fragments, format and configuration; what must
+stay monotonic across versions (``max_fragment_id``, ``next_row_id``) keeps the latest value, so
+fragment and row ids used by the versions in between are never handed out again (pylance
+continues fragment ids the same way). The transaction records ``Restore(version)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lance_fw._proto import table_pb2
+from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.table.transaction import Operation, commit
+
+
+@dataclass
+class Restore(Operation):
+    old: table_pb2.Manifest | None = None
+
+    def apply(self, base, new):
+        old = self.old
+        if base.HasField("index_section") or old.HasField("index_section"):  # commit keeps base's indices
+            raise UnsupportedFeatureError("restore of a dataset with indices is not supported yet")
+        for name in ("fields", "fragments", "schema_metadata", "config", "table_metadata", "base_paths"):
+            new.ClearField(name)
+        new.fields.extend(old.fields)
+        new.fragments.extend(old.fragments)
+        new.schema_metadata.update(old.schema_metadata)
+        new.config.update(old.config)
+        new.table_metadata.update(old.table_metadata)
+        new.base_paths.extend(old.base_paths)
+        new.data_format.CopyFrom(old.data_format)
+        new.next_row_id = max(base.next_row_id, old.next_row_id)
+        self._added = []
+
+    def fill_transaction(self, txn, fragments):
+        txn.restore.version = self.old.version
+
+
+def restore(ds) -> int:
+    """Commit ``ds``'s version as the newest one; returns the version created."""
+    return commit(ds._storage, ds.uri, Restore(old=ds._manifest), read_version=ds.latest_version)
