@@ -231,21 +231,22 @@ def test_storage_options_are_used(tmp_path):
 
 
 def test_max_bytes_per_file_splits_like_pylance(tmp_path):
-    """Both libraries roll to a new file once the current one reaches the limit (checked per
-    batch). lance_fw's files encode smaller and its check counts still-buffered Arrow bytes, so
-    the split points differ: the test holds what both promise, not pylance's exact count."""
-    n, limit = 200_000, 1_000_000
-    data = pa.table({"x": np.arange(n), "s": [f"value-{i}-" * 3 for i in range(n)]})
+    """Both libraries roll to a new file after the batch in which written pages pass the limit.
+    Where pages are flushed differs (lance_fw buffers up to max_page_bytes per column), so the
+    split points can differ: the test holds what both promise, not pylance's exact rows per file
+    (tests/test_compaction.py compares a case where they agree)."""
+    n, limit = 1_200_000, 1_000_000
+    data = pa.table({"id": pa.array(np.arange(n), pa.int64())})
     counts = {}
     for mod in (lance, lance_fw):
         uri = str(tmp_path / mod.__name__)
-        ds = mod.write_dataset(pa.Table.from_batches(data.to_batches(max_chunksize=10_000)), uri,
+        ds = mod.write_dataset(pa.Table.from_batches(data.to_batches(max_chunksize=8192)), uri,
                                max_bytes_per_file=limit)
         frags = ds.get_fragments()
         counts[mod] = len(frags)
         assert sum(f.physical_rows for f in frags) == n
         assert_tables_equal(data, ds.to_table())
-        assert all(f.data_files()[0].file_size_bytes <= 1.5 * limit for f in frags)
+        assert all(f.data_files()[0].file_size_bytes >= limit for f in frags[:-1])
     assert counts[lance] > 1 and counts[lance_fw] > 1
 
 

@@ -142,10 +142,10 @@ def write_fragments(storage: Storage, uri: str, batches: Iterator[pa.RecordBatch
 
 
 def _file_bytes(writer: LanceFileWriter) -> int:
-    """Bytes a file holds so far: pages written plus the Arrow size of what is still buffered
-    (an upper bound of its encoded size), so ``max_bytes_per_file`` rolls files before the limit,
-    checked after each batch as pylance does, rather than never while pages are buffered."""
-    return writer._pos + sum(col.pending_bytes for col in writer._columns)
+    """Bytes of pages already written to the file. pylance's rule for ``max_bytes_per_file``: the
+    file rolls after the batch in which written pages pass the limit (buffered data does not count),
+    so a file overshoots by at most what its columns buffer."""
+    return writer._pos
 
 
 def _fragment_of(done: WrittenFile) -> table_pb2.DataFragment:
