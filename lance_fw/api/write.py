@@ -76,7 +76,8 @@ def _check_append_schema(existing: pa.Schema, incoming: pa.Schema, allow_subset:
     missing = [f.name for f in existing if f.name not in incoming.names]
     if extra or (missing and not allow_subset) or any(not existing.field(n).nullable for n in missing):
         raise SchemaError(f"append schema does not match the dataset: dataset has columns {existing.names}, "
-                          f"data has {incoming.names} (missing non-nullable or unexpected columns)")
+                          f"data has {incoming.names} (missing {missing}, unexpected {extra}; the dataset may have "
+                          "changed since it was read)")
     for other in incoming:
         f = existing.field(other.name)
         if not _same_kind(other.type, f.type):
