@@ -119,8 +119,6 @@ def test_compaction_plan_matches_pylance(tmp_path, sizes, deletes, options):
     assert_tables_equal(expected[2], actual[2])  # same rows in the same (pylance's) order
 
 
-@pytest.mark.xfail(reason="write_fragments' max_bytes_per_file counts still-buffered bytes (api/write.py _file_bytes); "
-                          "pylance rolls only once flushed pages pass the limit", strict=False)
 def test_compaction_max_bytes_per_file_matches_pylance(tmp_path):
     """pylance rolls a compacted file after the batch in which written pages pass the limit."""
     counts = {}
