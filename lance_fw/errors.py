@@ -7,8 +7,11 @@ class LanceError(Exception):
     """Base class of every error lance_fw raises on purpose."""
 
 
-class DatasetNotFoundError(LanceError, FileNotFoundError):
-    """No dataset (no manifest) at the URI, or the requested version does not exist."""
+class DatasetNotFoundError(LanceError, FileNotFoundError, ValueError):
+    """No dataset (no manifest) at the URI, or the requested version does not exist.
+
+    Also a ``ValueError``: pylance raises ``ValueError`` for a missing dataset, version or tag and
+    ``OSError`` from ``checkout_version``, so code written against pylance catches it either way."""
 
 
 class DatasetExistsError(LanceError, FileExistsError):

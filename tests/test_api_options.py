@@ -406,3 +406,40 @@ def test_append_of_some_columns(tmp_path, columns):
     else:
         assert_tables_equal(outcome[lance][0], outcome[lance_fw][0])
         assert [sorted(f) for f in outcome[lance_fw][1]] == [sorted(f) for f in outcome[lance][1]]
+
+
+def _missing_dataset(m, root):
+    return m.dataset(f"{root}/nope")
+
+
+def _missing_version(m, root):
+    return m.dataset(f"{root}/ds", version=9)
+
+
+def _missing_tag(m, root):
+    return m.dataset(f"{root}/ds", version="no_such_tag")
+
+
+def _checkout_missing_version(m, root):
+    return m.dataset(f"{root}/ds").checkout_version(9)
+
+
+def _unknown_storage_version(m, root):
+    return m.write_dataset(pa.table({"x": [1]}), f"{root}/{m.__name__}_v", data_storage_version="9.9")
+
+
+def _create_over_existing(m, root):
+    return m.write_dataset(pa.table({"x": [1]}), f"{root}/ds")
+
+
+@pytest.mark.parametrize("case", [_missing_dataset, _missing_version, _missing_tag, _checkout_missing_version,
+                                  _unknown_storage_version, _create_over_existing], ids=lambda f: f.__name__[1:])
+def test_errors_are_caught_by_the_builtin_class_pylance_raises(tmp_path, case):
+    """Code written against pylance (``except ValueError`` / ``except OSError``) keeps working."""
+    lance.write_dataset(pa.table({"x": [1, 2]}), str(tmp_path / "ds"))
+    with pytest.raises(Exception) as oracle:
+        case(lance, str(tmp_path))
+    builtin = next(c for c in type(oracle.value).__mro__ if c.__module__ == "builtins")
+    with pytest.raises(LanceError) as ours:
+        case(lance_fw, str(tmp_path))
+    assert isinstance(ours.value, builtin), (type(ours.value), builtin)

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw.errors import DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, SchemaError
-from lance_fw.file.version import parse_version, version_name
+from lance_fw.file.version import parse_version, requested_version, version_name
 from lance_fw.file.writer import LanceFileWriter, WrittenFile
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
 from lance_fw.options import refuse
@@ -237,13 +237,13 @@ def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_v
                                        lance_schema.metadata)
         target = lance_schema.to_arrow()
         dataset_version = base.data_format.version or "0.1"
-        if data_storage_version is not None and parse_version(data_storage_version) != parse_version(dataset_version):
+        if data_storage_version is not None and requested_version(data_storage_version) != parse_version(dataset_version):
             raise InvalidArgumentError(
                 f"data_storage_version={data_storage_version!r} differs from the dataset's {dataset_version}; "
                 "a dataset cannot mix file versions")
         version = parse_version(dataset_version)
     else:
-        version = parse_version(data_storage_version)
+        version = requested_version(data_storage_version)
         lance_schema = LanceSchema.from_arrow(schema)
         target = lance_schema.to_arrow()
         if schema.metadata:

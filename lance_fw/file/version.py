@@ -9,6 +9,9 @@ _ALIASES = {"stable": "2.2", "legacy": "0.1", "next": "2.3"}
 #: The version lance_fw writes when the caller does not choose one.
 DEFAULT_VERSION = "2.2"  # what pylance 14 writes by default
 SUPPORTED_WRITE = ("2.0", "2.1", "2.2")
+#: Every file format version pylance 14 knows; a requested version outside these is a bad argument
+#: (pylance: ValueError), one inside them that lance_fw cannot write is an unsupported feature.
+KNOWN_VERSIONS = ("0.1", "2.0", "2.1", "2.2", "2.3")
 
 
 def parse_version(name: str | None) -> tuple[int, int]:
@@ -19,6 +22,16 @@ def parse_version(name: str | None) -> tuple[int, int]:
     except ValueError:
         raise InvalidArgumentError(f"data_storage_version {name!r} is not a version like '2.0'") from None
     return major, minor
+
+
+def requested_version(name: str | None) -> tuple[int, int]:
+    """A ``data_storage_version`` a user asked for: like :func:`parse_version`, but a version no Lance
+    release defines (``"9.9"``) is an ``InvalidArgumentError`` (a ``ValueError``, as in pylance)."""
+    version = parse_version(name)
+    if version_name(version) not in KNOWN_VERSIONS:
+        raise InvalidArgumentError(f"data_storage_version {name!r}: unknown Lance storage version "
+                                   f"(known: {', '.join(KNOWN_VERSIONS)} and {', '.join(_ALIASES)})")
+    return version
 
 
 def version_name(version: tuple[int, int]) -> str:
