@@ -514,6 +514,10 @@ def _constant(msg, n: int, where: str) -> DecodedValues:
 # rep / def levels
 # ---------------------------------------------------------------------------
 
+#: the densest level encoding is RLE: one u8 run length of up to 255 levels per byte
+MAX_LEVELS_PER_BYTE = 255
+
+
 def decode_levels(enc: "pb.CompressiveEncoding", buffer, num_levels: int, context: str = "miniblock",
                   where: str = "rep/def levels") -> np.ndarray:
     """Decode ``num_levels`` u16 rep or def levels from one buffer.
@@ -524,6 +528,8 @@ def decode_levels(enc: "pb.CompressiveEncoding", buffer, num_levels: int, contex
     """
     raw = _u8(buffer)
     kind = _name(enc)
+    if kind != "general" and num_levels > MAX_LEVELS_PER_BYTE * raw.size:  # before allocating them
+        raise CorruptFileError(where, f"{num_levels} levels cannot come from {raw.size} bytes")
     if kind == "rle":
         dv = _decode_block(enc, raw, num_levels, where)
     elif kind == "general":

@@ -169,6 +169,8 @@ def _pack_blocks(vals: np.ndarray, t: int, w: int) -> np.ndarray:
 def _inline_block_offsets(words: np.ndarray, t: int, nblocks: int, where: str):
     """Walk the per-block bit-width words of the inline form (a loop over blocks only)."""
     lanes = BLOCK // t
+    if nblocks > words.size:  # each block has at least its width word: refuse before allocating
+        raise CorruptFileError(where, f"inline bitpacking: {nblocks} blocks cannot fit {words.size} {t}-bit words")
     starts = np.empty(nblocks, dtype=np.int64)
     widths = np.empty(nblocks, dtype=np.int64)
     pos = 0

@@ -43,7 +43,15 @@ def _pad8(n: int) -> int:
 
 # --- mini-block ---------------------------------------------------------------------------------
 
+#: a chunk's value count is 2 ** (4-bit log2); only the last one's is implied, and no more than that
+MAX_CHUNK_VALUES = 1 << 15
+
+
 def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, where: str):
+    width = 4 if large else 2
+    if len(meta) % width:
+        raise CorruptFileError(where, f"mini-block chunk metadata of {len(meta)} bytes is not a whole number "
+                                      f"of {width}-byte words")
     words = meta.view("<u4" if large else "<u2").astype(np.int64)
     sizes = ((words >> 4) + 1) * 8
     log_counts = words & 0xF
@@ -51,9 +59,13 @@ def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, wher
     if len(words):
         if (log_counts[:-1] == 0).any():
             raise CorruptFileError(where, "a non-final mini-block chunk has log2(values) = 0")
-        counts[-1] = num_items - counts[:-1].sum()
-        if counts[-1] < 0:
-            raise CorruptFileError(where, f"mini-block chunks hold more than the page's {num_items} items")
+        last = num_items - int(counts[:-1].sum())
+        if not 0 <= last <= MAX_CHUNK_VALUES:
+            raise CorruptFileError(where, f"the page's {num_items} items leave {last} for its last mini-block "
+                                          f"chunk (0 to {MAX_CHUNK_VALUES})")
+        counts[-1] = last
+    elif num_items:
+        raise CorruptFileError(where, f"mini-block page of {num_items} items has no chunks")
     starts = np.concatenate([[0], np.cumsum(sizes)])
     if starts[-1] > total:
         raise CorruptFileError(where, f"mini-block chunks need {starts[-1]} bytes, the page holds {total}")
@@ -165,6 +177,8 @@ def chunk_table(layout: pb.MiniBlockLayout, meta: np.ndarray, total: int, where:
 
 
 def mini_block_dictionary(layout: pb.MiniBlockLayout, buffer, where: str) -> DecodedValues:
+    if layout.num_dictionary_items > 8 * len(buffer):  # every item takes at least a bit
+        raise CorruptFileError(where, f"a dictionary of {layout.num_dictionary_items} items in {len(buffer)} bytes")
     return compressive.decode_values(layout.dictionary, [buffer], layout.num_dictionary_items, "block",
                                      where=f"{where}, dictionary")
 
@@ -452,11 +466,10 @@ def _levels(layout, which: str, buf, where: str) -> np.ndarray | None:
 
 def _arrow_value_buffers(blob: bytes, where: str) -> list[bytes]:
     """``u32 nbuffers | u32 size x n | buffers``: the buffers of a length-1 Arrow array."""
-    try:
-        (count,) = struct.unpack_from("<I", blob, 0)
-        sizes = struct.unpack_from("<" + "I" * count, blob, 4)
-    except struct.error:
-        raise CorruptFileError(where, "constant page value buffer is truncated") from None
+    if len(blob) < 4 or 4 + 4 * struct.unpack_from("<I", blob, 0)[0] > len(blob):
+        raise CorruptFileError(where, "constant page value buffer is truncated")
+    (count,) = struct.unpack_from("<I", blob, 0)
+    sizes = struct.unpack_from(f"<{count}I", blob, 4)
     pos = 4 + 4 * count
     out = []
     for size in sizes:

@@ -77,6 +77,11 @@ def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
     types = path_types(arrow_type, len(layers))
     if len(types) != len(layers):
         raise CorruptFileError(where, f"page has {len(layers)} rep/def layers for a path of {len(types)} fields")
+    for i, layer in enumerate(layers):  # the layers must describe the column's path, leaf first
+        t = types[len(layers) - 1 - i]
+        is_list = i > 0 and (pa.types.is_list(t) or pa.types.is_large_list(t))
+        if layer not in ITEM_LAYERS + LIST_LAYERS or (layer in LIST_LAYERS) != is_list:
+            raise CorruptFileError(where, f"rep/def layer {layer} does not describe a {t} field")
     inside, empty = def_numbers(layers)
     list_idx = [i for i, layer in enumerate(layers) if layer in LIST_LAYERS]
     count = _level_count(levels)
@@ -181,6 +186,14 @@ def values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | N
     return pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(raw)], null_count=nulls)
 
 
+def _fixed_width(t: pa.DataType) -> int | None:
+    """Bytes per value of a fixed-width type (None for others)."""
+    try:
+        return t.bit_width // 8 if t.bit_width % 8 == 0 else None
+    except ValueError:
+        return None
+
+
 def _bit_width(t: pa.DataType) -> int:
     return 1 if pa.types.is_boolean(t) else t.bit_width
 
@@ -192,6 +205,8 @@ def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray
         raw = levels.constant
         if pa.types.is_boolean(t):
             one = pa.array([bool(raw[0] & 1)] if raw else [False])
+        elif _fixed_width(t) is None or len(raw) != _fixed_width(t):
+            raise CorruptFileError(where, f"a constant of {len(raw)} bytes for a {t} column")
         else:
             one = pa.Array.from_buffers(t, 1, [None, pa.py_buffer(raw)], null_count=0)
     else:
