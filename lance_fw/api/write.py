@@ -180,6 +180,11 @@ class WritePlan:
     def storage(self) -> Storage:
         return resolve_storage(self.uri, self.storage_options)
 
+    def planned_fields(self) -> list:
+        """The dataset schema (protobuf fields) this plan's files were written for: what a commit of
+        them checks the latest version still has."""
+        return self.dataset_fields or self.lance_schema.to_protos()
+
     def write(self, data: Any) -> list[table_pb2.DataFragment]:
         """Write ``data`` (anything ``write_dataset`` accepts) into new data files; commit nothing."""
         _, batches = _as_reader(data, self.arrow_schema)
@@ -191,8 +196,7 @@ class WritePlan:
         storage = self.storage()
         properties = dict(properties or {})
         if self.mode == "append":
-            op = Append(fragments=fragments, properties=properties,
-                        schema_fields=self.dataset_fields or self.lance_schema.to_protos())
+            op = Append(fragments=fragments, properties=properties, schema_fields=self.planned_fields())
         else:
             op = Overwrite(fragments=fragments, properties=properties, schema_fields=self.lance_schema.to_protos(),
                            schema_metadata=self.lance_schema.metadata, data_format_version=version_name(self.version),

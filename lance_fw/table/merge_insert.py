@@ -47,7 +47,7 @@ def rewrite(ds, delete_addresses: np.ndarray, new_rows: pa.Table | None, predica
         fragments = plan.write(new_rows)
     staged = stage_deletions(ds, offsets_matcher(_by_fragment(delete_addresses)))
     op = Update(fragments=fragments, updated=staged.updated, removed=staged.removed, expected=staged.expected,
-                predicate=predicate)
+                predicate=predicate, schema_fields=plan.planned_fields() if plan is not None else [])
     with undo_unless_published(lambda: (staged.undo(ds._storage),
                                         delete_fragment_files(ds._storage, ds.uri, fragments))):
         return commit(ds._storage, ds.uri, op, read_version=staged.read_version)

@@ -46,13 +46,29 @@ class Operation:
         raise NotImplementedError
 
 
-def _check_unchanged(base, expected: dict[int, int], what: str) -> None:
-    """Each fragment id in ``expected`` must still exist with the deletion file id it was planned
-    against; otherwise a concurrent commit changed rows this operation rewrites or deletes."""
-    current = {f.id: deletion_file_id(f) for f in base.fragments} if base is not None else {}
-    for frag_id, deletion_id in expected.items():
-        if current.get(frag_id) != deletion_id:
+def _check_unchanged(base, expected: dict[int, object], what: str,
+                     state: Callable[[table_pb2.DataFragment], object] = deletion_file_id) -> None:
+    """Each fragment id in ``expected`` must still exist in the ``state`` (by default: the deletion
+    file id) it was planned against; otherwise a concurrent commit changed rows this operation
+    rewrites or deletes."""
+    current = {f.id: state(f) for f in base.fragments} if base is not None else {}
+    for frag_id, planned in expected.items():
+        if current.get(frag_id) != planned:
             raise CommitConflictError(f"fragment {frag_id} was changed by a concurrent commit; re-run the {what}")
+
+
+def _files_and_deletions(frag: table_pb2.DataFragment) -> tuple:
+    """What a rewrite of a fragment depends on: its deletions and every data file (a concurrent
+    ``add_columns`` adds a file whose column the rewritten rows would otherwise lose)."""
+    return deletion_file_id(frag), tuple(f.path for f in frag.files)
+
+
+def _check_written_schema(base, schema_fields: list | None, what: str) -> None:
+    """New fragments written with ``schema_fields`` fit only a base with that same schema: after a
+    concurrent overwrite or ``add_columns`` they would lack columns or name the wrong field ids."""
+    if schema_fields and base is not None and _shape(base.fields) != _shape(schema_fields):
+        raise CommitConflictError(f"the dataset's schema changed since this {what} was planned "
+                                  "(a concurrent overwrite or schema change); re-run it")
 
 
 def _assign_ids(manifest: table_pb2.Manifest, fragments: list, next_id: int) -> list:
@@ -107,9 +123,7 @@ class Append(Operation):
     schema_fields: list = field(default_factory=list)
 
     def apply(self, base, new):
-        if self.schema_fields and base is not None and _shape(base.fields) != _shape(self.schema_fields):
-            raise CommitConflictError("the dataset's schema changed since this append was planned "
-                                      "(a concurrent overwrite?); re-run the write")
+        _check_written_schema(base, self.schema_fields, "append")
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
         if base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
             _assign_row_ids(new, self._added)
@@ -184,9 +198,13 @@ class Delete(Operation):
 @dataclass
 class Update(Delete):
     """Rows rewritten or inserted: deletion files for the old rows (as ``Delete``) plus ``fragments``
-    holding the new rows, in one version (pylance's ``Update`` with ``rewrite_rows``)."""
+    holding the new rows, in one version (pylance's ``Update`` with ``rewrite_rows``).
+    ``schema_fields``: the schema ``fragments`` were written with (checked as for ``Append``)."""
+
+    schema_fields: list = field(default_factory=list)
 
     def apply(self, base, new):
+        _check_written_schema(base, self.schema_fields if self.fragments else None, "update")
         super().apply(base, new)
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
 
@@ -206,7 +224,8 @@ class Rewrite(Operation):
     groups: list = field(default_factory=list)  # [(old DataFragments, new DataFragments)]
 
     def apply(self, base, new):
-        _check_unchanged(base, {f.id: deletion_file_id(f) for old, _ in self.groups for f in old}, "compaction")
+        _check_unchanged(base, {f.id: _files_and_deletions(f) for old, _ in self.groups for f in old}, "compaction",
+                         _files_and_deletions)
         next_id = _next_fragment_id(base)
         dropped, self._added, self._assigned = set(), [], []
         for old, fresh in self.groups:
