@@ -583,3 +583,20 @@ def test_page_values_that_would_build_invalid_arrow(uri, writer, case):
     assert os.path.basename(path) in str(info.value)
     with pytest.raises(CorruptFileError):
         lance_fw.dataset(uri).take(list(range(N)))
+
+
+@pytest.mark.parametrize("column", ["n", "l", "item"])
+def test_page_length_past_the_column_rows(uri, column):
+    """Was an attempt to allocate 2**40 rows (an all-null page decodes to as many rows as it says):
+    a column's page lengths must add up to the rows it holds (file rows, or the list's items)."""
+    table = pa.table({"n": pa.nulls(N, pa.int64()), "l": pa.array([[None] * 3] * N, pa.list_(pa.int32()))})
+    lance_fw.write_dataset(table, uri, data_storage_version=V)
+    path = data_files(uri)[0]
+    tail = Tail(get(path))
+    index = {"n": 0, "l": 1, "item": 2}[column]  # 2.0: one column per field, in pre-order
+    tail.columns[index].pages[0].length = 2**40
+    put(path, tail.encode())
+    with no_hang():
+        assert_error_names(uri, path, CorruptFileError)
+        with pytest.raises(CorruptFileError):
+            lance_fw.dataset(uri).take([0, N - 1])

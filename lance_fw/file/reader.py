@@ -51,6 +51,8 @@ class LanceFileReader:
             owners = [f for f in self.schema.walk() if self.tail.version == (2, 0) or structure_v2_1.is_leaf(f)]
             column_of_field = {f.id: i for i, f in enumerate(owners)}
         self.column_of_field = column_of_field
+        self._top_level = {f.id for f in self.schema.fields}
+        self._parent = {child.id: f for f in self.schema.walk() for child in f.children}
         self._page_starts: dict[int, list[int]] = {}
         self._cache: dict[int, tuple[int, pa.Array]] = {}
         self._lock = threading.Lock()
@@ -122,7 +124,12 @@ class LanceFileReader:
         except KeyError:
             raise CorruptFileError(self.path, f"field {field.name!r} (id {field.id}) has no column in this file") from None
 
-    def _starts(self, col: int) -> list[int]:
+    def _starts(self, col: int, field: LanceField) -> list[int]:
+        """First row of each page of column ``col`` (and the total at the end).
+
+        The total is checked against the rows the column must hold, so that a damaged page length
+        cannot make a decoder allocate for rows that do not exist.
+        """
         starts = self._page_starts.get(col)
         if starts is None:
             if col >= len(self.tail.columns):
@@ -130,11 +137,30 @@ class LanceFileReader:
             starts = [0]
             for page in self.tail.columns[col].pages:
                 starts.append(starts[-1] + page.length)
+            expected = self._rows_of(field)
+            if expected is not None and starts[-1] != expected:
+                raise CorruptFileError(self.path, f"column {col} ({field.name!r}): its pages hold {starts[-1]} "
+                                                  f"rows, the column must have {expected}")
             self._page_starts[col] = starts
         return starts
 
+    def _rows_of(self, field: LanceField) -> int | None:
+        """Rows the column of ``field`` holds: the file's rows, except under a 2.0 list (the list
+        pages' ``num_items``); None where the file's schema does not place the field."""
+        if self.tail.version != (2, 0):
+            return self.num_rows  # 2.1+: every page counts top-level rows
+        if field.id in self._top_level:
+            return self.num_rows
+        parent = self._parent.get(field.id)
+        if parent is None:
+            return None
+        if parent.is_list:
+            col = self._column(parent)
+            return sum(self._num_items(col, p) for p in range(len(self.tail.columns[col].pages)))
+        return self._rows_of(parent)
+
     def _read_column(self, col: int, start: int, stop: int, arrow_type: pa.DataType, field: LanceField) -> pa.Array:
-        starts = self._starts(col)
+        starts = self._starts(col, field)
         if stop <= start:
             return pa.array([], arrow_type)
         if stop > starts[-1]:
@@ -155,7 +181,7 @@ class LanceFileReader:
         return _concat(pieces, arrow_type)
 
     def _take_column(self, col: int, rows: np.ndarray, arrow_type: pa.DataType, field: LanceField) -> pa.Array:
-        starts = self._starts(col)
+        starts = self._starts(col, field)
         if not len(rows):
             return pa.array([], arrow_type)
         if rows[-1] >= starts[-1]:
@@ -189,7 +215,7 @@ class LanceFileReader:
     def _list_rows(self, col: int, rows: np.ndarray, field: LanceField
                    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """A 2.0 list column's item counts and validity at ``rows``, and each row's first item."""
-        starts = np.asarray(self._starts(col), np.int64)
+        starts = np.asarray(self._starts(col, field), np.int64)
         items_before = np.zeros(len(starts), np.int64)
         page_of = np.searchsorted(starts, rows, side="right") - 1
         pages = np.unique(page_of)
@@ -271,7 +297,7 @@ class LanceFileReader:
         Whole pages answer from their encoding's ``num_items``; only the page holding ``row``
         is decoded.
         """
-        starts = self._starts(col)
+        starts = self._starts(col, field)
         page = bisect.bisect_right(starts, row) - 1
         total = sum(self._num_items(col, p) for p in range(min(page, len(starts) - 1)))
         if row > starts[page] and page < len(starts) - 1:
