@@ -292,13 +292,36 @@ def _damage(rng: random.Random, layout: pb.PageLayout, buffers: list, rows: int)
     return buffers, max(rows, 0)
 
 
+@pytest.fixture(scope="module")
+def blob_pages(tmp_path_factory) -> list:
+    """Pages of a 2.2 blob column as pylance writes it (descriptors in full-zip packed structs)."""
+    field = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    values = [b"x" * (i % 50) if i % 7 else None for i in range(ROWS)]
+    values[5] = b"y" * 200_000
+    table = pa.table([pa.array(range(ROWS)), pa.array(values, pa.large_binary())],
+                     schema=pa.schema([pa.field("id", pa.int64()), field]))
+    uri = str(tmp_path_factory.mktemp("blob") / "ds")
+    lance.write_dataset(table, uri, data_storage_version="2.2")
+    return _pages(uri)
+
+
 @pytest.mark.parametrize("writer", WRITERS)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_random_page_damage(pages, version, writer):
-    rng = random.Random(f"{version}/{writer}")
+    _random_damage(pages[(version, writer)], f"{version}/{writer}")
+
+
+def test_random_blob_page_damage(blob_pages):
+    """Was a MemoryError (a damaged field width sized a 1 TiB gather) and a KeyError (value
+    lengths of 3 bytes)."""
+    _random_damage(blob_pages, "blob", 10 * MUTATIONS)
+
+
+def _random_damage(pages: list, seed: str, mutations: int = MUTATIONS) -> None:
+    rng = random.Random(seed)
     outcomes = {"ok": 0, "corrupt": 0}
-    for case in range(MUTATIONS):
-        encoding, buffers, rows, arrow_type = rng.choice(pages[(version, writer)])
+    for case in range(mutations):
+        encoding, buffers, rows, arrow_type = rng.choice(pages)
         layout = _layout(encoding)
         buffers, rows = _damage(rng, layout, list(buffers), rows)
         wanted = sorted({rng.randrange(rows) for _ in range(5)}) if rows else []

@@ -58,21 +58,25 @@ def _variable_packed_struct(msg, offs: np.ndarray, raw: np.ndarray, where: str) 
         layout = f.WhichOneof("layout")
         if layout == "bits_per_value":
             width = f.bits_per_value // 8
+            t = {1: pa.uint8(), 2: pa.uint16(), 4: pa.uint32(), 8: pa.uint64()}.get(width)
+            if t is None or f.bits_per_value % 8:
+                raise UnsupportedEncodingError(f"{where}: packed struct field of {f.bits_per_value} bits")
             if n and (pos + width > offs[1:]).any():
                 raise CorruptFileError(where, f"packed struct field {i} overruns its row")
             cols = raw[pos[:, None] + np.arange(width)[None, :]] if n else np.zeros((0, width), np.uint8)
             data = np.ascontiguousarray(cols).reshape(-1)
-            t = {1: pa.uint8(), 2: pa.uint16(), 4: pa.uint32(), 8: pa.uint64()}.get(width)
-            if t is None:
-                raise UnsupportedEncodingError(f"{where}: packed struct field of {width} bytes")
             children.append(pa.Array.from_buffers(t, n, [None, pa.py_buffer(data)], null_count=0))
             pos = pos + width
         elif layout == "bits_per_length":
+            if f.bits_per_length not in (32, 64):
+                raise CorruptFileError(where, f"packed struct field {i}: lengths of {f.bits_per_length} bits")
             width = f.bits_per_length // 8
+            if n and (pos + width > offs[1:]).any():
+                raise CorruptFileError(where, f"packed struct field {i} overruns its row")
             lens = raw[pos[:, None] + np.arange(width)[None, :]] if n else np.zeros((0, width), np.uint8)
             lengths = np.ascontiguousarray(lens).view("<u4" if width == 4 else "<u8").reshape(-1).astype(np.int64)
             starts = pos + width
-            if n and (starts + lengths > offs[1:]).any():
+            if n and ((lengths < 0).any() or (starts + lengths > offs[1:]).any()):
                 raise CorruptFileError(where, f"packed struct field {i} overruns its row")
             out_offs = np.zeros(n + 1, np.int64)
             np.cumsum(lengths, out=out_offs[1:])

@@ -240,13 +240,13 @@ def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> De
 
 # --- full-zip -----------------------------------------------------------------------------------
 
-def _ctrl_bytes(bits: int) -> int:
+def _ctrl_bytes(bits: int, where: str = "full-zip page") -> int:
     if bits == 0:
         return 0
     for width in (1, 2, 4):
         if bits <= 8 * width:
             return width
-    raise CorruptFileError("full-zip", f"{bits} control bits do not fit a control word")
+    raise CorruptFileError(where, f"{bits} control bits do not fit a control word")
 
 
 def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> PageLevels:
@@ -274,11 +274,11 @@ def index_width(nbytes: int, num_rows: int, where: str) -> int:
     return width
 
 
-def fixed_stride(layout: pb.FullZipLayout) -> int | None:
+def fixed_stride(layout: pb.FullZipLayout, where: str) -> int | None:
     """Bytes per row of a fixed-width full-zip page without lists (None when rows vary)."""
     if layout.WhichOneof("details") != "bits_per_value" or layout.bits_rep:
         return None
-    return _ctrl_bytes(layout.bits_rep + layout.bits_def) + layout.bits_per_value // 8
+    return _ctrl_bytes(layout.bits_rep + layout.bits_def, where) + layout.bits_per_value // 8
 
 
 def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.ndarray | None, num_rows: int,
@@ -287,10 +287,12 @@ def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.nda
     chosen rows); ``row_starts`` are their ``num_rows + 1`` byte offsets (None for fixed-width
     rows without lists). ``num_levels``, when known, is checked."""
     bits_rep, bits_def = layout.bits_rep, layout.bits_def
-    ctrl = _ctrl_bytes(bits_rep + bits_def)
+    ctrl = _ctrl_bytes(bits_rep + bits_def, where)
     kind = layout.WhichOneof("details")
     layers = list(layout.layers)
     if kind == "bits_per_value":
+        if layout.bits_per_value == 0 or layout.bits_per_value % 8:
+            raise CorruptFileError(where, f"full-zip values of {layout.bits_per_value} bits (whole bytes only)")
         width = layout.bits_per_value // 8
         if bits_rep == 0:  # no lists: every level is visible and has its value bytes
             stride = ctrl + width
@@ -310,6 +312,8 @@ def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.nda
         return PageLevels(layers, num_rows, rep, defs, values)
     if kind != "bits_per_offset":
         raise CorruptFileError(where, "full-zip layout names neither bits_per_value nor bits_per_offset")
+    if layout.bits_per_offset not in (32, 64):
+        raise CorruptFileError(where, f"full-zip value lengths of {layout.bits_per_offset} bits (32 or 64)")
     len_bytes = layout.bits_per_offset // 8
 
     def value_size(defs: np.ndarray) -> np.ndarray:

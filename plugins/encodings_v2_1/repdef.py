@@ -165,7 +165,10 @@ def values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | N
     if values.kind == "arrow":  # packed structs: relabel the decoded children to the column's fields
         if not pa.types.is_struct(t) or t.num_fields != values.array.type.num_fields:
             raise CorruptFileError(where, f"packed struct values for a {t} column")
-        children = [c.cast(t.field(i).type) for i, c in enumerate(values.array.flatten())]
+        try:
+            children = [c.cast(t.field(i).type) for i, c in enumerate(values.array.flatten())]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise CorruptFileError(where, f"packed struct values do not fit {t}: {exc}") from None
         return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=children)
     if values.kind == "fsl":
         if not pa.types.is_fixed_size_list(t):

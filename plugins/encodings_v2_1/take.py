@@ -140,7 +140,7 @@ def full_zip_rows(layout: pb.FullZipLayout, page: PageInput, rows: np.ndarray) -
     where = page.where
     if not len(page.buffers):
         raise CorruptFileError(where, "full-zip page without a data buffer")
-    stride = layouts.fixed_stride(layout)
+    stride = layouts.fixed_stride(layout, where)
     if stride is not None:
         blobs = page.read_parts([(0, int(r) * stride, stride) for r in rows])
         return layouts.zipped_levels(layout, _joined(blobs), None, len(rows), where)
