@@ -36,6 +36,8 @@ import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import pytest
+
 FLIPS = int(os.environ.get("LANCE_FW_CORRUPTION_FLIPS", "50"))
 TRUNCATIONS = int(os.environ.get("LANCE_FW_CORRUPTION_TRUNCATIONS", "5"))
 DUCKDB_EVERY = int(os.environ.get("LANCE_FW_CORRUPTION_DUCKDB_EVERY", "5"))
@@ -301,24 +303,23 @@ def _data_file(uri: str) -> str:
     return str(files[0])
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("schema", SCHEMAS)
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_random_damage_gives_valid_arrays_or_lance_errors(version, writer, schema, tmp_path):
+    uri = str(tmp_path / "ds")
+    write(writer, schema, version, uri)
+    rel = _data_file(uri)
+    size = (Path(uri) / rel).stat().st_size
+    cases = _cases(size, zlib.crc32(f"{version}/{writer}/{schema}".encode()))
+    work = Path(tempfile.mkdtemp(dir=tmp_path))
+    results = run_cases(work, uri, rel, ROWS, cases)
+    assert set(results) == {c["id"] for c in cases}
+    counts, breaks = summarize(cases, results)
+    assert not breaks, (f"{version} written by {writer} ({schema}), {len(cases)} cases, outcomes "
+                        f"{dict(counts)}; invariant broken:\n" + "\n".join(breaks))
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
     worker(sys.argv[2])
-else:
-    import pytest
-
-    @pytest.mark.slow
-    @pytest.mark.parametrize("schema", SCHEMAS)
-    @pytest.mark.parametrize("writer", WRITERS)
-    @pytest.mark.parametrize("version", VERSIONS)
-    def test_random_damage_gives_valid_arrays_or_lance_errors(version, writer, schema, tmp_path):
-        uri = str(tmp_path / "ds")
-        write(writer, schema, version, uri)
-        rel = _data_file(uri)
-        size = (Path(uri) / rel).stat().st_size
-        cases = _cases(size, zlib.crc32(f"{version}/{writer}/{schema}".encode()))
-        work = Path(tempfile.mkdtemp(dir=tmp_path))
-        results = run_cases(work, uri, rel, ROWS, cases)
-        assert set(results) == {c["id"] for c in cases}
-        counts, breaks = summarize(cases, results)
-        assert not breaks, (f"{version} written by {writer} ({schema}), {len(cases)} cases, outcomes "
-                            f"{dict(counts)}; invariant broken:\n" + "\n".join(breaks))
