@@ -39,11 +39,25 @@ MUTATIONS = 150  # per (version, writer)
 HUGE = [(1 << 31) - 1, 1 << 40, (1 << 63) - 1]
 
 
+#: pylance encodings chosen through field metadata: general zstd/lz4, byte-stream-split, packed structs
+HINTED = [
+    pa.field("z", pa.int64(), metadata={"lance-encoding:compression": "zstd"}),
+    pa.field("l4", pa.int32(), metadata={"lance-encoding:compression": "lz4"}),
+    pa.field("bss", pa.float64(), metadata={"lance-encoding:bss": "on", "lance-encoding:compression": "zstd"}),
+    pa.field("p", pa.struct([("a", pa.int32()), ("b", pa.float64())]), metadata={"lance-encoding:packed": "true"}),
+]
+
+
 def _table() -> pa.Table:
     rng = np.random.default_rng(3)
     n = ROWS
     item = pa.struct([("x", pa.int32()), ("s", pa.string())])
-    return pa.table({
+    words = np.array(["lance", "column", "format", "arrow", "page", "chunk", "ünï", "日本"])
+    hinted = [pa.array(rng.integers(0, 1 << 40, n)), pa.array(rng.integers(0, 1000, n).astype(np.int32)),
+              pa.array(rng.random(n)),
+              pa.StructArray.from_arrays([pa.array(rng.integers(0, 100, n).astype(np.int32)), pa.array(rng.random(n))],
+                                         fields=list(HINTED[3].type))]
+    plain = pa.table({
         "i": pa.array(rng.integers(0, 1000, n)),
         "f": pa.array(np.where(rng.random(n) < 0.1, np.nan, rng.random(n))),
         "s": pa.array([f"text {i % 97}" if i % 5 else None for i in range(n)]),
@@ -53,10 +67,15 @@ def _table() -> pa.Table:
         "st": pa.array([None if i % 7 == 3 else {"x": i if i % 4 else None, "s": f"y{i}"} for i in range(n)], item),
         "ls": pa.array([None if i % 10 == 1 else [{"x": j, "s": None} for j in range(i % 4)] for i in range(n)],
                        pa.large_list(item)),
+        "text": pa.array([" ".join(words[rng.integers(0, 8, 12)]) if i % 9 else None for i in range(n)]),  # FSST
+        "fsl": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 80).astype(np.float32)), 80),
         "c": pa.array([None] * n, pa.int32()),
         "cl": pa.array([None if i % 3 == 0 else [None] * (i % 4) for i in range(n)], pa.list_(pa.int32())),  # constant
         "k": pa.array([7] * n, pa.int64()),
     })
+    for f, column in zip(HINTED, hinted):
+        plain = plain.append_column(f, column)
+    return plain
 
 
 @pytest.fixture(scope="module")

@@ -158,8 +158,21 @@ def _leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: 
 
 
 def values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | None, where: str) -> pa.Array:
+    """Decoded values as an Arrow array of ``t``. What the page's encoding produced must fit the
+    column's type (damage can pair any encoding with any column): a mismatch is a CorruptFileError."""
+    try:
+        return _values_to_arrow(values, t, valid, where)
+    except (pa.ArrowInvalid, ValueError) as exc:
+        if isinstance(exc, CorruptFileError):
+            raise
+        raise CorruptFileError(where, f"{values.kind} values do not make a {t} array: {exc}") from None
+
+
+def _values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | None, where: str) -> pa.Array:
     n = values.num_values
     bitmap, nulls = _bitmap(valid) if valid is not None else (None, 0)
+    if valid is not None and len(valid) != n:
+        raise CorruptFileError(where, f"{len(valid)} validity bits for {n} values")
     if values.kind == "null":
         return pa.nulls(n, t)
     if values.kind == "arrow":  # packed structs: relabel the decoded children to the column's fields
@@ -171,34 +184,39 @@ def values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | N
             raise CorruptFileError(where, f"packed struct values do not fit {t}: {exc}") from None
         return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=children)
     if values.kind == "fsl":
-        if not pa.types.is_fixed_size_list(t):
-            raise CorruptFileError(where, f"fixed-size-list values for a {t} column")
+        if not pa.types.is_fixed_size_list(t) or values.dimension != t.list_size \
+                or values.inner.num_values != n * t.list_size:
+            raise CorruptFileError(where, f"{n} fixed-size lists of {values.dimension} "
+                                          f"({values.inner.num_values} items) for a {t} column")
         inner = values_to_arrow(values.inner, t.value_type, values.validity, where)
         return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=[inner])
     if values.kind == "variable":
         large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+        if not (large or pa.types.is_string(t) or pa.types.is_binary(t)):
+            raise CorruptFileError(where, f"variable-width values for a {t} column")
         offs = values.offsets.astype(np.int64 if large else np.int32)
         data = pa.py_buffer(np.ascontiguousarray(values.data, dtype=np.uint8))
         return pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(offs), data], null_count=nulls)
     if pa.types.is_null(t):
         return pa.nulls(n)
+    width = _bit_width(t)
+    if values.kind != "fixed" or width is None:
+        raise CorruptFileError(where, f"{values.kind} values for a {t} column")
     raw = values.fixed_bytes()
-    expected = (n * _bit_width(t) + 7) // 8
-    if values.bits_per_value != _bit_width(t) or raw.size < expected:
+    expected = (n * width + 7) // 8
+    if values.bits_per_value != width or raw.size < expected:
         raise CorruptFileError(where, f"{values.bits_per_value}-bit values for a {t} column")
     return pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(raw)], null_count=nulls)
 
 
-def _fixed_width(t: pa.DataType) -> int | None:
-    """Bytes per value of a fixed-width type (None for others)."""
+def _bit_width(t: pa.DataType) -> int | None:
+    """Bits per value of a fixed-width type (None for others: lists, structs, strings)."""
+    if pa.types.is_boolean(t):
+        return 1
     try:
-        return t.bit_width // 8 if t.bit_width % 8 == 0 else None
+        return t.bit_width
     except ValueError:
         return None
-
-
-def _bit_width(t: pa.DataType) -> int:
-    return 1 if pa.types.is_boolean(t) else t.bit_width
 
 
 def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: str) -> pa.Array:
@@ -208,7 +226,7 @@ def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray
         raw = levels.constant
         if pa.types.is_boolean(t):
             one = pa.array([bool(raw[0] & 1)] if raw else [False])
-        elif _fixed_width(t) is None or len(raw) != _fixed_width(t):
+        elif (_bit_width(t) or 0) % 8 or len(raw) * 8 != _bit_width(t):
             raise CorruptFileError(where, f"a constant of {len(raw)} bytes for a {t} column")
         else:
             one = pa.Array.from_buffers(t, 1, [None, pa.py_buffer(raw)], null_count=0)
@@ -220,6 +238,7 @@ def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray
                 one = pa.Array.from_buffers(t, 1, [None], null_count=0, children=[inner])
             else:
                 one = pa.Array.from_buffers(t, 1, [None] + bufs, null_count=0)
+            one.validate(full=True)  # before take() reads through its offsets
         except (pa.ArrowInvalid, ValueError) as exc:
             raise CorruptFileError(where, f"constant value does not fit {t}: {exc}") from None
     out = one.take(pa.array(np.zeros(n, np.int64)))
