@@ -15,7 +15,7 @@ from lance_fw._proto import encodings_v2_0_pb2
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import FileTail, parse_message, read_tail
-from lance_fw.file.encoding import PageBuffers, PageInput, decode_page, decode_page_rows
+from lance_fw.file.encoding import PageBuffers, PageInput, decode_page, decode_page_rows, validate_decoded
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.schema import LanceField, LanceSchema
@@ -258,8 +258,8 @@ class LanceFileReader:
         ``CorruptFileError`` instead of handing out Arrow arrays that fail validation (which crash
         ``to_pylist`` and DuckDB) or a decoder's own exception.
 
-        See ``validate_full`` for the cost; decoders check earlier what they need to build the
-        array safely at all.
+        Every page goes through ``validate_decoded`` here, whichever plugin decoded it (see there
+        for the cost); decoders check earlier what they need to build the array safely at all.
         """
         try:
             array = decode()
@@ -271,11 +271,7 @@ class LanceFileReader:
             raise CorruptFileError(where, f"decoded {len(array)} rows, expected {length}")
         if self.tail.version == (2, 0) and not array.type.equals(arrow_type):
             raise CorruptFileError(where, f"decoded a {array.type} array for a {arrow_type} column")
-        try:
-            validate_full(array)
-        except pa.ArrowException as exc:
-            raise CorruptFileError(where, f"decoded values are not valid: {exc}") from None
-        return array
+        return validate_decoded(array, where)
 
     def _check_page(self, col: int, p: int, meta) -> None:
         if len(meta.buffer_offsets) != len(meta.buffer_sizes):
@@ -313,26 +309,6 @@ class LanceFileReader:
         if enc.WhichOneof("array_encoding") != "list":
             raise CorruptFileError(self.path, f"{where}: expected a list page, found {enc.WhichOneof('array_encoding')}")
         return enc.list.num_items
-
-
-def validate_full(array: pa.Array) -> None:
-    """``array.validate(full=True)`` (raises ``ArrowInvalid``), with a fast path for ASCII strings.
-
-    Full validation costs little except Arrow's UTF-8 check (~15% of a 2.0 scan of short strings);
-    string pages whose bytes are all ASCII are checked with numpy instead (offsets ascending and
-    inside the data, every byte < 0x80), about ten times faster.
-    """
-    t = array.type
-    if not (pa.types.is_string(t) or pa.types.is_large_string(t)) or array.buffers()[2] is None:
-        array.validate(full=True)
-        return
-    array.validate()  # buffer sizes, so the views below stay inside the buffers
-    offsets = np.frombuffer(array.buffers()[1], np.int64 if pa.types.is_large_string(t) else np.int32,
-                            count=len(array) + 1, offset=array.offset * (8 if pa.types.is_large_string(t) else 4))
-    data = np.frombuffer(array.buffers()[2], np.uint8)
-    if offsets[0] < 0 or offsets[-1] > len(data) or (np.diff(offsets) < 0).any() \
-            or (offsets[-1] > offsets[0] and int(data[offsets[0]:offsets[-1]].max()) >= 0x80):
-        array.validate(full=True)  # not ASCII (or broken): Arrow checks and names the problem
 
 
 def _concat(pieces: list[pa.Array], arrow_type: pa.DataType) -> pa.Array:
