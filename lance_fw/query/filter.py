@@ -370,11 +370,17 @@ class _Visitor:
     def arithmetic(self, node) -> pc.Expression:
         a, b = self.visit_value(node.this), self.visit_value(node.expression)
         ta, tb = self.type_of(a), self.type_of(b)
+        # Acero narrows a bare literal to the other operand's type (i32 + 1 would wrap as int32);
+        # DataFusion keeps the literal's own type (int64, or the CAST's): a cast pins it
+        ta, tb = (self.literal_type(n, t) for n, t in ((node.this, ta), (node.expression, tb)))
+        a, b = (x.cast(t) if self.is_literal(n) else x for x, t, n in ((a, ta, node.this), (b, tb, node.expression)))
         # an integer next to a decimal becomes a decimal: Arrow casts int64 only to 19+ digit ones
         if pa.types.is_integer(ta) and pa.types.is_decimal(tb):
             a, ta = self.as_decimal(node.this, a), tb
         elif pa.types.is_decimal(ta) and pa.types.is_integer(tb):
             b, tb = self.as_decimal(node.expression, b), ta
+        if isinstance(node, exp.Div) and pa.types.is_integer(ta) and pa.types.is_integer(tb):
+            return pc.divide_checked(a, b)  # MIN / -1 fails in Rust instead of wrapping
         if not isinstance(node, exp.Mod):
             return _ARITHMETIC[type(node)](a, b)
         # truncated remainder (the sign of the dividend), as in SQL; floats: libm's fmod, as Rust
@@ -383,6 +389,16 @@ class _Visitor:
         if any(pa.types.is_decimal(t) for t in (ta, tb)):
             return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
         return pc.subtract(a, pc.multiply(pc.divide(a, b), b))
+
+    def literal_type(self, node, t: pa.DataType) -> pa.DataType:
+        """``t``, or for a literal cast to a number (``CAST(1 AS TINYINT)``) the cast's type."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, (exp.Cast, exp.TryCast)) and self.is_literal(node):
+            target = self.cast_type(node)
+            if pa.types.is_integer(target) or pa.types.is_floating(target):
+                return target
+        return t
 
     def as_decimal(self, node, value: pc.Expression) -> pc.Expression:
         if self.is_literal(node):  # a literal keeps just its own digits
@@ -432,7 +448,14 @@ class _Visitor:
             return _decimal_float(value).cast(target)
         if pa.types.is_integer(source) and pa.types.is_decimal(target):
             value = value.cast(pa.decimal128(38, target.scale))  # Arrow wants room for any integer first
-        return value.cast(options=pc.CastOptions(target, allow_decimal_truncate=True, allow_time_truncate=True))
+        if pa.types.is_string(target) and (pa.types.is_floating(source) or pa.types.is_timestamp(source)):
+            raise self.fail(node, "is not supported: Rust formats floats and timestamps differently from Arrow")
+        if pa.types.is_decimal(source) and pa.types.is_decimal(target) and target.scale < source.scale:
+            value = pc.round(value, ndigits=target.scale, round_mode="half_towards_infinity")  # Rust rounds
+        if pa.types.is_floating(source) and pa.types.is_decimal(target):  # NaN/inf/overflow fail, as in Rust
+            return pc.round(value, ndigits=target.scale, round_mode="half_towards_infinity").cast(target)
+        return value.cast(options=pc.CastOptions(target, allow_decimal_truncate=True, allow_time_truncate=True,
+                                                 allow_float_truncate=pa.types.is_integer(source)))
 
     def function(self, node) -> pc.Expression:
         return functions.call(self, node)

@@ -184,12 +184,43 @@ def _with_pattern(fn: Callable, key: str = "pattern") -> Callable:
 
 
 def _strpos(v, node, args) -> pc.Expression:
-    return pc.add(pc.find_substring(v.visit_value(args[0]), v.string_literal(args[1])), 1)
+    """1-based position in characters (not bytes), 0 when absent, NULL for a NULL needle."""
+    text, needle = v.visit_value(args[0]), v.string_literal(args[1])
+    if needle is None:
+        return pc.scalar(pa.scalar(None, pa.int32()))
+    before = pc.list_element(pc.split_pattern(text, pattern=needle, max_splits=1), 0)
+    return pc.if_else(pc.equal(pc.find_substring(text, needle), -1), 0, pc.add(pc.utf8_length(before), 1))
+
+
+def _case_kernel(upper: bool) -> Callable:
+    """Rust's full Unicode case mapping (``ß`` -> ``SS``), which Arrow's utf8_upper lacks; Python's
+    str methods follow the same Unicode tables. ASCII-only arrays take Arrow's kernel."""
+    def kernel(ctx, values):
+        fn = str.upper if upper else str.lower
+        if isinstance(values, pa.Scalar):
+            return pa.scalar(None if not values.is_valid else fn(values.as_py()), values.type)
+        if pc.all(pc.string_is_ascii(values)).as_py() is not False:
+            return pc.ascii_upper(values) if upper else pc.ascii_lower(values)
+        return pa.array([None if x is None else fn(x) for x in values.to_pylist()], values.type)
+    return kernel
+
+
+def _case(upper: bool) -> Callable:
+    def build(v, node, args) -> pc.Expression:
+        value = v.visit_value(args[0])
+        t = v.type_of(value)
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            raise v.fail(node, f"needs a string, not {t}")
+        name = udf("upper" if upper else "lower", _case_kernel(upper), {"values": t}, t)
+        return pc.Expression._call(name, [value])
+    return build
 
 
 def _as_string(v, node) -> pc.Expression:
     value = v.visit_value(node)
     t = v.type_of(value)
+    if pa.types.is_floating(t) or pa.types.is_timestamp(t):
+        raise v.fail(node, "is not supported: Rust formats floats and timestamps differently from Arrow")
     return value if pa.types.is_string(t) or pa.types.is_large_string(t) else value.cast(pa.string())
 
 
@@ -210,6 +241,10 @@ def _right(v, node, args) -> pc.Expression:
 
 
 def _replace(v, node, args) -> pc.Expression:
+    if v.string_literal(args[1]) == "":  # Arrow's kernel never ends on an empty pattern
+        raise v.fail(node, "with an empty pattern is not supported yet")
+    if v.string_literal(args[1]) is None or v.string_literal(args[2]) is None:
+        return pc.scalar(pa.scalar(None, pa.string()))
     return pc.replace_substring(v.visit_value(args[0]), pattern=v.string_literal(args[1]),
                                 replacement=v.string_literal(args[2]))
 
@@ -421,7 +456,7 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "array_element": (_arity(2), _element), "list_element": (_arity(2), _element),
     "array_extract": (_arity(2), _element), "list_extract": (_arity(2), _element),
     "array_empty": (_arity(1), _array_empty), "empty": (_arity(1), _array_empty),
-    "lower": (_arity(1), _unary(pc.utf8_lower)), "upper": (_arity(1), _unary(pc.utf8_upper)),
+    "lower": (_arity(1), _case(upper=False)), "upper": (_arity(1), _case(upper=True)),
     "length": (_arity(1), _unary(pc.utf8_length)), "octet_length": (_arity(1), _unary(pc.binary_length)),
     "reverse": (_arity(1), _unary(pc.utf8_reverse)),
     "starts_with": (_arity(2), _with_pattern(pc.starts_with)), "ends_with": (_arity(2), _with_pattern(pc.ends_with)),
@@ -432,7 +467,7 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "split_part": (_arity(3), _split_part), "repeat": (_arity(2), _repeat),
     "regexp_like": (_arity(2, 3), _regexp), "regexp_match": (_arity(2, 3), _regexp),
     "is_valid": (_arity(1), lambda v, node, args: v.visit_value(args[0]).is_valid()),
-    "abs": (_arity(1), _unary(pc.abs)), "sqrt": (_arity(1), lambda v, n, a: float_math.apply("sqrt", _float(v, a[0]))),
+    "abs": (_arity(1), _unary(pc.abs_checked)), "sqrt": (_arity(1), lambda v, n, a: float_math.apply("sqrt", _float(v, a[0]))),
     "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))),
     "exp": (_arity(1), lambda v, n, a: pc.exp(_float(v, a[0]))),
     "log": (_arity(2), _log), "signum": (_arity(1), lambda v, n, a: float_math.apply("signum", _float(v, a[0]))),

@@ -1,11 +1,19 @@
 """SQL projections: ``scanner(columns={"x2": "x * 2", "up": "upper(s)"})`` as in pylance.
 
-Each expression is parsed with sqlglot (the filter dialect) into a ``pyarrow.compute.Expression``;
-batches read with the referenced columns are projected through Acero. Boolean parts (comparisons,
-AND/OR, IN, LIKE, IS NULL ...) reuse the filter visitor; arithmetic and scalar functions are
-added here. Literals are coerced to the type of the expression they meet, with the filter's strict
-rules (``x * 2.5`` on an integer column is refused, as in pylance). Types are pyarrow's own:
-they are found by projecting an empty table of the schema.
+pylance plans a projection with the same Lance planner as a filter, so an expression here is the
+filter visitor's value expression: the same parser and token checks, the same operators, casts and
+function table (``filter_functions``, ``float_math``, ``float_order``), hence the same NaN signs,
+``totalOrder`` picks and refusals. What differs is only what a filter never shows:
+
+- Lance coerces a literal next to a bare column to the column's type, strictly, but only at the
+  top of the expression (through AND/OR/NOT, and into an arithmetic right-hand side): ``i32 + 1``
+  stays int32 and wraps, ``(i32 + 1) * 1`` and ``abs(i32 + 1)`` are int64, ``i32 * 2.5`` is refused.
+  :func:`_resolve_literals` marks those literals before the visitor runs.
+- A projection that reads no column is refused (pylance: "Scans must request at least one column"),
+  also when DataFusion folds it to a constant (``i32 + NULL``).
+
+Batches read with the referenced columns are projected through Acero; failures on the data
+(integer / 0, a NaN cast to an integer, ``power(0, -1)``) become a typed ``ProjectionError``.
 """
 
 from __future__ import annotations
@@ -13,18 +21,34 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.acero as acero
 import pyarrow.compute as pc
-import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from lance_fw.errors import InvalidArgumentError
-from lance_fw.query.filter import _COMPARE, FilterError, _is_literal, _Visitor
+from lance_fw.query import filter_functions as functions
+from lance_fw.query.filter import _COMPARE, _DIALECT, _ROW_COLUMNS, FilterError, _check_tokens, _Visitor
+from lance_fw.query.filter_literals import _literal_value
 
-_ARITHMETIC = {exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply", exp.Div: "divide"}
-_BOOLEAN = (exp.And, exp.Or, exp.Not, exp.Is, exp.Between, exp.In, exp.Like, exp.ILike, *_COMPARE)
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+_BINARY = (*_ARITHMETIC, *_COMPARE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe)
+#: errors pyarrow raises while computing a projected batch
+_DATA_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+#: functions whose float32 argument gives a float32 result in pylance (pyarrow's kernels give float64);
+#: each is exact or correctly rounded, so rounding the float64 result is the float32 result
+_FLOAT32_KEEPING = {"sqrt", "signum", "exp", "ln", "round"}
+#: functions whose result type is DataFusion's common type of their arguments
+_COMMON_TYPE = {"coalesce", "nullif", "greatest", "least"}
+#: calls whose projected values (not truth values) differ from pylance's, refused until implemented
+_REFUSED_CALLS = {
+    "regexp_match": "returns the list of matched groups in pylance",
+    "log": "(log10, log2, log) is computed with other rounding than Rust's",
+}
+#: DataFusion's type of a bare literal by Python type
+_LITERAL_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
 
 
 class ProjectionError(InvalidArgumentError):
-    """A projection expression lance_fw cannot evaluate."""
+    """A projection expression lance_fw cannot evaluate (or pylance refuses)."""
 
 
 class Projection:
@@ -40,15 +64,15 @@ class Projection:
         for name, text in expressions.items():
             if not isinstance(text, str):
                 raise ProjectionError(f"columns[{name!r}] must be a SQL string, not {type(text).__name__}")
-            tree = _parse(text)
             visitor = _Projector(schema, text)
             try:
+                tree, visitor._log_call = _parse(text)
                 self.expressions.append(visitor.value(tree))
             except FilterError as exc:  # raised by the shared filter pieces (unknown column ...)
                 raise ProjectionError(str(exc).replace("filter ", "projection ", 1)) from None
             columns.update(dict.fromkeys(visitor.referenced(tree)))
         if not columns:
-            raise ProjectionError("a projection must read at least one column (found only literals)")
+            raise ProjectionError("a projection must read at least one column (found only constants)")
         self.columns = [n for n in schema.names if n in columns]
         self.schema = self.apply(pa.schema([schema.field(c) for c in self.columns]).empty_table()).schema
 
@@ -57,7 +81,7 @@ class Projection:
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
         try:
             return _project(table, self.expressions, self.names)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:  # e.g. integer / 0
+        except _DATA_ERRORS as exc:  # e.g. integer / 0
             raise ProjectionError(f"projection of {self.names} failed on the data: {str(exc).splitlines()[0]}") from None
 
     def batches(self, batches):
@@ -66,16 +90,31 @@ class Projection:
 
 
 def _parse(text: str):
+    """The expression of ``SELECT <text> FROM t`` (with the filter's dialect and token checks), and
+    whether it calls ``log(...)``."""
+    sql = f"SELECT {text} FROM t"
     try:
-        statements = sqlglot.parse(f"SELECT {text} FROM t", read="spark")
-    except sqlglot.errors.ParseError as exc:
+        tokens = _DIALECT.tokenize(sql)
+        statements = [s for s in _DIALECT.parse(sql) if s is not None]
+    except Exception as exc:  # sqlglot's ParseError/TokenError (its own hierarchy)
         raise ProjectionError(f"cannot parse projection {text!r}: {str(exc).splitlines()[0]}") from None
+    _check_tokens(text, tokens)
     if len(statements) != 1 or not isinstance(statements[0], exp.Select) or len(statements[0].expressions) != 1:
         raise ProjectionError(f"projection {text!r} must be one expression")
-    node = statements[0].expressions[0]
+    select = statements[0]
+    extra = [k for k in ("where", "order", "limit", "offset", "group", "having", "joins", "qualify") if select.args.get(k)]
+    if extra:
+        raise ProjectionError(f"projection {text!r} must be one expression (found {', '.join(extra)})")
+    node = select.expressions[0]
     if isinstance(node, exp.Alias):
         raise ProjectionError(f"projection {text!r}: name it with the dict key, not AS")
-    return node
+    calls = {t.text.upper() for t, n in zip(tokens, tokens[1:]) if n.text == "(" and t.token_type != TokenType.STRING}
+    if "MOD" in calls:  # sqlglot reads mod(a, b) as a % b; DataFusion has no mod function
+        raise ProjectionError(f"projection {text!r}: mod(...) is not a function in Lance (use %)")
+    if node.find(exp.Column) is not None and any(c.parts[0].name.lower() in _ROW_COLUMNS for c in node.find_all(exp.Column)):
+        raise ProjectionError(f"projection {text!r}: _rowid/_rowaddr in SQL projections are not supported yet")
+    calls_log = "LOG" in calls
+    return node, calls_log
 
 
 def _project(table: pa.Table, expressions: list[pc.Expression], names: list[str]) -> pa.Table:
@@ -86,180 +125,193 @@ def _project(table: pa.Table, expressions: list[pc.Expression], names: list[str]
     return plan.to_table(use_threads=False)
 
 
+def _plain_literal(node) -> bool:
+    """A literal the Lance planner keeps as one (``CAST(1 AS BIGINT)`` is a cast, not coerced)."""
+    if isinstance(node, exp.Paren):
+        return _plain_literal(node.this)
+    if isinstance(node, exp.Neg):
+        return isinstance(node.this, exp.Literal) and not node.this.is_string
+    return isinstance(node, (exp.Literal, exp.Null, exp.Boolean))
+
+
+def _constant(node) -> bool:
+    """Arithmetic of plain literals only (DataFusion folds it to one literal)."""
+    node = _unwrap(node)
+    if isinstance(node, _ARITHMETIC):
+        return all(_plain_literal(n) or _constant(n) for n in (node.this, node.expression))
+    return False
+
+
+def _unwrap(node):
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
 class _Projector(_Visitor):
-    """Value expressions; boolean nodes go to the filter visitor."""
+    """The filter visitor, plus Lance's top-level literal coercion and projection errors."""
 
-    def referenced(self, node) -> list[str]:
-        heads = [c.parts[0].name for c in node.find_all(exp.Column)]
-        return [self.lookup[h.lower()] for h in heads if h.lower() in self.lookup]
-
-    def type_of(self, expression: pc.Expression) -> pa.DataType:
-        try:
-            return _project(self.schema.empty_table(), [expression], ["t"]).schema.field(0).type
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise self.fail_text(str(exc).splitlines()[0]) from None
-
-    def fail_text(self, why: str) -> ProjectionError:
-        return ProjectionError(f"projection {self.text!r}: {why}")
+    def __init__(self, schema: pa.Schema, text: str):
+        super().__init__(schema, text)
+        self._coerced: dict[int, pa.DataType] = {}  # id(literal node) -> the column type it takes
+        self._log_call = False  # the text calls log(x): sqlglot parses it as ln (Spark's log)
 
     def fail(self, node, why: str = "is not supported") -> ProjectionError:
-        return self.fail_text(f"{node.sql(dialect='spark')!r} {why}")
+        return ProjectionError(f"projection {self.text!r}: {node.sql(dialect='spark')!r} {why}")
 
     def value(self, node) -> pc.Expression:
-        """The expression for any node (checked to type-check against the schema)."""
-        out = self._value(node)
+        """The expression of a whole projection (type-checked against the schema)."""
+        self._resolve_literals(node)
+        out = self.visit_value(node)
         self.type_of(out)
         return out
 
-    def visit_value(self, node) -> pc.Expression:  # used by the filter visitor for operands
-        return self._value(node)
+    def visit_value(self, node) -> pc.Expression:
+        target = self._coerced.get(id(node))
+        if target is not None:
+            return self._coerced_literal(node, target)
+        out = super().visit_value(node)
+        if isinstance(node, exp.DPipe):  # a large_string side makes a large_string, as in DataFusion
+            sides = [self.type_of(self.visit_value(x)) for x in (node.this, node.expression)]
+            if any(pa.types.is_large_string(t) for t in sides):
+                return out.cast(pa.large_string())
+        return out
 
-    def _value(self, node) -> pc.Expression:
-        if isinstance(node, exp.Paren):
-            return self._value(node.this)
-        if isinstance(node, (exp.Column, exp.Dot)):
-            return self.column(node)[0]
-        if isinstance(node, exp.Neg) and not _literal(node):
-            return pc.negate(self._value(node.this))
-        if _literal(node):
-            return pc.scalar(self.literal(node, None))
-        if type(node) in _ARITHMETIC or isinstance(node, exp.Mod):
-            return self.arithmetic(node)
-        if isinstance(node, (exp.Cast, exp.TryCast)):
-            return self.cast(node)
-        if isinstance(node, _BOOLEAN) or isinstance(node, (exp.RegexpLike, exp.StartsWith)):
-            return self.visit(node)
-        if isinstance(node, exp.Func):
-            return self.function(node)
-        raise ProjectionError(f"projection {self.text!r}: {node.sql(dialect='spark')!r} is not supported")
+    def _resolve_literals(self, node) -> None:
+        """Mark the literals Lance's planner casts to a neighbouring column's type before DataFusion
+        coerces the rest: either operand of a binary operator at the top (or under AND/OR/NOT) next
+        to a bare column; when that other operand is itself arithmetic, every literal inside it."""
+        node = _unwrap(node)
+        if isinstance(node, (exp.And, exp.Or)):
+            self._resolve_literals(node.this)
+            self._resolve_literals(node.expression)
+        elif isinstance(node, exp.Not):
+            self._resolve_literals(node.this)
+        elif isinstance(node, _BINARY):
+            left, right = _unwrap(node.this), _unwrap(node.expression)
+            if self.is_column(left):
+                self._coerce(right, self.column(left)[1])
+            elif self.is_column(right) and _plain_literal(left):
+                self._coerce(left, self.column(right)[1])
 
-    def operands(self, left, right) -> tuple[pc.Expression, pc.Expression]:
-        """Both sides; a literal next to a column takes the column's type (strict coercion, as
-        pylance does: ``i + 1`` stays int32 but ``length(s) + 1`` is int64)."""
-        if _literal(left) and isinstance(right, (exp.Column, exp.Dot)):
-            b, t = self.column(right)
-            return pc.scalar(self.literal(left, t)), b
-        if _literal(right) and isinstance(left, (exp.Column, exp.Dot)):
-            a, t = self.column(left)
-            return a, pc.scalar(self.literal(right, t))
-        a, b = self._value(left), self._value(right)
-        if _literal(right) and not _literal(left):
-            a = self.widen(a, self.type_of(b))
-        elif _literal(left) and not _literal(right):
-            b = self.widen(b, self.type_of(a))
-        return a, b
+    def _coerce(self, node, t: pa.DataType) -> None:
+        """DataFusion folds constant arithmetic first (``i32 + (1 + 1)`` is ``i32 + 2``), then
+        Lance casts the literal; ``u8 * (1 + length(s))`` keeps its int64 literal."""
+        node = _unwrap(node)
+        if _plain_literal(node) or _constant(node):
+            self._coerced[id(node)] = t
 
-    def widen(self, expression: pc.Expression, literal_type: pa.DataType) -> pc.Expression:
-        """Promote an expression to a wider literal's type (Arrow would narrow the literal)."""
-        t = self.type_of(expression)
-        if pa.types.is_integer(t) and pa.types.is_integer(literal_type) and literal_type.bit_width > t.bit_width:
-            return expression.cast(literal_type)
-        if pa.types.is_integer(t) and pa.types.is_floating(literal_type):
-            return expression.cast(literal_type)
-        return expression
+    def _coerced_literal(self, node, t: pa.DataType) -> pc.Expression:
+        if _plain_literal(node):
+            return pc.scalar(self.literal(node, t))
+        value = _project(pa.table({"_": [0]}), [super().visit_value(node)], ["v"]).column(0)[0]
+        if pa.types.is_floating(value.type) and not pa.types.is_floating(t):
+            raise self.fail(node, f"is a float and cannot be converted to {t}")
+        try:
+            return pc.scalar(value.cast(t, safe=True))
+        except _DATA_ERRORS as exc:
+            raise self.fail(node, f"cannot be converted to {t}: {str(exc).splitlines()[0]}") from None
+
+    # -- where a projected value's type or value would differ from pylance's -------------------
+    def function(self, node) -> pc.Expression:
+        name, args = functions.call_arguments(node)
+        if isinstance(node, exp.Ln) and self._log_call:
+            name = "log"
+        if name in ("concat",) and any(isinstance(_unwrap(a), exp.Null) for a in args):
+            raise self.fail(node, "with a NULL argument is not supported yet (pylance returns a string_view)")
+        if name in _REFUSED_CALLS:
+            raise self.fail(node, f"is not supported in projections yet: {_REFUSED_CALLS[name]}")
+        first = self._arg_type(args[0]) if args and name in _FLOAT32_KEEPING | {"date_trunc"} else None
+        if name == "round" and pa.types.is_decimal(first):
+            raise self.fail(node, "of a decimal is not supported yet (pylance keeps a decimal)")
+        if name == "ln" and first == pa.float32():
+            raise self.fail(node, "of a float32 is not supported yet (pylance computes it in float32)")
+        common = self._common_type(node, args) if name in _COMMON_TYPE else None
+        out = super().function(node)
+        if name in _FLOAT32_KEEPING and first == pa.float32():
+            return out.cast(pa.float32())
+        if name in ("date_part", "datepart") and (self.string_literal(args[0]) or "").lower() != "epoch":
+            return out.cast(pa.int32())
+        if name == "date_trunc" and len(args) > 1 and pa.types.is_date(self._arg_type(args[1])):
+            return out.cast(pa.timestamp("ns"))
+        if name in ("left", "right"):
+            return out.cast(pa.string_view())
+        return out.cast(common) if common is not None else out
+
+    def _arg_type(self, node) -> pa.DataType:
+        """The type DataFusion gives an argument: a bare literal keeps its own (1 is int64)."""
+        if _plain_literal(node):
+            value = _literal_value(_unwrap(node), self)
+            return pa.null() if value is None else _LITERAL_TYPES.get(type(value), pa.null())
+        return self.type_of(self.visit_value(node))
+
+    def _common_type(self, node, args) -> pa.DataType | None:
+        """DataFusion's common type of coalesce/nullif/greatest/least arguments (a bare literal
+        counts as int64/float64). The filter functions compute in the first column's type; that
+        gives the same values when every literal is exact in that type, so only the type changes."""
+        types = [self._arg_type(a) for a in args]
+        present = [t for t in types if not pa.types.is_null(t)]
+        if len(set(present)) <= 1:
+            return None
+        if all(pa.types.is_signed_integer(t) for t in present):
+            return max(present, key=lambda t: t.bit_width)
+        floats = [t for t in present if pa.types.is_floating(t)]
+        if floats and all(pa.types.is_signed_integer(t) or pa.types.is_floating(t) for t in present):
+            anchor = next(self._arg_type(a) for a in args if not _plain_literal(a))
+            if all(self._exact(a, anchor) for a in args if _plain_literal(a)):
+                return max(floats, key=lambda t: t.bit_width)
+        raise self.fail(node, f"of {[str(t) for t in types]} is not supported yet (pylance's common type differs)")
+
+    def _exact(self, node, t: pa.DataType) -> bool:
+        """A literal that ``t`` holds exactly (0.1 is not exact in float32, 2**60 not in float64)."""
+        value = _literal_value(_unwrap(node), self)
+        if value is None:
+            return True
+        try:
+            return pa.scalar(value).cast(t, safe=False).as_py() == value
+        except _DATA_ERRORS:
+            return False
 
     def arithmetic(self, node) -> pc.Expression:
-        a, b = self.operands(node.this, node.expression)
-        if isinstance(node, exp.Mod):  # truncated remainder (the sign of the dividend), as in SQL
-            return pc.subtract(a, pc.multiply(pc.divide(a, b), b))
-        return getattr(pc, _ARITHMETIC[type(node)])(a, b)
+        a, b = self.visit_value(node.this), self.visit_value(node.expression)
+        ta, tb = self.type_of(a), self.type_of(b)
+        if pa.types.is_decimal(ta) or pa.types.is_decimal(tb):
+            raise self.fail(node, "on decimals is not supported yet (DataFusion's result precision differs)")
+        if pa.types.is_date(ta) and pa.types.is_date(tb):
+            raise self.fail(node, "of dates is not supported yet (pylance returns days as int64)")
+        if {ta, tb} & {pa.uint64()} and any(pa.types.is_signed_integer(t) for t in (ta, tb)):
+            raise self.fail(node, "of uint64 and a signed integer is not supported yet (pylance uses a decimal)")
+        if pa.types.is_integer(ta) and pa.types.is_floating(tb) or pa.types.is_floating(ta) and pa.types.is_integer(tb):
+            return self._mixed(node, a, ta, b, tb)
+        out = super().arithmetic(node)
+        if isinstance(node, exp.Mod) and ta == tb == pa.float32():
+            return out.cast(pa.float32())  # fmod is exact: the float64 remainder is the float32 one
+        return out
+
+    def _mixed(self, node, a, ta, b, tb) -> pc.Expression:
+        """An integer next to a float becomes that float (DataFusion: i32 + f32 is float32)."""
+        t = ta if pa.types.is_floating(ta) else tb
+        a, b = (x.cast(t, safe=False) for x in (a, b))
+        if isinstance(node, exp.Mod):
+            out = functions.float_math.apply("fmod", a, b)
+            return out.cast(t) if t == pa.float32() else out
+        return {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide}[type(node)](a, b)
 
     def cast(self, node) -> pc.Expression:
-        target = _CAST_TYPES.get(node.to.this)
-        if target is None:
-            raise self.fail(node, "casts to a type lance_fw does not support")
-        return self._value(node.this).cast(target)
+        source = self.type_of(self.visit_value(node.this))
+        target = self.cast_type(node)
+        if type(node) is exp.Cast and pa.types.is_timestamp(target) and not pa.types.is_string(source) \
+                and not pa.types.is_date(source) and not pa.types.is_timestamp(source):
+            raise self.fail(node, "is not supported yet (to_timestamp of numbers counts seconds in pylance)")
+        return super().cast(node)
 
-    def function(self, node) -> pc.Expression:
-        if isinstance(node, exp.Trim) and node.args.get("expression") is None:
-            trim = {"LEADING": pc.utf8_ltrim_whitespace, "TRAILING": pc.utf8_rtrim_whitespace}
-            how = trim.get(str(node.args.get("position") or "").upper(), pc.utf8_trim_whitespace)
-            return how(self._value(node.this))
-        name = (node.name if isinstance(node, exp.Anonymous) else node.key).lower()
-        args = _arguments(node)
-        build = _FUNCTIONS.get(name)
-        if build is None or not build[0](len(args)):
-            if isinstance(node, exp.Anonymous) or name in ("regexplike", "startswith"):
-                return super().function(node)
-            raise self.fail(node, "is not a supported function")
-        return build[1](self, args)
-
-
-def _literal(node) -> bool:
-    """A constant (the filter's test, minus negated columns such as ``-x``)."""
-    return _is_literal(node) and not any(True for _ in node.find_all(exp.Column))
-
-
-def _arguments(node) -> list:
-    if isinstance(node, exp.Anonymous):
-        return list(node.expressions)
-    out = [node.this] if node.args.get("this") is not None else []
-    for key in ("expression", "expressions", "decimals", "replacement"):
-        value = node.args.get(key)
-        if isinstance(value, list):
-            out.extend(value)
-        elif value is not None:
-            out.append(value)
-    return out
-
-
-def _unary(fn):
-    return (lambda n: n == 1), (lambda v, args: fn(v._value(args[0])))
-
-
-def _concat(v: _Projector, args) -> pc.Expression:
-    parts = [v._value(a) for a in args]
-    return pc.binary_join_element_wise(*parts, pc.scalar(""), null_handling="replace", null_replacement="")
-
-
-def _coalesce(v: _Projector, args) -> pc.Expression:
-    first = v._value(args[0])
-    rest = [pc.scalar(v.literal(a, v.type_of(first))) if _literal(a) else v._value(a) for a in args[1:]]
-    return pc.coalesce(first, *rest)
-
-
-def _nullif(v: _Projector, args) -> pc.Expression:
-    a, b = v.operands(args[0], args[1])
-    return pc.if_else(pc.equal(a, b), pc.scalar(pa.scalar(None, v.type_of(a))), a)
-
-
-def _round(v: _Projector, args) -> pc.Expression:
-    digits = int(v.literal(args[1], pa.int64()).as_py()) if len(args) > 1 else 0
-    return pc.round(v._value(args[0]), ndigits=digits, round_mode="half_towards_infinity")
-
-
-def _replace(v: _Projector, args) -> pc.Expression:
-    return pc.replace_substring(v._value(args[0]), v.literal(args[1], pa.string()).as_py(),
-                                v.literal(args[2], pa.string()).as_py())
-
-
-def _power(v: _Projector, args) -> pc.Expression:
-    return pc.power(v._value(args[0]).cast(pa.float64()), v._value(args[1]).cast(pa.float64()))
-
-
-_FUNCTIONS = {
-    "upper": _unary(pc.utf8_upper),
-    "lower": _unary(pc.utf8_lower),
-    "length": _unary(pc.utf8_length),
-    "char_length": _unary(pc.utf8_length),
-    "reverse": _unary(pc.utf8_reverse),
-    "ltrim": _unary(pc.utf8_ltrim_whitespace),
-    "rtrim": _unary(pc.utf8_rtrim_whitespace),
-    "btrim": _unary(pc.utf8_trim_whitespace),
-    "abs": _unary(pc.abs),
-    "sqrt": _unary(lambda e: pc.sqrt(e.cast(pa.float64()))),
-    "concat": ((lambda n: n >= 1), _concat),
-    "coalesce": ((lambda n: n >= 1), _coalesce),
-    "nullif": ((lambda n: n == 2), _nullif),
-    "round": ((lambda n: n in (1, 2)), _round),
-    "replace": ((lambda n: n == 3), _replace),
-    "pow": ((lambda n: n == 2), _power),
-    "power": ((lambda n: n == 2), _power),
-}
-
-_T = exp.DataType.Type
-_CAST_TYPES = {
-    _T.BOOLEAN: pa.bool_(), _T.TINYINT: pa.int8(), _T.SMALLINT: pa.int16(), _T.INT: pa.int32(),
-    _T.BIGINT: pa.int64(), _T.FLOAT: pa.float32(), _T.DOUBLE: pa.float64(), _T.TEXT: pa.string(),
-    _T.VARCHAR: pa.string(), _T.DATE: pa.date32(), _T.TIMESTAMP: pa.timestamp("us"),
-}
+    def referenced(self, node) -> list[str]:
+        """Top-level columns read, leaving out expressions DataFusion folds to a constant
+        (``x + NULL`` is NULL, ``power(x, 0)`` is 1): pylance then finds no column to read."""
+        node = _unwrap(node)
+        if isinstance(node, _ARITHMETIC) and any(isinstance(_unwrap(n), exp.Null) for n in (node.this, node.expression)):
+            return []
+        if isinstance(node, exp.Pow) and _plain_literal(node.expression) and _literal_value(node.expression, self) == 0:
+            return []
+        heads = [c.parts[0].name for c in node.find_all(exp.Column)]
+        return [self.lookup[h.lower()] for h in heads if h.lower() in self.lookup]
