@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
 from . import fastlanes
@@ -261,6 +262,8 @@ def _is_wide(values: pa.Array, large_chunks: bool) -> bool:
     that are long on average or too long for a chunk (2.1 chunks hold at most 32 KiB);
     mid-length text stays in (compressible) mini-block chunks."""
     t = values.type
+    if pa.types.is_struct(t):  # a packed struct: fixed-width rows in mini-block chunks
+        return False
     if pa.types.is_fixed_size_list(t):
         return _fixed_bits(t.value_type) * t.list_size >= WIDE_VALUE_BYTES * 8
     if _fixed_bits(t):
@@ -351,6 +354,8 @@ def _zstd_per_value(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, 
 
 def _fixed_full_zip_values(values: pa.Array):
     t = values.type
+    if pa.types.is_struct(t):
+        return _packed_struct_plan(values)
     if pa.types.is_fixed_size_list(t):
         dim = t.list_size
         items = values.values.slice(values.offset * dim, len(values) * dim)
@@ -370,8 +375,8 @@ def _fixed_full_zip_values(values: pa.Array):
 
 
 def _levels_plan(levels: np.ndarray | None):
-    """Rep/def levels: FastLanes bitpacking at the page's widest level (a chunk whose padded
-    1024-level block would be larger than its raw u16 levels is stored raw, as pylance does)."""
+    """Rep/def levels: FastLanes bitpacking at the page's widest level (a chunk's last partial
+    1024-level block is stored raw where padding it would not pay, as pylance does)."""
     if levels is None or not len(levels):
         return _flat(16), lambda chunk: chunk.astype("<u2").tobytes()
     width = max(1, int(levels.max()).bit_length())
@@ -379,8 +384,7 @@ def _levels_plan(levels: np.ndarray | None):
         uncompressed_bits_per_value=16, values=_flat(width)))
 
     def pack(chunk: np.ndarray) -> bytes:
-        packed = fastlanes.pack(chunk.astype(np.uint16), width, 16)
-        return chunk.astype("<u2").tobytes() if packed.nbytes > 2 * len(chunk) else packed.tobytes()
+        return fastlanes.pack_out_of_line(chunk.astype(np.uint16), width, 16).astype("<u2").tobytes()
     return enc, pack
 
 
@@ -403,7 +407,7 @@ def _level_block(levels: np.ndarray) -> tuple[pb.CompressiveEncoding, bytes]:
     values, lengths = _runs(levels.astype("<u2"))
     rle = struct.pack("<Q", values.nbytes) + values.tobytes() + lengths.tobytes()
     enc, pack = _levels_plan(levels)
-    packed = fastlanes.pack(levels.astype(np.uint16), enc.out_of_line_bitpacking.values.flat.bits_per_value, 16)
+    packed = fastlanes.pack_out_of_line(levels.astype(np.uint16), enc.out_of_line_bitpacking.values.flat.bits_per_value, 16)
     if packed.nbytes < len(rle):
         return enc, packed.tobytes()
     return pb.CompressiveEncoding(rle=pb.Rle(values=_flat(16), run_lengths=_flat(8))), rle
@@ -460,6 +464,8 @@ def _value_plan(values: pa.Array):
     """(value encoding, values per chunk or None for byte-sized chunks, ``(page, spans) -> value
     buffers of each chunk``) for a mini-block page."""
     t = values.type
+    if pa.types.is_struct(t):
+        return _packed_struct_plan(values)
     if pa.types.is_fixed_size_list(t):
         dim = t.list_size
         item_bits = _fixed_bits(t.value_type)
@@ -521,6 +527,35 @@ def _value_plan(values: pa.Array):
     general = pb.CompressiveEncoding(general=pb.General(
         compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD), values=enc))
     return general, None, _per_chunk(zstd_chunk)
+
+
+def _packed_struct_plan(values: pa.StructArray):
+    """A struct of fixed-width fields (``lance-encoding:packed``) as pylance stores it: each row's
+    field values side by side, ``PackedStruct`` over a Flat of the summed width. Like pylance,
+    only whole-byte fields without nulls of their own (the struct itself may be null)."""
+    fields = [values.type.field(i) for i in range(values.type.num_fields)]
+    children = [values.field(i).slice(values.offset, len(values)) for i in range(len(fields))]
+    widths = [_fixed_bits(f.type) for f in fields]
+    for f, child, bits in zip(fields, children, widths):
+        if not bits or bits % 8 or pa.types.is_fixed_size_list(f.type):
+            raise UnsupportedFeatureError(f"packed struct field {f.name!r} ({f.type}): lance-encoding:packed "
+                                          "needs fixed-width fields of whole bytes")
+        if child.null_count > int(np.count_nonzero(~_struct_valid(values) & ~child.is_valid().to_numpy(
+                zero_copy_only=False))):
+            raise UnsupportedFeatureError(f"packed struct field {f.name!r} holds nulls: lance-encoding:packed "
+                                          "stores none (as in pylance)")
+    rows = np.concatenate([_fixed_bytes(c).reshape(len(values), bits // 8) for c, bits in zip(children, widths)],
+                          axis=1) if fields else np.zeros((len(values), 0), np.uint8)
+    total = sum(widths)
+    enc = pb.CompressiveEncoding(packed_struct=pb.PackedStruct(bits_per_value=widths, values=_flat(total)))
+
+    def packed_page(page: pa.Array, spans: list) -> list[list[bytes]]:
+        return _slice_bytes(rows.reshape(-1), spans, total // 8)
+    return enc, _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, total)), packed_page
+
+
+def _struct_valid(values: pa.Array) -> np.ndarray:
+    return values.is_valid().to_numpy(zero_copy_only=False)
 
 
 def _zstd_pays(values: pa.Array) -> bool:

@@ -86,15 +86,16 @@ def unpack(packed: np.ndarray, bit_width: int, uncompressed_bits: int, num_value
         return np.zeros(num_values, dtype=dt)
     words = _as_words(packed, dt)
     need = nblocks * w * (BLOCK // t)
-    if words.size < need and words.size == num_values:
-        # pylance stores a short run raw when a zero-padded 1024-value block would be larger
-        return words.copy()
     full, rest = divmod(num_values, BLOCK)
     full_words = full * w * (BLOCK // t)
-    if words.size < need and rest and words.size == full_words + rest:
-        # ... and likewise a short last block after whole ones (e.g. 1025 rep levels in a chunk)
+    if rest and words.size == full_words + rest:
+        # the last partial block stored raw (see pack_out_of_line); this wins over a packed
+        # block of the same length, as in pylance, where a tie is written raw
+        tail = words[full_words:full_words + rest]
+        if not full:
+            return tail.copy()
         head = _unpack_blocks(words[:full_words].reshape(full, -1), t, w).reshape(-1)
-        return np.concatenate([head, words[full_words:]])
+        return np.concatenate([head, tail])
     if words.size < need:
         raise CorruptFileError(where, f"FastLanes buffer has {words.size} {t}-bit words; "
                                       f"{num_values} values at {w} bits need {need}")
@@ -145,6 +146,20 @@ def pack(values: np.ndarray, bit_width: int, uncompressed_bits: int) -> np.ndarr
     padded = np.zeros(nblocks * BLOCK, dtype=dt)
     padded[: vals.size] = vals
     return _pack_blocks(padded.reshape(nblocks, BLOCK), t, w).reshape(-1)
+
+
+def pack_out_of_line(values: np.ndarray, bit_width: int, uncompressed_bits: int) -> np.ndarray:
+    """Out-of-line bitpacking as pylance lays it out: whole 1024-value blocks packed; a last
+    partial block of ``r`` values is zero-padded and packed only when the padding costs fewer bits
+    than packing saves (``w * (1024 - r) < (t - w) * r``), else appended raw. A reader tells the
+    two apart by length alone, so the rule (a tie goes raw) must be pylance's exactly."""
+    t, w = uncompressed_bits, int(bit_width)
+    vals = np.asarray(values).astype(utype(t), copy=False).reshape(-1)
+    full, rest = divmod(vals.size, BLOCK)
+    if w == 0 or not rest or w * (BLOCK - rest) < (t - w) * rest:
+        return pack(vals, w, t)
+    head = pack(vals[:full * BLOCK], w, t)
+    return np.concatenate([head, vals[full * BLOCK:]])
 
 
 def _pack_blocks(vals: np.ndarray, t: int, w: int) -> np.ndarray:
