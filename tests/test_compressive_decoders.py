@@ -214,6 +214,49 @@ def test_inline_bitpacking_packer_matches_pylance_bytes(datasets, ver, name, dty
     assert seen == N
 
 
+HINTED_ROWS = 10_000  # several 4096-value chunks
+
+
+def _hinted_column(kind: str) -> tuple[pa.Field, pa.Array]:
+    """A column whose field metadata makes pylance pick the encoding named by ``kind``."""
+    rng = np.random.default_rng(5)
+    n = HINTED_ROWS
+    if kind == "packed_struct":
+        t = pa.struct([("a", pa.int32()), ("b", pa.float64()), ("c", pa.int16())])
+        children = [pa.array(rng.integers(-100, 100, n).astype(np.int32)), pa.array(rng.random(n)),
+                    pa.array(rng.integers(0, 9, n).astype(np.int16))]
+        return (pa.field("c", t, metadata={"lance-encoding:packed": "true"}),
+                pa.StructArray.from_arrays(children, fields=list(t)))
+    if kind == "byte_stream_split":
+        return (pa.field("c", pa.float64(), metadata={"lance-encoding:bss": "on", "lance-encoding:compression": "zstd"}),
+                pa.array(rng.random(n)))
+    scheme = {"general_lz4": "lz4", "general_zstd": "zstd"}[kind]
+    return (pa.field("c", pa.int64(), metadata={"lance-encoding:compression": scheme}),
+            pa.array(rng.integers(0, 1 << 40, n)))
+
+
+@pytest.mark.parametrize("ver", VERSIONS)
+@pytest.mark.parametrize("kind", ["general_lz4", "general_zstd", "byte_stream_split", "packed_struct"])
+def test_hinted_encodings_against_pylance(tmp_path, ver, kind):
+    """Encodings pylance writes only when a field asks for them decode to what pylance reads."""
+    field, column = _hinted_column(kind)
+    p = str(tmp_path / "ds")
+    lance.write_dataset(pa.table([column], schema=pa.schema([field])), p, data_storage_version=ver)
+    expected = lance.dataset(p).to_table()
+    names = set()
+    for layout, _, _ in read_pages(p):
+        enc = layout.mini_block_layout.value_compression
+        names.add(enc.WhichOneof("compression"))
+        if enc.WhichOneof("compression") == "general":
+            names.add(enc.general.values.WhichOneof("compression"))
+            names.add(pb.CompressionScheme.Name(enc.general.compression.scheme))
+    wanted = {"general_lz4": "COMPRESSION_ALGORITHM_LZ4", "general_zstd": "COMPRESSION_ALGORITHM_ZSTD"}.get(kind, kind)
+    assert wanted in names, names
+    assert lance_fw.dataset(p).to_table().equals(expected)
+    rows = [0, 4095, 4096, HINTED_ROWS - 1]
+    assert lance_fw.dataset(p).take(rows).equals(lance.dataset(p).take(rows))
+
+
 @pytest.mark.parametrize("ver", VERSIONS)
 def test_rle(datasets, ver):
     for name in ("runs_i32",) + (("const_i32",) if ver == "2.1" else ()):

@@ -6,12 +6,15 @@ The both-ways type and encoding coverage lives in test_interop_v2_1.py.
 from __future__ import annotations
 
 import os
+from decimal import Decimal
 
 import lance
+import numpy as np
 import pyarrow as pa
 import pytest
 
 import lance_fw
+from lance_fw.errors import UnsupportedFeatureError
 from cases import all_types_table
 from conftest import assert_tables_equal
 from test_interop_v2_1 import roundtrip
@@ -67,3 +70,46 @@ def test_top_level_lists_keep_pylance_layers(uri):
     reader = resolve_storage(uri).open_reader(f"{uri}/data/{path}")
     page = read_tail(reader).columns[0].pages[0]
     assert "REPDEF_EMPTYABLE_LIST" in _decode_any(page.encoding.direct.encoding)
+
+
+# --- packed structs (lance-encoding:packed) ---------------------------------------------------------
+
+PACKED = {"lance-encoding:packed": "true"}
+
+
+def _packed_table(n: int = 5000) -> pa.Table:
+    rng = np.random.default_rng(2)
+    t = pa.struct([("a", pa.int32()), ("b", pa.float64()), ("d", pa.decimal128(12, 2)), ("ts", pa.timestamp("us"))])
+    rows = [None if i % 11 == 3 else {"a": int(rng.integers(-1000, 1000)), "b": float(rng.random()),
+                                      "d": Decimal(int(rng.integers(-10**6, 10**6))).scaleb(-2), "ts": i * 1000}
+            for i in range(n)]
+    return pa.table([pa.array(np.arange(n)), pa.array(rows, t)],
+                    schema=pa.schema([pa.field("id", pa.int64()), pa.field("p", t, metadata=PACKED)]))
+
+
+@pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_packed_struct_both_ways(uri, version, writer):
+    """A packed struct is one column of row-major fixed-width rows in pylance's files. lance_fw wrote
+    one column per field instead: pylance read every row of such a file as null (silently), and
+    lance_fw could not read pylance's ("field 'a' has no column")."""
+    table = _packed_table()
+    write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
+    write(table, uri, data_storage_version=version, max_page_bytes=16 * 1024)
+    (data_file,) = lance.dataset(uri).get_fragments()[0].metadata.files
+    assert data_file.fields == [0, 1]  # "id" and the struct: its fields own no column
+    expected = lance.dataset(uri).to_table()
+    assert_tables_equal(table, expected)
+    assert_tables_equal(expected, lance_fw.dataset(uri).to_table())
+    rows = [0, 3, 4095, 4096, 4999]
+    assert_tables_equal(lance.dataset(uri).take(rows), lance_fw.dataset(uri).take(rows))
+
+
+@pytest.mark.parametrize("field_type,value", [(pa.bool_(), True), (pa.int32(), None), (pa.string(), "x")])
+def test_packed_struct_refuses_what_pylance_refuses(uri, field_type, value):
+    """pylance refuses packed structs with bool or variable-width fields or nulls inside rows; so
+    does lance_fw, with a typed error naming the option."""
+    t = pa.struct([("a", pa.int64()), ("b", field_type)])
+    table = pa.table([pa.array([{"a": 1, "b": value}] * 10, t)], schema=pa.schema([pa.field("p", t, metadata=PACKED)]))
+    with pytest.raises(UnsupportedFeatureError, match="lance-encoding:packed"):
+        lance_fw.write_dataset(table, uri, data_storage_version="2.1")

@@ -16,8 +16,17 @@ from lance_fw.errors import CorruptFileError
 from lance_fw.schema import LanceField
 
 
+#: field metadata asking for a struct of fixed-width fields stored row by row in one column
+PACKED_KEY = "lance-encoding:packed"
+
+
+def is_packed(field: LanceField) -> bool:
+    """A struct pylance stores as one packed-struct column (its fields are not columns)."""
+    return field.is_struct and field.metadata.get(PACKED_KEY, b"").lower() == b"true"
+
+
 def is_leaf(field: LanceField) -> bool:
-    return not field.children or field.is_blob_v2
+    return not field.children or field.is_blob_v2 or is_packed(field)
 
 
 def leaf_paths(field: LanceField) -> list[list[LanceField]]:

@@ -534,14 +534,14 @@ def _packed_struct_plan(values: pa.StructArray):
     field values side by side, ``PackedStruct`` over a Flat of the summed width. Like pylance,
     only whole-byte fields without nulls of their own (the struct itself may be null)."""
     fields = [values.type.field(i) for i in range(values.type.num_fields)]
-    children = [values.field(i).slice(values.offset, len(values)) for i in range(len(fields))]
+    children = values.flatten()  # (sliced like the struct; the struct's nulls are theirs too)
+    rows_valid = values.is_valid().to_numpy(zero_copy_only=False)
     widths = [_fixed_bits(f.type) for f in fields]
     for f, child, bits in zip(fields, children, widths):
         if not bits or bits % 8 or pa.types.is_fixed_size_list(f.type):
             raise UnsupportedFeatureError(f"packed struct field {f.name!r} ({f.type}): lance-encoding:packed "
                                           "needs fixed-width fields of whole bytes")
-        if child.null_count > int(np.count_nonzero(~_struct_valid(values) & ~child.is_valid().to_numpy(
-                zero_copy_only=False))):
+        if child.null_count and (rows_valid & ~child.is_valid().to_numpy(zero_copy_only=False)).any():
             raise UnsupportedFeatureError(f"packed struct field {f.name!r} holds nulls: lance-encoding:packed "
                                           "stores none (as in pylance)")
     rows = np.concatenate([_fixed_bytes(c).reshape(len(values), bits // 8) for c, bits in zip(children, widths)],
@@ -552,10 +552,6 @@ def _packed_struct_plan(values: pa.StructArray):
     def packed_page(page: pa.Array, spans: list) -> list[list[bytes]]:
         return _slice_bytes(rows.reshape(-1), spans, total // 8)
     return enc, _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, total)), packed_page
-
-
-def _struct_valid(values: pa.Array) -> np.ndarray:
-    return values.is_valid().to_numpy(zero_copy_only=False)
 
 
 def _zstd_pays(values: pa.Array) -> bool:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
 
-from .compressive import DecodedValues
+from .compressive import DecodedValues, split_packed_struct
 from .layouts import PageLevels
 
 ITEM_LAYERS = (pb.REPDEF_ALL_VALID_ITEM, pb.REPDEF_NULLABLE_ITEM)
@@ -199,6 +199,8 @@ def _values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | 
         return pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(offs), data], null_count=nulls)
     if pa.types.is_null(t):
         return pa.nulls(n)
+    if pa.types.is_struct(t):
+        return _packed_struct(values, t, bitmap, nulls, where)
     width = _bit_width(t)
     if values.kind != "fixed" or width is None:
         raise CorruptFileError(where, f"{values.kind} values for a {t} column")
@@ -207,6 +209,17 @@ def _values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | 
     if values.bits_per_value != width or raw.size < expected:
         raise CorruptFileError(where, f"{values.bits_per_value}-bit values for a {t} column")
     return pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(raw)], null_count=nulls)
+
+
+def _packed_struct(values: DecodedValues, t: pa.StructType, bitmap, nulls: int, where: str) -> pa.Array:
+    """Row-major packed-struct rows (``lance-encoding:packed``) as a struct of their fields."""
+    widths = [_bit_width(t.field(i).type) for i in range(t.num_fields)]
+    if values.kind != "fixed" or list(values.packed_struct_bits) != widths:
+        raise CorruptFileError(where, f"packed struct values of {list(values.packed_struct_bits)} bits "
+                                      f"for a {t} column")
+    children = [pa.Array.from_buffers(t.field(i).type, values.num_values, [None, pa.py_buffer(np.ascontiguousarray(c))],
+                                      null_count=0) for i, c in enumerate(split_packed_struct(values))]
+    return pa.Array.from_buffers(t, values.num_values, [bitmap], null_count=nulls, children=children)
 
 
 def _bit_width(t: pa.DataType) -> int | None:

@@ -35,13 +35,17 @@ class _Node:
     length: int
 
 
-def _nodes(array: pa.Array) -> tuple[list[_Node], pa.Array]:
-    """Top-down: the structure of every layer and the (whole) leaf array."""
+def _nodes(array: pa.Array, depth: int | None = None) -> tuple[list[_Node], pa.Array]:
+    """Top-down: the structure of every layer and the (whole) leaf array; with ``depth`` the
+    layer at that depth is the leaf whatever its type (a packed struct)."""
     nodes = []
     a = array
     while True:
         t = a.type
         valid = a.is_valid().to_numpy(zero_copy_only=False) if a.null_count else None
+        if depth is not None and len(nodes) == depth - 1:
+            nodes.append(_Node(False, valid, None, len(a)))
+            return nodes, a
         if pa.types.is_struct(t):
             nodes.append(_Node(False, valid, None, len(a)))
             a = a.flatten()[0]
@@ -76,7 +80,7 @@ def _layer(node: _Node, nullable: bool | None = None) -> int:
 
 def shred(array: pa.Array, path: tuple = ()) -> Shredded:
     """``path``: the schema fields top -> leaf; with a struct above a list, layers follow the schema."""
-    top_down, leaf = _nodes(array)
+    top_down, leaf = _nodes(array, len(path) or None)
     nodes = top_down[::-1]  # innermost first, like layers
     # only a struct above a list trips pylance (see _layer); elsewhere the data decides, as in pylance
     first_list = next((i for i, n in enumerate(nodes) if n.is_list), None)
