@@ -497,8 +497,13 @@ def _value_plan(values: pa.Array):
             dtype = {8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits]
 
             def packed_page(page: pa.Array, spans: list) -> list[list[bytes]]:
-                # chunks are whole 1024-value blocks, so the page packs in one vectorised pass
-                return [[b] for b in fastlanes.pack_inline_blocks(_fixed_bytes(page).view(dtype), bits)]
+                raw = _fixed_bytes(page).view(dtype)
+                if all(b - a == fastlanes.BLOCK for a, b in spans[:-1]):
+                    # chunks are whole 1024-value blocks, so the page packs in one vectorised pass
+                    return [[b] for b in fastlanes.pack_inline_blocks(raw, bits)]
+                # a chunk cut short (its values' lists hold more levels than a chunk may) is
+                # a block of its own
+                return [fastlanes.pack_inline_blocks(raw[a:b], bits) for a, b in spans]
             return enc, fastlanes.BLOCK, packed_page
         if not pa.types.is_boolean(t):
             width = bits // 8
