@@ -229,7 +229,7 @@ def _run(ds, text: str):
     if table.column_names != ["v"]:  # pylance answers some malformed texts with other columns
         return ValueError(f"columns {table.column_names}")
     column = table.column("v").combine_chunks()
-    return column.type, _canon(column.to_pylist())
+    return table.schema.field("v"), _canon(column.to_pylist())
 
 
 def _compare(theirs, ours, text: str) -> None:
@@ -240,7 +240,7 @@ def _compare(theirs, ours, text: str) -> None:
         assert isinstance(theirs, Exception) or text in MISSING, \
             f"{text!r}: lance_fw refuses ({ours}), pylance returns {theirs}; implement it or list it in MISSING"
         return
-    assert ours[0] == theirs[0], f"{text!r}: type {ours[0]}, pylance {theirs[0]}"
+    assert ours[0] == theirs[0], f"{text!r}: field {ours[0]}, pylance {theirs[0]}"  # type and nullability
     assert ours[1] == theirs[1], f"{text!r}: values differ\npylance  {theirs[1][:12]}\nlance_fw {ours[1][:12]}"
 
 
@@ -264,3 +264,59 @@ def test_float_specials_survive_the_write(datasets):
     for theirs, ours in datasets.values():
         bits = ours.to_table(columns=["f"]).column("f").to_numpy(zero_copy_only=False)
         assert np.signbit(bits[1]) and math.isnan(bits[1]) and not np.signbit(bits[0])
+
+
+# --- add_columns and update evaluate the same projections -----------------------------------------
+
+EVOLUTION = ["i32 + 1", "(i32 + 1) * 1", "upper(s)", "nullif(f, NULL)", "signum(f)", "greatest(f, g)", "sqrt(f32)",
+             "coalesce(i32, 0)", "date_part('year', d)", "'const'", "strpos(s, 'a')", "i64 / -1", "abs(i8)",
+             "CAST(f AS STRING)", "u8 + 300"]
+
+
+def _copies(tmp_path, name: str):
+    """The same pylance-written dataset twice: one for pylance to change, one for lance_fw."""
+    out = []
+    for who in ("theirs", "ours"):
+        path = str(tmp_path / f"{name}-{who}")
+        lance.write_dataset(_table(), path, data_storage_version="2.1", max_rows_per_file=25)
+        out.append(path)
+    return out
+
+
+def _outcome(action):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return action()
+    except Exception as exc:  # noqa: BLE001 - which exception is what the test compares
+        return exc
+
+
+@pytest.mark.parametrize("text", EVOLUTION)
+def test_add_columns_like_pylance(tmp_path, text):
+    theirs, ours = _copies(tmp_path, "add")
+    done = _outcome(lambda: lance.dataset(theirs).add_columns({"v": text}))
+    mine = _outcome(lambda: lance_fw.dataset(ours).add_columns({"v": text}))
+    if isinstance(done, Exception) or isinstance(mine, Exception):
+        assert isinstance(mine, LanceError) and (isinstance(done, Exception) or text in MISSING), (text, done, mine)
+        return
+    expected, actual = lance.dataset(theirs).to_table(), lance_fw.dataset(ours).to_table()
+    assert actual.schema.field("v") == expected.schema.field("v"), text  # type and nullability
+    assert _canon(actual.column("v").to_pylist()) == _canon(expected.column("v").to_pylist()), text
+    assert _canon(lance.dataset(ours).to_table().column("v").to_pylist()) == _canon(actual.column("v").to_pylist())
+
+
+@pytest.mark.parametrize("column, text", [("i32", "i32 + 1"), ("f", "signum(f)"), ("f", "nullif(f, NULL)"),
+                                          ("s", "upper(s)"), ("i64", "i64 / -1"), ("i8", "abs(i8)"),
+                                          ("f32", "greatest(f32, 1)"), ("s", "CAST(f AS STRING)")])
+def test_update_like_pylance(tmp_path, column, text):
+    theirs, ours = _copies(tmp_path, "update")
+    done = _outcome(lambda: lance.dataset(theirs).update({column: text}, where="id > 3"))
+    mine = _outcome(lambda: lance_fw.dataset(ours).update({column: text}, where="id > 3"))
+    if isinstance(done, Exception) or isinstance(mine, Exception):
+        assert isinstance(mine, LanceError) and (isinstance(done, Exception) or text in MISSING), (text, done, mine)
+        return
+    expected = lance.dataset(theirs).to_table().sort_by("id")
+    actual = lance_fw.dataset(ours).to_table().sort_by("id")
+    assert actual.schema == expected.schema
+    assert _canon(actual.to_pylist()) == _canon(expected.to_pylist()), text

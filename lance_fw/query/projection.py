@@ -54,12 +54,15 @@ class ProjectionError(InvalidArgumentError):
 class Projection:
     """Named SQL expressions over a dataset schema: the columns to read and how to project them."""
 
-    def __init__(self, expressions: dict[str, str], schema: pa.Schema):
+    def __init__(self, expressions: dict[str, str], schema: pa.Schema, require_column: bool = True):
+        """``require_column``: refuse expressions that read no column, as pylance's scans do
+        (``add_columns({"c": "'x'"})`` reads rows anyway and allows them)."""
         if not expressions:
             raise ProjectionError("columns={} asks for no column")
         self._schema = schema
         self.names = [str(n) for n in expressions]
         self.expressions: list[pc.Expression] = []
+        non_null: set[str] = set()
         columns: dict[str, None] = {}
         for name, text in expressions.items():
             if not isinstance(text, str):
@@ -71,16 +74,21 @@ class Projection:
             except FilterError as exc:  # raised by the shared filter pieces (unknown column ...)
                 raise ProjectionError(str(exc).replace("filter ", "projection ", 1)) from None
             columns.update(dict.fromkeys(visitor.referenced(tree)))
-        if not columns:
+            if not visitor.nullable(tree):
+                non_null.add(str(name))
+        if not columns and require_column:
             raise ProjectionError("a projection must read at least one column (found only constants)")
         self.columns = [n for n in schema.names if n in columns]
-        self.schema = self.apply(pa.schema([schema.field(c) for c in self.columns]).empty_table()).schema
+        self.schema: pa.Schema | None = None
+        raw = self.apply(pa.schema([schema.field(c) for c in self.columns]).empty_table()).schema
+        self.schema = pa.schema([f.with_nullable(f.name not in non_null) for f in raw])
 
     def apply(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
         """Project a table/batch holding (at least) ``self.columns``."""
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
         try:
-            return _project(table, self.expressions, self.names)
+            out = _project(table, self.expressions, self.names)
+            return out if self.schema is None or out.schema == self.schema else out.cast(self.schema)
         except _DATA_ERRORS as exc:  # e.g. integer / 0
             raise ProjectionError(f"projection of {self.names} failed on the data: {str(exc).splitlines()[0]}") from None
 
@@ -304,6 +312,23 @@ class _Projector(_Visitor):
                 and not pa.types.is_date(source) and not pa.types.is_timestamp(source):
             raise self.fail(node, "is not supported yet (to_timestamp of numbers counts seconds in pylance)")
         return super().cast(node)
+
+    def nullable(self, node) -> bool:
+        """DataFusion's nullability of an expression, which pylance reports in the scan schema and
+        stores in add_columns' fields: IS [NOT] NULL and a coalesce with a non-null argument are
+        never NULL; everything else is nullable when anything it reads is (functions: always)."""
+        node = _unwrap(node)
+        if isinstance(node, exp.Is):
+            return False
+        if isinstance(node, exp.Not):
+            return self.nullable(node.this)
+        if self.is_literal(node):
+            return _literal_value(node, self) is None
+        if self.is_column(node):
+            return True  # a nullable field, or one inside a nullable struct
+        if isinstance(node, exp.Coalesce):
+            return all(self.nullable(a) for a in [node.this, *node.expressions])
+        return True
 
     def referenced(self, node) -> list[str]:
         """Top-level columns read, leaving out expressions DataFusion folds to a constant

@@ -145,8 +145,9 @@ class LanceScanner:
             if self.projection is not None:
                 tail = [batch.column(n) for n in extra]
                 projected = self.projection.apply(batch.drop_columns(extra))
+                fields = list(projected.schema) + [batch.schema.field(n) for n in extra]  # keeps "not null"
                 batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in projected.columns] + tail,
-                                                   names=projected.column_names + extra)
+                                                   schema=pa.schema(fields))
             yield batch
 
     def to_reader(self) -> pa.RecordBatchReader:

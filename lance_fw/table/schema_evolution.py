@@ -42,7 +42,8 @@ def _stored_fields(projection, transforms: dict[str, str], schema: pa.Schema) ->
     out = []
     for name in projection.names:
         constant = sqlglot.parse_one(transforms[name], read="spark").find(exp.Column) is None
-        out.append(projection.schema.field(name).with_nullable(not constant or values.column(name).null_count > 0))
+        field = projection.schema.field(name)  # its nullability is DataFusion's (coalesce(x, 0): not null)
+        out.append(field.with_nullable(field.nullable and (not constant or values.column(name).null_count > 0)))
     return out
 
 
@@ -68,7 +69,7 @@ def add_columns(ds, transforms, read_columns: list[str] | None = None,
     from lance_fw.query.projection import Projection
 
     transforms = {str(k): v for k, v in transforms.items()}
-    projection = Projection(transforms, ds.schema)
+    projection = Projection(transforms, ds.schema, require_column=False)
     added = _new_fields(ds, _stored_fields(projection, transforms, ds.schema))
     # a constant expression reads no column, but still needs one to know how many rows there are
     needed = [ds.lance_schema.field(n) for n in (read_columns or projection.columns or ds.schema.names[:1])]
