@@ -18,7 +18,8 @@ The worker reports each case's outcome to a results file before starting the nex
 the parent knows which damage killed it and restarts a worker for the rest.
 
 ``LANCE_FW_CORRUPTION_FLIPS`` / ``LANCE_FW_CORRUPTION_TRUNCATIONS`` set a deeper profile
-(the CI default gives 4 files x 50 flips = 200 flips per file version).
+(the CI default gives 4 files x 50 flips = 200 flips per file version), ``LANCE_FW_CORRUPTION_SEED``
+another set of positions.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ import pytest
 FLIPS = int(os.environ.get("LANCE_FW_CORRUPTION_FLIPS", "50"))
 TRUNCATIONS = int(os.environ.get("LANCE_FW_CORRUPTION_TRUNCATIONS", "5"))
 DUCKDB_EVERY = int(os.environ.get("LANCE_FW_CORRUPTION_DUCKDB_EVERY", "5"))
+#: another campaign of damage (the default one is what CI runs)
+SEED = os.environ.get("LANCE_FW_CORRUPTION_SEED", "")
 ROWS = 3000
 #: small pages, so that a few thousand rows give several pages (2.0) / chunks (2.1+) per column
 PAGE_BYTES = 4096
@@ -312,7 +315,7 @@ def test_random_damage_gives_valid_arrays_or_lance_errors(version, writer, schem
     write(writer, schema, version, uri)
     rel = _data_file(uri)
     size = (Path(uri) / rel).stat().st_size
-    cases = _cases(size, zlib.crc32(f"{version}/{writer}/{schema}".encode()))
+    cases = _cases(size, zlib.crc32(f"{SEED}{version}/{writer}/{schema}".encode()))
     work = Path(tempfile.mkdtemp(dir=tmp_path))
     results = run_cases(work, uri, rel, ROWS, cases)
     assert set(results) == {c["id"] for c in cases}
