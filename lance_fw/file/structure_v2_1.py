@@ -29,6 +29,30 @@ def is_leaf(field: LanceField) -> bool:
     return not field.children or field.is_blob_v2 or is_packed(field)
 
 
+def packed_owner(top_fields: list[LanceField], field: LanceField) -> LanceField | None:
+    """The packed struct ``field`` lies in (its column holds ``field``'s values), or None."""
+    def walk(f: LanceField, owner: LanceField | None) -> LanceField | None:
+        owner = owner or (f if is_packed(f) else None)
+        if f.id == field.id:
+            return owner if owner is not f else None
+        for child in f.children:
+            found = walk(child, owner)
+            if found is not None:
+                return found
+        return None
+    for top in top_fields:
+        found = walk(top, None)
+        if found is not None:
+            return found
+    return None
+
+
+def packed_field(array: pa.Array, owner: LanceField, field: LanceField) -> pa.Array:
+    """``field``'s values out of its packed struct's ``array`` (null where the struct is null)."""
+    index = [c.id for c in owner.children].index(field.id)
+    return array.flatten()[index]
+
+
 def leaf_paths(field: LanceField) -> list[list[LanceField]]:
     """Every chain top -> leaf under ``field``, in column (pre-order) order."""
     if is_leaf(field):

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.file import structure_v2_1
 from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
@@ -91,12 +92,22 @@ class FragmentReader:
                 return reader
         return None
 
+    def _without_column(self, f: LanceField, rows: int, read: Callable) -> pa.Array:
+        """A field no data file has a column for: inside a packed struct it is read with the
+        struct's column; otherwise it was added after these files were written (null)."""
+        owner = structure_v2_1.packed_owner(self.schema.fields, f)
+        reader = self._reader_for(owner) if owner is not None else None
+        if reader is None:
+            return pa.nulls(rows, f.arrow_type())
+        return structure_v2_1.packed_field(read(reader, owner), owner, f)
+
     def read_range(self, fields: list[LanceField], start: int, stop: int) -> list[pa.Array]:
         """Physical rows [start, stop) of each field (deleted rows still included)."""
         out = []
         for f in fields:
             reader = self._reader_for(f)
-            out.append(reader.read_field(f, start, stop) if reader else pa.nulls(stop - start, f.arrow_type()))
+            out.append(reader.read_field(f, start, stop) if reader else
+                       self._without_column(f, stop - start, lambda r, g: r.read_field(g, start, stop)))
         return out
 
     def take_physical(self, fields: list[LanceField], offsets: np.ndarray) -> list[pa.Array]:
@@ -111,7 +122,8 @@ class FragmentReader:
         out = []
         for f in fields:
             reader = self._reader_for(f)
-            array = reader.take_field(f, unique) if reader else pa.nulls(len(unique), f.arrow_type())
+            array = reader.take_field(f, unique) if reader else \
+                self._without_column(f, len(unique), lambda r, g: r.take_field(g, unique))
             out.append(array if inverse is None else array.take(pa.array(inverse)))
         return out
 
