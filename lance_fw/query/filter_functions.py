@@ -326,8 +326,15 @@ def _float(v, node) -> pc.Expression:
 
 
 def _round(v, node, args) -> pc.Expression:
+    """DataFusion's ``(x * 10^d).round() / 10^d`` in the argument's float type (float32 stays float32:
+    pyarrow's ``round(ndigits=)`` in float64 differs in the last float32 digit)."""
     digits = v.int_literal(args[1]) if len(args) > 1 else 0
-    return pc.round(_float(v, args[0]), ndigits=digits, round_mode="half_towards_infinity")
+    value = v.visit_value(args[0])
+    t = v.type_of(value)
+    if not pa.types.is_floating(t):
+        value, t = value.cast(pa.float64()), pa.float64()
+    factor = pc.scalar(pa.scalar(10.0 ** digits, t))
+    return pc.divide(pc.round(pc.multiply(value, factor), round_mode="half_towards_infinity"), factor)
 
 
 def _log(v, node, args) -> pc.Expression:

@@ -34,8 +34,9 @@ _BINARY = (*_ARITHMETIC, *_COMPARE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe)
 #: errors pyarrow raises while computing a projected batch
 _DATA_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 #: functions whose float32 argument gives a float32 result in pylance (pyarrow's kernels give float64);
-#: each is exact or correctly rounded, so rounding the float64 result is the float32 result
-_FLOAT32_KEEPING = {"sqrt", "signum", "exp", "ln", "round"}
+#: each is exact or correctly rounded, so rounding the float64 result is the float32 result (not so
+#: for exp/ln: float32 libm differs from rounded float64 in the last digit, so those are refused)
+_FLOAT32_KEEPING = {"sqrt", "signum"}
 #: functions whose result type is DataFusion's common type of their arguments
 _COMMON_TYPE = {"coalesce", "nullif", "greatest", "least"}
 #: calls whose projected values (not truth values) differ from pylance's, refused until implemented
@@ -90,7 +91,8 @@ class Projection:
             out = _project(table, self.expressions, self.names)
             return out if self.schema is None or out.schema == self.schema else out.cast(self.schema)
         except _DATA_ERRORS as exc:  # e.g. integer / 0
-            raise ProjectionError(f"projection of {self.names} failed on the data: {str(exc).splitlines()[0]}") from None
+            why = str(exc).splitlines()[0]
+            raise ProjectionError(f"projection of {self.names} failed on the data: {why}") from None
 
     def batches(self, batches):
         for batch in batches:
@@ -110,7 +112,8 @@ def _parse(text: str):
     if len(statements) != 1 or not isinstance(statements[0], exp.Select) or len(statements[0].expressions) != 1:
         raise ProjectionError(f"projection {text!r} must be one expression")
     select = statements[0]
-    extra = [k for k in ("where", "order", "limit", "offset", "group", "having", "joins", "qualify") if select.args.get(k)]
+    clauses = ("where", "order", "limit", "offset", "group", "having", "joins", "qualify")
+    extra = [k for k in clauses if select.args.get(k)]
     if extra:
         raise ProjectionError(f"projection {text!r} must be one expression (found {', '.join(extra)})")
     node = select.expressions[0]
@@ -119,7 +122,7 @@ def _parse(text: str):
     calls = {t.text.upper() for t, n in zip(tokens, tokens[1:]) if n.text == "(" and t.token_type != TokenType.STRING}
     if "MOD" in calls:  # sqlglot reads mod(a, b) as a % b; DataFusion has no mod function
         raise ProjectionError(f"projection {text!r}: mod(...) is not a function in Lance (use %)")
-    if node.find(exp.Column) is not None and any(c.parts[0].name.lower() in _ROW_COLUMNS for c in node.find_all(exp.Column)):
+    if any(c.parts[0].name.lower() in _ROW_COLUMNS for c in node.find_all(exp.Column)):
         raise ProjectionError(f"projection {text!r}: _rowid/_rowaddr in SQL projections are not supported yet")
     calls_log = "LOG" in calls
     return node, calls_log
@@ -229,10 +232,10 @@ class _Projector(_Visitor):
             raise self.fail(node, "with a NULL argument is not supported yet (pylance returns a string_view)")
         if name in _REFUSED_CALLS:
             raise self.fail(node, f"is not supported in projections yet: {_REFUSED_CALLS[name]}")
-        first = self._arg_type(args[0]) if args and name in _FLOAT32_KEEPING | {"date_trunc"} else None
+        first = self._arg_type(args[0]) if args and name in _FLOAT32_KEEPING | {"round", "ln", "exp"} else None
         if name == "round" and pa.types.is_decimal(first):
             raise self.fail(node, "of a decimal is not supported yet (pylance keeps a decimal)")
-        if name == "ln" and first == pa.float32():
+        if name in ("ln", "exp") and first == pa.float32():
             raise self.fail(node, "of a float32 is not supported yet (pylance computes it in float32)")
         common = self._common_type(node, args) if name in _COMMON_TYPE else None
         out = super().function(node)
@@ -334,7 +337,8 @@ class _Projector(_Visitor):
         """Top-level columns read, leaving out expressions DataFusion folds to a constant
         (``x + NULL`` is NULL, ``power(x, 0)`` is 1): pylance then finds no column to read."""
         node = _unwrap(node)
-        if isinstance(node, _ARITHMETIC) and any(isinstance(_unwrap(n), exp.Null) for n in (node.this, node.expression)):
+        operands = (node.this, node.expression) if isinstance(node, _ARITHMETIC) else ()
+        if any(isinstance(_unwrap(n), exp.Null) for n in operands):
             return []
         if isinstance(node, exp.Pow) and _plain_literal(node.expression) and _literal_value(node.expression, self) == 0:
             return []
