@@ -31,7 +31,8 @@ NEG_NAN = -NAN
 _SPECIALS = [NAN, NEG_NAN, INF, -INF, 0.0, -0.0, 1.5, -2.25, None, 4.0, 1e300, -7.0]
 I32 = [-(2**31), 2**31 - 1, None, 0, -1, 7, 100, -100]
 I64 = [-(2**63), 2**63 - 1, None, 0, -1, 7, 3, -3]
-WORDS = ["Ünïcode", "  pad  ", None, "ascii", "ß straße", "", "日本語テキスト", "a_b%c", "MiXeD", "x"]
+WORDS = ["Ünïcode", "  pad  ", None, "ascii", "ß straße", "", "日本語テキスト", "a_b%c", "MiXeD", "x", "ΣΑΣ ΟΔΟΣ",
+         "İstanbul", "ǅemal ﬀ"]
 
 
 def _floats(dtype) -> pa.Array:
@@ -64,6 +65,8 @@ def _table() -> pa.Table:
         "ts": pa.array([start + dt.timedelta(hours=i * 13, microseconds=i) for i in rows], pa.timestamp("us")),
         "tsz": pa.array([start.replace(tzinfo=dt.timezone.utc) + dt.timedelta(hours=i * 5) for i in rows],
                         pa.timestamp("us", "UTC")),
+        "tsny": pa.array([start.replace(tzinfo=dt.timezone.utc) + dt.timedelta(hours=i * 7) for i in rows],
+                         pa.timestamp("us", "America/New_York")),
         "b": pa.array([None if i % 7 == 3 else i % 2 == 0 for i in rows]),
         "nums": pa.array([None if i % 8 == 0 else [] if i % 8 == 1 else [i, -i, i % 3] for i in rows],
                          pa.list_(pa.int64())),
@@ -176,6 +179,10 @@ TEMPORAL = [
     "d + INTERVAL '1 day'", "ts - INTERVAL '1 hour'", "ts - ts", "d - d", "d > ts", "ts < tsz",
     "to_timestamp(id)", "from_unixtime(id)", "to_unixtime(ts)", "make_date(2024, 1, id % 28 + 1)",
     "to_char(ts, '%Y')", "date_bin(INTERVAL '1 day', ts)", "CAST(d AS TIMESTAMP) > ts",
+    "date_part('hour', tsny)", "date_part('day', tsny)", "date_part('epoch', tsny)", "date_trunc('day', tsny)",
+    "date_trunc('month', tsny)", "tsny > ts", "tsny = tsz", "CAST(tsny AS DATE)",
+    "tsny > TIMESTAMP '2024-03-05 00:00:00'",
+    "coalesce(tsny, tsz)", "greatest(ts, TIMESTAMP '2024-03-01 00:00:00')",
 ]
 
 LISTS_STRUCTS = [
@@ -210,6 +217,7 @@ MISSING: list[str] = [
     "date_bin(INTERVAL '1 day', ts)", 'array_distinct(nums)', 'array_sort(nums)', 'make_array(id, id)',
     'array_append(nums, 1)', "array_to_string(tags, ',')", "named_struct('a', id)", "array_position(tags, 't')",
     'id, s', 'id FROM t', 'id; id', 'id > 5 ORDER BY id', '_rowid', '_rowaddr', "replace(s, '', 'x')",
+    'coalesce(tsny, tsz)',
 ]
 
 
@@ -242,11 +250,12 @@ def _run(ds, text: str):
 
 def _compare(theirs, ours, text: str) -> None:
     if isinstance(theirs, Exception):
-        assert isinstance(ours, Exception), f"{text!r}: pylance refuses ({theirs!s:.200}), lance_fw returns {ours}"
+        assert isinstance(ours, Exception), \
+            f"{text!r}: pylance refuses ({theirs!s:.200}), lance_fw returns {str(ours):.300}"
     if isinstance(ours, Exception):
         assert isinstance(ours, LanceError), f"{text!r}: untyped {type(ours).__name__}: {ours}"
         assert isinstance(theirs, Exception) or text in MISSING, \
-            f"{text!r}: lance_fw refuses ({ours}), pylance returns {theirs}; implement it or list it in MISSING"
+            f"{text!r}: lance_fw refuses ({ours}), pylance returns {str(theirs):.300}; implement it or add to MISSING"
         return
     assert ours[0] == theirs[0], f"{text!r}: field {ours[0]}, pylance {theirs[0]}"  # type and nullability
     assert ours[1] == theirs[1], f"{text!r}: values differ\npylance  {theirs[1][:12]}\nlance_fw {ours[1][:12]}"
