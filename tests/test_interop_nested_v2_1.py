@@ -34,6 +34,7 @@ def same(expected: pa.Table, actual: pa.Table) -> None:
 
 
 def _has_nan(table: pa.Table) -> bool:
+    """Errs towards True (text holding 'nan'): then only the repr comparison above holds."""
     return "nan" in repr(table.to_pylist())
 
 
@@ -49,9 +50,8 @@ def check_reads(uri: str, expected: pa.Table | None = None) -> None:
     same(lance.dataset(uri).to_table(), lance_fw.dataset(uri).to_table())
 
 
-def write(writer: str, table: pa.Table, uri: str, version: str, **options) -> None:
-    (lance.write_dataset if writer == "pylance" else lance_fw.write_dataset)(
-        table, uri, data_storage_version=version, **options)
+def write(writer: str, table: pa.Table, uri: str, version: str) -> None:
+    (lance.write_dataset if writer == "pylance" else lance_fw.write_dataset)(table, uri, data_storage_version=version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
