@@ -368,10 +368,10 @@ def _extreme(v, args, greatest: bool) -> pc.Expression:
 
 def _power(v, node, args) -> pc.Expression:
     """DataFusion folds ``power(x, 0)`` to 1 (even for NULL x) and ``power(x, 1)`` to x (a NaN keeps its sign)."""
-    if v.is_literal(args[1]):
+    if v.is_literal(args[1]) and not isinstance(args[1], exp.Neg):  # -0.0 is an expression there: not folded
         exponent = v.loose_literal(args[1], pa.float64()).as_py()
         if exponent == 0:
-            return pc.scalar(1.0)
+            return pc.scalar(1.0).cast(pa.float64())  # a cast: Acero would narrow a bare literal
         if exponent == 1:
             return _float(v, args[0])
     return float_math.apply("power", _float(v, args[0]), _float(v, args[1]))

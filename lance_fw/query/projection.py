@@ -27,6 +27,7 @@ from sqlglot.tokens import TokenType
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.query import filter_functions as functions
 from lance_fw.query.filter import _COMPARE, _DIALECT, _ROW_COLUMNS, FilterError, _check_tokens, _Visitor
+from lance_fw.query.filter import _path as _path_of
 from lance_fw.query.filter_literals import _literal_value
 
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
@@ -37,6 +38,8 @@ _DATA_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 #: each is exact or correctly rounded, so rounding the float64 result is the float32 result (not so
 #: for exp/ln: float32 libm differs from rounded float64 in the last digit, so those are refused)
 _FLOAT32_KEEPING = {"sqrt", "signum"}
+#: functions pylance refuses for a boolean argument (first: the argument whose type decides)
+_NUMERIC_ONLY = {"sqrt", "signum", "round", "ln", "exp", "power", "abs"}
 #: functions whose result type is DataFusion's common type of their arguments
 _COMMON_TYPE = {"coalesce", "nullif", "greatest", "least"}
 #: calls whose projected values (not truth values) differ from pylance's, refused until implemented
@@ -153,6 +156,12 @@ def _constant(node) -> bool:
     return False
 
 
+def _children(node) -> list:
+    """The argument nodes of an operator or function call."""
+    return [v for key, v in node.args.items() if isinstance(v, exp.Expression) and key != "to"] + \
+        [x for v in node.args.values() if isinstance(v, list) for x in v if isinstance(x, exp.Expression)]
+
+
 def _unwrap(node):
     while isinstance(node, exp.Paren):
         node = node.this
@@ -181,6 +190,12 @@ class _Projector(_Visitor):
         target = self._coerced.get(id(node))
         if target is not None:
             return self._coerced_literal(node, target)
+        if isinstance(node, (exp.Cast, exp.TryCast)) and self.is_literal(node):  # CAST(0 AS FLOAT) is a float32
+            return super().visit_value(node).cast(self.literal_type(node, self.type_of(super().visit_value(node))))
+        if isinstance(node, exp.Neg) and not self.is_literal(node):
+            t = self.type_of(super().visit_value(node.this))
+            if pa.types.is_unsigned_integer(t) or pa.types.is_boolean(t):
+                raise self.fail(node, f"negates a {t}, which pylance refuses")
         out = super().visit_value(node)
         if isinstance(node, exp.DPipe):  # a large_string side makes a large_string, as in DataFusion
             sides = [self.type_of(self.visit_value(x)) for x in (node.this, node.expression)]
@@ -232,7 +247,9 @@ class _Projector(_Visitor):
             raise self.fail(node, "with a NULL argument is not supported yet (pylance returns a string_view)")
         if name in _REFUSED_CALLS:
             raise self.fail(node, f"is not supported in projections yet: {_REFUSED_CALLS[name]}")
-        first = self._arg_type(args[0]) if args and name in _FLOAT32_KEEPING | {"round", "ln", "exp"} else None
+        first = self._arg_type(args[0]) if args and name in _NUMERIC_ONLY else None
+        if first is not None and pa.types.is_boolean(first):
+            raise self.fail(node, "needs a number, not a boolean (as in pylance)")
         if name == "round" and pa.types.is_decimal(first):
             raise self.fail(node, "of a decimal is not supported yet (pylance keeps a decimal)")
         if name in ("ln", "exp") and first == pa.float32():
@@ -267,9 +284,12 @@ class _Projector(_Visitor):
         if all(pa.types.is_signed_integer(t) for t in present):
             return max(present, key=lambda t: t.bit_width)
         floats = [t for t in present if pa.types.is_floating(t)]
+        int_columns = any(pa.types.is_integer(self._arg_type(a)) for a in args if not _plain_literal(a))
+        if int_columns and pa.float64() not in floats:
+            floats = []  # int64 next to float32 is float32 in pylance: not followed yet
         if floats and all(pa.types.is_signed_integer(t) or pa.types.is_floating(t) for t in present):
-            anchor = next(self._arg_type(a) for a in args if not _plain_literal(a))
-            if all(self._exact(a, anchor) for a in args if _plain_literal(a)):
+            anchor = next((self._arg_type(a) for a in args if not _plain_literal(a)), None)
+            if anchor is not None and all(self._exact(a, anchor) for a in args if _plain_literal(a)):
                 return max(floats, key=lambda t: t.bit_width)
         raise self.fail(node, f"of {[str(t) for t in types]} is not supported yet (pylance's common type differs)")
 
@@ -286,6 +306,12 @@ class _Projector(_Visitor):
     def arithmetic(self, node) -> pc.Expression:
         a, b = self.visit_value(node.this), self.visit_value(node.expression)
         ta, tb = self.type_of(a), self.type_of(b)
+        if pa.types.is_boolean(ta) or pa.types.is_boolean(tb):
+            raise self.fail(node, "is not arithmetic on numbers (pylance refuses booleans)")
+        for operand in (node.this, node.expression):
+            if self.is_literal(operand) and isinstance(_literal_value(operand, self), float) \
+                    and _literal_value(operand, self) != _literal_value(operand, self):
+                raise self.fail(node, "with a NaN literal is not supported yet (the result NaN's sign differs)")
         if pa.types.is_decimal(ta) or pa.types.is_decimal(tb):
             raise self.fail(node, "on decimals is not supported yet (DataFusion's result precision differs)")
         if pa.types.is_date(ta) and pa.types.is_date(tb):
@@ -318,29 +344,73 @@ class _Projector(_Visitor):
 
     def nullable(self, node) -> bool:
         """DataFusion's nullability of an expression, which pylance reports in the scan schema and
-        stores in add_columns' fields: IS [NOT] NULL and a coalesce with a non-null argument are
-        never NULL; everything else is nullable when anything it reads is (functions: always)."""
+        stores in add_columns' fields: IS [NOT] NULL, a non-NULL constant and a coalesce with a
+        non-null argument are never NULL; operators and functions are NULL when an argument may be
+        (nullif and TRY_CAST always may); a column as its field (and its parent structs) says."""
         node = _unwrap(node)
         if isinstance(node, exp.Is):
             return False
-        if isinstance(node, exp.Not):
-            return self.nullable(node.this)
-        if self.is_literal(node):
-            return _literal_value(node, self) is None
+        folded = self.folded(node)
+        if folded is not None:
+            return not folded.is_valid
         if self.is_column(node):
-            return True  # a nullable field, or one inside a nullable struct
+            return self._column_nullable(node)
         if isinstance(node, exp.Coalesce):
             return all(self.nullable(a) for a in [node.this, *node.expressions])
-        return True
+        if isinstance(node, (exp.Nullif, exp.TryCast)):
+            return True
+        if isinstance(node, (exp.Not, exp.Neg, exp.Cast, exp.Round, *_ARITHMETIC)):
+            return any(self.nullable(a) for a in _children(node))
+        return True  # other functions (signum(coalesce(x, 1)) is nullable in pylance)
+
+    def _column_nullable(self, node) -> bool:
+        try:
+            parts = [name for name, _ in _path_of(node)]
+            field = self.schema.field(self.lookup.get(parts[0].lower(), parts[0]))
+        except (KeyError, IndexError):
+            return True
+        nullable = field.nullable
+        for part in parts[1:]:
+            if not pa.types.is_struct(field.type) or field.type.get_field_index(part) < 0:
+                return True
+            field = field.type.field(part)
+            nullable = nullable or field.nullable
+        return nullable
+
+    def folded(self, node) -> pa.Scalar | None:
+        """The constant DataFusion's simplifier turns ``node`` into, or None when it reads data:
+        constant subtrees, arithmetic/casts/functions of a NULL (NULL), functions of constants,
+        coalesce starting with a non-NULL constant, ``power(x, 0)`` (1). Evaluated over one row
+        of NULL columns, which the folded parts never read."""
+        return self._evaluate(node) if self._foldable(_unwrap(node)) else None
+
+    def _foldable(self, node) -> bool:
+        node = _unwrap(node)
+        if node.find(exp.Column) is None:
+            return True
+        if isinstance(node, (*_ARITHMETIC, exp.Cast, exp.Neg)):
+            return any(self._foldable(n) and not self._evaluate(n).is_valid for n in _children(node))
+        if isinstance(node, exp.Coalesce):
+            return self._foldable(node.this) and self._evaluate(node.this).is_valid
+        if isinstance(node, exp.Pow) and _plain_literal(node.expression) and not isinstance(node.expression, exp.Neg):
+            return _literal_value(_unwrap(node.expression), self) == 0
+        if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous):
+            return all(self._foldable(n) for n in _children(node))
+        return False
+
+    def _evaluate(self, node) -> pa.Scalar:
+        nulls = pa.table({f.name: pa.nulls(1, f.type) for f in self.schema}) if len(self.schema) else \
+            pa.table({"_": [0]})
+        try:
+            return _project(nulls, [self.visit_value(_unwrap(node))], ["v"]).column(0)[0]
+        except _DATA_ERRORS as exc:  # pylance fails planning such a constant too
+            raise self.fail(node, f"fails: {str(exc).splitlines()[0]}") from None
 
     def referenced(self, node) -> list[str]:
-        """Top-level columns read, leaving out expressions DataFusion folds to a constant
+        """Top-level columns read; none when DataFusion folds the expression to a constant
         (``x + NULL`` is NULL, ``power(x, 0)`` is 1): pylance then finds no column to read."""
         node = _unwrap(node)
-        operands = (node.this, node.expression) if isinstance(node, _ARITHMETIC) else ()
-        if any(isinstance(_unwrap(n), exp.Null) for n in operands):
-            return []
-        if isinstance(node, exp.Pow) and _plain_literal(node.expression) and _literal_value(node.expression, self) == 0:
+        if self._foldable(node):
             return []
         heads = [c.parts[0].name for c in node.find_all(exp.Column)]
         return [self.lookup[h.lower()] for h in heads if h.lower() in self.lookup]
