@@ -22,6 +22,7 @@ from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
 from lance_fw.options import refuse
+from lance_fw.query.column_paths import has_nested_paths, prune_to_paths, top_level_columns
 from lance_fw.query.filter import filter_columns, parse_filter
 from lance_fw.query.projection import Projection
 from lance_fw.query.scanner import LanceScanner
@@ -313,6 +314,9 @@ class LanceDataset:
         return addresses[keep]
 
     def _projected_take(self, wanted: np.ndarray, columns, by_address: bool) -> pa.Table:
+        if has_nested_paths(columns, self.schema):  # "p.a": struct p pruned to a, as pylance's take
+            whole = self._take(wanted, top_level_columns(columns, self.schema), by_address)
+            return prune_to_paths(whole, columns, self.schema)
         if not isinstance(columns, dict):
             return self._take(wanted, columns, by_address)
         projection = Projection(columns, self.schema)

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError
+from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.options import refuse
 from lance_fw.query.projection import Projection
 from lance_fw.table.deletion import live_rows
@@ -57,6 +58,8 @@ class LanceScanner:
         _check_count("fragment_readahead", fragment_readahead, 0)
         _check_count("batch_readahead", batch_readahead, 1)
         _check_count("io_buffer_size", io_buffer_size, 0)
+        if has_nested_paths(columns, ds.schema):  # "p.a": a flat column named "p.a", as in pylance
+            columns = as_projection(columns, ds.schema)
         self.projection = Projection(columns, ds.schema) if isinstance(columns, dict) else None
         self._ds, self.columns, self.filter = ds, columns, filter
         self.limit, self.offset = limit, offset or 0
