@@ -18,6 +18,8 @@ Batches read with the referenced columns are projected through Acero; failures o
 
 from __future__ import annotations
 
+import math
+
 import pyarrow as pa
 import pyarrow.acero as acero
 import pyarrow.compute as pc
@@ -39,7 +41,9 @@ _DATA_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 #: for exp/ln: float32 libm differs from rounded float64 in the last digit, so those are refused)
 _FLOAT32_KEEPING = {"sqrt", "signum"}
 #: functions pylance refuses for a boolean argument (first: the argument whose type decides)
-_NUMERIC_ONLY = {"sqrt", "signum", "round", "ln", "exp", "power", "abs"}
+_NUMERIC_ONLY = {"sqrt", "signum", "round", "ln", "exp", "power", "abs", "isnan"}
+#: math functions that DataFusion folds to NULL for a NULL argument
+_NULL_STRICT = (exp.Pow, exp.Sqrt, exp.Sign, exp.Round, exp.Ln, exp.Exp, exp.Abs)
 #: functions whose result type is DataFusion's common type of their arguments
 _COMMON_TYPE = {"coalesce", "nullif", "greatest", "least"}
 #: calls whose projected values (not truth values) differ from pylance's, refused until implemented
@@ -248,6 +252,8 @@ class _Projector(_Visitor):
         if name in _REFUSED_CALLS:
             raise self.fail(node, f"is not supported in projections yet: {_REFUSED_CALLS[name]}")
         first = self._arg_type(args[0]) if args and name in _NUMERIC_ONLY else None
+        if name == "power" and len(args) > 1 and pa.types.is_boolean(self._arg_type(args[1])):
+            first = pa.bool_()
         if first is not None and pa.types.is_boolean(first):
             raise self.fail(node, "needs a number, not a boolean (as in pylance)")
         if name == "round" and pa.types.is_decimal(first):
@@ -255,6 +261,10 @@ class _Projector(_Visitor):
         if name in ("ln", "exp") and first == pa.float32():
             raise self.fail(node, "of a float32 is not supported yet (pylance computes it in float32)")
         common = self._common_type(node, args) if name in _COMMON_TYPE else None
+        if name == "power" and isinstance(node, exp.Pow) and self._power_exponent(node) in (0.0, 1.0):
+            # DataFusion folds power(x, 0) to 1 and power(x, 1) to x, also for a constant expression
+            return pc.scalar(1.0).cast(pa.float64()) if self._power_exponent(node) == 0 else \
+                self.visit_value(node.this).cast(pa.float64())
         out = super().function(node)
         if name in _FLOAT32_KEEPING and first == pa.float32():
             return out.cast(pa.float32())
@@ -279,8 +289,12 @@ class _Projector(_Visitor):
         gives the same values when every literal is exact in that type, so only the type changes."""
         types = [self._arg_type(a) for a in args]
         present = [t for t in types if not pa.types.is_null(t)]
+        anchor = next((t for a, t in zip(args, types) if not self.is_literal(a)), None)
+        if anchor is not None and pa.types.is_floating(anchor) and \
+                not all(self._exact(a, anchor) for a in args if self.is_literal(a)):
+            raise self.fail(node, f"with a literal that is not exact in {anchor} is not supported yet")
         if len(set(present)) <= 1:
-            return None
+            return present[0] if present else None  # the filter function may compute in float64
         if all(pa.types.is_signed_integer(t) for t in present):
             return max(present, key=lambda t: t.bit_width)
         floats = [t for t in present if pa.types.is_floating(t)]
@@ -298,6 +312,8 @@ class _Projector(_Visitor):
         value = _literal_value(_unwrap(node), self)
         if value is None:
             return True
+        if not isinstance(value, (int, float)):
+            return False
         try:
             return pa.scalar(value).cast(t, safe=False).as_py() == value
         except _DATA_ERRORS:
@@ -309,8 +325,8 @@ class _Projector(_Visitor):
         if pa.types.is_boolean(ta) or pa.types.is_boolean(tb):
             raise self.fail(node, "is not arithmetic on numbers (pylance refuses booleans)")
         for operand in (node.this, node.expression):
-            if self.is_literal(operand) and isinstance(_literal_value(operand, self), float) \
-                    and _literal_value(operand, self) != _literal_value(operand, self):
+            value = self.folded(operand)
+            if value is not None and pa.types.is_floating(value.type) and math.isnan(value.as_py() or 0.0):
                 raise self.fail(node, "with a NaN literal is not supported yet (the result NaN's sign differs)")
         if pa.types.is_decimal(ta) or pa.types.is_decimal(tb):
             raise self.fail(node, "on decimals is not supported yet (DataFusion's result precision differs)")
@@ -357,9 +373,9 @@ class _Projector(_Visitor):
             return self._column_nullable(node)
         if isinstance(node, exp.Coalesce):
             return all(self.nullable(a) for a in [node.this, *node.expressions])
-        if isinstance(node, (exp.Nullif, exp.TryCast)):
-            return True
-        if isinstance(node, (exp.Not, exp.Neg, exp.Cast, exp.Round, *_ARITHMETIC)):
+        if isinstance(node, exp.Nullif) or isinstance(node, exp.TryCast) and node.args.get("safe"):
+            return True  # TRY_CAST (sqlglot's Spark reads a plain CAST as a TryCast too)
+        if isinstance(node, (exp.Not, exp.Neg, exp.Cast, exp.Round, *_ARITHMETIC)):  # Cast: TryCast too
             return any(self.nullable(a) for a in _children(node))
         return True  # other functions (signum(coalesce(x, 1)) is nullable in pylance)
 
@@ -388,15 +404,33 @@ class _Projector(_Visitor):
         node = _unwrap(node)
         if node.find(exp.Column) is None:
             return True
-        if isinstance(node, (*_ARITHMETIC, exp.Cast, exp.Neg)):
-            return any(self._foldable(n) and not self._evaluate(n).is_valid for n in _children(node))
+        if isinstance(node, (exp.Cast, exp.Neg)):
+            return self._foldable(node.this)
+        folded = [self._foldable(n) for n in _children(node)]
+        if isinstance(node, (*_ARITHMETIC, *_NULL_STRICT)) and folded and \
+                any(f and not self._evaluate(n).is_valid for f, n in zip(folded, _children(node))):
+            return True  # NULL in, NULL out
+        if isinstance(node, _ARITHMETIC):
+            return all(folded)
         if isinstance(node, exp.Coalesce):
-            return self._foldable(node.this) and self._evaluate(node.this).is_valid
-        if isinstance(node, exp.Pow) and _plain_literal(node.expression) and not isinstance(node.expression, exp.Neg):
-            return _literal_value(_unwrap(node.expression), self) == 0
+            first = self._foldable(node.this)
+            return first and self._evaluate(node.this).is_valid or first and all(folded)
+        if isinstance(node, exp.Pow) and self._power_exponent(node) == 0:
+            return True
         if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous):
-            return all(self._foldable(n) for n in _children(node))
+            return all(folded)
         return False
+
+    def _power_exponent(self, node) -> float | None:
+        """The constant exponent DataFusion's simplifier sees in ``power(x, e)`` (after folding e),
+        or None. A literal ``-0.0`` is a negation there and is not folded."""
+        e = _unwrap(node.expression)
+        if isinstance(e, exp.Neg) and _plain_literal(e) or not self._foldable(e):
+            return None
+        value = self._evaluate(e)
+        if not value.is_valid or not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
+            return None
+        return None if math.copysign(1.0, float(value.as_py())) < 0 else float(value.as_py())
 
     def _evaluate(self, node) -> pa.Scalar:
         nulls = pa.table({f.name: pa.nulls(1, f.type) for f in self.schema}) if len(self.schema) else \
