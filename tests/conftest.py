@@ -9,13 +9,16 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 # --- Hypothesis profiles (the interop properties). "ci", the default, is deterministic (the same
-# examples every run, no example database) and sized for CI; HYPOTHESIS_PROFILE=deep explores
-# far more, and larger, examples for local runs. print_blob: a failure prints the line to replay it.
-# No "explain" phase: it re-runs a failing example hundreds of times (a minute per failure here).
-_HYPOTHESIS_COMMON = dict(deadline=None, print_blob=True, phases=[p for p in Phase if p != Phase.explain],
+# examples every run, no example database), sized for CI, and does not shrink (shrinking a large
+# failing example can take minutes; the printed blob replays it, and the deep profile shrinks).
+# HYPOTHESIS_PROFILE=deep explores far more, and larger, examples for local runs. No "explain"
+# phase anywhere: it re-runs a failing example hundreds of times.
+_HYPOTHESIS_COMMON = dict(deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("ci", max_examples=6, derandomize=True, database=None, **_HYPOTHESIS_COMMON)
-settings.register_profile("deep", max_examples=200, **_HYPOTHESIS_COMMON)
+settings.register_profile("ci", max_examples=16, derandomize=True, database=None,
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate], **_HYPOTHESIS_COMMON)
+settings.register_profile("deep", max_examples=200, phases=[p for p in Phase if p != Phase.explain],
+                          **_HYPOTHESIS_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

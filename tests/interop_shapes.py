@@ -248,6 +248,37 @@ def _ids(mode: str, base: int, n: int, rng: np.random.Generator) -> pa.Array:
     return pa.array(ids, mask=(rng.random(n) < 0.1) if mode == "nulls" else None)
 
 
+#: Arrow type names (``str(type)``) whose constructor is not ``pa.<name>()``.
+_TYPE_CONSTRUCTORS = {"float": "float32", "double": "float64", "halffloat": "float16", "bool": "bool_",
+                      "date32[day]": "date32"}
+
+
+def type_source(t: pa.DataType) -> str:
+    """Python source that rebuilds ``t`` (so a failing example prints as code to paste)."""
+    if pa.types.is_struct(t):
+        return f"pa.struct([{', '.join(f'({f.name!r}, {type_source(f.type)})' for f in t)}])"
+    if pa.types.is_fixed_size_list(t):
+        return f"pa.list_({type_source(t.value_type)}, {t.list_size})"
+    if pa.types.is_large_list(t):
+        return f"pa.large_list({type_source(t.value_type)})"
+    if pa.types.is_list(t):
+        return f"pa.list_({type_source(t.value_type)})"
+    if pa.types.is_dictionary(t):
+        return f"pa.dictionary({type_source(t.index_type)}, {type_source(t.value_type)})"
+    if pa.types.is_decimal(t):
+        return f"pa.decimal128({t.precision}, {t.scale})"
+    if pa.types.is_fixed_size_binary(t):
+        return f"pa.binary({t.byte_width})"
+    if pa.types.is_timestamp(t):
+        return f"pa.timestamp({t.unit!r}, tz={t.tz!r})"
+    return f"pa.{_TYPE_CONSTRUCTORS.get(str(t), str(t))}()"
+
+
+def spec_source(spec: Spec) -> str:
+    kids = f", ({''.join(spec_source(c) + ', ' for c in spec.children)})" if spec.children else ""
+    return f"Spec({type_source(spec.type)}, {spec.nulls!r}{kids})"
+
+
 @dataclass(frozen=True)
 class Shape:
     """What Hypothesis draws for one example; the data follows from it."""
@@ -256,10 +287,18 @@ class Shape:
     id_mode: str
     seed: int
 
+    def __repr__(self) -> str:
+        """As code: a failing example prints in a form to paste into a recorded case."""
+        specs = "".join(spec_source(s) + ", " for s in self.specs)
+        return f"Shape(({specs}), {self.id_mode!r}, {self.seed})"
+
     def table(self, rows: int, part: int = 0, base: int = 0) -> pa.Table:
-        rng = np.random.default_rng([self.seed, part])
-        columns = {"id": _ids(self.id_mode, base, rows, rng)}
-        columns.update({f"c{i}": build(s, rows, rng) for i, s in enumerate(self.specs)})
+        """``part``: which write of the example (first, appended); ``base``: its first ``id``.
+        Each column has its own random stream, so dropping a column leaves the others' data as is."""
+        def rng(column: int) -> np.random.Generator:
+            return np.random.default_rng([self.seed, part, column])
+        columns = {"id": _ids(self.id_mode, base, rows, rng(0))}
+        columns.update({f"c{i}": build(s, rows, rng(i + 1)) for i, s in enumerate(self.specs)})
         return pa.table(columns)
 
 

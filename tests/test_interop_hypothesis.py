@@ -177,15 +177,12 @@ def _undict(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def assert_same(expected: pa.Table, actual: pa.Table) -> None:
-    """Same Arrow types column by column, then ``assert_tables_equal``.
+def decode_dictionaries(table: pa.Table) -> pa.Table:
+    """``table`` with every dictionary (at any depth) decoded to its values, chunk by chunk.
 
-    Nested dictionaries are decoded first (chunk by chunk): chunks may carry different
-    dictionaries, which Arrow cannot concatenate when they hold nulls ("Cannot yet unify
-    dictionaries with nulls"), and equal values may be laid out in different dictionaries.
-    """
-    assert [f.type for f in actual.schema] == [f.type for f in expected.schema], \
-        f"types differ:\nexpected {expected.schema}\nactual   {actual.schema}"
+    Chunks may carry different dictionaries, which Arrow cannot concatenate or take from when
+    they hold nulls ("Cannot yet unify dictionaries with nulls"), and equal values may be laid out
+    in different dictionaries."""
     def undict(col):
         if _undict(col.type) == col.type:
             return col
@@ -193,10 +190,14 @@ def assert_same(expected: pa.Table, actual: pa.Table) -> None:
             return col.cast(_undict(col.type))
         except pa.ArrowIndexError:  # a null struct may hide a dangling dictionary index: go by values
             return pa.array(col.to_pylist(), _undict(col.type))
+    return pa.table({name: undict(col) for name, col in zip(table.column_names, table.columns)})
 
-    def decode(table: pa.Table) -> pa.Table:
-        return pa.table({name: undict(col) for name, col in zip(table.column_names, table.columns)})
-    assert_tables_equal(decode(expected), decode(actual))
+
+def assert_same(expected: pa.Table, actual: pa.Table) -> None:
+    """Same Arrow types column by column, then ``assert_tables_equal`` of the decoded values."""
+    assert [f.type for f in actual.schema] == [f.type for f in expected.schema], \
+        f"types differ:\nexpected {expected.schema}\nactual   {actual.schema}"
+    assert_tables_equal(decode_dictionaries(expected), decode_dictionaries(actual))
 
 
 def _size_event(num_rows: int) -> None:
