@@ -167,7 +167,9 @@ STRINGS = [
     "regexp_replace(s, 'a', 'b')", "regexp_replace(s, '[a-z]', 'X', 'g')", "regexp_match(s, 'a(.)')",
     "translate(s, 'a', 'b')", "uuid()", "lower(st.name)", "upper(tags[1])", "length(CAST(id AS STRING))",
     "upper(s) = 'X'", "lower(NULL)", "levenshtein(s, 'x')", "find_in_set(s, 'x,y')", "overlay(s PLACING 'x' FROM 1)",
-    "strpos(s, NULL)", "string_to_array(s, ' ')", "substr_index(s, ' ', 1)",
+    "strpos(s, NULL)", "string_to_array(s, ' ')", "substr_index(s, ' ', 1)", "regexp_replace(ls, 'a', 'Z', 'g')",
+    "split_part(ls, ' ', 1)", "concat(ls, 'x')", "coalesce(ls, 'x')", "left(s, 0) || ''", "rtrim(ls)", "repeat(ls, 2)",
+    "concat(left(s, 2), st.name)",
 ]
 
 TEMPORAL = [
@@ -218,7 +220,7 @@ MISSING: list[str] = [
     "date_bin(INTERVAL '1 day', ts)", 'array_distinct(nums)', 'array_sort(nums)', 'make_array(id, id)',
     'array_append(nums, 1)', "array_to_string(tags, ',')", "named_struct('a', id)", "array_position(tags, 't')",
     'id, s', 'id FROM t', 'id; id', 'id > 5 ORDER BY id', '_rowid', '_rowaddr', "replace(s, '', 'x')",
-    'coalesce(tsny, tsz)',
+    'coalesce(tsny, tsz)', "split_part(ls, ' ', 1)", "concat(ls, 'x')", "coalesce(ls, 'x')",
 ]
 
 
@@ -360,7 +362,27 @@ def _random_expression(rng: random.Random, depth: int) -> str:
     return f"round({a}, {rng.choice([0, 1, 2, -1])})" if f == "round" else f"{f}({a}, {b})"
 
 
-RANDOM = list(dict.fromkeys(_random_expression(random.Random(seed), 3) for seed in range(400)))
+_TEXT_LEAVES = ["s", "ls", "st.name", "tags[1]", "'ab'", "'ß'", "NULL", "' x '", "''", "CAST(id AS STRING)"]
+_TEXT_CALLS = {
+    "lower": "lower({a})", "upper": "upper({a})", "reverse": "reverse({a})", "btrim": "btrim({a})",
+    "ltrim": "ltrim({a})", "rtrim": "rtrim({a})", "concat": "concat({a}, {b})", "||": "{a} || {b}",
+    "replace": "replace({a}, 'a', {b})", "left": "left({a}, 2)", "right": "right({a}, -2)", "repeat": "repeat({a}, 2)",
+    "split_part": "split_part({a}, ' ', 2)", "coalesce": "coalesce({a}, {b})", "nullif": "nullif({a}, {b})",
+    "length": "length({a})", "strpos": "strpos({a}, 'a')", "starts_with": "starts_with({a}, 'a')",
+    "octet_length": "octet_length({a})", "regexp_replace": "regexp_replace({a}, '[aß]', 'Z', 'g')",
+    "contains": "contains({a}, 'a')",
+}
+
+
+def _random_text(rng: random.Random, depth: int) -> str:
+    if depth == 0 or rng.random() < 0.3:
+        return rng.choice(_TEXT_LEAVES)
+    template = _TEXT_CALLS[rng.choice(sorted(_TEXT_CALLS))]
+    return template.format(a=_random_text(rng, depth - 1), b=_random_text(rng, depth - 1))
+
+
+RANDOM = list(dict.fromkeys([_random_expression(random.Random(seed), 3) for seed in range(400)]
+                            + [_random_text(random.Random(seed), 3) for seed in range(250)]))
 
 
 @pytest.mark.parametrize("text", RANDOM)

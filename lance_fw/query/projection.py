@@ -203,6 +203,11 @@ class _Projector(_Visitor):
         out = super().visit_value(node)
         if isinstance(node, exp.DPipe):  # a large_string side makes a large_string, as in DataFusion
             sides = [self.type_of(self.visit_value(x)) for x in (node.this, node.expression)]
+            textual = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+            if not any(f(t) for t in sides for f in textual):
+                raise self.fail(node, f"concatenates {sides[0]} and {sides[1]}, which pylance refuses")
+            if any(pa.types.is_string_view(t) for t in sides):
+                return out.cast(pa.string_view())
             if any(pa.types.is_large_string(t) for t in sides):
                 return out.cast(pa.large_string())
         return out
@@ -272,8 +277,9 @@ class _Projector(_Visitor):
             return out.cast(pa.int32())
         if name == "date_trunc" and len(args) > 1 and pa.types.is_date(self._arg_type(args[1])):
             return out.cast(pa.timestamp("ns"))
-        if name in ("left", "right"):
-            return out.cast(pa.string_view())
+        if name in ("left", "right") or name == "regexp_replace" and pa.types.is_large_string(self._arg_type(args[0])) \
+                or name == "concat" and any(pa.types.is_string_view(self._arg_type(a)) for a in args):
+            return out.cast(pa.string_view())  # DataFusion's kernels return string_view here
         return out.cast(common) if common is not None else out
 
     def _arg_type(self, node) -> pa.DataType:
@@ -289,6 +295,11 @@ class _Projector(_Visitor):
         gives the same values when every literal is exact in that type, so only the type changes."""
         types = [self._arg_type(a) for a in args]
         present = [t for t in types if not pa.types.is_null(t)]
+        for a in args:  # the filter functions take a literal's own digits, not its CAST's
+            typed = self._evaluate(a) if self.is_literal(a) and isinstance(_unwrap(a), (exp.Cast, exp.TryCast)) else None
+            if typed is not None and (pa.types.is_integer(typed.type) or pa.types.is_floating(typed.type)) \
+                    and typed.as_py() != _literal_value(_unwrap(a), self):
+                raise self.fail(node, f"with {a.sql(dialect='spark')} (changed by its cast) is not supported yet")
         anchor = next((t for a, t in zip(args, types) if not self.is_literal(a)), None)
         if anchor is not None and pa.types.is_floating(anchor) and \
                 not all(self._exact(a, anchor) for a in args if self.is_literal(a)):
@@ -375,7 +386,7 @@ class _Projector(_Visitor):
             return all(self.nullable(a) for a in [node.this, *node.expressions])
         if isinstance(node, exp.Nullif) or isinstance(node, exp.TryCast) and node.args.get("safe"):
             return True  # TRY_CAST (sqlglot's Spark reads a plain CAST as a TryCast too)
-        if isinstance(node, (exp.Not, exp.Neg, exp.Cast, exp.Round, *_ARITHMETIC)):  # Cast: TryCast too
+        if isinstance(node, (exp.Not, exp.Neg, exp.Cast, exp.Round, exp.DPipe, *_ARITHMETIC)):  # Cast: TryCast too
             return any(self.nullable(a) for a in _children(node))
         return True  # other functions (signum(coalesce(x, 1)) is nullable in pylance)
 
@@ -410,7 +421,7 @@ class _Projector(_Visitor):
         if isinstance(node, (*_ARITHMETIC, *_NULL_STRICT)) and folded and \
                 any(f and not self._evaluate(n).is_valid for f, n in zip(folded, _children(node))):
             return True  # NULL in, NULL out
-        if isinstance(node, _ARITHMETIC):
+        if isinstance(node, (*_ARITHMETIC, exp.DPipe, *_COMPARE, exp.And, exp.Or, exp.Not)):
             return all(folded)
         if isinstance(node, exp.Coalesce):
             first = self._foldable(node.this)
