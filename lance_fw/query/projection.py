@@ -10,7 +10,14 @@ function table (``filter_functions``, ``float_math``, ``float_order``), hence th
   stays int32 and wraps, ``(i32 + 1) * 1`` and ``abs(i32 + 1)`` are int64, ``i32 * 2.5`` is refused.
   :func:`_resolve_literals` marks those literals before the visitor runs.
 - A projection that reads no column is refused (pylance: "Scans must request at least one column"),
-  also when DataFusion folds it to a constant (``i32 + NULL``).
+  also when DataFusion's simplifier folds it to a constant (``i32 + NULL``, ``power(x, 0)``,
+  ``coalesce('', s)``); :meth:`_Projector.folded` follows those rules, and nullability too
+  (``coalesce(x, 0)`` and ``x IS NULL`` are "not null" in the scan schema and in add_columns).
+- Result types are DataFusion's, not pyarrow's: float32 stays float32 (sqrt, signum, %, round),
+  date_part is int32, left/right are string_view, coalesce/greatest/least/nullif take the common
+  type of their arguments. Where lance_fw cannot yet give pylance's type or value (decimal
+  arithmetic, float -> string, exp/ln of float32, log10, regexp_match ...), the projection is
+  refused with a ``ProjectionError`` naming it (tests/test_projection_parity.py lists them).
 
 Batches read with the referenced columns are projected through Acero; failures on the data
 (integer / 0, a NaN cast to an integer, ``power(0, -1)``) become a typed ``ProjectionError``.
