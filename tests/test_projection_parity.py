@@ -185,7 +185,8 @@ TEMPORAL = [
     "date_part('hour', tsny)", "date_part('day', tsny)", "date_part('epoch', tsny)", "date_trunc('day', tsny)",
     "date_trunc('month', tsny)", "tsny > ts", "tsny = tsz", "CAST(tsny AS DATE)",
     "tsny > TIMESTAMP '2024-03-05 00:00:00'",
-    "coalesce(tsny, tsz)", "greatest(ts, TIMESTAMP '2024-03-01 00:00:00')",
+    "coalesce(tsny, tsz)", "greatest(ts, TIMESTAMP '2024-03-01 00:00:00')", "d - ts", "ts - CAST(ts AS DATE)",
+    "NULL = ts", "d > NULL", "date_part('hour', date_trunc('day', tsny))", "nullif(d, DATE '2024-03-05')",
 ]
 
 LISTS_STRUCTS = [
@@ -220,7 +221,8 @@ MISSING: list[str] = [
     "date_bin(INTERVAL '1 day', ts)", 'array_distinct(nums)', 'array_sort(nums)', 'make_array(id, id)',
     'array_append(nums, 1)', "array_to_string(tags, ',')", "named_struct('a', id)", "array_position(tags, 't')",
     'id, s', 'id FROM t', 'id; id', 'id > 5 ORDER BY id', '_rowid', '_rowaddr', "replace(s, '', 'x')",
-    'coalesce(tsny, tsz)', "split_part(ls, ' ', 1)", "concat(ls, 'x')", "coalesce(ls, 'x')",
+    'coalesce(tsny, tsz)', 'd - ts', 'ts - CAST(ts AS DATE)', "split_part(ls, ' ', 1)", "concat(ls, 'x')",
+    "coalesce(ls, 'x')",
 ]
 
 

@@ -350,6 +350,8 @@ class _Projector(_Visitor):
             raise self.fail(node, "on decimals is not supported yet (DataFusion's result precision differs)")
         if pa.types.is_date(ta) and pa.types.is_date(tb):
             raise self.fail(node, "of dates is not supported yet (pylance returns days as int64)")
+        if any(pa.types.is_date(x) for x in (ta, tb)) and any(pa.types.is_timestamp(x) for x in (ta, tb)):
+            raise self.fail(node, "of a date and a timestamp is not supported yet (pylance's unit differs)")
         if {ta, tb} & {pa.uint64()} and any(pa.types.is_signed_integer(t) for t in (ta, tb)):
             raise self.fail(node, "of uint64 and a signed integer is not supported yet (pylance uses a decimal)")
         if pa.types.is_integer(ta) and pa.types.is_floating(tb) or pa.types.is_floating(ta) and pa.types.is_integer(tb):
@@ -425,7 +427,7 @@ class _Projector(_Visitor):
         if isinstance(node, (exp.Cast, exp.Neg)):
             return self._foldable(node.this)
         folded = [self._foldable(n) for n in _children(node)]
-        if isinstance(node, (*_ARITHMETIC, *_NULL_STRICT)) and folded and \
+        if isinstance(node, (*_ARITHMETIC, *_COMPARE, *_NULL_STRICT)) and folded and \
                 any(f and not self._evaluate(n).is_valid for f, n in zip(folded, _children(node))):
             return True  # NULL in, NULL out
         if isinstance(node, (*_ARITHMETIC, exp.DPipe, *_COMPARE, exp.And, exp.Or, exp.Not)):
