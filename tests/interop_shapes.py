@@ -299,7 +299,9 @@ class Shape:
             return np.random.default_rng([self.seed, part, column])
         columns = {"id": _ids(self.id_mode, base, rows, rng(0))}
         columns.update({f"c{i}": build(s, rows, rng(i + 1)) for i, s in enumerate(self.specs)})
-        return pa.table(columns)
+        table = pa.table(columns)
+        table.validate(full=True)  # the input is sound: a writer's failure on it is the writer's
+        return table
 
 
 @st.composite

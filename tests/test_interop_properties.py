@@ -101,7 +101,7 @@ def write_or_reject(engine: str, table: pa.Table, uri: str, version: str, option
         note(f"lance_fw refuses: {type(refused).__name__}")
         reject()
     if PYLANCE_REFUSAL not in str(refused):
-        note("pylance fails to write (its bug)")
+        note(f"pylance fails to {mode} (its bug): {str(refused)[:70]}")
         reject()
     elsewhere = uri + ".lance_fw"
     if mode == "append":  # a refused write commits nothing: the dataset is as it was
