@@ -69,6 +69,14 @@ class _LanceSpark(Spark):
     class Tokenizer(Spark.Tokenizer):
         STRING_ESCAPES = ["'"]
 
+    class Parser(Spark.Parser):
+        # DataFusion's log(x) is log(10, x), not Spark's natural log; log10/log2 are their own
+        # kernels (correctly rounded), not log(10, x) = ln(x) / ln(10) as sqlglot rewrites them.
+        LOG_DEFAULTS_TO_LN = False
+        FUNCTIONS = {**Spark.Parser.FUNCTIONS,
+                     "LOG10": lambda args: exp.Anonymous(this="log10", expressions=args),
+                     "LOG2": lambda args: exp.Anonymous(this="log2", expressions=args)}
+
 
 _DIALECT = _LanceSpark()
 _NULL_BOOL = pa.scalar(None, pa.bool_())

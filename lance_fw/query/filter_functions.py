@@ -477,7 +477,8 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "abs": (_arity(1), _unary(pc.abs_checked)), "sqrt": (_arity(1), lambda v, n, a: float_math.apply("sqrt", _float(v, a[0]))),
     "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))),
     "exp": (_arity(1), lambda v, n, a: pc.exp(_float(v, a[0]))),
-    "log": (_arity(2), _log), "signum": (_arity(1), lambda v, n, a: float_math.apply("signum", _float(v, a[0]))),
+    "log": (_arity(2), _log), "log10": (_arity(1), lambda v, n, a: pc.log10(_float(v, a[0]))),
+    "log2": (_arity(1), lambda v, n, a: pc.log2(_float(v, a[0]))), "signum": (_arity(1), lambda v, n, a: float_math.apply("signum", _float(v, a[0]))),
     "power": (_arity(2), _power),
     "round": (_arity(1, 2), _round), "isnan": (_arity(1), _isnan),
     "greatest": (_ANY, lambda v, n, a: _extreme(v, a, greatest=True)),
@@ -539,7 +540,7 @@ def call(v, node) -> pc.Expression:
     """The expression of a function call; ``v`` is the filter visitor (values, literals, errors)."""
     name, args = call_arguments(node)
     if name == "log" and isinstance(node, exp.Log) and node.expression is None:
-        name, args = "ln", [node.this]
+        args = [exp.Literal.number(10), node.this]  # DataFusion: log(x) = log(10, x)
     spec = FUNCTIONS.get(name)
     if spec is None:
         raise v.fail(node, "is not a supported function")

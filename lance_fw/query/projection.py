@@ -48,7 +48,7 @@ _DATA_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 #: for exp/ln: float32 libm differs from rounded float64 in the last digit, so those are refused)
 _FLOAT32_KEEPING = {"sqrt", "signum"}
 #: functions pylance refuses for a boolean argument (first: the argument whose type decides)
-_NUMERIC_ONLY = {"sqrt", "signum", "round", "ln", "exp", "power", "abs", "isnan"}
+_NUMERIC_ONLY = {"sqrt", "signum", "round", "ln", "exp", "power", "abs", "isnan", "log", "log10", "log2"}
 #: math functions that DataFusion folds to NULL for a NULL argument
 _NULL_STRICT = (exp.Pow, exp.Sqrt, exp.Sign, exp.Round, exp.Ln, exp.Exp, exp.Abs)
 #: functions whose result type is DataFusion's common type of their arguments
@@ -56,8 +56,10 @@ _COMMON_TYPE = {"coalesce", "nullif", "greatest", "least"}
 #: calls whose projected values (not truth values) differ from pylance's, refused until implemented
 _REFUSED_CALLS = {
     "regexp_match": "returns the list of matched groups in pylance",
-    "log": "(log10, log2, log) is computed with other rounding than Rust's",
 }
+#: functions pylance computes in float32 for a float32 argument with float32 libm (whose last digit
+#: differs from the rounded float64 result): refused for float32 until computed that way
+_FLOAT32_LIBM = {"ln", "exp", "log", "log10", "log2"}
 #: DataFusion's type of a bare literal by Python type
 _LITERAL_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
 
@@ -84,7 +86,7 @@ class Projection:
                 raise ProjectionError(f"columns[{name!r}] must be a SQL string, not {type(text).__name__}")
             visitor = _Projector(schema, text)
             try:
-                tree, visitor._log_call = _parse(text)
+                tree = _parse(text)
                 self.expressions.append(visitor.value(tree))
             except FilterError as exc:  # raised by the shared filter pieces (unknown column ...)
                 raise ProjectionError(str(exc).replace("filter ", "projection ", 1)) from None
@@ -114,8 +116,7 @@ class Projection:
 
 
 def _parse(text: str):
-    """The expression of ``SELECT <text> FROM t`` (with the filter's dialect and token checks), and
-    whether it calls ``log(...)``."""
+    """The expression of ``SELECT <text> FROM t`` (with the filter's dialect and token checks)."""
     sql = f"SELECT {text} FROM t"
     try:
         tokens = _DIALECT.tokenize(sql)
@@ -138,8 +139,7 @@ def _parse(text: str):
         raise ProjectionError(f"projection {text!r}: mod(...) is not a function in Lance (use %)")
     if any(c.parts[0].name.lower() in _ROW_COLUMNS for c in node.find_all(exp.Column)):
         raise ProjectionError(f"projection {text!r}: _rowid/_rowaddr in SQL projections are not supported yet")
-    calls_log = "LOG" in calls
-    return node, calls_log
+    return node
 
 
 def _project(table: pa.Table, expressions: list[pc.Expression], names: list[str]) -> pa.Table:
@@ -185,7 +185,6 @@ class _Projector(_Visitor):
     def __init__(self, schema: pa.Schema, text: str):
         super().__init__(schema, text)
         self._coerced: dict[int, pa.DataType] = {}  # id(literal node) -> the column type it takes
-        self._log_call = False  # the text calls log(x): sqlglot parses it as ln (Spark's log)
 
     def fail(self, node, why: str = "is not supported") -> ProjectionError:
         return ProjectionError(f"projection {self.text!r}: {node.sql(dialect='spark')!r} {why}")
@@ -257,8 +256,6 @@ class _Projector(_Visitor):
     # -- where a projected value's type or value would differ from pylance's -------------------
     def function(self, node) -> pc.Expression:
         name, args = functions.call_arguments(node)
-        if isinstance(node, exp.Ln) and self._log_call:
-            name = "log"
         if name in ("concat",) and any(isinstance(_unwrap(a), exp.Null) for a in args):
             raise self.fail(node, "with a NULL argument is not supported yet (pylance returns a string_view)")
         if name in _REFUSED_CALLS:
@@ -270,7 +267,7 @@ class _Projector(_Visitor):
             raise self.fail(node, "needs a number, not a boolean (as in pylance)")
         if name == "round" and pa.types.is_decimal(first):
             raise self.fail(node, "of a decimal is not supported yet (pylance keeps a decimal)")
-        if name in ("ln", "exp") and first == pa.float32():
+        if name in _FLOAT32_LIBM and first == pa.float32():
             raise self.fail(node, "of a float32 is not supported yet (pylance computes it in float32)")
         common = self._common_type(node, args) if name in _COMMON_TYPE else None
         if name == "power" and isinstance(node, exp.Pow) and self._power_exponent(node) in (0.0, 1.0):
