@@ -47,6 +47,8 @@ STRUCT_NULLS = {"2.0": st.sampled_from(["never"] * 7 + ["some"]), "2.1": NULL_MO
 decimal_types = st.integers(1, 38).flatmap(lambda p: st.integers(0, p).map(lambda s: pa.decimal128(p, s)))
 leaf_types = st.one_of(st.sampled_from(SCALARS), decimal_types, st.integers(1, 9).map(pa.binary))
 numeric_specs = st.builds(Spec, st.sampled_from(INTS + FLOATS), st.sampled_from(["never", "some"]))
+
+
 def fixed_size_list_of(item: Spec, size: int, nulls: str) -> Spec:
     return Spec(pa.list_(item.type, size), nulls, (item,))
 
