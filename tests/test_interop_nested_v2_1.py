@@ -111,3 +111,13 @@ def test_list_of_struct_mostly_null_lists(uri, version, writer):
     table = saved("list_of_struct_mostly_null_lists_write_crash.arrow")
     write(writer, table, uri, version)
     check_reads(uri, table)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_list_bool_all_valid_chunks_rpf700(uri, version):
+    """``list<bool>`` with runs of null lists, 700 rows a file: a chunk whose levels are all 0
+    inline-bitpacks each 1024-level block as its 2-byte width word alone (was CorruptFileError
+    '700 levels cannot come from 2 bytes')."""
+    table = saved("list_bool_runs_rpf700.arrow")
+    lance.write_dataset(table, uri, data_storage_version=version, max_rows_per_file=700)
+    check_reads(uri, table)

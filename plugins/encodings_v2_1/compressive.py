@@ -518,6 +518,17 @@ def _constant(msg, n: int, where: str) -> DecodedValues:
 MAX_LEVELS_PER_BYTE = 255
 
 
+def _most_levels(enc: "pb.CompressiveEncoding", kind: str, nbytes: int) -> int | None:
+    """The most levels ``nbytes`` of ``kind`` can hold (None: no bound). Otherwise RLE is the
+    densest, except inline bit-packed zeros: pylance writes a block of 1024 of them as its width
+    word alone."""
+    if kind == "general":
+        return None
+    if kind == "inline_bitpacking":
+        return fastlanes.BLOCK * (nbytes // max(1, enc.inline_bitpacking.uncompressed_bits_per_value // 8))
+    return MAX_LEVELS_PER_BYTE * nbytes
+
+
 def decode_levels(enc: "pb.CompressiveEncoding", buffer, num_levels: int, context: str = "miniblock",
                   where: str = "rep/def levels") -> np.ndarray:
     """Decode ``num_levels`` u16 rep or def levels from one buffer.
@@ -528,7 +539,8 @@ def decode_levels(enc: "pb.CompressiveEncoding", buffer, num_levels: int, contex
     """
     raw = _u8(buffer)
     kind = _name(enc)
-    if kind != "general" and num_levels > MAX_LEVELS_PER_BYTE * raw.size:  # before allocating them
+    most = _most_levels(enc, kind, raw.size)
+    if most is not None and num_levels > most:  # before allocating them
         raise CorruptFileError(where, f"{num_levels} levels cannot come from {raw.size} bytes")
     if kind == "rle":
         dv = _decode_block(enc, raw, num_levels, where)
