@@ -397,9 +397,7 @@ class LanceDataset:
                 reader.close()
         if not parts:
             return schema.empty_table()
-        table = pa.concat_tables(parts)
-        positions = np.concatenate(order)
-        return table.take(pa.array(np.argsort(positions, kind="stable")))
+        return _in_request_order(parts, np.argsort(np.concatenate(order), kind="stable"))
 
     def _filter_columns(self, filter) -> list[str]:
         if isinstance(filter, str):
@@ -479,6 +477,22 @@ def _index_array(values, dtype, what: str) -> np.ndarray:
     if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
         raise InvalidArgumentError(f"{what} must be a flat list of integers, got {values!r:.80}")
     return array.astype(dtype)
+
+
+def _in_request_order(parts: list[pa.Table], order: np.ndarray) -> pa.Table:
+    """Row ``order[i]`` of the parts laid end to end, for each i. One ``take`` over all parts needs
+    their dictionaries unified, which Arrow cannot do for dictionaries holding a null (2.0 files
+    store one); then each run of rows from one part is taken from that part alone."""
+    try:
+        return pa.concat_tables(parts).take(pa.array(order))
+    except pa.ArrowInvalid:
+        if len(parts) < 2:
+            raise
+    sizes = np.array([p.num_rows for p in parts])
+    part_of = np.repeat(np.arange(len(parts)), sizes)[order]
+    local = order - np.concatenate([[0], np.cumsum(sizes)[:-1]])[part_of]
+    runs = np.split(np.arange(len(order)), np.flatnonzero(np.diff(part_of)) + 1)
+    return pa.concat_tables([parts[part_of[r[0]]].take(pa.array(local[r])) for r in runs])
 
 
 def _binds(expression: pc.Expression, fields) -> bool:
