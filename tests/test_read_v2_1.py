@@ -134,3 +134,21 @@ def test_leaf_columns_that_disagree_raise_corrupt():
     for other in ([1, 1], [1, 2]):
         with pytest.raises(CorruptFileError, match="f.lance"):
             structure_v2_1.merge(field, [path([2, 1], "x"), path(other, "y")], "f.lance")
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("writer", ["lance", "lance_fw"])
+def test_non_nullable_text_under_null_structs(tmp_path, writer, version):
+    """A struct that may be null over a non-nullable string child (Spark's ``named_struct``): the
+    leaf's path array has nulls in a non-nullable child, which must not fail page validation."""
+    rows = 5000
+    child = pa.array([f"y{i}" if i % 9 else None for i in range(rows)])
+    st = pa.StructArray.from_arrays([pa.array(range(rows), pa.int64()), child],
+                                    fields=[pa.field("x", pa.int64(), False), pa.field("y", pa.string(), False)],
+                                    mask=pa.array([i % 9 == 0 for i in range(rows)]))
+    table = pa.table({"st": st})
+    uri = str(tmp_path / "ds")
+    (lance if writer == "lance" else lance_fw).write_dataset(table, uri, data_storage_version=version)
+    expected = lance.dataset(uri).to_table()
+    assert lance_fw.dataset(uri).to_table().to_pylist() == expected.to_pylist() == table.to_pylist()
+    assert lance_fw.dataset(uri).take([0, 1, 4999, 9]).to_pylist() == lance.dataset(uri).take([0, 1, 4999, 9]).to_pylist()

@@ -135,12 +135,15 @@ def validate_decoded(array: pa.Array, where: str) -> pa.Array:
     valid UTF-8, and a bitwise OR over the data buffers answers that at memory speed, so such
     arrays are validated as binary (offsets and lengths only); others get the full UTF-8 check.
     """
+    checked = array
+    as_binary = _utf8_as_binary(array.type)
+    if as_binary is not None and all(_is_ascii(buf) for buf in _utf8_data(array)):
+        try:
+            checked = array.view(as_binary)
+        except (pa.ArrowException, ValueError):  # a non-nullable child under null parents (path arrays)
+            checked = array  # cannot be viewed: pay for the full UTF-8 check instead
     try:
-        as_binary = _utf8_as_binary(array.type)
-        if as_binary is not None and all(_is_ascii(buf) for buf in _utf8_data(array)):
-            array.view(as_binary).validate(full=True)
-        else:
-            array.validate(full=True)
+        checked.validate(full=True)
     except (pa.ArrowException, ValueError) as exc:
         raise CorruptFileError(where, f"decoded data is not valid Arrow: {exc}") from None
     return array
