@@ -230,17 +230,10 @@ def _assert_reads_like_pylance(uri: str) -> None:
 
 
 @pytest.mark.parametrize("path", LIST_REPROS, ids=lambda p: p.stem)
-def test_pylance_written_list_repro(uri, path):
+@pytest.mark.parametrize("writer", [lance, lance_fw], ids=["pylance_written", "lance_fw_written"])
+def test_list_repro(uri, path, writer):
     table = _repro(path)
-    lance.write_dataset(table, uri, data_storage_version=V)
-    assert_tables_equal(table, lance.dataset(uri).to_table())
-    _assert_reads_like_pylance(uri)
-
-
-@pytest.mark.parametrize("path", LIST_REPROS, ids=lambda p: p.stem)
-def test_lance_fw_written_list_repro(uri, path):
-    table = _repro(path)
-    lance_fw.write_dataset(table, uri, data_storage_version=V)
+    writer.write_dataset(table, uri, data_storage_version=V)
     assert_tables_equal(table, lance.dataset(uri).to_table())
     _assert_reads_like_pylance(uri)
 
