@@ -388,7 +388,7 @@ def test_spark_abort_after_a_published_commit_keeps_its_files(uri, monkeypatch):
     """Spark calls ``abort`` when ``commit`` raised, also when the version was published before
     the failure: the files that version references must stay."""
     pytest.importorskip("pyspark")
-    from lance_fw.api.write import plan_write
+    from lance_fw.table.write import plan_write
     from lance_fw.spark.writer import LanceArrowWriter
 
     data = pa.table({"x": pa.array(range(10), pa.int64())})

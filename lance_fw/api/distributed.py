@@ -17,8 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw.api.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, _as_reader,
-                                _legacy_version, plan_write, refuse_write_options)
+from lance_fw.api.write import legacy_version, refuse_write_options
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import from_footer, version_name
 from lance_fw.io.storage import resolve_storage
@@ -27,6 +26,8 @@ from lance_fw.schema import LanceSchema
 from lance_fw.table import transaction
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
 from lance_fw.table.manifest import list_versions
+from lance_fw.table.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, as_reader,
+                                  plan_write)
 
 _DELETION_TYPES = {ARROW_ARRAY: "array", BITMAP: "bitmap"}
 
@@ -116,9 +117,9 @@ def write_fragments(data: Any, dataset_uri, schema: pa.Schema | None = None, *, 
                          allow_external_blob_outside_bases=allow_external_blob_outside_bases,
                          namespace_client=namespace_client, table_id=table_id, session=session)
     uri = getattr(dataset_uri, "uri", None) or os.fspath(dataset_uri)
-    arrow_schema, batches = _as_reader(data, schema)
+    arrow_schema, batches = as_reader(data, schema)
     plan = plan_write(uri, schema or arrow_schema, mode if mode != "create" else "overwrite",
-                      _legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
+                      legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
                       max_bytes_per_file, max_page_bytes, allow_subset=True)
     return [FragmentMetadata(f) for f in plan.write(batches)]
 

@@ -1,263 +1,19 @@
-"""``lance_fw.write_dataset``: stream data into data files, then commit one new version."""
+"""``lance_fw.write_dataset``: pylance's options checked, then the table layer's ``plan_write`` ->
+``WritePlan.write`` -> ``WritePlan.commit``."""
 
 from __future__ import annotations
 
-import os
-import uuid
-from dataclasses import dataclass
-from dataclasses import field as dc_field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
-from lance_fw._proto import table_pb2
-from lance_fw.errors import DatasetExistsError, DatasetNotFoundError, InvalidArgumentError, SchemaError
-from lance_fw.file.version import parse_version, requested_version, version_name
-from lance_fw.file.writer import LanceFileWriter, WrittenFile
-from lance_fw.io.storage import Storage, join_uri, resolve_storage
+from lance_fw.errors import InvalidArgumentError
 from lance_fw.options import refuse
-from lance_fw.schema import LanceSchema, conform
-from lance_fw.table.manifest import list_versions, read_manifest
-from lance_fw.table.transaction import Append, Overwrite, commit, undo_unless_published
-
-MODES = ("create", "append", "overwrite")
-DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
-DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
-#: The transaction property pylance stores ``commit_message`` under.
-COMMIT_MESSAGE_KEY = "__lance_commit_message"
+from lance_fw.table.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, as_reader,
+                                  plan_write)
 
 
-def _data_file_name() -> str:
-    """pylance's style: the first 3 uuid bytes in binary, then 26 hex digits."""
-    raw = uuid.uuid4().bytes
-    return "".join(f"{b:08b}" for b in raw[:3]) + raw[3:].hex() + ".lance"
-
-
-def _as_reader(data: Any, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """Accept what pylance accepts: Table, RecordBatch, RecordBatchReader, batches, pandas, datasets."""
-    if isinstance(data, pa.Table):
-        return data.schema, iter(data.to_batches())
-    if isinstance(data, pa.RecordBatch):
-        return data.schema, iter([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.schema, iter(data)
-    if type(data).__module__.startswith("pandas"):
-        table = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
-        return table.schema.remove_metadata() if schema is None else table.schema, iter(table.to_batches())
-    if hasattr(data, "to_batches") and hasattr(data, "schema"):  # pyarrow / lance_fw datasets
-        return data.schema, iter(data.to_batches())
-    if isinstance(data, Iterable):
-        it = iter(data)
-        if schema is None:
-            try:
-                first = next(it)
-            except StopIteration:
-                raise InvalidArgumentError("an empty iterable of batches needs schema=") from None
-            return first.schema, _chain(first, it)
-        return schema, it
-    raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}")
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
-
-
-def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    if isinstance(batch, pa.Table):
-        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([], target)
-    return conform(batch, target, "write")
-
-
-def _check_append_schema(existing: pa.Schema, incoming: pa.Schema, allow_subset: bool = False) -> None:
-    """Appended data holds the dataset's columns, in any order, or (a user's append, as in pylance)
-    a subset whose missing columns are nullable: those read as nulls in the new fragments."""
-    extra = [n for n in incoming.names if n not in existing.names]
-    missing = [f.name for f in existing if f.name not in incoming.names]
-    if extra or (missing and not allow_subset) or any(not existing.field(n).nullable for n in missing):
-        raise SchemaError(f"append schema does not match the dataset: dataset has columns {existing.names}, "
-                          f"data has {incoming.names} (missing {missing}, unexpected {extra}; the dataset may have "
-                          "changed since it was read)")
-    for other in incoming:
-        f = existing.field(other.name)
-        if not _same_kind(other.type, f.type):
-            raise SchemaError(f"append schema does not match the dataset: column {f.name!r} is {f.type} in the "
-                              f"dataset but {other.type} in the data")
-
-
-_SMALL = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
-
-
-def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
-    """Equal up to 32/64-bit offsets (pandas hands over large_string for a string column)."""
-    def norm(t: pa.DataType) -> pa.DataType:
-        if pa.types.is_large_list(t):
-            return pa.list_(t.value_field.with_type(norm(t.value_type)))
-        return _SMALL.get(t, t)
-    return a.equals(b) or norm(a).equals(norm(b))
-
-
-def write_fragments(storage: Storage, uri: str, batches: Iterator[pa.RecordBatch], arrow_schema: pa.Schema,
-                    schema: LanceSchema, version: tuple[int, int], max_rows_per_file: int,
-                    max_bytes_per_file: int, options: dict) -> list[table_pb2.DataFragment]:
-    """Write batches into data files that roll at ``max_rows_per_file``; return fragments (ids unset).
-
-    On failure every file written so far is deleted, so a failed write leaves no trace.
-    """
-    fragments: list[table_pb2.DataFragment] = []
-    written: list[str] = []
-    writer: LanceFileWriter | None = None
-
-    def close_writer() -> None:
-        nonlocal writer
-        if writer is not None:
-            done = writer.finish()
-            fragments.append(_fragment_of(done))
-            writer = None
-
-    try:
-        for batch in batches:
-            batch = _conform(batch, arrow_schema)
-            start = 0
-            while start < batch.num_rows:
-                if writer is None:
-                    name = _data_file_name()
-                    path = join_uri(uri, "data", name)
-                    written.append(path)
-                    writer = LanceFileWriter(storage, path, schema, version, options)
-                    writer.name = name  # type: ignore[attr-defined]
-                room = max_rows_per_file - writer._rows
-                piece = batch.slice(start, room)
-                writer.write_batch(piece)
-                start += piece.num_rows
-                if writer._rows >= max_rows_per_file or _file_bytes(writer) >= max_bytes_per_file:
-                    close_writer()
-        close_writer()
-    except BaseException:
-        if writer is not None:
-            writer.abort()
-        for path in written:
-            storage.delete(path)
-        raise
-    return fragments
-
-
-def _file_bytes(writer: LanceFileWriter) -> int:
-    """Bytes of pages already written to the file. pylance's rule for ``max_bytes_per_file``: the
-    file rolls after the batch in which written pages pass the limit (buffered data does not count),
-    so a file overshoots by at most what its columns buffer."""
-    return writer._pos
-
-
-def _fragment_of(done: WrittenFile) -> table_pb2.DataFragment:
-    frag = table_pb2.DataFragment(physical_rows=done.num_rows)
-    data_file = frag.files.add()
-    data_file.path = done.path.rsplit("/", 1)[-1]
-    data_file.fields.extend(done.fields)
-    data_file.column_indices.extend(done.column_indices)
-    data_file.file_major_version, data_file.file_minor_version = done.version
-    data_file.file_size_bytes = done.size_bytes
-    return frag
-
-
-@dataclass
-class WritePlan:
-    """A write resolved once against the dataset's latest version: picklable, so a distributed
-    writer (Spark) can plan on the driver, write fragments in tasks and commit on the driver."""
-
-    uri: str
-    mode: str  # create | append | overwrite (append to nothing is create)
-    arrow_schema: pa.Schema  # every batch is conformed to this schema
-    lance_schema: LanceSchema
-    version: tuple[int, int]
-    read_version: int
-    storage_options: dict | None = None
-    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
-    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE
-    options: dict = dc_field(default_factory=dict)
-    dataset_fields: list | None = None  # an append of some columns: the whole schema it was planned on
-
-    def storage(self) -> Storage:
-        return resolve_storage(self.uri, self.storage_options)
-
-    def planned_fields(self) -> list:
-        """The dataset schema (protobuf fields) this plan's files were written for: what a commit of
-        them checks the latest version still has."""
-        return self.dataset_fields or self.lance_schema.to_protos()
-
-    def write(self, data: Any) -> list[table_pb2.DataFragment]:
-        """Write ``data`` (anything ``write_dataset`` accepts) into new data files; commit nothing."""
-        _, batches = _as_reader(data, self.arrow_schema)
-        return write_fragments(self.storage(), self.uri, batches, self.arrow_schema, self.lance_schema, self.version,
-                               self.max_rows_per_file, self.max_bytes_per_file, self.options)
-
-    def commit(self, fragments: list[table_pb2.DataFragment], properties: dict | None = None) -> int:
-        """Commit ``fragments`` as one new version. If the commit fails, their files are deleted."""
-        storage = self.storage()
-        properties = dict(properties or {})
-        if self.mode == "append":
-            op = Append(fragments=fragments, properties=properties, schema_fields=self.planned_fields())
-        else:
-            op = Overwrite(fragments=fragments, properties=properties, schema_fields=self.lance_schema.to_protos(),
-                           schema_metadata=self.lance_schema.metadata, data_format_version=version_name(self.version),
-                           create_only=(self.mode == "create"))
-        with undo_unless_published(lambda: delete_fragment_files(storage, self.uri, fragments)):
-            return commit(storage, self.uri, op, read_version=self.read_version)
-
-
-def delete_fragment_files(storage: Storage, uri: str, fragments: list[table_pb2.DataFragment]) -> None:
-    """Best-effort removal of files no manifest references (a failed or duplicate commit)."""
-    for frag in fragments:
-        for data_file in frag.files:
-            storage.delete(join_uri(uri, "data", data_file.path))
-
-
-def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_version: str | None = None,
-               storage_options: dict | None = None, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-               max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, max_page_bytes: int | None = None,
-               allow_subset: bool = False) -> WritePlan:
-    """Check ``mode`` and ``schema`` against the dataset at ``uri`` and fix what the write produces.
-    ``allow_subset``: an append may leave out nullable columns (user appends only: rows that
-    update/merge_insert/compaction rewrite must carry every column, or values would be lost)."""
-    if mode not in MODES:
-        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
-    if max_rows_per_file <= 0:
-        raise InvalidArgumentError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
-    uri = os.fspath(uri).rstrip("/") if not isinstance(uri, str) else uri.rstrip("/")
-    storage = resolve_storage(uri, storage_options)
-    versions = list_versions(storage, uri)
-    base = read_manifest(storage, versions[-1].path)[0] if versions else None
-    if mode == "create" and base is not None:
-        raise DatasetExistsError(f"{uri}: Dataset already exists; use mode='append' or 'overwrite'")
-    if mode == "append" and base is None:
-        mode = "create"  # pylance creates the dataset when appending to nothing
-    dataset_fields = None
-    if mode == "append":
-        lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
-        _check_append_schema(lance_schema.to_arrow(), schema, allow_subset)
-        if len(schema.names) < len(lance_schema.fields):  # the new files hold only the given columns
-            dataset_fields = lance_schema.to_protos()
-            lance_schema = LanceSchema([f for f in lance_schema.fields if f.name in schema.names],
-                                       lance_schema.metadata)
-        target = lance_schema.to_arrow()
-        dataset_version = base.data_format.version or "0.1"
-        if data_storage_version is not None and requested_version(data_storage_version) != parse_version(dataset_version):
-            raise InvalidArgumentError(
-                f"data_storage_version={data_storage_version!r} differs from the dataset's {dataset_version}; "
-                "a dataset cannot mix file versions")
-        version = parse_version(dataset_version)
-    else:
-        version = requested_version(data_storage_version)
-        lance_schema = LanceSchema.from_arrow(schema)
-        target = lance_schema.to_arrow()
-        if schema.metadata:
-            target = target.with_metadata(schema.metadata)
-    return WritePlan(uri, mode, target, lance_schema, version, base.version if base is not None else 0,
-                     storage_options, max_rows_per_file, max_bytes_per_file,
-                     {"max_page_bytes": max_page_bytes} if max_page_bytes else {}, dataset_fields)
-
-
-def _legacy_version(use_legacy_format: bool | None, data_storage_version: str | None) -> str | None:
+def legacy_version(use_legacy_format: bool | None, data_storage_version: str | None) -> str | None:
     """pylance's deprecated ``use_legacy_format``: True means ``"legacy"``, False ``"stable"``."""
     if use_legacy_format is None:
         return data_storage_version
@@ -301,9 +57,9 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
     if uri is None:
         raise InvalidArgumentError("write_dataset: uri is required (namespace_client/table_id are not supported)")
     uri = getattr(uri, "uri", uri)
-    arrow_schema, batches = _as_reader(data_obj, schema)
+    arrow_schema, batches = as_reader(data_obj, schema)
     plan = plan_write(uri, schema if schema is not None else arrow_schema, mode,
-                      _legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
+                      legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
                       max_bytes_per_file, max_page_bytes, allow_subset=True)
     if plan.mode != "append":  # pylance applies these two only to a dataset the write creates
         refuse_write_options("write_dataset", enable_v2_manifest_paths=enable_v2_manifest_paths,
@@ -316,4 +72,4 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
                         _storage=plan.storage())
 
 
-__all__ = ["WritePlan", "plan_write", "write_dataset", "DatasetNotFoundError"]
+__all__ = ["write_dataset"]

@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.api.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, WritePlan,
+from lance_fw.table.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, WritePlan,
                                 plan_write)
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import resolve_storage

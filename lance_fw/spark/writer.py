@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from lance_fw._proto import table_pb2
-from lance_fw.api.write import WritePlan, delete_fragment_files
+from lance_fw.table.write import WritePlan, delete_fragment_files
 from lance_fw.io.storage import join_uri, resolve_storage
 from lance_fw.schema import conform
 from lance_fw.table.manifest import data_files_since, list_versions, read_transaction

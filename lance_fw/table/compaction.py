@@ -22,7 +22,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from lance_fw.api.write import delete_fragment_files, plan_write
+from lance_fw.table.write import delete_fragment_files, plan_write
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows, live_rows

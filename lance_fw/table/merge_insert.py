@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_fw.api.write import _as_reader, delete_fragment_files, plan_write
+from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
 from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_fw.query.filter import parse_filter
 from lance_fw.schema import conform
@@ -115,7 +115,7 @@ class MergeInsertBuilder:
 
     # -- execution ----------------------------------------------------------------------------
     def _source(self, data: Any, schema: pa.Schema | None) -> pa.Table:
-        source_schema, batches = _as_reader(data, schema)
+        source_schema, batches = as_reader(data, schema)
         source = pa.Table.from_batches(list(batches), schema=source_schema)
         target = self._ds.schema
         extra = [n for n in source.column_names if n not in target.names]

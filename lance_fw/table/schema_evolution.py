@@ -14,7 +14,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw.api.write import delete_fragment_files, write_fragments
+from lance_fw.table.write import delete_fragment_files, write_fragments
 from lance_fw.errors import InvalidArgumentError, SchemaError
 from lance_fw.file.version import parse_version
 from lance_fw.schema import LanceSchema, check_names, conform
