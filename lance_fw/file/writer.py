@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import pyarrow as pa
-from google.protobuf import empty_pb2
+from google.protobuf import any_pb2, empty_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
-from lance_fw.errors import SchemaError, UnsupportedFeatureError
+from lance_fw.errors import LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import ALIGN, PAD_BYTE, write_tail
 from lance_fw.file.encoding import ColumnSpec, pack_any, select_encoder
@@ -35,6 +35,7 @@ class _Column:
     pending_bytes: int = 0
     pending_rows: int = 0
     rows_written: int = 0
+    rows_received: int = 0
 
 
 @dataclass
@@ -102,6 +103,7 @@ class LanceFileWriter:
             col.pending.append(arr)
             col.pending_bytes += arr.nbytes if arr.type != pa.null() else 0
             col.pending_rows += len(arr)
+            col.rows_received += len(arr)
             if col.pending_bytes >= self.max_page_bytes:
                 self._flush(col)
         self._rows += batch.num_rows
@@ -129,10 +131,10 @@ class LanceFileWriter:
 
     def _write_page(self, col: _Column, array: pa.Array) -> None:
         page = col.encoder.encode(array)
+        datas = self._checked_page(col, page, len(array))
         offsets, sizes = [], []
-        for buf in page.buffers:
+        for data in datas:
             self._align()
-            data = memoryview(buf).cast("B") if not isinstance(buf, (bytes, bytearray)) else buf
             offsets.append(self._pos)
             sizes.append(len(data))
             self._write(data)
@@ -142,6 +144,36 @@ class LanceFileWriter:
         pb.priority = 0 if self.version == (2, 0) else col.rows_written
         col.rows_written += page.num_rows
         col.pages.append(pb)
+
+    def _checked_page(self, col: _Column, page: Any, rows: int) -> list:
+        """The page's buffers as flat byte views, once the page keeps the encoder contract.
+
+        Encoders are plugins, and a page that lies about itself (one row short, a buffer that is
+        not bytes, an encoding that is not a protobuf ``Any``) would be written and committed, and
+        the file would be unreadable for good. Checking here makes the write fail instead, before
+        anything is published (the write path deletes the files of a failed write).
+        """
+        def fail(detail: str) -> LanceError:
+            return EncoderContractError(
+                f"{self.path}: the encoder {_encoder_name(col.encoder)} of column "
+                f"{self._columns.index(col)} ({col.spec.field.name!r}, {col.spec.arrow_type}) broke the "
+                f"encoder contract: {detail}; nothing was committed")
+
+        if not isinstance(getattr(page, "num_rows", None), int) or page.num_rows != rows:
+            raise fail(f"it was given {rows} rows and returned a page of {getattr(page, 'num_rows', None)!r} rows")
+        if not isinstance(getattr(page, "encoding", None), any_pb2.Any):
+            raise fail(f"the page encoding is a {type(getattr(page, 'encoding', None)).__name__}, "
+                       "not a google.protobuf.Any")
+        datas = []
+        for i, buf in enumerate(getattr(page, "buffers", None) or ()):
+            if isinstance(buf, (bytes, bytearray)):
+                datas.append(buf)
+                continue
+            try:
+                datas.append(memoryview(buf).cast("B"))
+            except TypeError as exc:
+                raise fail(f"page buffer {i} is a {type(buf).__name__}, not bytes-like ({exc})") from None
+        return datas
 
     def _align(self) -> None:
         pad = -self._pos % ALIGN
@@ -157,6 +189,10 @@ class LanceFileWriter:
             self._flush(col)
             if not col.pages:  # e.g. the items of all-empty lists: readers expect one empty page
                 self._write_page(col, pa.array([], col.spec.arrow_type))
+            if col.rows_written != col.rows_received:  # page checks make this hold; say so if not
+                raise EncoderContractError(
+                    f"{self.path}: column {self._columns.index(col)} ({col.spec.field.name!r}) holds "
+                    f"{col.rows_written} rows in its pages but was given {col.rows_received}")
         descriptor = file2_pb2.FileDescriptor(length=self._rows)
         descriptor.schema.fields.extend(self.schema.to_protos())
         for k, v in self.schema.metadata.items():
@@ -182,6 +218,26 @@ class LanceFileWriter:
             self._out.close()
         except Exception:  # noqa: BLE001 - best effort; the caller deletes the file
             pass
+
+
+class EncoderContractError(LanceError):
+    """A column encoder (a plugin) returned a page that does not keep the encoder contract."""
+
+
+def _encoder_name(encoder: Any) -> str:
+    """``'Class' of plugin 'name'``: the plugin is the registered one whose module holds (or is the
+    package of) the encoder's class, so the message names what to fix or uninstall."""
+    from lance_fw.plugin_manager import get_plugin_manager
+
+    module = type(encoder).__module__
+    best, best_len = None, -1
+    for name, plugin in get_plugin_manager().list_name_plugin():
+        pmod = getattr(plugin, "__name__", None) or type(plugin).__module__
+        for prefix in (pmod, pmod.rpartition(".")[0] or pmod):  # the hook module or its package
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = name, len(prefix)
+    owner = f"plugin {best!r}" if best is not None else f"module {module!r}"
+    return f"{type(encoder).__qualname__!r} of {owner}"
 
 
 def _copy(array: pa.Array) -> pa.Array:
