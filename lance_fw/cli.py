@@ -20,7 +20,10 @@ def _plugins(_args) -> int:
     from lance_fw.plugin_manager import plugins
 
     for p in plugins():
-        print(f"{p['name']:<20} {p['distribution'] or '-':<24} {', '.join(p['hooks'])}")
+        detail = p["error"] if p["status"] == "failed" else ", ".join(p["hooks"])
+        if p["overrides"]:
+            detail += f"  overrides {p['overrides']}"
+        print(f"{p['name']:<20} {p['distribution'] or '-':<24} {p['status']:<9} {detail}")
     return 0
 
 

@@ -52,3 +52,15 @@ class CommitConflictError(LanceError):
 
 class StorageError(LanceError, OSError):
     """The storage backend failed, or no backend handles the URI's scheme."""
+
+
+class PluginConflictError(LanceError):
+    """Two plugins claim the same entry-point name, encoding, ``(family, kind)``, URI scheme or codec.
+
+    Raised instead of letting install order pick a winner silently; the message names both plugins
+    and their distributions. Resolve with ``LANCE_FW_DISABLE_PLUGINS`` or ``LANCE_FW_OVERRIDES``."""
+
+
+class PluginLoadError(LanceError):
+    """A plugin failed to import, declares an unknown ``lance_*`` hook, or a hook returned a value of
+    the wrong type; the message names the plugin (and its distribution when known)."""

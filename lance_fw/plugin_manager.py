@@ -1,44 +1,284 @@
-"""The pluggy manager: loads every plugin from the ``lance_fw`` entry-point group.
+"""The pluggy manager: loads every plugin from the ``lance_fw`` entry-point group, and does not trust them.
 
-Built-in plugins are not special: they are listed in ``pyproject.toml`` under the same group a
-third-party package uses. Set ``LANCE_FW_TRACE=1`` to print every hook call to stderr.
+Built-in plugins are not special in how they are found: they are listed in ``pyproject.toml`` under the
+same group a third-party package uses. What the kernel adds on top of pluggy, because install order
+must never decide what a dataset decodes to or where a write goes:
+
+- **Conflicts are errors** (:class:`PluginConflictError`, naming both plugins and distributions): two
+  entry points with the same name, two plugins claiming the same key of a collect hook (type URL,
+  ``(family, kind)``, deletion codec, index name), or two plugins answering the storage / commit-handler
+  hook for the same URI scheme. Built-ins among themselves keep their designed order. A third-party
+  plugin replaces a built-in only when it says so in a module attribute
+  ``LANCE_FW_OVERRIDES = {"lance_storage": ["file"], "lance_page_decoders": ["/my.Url"]}``
+  (hook name -> keys; schemes for ``lance_storage`` / ``lance_commit_handler``). Two third-party
+  plugins claiming the same key are always a conflict: disable one.
+  Plugins registered at run time with :func:`register` are the caller's explicit choice and win.
+- **Choosing**: ``LANCE_FW_DISABLE_PLUGINS=name1,name2`` skips those entry points (built-ins too, if
+  named); ``LANCE_FW_DISABLE_PLUGIN_AUTOLOAD=1`` loads only lance_fw's own built-in entry points.
+- **Isolation**: a plugin that fails to import, declares an unknown ``lance_*`` hook or does not fit its
+  hookspecs is recorded (:func:`failures`), not fatal; errors for a missing scheme or encoding name it.
+- Collect-hook results are type-checked where they enter the kernel (:class:`PluginLoadError`).
+
+Set ``LANCE_FW_TRACE=1`` to print every hook call to stderr. Tests call :func:`reload` after
+changing ``sys.path`` or the environment variables above.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 import threading
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable
 
 import pluggy
 
 from lance_fw import hookspecs
+from lance_fw.errors import LanceError, PluginConflictError, PluginLoadError, StorageError
 
 ENTRY_POINT_GROUP = "lance_fw"
+BUILTIN_DISTRIBUTION = "lance_fw"
+OVERRIDES_ATTRIBUTE = "LANCE_FW_OVERRIDES"
+ENV_DISABLE = "LANCE_FW_DISABLE_PLUGINS"
+ENV_NO_AUTOLOAD = "LANCE_FW_DISABLE_PLUGIN_AUTOLOAD"
+ENV_TRACE = "LANCE_FW_TRACE"
+HOOK_PREFIX = "lance_"
+# firstresult hooks that pick a backend by URI scheme: two plugins answering for one scheme conflict.
+SCHEME_HOOKS = ("lance_storage", "lance_commit_handler")
+SPEC_NAMES = frozenset(n for n in dir(hookspecs) if n.startswith(HOOK_PREFIX))
+
+
+@dataclass
+class PluginFailure:
+    """A plugin that was not registered: its entry-point name, distribution and the typed error."""
+
+    name: str
+    distribution: str | None
+    error: LanceError
+
+
+@dataclass
+class _State:
+    pm: _Manager
+    builtin: set[str] = field(default_factory=set)
+    dists: dict[str, str] = field(default_factory=dict)  # plugin name -> "dist version"
+    third_party: set[str] = field(default_factory=set)  # loaded from an entry point, not built in
+    overrides: dict[str, dict[str, set]] = field(default_factory=dict)  # plugin -> hook -> keys
+    failures: list[PluginFailure] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)
+
+    def label(self, name: str) -> str:
+        dist = self.dists.get(name)
+        return f"{name!r} ({dist})" if dist else f"{name!r} (registered at run time)"
+
+
+def _scheme(uri: str) -> str:
+    return uri.split("://", 1)[0].lower() if "://" in uri else "file"
+
+
+class _Manager(pluggy.PluginManager):
+    """Checks the scheme hooks for conflicts by calling their implementations one by one.
+
+    Only done when a third-party plugin implements the hook, so the built-in-only path is unchanged."""
+
+    state: _State
+
+    def _hookexec(self, hook_name, methods, kwargs, firstresult):
+        if not (firstresult and hook_name in SCHEME_HOOKS) or any(m.wrapper or m.hookwrapper for m in methods):
+            return super()._hookexec(hook_name, methods, kwargs, firstresult)
+        state = self.state
+        try:
+            if any(m.plugin_name in state.third_party for m in methods):
+                result = self._checked(hook_name, methods, kwargs)
+            else:
+                result = super()._hookexec(hook_name, methods, kwargs, firstresult)
+        except StorageError as exc:
+            if not state.failures:
+                raise
+            raise StorageError(f"{exc}{failure_note()}") from exc
+        if result is None and state.failures:
+            raise StorageError(f"no plugin answers {hook_name} for {kwargs.get('uri')!r}{failure_note()}")
+        return result
+
+    def _checked(self, hook_name, methods, kwargs):
+        """Every implementation's answer, in pluggy's call order; one that raises after an earlier one
+        answered counts as not answering (pluggy would never have called it)."""
+        answers = []
+        for impl in reversed(methods):
+            try:
+                answer = super()._hookexec(hook_name, [impl], kwargs, True)
+            except Exception:
+                if answers:
+                    continue
+                raise
+            if answer is not None:
+                answers.append((impl.plugin_name, answer))
+        _check_scheme_answers(self.state, hook_name, _scheme(str(kwargs.get("uri", ""))), [n for n, _ in answers])
+        return answers[0][1] if answers else None
+
+
+def _check_scheme_answers(state: _State, hook_name: str, scheme: str, names: list[str]) -> None:
+    """Several plugins answered for one scheme: fine among built-ins, or when the third-party one
+    declared the override and no other third-party plugin answered; run-time plugins always win."""
+    if any(n not in state.builtin and n not in state.third_party for n in names):
+        return
+    third = [n for n in names if n in state.third_party]
+    if len(third) > 1:
+        raise _conflict(state, hook_name, f"URI scheme {scheme!r}", third[0], third[1])
+    if third and len(names) > 1 and scheme not in state.overrides.get(third[0], {}).get(hook_name, ()):
+        other = next(n for n in names if n != third[0])
+        raise _conflict(state, hook_name, f"URI scheme {scheme!r}", other, third[0])
+
+
+def _conflict(state: _State, hook_name: str, what: str, first: str, second: str) -> PluginConflictError:
+    return PluginConflictError(
+        f"plugins {state.label(first)} and {state.label(second)} both provide {what} ({hook_name}); "
+        f"disable one with {ENV_DISABLE}=name, or declare {OVERRIDES_ATTRIBUTE} in a plugin that "
+        f"deliberately replaces a built-in")
+
+
+def _normalize(dist_name: str) -> str:
+    return dist_name.lower().replace("-", "_").replace(".", "_")
+
+
+def _unknown_hooks(plugin: object) -> list[str]:
+    """``lance_*`` callables that are no hookspec: a typo would otherwise never be called."""
+    module = plugin.__name__ if isinstance(plugin, types.ModuleType) else None
+    bad = []
+    for attr in dir(plugin):
+        if not attr.startswith(HOOK_PREFIX) or attr in SPEC_NAMES:
+            continue
+        value = getattr(plugin, attr, None)
+        if not callable(value):
+            continue
+        marked = hasattr(value, f"{ENTRY_POINT_GROUP}_impl")
+        if marked or (module is not None and getattr(value, "__module__", None) == module):
+            bad.append(attr)
+    return bad
+
+
+def _read_overrides(name: str, plugin: object) -> dict[str, set]:
+    declared = getattr(plugin, OVERRIDES_ATTRIBUTE, None) or {}
+    if not isinstance(declared, Mapping):
+        raise PluginLoadError(f"plugin {name!r}: {OVERRIDES_ATTRIBUTE} must be a mapping of hook name to keys, "
+                              f"got {type(declared).__name__}")
+    out = {}
+    for hook_name, keys in declared.items():
+        if hook_name not in SPEC_NAMES:
+            raise PluginLoadError(f"plugin {name!r}: {OVERRIDES_ATTRIBUTE} names unknown hook {hook_name!r}")
+        out[hook_name] = {tuple(k) if isinstance(k, list) else k for k in keys}
+    return out
+
+
+def _check_plugin(name: str, plugin: object) -> None:
+    unknown = _unknown_hooks(plugin)
+    if unknown:
+        raise PluginLoadError(f"plugin {name!r} defines {unknown} which are not lance_fw hooks "
+                              f"(known: {sorted(SPEC_NAMES)})")
+
+
+def _load() -> _State:
+    pm = _Manager(ENTRY_POINT_GROUP)
+    pm.add_hookspecs(hookspecs)
+    state = _State(pm)
+    pm.state = state
+    blocked = {n.strip() for n in os.environ.get(ENV_DISABLE, "").split(",") if n.strip()}
+    builtin_only = os.environ.get(ENV_NO_AUTOLOAD, "") not in ("", "0")
+    found: dict[str, list[tuple[importlib.metadata.EntryPoint, str, bool]]] = {}
+    for dist in importlib.metadata.distributions():
+        dist_name = dist.metadata["Name"] or "?"
+        for ep in dist.entry_points:
+            if ep.group != ENTRY_POINT_GROUP:
+                continue
+            label = f"{dist_name} {dist.version}"
+            same = found.setdefault(ep.name, [])
+            if any(e.value == ep.value and lab == label for e, lab, _ in same):
+                continue  # the same installation seen twice on sys.path
+            same.append((ep, label, _normalize(dist_name) == BUILTIN_DISTRIBUTION))
+    # Built-ins first, so pluggy calls third-party implementations before them (newest first).
+    for name, eps in sorted(found.items(), key=lambda item: (not all(b for _, _, b in item[1]), item[0])):
+        if name in blocked or (builtin_only and not all(b for _, _, b in eps)):
+            state.disabled.append(name)
+            continue
+        if len(eps) > 1:
+            both = " and ".join(f"{e.value!r} ({lab})" for e, lab, _ in eps)
+            error = PluginConflictError(f"entry point {name!r} of group {ENTRY_POINT_GROUP!r} is provided by "
+                                        f"{both}; neither is loaded: uninstall one")
+            state.failures.append(PluginFailure(name, ", ".join(lab for _, lab, _ in eps), error))
+            continue
+        ep, label, builtin = eps[0]
+        try:
+            plugin = ep.load()
+            _check_plugin(name, plugin)
+            overrides = _read_overrides(name, plugin)
+            pm.register(plugin, name=name)
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take lance_fw down
+            error = exc if isinstance(exc, LanceError) else PluginLoadError(
+                f"plugin {name!r} ({label}) failed to load: {type(exc).__name__}: {exc}")
+            error.__cause__ = exc if error is not exc else exc.__cause__
+            state.failures.append(PluginFailure(name, label, error))
+            continue
+        state.dists[name] = label
+        state.overrides[name] = overrides
+        (state.builtin if builtin else state.third_party).add(name)
+    if os.environ.get(ENV_TRACE):
+        pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
+        pm.enable_tracing()
+    return state
+
 
 _lock = threading.Lock()
-_manager: pluggy.PluginManager | None = None
+_state: _State | None = None
+
+
+def _get_state() -> _State:
+    global _state
+    with _lock:
+        if _state is None:
+            _state = _load()
+        return _state
 
 
 def get_plugin_manager() -> pluggy.PluginManager:
     """The process-wide manager, created on first use."""
-    global _manager
+    return _get_state().pm
+
+
+def reload() -> None:
+    """Forget the manager and every cached hook answer, so the next use loads the entry points again.
+
+    For tests that change ``sys.path`` or the ``LANCE_FW_*`` plugin variables. Plugins added with
+    :func:`register` are dropped."""
+    global _state
     with _lock:
-        if _manager is None:
-            pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
-            pm.add_hookspecs(hookspecs)
-            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-            if os.environ.get("LANCE_FW_TRACE"):
-                pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
-                pm.enable_tracing()
-            _manager = pm
-        return _manager
+        _state = None
+    registry.reset()
+
+
+def failures() -> list[PluginFailure]:
+    """Plugins that did not load (import error, unknown hook, entry-point conflict)."""
+    return list(_get_state().failures)
+
+
+def failure_note() -> str:
+    """A sentence for "nothing provides X" errors: the plugin that would have may have failed to load."""
+    failed = _get_state().failures
+    if not failed:
+        return ""
+    return "; plugins that failed to load: " + "; ".join(
+        f"{f.name!r} ({f.distribution or '?'}): {f.error}" for f in failed)
 
 
 def register(plugin: object, name: str | None = None) -> None:
-    """Register a plugin object at run time (tests, notebooks); caches are rebuilt."""
+    """Register a plugin object at run time (tests, notebooks); caches are rebuilt.
+
+    A run-time plugin is the caller's explicit choice: it wins over entry-point plugins without an
+    override declaration. It is still checked for unknown ``lance_*`` hooks."""
+    _check_plugin(name or repr(plugin), plugin)
     get_plugin_manager().register(plugin, name=name)
     registry.reset()
 
@@ -48,53 +288,97 @@ def unregister(name: str) -> None:
     registry.reset()
 
 
+def _key_check(hook_name: str) -> Callable[[Any], bool]:
+    if hook_name == "lance_kind_decoders":
+        return lambda k: isinstance(k, tuple) and len(k) == 2 and all(isinstance(p, str) for p in k)
+    if hook_name == "lance_deletion_codecs":
+        return lambda k: isinstance(k, int)
+    return lambda k: isinstance(k, str)
+
+
 class _Registry:
-    """Merged answers of the collecting hooks, computed once (later plugins override earlier)."""
+    """Merged answers of the collecting hooks, computed once and checked for conflicts and types."""
 
     def reset(self) -> None:
         for key in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types"):
             self.__dict__.pop(key, None)
 
     @staticmethod
-    def _merge(results: list[dict]) -> dict:
+    def _collect(hook_name: str) -> dict:
+        state = _get_state()
+        ok_key = _key_check(hook_name)
         merged: dict = {}
-        for result in reversed(results):  # pluggy returns the newest plugin first
-            merged.update(result or {})
+        owner: dict = {}
+        # get_hookimpls() is in registration order (pluggy calls them newest first).
+        for impl in getattr(state.pm.hook, hook_name).get_hookimpls():
+            name = impl.plugin_name
+            result = impl.function()
+            if result is None:
+                continue
+            if not isinstance(result, Mapping):
+                raise PluginLoadError(f"plugin {state.label(name)}: {hook_name} returned "
+                                      f"{type(result).__name__}, expected a mapping")
+            for key, value in result.items():
+                if not ok_key(key):
+                    raise PluginLoadError(f"plugin {state.label(name)}: {hook_name} returned key {key!r} "
+                                          f"of the wrong type")
+                prev = owner.get(key)
+                if prev is None or _new_wins(state, hook_name, key, prev, name):
+                    merged[key] = value
+                    owner[key] = name
         return merged
 
     @cached_property
     def page_decoders(self) -> dict[str, Any]:
-        return self._merge(get_plugin_manager().hook.lance_page_decoders())
+        return self._collect("lance_page_decoders")
 
     @cached_property
     def kind_decoders(self) -> dict[tuple[str, str], Any]:
-        return self._merge(get_plugin_manager().hook.lance_kind_decoders())
+        return self._collect("lance_kind_decoders")
 
     @cached_property
     def deletion_codecs(self) -> dict[int, Any]:
-        return self._merge(get_plugin_manager().hook.lance_deletion_codecs())
+        return self._collect("lance_deletion_codecs")
 
     @cached_property
     def index_types(self) -> dict[str, Any]:
         """Index types by name; none are built in yet (BTREE/BITMAP/IVF_PQ come as plugins)."""
-        return self._merge(get_plugin_manager().hook.lance_index_types())
+        return self._collect("lance_index_types")
+
+
+def _new_wins(state: _State, hook_name: str, key: Any, prev: str, new: str) -> bool:
+    """``new`` (registered after ``prev``) claims ``key`` too: whether it wins, or a conflict."""
+    entry = state.builtin | state.third_party
+    if prev not in entry or new not in entry:
+        return True  # a run-time plugin: the later registration wins
+    if prev in state.builtin and new in state.builtin:
+        return True  # built-ins keep their designed order
+    for third, other in ((new, prev), (prev, new)):
+        if third in state.third_party and other in state.builtin and \
+                key in state.overrides.get(third, {}).get(hook_name, ()):
+            return third == new
+    raise _conflict(state, hook_name, f"key {key!r}", prev, new)
 
 
 registry = _Registry()
 
 
 def plugins() -> list[dict[str, Any]]:
-    """What each loaded plugin provides: its name, distribution and the hooks it implements."""
-    pm = get_plugin_manager()
-    dists = {id(p): d for p, d in pm.list_plugin_distinfo()}
+    """Every plugin: loaded ones with their distribution and hooks, failed ones with their error,
+    disabled ones. Never raises because of a broken plugin."""
+    state = _get_state()
+    pm = state.pm
     out = []
     for plugin in pm.get_plugins():
         name = pm.get_name(plugin)
-        dist = dists.get(id(plugin))
         hooks = sorted(h.name for h in (pm.get_hookcallers(plugin) or []))
-        out.append({
-            "name": name,
-            "distribution": f"{dist.project_name} {dist.version}" if dist else None,
-            "hooks": hooks,
-        })
+        out.append({"name": name, "distribution": state.dists.get(name), "hooks": hooks, "status": "loaded",
+                    "overrides": {h: sorted(map(str, k)) for h, k in state.overrides.get(name, {}).items()},
+                    "error": None})
+    for f in state.failures:
+        out.append({"name": f.name, "distribution": f.distribution, "hooks": [], "status": "failed",
+                    "overrides": {}, "error": str(f.error)})
+    for name in state.disabled:
+        out.append({"name": name, "distribution": None, "hooks": [], "status": "disabled",
+                    "overrides": {}, "error": None})
     return sorted(out, key=lambda p: p["name"])

@@ -139,6 +139,7 @@ def test_plugin_is_listed_with_its_hooks(delta):
         "name": "delta",
         "distribution": f"lance-fw-delta {delta.__version__}",
         "hooks": ["lance_page_decoders", "lance_select_encoder"],
+        "status": "loaded", "overrides": {}, "error": None,
     }
     assert fresh["encodings_v2_0"]["distribution"].startswith("lance_fw ")
 

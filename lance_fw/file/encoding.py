@@ -225,13 +225,13 @@ def pack_any(message, type_url: str | None = None) -> any_pb2.Any:
 
 def decode_page(encoding: any_pb2.Any, page: PageInput) -> pa.Array:
     """Find the page decoder for the encoding's type URL and run it."""
-    from lance_fw.plugin_manager import registry
+    from lance_fw.plugin_manager import failure_note, registry
 
     decoder = registry.page_decoders.get(encoding.type_url)
     if decoder is None:
         raise UnsupportedEncodingError(
             f"{page.where}: no installed plugin decodes page encoding {encoding.type_url!r} "
-            f"(known: {sorted(registry.page_decoders)}); install the plugin that provides it")
+            f"(known: {sorted(registry.page_decoders)}); install the plugin that provides it{failure_note()}")
     return decoder(encoding, page)
 
 
@@ -252,13 +252,14 @@ def decode_page_rows(encoding: any_pb2.Any, page: PageInput, rows: np.ndarray) -
 
 def decode_kind(family: str, message, page: PageInput, num_rows: int, arrow_type: pa.DataType) -> pa.Array:
     """Decode one node of a built-in encoding tree by its oneof kind."""
-    from lance_fw.plugin_manager import registry
+    from lance_fw.plugin_manager import failure_note, registry
 
     oneof = message.DESCRIPTOR.oneofs[0].name
     kind = message.WhichOneof(oneof)
     decoder = registry.kind_decoders.get((family, kind))
     if decoder is None:
-        raise UnsupportedEncodingError(f"{page.where}: no installed plugin decodes {family} kind {kind!r}")
+        raise UnsupportedEncodingError(
+            f"{page.where}: no installed plugin decodes {family} kind {kind!r}{failure_note()}")
     return decoder(getattr(message, kind), page, num_rows, arrow_type)
 
 

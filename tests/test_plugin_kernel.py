@@ -1,0 +1,281 @@
+"""The plugin kernel does not trust plugins blindly (issue 19, first step).
+
+Every test installs REAL plugin distributions: a module plus a ``<dist>-0.1.dist-info`` with METADATA
+and an ``entry_points.txt`` (group ``lance_fw``) in ``tmp_path``, put on ``sys.path``; then the manager
+is reloaded. Nothing patches the registry. The ``kernel`` fixture restores the normal plugin state.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+import types
+
+import pyarrow as pa
+import pytest
+from google.protobuf import any_pb2
+
+import lance_fw
+from lance_fw import plugin_manager
+from lance_fw.cli import main
+from lance_fw.errors import (PluginConflictError, PluginLoadError, StorageError, UnsupportedEncodingError)
+from lance_fw.file.encoding import decode_page
+from lance_fw.io.storage import resolve_storage
+from lance_fw.plugin_manager import registry
+from lance_fw.table.commit import resolve_commit_handler
+
+BUILTIN_URL = "/lance.encodings.ArrayEncoding"
+HEADER = "from lance_fw.hookspecs import hookimpl\n"
+
+
+class Kernel:
+    """Installs plugin distributions into one sys.path folder and reloads the manager."""
+
+    def __init__(self, root, monkeypatch):
+        self.root, self.monkeypatch, self.modules = root, monkeypatch, []
+        monkeypatch.syspath_prepend(str(root))
+
+    def install(self, dist: str, body: str, entry: str | None = None, module: str | None = None) -> None:
+        module = module or f"lfw_test_{dist}"
+        (self.root / f"{module}.py").write_text(HEADER + textwrap.dedent(body))
+        info = self.root / f"{dist}-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(f"[lance_fw]\n{entry or dist} = {module}\n")
+        self.modules.append(module)
+
+    def reload(self) -> None:
+        importlib.invalidate_caches()
+        for module in self.modules:
+            sys.modules.pop(module, None)
+        plugin_manager.reload()
+        plugin_manager.get_plugin_manager()  # plugins load lazily: load them now
+
+
+@pytest.fixture
+def kernel(tmp_path, monkeypatch):
+    k = Kernel(tmp_path, monkeypatch)
+    try:
+        yield k
+    finally:
+        monkeypatch.undo()  # sys.path and LANCE_FW_* variables first, then a clean reload
+        for module in k.modules:
+            sys.modules.pop(module, None)
+        importlib.invalidate_caches()
+        plugin_manager.reload()
+
+
+def _by_name() -> dict[str, dict]:
+    return {p["name"]: p for p in lance_fw.plugins()}
+
+
+def _decoders(url: str) -> str:
+    return textwrap.dedent(f"""
+        def decode(encoding, page):
+            raise NotImplementedError
+
+        @hookimpl
+        def lance_page_decoders():
+            return {{{url!r}: decode}}
+        """)
+
+
+def _storage(scheme: str) -> str:
+    return textwrap.dedent(f"""
+        MARK = object()
+
+        @hookimpl
+        def lance_storage(uri, options):
+            return MARK if uri.startswith({scheme!r} + "://") or ({scheme!r} == "file" and "://" not in uri) else None
+
+        @hookimpl
+        def lance_commit_handler(storage, uri):
+            return MARK if uri.startswith({scheme!r} + "://") else None
+        """)
+
+
+def _table() -> pa.Table:
+    return pa.table({"a": pa.array(range(5000), pa.int64()), "s": [str(i) for i in range(5000)]})
+
+
+# 1. conflicts are errors
+
+def test_same_entry_point_name_in_two_distributions_is_a_conflict(kernel):
+    """pluggy skipped the second ``dup`` silently; now neither loads and both are named."""
+    kernel.install("dist_one", _decoders("/one.Url"), entry="dup")
+    kernel.install("dist_two", _decoders("/two.Url"), entry="dup")
+    kernel.reload()
+    dup = _by_name()["dup"]
+    assert dup["status"] == "failed"
+    assert "dist_one 0.1" in dup["error"] and "dist_two 0.1" in dup["error"]
+    assert isinstance(plugin_manager.failures()[0].error, PluginConflictError)
+    assert "/one.Url" not in registry.page_decoders and "/two.Url" not in registry.page_decoders
+
+
+def test_two_plugins_claiming_one_type_url_conflict(kernel):
+    kernel.install("fork_a", _decoders("/shared.Url"))
+    kernel.install("fork_b", _decoders("/shared.Url"))
+    kernel.reload()
+    with pytest.raises(PluginConflictError, match="fork_a 0.1.*fork_b 0.1"):
+        registry.page_decoders
+
+
+def test_replacing_a_builtin_encoding_needs_an_override(kernel, tmp_path):
+    kernel.install("shadow", _decoders(BUILTIN_URL))
+    kernel.reload()
+    with pytest.raises(PluginConflictError, match="'shadow' \\(shadow 0.1\\).*LANCE_FW_OVERRIDES"):
+        registry.page_decoders
+    with pytest.raises(PluginConflictError):  # a read needs the decoders: never the fork silently
+        lance_fw.write_dataset(_table(), str(tmp_path / "ds"), data_storage_version="2.0")
+        lance_fw.dataset(str(tmp_path / "ds")).to_table()
+
+
+def test_override_declaration_replaces_a_builtin(kernel):
+    kernel.install("shadow", _decoders(BUILTIN_URL) + f"\nLANCE_FW_OVERRIDES = {{'lance_page_decoders': [{BUILTIN_URL!r}]}}\n")
+    kernel.reload()
+    assert registry.page_decoders[BUILTIN_URL].__module__ == "lfw_test_shadow"
+    assert _by_name()["shadow"]["overrides"] == {"lance_page_decoders": [BUILTIN_URL]}
+
+
+@pytest.mark.parametrize("hook,key", [("lance_kind_decoders", ("v2_0", "my_kind")),
+                                      ("lance_deletion_codecs", 77), ("lance_index_types", "MYIDX")])
+def test_collect_hook_conflicts(kernel, hook, key):
+    body = f"""
+        @hookimpl
+        def {hook}():
+            return {{{key!r}: object()}}
+        """
+    kernel.install("claim_a", body)
+    kernel.install("claim_b", body)
+    kernel.reload()
+    with pytest.raises(PluginConflictError, match="claim_a.*claim_b"):
+        getattr(registry, hook.removeprefix("lance_"))
+
+
+def test_two_plugins_answering_for_one_scheme_conflict(kernel):
+    """firstresult hooks: the newest used to win, so a write could go to the wrong store."""
+    kernel.install("count_a", _storage("count"))
+    kernel.install("count_b", _storage("count"))
+    kernel.reload()
+    with pytest.raises(PluginConflictError, match="count_a.*count_b|count_b.*count_a"):
+        resolve_storage("count://bucket/ds")
+    with pytest.raises(PluginConflictError, match="'count'"):
+        resolve_commit_handler(object(), "count://bucket/ds")
+
+
+def test_one_plugin_for_a_new_scheme_is_no_conflict(kernel):
+    kernel.install("count_a", _storage("count"))
+    kernel.reload()
+    mark = sys.modules["lfw_test_count_a"].MARK
+    assert resolve_storage("count://bucket/ds") is mark
+    assert resolve_commit_handler(object(), "count://bucket/ds") is mark
+
+
+def test_replacing_builtin_local_storage_needs_an_override(kernel, tmp_path):
+    kernel.install("mylocal", _storage("file"))
+    kernel.reload()
+    with pytest.raises(PluginConflictError, match="storage_local.*mylocal"):
+        resolve_storage(str(tmp_path / "ds"))
+
+
+def test_override_declaration_replaces_builtin_storage(kernel, tmp_path):
+    kernel.install("mylocal", _storage("file") + "\nLANCE_FW_OVERRIDES = {'lance_storage': ['file']}\n")
+    kernel.reload()
+    assert resolve_storage(str(tmp_path / "ds")) is sys.modules["lfw_test_mylocal"].MARK
+
+
+# 2. choosing
+
+def test_disable_plugins_by_name_resolves_a_conflict(kernel, monkeypatch):
+    kernel.install("fork_a", _decoders("/shared.Url"))
+    kernel.install("fork_b", _decoders("/shared.Url"))
+    monkeypatch.setenv("LANCE_FW_DISABLE_PLUGINS", "fork_a, other")
+    kernel.reload()
+    assert registry.page_decoders["/shared.Url"].__module__ == "lfw_test_fork_b"
+    assert _by_name()["fork_a"]["status"] == "disabled"
+
+
+def test_disable_autoload_keeps_builtins_only(kernel, monkeypatch, tmp_path):
+    kernel.install("fork_a", _decoders("/shared.Url"))
+    monkeypatch.setenv("LANCE_FW_DISABLE_PLUGIN_AUTOLOAD", "1")
+    kernel.reload()
+    status = {n: p["status"] for n, p in _by_name().items()}
+    assert status["fork_a"] == "disabled" and status["storage_local"] == "loaded"
+    assert all(p["distribution"].startswith("lance_fw ") for p in lance_fw.plugins() if p["status"] == "loaded")
+    uri = str(tmp_path / "ds")
+    lance_fw.write_dataset(_table(), uri)
+    assert lance_fw.dataset(uri).to_table().equals(_table())
+
+
+# 3. isolation
+
+def test_plugin_failing_on_import_is_recorded_not_fatal(kernel, tmp_path, capsys):
+    kernel.install("broken", "raise RuntimeError('boom at import')\n")
+    kernel.reload()
+    uri = str(tmp_path / "ds")
+    lance_fw.write_dataset(_table(), uri)  # used to raise the plugin's RuntimeError
+    assert lance_fw.dataset(uri).to_table().equals(_table())
+    broken = _by_name()["broken"]
+    assert broken["status"] == "failed" and broken["distribution"] == "broken 0.1"
+    assert "RuntimeError: boom at import" in broken["error"]
+    failure = plugin_manager.failures()[0]
+    assert isinstance(failure.error, PluginLoadError) and isinstance(failure.error.__cause__, RuntimeError)
+    assert main(["plugins"]) == 0
+    assert "broken" in capsys.readouterr().out
+    with pytest.raises(StorageError, match="'broken' \\(broken 0.1\\).*boom at import"):
+        resolve_storage("nosuchscheme://bucket/ds")
+    encoding = any_pb2.Any(type_url="/not.Installed")
+    with pytest.raises(UnsupportedEncodingError, match="'broken'.*boom at import"):
+        decode_page(encoding, types.SimpleNamespace(where="f.lance column 0 page 0"))
+
+
+# 4. unknown hook names
+
+def test_unknown_hook_name_is_rejected(kernel):
+    kernel.install("typo", """
+        @hookimpl
+        def lance_storages(uri, options):
+            return None
+        """)
+    kernel.reload()
+    typo = _by_name()["typo"]
+    assert typo["status"] == "failed" and "lance_storages" in typo["error"] and "'typo'" in typo["error"]
+    assert isinstance(plugin_manager.failures()[0].error, PluginLoadError)
+
+
+def test_unknown_hook_name_rejected_at_run_time_registration(kernel):
+    class Typo:
+        @staticmethod
+        def lance_storages(uri, options):
+            return None
+
+    Typo.lance_storages.lance_fw_impl = {}
+    with pytest.raises(PluginLoadError, match="lance_storages"):
+        plugin_manager.register(Typo(), name="typo-runtime")
+
+
+# 5. collect-hook results are type-checked
+
+def test_collect_hook_returning_a_list_names_the_plugin(kernel, tmp_path):
+    uri = str(tmp_path / "ds")
+    lance_fw.write_dataset(_table(), uri)
+    kernel.install("listy", """
+        @hookimpl
+        def lance_page_decoders():
+            return [("/x.Url", None)]
+        """)
+    kernel.reload()
+    with pytest.raises(PluginLoadError, match="'listy' \\(listy 0.1\\).*returned list, expected a mapping"):
+        lance_fw.dataset(uri).to_table()  # used to be ValueError: dictionary update sequence element
+
+
+def test_collect_hook_key_of_wrong_type_names_the_plugin(kernel):
+    kernel.install("badkey", """
+        @hookimpl
+        def lance_deletion_codecs():
+            return {"zero": object()}
+        """)
+    kernel.reload()
+    with pytest.raises(PluginLoadError, match="'badkey'.*'zero'"):
+        registry.deletion_codecs
