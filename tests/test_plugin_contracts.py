@@ -110,3 +110,78 @@ def test_honest_wrapped_encoder_still_writes(uri, liar):
     data = table(n=5000)
     lance_fw.write_dataset(data, uri, data_storage_version="2.0", max_page_bytes=4096)
     assert lance_fw.dataset(uri).to_table().equals(data)
+
+
+# --- 2. decoder output is checked on take (decode_rows) as on whole pages ------------------------
+
+class BadRowsDecoder:
+    """The example plugin's page decoder whose ``decode_rows`` tells one ``lie``."""
+
+    def __init__(self, lie: str):
+        self.lie = lie
+
+    def __call__(self, encoding, page):
+        return self._lie(lance_fw_delta.decode(encoding, page))
+
+    def decode_rows(self, encoding, page, rows):
+        return self._lie(lance_fw_delta.decode(encoding, page).take(pa.array(rows)))
+
+    def _lie(self, array: pa.Array) -> pa.Array:
+        if self.lie == "short":
+            return array.slice(1)
+        if self.lie == "int32":
+            return array.cast(pa.int32())
+        return array
+
+
+class BadDecoderPlugin:
+    def __init__(self, lie: str):
+        self.decoder = BadRowsDecoder(lie)
+
+    @hookimpl
+    def lance_page_decoders(self):
+        return {lance_fw_delta.TYPE_URL: self.decoder}
+
+
+@pytest.mark.parametrize("lie, says", [("short", "rows"), ("int32", "int32")])
+def test_lying_decoder_on_take_raises_corrupt_file(uri, lie, says):
+    from lance_fw.errors import CorruptFileError
+
+    schema = pa.schema([pa.field("id", pa.int64(), metadata={lance_fw_delta.METADATA_KEY: "true"})])
+    data = pa.table({"id": np.arange(20_000, dtype=np.int64)}, schema=schema)
+    lance_fw.write_dataset(data, uri, data_storage_version="2.0")
+    ds = lance_fw.dataset(uri)
+    assert ds.take([3, 7, 15_000]).column("id").to_pylist() == [3, 7, 15_000]
+    register(BadDecoderPlugin(lie), name="bad_decoder")
+    try:
+        for read in (lambda d: d.take([3, 7, 15_000]), lambda d: d.to_table()):
+            with pytest.raises(CorruptFileError) as info:
+                read(lance_fw.dataset(uri))
+            assert says in str(info.value) and "'id'" in str(info.value) and ".lance" in str(info.value)
+    finally:
+        unregister("bad_decoder")
+
+
+def test_kind_decoder_returning_int32_for_int64_is_not_cast_v2_1(uri):
+    """2.1 pages are decoded by kind decoders a plugin may replace; a wrong type was cast back."""
+    from lance_fw.errors import CorruptFileError
+    from lance_fw_plugins import encodings_v2_1
+
+    data = pa.table({"id": np.arange(20_000, dtype=np.int64)})
+    lance_fw.write_dataset(data, uri, data_storage_version="2.1")
+    honest = encodings_v2_1.KIND_DECODERS["mini_block_layout"]
+
+    class Int32Plugin:
+        @hookimpl
+        def lance_kind_decoders(self):
+            return {(encodings_v2_1.FAMILY, "mini_block_layout"):
+                    lambda msg, page, n, t: honest(msg, page, n, t).cast(pa.int32())}
+
+    register(Int32Plugin(), name="int32_kinds")
+    try:
+        for read in (lambda d: d.take([3, 7, 15_000]), lambda d: d.to_table()):
+            with pytest.raises(CorruptFileError, match=r"'id'.*int32 array for a int64 column"):
+                read(lance_fw.dataset(uri))
+    finally:
+        unregister("int32_kinds")
+    assert lance_fw.dataset(uri).take([3, 15_000]).column("id").to_pylist() == [3, 15_000]

@@ -269,7 +269,7 @@ class LanceFileReader:
             raise CorruptFileError(where, f"the page does not decode ({type(exc).__name__}: {exc})") from exc
         if len(array) != length:
             raise CorruptFileError(where, f"decoded {len(array)} rows, expected {length}")
-        if self.tail.version == (2, 0) and not array.type.equals(arrow_type):
+        if not array.type.equals(arrow_type):  # never cast a plugin's wrong type into the right one
             raise CorruptFileError(where, f"decoded a {array.type} array for a {arrow_type} column")
         return validate_decoded(array, where)
 
