@@ -30,15 +30,20 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 import pluggy
 
 from lance_fw import hookspecs
-from lance_fw.errors import LanceError, PluginConflictError, PluginLoadError, StorageError
+from lance_fw.errors import (
+    LanceError,
+    PluginConflictError,
+    PluginLoadError,
+    StorageError,
+)
 
 ENTRY_POINT_GROUP = "lance_fw"
 BUILTIN_DISTRIBUTION = "lance_fw"
@@ -312,7 +317,8 @@ class _Registry:
         # get_hookimpls() is in registration order (pluggy calls them newest first).
         for impl in getattr(state.pm.hook, hook_name).get_hookimpls():
             name = impl.plugin_name
-            result = impl.function()
+            answered = state.pm._hookexec(hook_name, [impl], {}, False)  # one plugin, traced
+            result = answered[0] if answered else None
             if result is None:
                 continue
             if not isinstance(result, Mapping):

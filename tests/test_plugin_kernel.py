@@ -19,7 +19,12 @@ from google.protobuf import any_pb2
 import lance_fw
 from lance_fw import plugin_manager
 from lance_fw.cli import main
-from lance_fw.errors import (PluginConflictError, PluginLoadError, StorageError, UnsupportedEncodingError)
+from lance_fw.errors import (
+    PluginConflictError,
+    PluginLoadError,
+    StorageError,
+    UnsupportedEncodingError,
+)
 from lance_fw.file.encoding import decode_page
 from lance_fw.io.storage import resolve_storage
 from lance_fw.plugin_manager import registry
@@ -118,14 +123,14 @@ def test_two_plugins_claiming_one_type_url_conflict(kernel):
     kernel.install("fork_b", _decoders("/shared.Url"))
     kernel.reload()
     with pytest.raises(PluginConflictError, match="fork_a 0.1.*fork_b 0.1"):
-        registry.page_decoders
+        _ = registry.page_decoders
 
 
 def test_replacing_a_builtin_encoding_needs_an_override(kernel, tmp_path):
     kernel.install("shadow", _decoders(BUILTIN_URL))
     kernel.reload()
     with pytest.raises(PluginConflictError, match="'shadow' \\(shadow 0.1\\).*LANCE_FW_OVERRIDES"):
-        registry.page_decoders
+        _ = registry.page_decoders
     with pytest.raises(PluginConflictError):  # a read needs the decoders: never the fork silently
         lance_fw.write_dataset(_table(), str(tmp_path / "ds"), data_storage_version="2.0")
         lance_fw.dataset(str(tmp_path / "ds")).to_table()
@@ -278,4 +283,4 @@ def test_collect_hook_key_of_wrong_type_names_the_plugin(kernel):
         """)
     kernel.reload()
     with pytest.raises(PluginLoadError, match="'badkey'.*'zero'"):
-        registry.deletion_codecs
+        _ = registry.deletion_codecs
