@@ -268,7 +268,7 @@ def test_collect_hook_returning_a_list_names_the_plugin(kernel, tmp_path):
     kernel.install("listy", """
         @hookimpl
         def lance_page_decoders():
-            return [("/x.Url", None)]
+            return ["/x.Url"]
         """)
     kernel.reload()
     with pytest.raises(PluginLoadError, match="'listy' \\(listy 0.1\\).*returned list, expected a mapping"):
@@ -284,3 +284,18 @@ def test_collect_hook_key_of_wrong_type_names_the_plugin(kernel):
     kernel.reload()
     with pytest.raises(PluginLoadError, match="'badkey'.*'zero'"):
         _ = registry.deletion_codecs
+
+
+def test_hookimpl_not_matching_its_spec_is_recorded(kernel, tmp_path):
+    """pluggy's own validation (an argument the hookspec does not have) fails the plugin, not lance_fw."""
+    kernel.install("badsig", """
+        @hookimpl
+        def lance_storage(uri, options, bucket_region):
+            return None
+        """)
+    kernel.reload()
+    badsig = _by_name()["badsig"]
+    assert badsig["status"] == "failed" and "bucket_region" in badsig["error"]
+    uri = str(tmp_path / "ds")
+    lance_fw.write_dataset(_table(), uri)
+    assert lance_fw.dataset(uri).count_rows() == 5000
