@@ -17,13 +17,18 @@ from google.protobuf import any_pb2, text_format
 
 
 def _plugins(_args) -> int:
-    from lance_fw.plugin_manager import plugins
+    from lance_fw.plugin_manager import plugins, problems, provides
 
+    keys = provides()
     for p in plugins():
         detail = p["error"] if p["status"] == "failed" else ", ".join(p["hooks"])
         if p["overrides"]:
             detail += f"  overrides {p['overrides']}"
         print(f"{p['name']:<20} {p['distribution'] or '-':<24} {p['status']:<9} {detail}")
+        for hook, provided in keys.get(p["name"], {}).items():
+            print(f"{'':<20} {hook}: {', '.join(provided) or '-'}")
+    for problem in problems():
+        print(f"PROBLEM: {problem}")
     return 0
 
 

@@ -367,6 +367,34 @@ def _new_wins(state: _State, hook_name: str, key: Any, prev: str, new: str) -> b
 
 
 registry = _Registry()
+COLLECT_HOOKS = ("lance_page_decoders", "lance_kind_decoders", "lance_deletion_codecs", "lance_index_types")
+
+
+def provides() -> dict[str, dict[str, list[str]]]:
+    """Per loaded plugin, the keys it returns from each collecting hook (type URLs, kinds, codecs,
+    index names), for ``lance-fw plugins``. Never raises: a hook that fails is shown as its error."""
+    state = _get_state()
+    out: dict[str, dict[str, list[str]]] = {}
+    for hook_name in COLLECT_HOOKS:
+        for impl in getattr(state.pm.hook, hook_name).get_hookimpls():
+            try:
+                answered = state.pm._hookexec(hook_name, [impl], {}, False)
+                keys = sorted(map(str, answered[0])) if answered else []
+            except Exception as exc:  # noqa: BLE001 - listing must survive a broken plugin
+                keys = [f"<error: {type(exc).__name__}: {exc}>"]
+            out.setdefault(impl.plugin_name, {})[hook_name] = keys
+    return out
+
+
+def problems() -> list[str]:
+    """Conflicts and type errors the registry would raise on first use, as messages (never raises)."""
+    found = []
+    for prop in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types"):
+        try:
+            getattr(registry, prop)
+        except LanceError as exc:
+            found.append(f"{type(exc).__name__}: {exc}")
+    return found
 
 
 def plugins() -> list[dict[str, Any]]:

@@ -118,10 +118,13 @@ def test_same_entry_point_name_in_two_distributions_is_a_conflict(kernel):
     assert "/one.Url" not in registry.page_decoders and "/two.Url" not in registry.page_decoders
 
 
-def test_two_plugins_claiming_one_type_url_conflict(kernel):
+def test_two_plugins_claiming_one_type_url_conflict(kernel, capsys):
     kernel.install("fork_a", _decoders("/shared.Url"))
     kernel.install("fork_b", _decoders("/shared.Url"))
     kernel.reload()
+    assert main(["plugins"]) == 0  # the listing shows the conflict instead of failing on it
+    out = capsys.readouterr().out
+    assert "lance_page_decoders: /shared.Url" in out and "PROBLEM: PluginConflictError" in out
     with pytest.raises(PluginConflictError, match="fork_a 0.1.*fork_b 0.1"):
         _ = registry.page_decoders
 
