@@ -1,9 +1,12 @@
-"""Local filesystem storage: positional reads with ``os.pread`` (no seek, thread-safe)."""
+"""Local filesystem storage: positional reads with ``os.pread`` (no seek, thread-safe), and
+atomic outputs (a temp file beside the target, renamed over it on close)."""
 
 from __future__ import annotations
 
+import io
 import os
 import stat
+import uuid
 from typing import BinaryIO
 
 from lance_fw.errors import DatasetNotFoundError, StorageError
@@ -11,8 +14,80 @@ from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import RangeReader, Storage
 
 
+#: Temp files of outputs in flight start with this. Only a crash leaves one behind; it keeps the
+#: target's suffix, so ``cleanup_old_versions`` removes it like any unreferenced file of its kind.
+TEMP_PREFIX = ".tmp-"
+
+
 def local_path(uri: str) -> str:
     return uri[len("file://"):] if uri.startswith("file://") else uri
+
+
+class AtomicOutput(io.RawIOBase):
+    """A file that appears at ``path`` complete or not at all.
+
+    Bytes go to a temp file in the target's directory (same filesystem, so the rename is atomic);
+    ``close`` flushes, fsyncs and ``os.replace``-s it over ``path``, so a concurrent reader sees
+    either no file (or the previous one) or the whole new one, never a torn file. ``abort`` -- and
+    leaving a ``with`` block by an exception -- deletes the temp file and publishes nothing.
+    """
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+        directory, name = os.path.split(path)
+        self._tmp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}-{name}")
+        self._file = open(self._tmp, "xb")
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        return self._file.write(data)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def flush(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+
+    def close(self) -> None:
+        """Publish the file (a no-op once closed or aborted)."""
+        if self.closed:
+            return
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            os.replace(self._tmp, self.path)
+        except OSError as exc:
+            self._discard()
+            raise StorageError(f"{self.path}: cannot write the file: {exc}") from exc
+        finally:
+            super().close()
+
+    def abort(self) -> None:
+        """Discard what was written: ``path`` is left as it was and no temp file remains."""
+        if not self.closed:
+            self._discard()
+            super().close()
+
+    def _discard(self) -> None:
+        self._file.close()
+        try:
+            os.unlink(self._tmp)
+        except FileNotFoundError:
+            pass
+
+    def __del__(self) -> None:  # dropped without close: nothing is published (IOBase would close)
+        self.abort()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()
+        else:
+            self.close()
 
 
 class LocalReader(RangeReader):
@@ -59,7 +134,7 @@ class LocalStorage(Storage):
         path = local_path(path)
         try:
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            return open(path, "wb")
+            return AtomicOutput(path)  # type: ignore[return-value]
         except OSError as exc:  # e.g. a parent is a regular file, or no permission
             raise StorageError(f"{path}: cannot create the file: {exc}") from exc
 

@@ -185,3 +185,52 @@ def test_kind_decoder_returning_int32_for_int64_is_not_cast_v2_1(uri):
     finally:
         unregister("int32_kinds")
     assert lance_fw.dataset(uri).take([3, 15_000]).column("id").to_pylist() == [3, 15_000]
+
+
+# --- 3. local open_output is atomic ---------------------------------------------------------------
+
+def test_local_output_appears_only_when_closed(tmp_path):
+    from lance_fw.io.storage import resolve_storage
+
+    storage, path = resolve_storage(str(tmp_path)), str(tmp_path / "sub" / "f.bin")
+    out = storage.open_output(path)
+    out.write(b"x" * 100_000)
+    out.flush()
+    assert not storage.exists(path) and "f.bin" not in storage.list_dir(str(tmp_path / "sub"))
+    out.close()
+    assert storage.read_bytes(path) == b"x" * 100_000
+    assert os.listdir(tmp_path / "sub") == ["f.bin"]  # no temp file left
+    with storage.open_output(path) as out:  # replacing: readers see the old file until close
+        out.write(b"new")
+        assert storage.read_bytes(path) == b"x" * 100_000
+    assert storage.read_bytes(path) == b"new"
+
+
+def test_local_output_aborted_leaves_nothing(tmp_path):
+    from lance_fw.io.storage import resolve_storage
+
+    storage, path = resolve_storage(str(tmp_path)), str(tmp_path / "f.bin")
+    out = storage.open_output(path)
+    out.write(b"partial")
+    out.abort()
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(RuntimeError):
+        with storage.open_output(path) as out:
+            out.write(b"partial")
+            raise RuntimeError("the writer failed")
+    assert os.listdir(tmp_path) == []
+
+
+def test_file_writer_abort_leaves_no_file(tmp_path):
+    from lance_fw.file.writer import LanceFileWriter
+    from lance_fw.io.storage import resolve_storage
+    from lance_fw.schema import LanceSchema
+
+    data = table(n=5000)
+    path = str(tmp_path / "x.lance")
+    writer = LanceFileWriter(resolve_storage(path), path, LanceSchema.from_arrow(data.schema), (2, 0),
+                             {"max_page_bytes": 1024})
+    writer.write_batch(data.to_batches()[0])
+    assert not os.path.exists(path)  # pages were written, the file is not visible
+    writer.abort()
+    assert os.listdir(tmp_path) == []

@@ -214,8 +214,10 @@ class LanceFileWriter:
         return WrittenFile(self.path, self._rows, self._pos, ids, list(range(len(ids))), self.version)
 
     def abort(self) -> None:
+        """Give up the file: a stream that can ``abort`` (see ``Storage.open_output``) publishes
+        nothing; others are closed and the caller deletes what they published."""
         try:
-            self._out.close()
+            getattr(self._out, "abort", self._out.close)()
         except Exception:  # noqa: BLE001 - best effort; the caller deletes the file
             pass
 

@@ -108,37 +108,100 @@ class RangeReader(abc.ABC):
 
 
 class Storage(abc.ABC):
-    """A filesystem-like backend for one URI scheme."""
+    """A filesystem-like backend for one URI scheme, chosen by the ``lance_storage`` hook.
+
+    Paths are full URIs/paths as :func:`join_uri` builds them. Failures the caller cannot fix by
+    changing arguments are raised as ``StorageError`` (an ``OSError``) naming the path; a missing
+    file is ``DatasetNotFoundError`` where the method says so.
+
+    Thread-safety: one ``Storage`` is shared by every thread of a dataset (scans, ``take``, writes
+    of several files), so every method must be safe to call concurrently. Streams and readers it
+    returns are used by one thread at a time, except ``RangeReader.read`` (see there).
+
+    Atomicity is what a backend must get right for the table format to be safe: a file published
+    by ``open_output`` is seen by every reader either whole or not at all. It is *not* asked to
+    make "create if absent" atomic: publishing a manifest exactly once is the commit handler's job
+    (``lance_commit_handler``), which a new scheme must provide too.
+    """
 
     scheme: str = ""
 
     @abc.abstractmethod
-    def open_reader(self, path: str) -> RangeReader: ...
+    def open_reader(self, path: str) -> RangeReader:
+        """Open ``path`` for positional reads.
+
+        Args:
+            path: the file's full path or URI.
+        Returns:
+            A ``RangeReader`` whose ``size`` is fixed when it opens (a file replaced later is not
+            seen half old, half new by it).
+        Raises:
+            DatasetNotFoundError: ``path`` does not exist.
+            StorageError: it exists but cannot be read (not a regular file, no permission, ...).
+        """
 
     @abc.abstractmethod
     def open_output(self, path: str) -> BinaryIO:
-        """A writable binary stream; the file appears complete once the stream is closed."""
+        """Open a new file at ``path`` for writing, creating missing parent directories.
+
+        Args:
+            path: the file's full path or URI; an existing file there is replaced on close.
+        Returns:
+            A writable binary stream (``write``, ``close``, context manager). Atomic: until
+            ``close`` returns, readers of ``path`` see no file (or the one it replaces), never a
+            partial one; after it returns, the whole file. A stream that also has ``abort()``
+            publishes nothing when aborted or when its ``with`` block exits by an exception (the
+            local backend does this); callers of a stream without ``abort`` delete the file.
+        Raises:
+            StorageError: the file cannot be created, written or published.
+        """
 
     @abc.abstractmethod
     def list_dir(self, path: str) -> list[str]:
-        """Names (not paths) of the entries in a directory; empty if it does not exist."""
+        """List a directory.
+
+        Args:
+            path: the directory's full path or URI.
+        Returns:
+            Names (not paths) of its entries, in no particular order; empty when it does not exist.
+            Outputs not yet closed may show up under temporary names (local: ``.tmp-*``), never
+            under their final name.
+        Raises:
+            StorageError: it exists but cannot be listed.
+        """
 
     @abc.abstractmethod
-    def exists(self, path: str) -> bool: ...
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` exists now (a closed output exists, an open one does not).
+
+        Raises:
+            StorageError: the store cannot answer.
+        """
 
     @abc.abstractmethod
-    def delete(self, path: str) -> None: ...
+    def delete(self, path: str) -> None:
+        """Delete one file; deleting a missing file is not an error (deletes are retried).
+
+        Raises:
+            StorageError: it exists and cannot be deleted.
+        """
 
     @abc.abstractmethod
     def mtime(self, path: str) -> float | None:
         """Last modification, seconds since the epoch; None when the store does not report one
-        (callers treat an unknown age as new: ``cleanup_old_versions`` never deletes by it)."""
+        (callers treat an unknown age as new: ``cleanup_old_versions`` never deletes by it).
+
+        Raises:
+            OSError: ``path`` does not exist (``FileNotFoundError``) or cannot be examined.
+        """
 
     def read_bytes(self, path: str) -> bytes:
+        """The whole file at ``path``; raises as ``open_reader`` does."""
         with self.open_reader(path) as r:
             return r.read(0, r.size())
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        """Write ``data`` as the whole file at ``path``, atomically as ``open_output`` promises."""
         with self.open_output(path) as f:
             f.write(data)
 
