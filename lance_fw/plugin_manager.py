@@ -236,15 +236,25 @@ def _load() -> _State:
     return state
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _state: _State | None = None
+_loading = False
 
 
 def _get_state() -> _State:
-    global _state
+    """The loaded state. A plugin that uses the manager while being imported fails alone
+    (re-entrant lock + flag) instead of deadlocking or recursing into a second load."""
+    global _state, _loading
     with _lock:
         if _state is None:
-            _state = _load()
+            if _loading:
+                raise PluginLoadError("a plugin used the lance_fw plugin manager while being imported; "
+                                      "hooks are called only after every plugin is loaded")
+            _loading = True
+            try:
+                _state = _load()
+            finally:
+                _loading = False
         return _state
 
 

@@ -302,3 +302,18 @@ def test_hookimpl_not_matching_its_spec_is_recorded(kernel, tmp_path):
     uri = str(tmp_path / "ds")
     lance_fw.write_dataset(_table(), uri)
     assert lance_fw.dataset(uri).count_rows() == 5000
+
+
+def test_plugin_using_lance_fw_at_import_fails_alone(kernel):
+    """It used to deadlock on the manager's lock: now it is recorded as failed and the rest works."""
+    import threading
+
+    kernel.install("eager", "import lance_fw\nlance_fw.plugins()\n")
+    done: list = []
+    worker = threading.Thread(target=lambda: (kernel.reload(), done.append(_by_name())), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert done, "loading the plugins hung"
+    eager = done[0]["eager"]
+    assert eager["status"] == "failed" and "while being imported" in eager["error"]
+    assert done[0]["storage_local"]["status"] == "loaded"
