@@ -224,6 +224,9 @@ def test_plugin_failing_on_import_is_recorded_not_fatal(kernel, tmp_path, capsys
     uri = str(tmp_path / "ds")
     lance_fw.write_dataset(_table(), uri)  # used to raise the plugin's RuntimeError
     assert lance_fw.dataset(uri).to_table().equals(_table())
+    import lance_fw.duckdb as fw_duckdb
+
+    assert fw_duckdb.connect().sql(f"SELECT sum(a) FROM lance_scan('{uri}')").fetchall() == [(sum(range(5000)),)]
     broken = _by_name()["broken"]
     assert broken["status"] == "failed" and broken["distribution"] == "broken 0.1"
     assert "RuntimeError: boom at import" in broken["error"]
