@@ -64,3 +64,8 @@ class PluginConflictError(LanceError):
 class PluginLoadError(LanceError):
     """A plugin failed to import, declares an unknown ``lance_*`` hook, or a hook returned a value of
     the wrong type; the message names the plugin (and its distribution when known)."""
+
+
+class EncoderContractError(LanceError):
+    """A column encoder (a plugin) returned a page that does not keep the encoder contract (rows,
+    buffers, encoding message); the write fails before anything is committed, naming the plugin."""

@@ -15,7 +15,7 @@ import pyarrow as pa
 from google.protobuf import any_pb2, empty_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
-from lance_fw.errors import LanceError, SchemaError, UnsupportedFeatureError
+from lance_fw.errors import EncoderContractError, LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import ALIGN, PAD_BYTE, write_tail
 from lance_fw.file.encoding import ColumnSpec, pack_any, select_encoder
@@ -220,10 +220,6 @@ class LanceFileWriter:
             getattr(self._out, "abort", self._out.close)()
         except Exception:  # noqa: BLE001 - best effort; the caller deletes the file
             pass
-
-
-class EncoderContractError(LanceError):
-    """A column encoder (a plugin) returned a page that does not keep the encoder contract."""
 
 
 def _encoder_name(encoder: Any) -> str:
