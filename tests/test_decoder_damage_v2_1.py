@@ -117,9 +117,10 @@ def _layout(encoding: any_pb2.Any) -> pb.PageLayout:
 def _decode(layout: pb.PageLayout, buffers: list, rows: int, arrow_type: pa.DataType, wanted=None) -> pa.Array:
     encoding = any_pb2.Any(type_url="/lance.encodings21.PageLayout", value=layout.SerializeToString())
     page = PageInput([memoryview(b) for b in buffers], rows, arrow_type, "damaged.lance: column c, page 0")
+    # as the kernel's reader does with every page a plugin decodes
     if wanted is None:
-        return decode_page_layout(encoding, page)
-    return decode_page_layout.decode_rows(encoding, page, np.asarray(wanted, np.int64))
+        return validate_decoded(decode_page_layout(encoding, page), page.where)
+    return validate_decoded(decode_page_layout.decode_rows(encoding, page, np.asarray(wanted, np.int64)), page.where)
 
 
 def _first(pages: list, kind: str, test=lambda m: True):

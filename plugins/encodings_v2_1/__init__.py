@@ -39,24 +39,27 @@ class PageLayoutDecoder:
     """The page decoder of the family; ``decode_rows`` reads only the chunks / rows asked for."""
 
     def __call__(self, encoding, page: PageInput) -> pa.Array:
+        """The page's array; the kernel's reader validates it (``validate_decoded``), as it does
+        every plugin's pages, before anything indexes into it."""
         layout = parse_message(pb.PageLayout, encoding.value, page.where, "page layout")
-        return validate_decoded(decode_kind(FAMILY, layout, page, page.num_rows, page.arrow_type), page.where)
+        return decode_kind(FAMILY, layout, page, page.num_rows, page.arrow_type)
 
     def decode_rows(self, encoding, page: PageInput, rows: np.ndarray) -> pa.Array:
         from lance_fw.plugin_manager import registry
 
         layout = parse_message(pb.PageLayout, encoding.value, page.where, "page layout")
         kind = layout.WhichOneof("layout")
+        # What is built here is validated before ``take`` indexes into it; what is returned as
+        # built, the reader validates.
         if registry.kind_decoders.get((FAMILY, kind)) is not KIND_DECODERS.get(kind):  # replaced by a plugin
-            return self(encoding, page).take(pa.array(rows))
+            return validate_decoded(self(encoding, page), page.where).take(pa.array(rows))
         if kind == "mini_block_layout":
             levels, positions = take.mini_block_rows(layout.mini_block_layout, page, rows)
             built = repdef.build(levels, page.arrow_type, page.where)
             return validate_decoded(built, page.where).take(pa.array(positions))
         if kind == "full_zip_layout":
-            built = repdef.build(take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where)
-            return validate_decoded(built, page.where)
-        return self(encoding, page).take(pa.array(rows))
+            return repdef.build(take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where)
+        return validate_decoded(self(encoding, page), page.where).take(pa.array(rows))
 
 
 decode_page_layout = PageLayoutDecoder()
