@@ -30,7 +30,7 @@ from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import FragmentReader, Matcher, matcher_for, with_row_columns
-from lance_fw.table.manifest import find_version, list_versions, read_manifest
+from lance_fw.table.manifest import commit_time, find_version, list_versions, read_manifest
 from lance_fw.table.tags import Tags
 
 #: ``default_scan_options`` keys lance_fw merges into every ``scanner()`` call. They cannot change
@@ -54,10 +54,6 @@ def dataset(uri, version: int | str | None = None, asof: datetime | str | None =
         raise InvalidArgumentError("dataset: uri is required (namespace_client/table_id are not supported)")
     return LanceDataset(uri, version=version, asof=asof, storage_options=storage_options,
                         default_scan_options=default_scan_options)
-
-
-def _to_datetime(ts) -> datetime:
-    return datetime.fromtimestamp(ts.seconds + ts.nanos / 1e9)
 
 
 def _check_default_scan_options(options: dict | None) -> dict:
@@ -120,7 +116,7 @@ class LanceDataset:
         out = []
         for entry in list_versions(self._storage, self.uri):
             manifest, _ = read_manifest(self._storage, entry.path)
-            out.append({"version": manifest.version, "timestamp": _to_datetime(manifest.timestamp),
+            out.append({"version": manifest.version, "timestamp": datetime.fromtimestamp(commit_time(manifest)),
                         "metadata": dict(manifest.tag and {"tag": manifest.tag} or {})})
         return out
 

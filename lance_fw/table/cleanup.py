@@ -31,7 +31,7 @@ from datetime import timedelta
 from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.deletion import deletion_path
-from lance_fw.table.manifest import VERSIONS_DIR, list_versions, read_manifest
+from lance_fw.table.manifest import VERSIONS_DIR, commit_time, list_versions, read_manifest
 from lance_fw.table.tags import TAGS_DIR
 
 DEFAULT_OLDER_THAN = timedelta(days=14)
@@ -173,7 +173,7 @@ def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | Non
     for entry in entries:
         manifest = manifests[entry.version]
         old = entry.version < current and policy.should_clean(
-            entry.version, manifest.timestamp.seconds + manifest.timestamp.nanos / 1e9)
+            entry.version, commit_time(manifest))
         if old and entry.version in tagged:
             tagged_old.append(entry.version)
         (removed if old and entry.version not in tagged else kept).append(entry)
@@ -182,8 +182,7 @@ def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | Non
                                    "error_if_tagged_old_versions=False")
     needed = set().union(*(_referenced(uri, manifests[e.version]) for e in kept))
     verified = set().union(*(_referenced(uri, manifests[e.version]) for e in removed))
-    earliest_kept = min(manifests[e.version].timestamp.seconds + manifests[e.version].timestamp.nanos / 1e9
-                        for e in kept)
+    earliest_kept = min(commit_time(manifests[e.version]) for e in kept)
 
     doomed: list[tuple[str, str | None]] = []
     for directory, suffixes, counter in _MANAGED_DIRS:

@@ -74,6 +74,11 @@ def find_version(storage: Storage, base: str, version: int | None) -> VersionEnt
                                f"(versions {versions[0].version}..{versions[-1].version})")
 
 
+def commit_time(manifest: table_pb2.Manifest) -> float:
+    """When ``manifest`` was committed, in seconds since the epoch."""
+    return manifest.timestamp.seconds + manifest.timestamp.nanos / 1e9
+
+
 def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, table_pb2.IndexSection | None]:
     data = storage.read_bytes(path)
     if len(data) < FOOTER.size or data[-4:] != MAGIC:
