@@ -56,12 +56,30 @@ def lance_select_encoder(column: "ColumnSpec", options: Mapping[str, Any]) -> "C
 
 @hookspec(firstresult=True)
 def lance_storage(uri: str, options: Mapping[str, Any]) -> "Storage | None":
-    """Return a ``Storage`` for ``uri`` (by scheme), or None if this plugin does not handle it."""
+    """Return a ``Storage`` for ``uri`` (by scheme), or None if this plugin does not handle it.
+
+    ``options`` are the user's ``storage_options``; every key in them has been declared by some
+    plugin's ``lance_storage_options`` (unknown keys are refused before this hook runs).
+    """
 
 
 @hookspec(firstresult=True)
-def lance_commit_handler(storage: "Storage", uri: str) -> "CommitHandler | None":
-    """Return the handler that atomically creates a manifest only if it is absent."""
+def lance_commit_handler(storage: "Storage", uri: str, options: Mapping[str, Any]) -> "CommitHandler | None":
+    """Return the handler that atomically creates a manifest only if it is absent, or None.
+
+    ``options`` are the same ``storage_options`` the storage was opened with: the per-plugin
+    configuration channel (e.g. where an external manifest store lives). An implementation may
+    leave ``options`` out of its signature if it needs none.
+    """
+
+
+@hookspec
+def lance_storage_options() -> Mapping[str, str]:
+    """The ``storage_options`` keys this plugin reads, each with a one-line description.
+
+    The kernel refuses a key no plugin declares (``InvalidArgumentError`` listing the known ones),
+    so a misspelt option is never silently ignored. Two plugins declaring one key conflict.
+    """
 
 
 @hookspec

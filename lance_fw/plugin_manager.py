@@ -315,7 +315,7 @@ class _Registry:
     """Merged answers of the collecting hooks, computed once and checked for conflicts and types."""
 
     def reset(self) -> None:
-        for key in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types"):
+        for key in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types", "storage_options"):
             self.__dict__.pop(key, None)
 
     @staticmethod
@@ -361,6 +361,11 @@ class _Registry:
         """Index types by name; none are built in yet (BTREE/BITMAP/IVF_PQ come as plugins)."""
         return self._collect("lance_index_types")
 
+    @cached_property
+    def storage_options(self) -> dict[str, str]:
+        """``storage_options`` keys some plugin reads, with their descriptions."""
+        return self._collect("lance_storage_options")
+
 
 def _new_wins(state: _State, hook_name: str, key: Any, prev: str, new: str) -> bool:
     """``new`` (registered after ``prev``) claims ``key`` too: whether it wins, or a conflict."""
@@ -377,7 +382,8 @@ def _new_wins(state: _State, hook_name: str, key: Any, prev: str, new: str) -> b
 
 
 registry = _Registry()
-COLLECT_HOOKS = ("lance_page_decoders", "lance_kind_decoders", "lance_deletion_codecs", "lance_index_types")
+COLLECT_HOOKS = ("lance_page_decoders", "lance_kind_decoders", "lance_deletion_codecs", "lance_index_types",
+                 "lance_storage_options")
 
 
 def provides() -> dict[str, dict[str, list[str]]]:
@@ -399,7 +405,7 @@ def provides() -> dict[str, dict[str, list[str]]]:
 def problems() -> list[str]:
     """Conflicts and type errors the registry would raise on first use, as messages (never raises)."""
     found = []
-    for prop in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types"):
+    for prop in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types", "storage_options"):
         try:
             getattr(registry, prop)
         except LanceError as exc:

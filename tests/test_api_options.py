@@ -214,6 +214,10 @@ def test_storage_options_are_used(tmp_path):
         def lance_storage(self, uri, options):
             seen.append(dict(options))
 
+        @hookimpl
+        def lance_storage_options(self):
+            return {"spy_option": "seen by the spy"}
+
     register(Spy(), name="storage-options-spy")
     try:
         options = {"spy_option": "1"}

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import abc
 import re
-from typing import BinaryIO, Sequence
+import types
+from typing import Any, BinaryIO, Mapping, Sequence
 
-from lance_fw.errors import CorruptFileError, StorageError
+from lance_fw.errors import CorruptFileError, InvalidArgumentError, StorageError, UnsupportedFeatureError
 
 #: Ranges closer than this are read in one request (a gap this small costs less than a round trip).
 COALESCE_GAP = 64 * 1024
@@ -119,12 +120,18 @@ class Storage(abc.ABC):
     returns are used by one thread at a time, except ``RangeReader.read`` (see there).
 
     Atomicity is what a backend must get right for the table format to be safe: a file published
-    by ``open_output`` is seen by every reader either whole or not at all. It is *not* asked to
-    make "create if absent" atomic: publishing a manifest exactly once is the commit handler's job
-    (``lance_commit_handler``), which a new scheme must provide too.
+    by ``open_output`` is seen by every reader either whole or not at all. Publishing a manifest
+    exactly once needs "create if absent": a backend that can do it atomically sets
+    ``atomic_put_if_absent`` and implements :meth:`put_if_absent`, and the built-in generic commit
+    handler then makes its commits safe with no handler of its own. Otherwise the scheme needs a
+    commit handler plugin (``lance_commit_handler``).
     """
 
     scheme: str = ""
+    #: Whether :meth:`put_if_absent` is atomic against other processes and machines.
+    atomic_put_if_absent: bool = False
+    #: The ``storage_options`` this storage was opened with; commit handlers receive them too.
+    options: Mapping[str, Any] = types.MappingProxyType({})
 
     @abc.abstractmethod
     def open_reader(self, path: str) -> RangeReader:
@@ -195,6 +202,28 @@ class Storage(abc.ABC):
             OSError: ``path`` does not exist (``FileNotFoundError``) or cannot be examined.
         """
 
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` holding exactly ``data``, only if no file is there.
+
+        Args:
+            path: the file's full path or URI (a manifest, for commits).
+            data: the whole content.
+        Returns:
+            None once the file is published whole (readers never see part of it).
+        Raises:
+            CommitConflictError: a file already exists at ``path`` (another writer got there first);
+                nothing was changed.
+            UnsupportedFeatureError: this backend cannot create atomically (the default); check
+                ``atomic_put_if_absent`` first.
+            StorageError: the store failed; the file may or may not exist afterwards, and the caller
+                must look (``exists`` + ``read_bytes``) before assuming either.
+
+        Atomicity: when ``atomic_put_if_absent`` is true, of several concurrent calls for one path,
+        from any process or machine, exactly one succeeds.
+        """
+        raise UnsupportedFeatureError(f"{type(self).__name__} ({self.scheme or 'local'}) has no atomic "
+                                      f"put-if-absent; {path} cannot be created exactly once by it")
+
     def read_bytes(self, path: str) -> bytes:
         """The whole file at ``path``; raises as ``open_reader`` does."""
         with self.open_reader(path) as r:
@@ -210,10 +239,30 @@ def resolve_storage(uri: str, storage_options: dict | None = None) -> Storage:
     """Ask the storage plugins for a backend that handles ``uri``."""
     from lance_fw.plugin_manager import get_plugin_manager
 
-    storage = get_plugin_manager().hook.lance_storage(uri=uri, options=dict(storage_options or {}))
+    options = dict(storage_options or {})
+    check_storage_options(options)
+    storage = get_plugin_manager().hook.lance_storage(uri=uri, options=options)
     if storage is None:
         raise StorageError(f"no storage plugin handles {uri!r}; installed: {_names()}")
     return storage
+
+
+def check_storage_options(options: Mapping[str, Any]) -> None:
+    """Refuse a ``storage_options`` key that no plugin declares (``lance_storage_options``): an
+    option nobody reads would be silently ignored.
+
+    Raises:
+        InvalidArgumentError: naming the unknown keys and listing the known ones.
+    """
+    from lance_fw.plugin_manager import registry
+
+    if not options:
+        return
+    known = registry.storage_options
+    unknown = sorted(str(k) for k in options if k not in known)
+    if unknown:
+        raise InvalidArgumentError(f"unknown storage_options {unknown}; the installed plugins read "
+                                   f"{sorted(known) or 'none'}")
 
 
 def _names() -> list[str]:

@@ -24,7 +24,7 @@ def resolve_commit_handler(storage: Storage, uri: str) -> CommitHandler:
     from lance_fw.errors import StorageError
     from lance_fw.plugin_manager import get_plugin_manager
 
-    handler = get_plugin_manager().hook.lance_commit_handler(storage=storage, uri=uri)
+    handler = get_plugin_manager().hook.lance_commit_handler(storage=storage, uri=uri, options=getattr(storage, "options", {}))
     if handler is None:
         raise StorageError(f"no commit handler for {uri!r}")
     return handler
