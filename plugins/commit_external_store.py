@@ -1,0 +1,1 @@
+"""Placeholder: commit_external_store is being written."""

@@ -1,0 +1,1 @@
+"""Placeholder: commit_put_if_absent is being written."""

@@ -1,0 +1,1 @@
+"""Placeholder: storage_s3 is being written."""
