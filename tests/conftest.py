@@ -8,6 +8,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+#: The real S3 server fixture (``s3_server``) for the object-storage tests.
+pytest_plugins = ["s3_server"]
+
 # --- Hypothesis profiles (the interop properties). "ci", the default, is deterministic (the same
 # examples every run, no example database), sized for CI, and does not shrink (shrinking a large
 # failing example can take minutes; the printed blob replays it, and the deep profile shrinks).
