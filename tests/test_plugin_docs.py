@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import assert_tables_equal
 from test_plugin_kernel import kernel  # noqa: F401 - the fixture that installs plugin dists
 
 import lance_fw
-from conftest import assert_tables_equal
 from lance_fw.cli import main
 from lance_fw.errors import InvalidArgumentError
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "plugin-authoring.md"
-BLOCK = re.compile(r"(?:<!-- example: (?P<name>[\w-]+) -->\n)?```python\n(?P<code>.*?)```", re.S)
+BLOCK = re.compile(r"(?:<!-- example: (?P<name>[\w-]+) -->\n)?```python\n(?P<code>.*?)```", re.DOTALL)
 
 
 def _blocks() -> list[tuple[str | None, str]]:
@@ -43,7 +43,7 @@ def test_every_python_block_compiles():
 
 @pytest.mark.parametrize("name", ["plain64", "dictstore", "handler", "overrides"])
 def test_example_blocks_execute(name):
-    exec(compile(example(name), f"{DOC.name}:{name}", "exec"), {"__name__": f"doc_example_{name}"})
+    exec(compile(example(name), f"{DOC.name}:{name}", "exec"), {"__name__": f"doc_example_{name}"})  # noqa: S102
 
 
 def _with_nulls(n: int) -> pa.Table:
