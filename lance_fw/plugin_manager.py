@@ -105,7 +105,8 @@ class _Manager(pluggy.PluginManager):
             if not state.failures:
                 raise
             raise StorageError(f"{exc}{failure_note()}") from exc
-        if result is None and state.failures:
+        if result is None and state.failures and hook_name == "lance_storage":
+            # (no commit handler: resolve_commit_handler explains, with the same failure note)
             raise StorageError(f"no plugin answers {hook_name} for {kwargs.get('uri')!r}{failure_note()}")
         return result
 

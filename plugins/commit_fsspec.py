@@ -1,22 +1,34 @@
-"""Commits on fsspec filesystems without a native create-if-absent (e.g. ``memory://``).
+"""Commits on in-process fsspec filesystems (``memory://``), which have no create-if-absent.
 
-Uses a process-wide lock around exists+write: correct for in-process filesystems. Object stores
-with conditional PUT get their own handler later.
+The handler serialises exists+write with a lock of this process. That is correct only where every
+writer of the filesystem is in this process: fsspec's memory filesystem is a per-process store. A
+filesystem two processes can reach (``local://``, object stores, network filesystems) is never
+claimed: those need a storage with an atomic ``put_if_absent`` or a commit-handler plugin, and
+``resolve_commit_handler`` says so.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Any, Mapping
+
+from fsspec.implementations.memory import MemoryFileSystem
 
 from lance_fw.errors import CommitConflictError
 from lance_fw.hookspecs import hookimpl
+from lance_fw.io.storage import Storage
 from lance_fw.table.commit import CommitHandler
 from lance_fw_plugins.storage_fsspec import FsspecStorage
+
+#: fsspec filesystem classes whose whole content lives in this process.
+IN_PROCESS_FILESYSTEMS = (MemoryFileSystem,)
 
 _lock = threading.Lock()
 
 
 class LockingCommitHandler(CommitHandler):
+    """Thread-safe; atomic only against writers in this process (see the module docstring)."""
+
     def commit(self, path: str, data: bytes) -> None:
         with _lock:
             if self.storage.exists(path):
@@ -38,6 +50,11 @@ def _drop_partial(storage, path: str, data: bytes) -> None:
         pass
 
 
+def in_process(storage: Storage) -> bool:
+    """Whether only this process can write ``storage``'s files (so a process lock serialises all writers)."""
+    return isinstance(storage, FsspecStorage) and isinstance(storage.fs, IN_PROCESS_FILESYSTEMS)
+
+
 @hookimpl(trylast=True)
-def lance_commit_handler(storage, uri: str) -> CommitHandler | None:
-    return LockingCommitHandler(storage) if isinstance(storage, FsspecStorage) else None
+def lance_commit_handler(storage: Storage, uri: str, options: Mapping[str, Any]) -> CommitHandler | None:
+    return LockingCommitHandler(storage) if in_process(storage) else None

@@ -1,5 +1,7 @@
-"""Local filesystem storage: positional reads with ``os.pread`` (no seek, thread-safe), and
-atomic outputs (a temp file beside the target, renamed over it on close)."""
+"""Local filesystem storage: positional reads with ``os.pread`` (no seek, thread-safe), atomic
+outputs (a temp file beside the target, renamed over it on close), and an atomic put-if-absent
+(a temp file beside the target, hard-linked to it: ``link`` fails if the target exists), which the
+generic commit handler (``commit_put_if_absent``) publishes manifests with."""
 
 from __future__ import annotations
 
@@ -7,9 +9,9 @@ import io
 import os
 import stat
 import uuid
-from typing import BinaryIO
+from typing import Any, BinaryIO, Mapping
 
-from lance_fw.errors import DatasetNotFoundError, StorageError
+from lance_fw.errors import CommitConflictError, DatasetNotFoundError, StorageError
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import RangeReader, Storage
 
@@ -125,7 +127,17 @@ class LocalReader(RangeReader):
 
 
 class LocalStorage(Storage):
+    """Files on the local filesystem (plain paths and ``file://`` URIs).
+
+    Every method is thread-safe and safe against other processes using the same directory; outputs
+    and :meth:`put_if_absent` are atomic (see ``Storage``). No ``storage_options`` are read.
+    """
+
     scheme = "file"
+    atomic_put_if_absent = True
+
+    def __init__(self, options: Mapping[str, Any] | None = None):
+        self.options = dict(options or {})
 
     def open_reader(self, path: str) -> RangeReader:
         return LocalReader(local_path(path))
@@ -160,9 +172,47 @@ class LocalStorage(Storage):
     def mtime(self, path: str) -> float:
         return os.stat(local_path(path)).st_mtime
 
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        """Create ``path`` holding ``data`` only if absent (see ``Storage.put_if_absent``).
+
+        The bytes go to a temp file beside the target, are fsynced, then ``os.link``-ed to the
+        target: ``link`` fails with EEXIST when the target exists, atomically against every other
+        process on the machine (and on NFS v3+), and the target appears whole because its content
+        was complete before the name existed. The temp file is removed in every case.
+
+        Raises:
+            CommitConflictError: a file already exists at ``path``.
+            StorageError: the temp file cannot be written or linked (then ``path`` was not created).
+        """
+        final = local_path(path)
+        directory, name = os.path.split(final)
+        tmp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}-{name}")
+        try:
+            os.makedirs(directory or ".", exist_ok=True)
+            with open(tmp, "xb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.link(tmp, final)
+        except FileExistsError as exc:
+            raise CommitConflictError(f"{final} already exists: another writer created it first") from exc
+        except OSError as exc:
+            raise StorageError(f"{final}: cannot create the file: {exc}") from exc
+        finally:
+            _remove_quietly(tmp)
+
+
+def _remove_quietly(path: str) -> None:
+    """Drop a temp file; once the target is linked a failure here must not fail the caller
+    (``cleanup_old_versions`` removes stray ``.tmp-*`` files)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
 
 @hookimpl(trylast=True)
 def lance_storage(uri: str, options) -> Storage | None:
     if "://" in uri and not uri.startswith("file://"):
         return None
-    return LocalStorage()
+    return LocalStorage(options)

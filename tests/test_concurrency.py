@@ -53,9 +53,9 @@ class _MeetingPoint:
         self.barrier, self.local, self.lock, self.conflicts = barrier, threading.local(), threading.Lock(), 0
 
     @hookimpl(tryfirst=True)
-    def lance_commit_handler(self, storage, uri: str):
+    def lance_commit_handler(self, storage, uri: str, options):
         others = get_plugin_manager().subset_hook_caller("lance_commit_handler", remove_plugins=[self])
-        return _MeetingPointHandler(others(storage=storage, uri=uri), self)
+        return _MeetingPointHandler(others(storage=storage, uri=uri, options=options), self)
 
 
 def _rebased(uri: str) -> list[int]:
