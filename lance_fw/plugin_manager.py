@@ -343,6 +343,7 @@ class _Registry:
                 if prev is None or _new_wins(state, hook_name, key, prev, name):
                     merged[key] = value
                     owner[key] = name
+        _OWNERS[hook_name] = {key: state.label(name) for key, name in owner.items()}
         return merged
 
     @cached_property
@@ -380,6 +381,15 @@ def _new_wins(state: _State, hook_name: str, key: Any, prev: str, new: str) -> b
                 key in state.overrides.get(third, {}).get(hook_name, ()):
             return third == new
     raise _conflict(state, hook_name, f"key {key!r}", prev, new)
+
+
+_OWNERS: dict[str, dict] = {}  # collect hook -> key -> "'plugin' (dist)" whose answer the registry uses
+
+
+def owner(hook_name: str, key: Any) -> str | None:
+    """The plugin (``'name' (distribution)``) whose value the registry uses for ``key`` of a collect
+    hook, for errors about what that value did (e.g. a decoder's output failing the reader's checks)."""
+    return _OWNERS.get(hook_name, {}).get(key)
 
 
 registry = _Registry()
