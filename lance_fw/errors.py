@@ -50,6 +50,12 @@ class CommitConflictError(LanceError):
     """A concurrent writer committed a version this transaction cannot be rebased on."""
 
 
+class CommitStuckError(CommitConflictError):
+    """The commit handler keeps refusing a version whose manifest never appears: a claim left by a
+    writer that crashed between claiming the version and writing its manifest. Retrying cannot help
+    until the handler repairs or someone clears the claim; names the handler and the version."""
+
+
 class StorageError(LanceError, OSError):
     """The storage backend failed, or no backend handles the URI's scheme."""
 

@@ -308,7 +308,6 @@ REFUSED = [
     ("fragment blob_handling", lambda ds, uri: ds.get_fragments()[0].to_table(blob_handling="all_descriptions")),
     ("dataset commit_lock", lambda ds, uri: lance_fw.dataset(uri, commit_lock=lambda v: None)),
     ("dataset default columns", lambda ds, uri: lance_fw.dataset(uri, default_scan_options={"columns": ["x"]})),
-    ("write commit_lock", lambda ds, uri: lance_fw.write_dataset(TABLE, uri, mode="append", commit_lock=lambda v: None)),
     ("write stable row ids", lambda ds, uri: lance_fw.write_dataset(TABLE, uri + "x", enable_stable_row_ids=True)),
     ("write progress", lambda ds, uri: lance_fw.write_dataset(TABLE, uri, mode="append", progress=object())),
     ("write v1 manifest paths", lambda ds, uri: lance_fw.write_dataset(TABLE, uri + "y", enable_v2_manifest_paths=False)),

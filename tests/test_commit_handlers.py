@@ -10,19 +10,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 import threading
 
 import lance
+import lance.commit
 import pyarrow as pa
 import pytest
 
 import lance_fw
-from lance_fw.errors import CommitConflictError, PluginLoadError, StorageError
+from lance_fw.errors import CommitConflictError, StorageError
 from lance_fw.io.storage import resolve_storage
 from lance_fw.table import transaction
 from lance_fw.table.commit import resolve_commit_handler
-from tests.test_plugin_kernel import Kernel, kernel  # noqa: F401 - the fixture
+from tests.test_plugin_kernel import kernel  # noqa: F401 - the fixture
 
 ROWS = 5000  # several 1024-value blocks and more than one 4096-value chunk
 
@@ -173,3 +173,176 @@ def test_scheme_without_a_safe_commit_is_refused_naming_the_handlers(tmp_path):
     assert "'local'" in message and "put_if_absent" in message and "commit" in message
     assert "commit_put_if_absent" in message and "commit_fsspec" in message  # the installed handlers
     assert not (tmp_path / "ds" / "_versions").exists()
+
+
+# --- 3. pylance's commit_lock is honoured --------------------------------------------------------
+
+class RecordingLock:
+    """pylance's ``CommitLock``: called with the version about to be committed, returns a context
+    manager; the manifest is written inside it. Records what it saw."""
+
+    def __init__(self, conflicts: int = 0):
+        self.calls: list[tuple] = []
+        self.conflicts = conflicts  # refuse this many first calls with pylance's CommitConflictError
+
+    def __call__(self, version: int):
+        lock = self
+
+        class _Lease:
+            def __enter__(self):
+                lock.calls.append(("enter", version))
+                if lock.conflicts:
+                    lock.conflicts -= 1
+                    raise lance.commit.CommitConflictError(f"version {version} is locked")
+
+            def __exit__(self, exc_type, exc, tb):
+                lock.calls.append(("exit", version, exc_type is None))
+                return True  # pylance ignores it; lance_fw must too (a failed write stays failed)
+
+        return _Lease()
+
+
+def _lock_session(write, uri) -> list[tuple]:
+    lock = RecordingLock()
+    write.write_dataset(_table(), uri, commit_lock=lock, data_storage_version="2.0")
+    write.write_dataset(_table(ROWS), uri, mode="append", commit_lock=lock)
+    write.write_dataset(_table(2 * ROWS), uri, mode="overwrite", commit_lock=lock)
+    return lock.calls
+
+
+def test_commit_lock_is_called_as_pylance_calls_it(tmp_path):
+    """Used to raise UnsupportedFeatureError('commit_lock'); now the same lock sees the same calls."""
+    theirs = _lock_session(lance, str(tmp_path / "pylance"))
+    ours = _lock_session(lance_fw, str(tmp_path / "ours"))
+    assert ours == theirs == [("enter", 1), ("exit", 1, True), ("enter", 2), ("exit", 2, True),
+                              ("enter", 3), ("exit", 3, True)]
+    assert lance.dataset(str(tmp_path / "ours")).to_table().equals(lance.dataset(str(tmp_path / "pylance")).to_table())
+
+
+def test_commit_lock_makes_an_unsafe_scheme_committable(tmp_path):
+    """A scheme with no safe handler (fsspec ``local://``) commits under the caller's lock."""
+    uri, lock = f"local://{tmp_path}/ds", RecordingLock()
+    lance_fw.write_dataset(_table(), uri, commit_lock=lock, data_storage_version="2.0")
+    lance_fw.write_dataset(_table(ROWS), uri, mode="append", commit_lock=lock)
+    assert lock.calls == [("enter", 1), ("exit", 1, True), ("enter", 2), ("exit", 2, True)]
+    assert lance.dataset(f"{tmp_path}/ds").count_rows() == 2 * ROWS
+
+
+def test_commit_lock_conflict_is_retried(tmp_path, uri):
+    """pylance's documented contract (lance.commit): CommitConflictError from the lock is a conflict.
+    (pylance 14.0.2 itself reports it as an internal error; lance_fw re-reads and retries.)"""
+    lance_fw.write_dataset(_table(), uri, data_storage_version="2.0")
+    lock = RecordingLock(conflicts=1)
+    lance_fw.write_dataset(_table(ROWS), uri, mode="append", commit_lock=lock)
+    assert lock.calls[0] == ("enter", 2) and lock.calls[-2:] == [("enter", 2), ("exit", 2, True)]
+    assert lance_fw.dataset(uri).count_rows() == 2 * ROWS
+
+
+def test_commit_lock_failure_is_an_os_error_like_pylance(tmp_path):
+    def broken(version):
+        raise RuntimeError("lock service down")
+
+    for module, uri in ((lance, str(tmp_path / "p")), (lance_fw, str(tmp_path / "f"))):
+        with pytest.raises(OSError, match="lock service down"):
+            module.write_dataset(_table(), uri, commit_lock=broken)
+    versions = tmp_path / "f" / "_versions"
+    assert not versions.exists() or not [n for n in os.listdir(versions) if n.endswith(".manifest")]
+
+
+def test_lance_dataset_commit_takes_a_commit_lock(tmp_path, uri):
+    lance_fw.write_dataset(_table(), uri, data_storage_version="2.0")
+    fragments = lance_fw.fragment.write_fragments(_table(ROWS), uri)
+    lock = RecordingLock()
+    ds = lance_fw.LanceDataset.commit(uri, lance_fw.LanceOperation.Append(fragments), read_version=1,
+                                      commit_lock=lock)
+    assert ds.version == 2 and lock.calls == [("enter", 2), ("exit", 2, True)]
+
+
+# --- 4. a claim whose manifest never appears is reported truthfully --------------------------------
+
+#: A claim-then-write commit handler for local datasets: it creates ``<dataset>/_claims/<manifest
+#: name>`` exclusively, then writes the manifest. With LFW_TEST_CRASH_AFTER_CLAIM set, the process
+#: dies between the two (a crash); with LFW_TEST_REPAIR set, ``repair`` drops a dead claim.
+CLAIMS_HANDLER = """
+    import os
+    from lance_fw.errors import CommitConflictError
+    from lance_fw.table.commit import CommitHandler
+    from lance_fw.table.manifest import manifest_name
+
+    LANCE_FW_OVERRIDES = {"lance_commit_handler": ["file"]}
+    REPAIRED = []
+
+    def _claim(path):
+        versions_dir, name = path.rsplit("/", 1)
+        return versions_dir.rsplit("/", 1)[0] + "/_claims/" + name
+
+    class ClaimThenWrite(CommitHandler):
+        def commit(self, path, data):
+            claim = _claim(path)
+            os.makedirs(os.path.dirname(claim), exist_ok=True)
+            try:
+                os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                raise CommitConflictError(f"{claim} is claimed")
+            if os.environ.get("LFW_TEST_CRASH_AFTER_CLAIM"):
+                os._exit(17)
+            self.storage.write_bytes(path, data)
+
+    class RepairingClaims(ClaimThenWrite):
+        def repair(self, base_uri, version):
+            REPAIRED.append(version)
+            for v2 in (True, False):
+                claim = f"{base_uri}/_claims/{manifest_name(version, v2)}"
+                if os.path.exists(claim):
+                    os.unlink(claim)
+            return True
+
+    @hookimpl
+    def lance_commit_handler(storage, uri):
+        if "://" in uri and not uri.startswith("file://"):
+            return None
+        return (RepairingClaims if os.environ.get("LFW_TEST_REPAIR") else ClaimThenWrite)(storage)
+    """
+
+
+@pytest.fixture
+def crashed_claim(kernel, tmp_path, uri):
+    """A dataset at version 1 whose version 2 was claimed by a process that died before writing it."""
+    kernel.install("claims", CLAIMS_HANDLER)
+    kernel.reload()
+    lance_fw.write_dataset(_table(), uri, data_storage_version="2.0")
+    code = ("import lance_fw, pyarrow as pa; "
+            f"lance_fw.write_dataset(pa.table({{'a': pa.array([1], pa.int64()), 's': ['x']}}), {uri!r}, mode='append')")
+    env = {**os.environ, "LFW_TEST_CRASH_AFTER_CLAIM": "1",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    crashed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert crashed.returncode == 17, crashed.stderr
+    assert os.listdir(f"{uri}/_claims") and lance_fw.dataset(uri).version == 1
+    return uri
+
+
+def test_crashed_claim_is_reported_as_stuck_not_as_conflicts(crashed_claim, monkeypatch):
+    """Used to retry 100 times and say 'gave up after 100 conflicting concurrent commits'."""
+    monkeypatch.setattr(transaction, "STUCK_AFTER_SECONDS", 0.0)
+    with pytest.raises(CommitConflictError) as info:
+        lance_fw.write_dataset(_table(ROWS), crashed_claim, mode="append")
+    message = str(info.value)
+    assert type(info.value).__name__ == "CommitStuckError"
+    assert "version 2" in message and "no manifest" in message and "lfw_test_claims.ClaimThenWrite" in message
+    assert "gave up" not in message
+    assert lance_fw.dataset(crashed_claim).count_rows() == ROWS
+
+
+def test_stuck_version_reported_truthfully_when_retries_run_out(crashed_claim):
+    storage = resolve_storage(crashed_claim)
+    with pytest.raises(CommitConflictError, match="refused version 2.*no manifest") as info:
+        transaction.commit(storage, crashed_claim, transaction.Append(), max_retries=3)
+    assert "gave up after 3 conflicting" not in str(info.value)
+
+
+def test_handler_repair_unsticks_the_dataset(crashed_claim, monkeypatch):
+    monkeypatch.setenv("LFW_TEST_REPAIR", "1")
+    lance_fw.write_dataset(_table(ROWS), crashed_claim, mode="append")
+    assert sys.modules["lfw_test_claims"].REPAIRED == [2]
+    assert lance_fw.dataset(crashed_claim).version == 2
+    assert lance.dataset(crashed_claim).count_rows() == 2 * ROWS

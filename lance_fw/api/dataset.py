@@ -164,7 +164,7 @@ class LanceDataset:
         ``commit_timeout`` bounds pylance's retry loop; lance_fw's is bounded by ``max_retries``."""
         from lance_fw.api.distributed import commit
 
-        refuse("LanceDataset.commit", {"commit_lock": commit_lock, "enable_v2_manifest_paths": enable_v2_manifest_paths,
+        refuse("LanceDataset.commit", {"enable_v2_manifest_paths": enable_v2_manifest_paths,
                                        "detached": detached, "enable_stable_row_ids": enable_stable_row_ids,
                                        "namespace_client": namespace_client, "table_id": table_id,
                                        "namespace_client_managed_versioning": namespace_client_managed_versioning,
@@ -172,7 +172,7 @@ class LanceDataset:
                {"enable_v2_manifest_paths": True, "detached": False, "enable_stable_row_ids": False,
                 "namespace_client_managed_versioning": False})
         version = commit(base_uri, operation, read_version, storage_options, commit_message=commit_message,
-                         max_retries=max_retries)
+                         max_retries=max_retries, commit_lock=commit_lock)
         return LanceDataset(getattr(base_uri, "uri", None) or str(base_uri), version=version,
                             storage_options=storage_options)
 

@@ -143,7 +143,7 @@ class LanceOperation:
 
 
 def commit(base_uri, operation, read_version: int | None = None, storage_options: dict | None = None,
-           commit_message: str | None = None, max_retries: int = transaction.MAX_RETRIES) -> int:
+           commit_message: str | None = None, max_retries: int = transaction.MAX_RETRIES, commit_lock=None) -> int:
     """Commit ``operation`` as one new version of ``base_uri``; returns the version."""
     uri = getattr(base_uri, "uri", None) or os.fspath(base_uri)
     storage = resolve_storage(uri, storage_options)
@@ -168,4 +168,5 @@ def commit(base_uri, operation, read_version: int | None = None, storage_options
                                    "LanceOperation.Overwrite")
     if max_retries < 1:
         raise InvalidArgumentError(f"max_retries must be at least 1, got {max_retries}")
-    return transaction.commit(storage, uri, op, read_version=read_version, max_retries=max_retries)
+    return transaction.commit(storage, uri, op, read_version=read_version, max_retries=max_retries,
+                              commit_lock=commit_lock)

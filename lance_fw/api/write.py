@@ -50,7 +50,7 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
     write cache) do not change what v2 files hold; options lance_fw lacks raise by name."""
     from lance_fw.api.dataset import LanceDataset
 
-    refuse_write_options("write_dataset", commit_lock, progress, True, False, auto_cleanup_options, initial_bases,
+    refuse_write_options("write_dataset", None, progress, True, False, auto_cleanup_options, initial_bases,
                          target_bases, target_all_bases, base_store_params, external_blob_mode,
                          allow_external_blob_outside_bases, blob_pack_file_size_threshold, namespace_client, table_id,
                          session)
@@ -68,7 +68,7 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
     properties = dict(transaction_properties or {})
     if commit_message:
         properties[COMMIT_MESSAGE_KEY] = commit_message
-    return LanceDataset(plan.uri, version=plan.commit(fragments, properties), storage_options=storage_options,
+    return LanceDataset(plan.uri, version=plan.commit(fragments, properties, commit_lock), storage_options=storage_options,
                         _storage=plan.storage())
 
 

@@ -8,9 +8,12 @@ generic one (``commit_put_if_absent``) serves every storage with an atomic ``put
 from __future__ import annotations
 
 import abc
+import sys
+from typing import Any, Callable
 
-from lance_fw.errors import StorageError
+from lance_fw.errors import CommitConflictError, InvalidArgumentError, LanceError, StorageError
 from lance_fw.io.storage import Storage
+from lance_fw.table.manifest import parse_manifest_name
 
 
 class CommitHandler(abc.ABC):
@@ -91,3 +94,82 @@ def resolve_commit_handler(storage: Storage, uri: str) -> CommitHandler:
             f"commit-handler plugin for the scheme, or pass commit_lock=. Installed commit handlers: "
             f"{installed or 'none'}{failure_note()}")
     return handler
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` says "another writer holds this version": lance_fw's ``CommitConflictError``,
+    or pylance's ``lance.commit.CommitConflictError``, which pylance documents for commit locks
+    (checked only if pylance is loaded: lance_fw does not depend on it)."""
+    if isinstance(exc, CommitConflictError):
+        return True
+    pylance_conflict = getattr(sys.modules.get("lance.commit"), "CommitConflictError", None)
+    return isinstance(pylance_conflict, type) and isinstance(exc, pylance_conflict)
+
+
+class CommitLockHandler(CommitHandler):
+    """pylance's ``commit_lock``: a callable taking the version about to be committed and returning
+    a context manager, inside which the manifest is written (what pylance does with it).
+
+    It replaces the scheme's commit handler, as in pylance, so it makes a storage with no safe
+    commit of its own committable: inside the lock the manifest is created with the storage's
+    atomic ``put_if_absent`` when it has one, else after checking that no manifest is there.
+
+    The lock's contract (pylance's ``CommitLock``): ``lock(version)`` waits while another writer
+    holds it, then raises ``CommitConflictError`` (pylance's or lance_fw's) if ``version`` is
+    already committed. Any other exception from it fails the commit as a ``StorageError`` (an
+    ``OSError``, as pylance raises). ``__exit__`` receives the write's exception, if any; its
+    return value is ignored (a failed write is never taken for a commit).
+
+    Thread-safety: as thread-safe as the lock; the handler keeps no state of its own.
+    """
+
+    def __init__(self, storage: Storage, lock: Callable[[int], Any]):
+        super().__init__(storage)
+        if not callable(lock):
+            raise InvalidArgumentError(f"commit_lock must be a callable taking the version number and returning "
+                                       f"a context manager, got {type(lock).__name__}")
+        self.lock = lock
+
+    def commit(self, path: str, data: bytes) -> None:
+        parsed = parse_manifest_name(path.rsplit("/", 1)[-1])
+        if parsed is None:
+            raise InvalidArgumentError(f"{path} is not a manifest path")
+        version = parsed[0]
+        try:
+            lease = self.lock(version)
+            lease.__enter__()
+        except Exception as exc:  # noqa: BLE001 - the lock is the caller's code; its error is typed here
+            raise _lock_error(exc, version, "refused") from exc
+        try:
+            if self.storage.atomic_put_if_absent:
+                self.storage.put_if_absent(path, data)
+            elif self.storage.exists(path):
+                raise CommitConflictError(f"{path} already exists: another writer committed version {version}")
+            else:
+                self.storage.write_bytes(path, data)
+        except BaseException as exc:
+            try:
+                lease.__exit__(type(exc), exc, exc.__traceback__)
+            except Exception:  # noqa: BLE001 - the write's failure is the one to report
+                pass
+            raise
+        try:
+            lease.__exit__(None, None, None)
+        except Exception as exc:  # noqa: BLE001 - the manifest is published: never a conflict now
+            raise StorageError(f"commit_lock failed to release version {version} after its manifest was "
+                               f"published: {type(exc).__name__}: {exc}") from exc
+
+
+def _lock_error(exc: Exception, version: int, what: str) -> LanceError:
+    if is_conflict(exc):
+        return CommitConflictError(f"commit_lock {what} version {version}: {exc}")
+    return StorageError(f"commit_lock failed for version {version}: {type(exc).__name__}: {exc}")
+
+
+def handler_label(handler: object) -> str:
+    """How errors name a commit handler: the caller's lock, or the handler's module and class
+    (the module is the plugin's)."""
+    if isinstance(handler, CommitLockHandler):
+        return f"commit_lock {handler.lock!r}"
+    cls = type(handler)
+    return f"{cls.__module__}.{cls.__qualname__}"

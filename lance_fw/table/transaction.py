@@ -17,15 +17,21 @@ from typing import Callable, Iterator
 
 from lance_fw import __version__
 from lance_fw._proto import rowids_pb2, table_pb2, transaction_pb2
-from lance_fw.errors import CommitConflictError, DatasetExistsError, InvalidArgumentError
+from lance_fw.errors import CommitConflictError, CommitStuckError, DatasetExistsError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
 from lance_fw.table import flags as feature_flags
-from lance_fw.table.commit import resolve_commit_handler
+from lance_fw.table.commit import CommitHandler, CommitLockHandler, handler_label, resolve_commit_handler
 from lance_fw.table.deletion import deletion_file_id
 from lance_fw.table.manifest import (VERSIONS_DIR, encode_manifest, find_version, list_versions, manifest_name,
                                      read_manifest, write_hint)
 
 MAX_RETRIES = 100
+
+#: How long the commit handler may keep refusing one version while no manifest of it appears before
+#: the commit stops retrying and reports the version as stuck (``CommitStuckError``). A live writer
+#: between claiming a version and writing its manifest takes well under this.
+STUCK_AFTER_SECONDS = 30.0
+
 
 #: Attribute set on an exception that ``commit`` let through once its manifest was (or may have
 #: been) published: the files that version references must then never be cleaned up.
@@ -369,14 +375,44 @@ def _published_state(storage: Storage, path: str, data: bytes) -> bool | None:
         return None
 
 
+def _unpublished_refusal(storage: Storage, base_uri: str, handler: CommitHandler, version: int,
+                         refused: tuple[int, int, float] | None, last: bool,
+                         cause: CommitConflictError) -> tuple[int, int, float] | None:
+    """After the handler refused ``version``: None if a manifest of it exists (an ordinary conflict:
+    rebase and retry), or if the handler repaired its claim. Otherwise the refusal is tracked as
+    (version, refusals, first refusal time) and, once it has lasted ``STUCK_AFTER_SECONDS`` or
+    retries run out, reported as ``CommitStuckError`` instead of as conflicting commits."""
+    if any(entry.version == version for entry in list_versions(storage, base_uri)):
+        return None
+    repair = getattr(handler, "repair", None)
+    if repair is not None and repair(base_uri, version):
+        return None
+    count, since = (refused[1] + 1, refused[2]) if refused and refused[0] == version else (1, time.monotonic())
+    waited = time.monotonic() - since
+    if last or waited >= STUCK_AFTER_SECONDS:
+        raise CommitStuckError(
+            f"{base_uri}: the commit handler {handler_label(handler)} refused version {version} {count} time(s) "
+            f"over {waited:.1f} s although no manifest of version {version} exists: a claim left by a writer "
+            f"that crashed between claiming the version and writing its manifest (or one still in between). "
+            f"The handler could not repair it (CommitHandler.repair); no commit can pass version {version - 1} "
+            f"until the claim is cleared. Last refusal: {cause}") from cause
+    return version, count, since
+
+
 def commit(storage: Storage, base_uri: str, operation: Operation, read_version: int | None = None,
-           max_retries: int = MAX_RETRIES) -> int:
+           max_retries: int = MAX_RETRIES, commit_lock: Callable[[int], object] | None = None) -> int:
     """Commit ``operation`` on top of the latest version; return the version created.
+
+    ``commit_lock``: pylance's ``CommitLock`` (see ``CommitLockHandler``); when given, it replaces
+    the scheme's commit handler, as in pylance.
 
     An exception from here either precedes publication (the caller may delete the files it
     wrote), or is flagged (``may_be_published``) because the manifest is, or may be, in place.
-    A handler that fails after placing our exact manifest committed: its error is dropped."""
-    handler = resolve_commit_handler(storage, base_uri)
+    A handler that fails after placing our exact manifest committed: its error is dropped.
+    A version the handler keeps refusing while no manifest of it appears is ``CommitStuckError``."""
+    handler = (CommitLockHandler(storage, commit_lock) if commit_lock is not None
+               else resolve_commit_handler(storage, base_uri))
+    refused: tuple[int, int, float] | None = None
     txn_uuid = str(uuidlib.uuid4())
     for attempt in range(max_retries):
         versions = list_versions(storage, base_uri)
@@ -416,7 +452,10 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
         path = join_uri(base_uri, VERSIONS_DIR, manifest_name(new.version, use_v2_names))
         try:
             handler.commit(path, data)
-        except CommitConflictError:
+        except CommitConflictError as exc:
+            _remove_quietly(storage, txn_path)  # this attempt's transaction file: no manifest will name it
+            refused = _unpublished_refusal(storage, base_uri, handler, new.version, refused,
+                                           attempt == max_retries - 1, exc)
             time.sleep(random.uniform(0, min(0.5, 0.01 * 2 ** min(attempt, 6))))
             continue
         except BaseException as exc:

@@ -194,8 +194,10 @@ class WritePlan:
         return write_fragments(self.storage(), self.uri, batches, self.arrow_schema, self.lance_schema, self.version,
                                self.max_rows_per_file, self.max_bytes_per_file, self.options)
 
-    def commit(self, fragments: list[table_pb2.DataFragment], properties: dict | None = None) -> int:
-        """Commit ``fragments`` as one new version. If the commit fails, their files are deleted."""
+    def commit(self, fragments: list[table_pb2.DataFragment], properties: dict | None = None,
+               commit_lock=None) -> int:
+        """Commit ``fragments`` as one new version (under pylance's ``commit_lock`` if given). If the
+        commit fails, their files are deleted."""
         storage = self.storage()
         properties = dict(properties or {})
         if self.mode == "append":
@@ -205,7 +207,7 @@ class WritePlan:
                            schema_metadata=self.lance_schema.metadata, data_format_version=version_name(self.version),
                            create_only=(self.mode == "create"))
         with undo_unless_published(lambda: delete_fragment_files(storage, self.uri, fragments)):
-            return commit(storage, self.uri, op, read_version=self.read_version)
+            return commit(storage, self.uri, op, read_version=self.read_version, commit_lock=commit_lock)
 
 
 def delete_fragment_files(storage: Storage, uri: str, fragments: list[table_pb2.DataFragment]) -> None:
