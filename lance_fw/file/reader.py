@@ -15,9 +15,10 @@ from lance_fw._proto import encodings_v2_0_pb2
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import FileTail, parse_message, read_tail
-from lance_fw.file.encoding import PageBuffers, PageInput, decode_page, decode_page_rows, validate_decoded
+from lance_fw.file.encoding import PageBuffers, PageInput, decode_page, validate_decoded
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader, Storage
+from lance_fw.plugin_manager import registry
 from lance_fw.schema import LanceField, LanceSchema
 
 READABLE_VERSIONS = ((2, 0), (2, 1), (2, 2))
@@ -210,7 +211,11 @@ class LanceFileReader:
         page = PageInput(PageBuffers(self._reader, meta.buffer_offsets, meta.buffer_sizes, where), meta.length,
                          arrow_type, where)
         encoding = self._page_encoding(meta, where)
-        return self._checked(lambda: decode_page_rows(encoding, page, local), where, arrow_type, len(local))
+        by_rows = getattr(registry.page_decoders.get(encoding.type_url), "decode_rows", None)
+        if by_rows is None:  # no row-range capability: the whole page, checked before ``take`` indexes into it
+            whole = self._checked(lambda: decode_page(encoding, page), where, arrow_type, meta.length, encoding)
+            return whole.take(pa.array(local))
+        return self._checked(lambda: by_rows(encoding, page, local), where, arrow_type, len(local), encoding)
 
     def _list_rows(self, col: int, rows: np.ndarray, field: LanceField
                    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
@@ -250,28 +255,42 @@ class LanceFileReader:
             where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
             encoding = self._page_encoding(meta, where)
             page = PageInput(buffers, meta.length, arrow_type, where)
-            out.append(self._checked(lambda: decode_page(encoding, page), where, arrow_type, meta.length))
+            out.append(self._checked(lambda: decode_page(encoding, page), where, arrow_type, meta.length, encoding))
         return out
 
-    def _checked(self, decode, where: str, arrow_type: pa.DataType, length: int) -> pa.Array:
-        """Run a page decoder and check what it built, so that a damaged page raises
-        ``CorruptFileError`` instead of handing out Arrow arrays that fail validation (which crash
-        ``to_pylist`` and DuckDB) or a decoder's own exception.
+    def _checked(self, decode, where: str, arrow_type: pa.DataType, length: int,
+                 encoding: any_pb2.Any) -> pa.Array:
+        """Run a page decoder (whole page or ``decode_rows``) and check what it built, so that a
+        damaged page or a lying plugin raises ``CorruptFileError`` naming the plugin, file, column
+        and page, instead of handing out a short or wrongly typed array (never cast back) or Arrow
+        that fails validation (which crashes ``to_pylist`` and DuckDB).
 
-        Every page goes through ``validate_decoded`` here, whichever plugin decoded it (see there
-        for the cost); decoders check earlier what they need to build the array safely at all.
+        Every read path (scan, take, filtered scan, DuckDB, Spark) decodes through here. Every page
+        goes through ``validate_decoded``, whichever plugin decoded it (see there for the cost);
+        decoders check earlier what they need to build the array safely at all.
         """
         try:
             array = decode()
         except LanceError:
             raise
         except DECODE_FAILURES as exc:
-            raise CorruptFileError(where, f"the page does not decode ({type(exc).__name__}: {exc})") from exc
+            raise CorruptFileError(where, f"the page does not decode ({type(exc).__name__}: {exc}; "
+                                          f"{_decoded_by(encoding)})") from exc
+        if not isinstance(array, (pa.Array, pa.ChunkedArray)):
+            raise CorruptFileError(where, f"{_decoded_by(encoding)} returned a {type(array).__name__}, "
+                                          f"not a pyarrow.Array")
         if len(array) != length:
-            raise CorruptFileError(where, f"decoded {len(array)} rows, expected {length}")
+            raise CorruptFileError(where, f"{_decoded_by(encoding)} decoded {len(array)} rows, expected {length}")
         if not array.type.equals(arrow_type):  # never cast a plugin's wrong type into the right one
-            raise CorruptFileError(where, f"decoded a {array.type} array for a {arrow_type} column")
-        return validate_decoded(array, where)
+            raise CorruptFileError(where, f"{_decoded_by(encoding)} decoded a {array.type} array for a "
+                                          f"{arrow_type} column")
+        if isinstance(array, pa.ChunkedArray):
+            raise CorruptFileError(where, f"{_decoded_by(encoding)} returned a pyarrow.ChunkedArray, "
+                                          f"not a pyarrow.Array")
+        try:
+            return validate_decoded(array, where)
+        except CorruptFileError as exc:
+            raise CorruptFileError(where, f"{exc.detail} ({_decoded_by(encoding)})") from None
 
     def _check_page(self, col: int, p: int, meta) -> None:
         if len(meta.buffer_offsets) != len(meta.buffer_sizes):
@@ -309,6 +328,26 @@ class LanceFileReader:
         if enc.WhichOneof("array_encoding") != "list":
             raise CorruptFileError(self.path, f"{where}: expected a list page, found {enc.WhichOneof('array_encoding')}")
         return enc.list.num_items
+
+
+def _decoded_by(encoding: any_pb2.Any) -> str:
+    """Who decoded a page, for errors about its output: the plugin (and distribution) providing the
+    page decoder of its type URL, and any other plugins whose kind decoders replace members of that
+    family (the likelier culprits when a built-in family decoder returns something wrong)."""
+    from lance_fw.plugin_manager import owner
+
+    url = encoding.type_url
+    page_owner = owner("lance_page_decoders", url)
+    text = f"the page decoder of plugin {page_owner}" if page_owner else f"the page decoder of {url!r}"
+    try:
+        family = url.lstrip("/")
+        kinds = sorted({owner("lance_kind_decoders", k) for k in registry.kind_decoders if k[0] == family}
+                       - {page_owner, None})
+    except LanceError:  # a conflict among kind decoders is reported where they are used
+        kinds = []
+    if kinds:
+        text += f" with kind decoders of plugin {', '.join(kinds)}"
+    return text
 
 
 def _concat(pieces: list[pa.Array], arrow_type: pa.DataType) -> pa.Array:
