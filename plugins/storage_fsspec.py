@@ -1,4 +1,4 @@
-"""Storage for every other URI scheme through fsspec (``memory://`` for tests, object stores later)."""
+"""Storage for every other URI scheme through fsspec (``memory://`` for tests); ``s3://`` has its own plugin."""
 
 from __future__ import annotations
 
@@ -39,10 +39,16 @@ class FsspecReader(RangeReader):
 
 
 class FsspecStorage(Storage):
+    """Any fsspec filesystem (``memory://`` in tests). ``options`` are kept (commit handlers read
+    them) but not passed to fsspec: every key in them was declared by some plugin for its own use
+    (unknown keys never get here), and none is an fsspec argument; passing, say, pylance's
+    ``aws_endpoint`` on made fsspec backends fail with "unexpected keyword argument"."""
+
     def __init__(self, scheme: str, options: dict):
         self.scheme = scheme
+        self.options = dict(options)
         try:
-            self.fs = fsspec.filesystem(scheme, **options)
+            self.fs = fsspec.filesystem(scheme)
         except (ImportError, ValueError) as exc:
             raise StorageError(f"fsspec cannot open scheme {scheme!r}: {exc}") from exc
 
@@ -90,8 +96,15 @@ class FsspecStorage(Storage):
         return None
 
 
+#: Schemes a dedicated plugin serves with the configuration, freshness and atomic commits it needs
+#: (storage_s3); answering them here too would make the answer depend on hook order.
+_SERVED_ELSEWHERE = ("s3", "s3a")
+
+
 @hookimpl(trylast=True)
 def lance_storage(uri: str, options) -> Storage | None:
     if "://" not in uri or uri.startswith("file://"):
+        return None
+    if uri.split("://", 1)[0].lower() in _SERVED_ELSEWHERE:
         return None
     return FsspecStorage(uri.split("://", 1)[0], dict(options))
