@@ -2,7 +2,7 @@
 
     lance-fw sql "SELECT ..."    run one DuckDB statement (lance_scan('path') works in it)
     lance-fw sql                 interactive shell: one statement per line, .quit to leave
-    lance-fw plugins             what each installed plugin provides
+    lance-fw plugins [--json]    each plugin: status, hooks, what it provides, conflicts, failures
     lance-fw versions URI        a dataset's versions
     lance-fw inspect FILE.lance  footer, columns, pages and page encodings of one data file
 """
@@ -16,18 +16,54 @@ import sys
 from google.protobuf import any_pb2, text_format
 
 
-def _plugins(_args) -> int:
-    from lance_fw.plugin_manager import plugins, problems, provides
+def plugin_report() -> dict:
+    """Every plugin with its status, distribution, hooks, what it provides from the collecting hooks
+    (type URLs, ``(family, kind)``, storage option keys, deletion codecs, index names), its overrides,
+    load error and the conflicts naming it; then every problem the kernel would raise on first use.
 
-    keys = provides()
-    for p in plugins():
-        detail = p["error"] if p["status"] == "failed" else ", ".join(p["hooks"])
-        if p["overrides"]:
-            detail += f"  overrides {p['overrides']}"
-        print(f"{p['name']:<20} {p['distribution'] or '-':<24} {p['status']:<9} {detail}")
-        for hook, provided in keys.get(p["name"], {}).items():
-            print(f"{'':<20} {hook}: {', '.join(provided) or '-'}")
-    for problem in problems():
+    Never raises because of a plugin: listing them is how a user finds the broken one, so a part
+    that cannot be computed is reported as a problem instead.
+    """
+    from lance_fw import plugin_manager
+
+    problems: list[str] = []
+
+    def attempt(part: str, compute, default):
+        try:
+            return compute()
+        except Exception as exc:  # noqa: BLE001 - the listing must survive whatever a plugin does
+            problems.append(f"{part}: {type(exc).__name__}: {exc}")
+            return default
+
+    listed = attempt("listing plugins", plugin_manager.plugins, [])
+    provided = attempt("collecting what plugins provide", plugin_manager.provides, {})
+    problems += attempt("checking for conflicts", plugin_manager.problems, [])
+    out = []
+    for p in listed:
+        mention = f"{p['name']!r} ("  # how kernel errors name a plugin: 'name' (distribution)
+        out.append({**p, "provides": {hook: keys for hook, keys in provided.get(p["name"], {}).items() if keys},
+                    "conflicts": [msg for msg in problems if mention in msg]})
+    return {"plugins": out, "problems": problems}
+
+
+def _plugins(args) -> int:
+    report = plugin_report()
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+        return 0
+    for p in report["plugins"]:
+        print(f"{p['name']}  [{p['status']}]  {p['distribution'] or '(registered at run time)'}")
+        if p["hooks"]:
+            print(f"    hooks: {', '.join(p['hooks'])}")
+        for hook, keys in p["provides"].items():
+            print(f"    {hook}: {', '.join(keys)}")
+        for hook, keys in p["overrides"].items():
+            print(f"    overrides {hook}: {', '.join(keys)}")
+        if p["error"]:
+            print(f"    error: {p['error']}")
+        for conflict in p["conflicts"]:
+            print(f"    conflict: {conflict}")
+    for problem in report["problems"]:
         print(f"PROBLEM: {problem}")
     return 0
 
@@ -112,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("query", nargs="?")
     p.add_argument("--max-rows", type=int, default=40)
     p.set_defaults(run=_sql)
-    sub.add_parser("plugins", help="list installed plugins").set_defaults(run=_plugins)
+    p = sub.add_parser("plugins", help="list installed plugins, what they provide, conflicts and load failures")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(run=_plugins)
     p = sub.add_parser("versions", help="list a dataset's versions")
     p.add_argument("uri")
     p.set_defaults(run=_versions)
