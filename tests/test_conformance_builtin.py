@@ -1,0 +1,77 @@
+"""The built-in plugins pass the conformance kit (lance_fw.testing) that third-party plugins run."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from lance_fw.testing import CommitHandlerConformance, EncodingConformance, StorageConformance
+
+V2_0_URL = "/lance.encodings.ArrayEncoding"
+V2_1_URL = "/lance.encodings21.PageLayout"
+MEMORY_OUTPUT_NOT_ATOMIC = "FsspecStorage.open_output on memory:// shows a half-written file (fsspec MemoryFile)"
+
+
+class TestBuiltinEncodingsV2_0(EncodingConformance):
+    """plugins/encodings_v2_0: takes every column of a 2.0 file, no hint needed."""
+
+    file_versions = ("2.0",)
+    type_urls = {V2_0_URL}
+
+
+class TestBuiltinEncodingsV2_1(EncodingConformance):
+    """plugins/encodings_v2_1: every column of 2.1 and 2.2 files."""
+
+    file_versions = ("2.1", "2.2")
+    type_urls = {V2_1_URL}
+
+
+class TestLocalStorage(StorageConformance):
+    """plugins/storage_local: plain paths (the default ``root``)."""
+
+
+class TestLocalStorageFileUri(StorageConformance):
+    """The same backend through ``file://`` URIs (the process race runs in TestLocalStorage)."""
+
+    multiprocess = False
+
+    @pytest.fixture
+    def root(self, tmp_path) -> str:
+        return f"file://{tmp_path}/storage"
+
+
+class TestMemoryStorage(StorageConformance):
+    """plugins/storage_fsspec on ``memory://``: one store per process, so the process race is
+    skipped (``multiprocess = False``); everything else runs."""
+
+    multiprocess = False
+
+    @pytest.fixture
+    def root(self) -> str:
+        return f"memory://conformance/{uuid.uuid4().hex}"
+
+    # fsspec's MemoryFileSystem stores a "wb" file in its dict when it is opened and fills it as it
+    # is written, so FsspecStorage.open_output is not atomic on memory://: an in-process reader sees
+    # the file half-written. Strict xfail: fixing storage_fsspec turns these into failures to remove.
+    @pytest.mark.xfail(strict=True, reason=MEMORY_OUTPUT_NOT_ATOMIC)
+    def test_output_appears_only_when_closed(self, storage, root):
+        super().test_output_appears_only_when_closed(storage, root)
+
+    @pytest.mark.xfail(strict=True, reason=MEMORY_OUTPUT_NOT_ATOMIC)
+    def test_replacing_output_keeps_the_old_file_until_closed(self, storage, root):
+        super().test_replacing_output_keeps_the_old_file_until_closed(storage, root)
+
+
+class TestLocalCommits(CommitHandlerConformance):
+    """Local datasets: the generic put-if-absent handler over LocalStorage (os.link)."""
+
+
+class TestMemoryCommits(CommitHandlerConformance):
+    """``memory://`` datasets: the in-process fsspec handler; process-local, so threads only."""
+
+    multiprocess = False
+
+    @pytest.fixture
+    def dataset_uri(self) -> str:
+        return f"memory://conformance/{uuid.uuid4().hex}/ds"
