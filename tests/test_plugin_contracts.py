@@ -271,6 +271,8 @@ def lie(array):
         return array.slice(1)
     if LIE == "int32":
         return array.cast(pa.int32())
+    if LIE == "pylist":
+        return array.to_pylist()
     if LIE == "offsets" and len(array) > 1:  # a middle offset past the last one: not monotonic
         offsets = np.frombuffer(array.buffers()[1], np.int32)[array.offset:array.offset + len(array) + 1].copy()
         offsets[1] = offsets[-1] + 1
@@ -363,7 +365,8 @@ READS = {
 
 @pytest.mark.parametrize("rows", [True, False], ids=["decode_rows", "whole_page"])
 @pytest.mark.parametrize("lie, column, says", [("short", "a", "rows"), ("int32", "a", "int32"),
-                                               ("offsets", "s", "not valid Arrow")])
+                                               ("offsets", "s", "not valid Arrow"),
+                                               ("pylist", "a", "returned a list, not a pyarrow.Array")])
 @pytest.mark.parametrize("read", list(READS))
 def test_lying_decoder_of_an_installed_plugin_fails_every_read_path(liar_dataset, read, lie, column, says, rows):
     from lance_fw.errors import CorruptFileError
