@@ -38,6 +38,11 @@ class UnsupportedFeatureError(LanceError):
     """The dataset needs a reader/writer feature flag or format version lance_fw does not implement."""
 
 
+class PluginEncodingNotAllowedError(UnsupportedFeatureError):
+    """A write would use a plugin encoding pylance cannot read, without the write option
+    ``allow_plugin_encodings=True``; names the column, the plugin and the option. Nothing is written."""
+
+
 class SchemaError(LanceError, ValueError):
     """Data does not fit the dataset schema, or an Arrow type cannot be stored at this file version."""
 

@@ -18,11 +18,13 @@ import pytest
 from google.protobuf import any_pb2
 
 import lance_fw
-from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.errors import CorruptFileError, UnsupportedEncodingError, UnsupportedFeatureError
 from lance_fw.file.encoding import PageInput
 from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import join_uri, resolve_storage
 from lance_fw.plugin_manager import get_plugin_manager, register, unregister
+from lance_fw.table import flags
+from lance_fw.table.manifest import encode_manifest, list_versions, read_manifest, read_transaction
 
 try:
     import lance_fw_delta
@@ -149,7 +151,7 @@ def test_trace_shows_the_plugin_taking_the_column(delta, tmp_path):
         import pyarrow as pa, lance_fw
         schema = pa.schema([pa.field("id", pa.int64(), metadata={HINT!r})])
         lance_fw.write_dataset(pa.table({{"id": [1, 2, 3]}}, schema=schema), {str(tmp_path / "ds")!r},
-                               data_storage_version="2.0")
+                               data_storage_version="2.0", allow_plugin_encodings=True)
     """)
     env = dict(os.environ, LANCE_FW_TRACE="1")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
@@ -162,7 +164,8 @@ def test_trace_shows_the_plugin_taking_the_column(delta, tmp_path):
 def test_sorted_ids_round_trip_through_delta_pages(delta, tmp_path):
     table = sorted_table()
     uri = str(tmp_path / "ds")
-    lance_fw.write_dataset(table, uri, data_storage_version="2.0", max_page_bytes=4096, max_rows_per_file=6000)
+    lance_fw.write_dataset(table, uri, data_storage_version="2.0", max_page_bytes=4096, max_rows_per_file=6000,
+                           allow_plugin_encodings=True)
 
     ds = lance_fw.dataset(uri)
     assert len(ds.get_fragments()) == 4
@@ -183,11 +186,11 @@ def test_sorted_ids_round_trip_through_delta_pages(delta, tmp_path):
 def test_appends_keep_the_hint_from_the_dataset_schema(delta, tmp_path):
     table = sorted_table(n=2000)
     uri = str(tmp_path / "ds")
-    lance_fw.write_dataset(table, uri, data_storage_version="2.0")
+    lance_fw.write_dataset(table, uri, data_storage_version="2.0", allow_plugin_encodings=True)
     # the appended batch carries no metadata: the dataset schema's field metadata steers the encoder
     more = sorted_table(n=500, seed=8)
     more = more.cast(pa.schema([f.remove_metadata() for f in more.schema]))
-    lance_fw.write_dataset(more, uri, mode="append")
+    lance_fw.write_dataset(more, uri, mode="append", allow_plugin_encodings=True)
     assert_same(pa.concat_tables([table, more.cast(table.schema)]), lance_fw.dataset(uri).to_table())
     assert set(page_encodings(uri)["id"]) == {DELTA_URL}
 
@@ -210,7 +213,8 @@ def test_integer_types_round_trip(delta, tmp_path, arrow_type, order):
     array = pa.array(values, type=storage, mask=rng.random(n) < 0.1).view(arrow_type)
     table = pa.table({"v": array}, schema=pa.schema([pa.field("v", arrow_type, metadata=HINT)]))
     uri = str(tmp_path / "ds")
-    lance_fw.write_dataset(table, uri, data_storage_version="2.0", max_page_bytes=1024, max_rows_per_file=2000)
+    lance_fw.write_dataset(table, uri, data_storage_version="2.0", max_page_bytes=1024, max_rows_per_file=2000,
+                           allow_plugin_encodings=True)
     assert_same(table, lance_fw.dataset(uri).to_table())
     assert set(page_encodings(uri)["v"]) == {DELTA_URL}
 
@@ -225,7 +229,7 @@ def test_hint_is_ignored_where_the_encoding_does_not_apply(delta, tmp_path):
     table = pa.table({"s": ["a", None, "c"], "f": [1.5, None, 3.0], "off": [1, 2, 3],
                       "l": [[1, 2], None, [3]]}, schema=schema)
     uri = str(tmp_path / "ds")
-    lance_fw.write_dataset(table, uri, data_storage_version="2.0")
+    lance_fw.write_dataset(table, uri, data_storage_version="2.0", allow_plugin_encodings=True)
     assert_same(table, lance_fw.dataset(uri).to_table())
     pages = page_encodings(uri)
     assert {url for urls in pages.values() for url in urls} == {BUILTIN_URL}, pages
@@ -237,7 +241,7 @@ def test_struct_child_with_the_hint(delta, tmp_path):
     struct = pa.StructArray.from_arrays([values], fields=[child])
     table = pa.table({"s": struct})
     uri = str(tmp_path / "ds")
-    lance_fw.write_dataset(table, uri, data_storage_version="2.0")
+    lance_fw.write_dataset(table, uri, data_storage_version="2.0", allow_plugin_encodings=True)
     assert_same(table, lance_fw.dataset(uri).to_table())
     pages = page_encodings(uri)
     assert set(pages["ts"]) == {DELTA_URL}
@@ -246,14 +250,29 @@ def test_struct_child_with_the_hint(delta, tmp_path):
 
 # --- (c) a reader without the plugin ------------------------------------------------------------
 
+def _forget_plugin_record(uri: str) -> None:
+    """Rewrite the latest manifest without the plugin record and its feature flag."""
+    storage = resolve_storage(uri)
+    entry = list_versions(storage, uri)[-1]
+    manifest, index = read_manifest(storage, entry.path)
+    del manifest.config[flags.PLUGIN_ENCODINGS_KEY]
+    manifest.reader_feature_flags &= ~flags.PLUGIN_ENCODINGS
+    manifest.writer_feature_flags &= ~flags.PLUGIN_ENCODINGS
+    storage.write_bytes(entry.path, encode_manifest(manifest, read_transaction(storage, uri, entry.path), index))
+
+
 def test_reader_without_the_plugin_names_the_encoding(delta, tmp_path):
     table = sorted_table(n=3000)
     uri = str(tmp_path / "ds")
-    lance_fw.write_dataset(table, uri, data_storage_version="2.0", max_page_bytes=4096, max_rows_per_file=1000)
+    lance_fw.write_dataset(table, uri, data_storage_version="2.0", max_page_bytes=4096, max_rows_per_file=1000,
+                           allow_plugin_encodings=True)
 
     unregister("delta")
     try:
         assert "delta" not in {p["name"] for p in lance_fw.plugins()}
+        with pytest.raises(UnsupportedFeatureError, match=r"'delta' \(lance-fw-delta 0.1.0\)"):
+            lance_fw.dataset(uri)  # the manifest records the plugin: refused at open, naming it
+        _forget_plugin_record(uri)  # as a dataset written before the manifest recorded plugins
         with pytest.raises(UnsupportedEncodingError, match=DELTA_URL) as info:
             lance_fw.dataset(uri).to_table()
         assert "'id'" in str(info.value)  # and the column
@@ -267,7 +286,7 @@ def test_reader_without_the_plugin_names_the_encoding(delta, tmp_path):
 def test_writer_without_the_plugin_ignores_the_hint(without_delta, tmp_path):
     table = sorted_table(n=2000)
     uri = str(tmp_path / "ds")
-    lance_fw.write_dataset(table, uri, data_storage_version="2.0")
+    lance_fw.write_dataset(table, uri, data_storage_version="2.0", allow_plugin_encodings=True)
     assert set(page_encodings(uri)["id"]) == {BUILTIN_URL}
     assert_same(table, lance_fw.dataset(uri).to_table())
 

@@ -88,7 +88,7 @@ class LanceDataset:
             raise InvalidArgumentError(f"version must be an int or a tag name, got {version!r}")
         entry = find_version(self._storage, self.uri, version)
         self._manifest, self._index_section = read_manifest(self._storage, entry.path)
-        feature_flags.check_readable(self.uri, self._manifest.reader_feature_flags)
+        feature_flags.check_readable(self.uri, self._manifest.reader_feature_flags, self._manifest.config)
 
     def _reopen(self, version: int | str | None) -> "LanceDataset":
         """Another version of this dataset, with this object's options."""

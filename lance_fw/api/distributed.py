@@ -27,7 +27,7 @@ from lance_fw.table import transaction
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
 from lance_fw.table.manifest import list_versions
 from lance_fw.table.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, as_reader,
-                                  plan_write)
+                                  committed_plugin_encodings, plan_write)
 
 _DELETION_TYPES = {ARROW_ARRAY: "array", BITMAP: "bitmap"}
 
@@ -106,7 +106,8 @@ def write_fragments(data: Any, dataset_uri, schema: pa.Schema | None = None, *, 
                     storage_options: dict | None = None, enable_stable_row_ids: bool = False, target_bases=None,
                     target_all_bases=None, initial_bases=None, base_store_params=None,
                     external_blob_mode: str = "reference", allow_external_blob_outside_bases: bool = False,
-                    namespace_client=None, table_id=None, session=None) -> list[FragmentMetadata]:
+                    namespace_client=None, table_id=None, session=None,
+                    allow_plugin_encodings: bool = False) -> list[FragmentMetadata]:
     """Write ``data`` into new data files of ``dataset_uri`` and return their metadata, uncommitted.
     ``mode="append"`` uses the existing dataset's schema; ``create``/``overwrite`` the data's.
     ``return_transaction=True`` (a pylance Transaction object) is not supported."""
@@ -120,7 +121,8 @@ def write_fragments(data: Any, dataset_uri, schema: pa.Schema | None = None, *, 
     arrow_schema, batches = as_reader(data, schema)
     plan = plan_write(uri, schema or arrow_schema, mode if mode != "create" else "overwrite",
                       legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
-                      max_bytes_per_file, max_page_bytes, allow_subset=True)
+                      max_bytes_per_file, max_page_bytes, allow_subset=True,
+                      allow_plugin_encodings=bool(allow_plugin_encodings))
     return [FragmentMetadata(f) for f in plan.write(batches)]
 
 
@@ -153,7 +155,8 @@ def commit(base_uri, operation, read_version: int | None = None, storage_options
     if isinstance(operation, _Append):
         if not list_versions(storage, uri):
             raise DatasetNotFoundError(f"{uri}: no dataset to append to; commit an Overwrite to create it")
-        op = transaction.Append(fragments=fragments, properties=properties)
+        op = transaction.Append(fragments=fragments, properties=properties,
+                                plugin_encodings=committed_plugin_encodings(storage, uri, fragments))
     elif isinstance(operation, _Overwrite):
         if operation.new_schema is None:
             raise InvalidArgumentError("LanceOperation.Overwrite needs new_schema")
@@ -162,7 +165,8 @@ def commit(base_uri, operation, read_version: int | None = None, storage_options
         version = from_footer(files[0].file_major_version, files[0].file_minor_version) if files else (2, 2)
         op = transaction.Overwrite(fragments=fragments, properties=properties,
                                    schema_fields=lance_schema.to_protos(), schema_metadata=lance_schema.metadata,
-                                   data_format_version=version_name(version))
+                                   data_format_version=version_name(version),
+                                   plugin_encodings=committed_plugin_encodings(storage, uri, fragments, lance_schema))
     else:
         raise InvalidArgumentError(f"cannot commit a {type(operation).__name__}; use LanceOperation.Append or "
                                    "LanceOperation.Overwrite")

@@ -44,10 +44,12 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
                   transaction_properties: dict | None = None, initial_bases=None, target_bases=None,
                   target_all_bases=None, base_store_params=None, external_blob_mode: str = "reference",
                   allow_external_blob_outside_bases: bool = False, blob_pack_file_size_threshold: int | None = None,
-                  namespace_client=None, table_id=None, session=None):
+                  namespace_client=None, table_id=None, session=None, allow_plugin_encodings: bool = False):
     """Write ``data_obj`` as a new dataset (``create``), more rows (``append``) or a replacement
     (``overwrite``). ``max_rows_per_group`` (a 0.1-format setting) and ``data_cache_bytes`` (a
-    write cache) do not change what v2 files hold; options lance_fw lacks raise by name."""
+    write cache) do not change what v2 files hold; options lance_fw lacks raise by name.
+    ``allow_plugin_encodings`` (lance_fw's own): let plugin encodings pylance cannot read write
+    columns; the manifest then records the plugins and pylance refuses the dataset at open."""
     from lance_fw.api.dataset import LanceDataset
 
     refuse_write_options("write_dataset", None, progress, True, False, auto_cleanup_options, initial_bases,
@@ -60,7 +62,8 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
     arrow_schema, batches = as_reader(data_obj, schema)
     plan = plan_write(uri, schema if schema is not None else arrow_schema, mode,
                       legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
-                      max_bytes_per_file, max_page_bytes, allow_subset=True)
+                      max_bytes_per_file, max_page_bytes, allow_subset=True,
+                      allow_plugin_encodings=bool(allow_plugin_encodings))
     if plan.mode != "append":  # pylance applies these two only to a dataset the write creates
         refuse_write_options("write_dataset", enable_v2_manifest_paths=enable_v2_manifest_paths,
                              enable_stable_row_ids=enable_stable_row_ids)

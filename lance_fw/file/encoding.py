@@ -44,9 +44,64 @@ class EncodedPage:
     num_rows: int
 
 
+#: The page-encoding type URL pylance 14 decodes at each data file version: a page with any other
+#: type URL makes pylance fail on reading the column (and, at 2.0, every column of the file).
+PYLANCE_PAGE_TYPE_URLS = {(2, 0): "/lance.encodings.ArrayEncoding", (2, 1): "/lance.encodings21.PageLayout",
+                          (2, 2): "/lance.encodings21.PageLayout"}
+
+
 class ColumnEncoder(Protocol):
+    """Encodes the pages of one column of one data file (returned by ``lance_select_encoder``).
+
+    ``pylance_readable`` declares whether pylance 14 reads the pages this encoder writes. It
+    defaults to False (an encoder without the attribute counts as not readable), because a page
+    pylance cannot decode breaks every pylance read of the dataset; lance_fw then writes with the
+    encoder only under the write option ``allow_plugin_encodings=True`` and records the plugin in
+    the manifest (``table/flags.py``). The writer verifies a True claim: each page's type URL must
+    be the one pylance decodes at the file's version (``PYLANCE_PAGE_TYPE_URLS``).
+    """
+
+    pylance_readable: bool
+
     def encode(self, array: pa.Array) -> EncodedPage:
         """Encode one page worth of a column (the writer has already split pages by size)."""
+
+
+@dataclass(frozen=True)
+class EncoderOrigin:
+    """The plugin an encoder came from: its name (the entry point) and distribution ("name version",
+    what a user installs), or None for code that no registered plugin holds."""
+
+    plugin: str | None
+    distribution: str | None
+
+    def describe(self) -> str:
+        if self.plugin is None:
+            return "no registered plugin"
+        return f"plugin {self.plugin!r} ({self.distribution or 'registered at run time'})"
+
+
+def is_pylance_readable(encoder: Any) -> bool:
+    """Whether ``encoder`` declares ``pylance_readable = True`` (exactly True: absent means no)."""
+    return getattr(encoder, "pylance_readable", False) is True
+
+
+def encoder_origin(encoder: Any) -> EncoderOrigin:
+    """The registered plugin whose module holds (or is the package of) the encoder's class: the
+    longest matching module prefix wins, so errors name what to install, fix or uninstall."""
+    from lance_fw.plugin_manager import get_plugin_manager, plugins
+
+    module = type(encoder).__module__
+    best, best_len = None, -1
+    for name, plugin in get_plugin_manager().list_name_plugin():
+        pmod = getattr(plugin, "__name__", None) or type(plugin).__module__
+        for prefix in (pmod, pmod.rpartition(".")[0] or pmod):  # the hook module or its package
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = name, len(prefix)
+    if best is None:
+        return EncoderOrigin(None, None)
+    dist = next((p["distribution"] for p in plugins() if p["name"] == best), None)
+    return EncoderOrigin(best, dist)
 
 
 class PageBuffers(Sequence):

@@ -15,15 +15,21 @@ import pyarrow as pa
 from google.protobuf import any_pb2, empty_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
-from lance_fw.errors import EncoderContractError, LanceError, SchemaError, UnsupportedFeatureError
+from lance_fw.errors import (EncoderContractError, LanceError, PluginEncodingNotAllowedError, SchemaError,
+                             UnsupportedFeatureError)
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import ALIGN, PAD_BYTE, write_tail
-from lance_fw.file.encoding import ColumnSpec, pack_any, select_encoder
+from lance_fw.file.encoding import (PYLANCE_PAGE_TYPE_URLS, ColumnSpec, encoder_origin, is_pylance_readable, pack_any,
+                                    select_encoder)
 from lance_fw.file.version import SUPPORTED_WRITE, footer_version, version_name
 from lance_fw.io.storage import Storage
 from lance_fw.schema import LanceField, LanceSchema
 
 DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
+#: Write option: write with encoders that do not declare ``pylance_readable`` (see ``check_encoders``).
+ALLOW_PLUGIN_ENCODINGS = "allow_plugin_encodings"
+#: Field-metadata prefix of encoding hints (what usually makes a plugin claim a column).
+ENCODING_HINT_PREFIX = "lance-encoding:"
 
 
 @dataclass
@@ -59,23 +65,14 @@ class LanceFileWriter:
         self.options = dict(options or {})
         self.max_page_bytes = int(self.options.get("max_page_bytes") or DEFAULT_MAX_PAGE_BYTES)
         self.max_buffered_bytes = int(self.options.get("max_buffered_bytes") or 8 * self.max_page_bytes)
-        self._columns = [self._make_column(*c) for c in self._column_fields()]
+        self._columns = [_Column(spec, select_encoder(spec, self.options)) for spec in column_specs(schema, version)]
+        check_encoders(path, [(c.spec, c.encoder) for c in self._columns], bool(self.options.get(ALLOW_PLUGIN_ENCODINGS)))
         self._out = storage.open_output(path)
         self._pos = 0
         self._rows = 0
         self._retained = 0
 
     # -- layout -----------------------------------------------------------------------------
-    def _column_fields(self) -> list[tuple[LanceField, str, pa.DataType, tuple]]:
-        """(field, role, type of the arrays its encoder gets, path) per column, in column order."""
-        if self.version == (2, 0):
-            roles = {True: "struct", False: "leaf"}
-            return [(f, "list" if f.is_list else roles[f.is_struct],
-                     pa.int64() if f.is_list else pa.null() if f.is_struct else f.arrow_type(), ())
-                    for f in self.schema.walk()]
-        return [(chain[-1], "leaf", structure_v2_1.path_type(chain, decoded=False), tuple(chain))
-                for top in self.schema.fields for chain in structure_v2_1.leaf_paths(top)]
-
     def _split(self, batch: pa.RecordBatch) -> list[pa.Array]:
         """One array per column: 2.0 shreds fields into their columns, 2.1+ prunes path arrays."""
         out: list[pa.Array] = []
@@ -85,11 +82,6 @@ class LanceFileWriter:
             else:
                 out.extend(structure_v2_1.prune(arr, chain) for chain in structure_v2_1.leaf_paths(f))
         return out
-
-    def _make_column(self, f: LanceField, role: str, arrow_type: pa.DataType, path: tuple) -> _Column:
-        md = {k: v.decode("utf-8", "replace") for k, v in f.metadata.items()}
-        spec = ColumnSpec(f, arrow_type, md, self.version, role, path)
-        return _Column(spec, select_encoder(spec, self.options))
 
     # -- writing ----------------------------------------------------------------------------
     def write_batch(self, batch: pa.RecordBatch) -> None:
@@ -164,6 +156,10 @@ class LanceFileWriter:
         if not isinstance(getattr(page, "encoding", None), any_pb2.Any):
             raise fail(f"the page encoding is a {type(getattr(page, 'encoding', None)).__name__}, "
                        "not a google.protobuf.Any")
+        pylance_url = PYLANCE_PAGE_TYPE_URLS.get(self.version)
+        if is_pylance_readable(col.encoder) and page.encoding.type_url != pylance_url:
+            raise fail(f"it declares pylance_readable but wrote a page of type URL {page.encoding.type_url!r}; "
+                       f"pylance decodes only {pylance_url!r} pages at file version {version_name(self.version)}")
         datas = []
         for i, buf in enumerate(getattr(page, "buffers", None) or ()):
             if isinstance(buf, (bytes, bytearray)):
@@ -223,19 +219,63 @@ class LanceFileWriter:
 
 
 def _encoder_name(encoder: Any) -> str:
-    """``'Class' of plugin 'name'``: the plugin is the registered one whose module holds (or is the
-    package of) the encoder's class, so the message names what to fix or uninstall."""
-    from lance_fw.plugin_manager import get_plugin_manager
-
-    module = type(encoder).__module__
-    best, best_len = None, -1
-    for name, plugin in get_plugin_manager().list_name_plugin():
-        pmod = getattr(plugin, "__name__", None) or type(plugin).__module__
-        for prefix in (pmod, pmod.rpartition(".")[0] or pmod):  # the hook module or its package
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
-                best, best_len = name, len(prefix)
-    owner = f"plugin {best!r}" if best is not None else f"module {module!r}"
+    """``'Class' of plugin 'name'``, so the message names what to fix or uninstall."""
+    origin = encoder_origin(encoder)
+    owner = f"plugin {origin.plugin!r}" if origin.plugin is not None else f"module {type(encoder).__module__!r}"
     return f"{type(encoder).__qualname__!r} of {owner}"
+
+
+def _label(encoder: Any) -> str:
+    """The encoder's own repr when it has one, else its class name (not an address)."""
+    return repr(encoder) if type(encoder).__repr__ is not object.__repr__ else type(encoder).__qualname__
+
+
+def column_specs(schema: LanceSchema, version: tuple[int, int]) -> list[ColumnSpec]:
+    """What ``lance_select_encoder`` sees for each column of a data file, in column order: 2.0 has a
+    column per field (struct and list parents included), 2.1+ one per leaf path."""
+    def spec(f: LanceField, role: str, arrow_type: pa.DataType, path: tuple) -> ColumnSpec:
+        md = {k: v.decode("utf-8", "replace") for k, v in f.metadata.items()}
+        return ColumnSpec(f, arrow_type, md, version, role, path)
+
+    if version == (2, 0):
+        roles = {True: "struct", False: "leaf"}
+        return [spec(f, "list" if f.is_list else roles[f.is_struct],
+                     pa.int64() if f.is_list else pa.null() if f.is_struct else f.arrow_type(), ())
+                for f in schema.walk()]
+    return [spec(chain[-1], "leaf", structure_v2_1.path_type(chain, decoded=False), tuple(chain))
+            for top in schema.fields for chain in structure_v2_1.leaf_paths(top)]
+
+
+def plugin_encodings(where: str, schema: LanceSchema, version: tuple[int, int], options: Mapping[str, Any],
+                     allowed: bool) -> dict[str, str]:
+    """The plugins (name -> distribution) whose non-pylance-readable encoders a data file of
+    ``schema`` at ``version`` would be written with; raises as ``check_encoders`` unless ``allowed``.
+    Encoder selection depends only on the column specs and options, so a write can be checked (and
+    refused) when it is planned, before any data is read."""
+    return check_encoders(where, [(s, select_encoder(s, options)) for s in column_specs(schema, version)], allowed)
+
+
+def check_encoders(where: str, columns: list[tuple[ColumnSpec, Any]], allowed: bool) -> dict[str, str]:
+    """Refuse (``PluginEncodingNotAllowedError``) an encoder that does not declare
+    ``pylance_readable`` unless ``allowed``: lance_fw writes only what pylance 14 reads by default,
+    since one such page makes pylance fail on every read of the dataset. Returns the plugins
+    (name -> distribution) of the non-readable encoders, for the manifest to record."""
+    used: dict[str, str] = {}
+    for i, (spec, encoder) in enumerate(columns):
+        if is_pylance_readable(encoder):
+            continue
+        origin = encoder_origin(encoder)
+        if not allowed:
+            column = ".".join(f.name for f in spec.path) if spec.path else spec.field.name
+            hints = sorted(k for k in spec.metadata if k.startswith(ENCODING_HINT_PREFIX))
+            why = f" (selected by its field metadata {hints})" if hints else ""
+            raise PluginEncodingNotAllowedError(
+                f"{where}: column {i} ({column!r}, {spec.arrow_type}) would be written with {_label(encoder)} of "
+                f"{origin.describe()}{why}, an encoding pylance cannot read; lance_fw writes only "
+                f"pylance-readable encodings unless the write option {ALLOW_PLUGIN_ENCODINGS}=True is given (the "
+                "dataset then records the plugin and pylance refuses to open it); nothing was written")
+        used[origin.plugin or type(encoder).__module__] = origin.distribution or ""
+    return used
 
 
 def _copy(array: pa.Array) -> pa.Array:

@@ -44,6 +44,8 @@ class Operation:
 
     fragments: list = field(default_factory=list)  # new DataFragment messages (ids assigned at commit)
     properties: dict = field(default_factory=dict)
+    #: plugins (name -> distribution) whose non-pylance-readable encodings the new files use
+    plugin_encodings: dict = field(default_factory=dict)
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         raise NotImplementedError
@@ -419,7 +421,7 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
         if versions:
             latest = versions[-1]
             base, index_section = read_manifest(storage, latest.path)
-            feature_flags.check_writable(base_uri, base.writer_feature_flags)
+            feature_flags.check_writable(base_uri, base.writer_feature_flags, base.config)
             use_v2_names = latest.v2_name
         else:
             base, index_section, use_v2_names = None, None, True
@@ -430,6 +432,7 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
             new.CopyFrom(base)
         new.version = (base.version if base is not None else 0) + 1
         operation.apply(base, new)
+        feature_flags.record_plugin_encodings(new, operation.plugin_encodings, isinstance(operation, Overwrite))
         _check_paths(operation._added)  # type: ignore[attr-defined]
         if new.fragments:
             new.max_fragment_id = max(max(f.id for f in new.fragments), new.max_fragment_id)

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw.errors import DatasetExistsError, InvalidArgumentError, SchemaError
-from lance_fw.file.version import parse_version, requested_version, version_name
-from lance_fw.file.writer import LanceFileWriter, WrittenFile
+from lance_fw.file.version import SUPPORTED_WRITE, from_footer, parse_version, requested_version, version_name
+from lance_fw.file.writer import ALLOW_PLUGIN_ENCODINGS, LanceFileWriter, WrittenFile, plugin_encodings
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
 from lance_fw.schema import LanceSchema, conform
+from lance_fw.table.flags import recorded_plugins
 from lance_fw.table.manifest import list_versions, read_manifest
 from lance_fw.table.transaction import Append, Overwrite, commit, undo_unless_published
 
@@ -179,6 +181,8 @@ class WritePlan:
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE
     options: dict = dc_field(default_factory=dict)
     dataset_fields: list | None = None  # an append of some columns: the whole schema it was planned on
+    #: plugins (name -> distribution) whose non-pylance-readable encodings the files use (allowed)
+    plugin_encodings: dict = dc_field(default_factory=dict)
 
     def storage(self) -> Storage:
         return resolve_storage(self.uri, self.storage_options)
@@ -201,11 +205,12 @@ class WritePlan:
         storage = self.storage()
         properties = dict(properties or {})
         if self.mode == "append":
-            op = Append(fragments=fragments, properties=properties, schema_fields=self.planned_fields())
+            op = Append(fragments=fragments, properties=properties, schema_fields=self.planned_fields(),
+                        plugin_encodings=dict(self.plugin_encodings))
         else:
             op = Overwrite(fragments=fragments, properties=properties, schema_fields=self.lance_schema.to_protos(),
                            schema_metadata=self.lance_schema.metadata, data_format_version=version_name(self.version),
-                           create_only=(self.mode == "create"))
+                           create_only=(self.mode == "create"), plugin_encodings=dict(self.plugin_encodings))
         with undo_unless_published(lambda: delete_fragment_files(storage, self.uri, fragments)):
             return commit(storage, self.uri, op, read_version=self.read_version, commit_lock=commit_lock)
 
@@ -220,10 +225,14 @@ def delete_fragment_files(storage: Storage, uri: str, fragments: list[table_pb2.
 def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_version: str | None = None,
                storage_options: dict | None = None, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, max_page_bytes: int | None = None,
-               allow_subset: bool = False) -> WritePlan:
+               allow_subset: bool = False, allow_plugin_encodings: bool | None = None) -> WritePlan:
     """Check ``mode`` and ``schema`` against the dataset at ``uri`` and fix what the write produces.
     ``allow_subset``: an append may leave out nullable columns (user appends only: rows that
-    update/merge_insert/compaction rewrite must carry every column, or values would be lost)."""
+    update/merge_insert/compaction rewrite must carry every column, or values would be lost).
+    ``allow_plugin_encodings``: True lets columns be written by encoders pylance cannot read (the
+    manifest then records their plugins); False refuses them; None (rewrites of existing rows:
+    merge_insert, update, compaction) allows exactly the plugins the dataset already records, so a
+    dataset keeps its encodings but a pylance-readable one never silently loses that."""
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     if max_rows_per_file <= 0:
@@ -257,6 +266,53 @@ def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_v
         target = lance_schema.to_arrow()
         if schema.metadata:
             target = target.with_metadata(schema.metadata)
+    options: dict = {"max_page_bytes": max_page_bytes} if max_page_bytes else {}
+    plugins = _plugin_encodings(uri, base, lance_schema, version, options, allow_plugin_encodings)
+    if plugins:
+        options[ALLOW_PLUGIN_ENCODINGS] = True  # checked here: the writer of each file may use them
     return WritePlan(uri, mode, target, lance_schema, version, base.version if base is not None else 0,
-                     storage_options, max_rows_per_file, max_bytes_per_file,
-                     {"max_page_bytes": max_page_bytes} if max_page_bytes else {}, dataset_fields)
+                     storage_options, max_rows_per_file, max_bytes_per_file, options, dataset_fields, plugins)
+
+
+def _plugin_encodings(uri: str, base, lance_schema: LanceSchema, version: tuple[int, int], options: dict,
+                      allow: bool | None) -> dict[str, str]:
+    """The plugins whose non-pylance-readable encodings the planned files would use, once allowed
+    (see ``plan_write``); raises ``PluginEncodingNotAllowedError`` before anything is written."""
+    if allow is None:
+        recorded = recorded_plugins(uri, base.config) if base is not None else {}
+        used = plugin_encodings(uri, lance_schema, version, options, allowed=True)
+        if set(used) <= set(recorded):
+            return used
+        allow = False
+    return plugin_encodings(uri, lance_schema, version, options, allowed=bool(allow))
+
+
+def committed_plugin_encodings(storage: Storage, uri: str, fragments: list[table_pb2.DataFragment],
+                               lance_schema: LanceSchema | None = None) -> dict[str, str]:
+    """The plugins to record for fragments written by a separate step (pylance's ``write_fragments``
+    then ``commit``): those whose non-pylance-readable encoders write the fields of the fragments'
+    files at their version (``lance_schema``: the new schema of an overwrite, else the dataset's).
+    Their writer refused such encoders unless allowed, so this names what the files may hold; it
+    errs on the side of recording (pylance then refuses at open) rather than of a silent failure."""
+    if lance_schema is None:
+        versions = list_versions(storage, uri)
+        if not versions:
+            return {}
+        base = read_manifest(storage, versions[-1].path)[0]
+        lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
+    used: dict[str, str] = {}
+    for version, ids in _files_by_version(fragments).items():
+        fields = [f for f in lance_schema.fields if ids & {c.id for c in f.walk()}]
+        if fields:
+            used.update(plugin_encodings(uri, LanceSchema(fields, lance_schema.metadata), version, {}, allowed=True))
+    return used
+
+
+def _files_by_version(fragments: list[table_pb2.DataFragment]) -> dict[tuple[int, int], set[int]]:
+    out: dict[tuple[int, int], set[int]] = {}
+    for frag in fragments:
+        for data_file in frag.files:
+            version = from_footer(data_file.file_major_version, data_file.file_minor_version)
+            if version_name(version) in SUPPORTED_WRITE:  # what lance_fw could have written
+                out.setdefault(version, set()).update(data_file.fields)
+    return out

@@ -148,6 +148,8 @@ def _leaf(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
 class V20ColumnEncoder:
     """Encodes one column at file version 2.0 (see the module docstring for the trees)."""
 
+    pylance_readable = True  # pages are the trees pylance 14 decodes at this version
+
     def __init__(self, spec: ColumnSpec):
         self.spec = spec
 

@@ -94,6 +94,8 @@ def _repetition_index(sh: Shredded, level_spans: list[tuple[int, int]]) -> bytes
 class V21ColumnEncoder:
     """Encodes the path arrays of one leaf column at file version 2.1 or 2.2."""
 
+    pylance_readable = True  # pages are the trees pylance 14 decodes at this version
+
     def __init__(self, spec: ColumnSpec):
         self.spec = spec
         self.large_chunks = spec.version >= (2, 2)
