@@ -85,35 +85,69 @@ def _scheme(uri: str) -> str:
     return uri.split("://", 1)[0].lower() if "://" in uri else "file"
 
 
-class _Manager(pluggy.PluginManager):
-    """Checks the scheme hooks for conflicts by calling their implementations one by one.
+#: firstresult hooks whose answer is type-checked before the kernel uses it: hook -> (what the
+#: error calls the expected type, the check). Imports are deferred: those modules import this one.
+def _is_storage(value: object) -> bool:
+    from lance_fw.io.storage import Storage
 
-    Only done when a third-party plugin implements the hook, so the built-in-only path is unchanged."""
+    return isinstance(value, Storage)
+
+
+def _is_commit_handler(value: object) -> bool:
+    from lance_fw.table.commit import CommitHandler
+
+    return isinstance(value, CommitHandler)
+
+
+def _is_column_encoder(value: object) -> bool:
+    """``file.encoding.ColumnEncoder`` is a Protocol: an object with a callable ``encode``."""
+    return callable(getattr(value, "encode", None))
+
+
+RESULT_CHECKS: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "lance_storage": ("Storage (lance_fw.io.storage)", _is_storage),
+    "lance_commit_handler": ("CommitHandler (lance_fw.table.commit)", _is_commit_handler),
+    "lance_select_encoder": ("ColumnEncoder (an object with encode(array) -> EncodedPage)", _is_column_encoder),
+}
+
+
+class _Manager(pluggy.PluginManager):
+    """Calls the firstresult hooks of :data:`RESULT_CHECKS` one implementation at a time, so it knows
+    which plugin answered: its answer is type-checked (``PluginLoadError`` naming the plugin), and
+    for the scheme hooks the answers of third-party plugins are checked for conflicts."""
 
     state: _State
 
     def _hookexec(self, hook_name, methods, kwargs, firstresult):
-        if not (firstresult and hook_name in SCHEME_HOOKS) or any(m.wrapper or m.hookwrapper for m in methods):
+        if not (firstresult and hook_name in RESULT_CHECKS) or any(m.wrapper or m.hookwrapper for m in methods):
             return super()._hookexec(hook_name, methods, kwargs, firstresult)
         state = self.state
+        every = hook_name in SCHEME_HOOKS and any(m.plugin_name in state.third_party for m in methods)
         try:
-            if any(m.plugin_name in state.third_party for m in methods):
-                result = self._checked(hook_name, methods, kwargs)
-            else:
-                result = super()._hookexec(hook_name, methods, kwargs, firstresult)
+            answers = self._answers(hook_name, methods, kwargs, every)
+            if every:
+                _check_scheme_answers(state, hook_name, _scheme(str(kwargs.get("uri", ""))), [n for n, _ in answers])
         except StorageError as exc:
             if not state.failures:
                 raise
             raise StorageError(f"{exc}{failure_note()}") from exc
-        if result is None and state.failures and hook_name == "lance_storage":
-            # (no commit handler: resolve_commit_handler explains, with the same failure note)
-            raise StorageError(f"no plugin answers {hook_name} for {kwargs.get('uri')!r}{failure_note()}")
-        return result
+        if not answers:
+            if state.failures and hook_name == "lance_storage":
+                # (no commit handler: resolve_commit_handler explains, with the same failure note)
+                raise StorageError(f"no plugin answers {hook_name} for {kwargs.get('uri')!r}{failure_note()}")
+            return None
+        name, answer = answers[0]
+        expected, check = RESULT_CHECKS[hook_name]
+        if not check(answer):
+            raise PluginLoadError(f"plugin {state.label(name)}: {hook_name} returned {type(answer).__name__}, "
+                                  f"expected a {expected} or None")
+        return answer
 
-    def _checked(self, hook_name, methods, kwargs):
-        """Every implementation's answer, in pluggy's call order; one that raises after an earlier one
-        answered counts as not answering (pluggy would never have called it)."""
-        answers = []
+    def _answers(self, hook_name, methods, kwargs, every: bool) -> list[tuple[str, Any]]:
+        """(plugin name, answer) of the implementations that answer, in pluggy's call order: only the
+        first unless ``every``. With ``every``, one that raises after an earlier one answered counts
+        as not answering (pluggy would never have called it)."""
+        answers: list[tuple[str, Any]] = []
         for impl in reversed(methods):
             try:
                 answer = super()._hookexec(hook_name, [impl], kwargs, True)
@@ -123,8 +157,9 @@ class _Manager(pluggy.PluginManager):
                 raise
             if answer is not None:
                 answers.append((impl.plugin_name, answer))
-        _check_scheme_answers(self.state, hook_name, _scheme(str(kwargs.get("uri", ""))), [n for n, _ in answers])
-        return answers[0][1] if answers else None
+                if not every:
+                    break
+        return answers
 
 
 def _check_scheme_answers(state: _State, hook_name: str, scheme: str, names: list[str]) -> None:
@@ -328,7 +363,11 @@ class _Registry:
         # get_hookimpls() is in registration order (pluggy calls them newest first).
         for impl in getattr(state.pm.hook, hook_name).get_hookimpls():
             name = impl.plugin_name
-            answered = state.pm._hookexec(hook_name, [impl], {}, False)  # one plugin, traced
+            try:
+                answered = state.pm._hookexec(hook_name, [impl], {}, False)  # one plugin, traced
+            except Exception as exc:  # noqa: BLE001 - name the plugin whose hook failed
+                raise PluginLoadError(f"plugin {state.label(name)}: {hook_name} raised "
+                                      f"{type(exc).__name__}: {exc}") from exc
             result = answered[0] if answered else None
             if result is None:
                 continue

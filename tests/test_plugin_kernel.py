@@ -87,8 +87,38 @@ def _decoders(url: str) -> str:
 
 
 def _storage(scheme: str) -> str:
+    """A plugin answering both scheme hooks for ``scheme`` with real (inert) Storage / CommitHandler objects."""
     return textwrap.dedent(f"""
-        MARK = object()
+        from lance_fw.io.storage import Storage
+        from lance_fw.table.commit import CommitHandler
+
+        class MarkStorage(Storage):
+            scheme = {scheme!r}
+
+            def open_reader(self, path):
+                raise NotImplementedError
+
+            def open_output(self, path):
+                raise NotImplementedError
+
+            def list_dir(self, path):
+                return []
+
+            def exists(self, path):
+                return False
+
+            def delete(self, path):
+                pass
+
+            def mtime(self, path):
+                return None
+
+        class MarkHandler(CommitHandler):
+            def commit(self, path, data):
+                raise NotImplementedError
+
+        MARK = MarkStorage()
+        HANDLER = MarkHandler(MARK)
 
         @hookimpl
         def lance_storage(uri, options):
@@ -96,7 +126,7 @@ def _storage(scheme: str) -> str:
 
         @hookimpl
         def lance_commit_handler(storage, uri):
-            return MARK if uri.startswith({scheme!r} + "://") else None
+            return HANDLER if uri.startswith({scheme!r} + "://") else None
         """)
 
 
@@ -175,9 +205,9 @@ def test_two_plugins_answering_for_one_scheme_conflict(kernel):
 def test_one_plugin_for_a_new_scheme_is_no_conflict(kernel):
     kernel.install("count_a", _storage("count"))
     kernel.reload()
-    mark = sys.modules["lfw_test_count_a"].MARK
-    assert resolve_storage("count://bucket/ds") is mark
-    assert resolve_commit_handler(object(), "count://bucket/ds") is mark
+    plugin = sys.modules["lfw_test_count_a"]
+    assert resolve_storage("count://bucket/ds") is plugin.MARK
+    assert resolve_commit_handler(plugin.MARK, "count://bucket/ds") is plugin.HANDLER
 
 
 def test_replacing_builtin_local_storage_needs_an_override(kernel, tmp_path):
@@ -320,3 +350,39 @@ def test_plugin_using_lance_fw_at_import_fails_alone(kernel):
     eager = done[0]["eager"]
     assert eager["status"] == "failed" and "while being imported" in eager["error"]
     assert done[0]["storage_local"]["status"] == "loaded"
+
+
+# 6. firstresult answers are type-checked where they enter the kernel, naming the plugin
+
+@pytest.mark.parametrize("hook,call", [
+    ("lance_storage", lambda uri: resolve_storage(uri)),
+    ("lance_commit_handler", lambda uri: resolve_commit_handler(resolve_storage(uri), uri)),
+])
+def test_scheme_hook_answer_of_the_wrong_type_names_the_plugin(kernel, tmp_path, hook, call):
+    """A bare object used to be returned as the storage / commit handler and fail later, far away
+    (AttributeError on 'open_reader' / 'commit'), naming no plugin."""
+    args = "uri, options" if hook == "lance_storage" else "storage, uri"
+    kernel.install("badtype", f"""
+        LANCE_FW_OVERRIDES = {{{hook!r}: ["file"]}}
+
+        @hookimpl
+        def {hook}({args}):
+            return object()
+        """)
+    kernel.reload()
+    expected = "Storage" if hook == "lance_storage" else "CommitHandler"
+    with pytest.raises(PluginLoadError, match=f"'badtype' \\(badtype 0.1\\): {hook} returned object, expected a "
+                                              f"{expected}"):
+        call(str(tmp_path / "ds"))
+
+
+def test_encoder_answer_of_the_wrong_type_names_the_plugin(kernel, tmp_path):
+    kernel.install("badenc", """
+        @hookimpl
+        def lance_select_encoder(column, options):
+            return object()
+        """)
+    kernel.reload()
+    with pytest.raises(PluginLoadError, match="'badenc' \\(badenc 0.1\\): lance_select_encoder returned object"):
+        lance_fw.write_dataset(_table(), str(tmp_path / "ds"))
+    assert not (tmp_path / "ds" / "_versions").exists()
