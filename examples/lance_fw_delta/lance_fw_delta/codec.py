@@ -144,6 +144,10 @@ def _values_u64(array: pa.Array, dtype: np.dtype) -> tuple[np.ndarray, np.ndarra
 class DeltaBitpackedEncoder:
     """Encodes pages of one integer-like column as first value + bit-packed deltas."""
 
+    #: pylance has no decoder for these pages: lance_fw writes them only under the write option
+    #: ``allow_plugin_encodings=True`` and records this plugin in the manifest.
+    pylance_readable = False
+
     def __init__(self, arrow_type: pa.DataType):
         dtype = storage_dtype(arrow_type)
         if dtype is None:
