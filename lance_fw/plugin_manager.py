@@ -7,7 +7,8 @@ must never decide what a dataset decodes to or where a write goes:
 - **Conflicts are errors** (:class:`PluginConflictError`, naming both plugins and distributions): two
   entry points with the same name, two plugins claiming the same key of a collect hook (type URL,
   ``(family, kind)``, deletion codec, index name), or two plugins answering the storage / commit-handler
-  hook for the same URI scheme. Built-ins among themselves keep their designed order. A third-party
+  hook for the same URI scheme. A collect-hook conflict fails only the uses of that key (see
+  :class:`Collected`): a page with the contested type URL cannot be decoded, every other page can. Built-ins among themselves keep their designed order. A third-party
   plugin replaces a built-in only when it says so in a module attribute
   ``LANCE_FW_OVERRIDES = {"lance_storage": ["file"], "lance_page_decoders": ["/my.Url"]}``
   (hook name -> keys; schemes for ``lance_storage`` / ``lance_commit_handler``). Two third-party
@@ -17,7 +18,9 @@ must never decide what a dataset decodes to or where a write goes:
   named); ``LANCE_FW_DISABLE_PLUGIN_AUTOLOAD=1`` loads only lance_fw's own built-in entry points.
 - **Isolation**: a plugin that fails to import, declares an unknown ``lance_*`` hook or does not fit its
   hookspecs is recorded (:func:`failures`), not fatal; errors for a missing scheme or encoding name it.
-- Collect-hook results are type-checked where they enter the kernel (:class:`PluginLoadError`).
+- Hook results are type-checked where they enter the kernel (:class:`PluginLoadError` naming the
+  plugin): collect hooks return mappings with keys of the right type; ``lance_storage`` a ``Storage``,
+  ``lance_commit_handler`` a ``CommitHandler``, ``lance_select_encoder`` a ``ColumnEncoder``.
 
 Set ``LANCE_FW_TRACE=1`` to print every hook call to stderr. Tests call :func:`reload` after
 changing ``sys.path`` or the environment variables above.
@@ -347,6 +350,40 @@ def _key_check(hook_name: str) -> Callable[[Any], bool]:
     return lambda k: isinstance(k, str)
 
 
+class Collected(dict):
+    """A collect hook's merged answers, with its conflicts kept out.
+
+    A key two plugins claim (a :class:`PluginConflictError`) is in neither's hands: it is not
+    iterated, and asking for it (``[key]``, ``get``, ``in``) raises the conflict, naming both
+    plugins. Every other key works, so a conflict over one type URL fails only the pages with that
+    URL, not every read. ``conflicts``: key -> the conflict's message (``lance-fw plugins`` shows them).
+    """
+
+    def __init__(self, items: dict, conflicts: dict[Any, str]):
+        super().__init__(items)
+        self.conflicts = conflicts
+
+    def _refuse_conflicted(self, key: Any) -> None:
+        try:
+            message = self.conflicts.get(key)
+        except TypeError:  # an unhashable key cannot be conflicted (nor present)
+            return
+        if message is not None:
+            raise PluginConflictError(message)
+
+    def __getitem__(self, key: Any) -> Any:
+        self._refuse_conflicted(key)
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._refuse_conflicted(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self._refuse_conflicted(key)
+        return super().__contains__(key)
+
+
 class _Registry:
     """Merged answers of the collecting hooks, computed once and checked for conflicts and types."""
 
@@ -355,11 +392,12 @@ class _Registry:
             self.__dict__.pop(key, None)
 
     @staticmethod
-    def _collect(hook_name: str) -> dict:
+    def _collect(hook_name: str) -> Collected:
         state = _get_state()
         ok_key = _key_check(hook_name)
         merged: dict = {}
         owner: dict = {}
+        conflicts: dict[Any, str] = {}
         # get_hookimpls() is in registration order (pluggy calls them newest first).
         for impl in getattr(state.pm.hook, hook_name).get_hookimpls():
             name = impl.plugin_name
@@ -378,32 +416,41 @@ class _Registry:
                 if not ok_key(key):
                     raise PluginLoadError(f"plugin {state.label(name)}: {hook_name} returned key {key!r} "
                                           f"of the wrong type")
+                if key in conflicts:
+                    continue  # already refused: a third claimant does not settle it
                 prev = owner.get(key)
-                if prev is None or _new_wins(state, hook_name, key, prev, name):
+                try:
+                    wins = prev is None or _new_wins(state, hook_name, key, prev, name)
+                except PluginConflictError as exc:
+                    conflicts[key] = str(exc)
+                    merged.pop(key, None)
+                    owner.pop(key, None)
+                    continue
+                if wins:
                     merged[key] = value
                     owner[key] = name
         _OWNERS[hook_name] = {key: state.label(name) for key, name in owner.items()}
-        return merged
+        return Collected(merged, conflicts)
 
     @cached_property
-    def page_decoders(self) -> dict[str, Any]:
+    def page_decoders(self) -> Collected:
         return self._collect("lance_page_decoders")
 
     @cached_property
-    def kind_decoders(self) -> dict[tuple[str, str], Any]:
+    def kind_decoders(self) -> Collected:
         return self._collect("lance_kind_decoders")
 
     @cached_property
-    def deletion_codecs(self) -> dict[int, Any]:
+    def deletion_codecs(self) -> Collected:
         return self._collect("lance_deletion_codecs")
 
     @cached_property
-    def index_types(self) -> dict[str, Any]:
+    def index_types(self) -> Collected:
         """Index types by name; none are built in yet (BTREE/BITMAP/IVF_PQ come as plugins)."""
         return self._collect("lance_index_types")
 
     @cached_property
-    def storage_options(self) -> dict[str, str]:
+    def storage_options(self) -> Collected:
         """``storage_options`` keys some plugin reads, with their descriptions."""
         return self._collect("lance_storage_options")
 
@@ -457,9 +504,11 @@ def problems() -> list[str]:
     found = []
     for prop in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types", "storage_options"):
         try:
-            getattr(registry, prop)
+            collected = getattr(registry, prop)
         except LanceError as exc:
             found.append(f"{type(exc).__name__}: {exc}")
+            continue
+        found.extend(f"{PluginConflictError.__name__}: {message}" for message in collected.conflicts.values())
     return found
 
 

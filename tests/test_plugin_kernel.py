@@ -156,14 +156,31 @@ def test_two_plugins_claiming_one_type_url_conflict(kernel, capsys):
     out = capsys.readouterr().out
     assert "lance_page_decoders: /shared.Url" in out and "PROBLEM: PluginConflictError" in out
     with pytest.raises(PluginConflictError, match="fork_a 0.1.*fork_b 0.1"):
-        _ = registry.page_decoders
+        registry.page_decoders.get("/shared.Url")  # neither fork decodes it: install order never decides
+    with pytest.raises(PluginConflictError, match="fork_a 0.1.*fork_b 0.1"):
+        decode_page(any_pb2.Any(type_url="/shared.Url"), types.SimpleNamespace(where="f.lance column 0 page 0"))
+    assert "/shared.Url" not in sorted(registry.page_decoders)
+
+
+def test_a_key_conflict_fails_only_uses_of_that_key(kernel, tmp_path):
+    """Two plugins claiming one type URL used to make every page decoder unavailable: every read of
+    every dataset failed. Now only pages with that URL fail; reads of the rest work."""
+    uri = str(tmp_path / "ds")
+    lance_fw.write_dataset(_table(), uri, data_storage_version="2.0")
+    lance_fw.write_dataset(_table(), str(tmp_path / "ds21"), data_storage_version="2.1")
+    kernel.install("fork_a", _decoders("/shared.Url"))
+    kernel.install("fork_b", _decoders("/shared.Url"))
+    kernel.reload()
+    assert lance_fw.dataset(uri).to_table().equals(_table())
+    assert lance_fw.dataset(str(tmp_path / "ds21")).take([0, 4999]).column("a").to_pylist() == [0, 4999]
+    assert any("/shared.Url" in p for p in plugin_manager.problems())
 
 
 def test_replacing_a_builtin_encoding_needs_an_override(kernel, tmp_path):
     kernel.install("shadow", _decoders(BUILTIN_URL))
     kernel.reload()
     with pytest.raises(PluginConflictError, match="'shadow' \\(shadow 0.1\\).*LANCE_FW_OVERRIDES"):
-        _ = registry.page_decoders
+        registry.page_decoders.get(BUILTIN_URL)
     with pytest.raises(PluginConflictError):  # a read needs the decoders: never the fork silently
         lance_fw.write_dataset(_table(), str(tmp_path / "ds"), data_storage_version="2.0")
         lance_fw.dataset(str(tmp_path / "ds")).to_table()
@@ -188,7 +205,7 @@ def test_collect_hook_conflicts(kernel, hook, key):
     kernel.install("claim_b", body)
     kernel.reload()
     with pytest.raises(PluginConflictError, match="claim_a.*claim_b"):
-        getattr(registry, hook.removeprefix("lance_"))
+        getattr(registry, hook.removeprefix("lance_")).get(key)
 
 
 def test_two_plugins_answering_for_one_scheme_conflict(kernel):
