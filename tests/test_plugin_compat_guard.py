@@ -296,3 +296,31 @@ def test_encoder_claiming_pylance_readable_with_foreign_pages_fails_the_write(ur
         assert data_files(uri) == set()
     finally:
         unregister("claimer")
+
+
+# --- 5. rewrites of existing rows ----------------------------------------------------------------
+
+def _upsert(uri: str, rows: pa.Table) -> None:
+    ds = lance_fw.dataset(uri)
+    ds.merge_insert("s").when_matched_update_all().when_not_matched_insert_all().execute(rows)
+
+
+def test_merge_insert_into_a_recorded_dataset_uses_the_recorded_plugin(uri, delta):
+    """merge_insert has no write options: it may use what the dataset already records."""
+    table = hinted()
+    write_allowed(uri, table)
+    new_rows = hinted(10, start=ROWS - 5)  # 5 updates, 5 inserts
+    _upsert(uri, new_rows)
+    manifest = latest_manifest(uri)
+    assert json.loads(manifest.config[flags.PLUGIN_ENCODINGS_KEY]) == {"delta": "lance-fw-delta 0.1.0"}
+    assert manifest.reader_feature_flags & flags.PLUGIN_ENCODINGS
+    back = lance_fw.dataset(uri).to_table().sort_by("s")
+    expected = pa.concat_tables([table.slice(0, ROWS - 5), new_rows]).sort_by("s")
+    assert_tables_equal(expected, back)
+
+
+def test_merge_insert_into_a_pylance_dataset_with_the_hint_is_refused(uri, delta):
+    lance.write_dataset(hinted(), uri, data_storage_version="2.0")
+    with pytest.raises(PluginEncodingNotAllowedError, match="LANCE_FW_DISABLE_PLUGINS=delta"):
+        _upsert(uri, hinted(10, start=ROWS - 5))
+    assert lance.dataset(uri).version == 1

@@ -23,6 +23,7 @@ from lance_fw.file.encoding import (PYLANCE_PAGE_TYPE_URLS, ColumnSpec, encoder_
                                     select_encoder)
 from lance_fw.file.version import SUPPORTED_WRITE, footer_version, version_name
 from lance_fw.io.storage import Storage
+from lance_fw.plugin_manager import ENV_DISABLE
 from lance_fw.schema import LanceField, LanceSchema
 
 DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
@@ -273,7 +274,8 @@ def check_encoders(where: str, columns: list[tuple[ColumnSpec, Any]], allowed: b
                 f"{where}: column {i} ({column!r}, {spec.arrow_type}) would be written with {_label(encoder)} of "
                 f"{origin.describe()}{why}, an encoding pylance cannot read; lance_fw writes only "
                 f"pylance-readable encodings unless the write option {ALLOW_PLUGIN_ENCODINGS}=True is given (the "
-                "dataset then records the plugin and pylance refuses to open it); nothing was written")
+                f"dataset then records the plugin and pylance refuses to open it), or the plugin is blocked "
+                f"({ENV_DISABLE}={origin.plugin or '<name>'}: the built-in encoding is written); nothing was written")
         used[origin.plugin or type(encoder).__module__] = origin.distribution or ""
     return used
 
