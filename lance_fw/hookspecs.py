@@ -50,7 +50,9 @@ def lance_select_encoder(column: "ColumnSpec", options: Mapping[str, Any]) -> "C
     """Return the encoder for one column of a data file, or None to let another plugin decide.
 
     ``column`` carries the Lance field, the Arrow type, field metadata (``lance-encoding:*`` hints)
-    and the file version; ``options`` are the write options.
+    and the file version; ``options`` are the write options. The kernel checks the answer is a
+    ``ColumnEncoder`` (has a callable ``encode``): anything else is a ``PluginLoadError`` naming
+    the plugin.
     """
 
 
@@ -59,7 +61,10 @@ def lance_storage(uri: str, options: Mapping[str, Any]) -> "Storage | None":
     """Return a ``Storage`` for ``uri`` (by scheme), or None if this plugin does not handle it.
 
     ``options`` are the user's ``storage_options``; every key in them has been declared by some
-    plugin's ``lance_storage_options`` (unknown keys are refused before this hook runs).
+    plugin's ``lance_storage_options`` (unknown keys are refused before this hook runs); keep them
+    as ``Storage.options``. An answer that is not a ``Storage`` is a ``PluginLoadError`` naming the
+    plugin. A storage whose ``put_if_absent`` is atomic across processes sets
+    ``atomic_put_if_absent = True`` and needs no commit handler of its own (see below).
     """
 
 
@@ -69,7 +74,14 @@ def lance_commit_handler(storage: "Storage", uri: str, options: Mapping[str, Any
 
     ``options`` are the same ``storage_options`` the storage was opened with: the per-plugin
     configuration channel (e.g. where an external manifest store lives). An implementation may
-    leave ``options`` out of its signature if it needs none.
+    leave ``options`` out of its signature if it needs none. The answer must be a
+    ``CommitHandler`` (else ``PluginLoadError`` naming the plugin); return None for a storage you
+    cannot make safe against writers in other processes.
+
+    Built in: the generic ``commit_put_if_absent`` handler answers (``trylast``) for every storage
+    with ``atomic_put_if_absent``, and ``commit_fsspec`` for in-process ``memory://``. A scheme no
+    handler answers for cannot be written (``StorageError`` listing the installed handlers) unless
+    the caller passes pylance's ``commit_lock``, which replaces the handler.
     """
 
 
