@@ -271,6 +271,8 @@ def lie(array):
         return array.slice(1)
     if LIE == "int32":
         return array.cast(pa.int32())
+    if LIE == "bug":
+        raise NotImplementedError("a decoder bug")
     if LIE == "pylist":
         return array.to_pylist()
     if LIE == "offsets" and len(array) > 1:  # a middle offset past the last one: not monotonic
@@ -380,6 +382,18 @@ def test_lying_decoder_of_an_installed_plugin_fails_every_read_path(liar_dataset
     assert says in message, message
     assert "'liar' (lfw-test-liar 0.1)" in message, message  # the plugin and its distribution
     assert ".lance" in message and f"(field {column!r})" in message and "page " in message, message
+
+
+@pytest.mark.parametrize("read", ["scan", "take", "_take_rows"])
+def test_decoder_bug_keeps_its_type_and_names_the_plugin(liar_dataset, read):
+    """Not damage (so not CorruptFileError): the decoder's own exception, with a note naming the
+    plugin, file, column and page (it used to name none of them)."""
+    uri, liar, _ = liar_dataset
+    liar.LIE = "bug"
+    with pytest.raises(NotImplementedError, match="a decoder bug") as info:
+        READS[read](uri, "a")
+    note = " ".join(getattr(info.value, "__notes__", []))
+    assert "'liar' (lfw-test-liar 0.1)" in note and ".lance" in note and "(field 'a')" in note, note
 
 
 @pytest.mark.parametrize("read", list(READS))

@@ -276,6 +276,9 @@ class LanceFileReader:
         except DECODE_FAILURES as exc:
             raise CorruptFileError(where, f"the page does not decode ({type(exc).__name__}: {exc}; "
                                           f"{_decoded_by(encoding)})") from exc
+        except Exception as exc:  # a decoder bug, not damage: keep its type, say whose and where
+            exc.add_note(f"raised by {_decoded_by(encoding)} on {where}")
+            raise
         if not isinstance(array, (pa.Array, pa.ChunkedArray)):
             raise CorruptFileError(where, f"{_decoded_by(encoding)} returned a {type(array).__name__}, "
                                           f"not a pyarrow.Array")
