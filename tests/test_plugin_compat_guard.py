@@ -251,6 +251,22 @@ def test_distributed_write_and_commit_records_the_plugin(uri, delta):
     assert_tables_equal(table, lance_fw.dataset(uri).to_table())
 
 
+def test_distributed_append_to_a_pylance_dataset_records_the_plugin(uri, delta):
+    """Fragments written elsewhere then committed: the commit records what their fields' encoders are."""
+    table = hinted()
+    lance.write_dataset(table, uri, data_storage_version="2.0")
+    more = hinted(ROWS, start=ROWS)
+    with pytest.raises(PluginEncodingNotAllowedError):
+        lance_fw.write_fragments(more, uri)
+    fragments = lance_fw.write_fragments(more, uri, allow_plugin_encodings=True)
+    lance_fw.LanceDataset.commit(uri, lance_fw.LanceOperation.Append(fragments), read_version=1)
+    manifest = latest_manifest(uri)
+    assert json.loads(manifest.config[flags.PLUGIN_ENCODINGS_KEY]) == {"delta": "lance-fw-delta 0.1.0"}
+    with pytest.raises(ValueError, match=PYLANCE_REFUSAL):
+        lance.dataset(uri)
+    assert_tables_equal(pa.concat_tables([table, more]), lance_fw.dataset(uri).to_table())
+
+
 # --- 4. what an encoder declares -----------------------------------------------------------------
 
 def test_builtin_encoders_declare_pylance_readable(uri):
