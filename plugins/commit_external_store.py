@@ -135,9 +135,16 @@ class ExternalStoreCommitHandler(CommitHandler):
                                f"published at {final}, which does not exist: the dataset was deleted or moved "
                                f"without clearing the store. If it was dropped, clear it with "
                                f"ManifestStore.delete({key!r}) (no writer may be committing meanwhile)")
+        staged_path = join_uri(base, entry)
         try:
-            data = self.storage.read_bytes(join_uri(base, entry))
-        except DatasetNotFoundError:
+            data = self.storage.read_bytes(staged_path)
+        except (DatasetNotFoundError, StorageError):
+            # its writer may have finished meanwhile and deleted it (an object store can report that
+            # as a failed read of an object it had just listed): only then is a missing file normal
+            if self.store.get(key, version) != entry:
+                return False
+            if self.storage.exists(staged_path):
+                raise
             return self._staged_file_gone(base, key, version, entry, final_name)
         if not data.endswith(MANIFEST_MAGIC):
             raise CorruptFileError(join_uri(base, entry), f"the staged manifest of claimed version {version} is "
@@ -194,12 +201,11 @@ class ExternalStoreCommitHandler(CommitHandler):
         return True
 
     def _staged_file_gone(self, base: str, key: str, version: int, entry: str, final_name: str) -> bool:
-        """The staged file named by the claim is missing: either its writer finished meanwhile
-        (the entry moved on), or it was deleted and the claim can never be finished."""
-        now = self.store.get(key, version)
+        """The staged file of a claim that has not moved on is gone. The protocol deletes it only
+        after marking the claim committed, so something else removed it: if the manifest was
+        published before that, marking it is all that is left; otherwise the claim can never be
+        finished, and saying so beats refusing the version forever."""
         final = join_uri(base, VERSIONS_DIR, final_name)
-        if now != entry:
-            return False
         if self.storage.exists(final):  # published, the writer died before marking it: mark it
             self.store.put_if_exists(key, version, f"{VERSIONS_DIR}/{final_name}")
             return True

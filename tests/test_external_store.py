@@ -229,15 +229,16 @@ def test_dropped_dataset_with_stale_store_is_reported(uri, store_url):
 
 # -- concurrency ------------------------------------------------------------------------------------
 
-def _writer(uri: str, opts: dict, writer: int, barrier, results) -> None:
+def _writer(uri: str, opts: dict, storage_class: tuple[str, str], writer: int, barrier, results) -> None:
     """Append APPENDS single-batch commits (deleting some of its own rows as it goes); report every
     commit that returned successfully as (version, kind, i).
 
-    Local storage is told it has no atomic put-if-absent, as on the object stores this protocol is
-    for: the store alone must then keep two writers from publishing one version."""
-    from lance_fw_plugins.storage_local import LocalStorage
+    The storage (``storage_class``: module, class) is told it has no atomic put-if-absent, as on the
+    object stores this protocol is for: the store alone must then keep two writers from publishing
+    one version."""
+    import importlib
 
-    LocalStorage.atomic_put_if_absent = False
+    setattr(getattr(importlib.import_module(storage_class[0]), storage_class[1]), "atomic_put_if_absent", False)
     reported, error = [], None
     try:
         barrier.wait(timeout=300)
@@ -253,11 +254,11 @@ def _writer(uri: str, opts: dict, writer: int, barrier, results) -> None:
     results.put((writer, reported, error))
 
 
-def _concurrent_writers(uri: str, opts: dict) -> None:
+def _concurrent_writers(uri: str, opts: dict, storage_class: tuple[str, str]) -> None:
     lance_fw.write_dataset(_table(0, 0, 0), uri, storage_options=opts)
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(WRITERS), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(uri, opts, w, barrier, results)) for w in range(1, WRITERS + 1)]
+    procs = [ctx.Process(target=_writer, args=(uri, opts, storage_class, w, barrier, results)) for w in range(1, WRITERS + 1)]
     for p in procs:
         p.start()
     reports = [results.get(timeout=600) for _ in procs]
@@ -289,8 +290,31 @@ def _pylance(opts: dict) -> dict:
 
 @pytest.mark.slow
 def test_concurrent_writers_through_sqlite_store(uri, store_url):
-    _concurrent_writers(uri, _options(store_url))
+    _concurrent_writers(uri, _options(store_url), ("lance_fw_plugins.storage_local", "LocalStorage"))
     entries = _entries(store_url, uri)
     assert [v for v, _ in entries] == list(range(1, len(entries) + 1))
     assert [p for _, p in entries] == [f"{VERSIONS_DIR}/{os.path.basename(e.path)}"
                                        for e in list_versions(resolve_storage(uri), uri)]
+
+
+@pytest.mark.slow
+def test_concurrent_writers_through_sqlite_store_on_s3(s3_server, store_url):
+    uri = s3_server.new_bucket() + "/ds"
+    opts = {**s3_server.storage_options, **_options(store_url)}
+    _concurrent_writers(uri, opts, ("lance_fw_plugins.storage_s3", "S3Storage"))
+    entries = _entries(store_url, uri)
+    storage = resolve_storage(uri, s3_server.storage_options)
+    assert [p for _, p in entries] == [f"{VERSIONS_DIR}/{e.path.rsplit('/', 1)[1]}" for e in list_versions(storage, uri)]
+    assert not [n for n in storage.list_dir(f"{uri}/{VERSIONS_DIR}") if final_name_of(n)]  # no staged file left
+
+
+def test_round_trip_on_fsspec_memory(store_url):
+    """Over an fsspec store with no put-if-absent at all, commits go through the store."""
+    uri = f"memory://external-store-{os.getpid()}/ds"
+    opts = _options(store_url)
+    lance_fw.write_dataset(_table(0, 0, 10), uri, storage_options=opts)
+    ds = lance_fw.write_dataset(_table(1, 0, 10), uri, mode="append", storage_options=opts)
+    ds.delete("i < 3")
+    assert ds.version == 3 and ds.count_rows() == 14
+    assert [v for v, _ in _entries(store_url, uri)] == [1, 2, 3]
+    assert all(p.endswith(".manifest") for _, p in _entries(store_url, uri))
