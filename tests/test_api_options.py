@@ -306,7 +306,6 @@ REFUSED = [
     ("scanner include_deleted_rows", lambda ds, uri: ds.to_table(include_deleted_rows=True)),
     ("scanner strict_batch_size", lambda ds, uri: list(ds.to_batches(strict_batch_size=True))),
     ("fragment blob_handling", lambda ds, uri: ds.get_fragments()[0].to_table(blob_handling="all_descriptions")),
-    ("dataset commit_lock", lambda ds, uri: lance_fw.dataset(uri, commit_lock=lambda v: None)),
     ("dataset default columns", lambda ds, uri: lance_fw.dataset(uri, default_scan_options={"columns": ["x"]})),
     ("write stable row ids", lambda ds, uri: lance_fw.write_dataset(TABLE, uri + "x", enable_stable_row_ids=True)),
     ("write progress", lambda ds, uri: lance_fw.write_dataset(TABLE, uri, mode="append", progress=object())),

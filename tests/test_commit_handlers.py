@@ -22,6 +22,7 @@ from lance_fw.errors import CommitConflictError, StorageError
 from lance_fw.io.storage import resolve_storage
 from lance_fw.table import transaction
 from lance_fw.table.commit import resolve_commit_handler
+from tests.conftest import assert_tables_equal
 from tests.test_plugin_kernel import kernel  # noqa: F401 - the fixture
 
 ROWS = 5000  # several 1024-value blocks and more than one 4096-value chunk
@@ -346,3 +347,39 @@ def test_handler_repair_unsticks_the_dataset(crashed_claim, monkeypatch):
     assert sys.modules["lfw_test_claims"].REPAIRED == [2]
     assert lance_fw.dataset(crashed_claim).version == 2
     assert lance.dataset(crashed_claim).count_rows() == 2 * ROWS
+
+
+def _lock_on_dataset(module, uri) -> list[int]:
+    """Every mutating call of a dataset opened with ``commit_lock`` commits under it (pylance keeps
+    the lock on the dataset object, and on the one write_dataset returns)."""
+    versions: list[int] = []
+
+    class Lease:
+        def __init__(self, version):
+            versions.append(version)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    ds = module.write_dataset(_table(), uri, commit_lock=Lease, data_storage_version="2.0")
+    ds.delete("a < 10")
+    ds = module.dataset(uri, commit_lock=Lease)
+    ds.delete("a = 100")
+    ds.add_columns({"b": "a * 2"})
+    ds.update({"a": "a + 1000000"}, where="a = 200")
+    ds.merge_insert("a").when_not_matched_insert_all().execute(_table(10 * ROWS, 10).append_column(
+        "b", pa.array(range(10), pa.int64())))
+    ds.drop_columns(["b"])
+    return versions
+
+
+def test_dataset_commit_lock_is_used_by_every_mutation_as_in_pylance(tmp_path):
+    """``dataset(commit_lock=...)`` used to raise UnsupportedFeatureError."""
+    theirs = _lock_on_dataset(lance, str(tmp_path / "pylance"))
+    ours = _lock_on_dataset(lance_fw, str(tmp_path / "ours"))
+    assert ours == theirs == [1, 2, 3, 4, 5, 6, 7]
+    assert_tables_equal(lance.dataset(str(tmp_path / "pylance")).to_table().sort_by("a"),
+                        lance.dataset(str(tmp_path / "ours")).to_table().sort_by("a"))

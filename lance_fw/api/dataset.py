@@ -47,13 +47,13 @@ def dataset(uri, version: int | str | None = None, asof: datetime | str | None =
             base_store_params: dict | None = None) -> "LanceDataset":
     """Open a dataset at its latest version, a given ``version`` (number or tag), or the version
     current ``asof``. Cache and block sizes only tune pylance's caches and are accepted as such."""
-    refuse("dataset", {"commit_lock": commit_lock, "read_params": read_params, "session": session,
+    refuse("dataset", {"read_params": read_params, "session": session,
                        "namespace_client": namespace_client, "table_id": table_id,
                        "base_store_params": base_store_params})
     if uri is None:
         raise InvalidArgumentError("dataset: uri is required (namespace_client/table_id are not supported)")
     return LanceDataset(uri, version=version, asof=asof, storage_options=storage_options,
-                        default_scan_options=default_scan_options)
+                        default_scan_options=default_scan_options, commit_lock=commit_lock)
 
 
 def _check_default_scan_options(options: dict | None) -> dict:
@@ -75,8 +75,9 @@ class LanceDataset:
 
     def __init__(self, uri: str, version: int | str | None = None, asof: datetime | str | None = None,
                  storage_options: dict | None = None, default_scan_options: dict | None = None,
-                 _storage: Storage | None = None):
+                 commit_lock=None, _storage: Storage | None = None):
         self.uri = str(getattr(uri, "uri", uri)).rstrip("/")
+        self._commit_lock = commit_lock  # pylance's CommitLock: every commit through this object uses it
         self._storage_options = storage_options
         self._default_scan_options = _check_default_scan_options(default_scan_options)
         self._storage = _storage or resolve_storage(self.uri, storage_options)
@@ -93,7 +94,8 @@ class LanceDataset:
     def _reopen(self, version: int | str | None) -> "LanceDataset":
         """Another version of this dataset, with this object's options."""
         return LanceDataset(self.uri, version=version, storage_options=self._storage_options,
-                            default_scan_options=self._default_scan_options, _storage=self._storage)
+                            default_scan_options=self._default_scan_options, commit_lock=self._commit_lock,
+                            _storage=self._storage)
 
     def _move_to(self, version: int | None) -> None:
         """Show ``version`` (just committed through this object; None: the latest), as pylance's

@@ -71,7 +71,8 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
     properties = dict(transaction_properties or {})
     if commit_message:
         properties[COMMIT_MESSAGE_KEY] = commit_message
-    return LanceDataset(plan.uri, version=plan.commit(fragments, properties, commit_lock), storage_options=storage_options,
+    version = plan.commit(fragments, properties, commit_lock)
+    return LanceDataset(plan.uri, version=version, storage_options=storage_options, commit_lock=commit_lock,
                         _storage=plan.storage())
 
 

@@ -146,7 +146,7 @@ def compact_files(ds, target_rows_per_fragment: int = DEFAULT_TARGET_ROWS, mater
             groups.append((old, fresh))
             for piece in _cut(iter(batches), output_sizes(sum(live_rows(f) for f in old), target_rows_per_fragment)):
                 fresh.extend(plan.write(piece))
-        version = commit(ds._storage, ds.uri, Rewrite(groups=groups), read_version=ds.version)
+        version = commit(ds._storage, ds.uri, Rewrite(groups=groups), commit_lock=ds._commit_lock, read_version=ds.version)
     for old, fresh in groups:
         metrics.fragments_removed += len(old)
         metrics.fragments_added += len(fresh)

@@ -83,7 +83,7 @@ def delete_rows(ds, matcher: Matcher, predicate_text: str) -> tuple[int, int]:
         return ds.version, 0
     op = Delete(updated=staged.updated, removed=staged.removed, expected=staged.expected, predicate=predicate_text)
     with undo_unless_published(lambda: staged.undo(ds._storage)):
-        return commit(ds._storage, ds.uri, op, read_version=staged.read_version), staged.rows
+        return commit(ds._storage, ds.uri, op, commit_lock=ds._commit_lock, read_version=staged.read_version), staged.rows
 
 
 def offsets_matcher(by_fragment: dict[int, np.ndarray]) -> Matcher:

@@ -50,7 +50,7 @@ def rewrite(ds, delete_addresses: np.ndarray, new_rows: pa.Table | None, predica
                 predicate=predicate, schema_fields=plan.planned_fields() if plan is not None else [])
     with undo_unless_published(lambda: (staged.undo(ds._storage),
                                         delete_fragment_files(ds._storage, ds.uri, fragments))):
-        return commit(ds._storage, ds.uri, op, read_version=staged.read_version)
+        return commit(ds._storage, ds.uri, op, commit_lock=ds._commit_lock, read_version=staged.read_version)
 
 
 def update(ds, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:

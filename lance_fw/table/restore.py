@@ -41,4 +41,4 @@ class Restore(Operation):
 
 def restore(ds) -> int:
     """Commit ``ds``'s version as the newest one; returns the version created."""
-    return commit(ds._storage, ds.uri, Restore(old=ds._manifest), read_version=ds.latest_version)
+    return commit(ds._storage, ds.uri, Restore(old=ds._manifest), commit_lock=ds._commit_lock, read_version=ds.latest_version)

@@ -51,7 +51,7 @@ def _commit_schema(ds, added: LanceSchema) -> int:
     """New all-null columns: schema only, existing fragments untouched (rebases over appends)."""
     op = Merge(fragments=None, schema_fields=ds.lance_schema.to_protos() + added.to_protos(),
                schema_metadata=ds.lance_schema.metadata, read_fields=ds.lance_schema.to_protos())
-    return commit(ds._storage, ds.uri, op, read_version=ds.version)
+    return commit(ds._storage, ds.uri, op, read_version=ds.version, commit_lock=ds._commit_lock)
 
 
 def add_columns(ds, transforms, read_columns: list[str] | None = None,
@@ -108,7 +108,7 @@ def _write_columns(ds, needed, added: LanceSchema, compute, schema_fields, batch
             updated.append(copy)
         op = Merge(fragments=updated, schema_fields=schema_fields, schema_metadata=ds.lance_schema.metadata,
                    read_fields=ds.lance_schema.to_protos())
-        return commit(ds._storage, ds.uri, op, read_version=ds.version)
+        return commit(ds._storage, ds.uri, op, read_version=ds.version, commit_lock=ds._commit_lock)
 
 
 def alter_columns(ds, *alterations: dict) -> int:
@@ -143,7 +143,7 @@ def alter_columns(ds, *alterations: dict) -> int:
     if not casts:
         op = Project(schema_fields=schema.to_protos(), schema_metadata=schema.metadata,
                      read_fields=ds.lance_schema.to_protos())
-        return commit(ds._storage, ds.uri, op, read_version=ds.version)
+        return commit(ds._storage, ds.uri, op, read_version=ds.version, commit_lock=ds._commit_lock)
     old = {f.name: f for f in schema.fields}
     added = LanceSchema.from_arrow(pa.schema([pa.field(n, t, old[n].nullable) for n, t in casts.items()]),
                                    first_id=ds.max_field_id + 1)
@@ -176,4 +176,4 @@ def drop_columns(ds, columns: list[str]) -> int:
     if not kept.fields:
         raise InvalidArgumentError("drop_columns: a dataset must keep at least one column")
     op = Project(schema_fields=kept.to_protos(), schema_metadata=kept.metadata, read_fields=ds.lance_schema.to_protos())
-    return commit(ds._storage, ds.uri, op, read_version=ds.version)
+    return commit(ds._storage, ds.uri, op, read_version=ds.version, commit_lock=ds._commit_lock)
