@@ -6,7 +6,11 @@ import uuid
 
 import pytest
 
-from lance_fw.testing import CommitHandlerConformance, EncodingConformance, StorageConformance
+from lance_fw.testing import (
+    CommitHandlerConformance,
+    EncodingConformance,
+    StorageConformance,
+)
 
 V2_0_URL = "/lance.encodings.ArrayEncoding"
 V2_1_URL = "/lance.encodings21.PageLayout"
@@ -17,14 +21,14 @@ class TestBuiltinEncodingsV2_0(EncodingConformance):
     """plugins/encodings_v2_0: takes every column of a 2.0 file, no hint needed."""
 
     file_versions = ("2.0",)
-    type_urls = {V2_0_URL}
+    type_urls = frozenset({V2_0_URL})
 
 
 class TestBuiltinEncodingsV2_1(EncodingConformance):
     """plugins/encodings_v2_1: every column of 2.1 and 2.2 files."""
 
     file_versions = ("2.1", "2.2")
-    type_urls = {V2_1_URL}
+    type_urls = frozenset({V2_1_URL})
 
 
 class TestLocalStorage(StorageConformance):

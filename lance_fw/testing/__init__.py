@@ -15,5 +15,12 @@ from lance_fw.testing.data import DEFAULT_ARROW_TYPES, assert_identical, random_
 from lance_fw.testing.encoding import EncodingConformance, leaf_page_type_urls
 from lance_fw.testing.storage import StorageConformance
 
-__all__ = ["CommitHandlerConformance", "DEFAULT_ARROW_TYPES", "EncodingConformance", "assert_identical", "leaf_page_type_urls", "random_array",
-           "StorageConformance"]
+__all__ = [
+           "DEFAULT_ARROW_TYPES",
+           "CommitHandlerConformance",
+           "EncodingConformance",
+           "StorageConformance",
+           "assert_identical",
+           "leaf_page_type_urls",
+           "random_array",
+]

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pytest
 
+from lance_fw.testing._plugin import PluginUnderTest
 from lance_fw.testing.data import assert_identical
 
 #: Seconds a writer waits at the start line, and the parent for each writer's report.
@@ -57,7 +59,7 @@ def appender_process(uri: str, options: Mapping[str, Any], writer: int, appends:
         results.put((writer, [], repr(exc)))
 
 
-class CommitHandlerConformance:
+class CommitHandlerConformance(PluginUnderTest):
     """Base class of a commit handler's conformance tests (override ``dataset_uri``)."""
 
     #: ``storage_options`` for every write and read (commit handlers receive them).

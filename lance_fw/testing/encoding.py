@@ -21,7 +21,8 @@ type, never a cast.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -29,13 +30,14 @@ import pyarrow.compute as pc
 import pytest
 from google.protobuf import any_pb2
 
+from lance_fw.testing._plugin import PluginUnderTest
 from lance_fw.testing.data import DEFAULT_ARROW_TYPES, assert_identical, random_array
 
 #: Names of the two columns of every dataset the kit writes.
 ID, VALUE = "id", "v"
 
 
-class EncodingConformance:
+class EncodingConformance(PluginUnderTest):
     """Base class of an encoding plugin's conformance tests (set the class attributes below).
 
     The plugin must be registered while the tests run: installed (its ``lance_fw`` entry point),
@@ -55,8 +57,6 @@ class EncodingConformance:
     pylance_readable: ClassVar[bool] = True
     #: Extra ``write_dataset`` keyword arguments for both writes (e.g. ``allow_plugin_encodings``).
     write_options: ClassVar[Mapping[str, Any]] = {}
-    #: Plugin object to register for the class (None: it is installed and loaded already).
-    plugin: ClassVar[Any] = None
     #: Probability of a null at each nesting level.
     null_fraction: ClassVar[float] = 0.1
     #: Rows of the first write (small pages, several fragments) and of the append (default pages,
@@ -87,23 +87,6 @@ class EncodingConformance:
         if "arrow_type" in metafunc.fixturenames:
             metafunc.parametrize("arrow_type", list(self.arrow_types), ids=[str(t) for t in self.arrow_types],
                                  scope="class")
-
-    @pytest.fixture(scope="class")
-    @classmethod
-    def registered_plugin(cls):
-        """Registers ``plugin`` for the class when set (and not registered already)."""
-        from lance_fw.plugin_manager import get_plugin_manager, register, unregister
-
-        plugin = cls.plugin
-        if plugin is None or get_plugin_manager().is_registered(plugin):
-            yield plugin
-            return
-        name = f"conformance-{cls.__name__}"
-        register(plugin, name=name)
-        try:
-            yield plugin
-        finally:
-            unregister(name)
 
     @pytest.fixture(scope="class")
     @classmethod

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import pytest
 
 from lance_fw.errors import CommitConflictError, CorruptFileError, DatasetNotFoundError
+from lance_fw.testing._plugin import PluginUnderTest
 
 #: Size of the file the range-read tests write: several coalescing gaps (64 KiB) long.
 RANGE_FILE_BYTES = 300_000
@@ -55,7 +57,7 @@ def race_put_if_absent(uri: str, options: Mapping[str, Any], path: str, racer: i
         results.put((racer, repr(exc)))
 
 
-class StorageConformance:
+class StorageConformance(PluginUnderTest):
     """Base class of a storage plugin's conformance tests (override ``root``)."""
 
     #: ``storage_options`` for ``resolve_storage`` (keys the plugin declares in ``lance_storage_options``).
@@ -145,10 +147,9 @@ class StorageConformance:
         out.write(b"never published")
         out.abort()
         assert not storage.exists(path)
-        with pytest.raises(RuntimeError):
-            with storage.open_output(path) as failing:
-                failing.write(b"partial")
-                raise RuntimeError("the writer fails in the middle")
+        with pytest.raises(RuntimeError), storage.open_output(path) as failing:
+            failing.write(b"partial")
+            raise RuntimeError("the writer fails in the middle")
         assert not storage.exists(path), "an output left by an exception was published"
 
     # -- listing and deleting -------------------------------------------------------------------
