@@ -340,3 +340,33 @@ def test_merge_insert_into_a_pylance_dataset_with_the_hint_is_refused(uri, delta
     with pytest.raises(PluginEncodingNotAllowedError, match="LANCE_FW_DISABLE_PLUGINS=delta"):
         _upsert(uri, hinted(10, start=ROWS - 5))
     assert lance.dataset(uri).version == 1
+
+
+class _Rewrapper:
+    """A plugin returning another package's encoder class: the record must name this plugin."""
+
+    from lance_fw.hookspecs import hookimpl
+
+    @hookimpl(tryfirst=True)
+    def lance_select_encoder(self, column):
+        if "rewrap" in column.metadata and column.role == "leaf":
+            from lance_fw_delta import DeltaBitpackedEncoder
+
+            return DeltaBitpackedEncoder(column.arrow_type)
+        return None
+
+
+def test_record_names_the_plugin_that_selected_the_encoder(uri, delta):
+    register(_Rewrapper(), name="rewrapper")
+    try:
+        schema = pa.schema([pa.field("a", pa.int64(), metadata={"rewrap": "1"})])
+        table = pa.table({"a": np.arange(ROWS, dtype=np.int64)}, schema=schema)
+        with pytest.raises(PluginEncodingNotAllowedError, match="plugin 'rewrapper'"):
+            lance_fw.write_dataset(table, uri, data_storage_version="2.0")
+        lance_fw.write_dataset(table, uri, data_storage_version="2.0", allow_plugin_encodings=True)
+        assert json.loads(latest_manifest(uri).config[flags.PLUGIN_ENCODINGS_KEY]) == {"rewrapper": ""}
+        assert_tables_equal(table, lance_fw.dataset(uri).to_table())
+    finally:
+        unregister("rewrapper")
+    with pytest.raises(UnsupportedFeatureError, match="'rewrapper' \\(distribution unknown\\)"):
+        lance_fw.dataset(uri)

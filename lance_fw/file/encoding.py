@@ -104,6 +104,24 @@ def encoder_origin(encoder: Any) -> EncoderOrigin:
     return EncoderOrigin(best, dist)
 
 
+def selecting_plugin(spec: ColumnSpec, options: Mapping[str, Any]) -> EncoderOrigin:
+    """The plugin whose ``lance_select_encoder`` answers for ``spec``: each implementation is asked
+    alone, in pluggy's call order, and the first non-None answer names it. Exact where
+    ``encoder_origin`` guesses from modules (a plugin may return another package's encoder class),
+    which matters when the answer is recorded in a manifest."""
+    from lance_fw.plugin_manager import get_plugin_manager, plugins
+
+    pm = get_plugin_manager()
+    given = {"column": spec, "options": options}
+    for impl in reversed(pm.hook.lance_select_encoder.get_hookimpls()):
+        if impl.hookwrapper or impl.wrapper:
+            continue
+        if impl.function(**{k: v for k, v in given.items() if k in impl.argnames}) is not None:
+            dist = next((p["distribution"] for p in plugins() if p["name"] == impl.plugin_name), None)
+            return EncoderOrigin(impl.plugin_name, dist)
+    return EncoderOrigin(None, None)
+
+
 class PageBuffers(Sequence):
     """A page's buffers read on demand, so a decoder of a few rows reads only the bytes they need.
 
@@ -290,19 +308,13 @@ def decode_page(encoding: any_pb2.Any, page: PageInput) -> pa.Array:
     return decoder(encoding, page)
 
 
-def decode_page_rows(encoding: any_pb2.Any, page: PageInput, rows: np.ndarray) -> pa.Array:
-    """Rows ``rows`` (sorted, distinct, page-local) of a page: through the decoder's ``decode_rows``
-    when it has one, else by decoding the whole page."""
+def row_decoder(encoding: any_pb2.Any) -> Callable[[any_pb2.Any, PageInput, np.ndarray], pa.Array] | None:
+    """The ``decode_rows`` of the page decoder for ``encoding`` (``PageRowDecoder``), or None when it
+    has none: the reader then decodes the whole page, checks it, and takes the rows from it (a page
+    is checked before anything indexes into it, whichever way it was decoded)."""
     from lance_fw.plugin_manager import registry
 
-    decoder = registry.page_decoders.get(encoding.type_url)
-    by_rows = getattr(decoder, "decode_rows", None)
-    if by_rows is not None:
-        out = by_rows(encoding, page, rows)
-        if len(out) != len(rows):
-            raise CorruptFileError(page.where, f"decoded {len(out)} of {len(rows)} requested rows")
-        return out
-    return decode_page(encoding, page).take(pa.array(rows))
+    return getattr(registry.page_decoders.get(encoding.type_url), "decode_rows", None)
 
 
 def decode_kind(family: str, message, page: PageInput, num_rows: int, arrow_type: pa.DataType) -> pa.Array:

@@ -20,7 +20,7 @@ from lance_fw.errors import (EncoderContractError, LanceError, PluginEncodingNot
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import ALIGN, PAD_BYTE, write_tail
 from lance_fw.file.encoding import (PYLANCE_PAGE_TYPE_URLS, ColumnSpec, encoder_origin, is_pylance_readable, pack_any,
-                                    select_encoder)
+                                    select_encoder, selecting_plugin)
 from lance_fw.file.version import SUPPORTED_WRITE, footer_version, version_name
 from lance_fw.io.storage import Storage
 from lance_fw.plugin_manager import ENV_DISABLE
@@ -67,7 +67,8 @@ class LanceFileWriter:
         self.max_page_bytes = int(self.options.get("max_page_bytes") or DEFAULT_MAX_PAGE_BYTES)
         self.max_buffered_bytes = int(self.options.get("max_buffered_bytes") or 8 * self.max_page_bytes)
         self._columns = [_Column(spec, select_encoder(spec, self.options)) for spec in column_specs(schema, version)]
-        check_encoders(path, [(c.spec, c.encoder) for c in self._columns], bool(self.options.get(ALLOW_PLUGIN_ENCODINGS)))
+        check_encoders(path, [(c.spec, c.encoder) for c in self._columns], self.options,
+                       bool(self.options.get(ALLOW_PLUGIN_ENCODINGS)))
         self._out = storage.open_output(path)
         self._pos = 0
         self._rows = 0
@@ -253,10 +254,12 @@ def plugin_encodings(where: str, schema: LanceSchema, version: tuple[int, int], 
     ``schema`` at ``version`` would be written with; raises as ``check_encoders`` unless ``allowed``.
     Encoder selection depends only on the column specs and options, so a write can be checked (and
     refused) when it is planned, before any data is read."""
-    return check_encoders(where, [(s, select_encoder(s, options)) for s in column_specs(schema, version)], allowed)
+    specs = column_specs(schema, version)
+    return check_encoders(where, [(s, select_encoder(s, options)) for s in specs], options, allowed)
 
 
-def check_encoders(where: str, columns: list[tuple[ColumnSpec, Any]], allowed: bool) -> dict[str, str]:
+def check_encoders(where: str, columns: list[tuple[ColumnSpec, Any]], options: Mapping[str, Any],
+                   allowed: bool) -> dict[str, str]:
     """Refuse (``PluginEncodingNotAllowedError``) an encoder that does not declare
     ``pylance_readable`` unless ``allowed``: lance_fw writes only what pylance 14 reads by default,
     since one such page makes pylance fail on every read of the dataset. Returns the plugins
@@ -265,7 +268,7 @@ def check_encoders(where: str, columns: list[tuple[ColumnSpec, Any]], allowed: b
     for i, (spec, encoder) in enumerate(columns):
         if is_pylance_readable(encoder):
             continue
-        origin = encoder_origin(encoder)
+        origin = selecting_plugin(spec, options)
         if not allowed:
             column = ".".join(f.name for f in spec.path) if spec.path else spec.field.name
             hints = sorted(k for k in spec.metadata if k.startswith(ENCODING_HINT_PREFIX))
@@ -276,7 +279,10 @@ def check_encoders(where: str, columns: list[tuple[ColumnSpec, Any]], allowed: b
                 f"pylance-readable encodings unless the write option {ALLOW_PLUGIN_ENCODINGS}=True is given (the "
                 f"dataset then records the plugin and pylance refuses to open it), or the plugin is blocked "
                 f"({ENV_DISABLE}={origin.plugin or '<name>'}: the built-in encoding is written); nothing was written")
-        used[origin.plugin or type(encoder).__module__] = origin.distribution or ""
+        if origin.plugin is None:  # cannot happen for an encoder a hook returned; never record a guess
+            raise EncoderContractError(f"{where}: no loaded plugin answers lance_select_encoder for column "
+                                       f"{i} ({spec.field.name!r}), yet {_label(encoder)} was selected")
+        used[origin.plugin] = origin.distribution or ""
     return used
 
 
