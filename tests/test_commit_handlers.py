@@ -1,6 +1,7 @@
 """The commit contract (issue 19): put-if-absent storage gets safe commits through one generic
 handler, no handler claims a store it cannot make safe, pylance's ``commit_lock`` is honoured, a
-claim whose manifest never appears is reported truthfully, and hook answers are type-checked.
+claim whose manifest never appears is reported truthfully (hook answer type checks and per-key
+conflicts are in test_plugin_kernel).
 
 Plugins are REAL distributions built in a temp dir (the ``kernel`` fixture of test_plugin_kernel).
 """
@@ -23,7 +24,9 @@ from lance_fw.io.storage import resolve_storage
 from lance_fw.table import transaction
 from lance_fw.table.commit import resolve_commit_handler
 from tests.conftest import assert_tables_equal
-from tests.test_plugin_kernel import kernel  # noqa: F401 - the fixture
+from tests import test_plugin_kernel
+
+kernel = test_plugin_kernel.kernel  # the fixture installing real plugin distributions
 
 ROWS = 5000  # several 1024-value blocks and more than one 4096-value chunk
 
@@ -227,6 +230,61 @@ def test_commit_lock_makes_an_unsafe_scheme_committable(tmp_path):
     lance_fw.write_dataset(_table(ROWS), uri, mode="append", commit_lock=lock)
     assert lock.calls == [("enter", 1), ("exit", 1, True), ("enter", 2), ("exit", 2, True)]
     assert lance.dataset(f"{tmp_path}/ds").count_rows() == 2 * ROWS
+
+
+class FileCommitLock:
+    """A commit lock shared by processes: ``flock`` on a file (blocks while another process holds it)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __call__(self, version: int):
+        import contextlib
+        import fcntl
+
+        @contextlib.contextmanager
+        def held():
+            with open(self.path, "a") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+
+        return held()
+
+
+LOCKED_APPENDS = 10
+
+
+def _locked_appender(uri: str, lock_path: str, writer: int, barrier) -> None:
+    barrier.wait(timeout=120)
+    for i in range(LOCKED_APPENDS):
+        lance_fw.write_dataset(pa.table({"writer": [writer], "i": [i]}), uri, mode="append",
+                               commit_lock=FileCommitLock(lock_path))
+
+
+@pytest.mark.slow
+def test_commit_lock_makes_two_processes_safe_on_an_unsafe_scheme(tmp_path):
+    """fsspec ``local://`` has no atomic create: without a lock it is refused; with a lock shared by
+    the processes, every append of both lands and versions are consecutive."""
+    import multiprocessing as mp
+
+    uri, lock_path = f"local://{tmp_path}/ds", str(tmp_path / "commit.lock")
+    empty = pa.table({"writer": pa.array([], pa.int64()), "i": pa.array([], pa.int64())})
+    lance_fw.write_dataset(empty, uri, commit_lock=FileCommitLock(lock_path), data_storage_version="2.0")
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_locked_appender, args=(uri, lock_path, w, barrier)) for w in (1, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+    assert [p.exitcode for p in procs] == [0, 0]
+    ds = lance.dataset(f"{tmp_path}/ds")
+    assert ds.version == 1 + 2 * LOCKED_APPENDS
+    assert sorted((r["writer"], r["i"]) for r in ds.to_table().to_pylist()) == \
+        sorted((w, i) for w in (1, 2) for i in range(LOCKED_APPENDS))
 
 
 def test_commit_lock_conflict_is_retried(tmp_path, uri):

@@ -139,7 +139,7 @@ class CommitLockHandler(CommitHandler):
             lease = self.lock(version)
             lease.__enter__()
         except Exception as exc:  # noqa: BLE001 - the lock is the caller's code; its error is typed here
-            raise _lock_error(exc, version, "refused") from exc
+            raise _lock_error(exc, version) from exc
         try:
             if self.storage.atomic_put_if_absent:
                 self.storage.put_if_absent(path, data)
@@ -160,9 +160,10 @@ class CommitLockHandler(CommitHandler):
                                f"published: {type(exc).__name__}: {exc}") from exc
 
 
-def _lock_error(exc: Exception, version: int, what: str) -> LanceError:
+def _lock_error(exc: Exception, version: int) -> LanceError:
+    """The lock's own exception, typed: a conflict (retried by the commit loop) or a ``StorageError``."""
     if is_conflict(exc):
-        return CommitConflictError(f"commit_lock {what} version {version}: {exc}")
+        return CommitConflictError(f"commit_lock refused version {version}: {exc}")
     return StorageError(f"commit_lock failed for version {version}: {type(exc).__name__}: {exc}")
 
 
