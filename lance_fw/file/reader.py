@@ -15,7 +15,7 @@ from lance_fw._proto import encodings_v2_0_pb2
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import FileTail, parse_message, read_tail
-from lance_fw.file.encoding import PageBuffers, PageInput, decode_page, validate_decoded
+from lance_fw.file.encoding import PageBuffers, PageInput, decode_page, row_decoder, validate_decoded
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.plugin_manager import registry
@@ -91,7 +91,7 @@ class LanceFileReader:
 
     def take_field(self, field: LanceField, rows: np.ndarray) -> pa.Array:
         """Rows ``rows`` (sorted, distinct) of a field. Pages holding few of them are decoded row
-        by row (only the chunks / byte ranges those rows need are read); see ``decode_page_rows``."""
+        by row (only the chunks / byte ranges those rows need are read); see ``file.encoding.PageRowDecoder``."""
         rows = np.asarray(rows, np.int64)
         if len(rows) and (rows[0] < 0 or rows[-1] >= self.num_rows):
             raise CorruptFileError(self.path, f"row {int(rows[-1])} asked of a file with {self.num_rows} rows")
@@ -211,7 +211,7 @@ class LanceFileReader:
         page = PageInput(PageBuffers(self._reader, meta.buffer_offsets, meta.buffer_sizes, where), meta.length,
                          arrow_type, where)
         encoding = self._page_encoding(meta, where)
-        by_rows = getattr(registry.page_decoders.get(encoding.type_url), "decode_rows", None)
+        by_rows = row_decoder(encoding)
         if by_rows is None:  # no row-range capability: the whole page, checked before ``take`` indexes into it
             whole = self._checked(lambda: decode_page(encoding, page), where, arrow_type, meta.length, encoding)
             return whole.take(pa.array(local))
