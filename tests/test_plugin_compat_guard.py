@@ -370,3 +370,11 @@ def test_record_names_the_plugin_that_selected_the_encoder(uri, delta):
         unregister("rewrapper")
     with pytest.raises(UnsupportedFeatureError, match="'rewrapper' \\(distribution unknown\\)"):
         lance_fw.dataset(uri)
+
+
+def test_option_must_be_a_bool(uri, delta):
+    from lance_fw.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=OPTION):
+        lance_fw.write_dataset(hinted(), uri, data_storage_version="2.0", allow_plugin_encodings="false")
+    assert data_files(uri) == set()

@@ -122,7 +122,8 @@ def write_fragments(data: Any, dataset_uri, schema: pa.Schema | None = None, *, 
     plan = plan_write(uri, schema or arrow_schema, mode if mode != "create" else "overwrite",
                       legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
                       max_bytes_per_file, max_page_bytes, allow_subset=True,
-                      allow_plugin_encodings=bool(allow_plugin_encodings))
+                      allow_plugin_encodings=bool(allow_plugin_encodings) if allow_plugin_encodings is None
+                      else allow_plugin_encodings)  # None is plan_write's "inherit" (rewrites only)
     return [FragmentMetadata(f) for f in plan.write(batches)]
 
 

@@ -63,7 +63,8 @@ def write_dataset(data_obj: Any, uri=None, schema: pa.Schema | None = None, mode
     plan = plan_write(uri, schema if schema is not None else arrow_schema, mode,
                       legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
                       max_bytes_per_file, max_page_bytes, allow_subset=True,
-                      allow_plugin_encodings=bool(allow_plugin_encodings))
+                      allow_plugin_encodings=bool(allow_plugin_encodings) if allow_plugin_encodings is None
+                      else allow_plugin_encodings)  # None is plan_write's "inherit" (rewrites only)
     if plan.mode != "append":  # pylance applies these two only to a dataset the write creates
         refuse_write_options("write_dataset", enable_v2_manifest_paths=enable_v2_manifest_paths,
                              enable_stable_row_ids=enable_stable_row_ids)

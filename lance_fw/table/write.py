@@ -237,6 +237,8 @@ def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_v
         raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     if max_rows_per_file <= 0:
         raise InvalidArgumentError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
+    if allow_plugin_encodings is not None and not isinstance(allow_plugin_encodings, bool):
+        raise InvalidArgumentError(f"{ALLOW_PLUGIN_ENCODINGS} must be True or False, got {allow_plugin_encodings!r}")
     uri = os.fspath(uri).rstrip("/") if not isinstance(uri, str) else uri.rstrip("/")
     storage = resolve_storage(uri, storage_options)
     versions = list_versions(storage, uri)
