@@ -26,16 +26,27 @@ other means (pylance without the store, a different store) can race this protoco
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from lance_fw.errors import CommitConflictError, CorruptFileError, DatasetNotFoundError, InvalidArgumentError, \
-    StorageError
+from lance_fw.errors import (
+    CommitConflictError,
+    CorruptFileError,
+    DatasetNotFoundError,
+    InvalidArgumentError,
+    StorageError,
+)
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.commit import CommitHandler
 from lance_fw.table.manifest import VERSIONS_DIR, parse_manifest_name
-from lance_fw.table.manifest_store import MANIFEST_STORE_OPTION, ManifestStore, check_entry, open_manifest_store, \
-    staging_name
+from lance_fw.table.manifest_store import (
+    MANIFEST_STORE_OPTION,
+    ManifestStore,
+    check_entry,
+    open_manifest_store,
+    staging_name,
+)
 from lance_fw.table.transaction import PUBLISHED_ATTR
 
 #: Every Lance manifest ends with this magic; a staged file without it is not finished by a repair.
@@ -51,7 +62,7 @@ def store_key(base_uri: str) -> str:
     kept as given, without a trailing slash.
     """
     if "://" not in base_uri or base_uri.startswith(_LOCAL_PREFIX):
-        local = base_uri[len(_LOCAL_PREFIX):] if base_uri.startswith(_LOCAL_PREFIX) else base_uri
+        local = base_uri.removeprefix(_LOCAL_PREFIX)
         return _LOCAL_PREFIX + os.path.realpath(local)
     return base_uri.rstrip("/")
 
@@ -151,6 +162,15 @@ class ExternalStoreCommitHandler(CommitHandler):
                                                           f"not a Lance manifest; {self._clear_hint(key)}")
         self._publish(base, key, version, entry, final_name, data)
         return True
+
+    def repair_latest(self, base_uri: str) -> bool:
+        """Finish the newest claim of ``base_uri`` if it is still staged: one store read, for a
+        reader to call before listing ``_versions/`` (as pylance's store-backed readers resolve
+        the latest version through the store). Returns and raises as :meth:`repair`."""
+        latest = self.store.get_latest(store_key(base_uri.rstrip("/")))
+        if latest is None or not check_entry(self._where(store_key(base_uri)), *latest)[1]:
+            return False
+        return self.repair(base_uri, latest[0])
 
     def _claim(self, base: str, key: str, version: int, staged: str) -> None:
         """Step 2. On a conflict our staged file goes, and a half-done claim is finished first."""

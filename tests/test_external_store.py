@@ -15,15 +15,26 @@ import sqlite3
 import lance
 import pyarrow as pa
 import pytest
+from lance_fw_plugins.commit_external_store import ExternalStoreCommitHandler, store_key
 
 import lance_fw
-from lance_fw.errors import CommitConflictError, CorruptFileError, InvalidArgumentError, StorageError
+from lance_fw.errors import (
+    CommitConflictError,
+    CorruptFileError,
+    InvalidArgumentError,
+    StorageError,
+)
 from lance_fw.io.storage import resolve_storage
 from lance_fw.table.commit import resolve_commit_handler
 from lance_fw.table.manifest import VERSIONS_DIR, list_versions
-from lance_fw.table.manifest_store import MANIFEST_STORE_OPTION, SQLiteManifestStore, final_name_of, \
-    open_manifest_store, staging_name
-from lance_fw_plugins.commit_external_store import ExternalStoreCommitHandler, store_key
+from lance_fw.table.manifest_store import (
+    MANIFEST_STORE_OPTION,
+    SQLiteManifestStore,
+    final_name_of,
+    open_manifest_store,
+    staging_name,
+)
+from lance_fw.testing import CommitHandlerConformance
 
 #: Exit status of a writer made to die between its claim and publishing its manifest.
 CRASH_EXIT = 17
@@ -137,7 +148,7 @@ def test_staged_manifests_are_never_versions(uri, store_url):
     lance_fw.write_dataset(_table(0, 0, 10), uri, storage_options=_options(store_url))
     lance_fw.write_dataset(_table(0, 10, 20), uri, mode="append", storage_options=_options(store_url))
     directory = os.path.join(uri, VERSIONS_DIR)
-    newest = [n for n in _version_files(uri) if n.endswith(".manifest")][0]  # V2 names: newest sorts first
+    newest = next(n for n in _version_files(uri) if n.endswith(".manifest"))  # V2 names: newest sorts first
     shutil.copy(os.path.join(directory, newest), os.path.join(directory, staging_name(newest)))
     os.remove(os.path.join(directory, newest))
     assert [e.version for e in list_versions(resolve_storage(uri), uri)] == [1]
@@ -169,14 +180,19 @@ def _run_crashing_writer(uri: str, store_url: str, step: str) -> None:
     assert proc.exitcode == CRASH_EXIT
 
 
-def test_crash_between_claim_and_publish_is_repaired_by_next_writer(uri, store_url):
+@pytest.mark.parametrize("repair_first", [False, True], ids=["by-next-writer", "by-reader"])
+def test_crash_between_claim_and_publish_is_repaired(uri, store_url, repair_first):
     opts = _options(store_url)
     lance_fw.write_dataset(_table(0, 0, 10), uri, storage_options=opts)
     _run_crashing_writer(uri, store_url, "publish")
     # the claim holds version 2 with a staged manifest; readers still see version 1
-    (v2, entry), = [e for e in _entries(store_url, uri) if e[0] == 2]
+    (entry,) = [p for v, p in _entries(store_url, uri) if v == 2]
     assert final_name_of(entry.rsplit("/", 1)[1]) is not None
     assert lance_fw.dataset(uri).version == 1 and lance.dataset(uri).version == 1
+    if repair_first:  # what a reader that consults the store does before listing versions
+        handler = resolve_commit_handler(resolve_storage(uri, opts), uri)
+        assert handler.repair_latest(uri) is True and handler.repair_latest(uri) is False
+        assert lance.dataset(uri).version == 2
     # the next writer meets the claim, publishes it, and commits on top of it
     ds = lance_fw.write_dataset(_table(1, 0, 10), uri, mode="append", storage_options=opts)
     assert ds.version == 3
@@ -238,7 +254,7 @@ def _writer(uri: str, opts: dict, storage_class: tuple[str, str], writer: int, b
     one version."""
     import importlib
 
-    setattr(getattr(importlib.import_module(storage_class[0]), storage_class[1]), "atomic_put_if_absent", False)
+    getattr(importlib.import_module(storage_class[0]), storage_class[1]).atomic_put_if_absent = False
     reported, error = [], None
     try:
         barrier.wait(timeout=300)
@@ -318,3 +334,12 @@ def test_round_trip_on_fsspec_memory(store_url):
     assert ds.version == 3 and ds.count_rows() == 14
     assert [v for v, _ in _entries(store_url, uri)] == [1, 2, 3]
     assert all(p.endswith(".manifest") for _, p in _entries(store_url, uri))
+
+
+class TestExternalStoreCommitsConform(CommitHandlerConformance):
+    """The plugin-author conformance kit, run against the external store handler on local storage."""
+
+    @pytest.fixture
+    def dataset_uri(self, tmp_path) -> str:
+        self.storage_options = _options(f"sqlite://{tmp_path / 'kit-store.db'}")
+        return str(tmp_path / "ds")

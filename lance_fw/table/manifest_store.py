@@ -25,9 +25,14 @@ import sqlite3
 import threading
 import time
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
-from lance_fw.errors import CommitConflictError, CorruptFileError, InvalidArgumentError, StorageError
+from lance_fw.errors import (
+    CommitConflictError,
+    CorruptFileError,
+    InvalidArgumentError,
+    StorageError,
+)
 from lance_fw.table.manifest import VERSIONS_DIR, parse_manifest_name
 
 #: The ``storage_options`` key that selects the external manifest store for commits.
