@@ -219,6 +219,31 @@ def test_crash_after_publish_before_mark(uri, store_url):
     assert lance_fw.write_dataset(_table(1, 0, 1), uri, mode="append", storage_options=opts).version == 3
 
 
+def test_failure_after_claim_keeps_the_files_for_the_repair(uri, store_url, monkeypatch):
+    """Publishing fails after the claim: the claim stands and the next writer will publish the
+    staged manifest, so the error is flagged maybe-published and the data files stay."""
+    from lance_fw.table.transaction import may_be_published
+
+    opts = _options(store_url)
+    lance_fw.write_dataset(_table(0, 0, 10), uri, storage_options=opts)
+
+    def fail(self, final, data):
+        raise StorageError(f"{final}: injected failure while publishing")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ExternalStoreCommitHandler, "_place", fail)
+        with pytest.raises(StorageError, match="injected") as caught:
+            lance_fw.write_dataset(_table(1, 0, 10), uri, mode="append", storage_options=opts)
+    assert may_be_published(caught.value)
+    assert lance_fw.write_dataset(_table(2, 0, 10), uri, mode="append", storage_options=opts).version == 3
+    theirs = lance.dataset(uri)
+    assert theirs.checkout_version(2).count_rows(filter="writer = 1") == 10
+    assert theirs.count_rows() == lance_fw.dataset(uri).count_rows() == 30
+    # the repaired version's transaction reads (it is framed into the manifest), as does the one
+    # that conflicted with the claim and was rebased on the repaired version
+    assert [t.read_version for t in theirs.get_transactions(3)] == [1, 1, 0]
+
+
 def test_lost_staged_manifest_is_reported_not_retried(uri, store_url):
     """A claim whose staged file was deleted cannot be finished: the commit says so (it used to
     be reported as 'gave up after 100 conflicting concurrent commits')."""
