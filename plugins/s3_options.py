@@ -20,6 +20,9 @@ from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 
 #: object_store's region when none is configured (botocore has no default of its own for S3).
 DEFAULT_REGION = "us-east-1"
+#: HTTP connections kept per filesystem: enough for one reader's parallel range GETs
+#: (storage_s3.MAX_PARALLEL_RANGES) plus a writer; botocore's default of 10 would queue them.
+MAX_POOL_CONNECTIONS = 48
 _TRUE = frozenset({"true", "1", "yes", "y", "on"})
 _FALSE = frozenset({"false", "0", "no", "n", "off"})
 #: A humantime-style duration as object_store accepts it ("30s", "500ms", "2min", "1h").
@@ -179,6 +182,7 @@ def s3fs_kwargs(options: Mapping[str, Any], environ: Mapping[str, str] | None = 
                                           "then takes the endpoint to name the bucket) is not supported")
         kwargs["endpoint_url"] = endpoint
     config["s3"] = {"addressing_style": "virtual" if virtual_hosted else "path"}
+    config["max_pool_connections"] = MAX_POOL_CONNECTIONS
 
     if flag(SKIP_SIGNATURE):
         kwargs["anon"] = True

@@ -173,6 +173,8 @@ def test_range_reads_match_whole_object(s3_server):
         assert reader.size() == len(blob)
         assert [bytes(b) for b in reader.read_ranges(ranges)] == [blob[o:o + n] for o, n in ranges]
         assert reader.read(1000, 24) == blob[1000:1024]
+        with pytest.raises(lance_fw.errors.CorruptFileError, match="truncated"):  # never short views
+            reader.read_ranges([(0, 10), (len(blob) - 5, 10), (200_000, 10)])
 
 
 def test_aborted_output_publishes_nothing(s3_server):
