@@ -30,6 +30,7 @@ from lance_fw.table.manifest import VERSIONS_DIR, list_versions
 from lance_fw.table.manifest_store import (
     MANIFEST_STORE_OPTION,
     SQLiteManifestStore,
+    check_entry,
     final_name_of,
     open_manifest_store,
     staging_name,
@@ -102,6 +103,18 @@ def test_staging_names():
     staged = staging_name(final)
     assert staged.startswith(final + "-") and final_name_of(staged) == final
     assert final_name_of(final) is None and final_name_of(final + "-not-a-uuid") is None
+    assert check_entry("store", 1, f"{VERSIONS_DIR}/{staged}") == (final, True)
+    assert check_entry("store", 3, f"{VERSIONS_DIR}/3.manifest") == ("3.manifest", False)  # V1 names too
+    v1_staged = staging_name("3.manifest")
+    assert check_entry("store", 3, f"{VERSIONS_DIR}/{v1_staged}") == ("3.manifest", True)
+
+
+@pytest.mark.parametrize("entry", ["_versions/4.manifest", "data/3.manifest", "../3.manifest", "_versions/../3.manifest",
+                                   "/abs/_versions/3.manifest", "_versions/3.manifest-x", "_versions/3.txt", ""])
+def test_store_entries_naming_anything_else_are_refused(entry):
+    """An entry is shared state others write: it is never followed outside this version's manifest."""
+    with pytest.raises(CorruptFileError, match="not a manifest"):
+        check_entry("store", 3, entry)
 
 
 # -- the handler ------------------------------------------------------------------------------------
