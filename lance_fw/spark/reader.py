@@ -8,17 +8,27 @@ schema Spark expects.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import InvalidArgumentError, SchemaError
 from lance_fw.query.filter import parse_filter
-from lance_fw.spark.options import bool_option, dataset_uri, int_option, storage_options
-from lance_fw.spark.types import relabel
+from lance_fw.spark.options import (
+    BATCH_SIZE,
+    FILTER,
+    ROWS_PER_PARTITION,
+    WITH_ROW_ADDRESS,
+    bool_option,
+    dataset_uri,
+    int_option,
+    storage_options,
+    version_options,
+)
+from lance_fw.spark.types import relabel, same_spark_type, spark_schema
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
 
 ROW_ADDRESS = "_rowaddr"
@@ -38,21 +48,23 @@ class FragmentSlice(InputPartition):
 
 
 class LanceReader(DataSourceReader):
-    def __init__(self, options, schema):
+    def __init__(self, options: dict, schema, version: int | None = None):
+        """``options`` as checked by ``check_options``; ``version``: the snapshot the DataFrame's
+        schema came from (None: resolve the version options, or the latest, now)."""
         self.uri = dataset_uri(options)
         self.storage_options = storage_options(options)
-        self.filter = options.get("filter") or None
-        self.batch_size = int_option(options, "batch_size", DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE
-        self.rows_per_partition = int_option(options, "rows_per_partition", DEFAULT_ROWS_PER_PARTITION) \
+        self.filter = options.get(FILTER) or None
+        self.batch_size = int_option(options, BATCH_SIZE, DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE
+        self.rows_per_partition = int_option(options, ROWS_PER_PARTITION, DEFAULT_ROWS_PER_PARTITION) \
             or DEFAULT_ROWS_PER_PARTITION
-        self.with_row_address = bool_option(options, "with_row_address")
+        self.with_row_address = bool_option(options, WITH_ROW_ADDRESS)
         # Pin the snapshot now: every task reads the same version even if writers commit meanwhile.
-        ds = LanceDataset(self.uri, version=int_option(options, "version"), storage_options=self.storage_options)
+        chosen = {"version": version} if version is not None else version_options(options)
+        ds = LanceDataset(self.uri, storage_options=self.storage_options, **chosen)
         self.version = ds.version
         self.columns = [f.name for f in schema.fields if f.name != ROW_ADDRESS]
-        missing = [c for c in self.columns if c not in ds.schema.names]
-        if missing:
-            raise InvalidArgumentError(f"{self.uri}: no column(s) {missing}; the dataset has {ds.schema.names}")
+        self.schema = schema
+        check_read_schema(ds, schema, self.columns)
         if self.filter:
             parse_filter(self.filter, ds.schema)  # fail at planning time, not in every task
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -78,3 +90,20 @@ class LanceReader(DataSourceReader):
         for batch in ds._read_fragment(fragment, fields, ds._filter_plan(self.filter), self.batch_size,
                                        self.with_row_address, start=partition.start, stop=partition.stop):
             yield relabel(batch, self.target)
+
+
+def check_read_schema(ds: LanceDataset, schema, columns: list[str]) -> None:
+    """Refuse to read version ``ds`` as ``schema`` (what Spark planned) unless every column exists
+    there with the same Spark type: reading a changed column would need a lossy cast."""
+    missing = [c for c in columns if c not in ds.schema.names]
+    if missing:
+        raise InvalidArgumentError(f"{ds.uri}: no column(s) {missing} at version {ds.version}; "
+                                   f"the dataset has {ds.schema.names}")
+    stored = spark_schema(pa.schema([ds.schema.field(c) for c in columns]))
+    for field in stored.fields:
+        planned = schema[field.name].dataType
+        if not same_spark_type(planned, field.dataType):
+            raise SchemaError(f"{ds.uri}: column {field.name!r} is {field.dataType.simpleString()} at version "
+                              f"{ds.version} but the query expects {planned.simpleString()} (the schema changed "
+                              "after the DataFrame was planned, or .schema() names another type); "
+                              "create the DataFrame again")

@@ -1,11 +1,13 @@
 """The ``lance`` Python data source: schema, reader and writers from the options Spark passes.
 
-Read options: ``version``, ``columns`` (JSON list or comma-separated), ``filter`` (Lance SQL,
-applied exactly), ``batch_size``, ``rows_per_partition``, ``with_row_address``,
-``storage_options`` (JSON). Write options: ``max_rows_per_file``, ``max_bytes_per_file``,
-``data_storage_version``, ``commit_message``; streaming adds ``stream_id`` (defaults to the
-query id kept in the checkpoint). Streaming reads take ``starting_version``. There is deliberately no ``pushFilters``: Spark 4.3 either
-refuses it (the default) or reuses a reader's pushed filters for later queries (wrong results).
+Options are listed in lance_fw/spark/options.py (and docs/spark.md); unknown keys raise. There is
+deliberately no ``pushFilters``: Spark 4.3 either refuses it (the default) or reuses a reader's
+pushed filters for later queries (wrong results).
+
+Spark calls ``schema()`` when the DataFrame is created and pickles this object afterwards; every
+later query on that DataFrame calls ``reader()`` on an unpickled copy. The version ``schema()``
+resolved is kept on the object (``_snapshot``) so schema and data always come from one version:
+resolving "latest" twice let an overwrite in between change the types under a planned DataFrame.
 """
 
 from __future__ import annotations
@@ -14,16 +16,38 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.table.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, WritePlan,
-                                plan_write)
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import resolve_storage
-from lance_fw.spark.options import bool_option, columns_option, dataset_uri, int_option, storage_options
+from lance_fw.spark.options import (
+    COMMIT_MESSAGE,
+    DATA_STORAGE_VERSION,
+    MAX_BYTES_PER_FILE,
+    MAX_ROWS_PER_FILE,
+    READ_OPTIONS,
+    STREAM_READ_OPTIONS,
+    STREAM_WRITE_OPTIONS,
+    WITH_ROW_ADDRESS,
+    WRITE_OPTIONS,
+    bool_option,
+    check_options,
+    columns_option,
+    dataset_uri,
+    int_option,
+    storage_options,
+    version_options,
+)
 from lance_fw.spark.reader import ROW_ADDRESS, LanceReader
 from lance_fw.spark.stream_reader import LanceStreamReader
 from lance_fw.spark.types import spark_schema, write_schema
-from lance_fw.spark.writer import LanceArrowWriter, LanceStreamWriter, stream_identity
+from lance_fw.spark.writer import LanceArrowWriter, LanceStreamWriter, StreamIdentity
 from lance_fw.table.manifest import list_versions
+from lance_fw.table.write import (
+    COMMIT_MESSAGE_KEY,
+    DEFAULT_MAX_BYTES_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_FILE,
+    WritePlan,
+    plan_write,
+)
 
 
 class LanceDataSource(DataSource):
@@ -32,47 +56,54 @@ class LanceDataSource(DataSource):
         return "lance"
 
     def schema(self):
-        ds = LanceDataset(dataset_uri(self.options), version=int_option(self.options, "version"),
-                          storage_options=storage_options(self.options))
+        # schema() cannot tell a batch read from a streaming one: accept the options of either
+        options = check_options(self.options, {**READ_OPTIONS, **STREAM_READ_OPTIONS}, "read")
+        ds = LanceDataset(dataset_uri(options), storage_options=storage_options(options), **version_options(options))
+        self._snapshot = ds.version
         arrow = ds.schema
-        columns = columns_option(self.options)
+        columns = columns_option(options)
         if columns is not None:
             missing = [c for c in columns if c not in arrow.names]
             if missing:
                 raise InvalidArgumentError(f"option 'columns': no column(s) {missing}; the dataset has {arrow.names}")
             arrow = pa.schema([arrow.field(c) for c in columns])
-        if bool_option(self.options, "with_row_address"):
+        if bool_option(options, WITH_ROW_ADDRESS):
             arrow = arrow.append(pa.field(ROW_ADDRESS, pa.int64(), False))
         return spark_schema(arrow)
 
     def reader(self, schema) -> LanceReader:
-        return LanceReader(self.options, schema)
+        options = check_options(self.options, READ_OPTIONS, "read")
+        return LanceReader(options, schema, getattr(self, "_snapshot", None))
 
     def streamReader(self, schema) -> LanceStreamReader:
-        return LanceStreamReader(self.options, schema)
+        return LanceStreamReader(check_options(self.options, STREAM_READ_OPTIONS, "streaming read"), schema)
 
-    def _plan(self, schema, overwrite: bool) -> WritePlan:
-        uri = dataset_uri(self.options)
-        options = storage_options(self.options)
+    def _plan(self, options: dict, schema, overwrite: bool) -> WritePlan:
+        uri = dataset_uri(options)
+        storage = storage_options(options)
         existing = None
-        if not overwrite and list_versions(resolve_storage(uri, options), uri):
-            existing = LanceDataset(uri, storage_options=options).schema
+        if not overwrite and list_versions(resolve_storage(uri, storage), uri):
+            existing = LanceDataset(uri, storage_options=storage).schema
         target = write_schema(schema, existing)
         return plan_write(uri, target, "overwrite" if overwrite else "append",
-                          self.options.get("data_storage_version") or None, options,
-                          int_option(self.options, "max_rows_per_file", DEFAULT_MAX_ROWS_PER_FILE) or
+                          options.get(DATA_STORAGE_VERSION) or None, storage,
+                          int_option(options, MAX_ROWS_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE) or
                           DEFAULT_MAX_ROWS_PER_FILE,
-                          int_option(self.options, "max_bytes_per_file", DEFAULT_MAX_BYTES_PER_FILE) or
+                          int_option(options, MAX_BYTES_PER_FILE, DEFAULT_MAX_BYTES_PER_FILE) or
                           DEFAULT_MAX_BYTES_PER_FILE)
 
-    def _properties(self) -> dict:
+    @staticmethod
+    def _properties(options: dict) -> dict:
         properties = {"lance_fw.writer": "spark"}
-        if self.options.get("commit_message"):
-            properties[COMMIT_MESSAGE_KEY] = self.options["commit_message"]
+        if options.get(COMMIT_MESSAGE):
+            properties[COMMIT_MESSAGE_KEY] = options[COMMIT_MESSAGE]
         return properties
 
     def writer(self, schema, overwrite: bool) -> LanceArrowWriter:
-        return LanceArrowWriter(self._plan(schema, overwrite), self._properties())
+        options = check_options(self.options, WRITE_OPTIONS, "write")
+        return LanceArrowWriter(self._plan(options, schema, overwrite), self._properties(options))
 
     def streamWriter(self, schema, overwrite: bool) -> LanceStreamWriter:
-        return LanceStreamWriter(self._plan(schema, overwrite), self._properties(), stream_identity(self.options))
+        options = check_options(self.options, STREAM_WRITE_OPTIONS, "streaming write")
+        return LanceStreamWriter(self._plan(options, schema, overwrite), self._properties(options),
+                                 StreamIdentity.from_options(options))

@@ -28,6 +28,7 @@ decimal256(p <= 38)                decimal(p, s); wider is refused
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_fw.errors import SchemaError
 
@@ -87,12 +88,16 @@ def spark_schema(schema: pa.Schema):
 
 
 def relabel(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """Cast a decoded batch to exactly ``target`` (Spark's expected Arrow schema), by column name."""
+    """Cast a decoded batch to exactly ``target`` (Spark's expected Arrow schema), by column name.
+
+    Casts are safe (overflow and truncation raise) except that nanoseconds are truncated to
+    microseconds, as Spark itself does: the mapping above is lossless otherwise, so a cast that
+    would lose data means the schema does not fit and must fail, not be silently applied."""
     arrays = []
     for f in target:
         column = batch.column(f.name)
         if not column.type.equals(f.type):
-            column = column.cast(f.type, safe=False)  # ns -> us truncates, as Spark itself does
+            column = pc.cast(column, options=pc.CastOptions(f.type, allow_time_truncate=True))
         arrays.append(column)
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
@@ -133,20 +138,20 @@ def check_append(spark_struct, existing: pa.Schema) -> None:
     expected = spark_schema(existing)
     for ef in expected.fields:
         got = theirs[ef.name].dataType
-        if not _same_spark_type(got, ef.dataType):
+        if not same_spark_type(got, ef.dataType):
             raise SchemaError(f"append schema does not match the dataset: column {ef.name!r} is "
                               f"{ef.dataType.simpleString()} in the dataset but {got.simpleString()} in the DataFrame")
 
 
-def _same_spark_type(a, b) -> bool:
+def same_spark_type(a, b) -> bool:
     """Equal up to nullability (Spark marks literals and aggregates non-null freely)."""
     from pyspark.sql.types import ArrayType, MapType, StructType
 
     if isinstance(a, StructType) and isinstance(b, StructType):
         return [f.name for f in a.fields] == [f.name for f in b.fields] and \
-            all(_same_spark_type(x.dataType, y.dataType) for x, y in zip(a.fields, b.fields))
+            all(same_spark_type(x.dataType, y.dataType) for x, y in zip(a.fields, b.fields))
     if isinstance(a, ArrayType) and isinstance(b, ArrayType):
-        return _same_spark_type(a.elementType, b.elementType)
+        return same_spark_type(a.elementType, b.elementType)
     if isinstance(a, MapType) and isinstance(b, MapType):
-        return _same_spark_type(a.keyType, b.keyType) and _same_spark_type(a.valueType, b.valueType)
+        return same_spark_type(a.keyType, b.keyType) and same_spark_type(a.valueType, b.valueType)
     return a == b

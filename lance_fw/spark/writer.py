@@ -6,29 +6,54 @@ metadata. ``commit`` runs once, in a driver-side worker, and commits the fragmen
 it received (one per partition) as one Append or Overwrite with lance_fw's conflict-retrying
 commit loop; files of a failed attempt are never referenced. A streaming sink records
 ``(stream id, batch id)`` in the transaction properties and skips a batch already committed, so a
-query restarted from its checkpoint does not add a replayed batch twice.
+query restarted from its checkpoint does not add a replayed batch twice. The stream id must survive
+restarts: it is the ``stream_id`` option, else Spark's query id (kept in the checkpoint, and handed
+to every task as the local property ``sql.streaming.queryId``, so it is found whether the checkpoint
+came from the option or from ``spark.sql.streaming.checkpointLocation``).
 """
 
 from __future__ import annotations
 
 import json
-import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
 
 from lance_fw._proto import table_pb2
-from lance_fw.table.write import WritePlan, delete_fragment_files
+from lance_fw.errors import (
+    CommitConflictError,
+    DatasetExistsError,
+    InvalidArgumentError,
+)
+from lance_fw.file.version import version_name
 from lance_fw.io.storage import join_uri, resolve_storage
 from lance_fw.schema import conform
-from lance_fw.table.manifest import data_files_since, list_versions, read_transaction
+from lance_fw.spark.options import (
+    CHECKPOINT_LOCATION,
+    MAX_RECOVERY_LOOKBACK,
+    int_option,
+)
+from lance_fw.spark.options import STREAM_ID as STREAM_ID_OPTION
+from lance_fw.table.manifest import (
+    data_files_since,
+    list_versions,
+    read_manifest,
+    read_transaction,
+)
+from lance_fw.table.write import WritePlan, delete_fragment_files
 
 STREAM_ID = "lance_fw.spark.stream_id"
 BATCH_ID = "lance_fw.spark.batch_id"
 #: How many recent versions a streaming commit searches for its own batch (as lance-spark does).
 STREAM_LOOKBACK = 100
+#: The TaskContext local property in which Spark hands every task of a streaming query its id.
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
 
 @dataclass
@@ -39,17 +64,20 @@ class LanceCommitMessage(WriterCommitMessage):
     attempt: int
     fragments: list[bytes] = field(default_factory=list)
     rows: int = 0
+    query_id: str | None = None  # the streaming query's id, as the task saw it
 
 
-def _task_identity() -> tuple[int, int]:
+def _task_identity() -> tuple[int, int, str | None]:
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
-    return (ctx.partitionId(), ctx.attemptNumber()) if ctx is not None else (0, 0)
+    if ctx is None:
+        return 0, 0, None
+    return ctx.partitionId(), ctx.attemptNumber(), ctx.getLocalProperty(QUERY_ID_PROPERTY)
 
 
 def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
-    partition_id, attempt = _task_identity()
+    partition_id, attempt, query_id = _task_identity()
     rows = 0
 
     def counted():
@@ -60,7 +88,7 @@ def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> LanceCommi
             yield batch
 
     fragments = plan.write(counted())
-    return LanceCommitMessage(partition_id, attempt, [f.SerializeToString() for f in fragments], rows)
+    return LanceCommitMessage(partition_id, attempt, [f.SerializeToString() for f in fragments], rows, query_id)
 
 
 def received_fragments(plan: WritePlan, messages) -> list[table_pb2.DataFragment]:
@@ -107,15 +135,15 @@ class LanceArrowWriter(DataSourceArrowWriter):
     def commit(self, messages) -> None:
         fragments = received_fragments(self.plan, messages)
         rows = sum(m.rows for m in messages if isinstance(m, LanceCommitMessage))
-        self.plan.commit(fragments, {**self.properties, "lance_fw.spark.rows": str(rows)})
+        commit_planned(self.plan, fragments, {**self.properties, "lance_fw.spark.rows": str(rows)})
 
     def abort(self, messages) -> None:
         abort_messages(self.plan, messages)
 
 
 class LanceStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, plan: WritePlan, properties: dict, stream_id: str):
-        self.plan, self.properties, self.stream_id = plan, properties, stream_id
+    def __init__(self, plan: WritePlan, properties: dict, identity: StreamIdentity):
+        self.plan, self.properties, self.identity = plan, properties, identity
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
         return write_task(self.plan, iterator)
@@ -123,22 +151,51 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages, batchId: int) -> None:
         fragments = received_fragments(self.plan, messages)
         storage = self.plan.storage()
-        if batch_committed(self.plan, self.stream_id, batchId):
+        stream_id = self.identity.resolve(messages)
+        if stream_id is None and fragments:
+            delete_fragment_files(storage, self.plan.uri, fragments)
+            raise InvalidArgumentError("cannot tell which streaming query wrote this batch, so a replay after a "
+                                       "restart could be committed twice: set .option('stream_id', ...)")
+        if stream_id is not None and batch_committed(self.plan, stream_id, batchId, self.identity.lookback):
             delete_fragment_files(storage, self.plan.uri, fragments)  # a replay: the data is already there
             return
-        plan = self.plan
-        if plan.mode == "create" and list_versions(storage, plan.uri):
-            plan = replace(plan, mode="append")  # an earlier batch of this stream created the dataset
-        plan.commit(fragments, {**self.properties, STREAM_ID: self.stream_id, BATCH_ID: str(batchId)})
+        properties = {**self.properties, BATCH_ID: str(batchId)}
+        if stream_id is not None:  # None: an empty batch no task ran for; a replay of it adds no row
+            properties[STREAM_ID] = stream_id
+        commit_planned(self.plan, fragments, properties)
 
     def abort(self, messages, batchId: int) -> None:
         abort_messages(self.plan, messages)
 
 
-def batch_committed(plan: WritePlan, stream_id: str, batch_id: int) -> bool:
-    """Whether one of the last ``STREAM_LOOKBACK`` versions committed this stream's batch."""
+def commit_planned(plan: WritePlan, fragments: list[table_pb2.DataFragment], properties: dict) -> int:
+    """Commit a Spark write. Spark's append mode creates a missing dataset; if it exists by commit
+    time (another application, or an earlier batch of this stream, created it while the tasks
+    ran), the write commits as an append instead of failing with "use mode='append'". The append
+    checks that the dataset has the schema the files were written with; the file format version
+    is checked here."""
     storage = plan.storage()
-    for entry in reversed(list_versions(storage, plan.uri)[-STREAM_LOOKBACK:]):
+    versions = list_versions(storage, plan.uri) if plan.mode == "create" else []
+    if versions:
+        theirs = read_manifest(storage, versions[-1].path)[0].data_format.version
+        if theirs and theirs != version_name(plan.version):
+            delete_fragment_files(storage, plan.uri, fragments)
+            raise CommitConflictError(f"{plan.uri} was created meanwhile with file format {theirs}; this job wrote "
+                                      f"{version_name(plan.version)} files and committed nothing: re-run it")
+        plan = replace(plan, mode="append")
+    try:
+        return plan.commit(fragments, properties)
+    except DatasetExistsError:
+        if plan.mode != "create":
+            raise
+        raise CommitConflictError(f"{plan.uri} was created by another writer while this job committed; it "
+                                  "committed nothing: re-run it (it will append)") from None
+
+
+def batch_committed(plan: WritePlan, stream_id: str, batch_id: int, lookback: int = STREAM_LOOKBACK) -> bool:
+    """Whether one of the last ``lookback`` versions committed this stream's batch."""
+    storage = plan.storage()
+    for entry in reversed(list_versions(storage, plan.uri)[-lookback:]):
         txn = read_transaction(storage, plan.uri, entry.path)
         if txn is not None and txn.transaction_properties.get(STREAM_ID) == stream_id \
                 and txn.transaction_properties.get(BATCH_ID) == str(batch_id):
@@ -146,17 +203,36 @@ def batch_committed(plan: WritePlan, stream_id: str, batch_id: int) -> bool:
     return False
 
 
-def stream_identity(options) -> str:
-    """A name for the stream that survives restarts: ``stream_id`` if given, else the query id Spark
-    keeps in ``<checkpointLocation>/metadata``, else the checkpoint path itself."""
-    if options.get("stream_id"):
-        return options["stream_id"]
-    checkpoint = options.get("checkpointLocation")
-    if not checkpoint:
-        return str(uuid.uuid4())  # no checkpoint: the query cannot restart, so no replay to detect
-    checkpoint = checkpoint[len("file:"):] if checkpoint.startswith("file:") else checkpoint
-    try:
-        metadata = resolve_storage(checkpoint).read_bytes(join_uri(checkpoint, "metadata"))
-        return json.loads(metadata)["id"]
-    except Exception:  # not written yet, or unreadable: the path still names the stream
-        return checkpoint
+@dataclass
+class StreamIdentity:
+    """What names a streaming query across restarts, resolved when a batch commits.
+
+    A fresh uuid per micro-batch (what the sink used when the checkpoint came from the session
+    conf) never matches a replay, so a batch replayed after a crash was committed twice."""
+
+    option: str | None = None  # the stream_id option
+    checkpoint: str | None = None  # the checkpointLocation option
+    lookback: int = STREAM_LOOKBACK
+
+    @classmethod
+    def from_options(cls, options: dict) -> StreamIdentity:
+        lookback = int_option(options, MAX_RECOVERY_LOOKBACK, STREAM_LOOKBACK) or STREAM_LOOKBACK
+        return cls(options.get(STREAM_ID_OPTION) or None, options.get(CHECKPOINT_LOCATION) or None, lookback)
+
+    def resolve(self, messages) -> str | None:
+        """``stream_id`` if given, else the query id the tasks saw, else the one Spark keeps in
+        ``<checkpointLocation>/metadata``; None if none is known (no task reported)."""
+        if self.option:
+            return self.option
+        ids = {m.query_id for m in messages if isinstance(m, LanceCommitMessage) and m.query_id}
+        if len(ids) > 1:
+            raise InvalidArgumentError(f"the tasks of one micro-batch report different query ids {sorted(ids)}")
+        if ids:
+            return ids.pop()
+        if self.checkpoint:
+            checkpoint = self.checkpoint.removeprefix("file:")
+            try:
+                return json.loads(resolve_storage(checkpoint).read_bytes(join_uri(checkpoint, "metadata")))["id"]
+            except Exception:  # noqa: BLE001 - not written yet or unreadable: no id to offer
+                return None
+        return None
