@@ -441,3 +441,39 @@ def test_kind_decoder_of_an_installed_plugin_is_named(kernel, tmp_path):  # noqa
         message = str(info.value)
         assert "int32 array for a int64 column" in message and "(field 'id')" in message, message
         assert "'kinds' (lfw-test-kinds 0.1)" in message and "'encodings_v2_1'" in message, message
+
+
+def test_replaced_2_0_kind_with_bad_offsets_fails_take_instead_of_returning_wrong_rows(kernel, tmp_path):  # noqa: F811
+    """A distribution replacing the built-in 2.0 ``binary`` kind (declared override) whose decoder
+    returns offsets that are not monotonic. ``take`` decodes such pages whole and took rows from the
+    invalid array unchecked: ``take([3, 7])`` returned ``['', '']`` instead of failing."""
+    kernel.install("lfw-test-kind20", """
+        import numpy as np
+        import pyarrow as pa
+        from lance_fw_plugins.encodings_v2_0 import decode
+
+        KIND = (decode.FAMILY, "binary")
+        LANCE_FW_OVERRIDES = {"lance_kind_decoders": [KIND]}
+
+        def bad(msg, page, n, arrow_type):
+            array = decode.KIND_DECODERS["binary"](msg, page, n, arrow_type)
+            end = array.offset + len(array) + 1
+            offsets = np.frombuffer(array.buffers()[1], np.int32)[array.offset:end].copy()
+            offsets[1] = offsets[-1] + 100_000
+            return pa.Array.from_buffers(array.type, len(array), [None, pa.py_buffer(offsets), array.buffers()[2]])
+
+        @hookimpl
+        def lance_kind_decoders():
+            return {KIND: bad}
+        """, entry="kind20", module="lfw_test_kind20")
+    uri = str(tmp_path / "ds")
+    lance_fw.write_dataset(pa.table({"s": [f"v{i}" for i in range(20_000)]}), uri, data_storage_version="2.0")
+    kernel.reload()
+    from lance_fw.errors import CorruptFileError
+
+    for read in ("take", "_take_rows", "scan", "duckdb"):
+        with pytest.raises(CorruptFileError) as info:
+            READS[read](uri, "s")
+        message = str(info.value)
+        assert "not valid Arrow" in message and "(field 's')" in message, message
+        assert "'kind20' (lfw-test-kind20 0.1)" in message, message

@@ -271,6 +271,8 @@ class LanceFileReader:
         """
         try:
             array = decode()
+        except CorruptFileError as exc:  # the decoder found the damage: add whose decoder it was
+            raise CorruptFileError(exc.path, f"{exc.detail} ({_decoded_by(encoding)})") from exc
         except LanceError:
             raise
         except DECODE_FAILURES as exc:
