@@ -193,7 +193,7 @@ def test_streaming_write_has_bounded_memory(uri, version):
 
 def test_plugins_listed_and_trace():
     names = {p["name"]: p for p in lance_fw.plugins()}
-    for builtin in ("storage_local", "storage_fsspec", "commit_local", "encodings_v2_0", "deletion_files"):
+    for builtin in ("storage_local", "storage_fsspec", "commit_put_if_absent", "encodings_v2_0", "deletion_files"):
         assert builtin in names, names
     assert "lance_select_encoder" in names["encodings_v2_0"]["hooks"]
     code = ("import lance_fw, pyarrow as pa, tempfile; d = tempfile.mkdtemp(); "
