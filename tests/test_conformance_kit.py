@@ -2,11 +2,13 @@
 
 Each test writes a small third-party test module with a deliberately broken plugin (an encoding
 that forgets nulls, a storage whose outputs and put-if-absent are not atomic, a commit handler that
-overwrites) and runs pytest on it (pytester); the kit's tests for the broken behaviour must fail
-and the others pass. A kit that passes everything would pass these plugins too.
+overwrites) and runs pytest on it in a fresh interpreter (pytester); the kit's tests for the broken
+behaviour must fail and the others pass. A kit that passes everything would pass these plugins too.
 """
 
 from __future__ import annotations
+
+from xml.etree import ElementTree
 
 pytest_plugins = ["pytester"]
 
@@ -154,16 +156,20 @@ class TestOverwritingCommits(CommitHandlerConformance):
 
 
 def _run(pytester, source: str) -> tuple[dict[str, str], str]:
-    """Run a test module in-process: (test name without parameters -> "passed" / "skipped" /
-    "failed", the failure reports' text)."""
+    """Run a test module in a fresh interpreter (plugins registered there cannot leak into this
+    one): (test name without parameters -> "passed" / "skipped" / "failed", the failures' text)."""
     pytester.makepyfile(test_plugin_under_test=source)
-    recorder = pytester.inline_run("-p", "no:cacheprovider")
-    passed, skipped, failed = recorder.listoutcomes()
+    report = pytester.path / "report.xml"
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--junitxml={report}")
     outcomes: dict[str, set[str]] = {}
-    for outcome, reports in (("passed", passed), ("skipped", skipped), ("failed", failed)):
-        for report in reports:
-            outcomes.setdefault(report.nodeid.split("::")[-1].split("[")[0], set()).add(outcome)
-    return {name: "/".join(sorted(o)) for name, o in outcomes.items()}, "\n".join(str(r.longrepr) for r in failed)
+    failures = []
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
+        outcome = {"failure": "failed", "error": "failed", "skipped": "skipped"}[problems[0].tag] if problems \
+            else "passed"
+        outcomes.setdefault(case.get("name").split("[")[0], set()).add(outcome)
+        failures += [f"{p.get('message')}\n{p.text}" for p in problems if p.tag != "skipped"]
+    return {name: "/".join(sorted(o)) for name, o in outcomes.items()}, "\n".join(failures)
 
 
 def test_kit_fails_an_encoding_that_loses_nulls(pytester):

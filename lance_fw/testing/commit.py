@@ -1,9 +1,12 @@
 """``CommitHandlerConformance``: concurrent appends through a commit handler lose nothing.
 
-A commit-handler (or storage) plugin's suite subclasses it and provides a fresh dataset URI::
+A commit-handler (or storage) plugin's suite subclasses it and provides a fresh dataset URI, and
+the options (a class attribute, or the ``options`` fixture when they come from another fixture)::
 
     class TestMyCommits(CommitHandlerConformance):
-        storage_options = {"my_endpoint": "http://localhost:9000"}
+        @pytest.fixture
+        def options(self, my_server):
+            return {"my_endpoint": my_server.endpoint}
 
         @pytest.fixture
         def dataset_uri(self, my_server):
@@ -62,7 +65,8 @@ def appender_process(uri: str, options: Mapping[str, Any], writer: int, appends:
 class CommitHandlerConformance(PluginUnderTest):
     """Base class of a commit handler's conformance tests (override ``dataset_uri``)."""
 
-    #: ``storage_options`` for every write and read (commit handlers receive them).
+    #: ``storage_options`` for every write and read (commit handlers receive them); override the
+    #: ``options`` fixture instead when they depend on another fixture.
     storage_options: ClassVar[Mapping[str, Any]] = {}
     #: Concurrent writers and one-row appends each.
     processes: ClassVar[int] = 3
@@ -81,23 +85,29 @@ class CommitHandlerConformance(PluginUnderTest):
         """A fresh URI where no dataset exists yet (default: a local temp directory)."""
         return str(tmp_path / "ds")
 
-    def pylance_target(self, uri: str) -> tuple[str, dict | None] | None:
+    @pytest.fixture
+    def options(self) -> dict[str, Any]:
+        """The ``storage_options`` of every write and read (default: ``storage_options``)."""
+        return dict(self.storage_options)
+
+    def pylance_target(self, uri: str, options: Mapping[str, Any]) -> tuple[str, dict | None] | None:
         """(URI, pylance storage_options) for pylance to read the dataset, or None when pylance
-        cannot open it (the check is skipped). Default: local paths only."""
+        cannot open it (the check is skipped). Default: local paths only; override it for a store
+        pylance reaches too (e.g. ``return uri, dict(options)`` for S3)."""
         if "://" in uri and not uri.startswith("file://"):
             return None
         return uri.removeprefix("file://"), None
 
     # -- the tests ------------------------------------------------------------------------------
 
-    def test_appends_from_processes(self, dataset_uri):
+    def test_appends_from_processes(self, dataset_uri, options):
         if not self.multiprocess:
             pytest.skip("the dataset is process-local (multiprocess = False): only the threads variant runs")
-        self._create(dataset_uri)
+        self._create(dataset_uri, options)
         ctx = multiprocessing.get_context("spawn")
         barrier, results = ctx.Barrier(self.processes), ctx.Queue()
         procs = [ctx.Process(target=appender_process,
-                             args=(dataset_uri, dict(self.storage_options), w, self.appends, barrier, results))
+                             args=(dataset_uri, dict(options), w, self.appends, barrier, results))
                  for w in range(self.processes)]
         for p in procs:
             p.start()
@@ -108,15 +118,15 @@ class CommitHandlerConformance(PluginUnderTest):
                 p.join(WRITER_TIMEOUT_S)
         errors = {w: error for w, _, error in reports if error is not None}
         assert not errors, f"writers failed: {errors}"
-        self._check(dataset_uri, {w: committed for w, committed, _ in reports}, self.appends)
+        self._check(dataset_uri, options, {w: committed for w, committed, _ in reports}, self.appends)
 
-    def test_appends_from_threads(self, dataset_uri):
-        self._create(dataset_uri)
+    def test_appends_from_threads(self, dataset_uri, options):
+        self._create(dataset_uri, options)
         barrier, reports, errors = threading.Barrier(self.threads), {}, {}
 
         def run(writer: int) -> None:
             try:
-                reports[writer] = append_rows(dataset_uri, self.storage_options, writer, self.thread_appends, barrier)
+                reports[writer] = append_rows(dataset_uri, options, writer, self.thread_appends, barrier)
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors[writer] = exc
 
@@ -126,24 +136,23 @@ class CommitHandlerConformance(PluginUnderTest):
         for t in threads:
             t.join(WRITER_TIMEOUT_S)
         assert not errors, f"writers failed: {errors}"
-        self._check(dataset_uri, reports, self.thread_appends)
+        self._check(dataset_uri, options, reports, self.thread_appends)
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _options(self) -> dict | None:
-        return dict(self.storage_options) or None
-
-    def _create(self, uri: str) -> None:
+    def _create(self, uri: str, options: Mapping[str, Any]) -> None:
         import lance_fw
 
         lance_fw.write_dataset(SCHEMA.empty_table(), uri, data_storage_version=self.data_storage_version,
-                               storage_options=self._options())
+                               storage_options=dict(options) or None)
 
-    def _check(self, uri: str, reports: dict[int, list[tuple[int, int]]], appends: int) -> None:
+    def _check(self, uri: str, options: Mapping[str, Any], reports: dict[int, list[tuple[int, int]]],
+               appends: int) -> None:
         """Every acknowledged append is present once, in the version it was acknowledged with, and
         the versions are 1..N without gaps."""
         import lance_fw
 
+        opts = dict(options) or None
         writers = len(reports)
         assert sorted(reports) == list(range(writers))
         acknowledged = {(w, i): v for w, committed in reports.items() for i, v in committed}
@@ -152,26 +161,26 @@ class CommitHandlerConformance(PluginUnderTest):
         assert versions == list(range(2, 2 + writers * appends)), \
             f"acknowledged versions are not 2..{1 + writers * appends}, each once: {versions}"
 
-        ds = lance_fw.dataset(uri, storage_options=self._options())
+        ds = lance_fw.dataset(uri, storage_options=opts)
         assert ds.version == 1 + writers * appends
         assert [v["version"] for v in ds.versions()] == list(range(1, ds.version + 1)), "versions have gaps"
         rows = [(r["writer"], r["append"]) for r in ds.to_table().to_pylist()]
         assert sorted(rows) == sorted(acknowledged), "appends were lost or duplicated"
         for (w, i), version in acknowledged.items():  # each append first appears in its version
-            before = lance_fw.dataset(uri, version=version - 1, storage_options=self._options())
-            after = lance_fw.dataset(uri, version=version, storage_options=self._options())
+            before = lance_fw.dataset(uri, version=version - 1, storage_options=opts)
+            after = lance_fw.dataset(uri, version=version, storage_options=opts)
             assert after.count_rows() == before.count_rows() + 1 == version - 1
             assert before.count_rows(filter=f"writer = {w} AND append = {i}") == 0
             assert after.count_rows(filter=f"writer = {w} AND append = {i}") == 1, \
                 f"writer {w}'s append {i} was acknowledged as version {version}, which does not hold it"
-        self._check_pylance(uri, ds.to_table())
+        self._check_pylance(uri, options, ds.to_table())
 
-    def _check_pylance(self, uri: str, expected: pa.Table) -> None:
+    def _check_pylance(self, uri: str, options: Mapping[str, Any], expected: pa.Table) -> None:
         try:
             import lance
         except ImportError:
             return  # a plugin's suite may not have pylance; lance_fw's own CI does
-        target = self.pylance_target(uri)
+        target = self.pylance_target(uri, options)
         if target is None:
             return
         path, options = target

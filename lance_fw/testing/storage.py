@@ -1,9 +1,12 @@
 """``StorageConformance``: the contract of ``lance_fw.io.storage.Storage`` as tests.
 
-A storage plugin's suite subclasses it and provides a fresh, empty URI prefix per test::
+A storage plugin's suite subclasses it and provides a fresh, empty URI prefix per test, and the
+options (a class attribute, or the ``options`` fixture when they come from another fixture)::
 
     class TestMyStorage(StorageConformance):
-        storage_options = {"my_endpoint": "http://localhost:9000"}
+        @pytest.fixture
+        def options(self, my_server):
+            return {"my_endpoint": my_server.endpoint}
 
         @pytest.fixture
         def root(self, my_server):
@@ -60,7 +63,8 @@ def race_put_if_absent(uri: str, options: Mapping[str, Any], path: str, racer: i
 class StorageConformance(PluginUnderTest):
     """Base class of a storage plugin's conformance tests (override ``root``)."""
 
-    #: ``storage_options`` for ``resolve_storage`` (keys the plugin declares in ``lance_storage_options``).
+    #: ``storage_options`` for ``resolve_storage`` (keys the plugin declares in ``lance_storage_options``);
+    #: override the ``options`` fixture instead when they depend on another fixture.
     storage_options: ClassVar[Mapping[str, Any]] = {}
     #: Whether other processes see this storage (False for process-local stores such as ``memory://``:
     #: the process race is skipped).
@@ -72,10 +76,15 @@ class StorageConformance(PluginUnderTest):
         return str(tmp_path / "storage")
 
     @pytest.fixture
-    def storage(self, root):
+    def options(self) -> dict[str, Any]:
+        """The ``storage_options`` every test opens the storage with (default: ``storage_options``)."""
+        return dict(self.storage_options)
+
+    @pytest.fixture
+    def storage(self, root, options):
         from lance_fw.io.storage import resolve_storage
 
-        return resolve_storage(root, dict(self.storage_options))
+        return resolve_storage(root, dict(options))
 
     # -- whole files ----------------------------------------------------------------------------
 
@@ -95,8 +104,8 @@ class StorageConformance(PluginUnderTest):
         assert storage.exists(path)
         assert storage.read_bytes(path) == b""
 
-    def test_options_are_kept(self, storage):
-        assert dict(storage.options) == dict(self.storage_options), \
+    def test_options_are_kept(self, storage, options):
+        assert dict(storage.options) == dict(options), \
             "Storage.options must be the storage_options it was opened with (commit handlers receive them)"
 
     def test_missing_file(self, storage, root):
@@ -259,14 +268,14 @@ class StorageConformance(PluginUnderTest):
             t.join(RACE_TIMEOUT_S)
         self._one_winner(storage, path, outcomes)
 
-    def test_put_if_absent_race_between_processes(self, storage, root):
+    def test_put_if_absent_race_between_processes(self, storage, root, options):
         self._needs_put_if_absent(storage)
         if not self.multiprocess:
             pytest.skip("multiprocess = False: the process race does not run for this class")
         path = f"{root}/_versions/3.manifest"
         ctx = multiprocessing.get_context("spawn")
         barrier, results = ctx.Barrier(RACERS), ctx.Queue()
-        procs = [ctx.Process(target=race_put_if_absent, args=(root, dict(self.storage_options), path, r, barrier,
+        procs = [ctx.Process(target=race_put_if_absent, args=(root, dict(options), path, r, barrier,
                                                               results)) for r in range(RACERS)]
         for p in procs:
             p.start()
