@@ -4,7 +4,7 @@ Lance's format docs describe commits through an external store (DynamoDB in pyla
 stores that cannot create a file only if it is absent. The store, not the object store, decides
 which writer gets version N; the manifest file itself is published in steps that can each be
 redone by anybody, so a writer that dies half way never leaves a version claimed but unpublished
-for good (see ``lance_fw_plugins.commit_external_store`` for the protocol and its repair).
+for good (the built-in ``commit_external_store`` plugin documents the protocol and its repair).
 
 This module holds the store interface, the staging-name rules and the SQLite store built in
 (several processes on one machine). A DynamoDB-style backend implements :class:`ManifestStore`

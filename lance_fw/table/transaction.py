@@ -464,9 +464,9 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
         except BaseException as exc:
             state = _published_state(storage, path, data)
             if not (state and isinstance(exc, Exception)):
-                if state is False:
+                if state is False and not may_be_published(exc):
                     _remove_quietly(storage, txn_path)  # no manifest will ever name it
-                else:
+                else:  # in place, unknown, or a handler that may still publish it (a repairable claim)
                     _mark_published(exc, new.version)
                 raise
         try:
