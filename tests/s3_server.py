@@ -169,7 +169,8 @@ def running_s3_server(workdir: Path) -> Iterator[S3Server]:
     ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS))))
     args = [str(weed_binary()), "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
             "-s3", f"-s3.config={config}", f"-master.volumeSizeLimitMB={VOLUME_SIZE_LIMIT_MB}",
-            "-volume.max=0", "-master.telemetry=false"]
+            "-volume.max=0", "-master.telemetry=false",
+            "-s3.autoCreateBucket=false"]  # as on AWS: a write to a missing bucket fails
     args += [f"-{flag}={port}" for flag, port in ports.items()]
     args += [f"-{flag}=0" for flag in _DISABLED_PORT_FLAGS]
     log = workdir / "weed.log"

@@ -137,6 +137,24 @@ def test_http_endpoint_needs_allow_http_as_in_pylance(s3_server):
         lance_fw.dataset(uri, storage_options=opts)
 
 
+def test_wrong_secret_is_a_storage_error_as_pylance_fails(s3_server):
+    uri = s3_server.new_bucket() + "/ds"
+    lance.write_dataset(table(0, 10), uri, storage_options=s3_server.storage_options)
+    bad = {**s3_server.storage_options, "aws_secret_access_key": "wrong"}
+    with pytest.raises((OSError, ValueError)):  # pylance: ValueError "LanceError(IO) ... 403 Forbidden"
+        lance.dataset(uri, storage_options=bad).to_table()
+    with pytest.raises(StorageError, match="signature"):
+        lance_fw.dataset(uri, storage_options=bad)
+
+
+def test_write_to_a_missing_bucket_is_a_storage_error(s3_server):
+    uri = s3_server.new_bucket() + "-none/ds"
+    with pytest.raises((OSError, ValueError)):
+        lance.write_dataset(table(0, 10), uri, storage_options=s3_server.storage_options)
+    with pytest.raises(StorageError, match="NoSuchBucket|does not exist"):
+        lance_fw.write_dataset(table(0, 10), uri, storage_options=s3_server.storage_options)
+
+
 def test_missing_s3fs_names_the_extra(s3_server):
     out = run_python(f"""
         import sys
