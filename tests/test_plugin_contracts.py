@@ -443,20 +443,27 @@ def test_kind_decoder_of_an_installed_plugin_is_named(kernel, tmp_path):  # noqa
         assert "'kinds' (lfw-test-kinds 0.1)" in message and "'encodings_v2_1'" in message, message
 
 
-def test_replaced_2_0_kind_with_bad_offsets_fails_take_instead_of_returning_wrong_rows(kernel, tmp_path):  # noqa: F811
-    """A distribution replacing the built-in 2.0 ``binary`` kind (declared override) whose decoder
-    returns offsets that are not monotonic. ``take`` decodes such pages whole and took rows from the
-    invalid array unchecked: ``take([3, 7])`` returned ``['', '']`` instead of failing."""
-    kernel.install("lfw-test-kind20", """
+@pytest.mark.parametrize("version, kind", [("2.0", "binary"), ("2.1", "mini_block_layout")])
+@pytest.mark.parametrize("lie, says", [("offsets", "not valid Arrow"), ("short", "rows")])
+def test_replaced_kind_lying_fails_take_instead_of_returning_wrong_rows(kernel, tmp_path, version, kind,  # noqa: F811
+                                                                        lie, says):
+    """A distribution replacing a built-in kind (declared override) that lies. ``take`` decodes such
+    pages whole and took rows from the result unchecked: with offsets out of order ``take([3, 7])``
+    returned ``['', '']`` (2.0), with one row too few the rows after it (``['v4', 'v8']``)."""
+    kernel.install("lfw-test-kinds2", f"""
         import numpy as np
         import pyarrow as pa
-        from lance_fw_plugins.encodings_v2_0 import decode
+        from lance_fw_plugins import encodings_v2_0, encodings_v2_1
 
-        KIND = (decode.FAMILY, "binary")
-        LANCE_FW_OVERRIDES = {"lance_kind_decoders": [KIND]}
+        FAMILY = {{"2.0": encodings_v2_0.decode.FAMILY, "2.1": encodings_v2_1.FAMILY}}[{version!r}]
+        HONEST = {{"2.0": encodings_v2_0.decode.KIND_DECODERS, "2.1": encodings_v2_1.KIND_DECODERS}}[{version!r}]
+        KIND = (FAMILY, {kind!r})
+        LANCE_FW_OVERRIDES = {{"lance_kind_decoders": [KIND]}}
 
         def bad(msg, page, n, arrow_type):
-            array = decode.KIND_DECODERS["binary"](msg, page, n, arrow_type)
+            array = HONEST[{kind!r}](msg, page, n, arrow_type)
+            if {lie!r} == "short":
+                return array.slice(1)
             end = array.offset + len(array) + 1
             offsets = np.frombuffer(array.buffers()[1], np.int32)[array.offset:end].copy()
             offsets[1] = offsets[-1] + 100_000
@@ -464,10 +471,10 @@ def test_replaced_2_0_kind_with_bad_offsets_fails_take_instead_of_returning_wron
 
         @hookimpl
         def lance_kind_decoders():
-            return {KIND: bad}
-        """, entry="kind20", module="lfw_test_kind20")
+            return {{KIND: bad}}
+        """, entry="kinds2", module="lfw_test_kinds2")
     uri = str(tmp_path / "ds")
-    lance_fw.write_dataset(pa.table({"s": [f"v{i}" for i in range(20_000)]}), uri, data_storage_version="2.0")
+    lance_fw.write_dataset(pa.table({"s": [f"v{i}" for i in range(20_000)]}), uri, data_storage_version=version)
     kernel.reload()
     from lance_fw.errors import CorruptFileError
 
@@ -475,5 +482,5 @@ def test_replaced_2_0_kind_with_bad_offsets_fails_take_instead_of_returning_wron
         with pytest.raises(CorruptFileError) as info:
             READS[read](uri, "s")
         message = str(info.value)
-        assert "not valid Arrow" in message and "(field 's')" in message, message
-        assert "'kind20' (lfw-test-kind20 0.1)" in message, message
+        assert says in message and "(field 's')" in message, message
+        assert "'kinds2' (lfw-test-kinds2 0.1)" in message, message

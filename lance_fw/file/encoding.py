@@ -222,6 +222,24 @@ def validate_decoded(array: pa.Array, where: str) -> pa.Array:
     return array
 
 
+def check_decoded(array: Any, where: str, arrow_type: pa.DataType, length: int) -> pa.Array:
+    """``array`` once it is what a page decoder must return, else ``CorruptFileError(where, ...)``:
+    a ``pyarrow.Array`` of exactly ``length`` rows and exactly ``arrow_type`` (never cast into it),
+    passing full validation (``validate_decoded``).
+
+    The reader runs it on every decoded page and every ``decode_rows`` result. A decoder that takes
+    rows out of a whole page it decoded runs it first: ``take`` on a page one row short silently
+    yields the rows after the ones asked for, and on invalid offsets reads garbage.
+    """
+    if not isinstance(array, pa.Array):
+        raise CorruptFileError(where, f"the decoder returned a {type(array).__name__}, not a pyarrow.Array")
+    if len(array) != length:
+        raise CorruptFileError(where, f"decoded {len(array)} rows, expected {length}")
+    if not array.type.equals(arrow_type):  # never cast a plugin's wrong type into the right one
+        raise CorruptFileError(where, f"decoded a {array.type} array for a {arrow_type} column")
+    return validate_decoded(array, where)
+
+
 def _utf8_as_binary(t: pa.DataType) -> pa.DataType | None:
     """``t`` with every utf8 type replaced by the binary type of the same layout (None when ``t``
     holds no utf8, or holds it where this walk does not go, e.g. in a dictionary or a map)."""

@@ -15,7 +15,7 @@ from lance_fw._proto import encodings_v2_0_pb2
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import FileTail, parse_message, read_tail
-from lance_fw.file.encoding import PageBuffers, PageInput, decode_page, row_decoder, validate_decoded
+from lance_fw.file.encoding import PageBuffers, PageInput, check_decoded, decode_page, row_decoder
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.plugin_manager import registry
@@ -270,8 +270,8 @@ class LanceFileReader:
         decoders check earlier what they need to build the array safely at all.
         """
         try:
-            array = decode()
-        except CorruptFileError as exc:  # the decoder found the damage: add whose decoder it was
+            return check_decoded(decode(), where, arrow_type, length)
+        except CorruptFileError as exc:  # found by the decoder or the check: add whose decoder it was
             raise CorruptFileError(exc.path, f"{exc.detail} ({_decoded_by(encoding)})") from exc
         except LanceError:
             raise
@@ -281,21 +281,6 @@ class LanceFileReader:
         except Exception as exc:  # a decoder bug, not damage: keep its type, say whose and where
             exc.add_note(f"raised by {_decoded_by(encoding)} on {where}")
             raise
-        if not isinstance(array, (pa.Array, pa.ChunkedArray)):
-            raise CorruptFileError(where, f"{_decoded_by(encoding)} returned a {type(array).__name__}, "
-                                          f"not a pyarrow.Array")
-        if len(array) != length:
-            raise CorruptFileError(where, f"{_decoded_by(encoding)} decoded {len(array)} rows, expected {length}")
-        if not array.type.equals(arrow_type):  # never cast a plugin's wrong type into the right one
-            raise CorruptFileError(where, f"{_decoded_by(encoding)} decoded a {array.type} array for a "
-                                          f"{arrow_type} column")
-        if isinstance(array, pa.ChunkedArray):
-            raise CorruptFileError(where, f"{_decoded_by(encoding)} returned a pyarrow.ChunkedArray, "
-                                          f"not a pyarrow.Array")
-        try:
-            return validate_decoded(array, where)
-        except CorruptFileError as exc:
-            raise CorruptFileError(where, f"{exc.detail} ({_decoded_by(encoding)})") from None
 
     def _check_page(self, col: int, p: int, meta) -> None:
         if len(meta.buffer_offsets) != len(meta.buffer_sizes):

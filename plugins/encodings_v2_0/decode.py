@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.container import parse_message
-from lance_fw.file.encoding import PageInput, decode_kind, validate_decoded
+from lance_fw.file.encoding import PageInput, check_decoded, decode_kind
 from lance_fw.file.structure_v2_0 import LIST_PAGE_TYPE, list_page_rows
 
 FAMILY = "lance.encodings.ArrayEncoding"
@@ -35,7 +35,7 @@ class ArrayPageDecoder:
         if out is not None:
             return out
         # a kind replaced by a plugin: the whole page, validated before ``take`` indexes into it
-        return validate_decoded(self(encoding, page), page.where).take(pa.array(rows))
+        return check_decoded(self(encoding, page), page.where, page.arrow_type, page.num_rows).take(pa.array(rows))
 
 
 decode_array_page = ArrayPageDecoder()

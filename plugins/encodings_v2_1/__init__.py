@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.file.container import parse_message
-from lance_fw.file.encoding import PageInput, decode_kind, validate_decoded
+from lance_fw.file.encoding import PageInput, check_decoded, decode_kind, validate_decoded
 from lance_fw.hookspecs import hookimpl
 
 from . import encode, layouts, repdef, take
@@ -52,14 +52,14 @@ class PageLayoutDecoder:
         # What is built here is validated before ``take`` indexes into it; what is returned as
         # built, the reader validates.
         if registry.kind_decoders.get((FAMILY, kind)) is not KIND_DECODERS.get(kind):  # replaced by a plugin
-            return validate_decoded(self(encoding, page), page.where).take(pa.array(rows))
+            return check_decoded(self(encoding, page), page.where, page.arrow_type, page.num_rows).take(pa.array(rows))
         if kind == "mini_block_layout":
             levels, positions = take.mini_block_rows(layout.mini_block_layout, page, rows)
             built = repdef.build(levels, page.arrow_type, page.where)
             return validate_decoded(built, page.where).take(pa.array(positions))
         if kind == "full_zip_layout":
             return repdef.build(take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where)
-        return validate_decoded(self(encoding, page), page.where).take(pa.array(rows))
+        return check_decoded(self(encoding, page), page.where, page.arrow_type, page.num_rows).take(pa.array(rows))
 
 
 decode_page_layout = PageLayoutDecoder()
