@@ -15,6 +15,10 @@ from lance_fw.testing import (
 V2_0_URL = "/lance.encodings.ArrayEncoding"
 V2_1_URL = "/lance.encodings21.PageLayout"
 MEMORY_OUTPUT_NOT_ATOMIC = "FsspecStorage.open_output on memory:// shows a half-written file (fsspec MemoryFile)"
+#: The readers of these backends fetch each range from whatever object is at the path now, so a
+#: reader opened before a replacement reads new bytes after it (open_reader promises a snapshot).
+#: Lance never replaces a data file or manifest in place, so no table read is torn by it today.
+READER_NOT_A_SNAPSHOT = "the RangeReader reads the replacing file's bytes (no snapshot / If-Match)"
 
 
 class TestBuiltinEncodingsV2_0(EncodingConformance):
@@ -66,6 +70,10 @@ class TestMemoryStorage(StorageConformance):
     def test_replacing_output_keeps_the_old_file_until_closed(self, storage, root):
         super().test_replacing_output_keeps_the_old_file_until_closed(storage, root)
 
+    @pytest.mark.xfail(strict=True, reason=READER_NOT_A_SNAPSHOT)
+    def test_reader_keeps_its_snapshot(self, storage, root):
+        super().test_reader_keeps_its_snapshot(storage, root)
+
 
 class TestLocalCommits(CommitHandlerConformance):
     """Local datasets: the generic put-if-absent handler over LocalStorage (os.link)."""
@@ -100,6 +108,10 @@ class TestS3Storage(StorageConformance):
     @pytest.fixture
     def root(self, bucket) -> str:
         return f"{bucket}/{uuid.uuid4().hex}"
+
+    @pytest.mark.xfail(strict=True, reason=READER_NOT_A_SNAPSHOT)
+    def test_reader_keeps_its_snapshot(self, storage, root):
+        super().test_reader_keeps_its_snapshot(storage, root)
 
 
 @pytest.mark.slow

@@ -147,6 +147,23 @@ class StorageConformance(PluginUnderTest):
             out.close()
         assert storage.read_bytes(path) == b"new contents, longer than the old"
 
+    def test_reader_keeps_its_snapshot(self, storage, root):
+        """A reader opened before the file is replaced reads the old bytes or fails with a typed
+        error; never half old, half new (``open_reader``: the size is fixed when it opens)."""
+        from lance_fw.errors import LanceError
+
+        path = f"{root}/snapshot"
+        old, new = _payload(10_000, salt=1), _payload(10_000, salt=2)
+        storage.write_bytes(path, old)
+        with storage.open_reader(path) as reader:
+            first = bytes(reader.read(0, 5_000))
+            storage.write_bytes(path, new)
+            try:
+                rest = bytes(reader.read(5_000, 5_000))
+            except (LanceError, OSError):
+                return
+            assert first + rest == old, "a reader opened before a replacement read part of the new file"
+
     def test_aborted_output_publishes_nothing(self, storage, root):
         path = f"{root}/aborted"
         out = storage.open_output(path)
