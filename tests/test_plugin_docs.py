@@ -86,3 +86,20 @@ def test_dictstore_example_storage_commits_and_checks_options(kernel):  # noqa: 
         lance_fw.dataset(uri, storage_options={"dictstore_lable": "x"})
     files = sys.modules["lance_fw_dictstore"]._files
     assert any("/_versions/" in p for p in files)
+
+
+def test_handler_example_commits_once_per_path(tmp_path):
+    from lance_fw.errors import CommitConflictError
+    from lance_fw.io.storage import resolve_storage
+
+    namespace: dict = {"__name__": "doc_example_handler"}
+    exec(compile(example("handler"), f"{DOC.name}:handler", "exec"), namespace)  # noqa: S102
+    storage = resolve_storage(str(tmp_path))
+    handler = namespace["lance_commit_handler"](storage, "examplestore://bucket/ds",
+                                                {"examplestore_lock_file": str(tmp_path / "lock")})
+    manifest = str(tmp_path / "_versions" / "1.manifest")
+    handler.commit(manifest, b"first")
+    with pytest.raises(CommitConflictError):
+        handler.commit(manifest, b"second")
+    assert storage.read_bytes(manifest) == b"first"
+    assert namespace["lance_commit_handler"](storage, str(tmp_path), {}) is None
