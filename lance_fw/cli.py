@@ -89,6 +89,19 @@ def _decode_any(raw: bytes) -> str:
     return f"{msg.type_url} ({len(msg.value)} bytes)"
 
 
+def _decoded_by(type_url: str) -> str:
+    """Which installed plugin decodes pages of ``type_url`` (or why none does), for ``inspect``."""
+    from lance_fw.errors import LanceError
+    from lance_fw.plugin_manager import owner, registry
+
+    try:
+        known = type_url in registry.page_decoders
+    except LanceError as exc:  # a conflict over this URL, a broken decoder plugin
+        return f"{type(exc).__name__}: {exc}"
+    return f"decoded by plugin {owner('lance_page_decoders', type_url)}" if known else \
+        "no installed plugin decodes it"
+
+
 def _inspect(args) -> int:
     from lance_fw.file.container import read_tail
     from lance_fw.io.storage import resolve_storage
@@ -97,11 +110,17 @@ def _inspect(args) -> int:
     tail = read_tail(reader)
     print(f"version {tail.version[0]}.{tail.version[1]}, {tail.num_rows} rows, {len(tail.columns)} columns, "
           f"{reader.size()} bytes")
+    seen: set[str] = set()
     for i, col in enumerate(tail.columns):
         print(f"column {i}: {len(col.pages)} pages")
         for j, page in enumerate(col.pages[: args.max_pages]):
             print(f"  page {j}: rows {page.length}, buffers {list(page.buffer_sizes)}, priority {page.priority}")
-            print(f"    {_decode_any(page.encoding.direct.encoding)}")
+            raw = page.encoding.direct.encoding
+            print(f"    {_decode_any(raw)}")
+            url = any_pb2.Any.FromString(raw).type_url
+            if url not in seen:  # once per encoding: which plugin reads it
+                seen.add(url)
+                print(f"    ({_decoded_by(url)})")
     return 0
 
 

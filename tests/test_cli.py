@@ -22,6 +22,7 @@ def test_cli_plugins_versions_inspect(uri, capsys):
     assert main(["inspect", glob.glob(f"{uri}/data/*.lance")[0]]) == 0
     out = capsys.readouterr().out
     assert "version 2.0, 2 rows, 2 columns" in out and "/lance.encodings.ArrayEncoding" in out
+    assert out.count("(decoded by plugin 'encodings_v2_0' (lance_fw ") == 1  # once per encoding
 
 
 def test_cli_reports_lance_errors(tmp_path, capsys):
@@ -117,3 +118,14 @@ def test_cli_plugins_shows_disabled_plugins(kernel, monkeypatch, capsys):  # noq
     assert main(["plugins", "--json"]) == 0
     plugins = {p["name"]: p for p in json.loads(capsys.readouterr().out)["plugins"]}
     assert plugins["fork_a"]["status"] == "disabled"
+
+
+def test_cli_inspect_names_missing_and_conflicting_decoders(kernel, tmp_path, capsys):  # noqa: F811
+    kernel.install("fork_a", _decoders("/lance.encodings21.PageLayout"))
+    kernel.install("fork_b", _decoders("/lance.encodings21.PageLayout"))
+    uri = str(tmp_path / "ds")
+    lance_fw.write_dataset(pa.table({"a": [1, 2]}), uri, data_storage_version="2.1")
+    kernel.reload()  # the two forks claim the built-in 2.1 URL (no override): a conflict
+    assert main(["inspect", glob.glob(f"{uri}/data/*.lance")[0]]) == 0
+    out = capsys.readouterr().out
+    assert "PluginConflictError" in out and "'fork_a' (fork_a 0.1)" in out
