@@ -1,9 +1,12 @@
 """Plugins are trusted but verified: what an encoder or decoder hands back is checked, and the
 storage contracts the kernel relies on (atomic outputs) hold for the built-in local storage.
 
-The misbehaving plugins here are third-party style: hook implementations in this module,
-registered at run time with ``lance_fw.plugin_manager.register`` and wrapping the real example
-plugin ``lance_fw_delta``, so only the one lie each test is about differs from a working plugin.
+Sections 1-2: hook implementations in this module, registered at run time with
+``lance_fw.plugin_manager.register`` and wrapping the real example plugin ``lance_fw_delta``, so only
+the one lie each test is about differs from a working plugin. Section 4 installs REAL plugin
+distributions (module + dist-info on ``sys.path``, ``test_plugin_kernel``'s ``kernel`` fixture) and
+drives every read path (scan, take, ``_take_rows``, filtered scans, DuckDB, the Spark reader)
+through their lying decoders: each must raise ``CorruptFileError`` naming plugin, file, column, page.
 """
 
 from __future__ import annotations
