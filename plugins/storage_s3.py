@@ -52,6 +52,16 @@ def _import_s3fs():
     return s3fs
 
 
+def _client_errors() -> tuple[type[BaseException], ...]:
+    """What a failed request raises: s3fs turns S3 error responses into ``OSError``s, but botocore's
+    own failures (no credentials found, endpoint unreachable, bad configuration) come through as
+    ``BotoCoreError``s; both become ``StorageError`` naming the path. (botocore is imported once
+    s3fs is, so this costs a dict lookup.)"""
+    from botocore.exceptions import BotoCoreError
+
+    return (OSError, BotoCoreError)
+
+
 def _is_conflict(exc: BaseException) -> bool:
     """Whether a failed conditional PUT lost the race (rather than failing for another reason).
 
@@ -75,7 +85,7 @@ class S3Reader(RangeReader):
             info = fs.info(path)
         except FileNotFoundError as exc:
             raise DatasetNotFoundError(f"{path}: no such object") from exc
-        except OSError as exc:
+        except _client_errors() as exc:
             raise StorageError(f"{path}: {exc}") from exc
         if info.get("type") != "file":
             raise StorageError(f"{path}: not an object (a prefix)")
@@ -89,7 +99,7 @@ class S3Reader(RangeReader):
             return b""
         try:
             return self.fs.cat_file(self.path, start=offset, end=offset + length)
-        except OSError as exc:
+        except _client_errors() as exc:
             raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
@@ -102,7 +112,7 @@ class S3Reader(RangeReader):
             blobs = self.fs.cat_ranges([self.path] * len(merged), [s for s, _, _ in merged],
                                        [s + n for s, n, _ in merged], batch_size=MAX_PARALLEL_RANGES,
                                        on_error="raise")
-        except OSError as exc:
+        except _client_errors() as exc:
             raise StorageError(f"{self.path}: reading {len(merged)} ranges: {exc}") from exc
         return self._slices(ranges, merged, blobs)
 
@@ -137,7 +147,7 @@ class S3Output:
     def write(self, data) -> int:
         try:
             return self._file.write(data)
-        except OSError as exc:
+        except _client_errors() as exc:
             raise StorageError(f"{self.path}: cannot write: {exc}") from exc
 
     def tell(self) -> int:
@@ -153,7 +163,7 @@ class S3Output:
         self.closed = True
         try:
             self._file.close()
-        except OSError as exc:
+        except _client_errors() as exc:
             self._discard()
             raise StorageError(f"{self.path}: cannot publish the object: {exc}") from exc
 
@@ -204,7 +214,7 @@ class S3Storage(Storage):
         """No directories to create on S3: a key's "parents" exist once it does."""
         try:
             return S3Output(self.fs.open(path, "wb"), path)  # type: ignore[return-value]
-        except OSError as exc:
+        except _client_errors() as exc:
             raise StorageError(f"{path}: cannot create the object: {exc}") from exc
 
     def list_dir(self, path: str) -> list[str]:
@@ -212,7 +222,7 @@ class S3Storage(Storage):
             entries = self.fs.ls(path, detail=False, refresh=True)
         except FileNotFoundError:
             return []
-        except OSError as exc:
+        except _client_errors() as exc:
             raise StorageError(f"{path}: cannot list: {exc}") from exc
         prefix = self.fs._strip_protocol(path).rstrip("/") + "/"
         return [e.rstrip("/")[len(prefix):] for e in entries if e.startswith(prefix)]
@@ -220,7 +230,7 @@ class S3Storage(Storage):
     def exists(self, path: str) -> bool:
         try:
             return self.fs.exists(path)
-        except OSError as exc:
+        except _client_errors() as exc:
             raise StorageError(f"{path}: cannot check whether it exists: {exc}") from exc
 
     def delete(self, path: str) -> None:
@@ -228,11 +238,16 @@ class S3Storage(Storage):
             self.fs.rm_file(path)
         except FileNotFoundError:
             pass
-        except OSError as exc:
+        except _client_errors() as exc:
             raise StorageError(f"{path}: cannot delete: {exc}") from exc
 
     def mtime(self, path: str) -> float | None:
-        value = self.fs.info(path).get(_MTIME_KEY)
+        try:
+            value = self.fs.info(path).get(_MTIME_KEY)
+        except FileNotFoundError:
+            raise
+        except _client_errors() as exc:
+            raise StorageError(f"{path}: cannot read its modification time: {exc}") from exc
         return value.timestamp() if hasattr(value, "timestamp") else None
 
     def put_if_absent(self, path: str, data: bytes) -> None:
@@ -240,7 +255,7 @@ class S3Storage(Storage):
         answers 412 because an object with that key exists (``CommitConflictError``)."""
         try:
             self.fs.pipe_file(path, data, mode="create")
-        except OSError as exc:
+        except _client_errors() as exc:
             if _is_conflict(exc):
                 raise CommitConflictError(f"{path} already exists: another writer created it first") from exc
             raise StorageError(f"{path}: conditional create failed: {exc}") from exc

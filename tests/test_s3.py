@@ -147,6 +147,17 @@ def test_wrong_secret_is_a_storage_error_as_pylance_fails(s3_server):
         lance_fw.dataset(uri, storage_options=bad)
 
 
+def test_no_credentials_is_a_storage_error(s3_server, monkeypatch, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    opts = {"aws_endpoint": s3_server.endpoint, "allow_http": "true"}
+    with pytest.raises(StorageError, match="credentials"):  # was botocore's NoCredentialsError
+        lance_fw.dataset(s3_server.new_bucket() + "/ds", storage_options=opts)
+
+
 def test_write_to_a_missing_bucket_is_a_storage_error(s3_server):
     uri = s3_server.new_bucket() + "-none/ds"
     with pytest.raises((OSError, ValueError)):
