@@ -180,6 +180,41 @@ def test_missing_s3fs_names_the_extra(s3_server):
     assert "raised:" in out and "pip install lance_fw[s3]" in out
 
 
+def test_options_translate_to_s3fs_arguments():
+    from lance_fw_plugins.s3_options import s3fs_kwargs
+
+    kwargs = s3fs_kwargs({"access_key_id": "k", "aws_secret_access_key": "s", "token": "t", "region": "eu-west-1",
+                          "endpoint_url": "https://minio.example:9000/", "connect_timeout": "500ms",
+                          "timeout": "2min", "aws_skip_signature": "false", "request_payer": "yes"}, environ={})
+    assert kwargs == {"use_listings_cache": False, "key": "k", "secret": "s", "token": "t",
+                      "endpoint_url": "https://minio.example:9000", "requester_pays": True,
+                      "client_kwargs": {"region_name": "eu-west-1"},
+                      "config_kwargs": {"s3": {"addressing_style": "path"}, "max_pool_connections": 48,
+                                        "connect_timeout": 0.5, "read_timeout": 120.0}}
+    env = {"AWS_ACCESS_KEY_ID": "ek", "AWS_SECRET_ACCESS_KEY": "es", "AWS_DEFAULT_REGION": "ap-south-1",
+           "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "true"}
+    kwargs = s3fs_kwargs({"aws_access_key_id": "ok"}, environ=env)  # an option wins over the environment
+    assert (kwargs["key"], kwargs["secret"]) == ("ok", "es")
+    assert kwargs["client_kwargs"]["region_name"] == "ap-south-1"
+    assert kwargs["config_kwargs"]["s3"] == {"addressing_style": "virtual"}
+    assert s3fs_kwargs({}, environ={})["client_kwargs"]["region_name"] == "us-east-1"  # object_store's default
+
+
+@pytest.mark.parametrize("options, error, match", [
+    ({"aws_region": "a", "region": "b"}, InvalidArgumentError, "same setting"),
+    ({"timeout": "30"}, InvalidArgumentError, "duration"),
+    ({"aws_endpoint": "minio:9000"}, InvalidArgumentError, "http"),
+    ({"aws_endpoint": "http://h", "allow_http": "true", "aws_virtual_hosted_style_request": "true"},
+     UnsupportedFeatureError, "virtual_hosted"),
+    ({"aws_bucket": "b"}, UnsupportedFeatureError, "URI"),
+])
+def test_options_that_cannot_be_honoured_raise(options, error, match):
+    from lance_fw_plugins.s3_options import s3fs_kwargs
+
+    with pytest.raises(error, match=match):
+        s3fs_kwargs(options, environ={})
+
+
 # --- storage behaviour ----------------------------------------------------------------------
 
 def test_put_if_absent_is_enforced_by_the_server(s3_server):
