@@ -11,6 +11,8 @@ import re
 import types
 from typing import Any, BinaryIO, Mapping, Sequence
 
+import numpy as np
+
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, StorageError, UnsupportedFeatureError
 
 #: Ranges closer than this are read in one request (a gap this small costs less than a round trip).
@@ -53,18 +55,23 @@ def join_uri(base: str, *parts: str) -> str:
 def coalesce_ranges(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP) -> list[tuple[int, int, list[int]]]:
     """Merge (offset, length) ranges that are within ``gap`` bytes of each other.
 
-    Returns (start, length, indices of the input ranges it covers) per merged request.
+    Returns (start, length, indices of the input ranges it covers) per merged request, in offset
+    order; each request's indices are in offset order too (ties in input order). Sorted and merged
+    with numpy: a take of many rows asks for tens of thousands of ranges, and a merge that copies
+    its index list per range is quadratic in them.
     """
-    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
-    merged: list[tuple[int, int, list[int]]] = []
-    for i in order:
-        off, length = ranges[i]
-        if merged and off <= merged[-1][0] + merged[-1][1] + gap:
-            start, mlen, idx = merged[-1]
-            merged[-1] = (start, max(mlen, off + length - start), idx + [i])
-        else:
-            merged.append((off, length, [i]))
-    return merged
+    if not len(ranges):
+        return []
+    pairs = np.asarray(ranges, dtype=np.int64).reshape(len(ranges), 2)
+    order = np.argsort(pairs[:, 0], kind="stable")
+    offs = pairs[order, 0]
+    reach = np.maximum.accumulate(offs + pairs[order, 1])  # furthest end so far, as merging extends it
+    # a range opens a new request when it starts more than ``gap`` past everything before it
+    first = np.flatnonzero(np.concatenate(([True], offs[1:] > reach[:-1] + gap)))
+    last = np.append(first[1:], len(offs)) - 1
+    starts, ends = offs[first].tolist(), reach[last].tolist()
+    groups = np.split(order, first[1:])
+    return [(s, e - s, g.tolist()) for s, e, g in zip(starts, ends, groups)]
 
 
 class RangeReader(abc.ABC):
