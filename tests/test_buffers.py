@@ -50,3 +50,42 @@ def test_coalesce_ranges_many_is_not_quadratic():
     ranges = [(i * 10, 8) for i in range(40_000)][::-1]
     (start, length, idx), = coalesce_ranges(ranges, 16)
     assert (start, length) == (0, 399_998) and idx == list(range(39_999, -1, -1))
+
+
+def test_readahead_keeps_order_bound_and_closes():
+    """Items come out in order; an item not yet reached holds at most ``depth`` batches; closing
+    the consumer closes every producer started (no worker left blocked)."""
+    import threading
+
+    from lance_fw.query.scanner import readahead
+
+    lock = threading.Lock()
+    made: dict[int, int] = {}
+    closed: list[int] = []
+
+    def produce(item):
+        try:
+            for k in range(6):
+                with lock:
+                    made[item] = made.get(item, 0) + 1
+                yield (item, k)
+        finally:
+            closed.append(item)
+
+    assert list(readahead(list(range(7)), produce, ahead=3)) == [(i, k) for i in range(7) for k in range(6)]
+    assert sorted(closed) == list(range(7))
+    made.clear(), closed.clear()
+    stream = readahead(list(range(7)), produce, ahead=3, depth=2)
+    assert next(stream) == (0, 0)
+    import time
+
+    deadline = time.time() + 5
+    while (made.get(1), made.get(2)) != (2, 2) and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    assert set(made) == {0, 1, 2} and made[1] == made[2] == 2 and made[0] <= 3  # bounded, lazy
+    stream.close()
+    deadline = time.time() + 5
+    while sorted(closed) != [0, 1, 2] and time.time() < deadline:
+        time.sleep(0.01)
+    assert sorted(closed) == [0, 1, 2]

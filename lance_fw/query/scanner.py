@@ -10,13 +10,12 @@ fragment shorter; a scan of no columns yields batches that carry only their row 
 
 from __future__ import annotations
 
-import queue
-import threading
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
 
+from lance_fw._util.readahead import readahead
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.options import refuse
@@ -198,70 +197,3 @@ def rechunk(pieces: Iterator[tuple[int, pa.RecordBatch]], size: int) -> Iterator
 
 def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
-
-
-_DONE = object()
-
-
-class _Failed:
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-def readahead(items: Sequence[Any], produce: Callable[[Any], Iterator[pa.RecordBatch]], ahead: int,
-              depth: int = 2) -> Iterator[pa.RecordBatch]:
-    """The batches of ``produce(item)`` for each item, in order, with up to ``ahead`` items decoded
-    at once by worker threads (a bounded pool: one thread per item in flight).
-
-    Lazy and bounded, because consumers such as DuckDB stop pulling at a ``LIMIT``: nothing starts
-    before the first batch is asked for, an item is started only when the consumer reaches the one
-    ``ahead - 1`` before it, and each item buffers at most ``depth`` batches. Closing the generator
-    stops the workers; a worker's error is raised in the consumer. Workers are daemon threads, so
-    a reader abandoned without being closed cannot keep the interpreter from exiting.
-    """
-    if ahead <= 1 or len(items) <= 1:
-        for item in items:
-            yield from produce(item)
-        return
-    stop = threading.Event()
-    queues: dict[int, queue.Queue] = {}
-
-    def put(q: queue.Queue, value) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(value, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work(item, q: queue.Queue) -> None:
-        batches = produce(item)
-        try:
-            for batch in batches:
-                if not put(q, batch):
-                    return
-            put(q, _DONE)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            put(q, _Failed(exc))
-        finally:
-            batches.close()
-
-    started = 0
-    try:
-        for i in range(len(items)):
-            while started < min(len(items), i + ahead):
-                queues[started] = queue.Queue(maxsize=depth)
-                threading.Thread(target=work, args=(items[started], queues[started]), daemon=True,
-                                 name=f"lance_fw-readahead-{started}").start()
-                started += 1
-            q = queues.pop(i)
-            while True:
-                value = q.get()
-                if value is _DONE:
-                    break
-                if isinstance(value, _Failed):
-                    raise value.error
-                yield value
-    finally:
-        stop.set()
