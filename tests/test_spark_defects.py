@@ -226,3 +226,30 @@ def test_a_create_that_loses_the_race_commits_as_an_append(tmp_path):
     writer.commit([message])
     ds = lance.dataset(path)
     assert ds.version == 2 and _ids(path) == [0, 1, 2]
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_failed_job_leaves_no_data_files(spark, tmp_path):
+    from pyspark.sql.functions import col, udf
+
+    @udf("long")
+    def always_fails_late(x):
+        from pyspark import TaskContext
+
+        if TaskContext.get().partitionId() == 1 and x % 1000 == 999:
+            raise RuntimeError("injected failure after some files were written")
+        return x
+
+    path = str(tmp_path / "failed")
+    spark.range(5).write.format("lance").mode("append").save(path)
+    before = set(os.listdir(os.path.join(path, "data")))
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")  # files exist before the failure
+    try:
+        with pytest.raises(Exception, match="injected failure"):
+            spark.range(0, 4000, numPartitions=4).select(always_fails_late(col("id")).alias("id")) \
+                .write.format("lance").mode("append").option("max_rows_per_file", 300).save(path)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert lance.dataset(path).version == 1
+    assert set(os.listdir(os.path.join(path, "data"))) == before  # no file of any attempt is left

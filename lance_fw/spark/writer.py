@@ -34,6 +34,7 @@ from lance_fw.errors import (
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import join_uri, resolve_storage
 from lance_fw.schema import conform
+from lance_fw.spark.ledger import JobLedger
 from lance_fw.spark.options import (
     CHECKPOINT_LOCATION,
     MAX_RECOVERY_LOOKBACK,
@@ -113,32 +114,40 @@ def _decode(message: LanceCommitMessage) -> list[table_pb2.DataFragment]:
     return [table_pb2.DataFragment.FromString(raw) for raw in message.fragments]
 
 
-def abort_messages(plan: WritePlan, messages) -> None:
-    """Best-effort cleanup: Spark passes None for most tasks, so orphans can remain (invisible).
-    Spark also aborts after a commit that failed once its version may be published: files a
-    newer version references are kept."""
+def abort_messages(plan: WritePlan, messages) -> set[str]:
+    """Delete the files of the delivered messages (Spark passes None for tasks it did not hear
+    from: batch writes find those through their ``JobLedger``). Spark also aborts after a commit
+    that failed once its version may be published: files a newer version references are kept.
+    Returns those files' names."""
     storage = plan.storage()
     published = data_files_since(storage, plan.uri, plan.read_version)
     for message in messages:
         if isinstance(message, LanceCommitMessage):
             delete_fragment_files(storage, plan.uri, [f for f in _decode(message)
                                                       if not any(d.path in published for d in f.files)])
+    return published
 
 
 class LanceArrowWriter(DataSourceArrowWriter):
     def __init__(self, plan: WritePlan, properties: dict):
         self.plan, self.properties = plan, properties
+        self.ledger = JobLedger(plan.uri)  # one per job: the tasks and the commit share this object
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
-        return write_task(self.plan, iterator)
+        message = write_task(self.plan, iterator)
+        files = [d.path for frag in _decode(message) for d in frag.files]
+        if not self.ledger.record(self.plan.storage(), message.partition_id, message.attempt, files):
+            return LanceCommitMessage(message.partition_id, message.attempt, query_id=message.query_id)
+        return message
 
     def commit(self, messages) -> None:
         fragments = received_fragments(self.plan, messages)
         rows = sum(m.rows for m in messages if isinstance(m, LanceCommitMessage))
         commit_planned(self.plan, fragments, {**self.properties, "lance_fw.spark.rows": str(rows)})
+        self.ledger.close(self.plan.storage(), {d.path for frag in fragments for d in frag.files})
 
     def abort(self, messages) -> None:
-        abort_messages(self.plan, messages)
+        self.ledger.close(self.plan.storage(), abort_messages(self.plan, messages))
 
 
 class LanceStreamWriter(DataSourceStreamArrowWriter):
