@@ -295,6 +295,10 @@ def _unicode_classes(pattern: str) -> str:
     return "".join(out)
 
 
+#: a regex piece matching a literal backslash: ``\\`` or its hex / Unicode spellings
+_LITERAL_BACKSLASH = re.compile(r"\\\\|\\[xuU]\{?0*5[cC]")
+
+
 def _regexp(v, node, args) -> pc.Expression:
     pattern = v.string_literal(args[1])
     flags = v.string_literal(args[2]) if len(args) > 2 else ""
@@ -302,9 +306,56 @@ def _regexp(v, node, args) -> pc.Expression:
         return pc.scalar(pa.scalar(None, pa.bool_()))
     if set(flags) - set("imsc"):
         raise v.fail(node, "supports only the regex flags i, m, s and c")
+    if _LITERAL_BACKSLASH.search(pattern):
+        # DataFusion's simplifier rewrites a literal regex into LIKE '%...%' without escaping its
+        # backslashes, so pylance reads '\\' as LIKE's escape ('\\' matches '100%'), not a backslash
+        raise v.fail(node, "matches a literal backslash, which pylance evaluates as a LIKE escape: not supported")
     inline = "".join(sorted(set(flags) - {"c"}))
     pattern = _unicode_classes(pattern)
     return pc.match_substring_regex(v.visit_value(args[0]), pattern=f"(?{inline}){pattern}" if inline else pattern)
+
+
+def _regexp_match(v, node, args) -> pc.Expression:
+    """True where the pattern matches, else NULL: the NULL-ness of DataFusion's list of groups
+    (``regexp_match(...) IS NULL``), and the rows a bare ``regexp_match`` filter keeps."""
+    matched = _regexp(v, node, args)
+    return pc.if_else(matched, True, pa.scalar(None, pa.bool_()))
+
+
+#: Rust's replacement group reference: ``$name`` / ``${name}`` (after DataFusion's ``\N`` -> ``${N}``)
+_GROUP_REFERENCE = re.compile(r"\\(\d+)|\$\$|\$\{([^}]*)\}|\$([0-9A-Za-z_]+)")
+_RE2_MAX_GROUP = 9
+
+
+def _rust_replacement(v, node, pattern: str, replacement: str) -> str:
+    r"""A DataFusion ``regexp_replace`` replacement in RE2's syntax: ``\N`` (DataFusion's POSIX
+    form), ``$N``, ``${N}`` and ``$name`` are groups (an unknown one is empty), ``$$`` is ``$``; every
+    other character, backslashes included, is literal (RE2 reads ``\`` as an escape: doubled)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        compiled = None
+
+    def group(name: str) -> str:
+        if compiled is None:
+            raise v.fail(node, "refers to a group of a pattern lance_fw cannot count groups in")
+        index = int(name) if name.isdigit() else compiled.groupindex.get(name, compiled.groups + 1)
+        if index > compiled.groups:
+            return ""  # Rust's regex replaces a group that does not exist with nothing
+        if index > _RE2_MAX_GROUP:
+            raise v.fail(node, f"refers to group {index}; lance_fw supports groups 0 to {_RE2_MAX_GROUP}")
+        return f"\\{index}"
+
+    out, last = [], 0
+    for m in _GROUP_REFERENCE.finditer(replacement):
+        out.append(replacement[last:m.start()].replace("\\", "\\\\"))
+        last = m.end()
+        if m.group(0) == "$$":
+            out.append("$")
+        else:
+            out.append(group(next(g for g in m.groups() if g is not None)))
+    out.append(replacement[last:].replace("\\", "\\\\"))
+    return "".join(out)
 
 
 def _regexp_replace(v, node, args) -> pc.Expression:
@@ -313,9 +364,9 @@ def _regexp_replace(v, node, args) -> pc.Expression:
     if set(flags or "") - set("gimsc"):
         raise v.fail(node, "supports only the regex flags g, i, m, s and c")
     inline = "".join(sorted(set(flags or "") - {"c", "g"}))
+    rewrite = _rust_replacement(v, node, pattern, replacement)
     pattern = (f"(?{inline})" if inline else "") + _unicode_classes(pattern)
-    replacement = re.sub(r"\$\{?(\d+)\}?", r"\\\1", replacement)  # ${1} / $1 -> \1 (RE2's syntax)
-    return pc.replace_substring_regex(v.visit_value(args[0]), pattern=pattern, replacement=replacement,
+    return pc.replace_substring_regex(v.visit_value(args[0]), pattern=pattern, replacement=rewrite,
                                       max_replacements=None if "g" in (flags or "") else 1)
 
 
@@ -472,7 +523,7 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "replace": (_arity(3), _replace), "btrim": (_arity(1, 2), _trim(pc.utf8_trim)),
     "ltrim": (_arity(1, 2), _trim(pc.utf8_ltrim)), "rtrim": (_arity(1, 2), _trim(pc.utf8_rtrim)),
     "split_part": (_arity(3), _split_part), "repeat": (_arity(2), _repeat),
-    "regexp_like": (_arity(2, 3), _regexp), "regexp_match": (_arity(2, 3), _regexp),
+    "regexp_like": (_arity(2, 3), _regexp), "regexp_match": (_arity(2, 3), _regexp_match),
     "is_valid": (_arity(1), lambda v, node, args: v.visit_value(args[0]).is_valid()),
     "abs": (_arity(1), _unary(pc.abs_checked)), "sqrt": (_arity(1), lambda v, n, a: float_math.apply("sqrt", _float(v, a[0]))),
     "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))),

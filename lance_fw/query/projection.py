@@ -80,6 +80,8 @@ class Projection:
         self.names = [str(n) for n in expressions]
         self.expressions: list[pc.Expression] = []
         non_null: set[str] = set()
+        #: names whose expression names no column (``'x'``, ``1 + 2``): add_columns stores them not null
+        self.constants: set[str] = set()
         columns: dict[str, None] = {}
         for name, text in expressions.items():
             if not isinstance(text, str):
@@ -91,6 +93,8 @@ class Projection:
             except FilterError as exc:  # raised by the shared filter pieces (unknown column ...)
                 raise ProjectionError(str(exc).replace("filter ", "projection ", 1)) from None
             columns.update(dict.fromkeys(visitor.referenced(tree)))
+            if tree.find(exp.Column) is None:
+                self.constants.add(str(name))
             if not visitor.nullable(tree):
                 non_null.add(str(name))
         if not columns and require_column:
@@ -185,6 +189,7 @@ class _Projector(_Visitor):
     def __init__(self, schema: pa.Schema, text: str):
         super().__init__(schema, text)
         self._coerced: dict[int, pa.DataType] = {}  # id(literal node) -> the column type it takes
+        self._null_tested: set[int] = set()  # id(node) of the operands of IS [NOT] NULL
 
     def fail(self, node, why: str = "is not supported") -> ProjectionError:
         return ProjectionError(f"projection {self.text!r}: {node.sql(dialect='spark')!r} {why}")
@@ -192,6 +197,8 @@ class _Projector(_Visitor):
     def value(self, node) -> pc.Expression:
         """The expression of a whole projection (type-checked against the schema)."""
         self._resolve_literals(node)
+        # regexp_match's list is not computed, but whether it is NULL (no match) is
+        self._null_tested = {id(_unwrap(n.this)) for n in node.find_all(exp.Is)}
         out = self.visit_value(node)
         self.type_of(out)
         return out
@@ -258,7 +265,7 @@ class _Projector(_Visitor):
         name, args = functions.call_arguments(node)
         if name in ("concat",) and any(isinstance(_unwrap(a), exp.Null) for a in args):
             raise self.fail(node, "with a NULL argument is not supported yet (pylance returns a string_view)")
-        if name in _REFUSED_CALLS:
+        if name in _REFUSED_CALLS and id(node) not in self._null_tested:
             raise self.fail(node, f"is not supported in projections yet: {_REFUSED_CALLS[name]}")
         first = self._arg_type(args[0]) if args and name in _NUMERIC_ONLY else None
         if name == "power" and len(args) > 1 and pa.types.is_boolean(self._arg_type(args[1])):
@@ -388,8 +395,9 @@ class _Projector(_Visitor):
             return not folded.is_valid
         if self.is_column(node):
             return self._column_nullable(node)
-        if isinstance(node, exp.Coalesce):
-            return all(self.nullable(a) for a in [node.this, *node.expressions])
+        if isinstance(node, exp.Coalesce):  # pylance reports a boolean coalesce as nullable
+            return pa.types.is_boolean(self.type_of(self.visit_value(node))) or \
+                all(self.nullable(a) for a in [node.this, *node.expressions])
         if isinstance(node, exp.Nullif) or isinstance(node, exp.TryCast) and node.args.get("safe"):
             return True  # TRY_CAST (sqlglot's Spark reads a plain CAST as a TryCast too)
         if isinstance(node, (exp.Not, exp.Neg, exp.Cast, exp.Round, exp.DPipe, *_ARITHMETIC)):  # Cast: TryCast too

@@ -32,17 +32,20 @@ def _new_fields(ds, arrow_fields: list[pa.Field]) -> LanceSchema:
     return LanceSchema.from_arrow(pa.schema(arrow_fields), first_id=ds.max_field_id + 1)
 
 
-def _stored_fields(projection, transforms: dict[str, str], schema: pa.Schema) -> list[pa.Field]:
-    """Nullable, except constants that are not NULL (pylance stores ``{"c": "'x'"}`` as not null)."""
-    import sqlglot
-    from sqlglot import exp
+#: view types a projection may return, and the type add_columns stores them as
+_STORED_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 
+
+def _stored_fields(projection, transforms: dict[str, str], schema: pa.Schema) -> list[pa.Field]:
+    """Nullable, except constants that are not NULL (pylance stores ``{"c": "'x'"}`` as not null).
+    A string_view / binary_view result (``left(s, 3)``) is stored as string / binary, as pylance does."""
     probe = pa.table({c: pa.nulls(1, schema.field(c).type) for c in (projection.columns or schema.names[:1])})
     values = projection.apply(probe)
     out = []
     for name in projection.names:
-        constant = sqlglot.parse_one(transforms[name], read="spark").find(exp.Column) is None
+        constant = name in projection.constants
         field = projection.schema.field(name)  # its nullability is DataFusion's (coalesce(x, 0): not null)
+        field = field.with_type(_STORED_VIEWS.get(field.type, field.type))
         out.append(field.with_nullable(field.nullable and (not constant or values.column(name).null_count > 0)))
     return out
 
