@@ -89,3 +89,35 @@ def test_readahead_keeps_order_bound_and_closes():
     while sorted(closed) != [0, 1, 2] and time.time() < deadline:
         time.sleep(0.01)
     assert sorted(closed) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("mean", [3, 200])  # short ranges: one index array; long ones: slices
+def test_range_positions_and_gather_ranges_match_slicing(mean):
+    from lance_fw.file.buffers import gather_ranges, range_positions
+
+    rng = np.random.default_rng(mean)
+    data = rng.integers(0, 256, 100_000).astype(np.uint8)
+    lengths = rng.integers(0, 2 * mean, 300)
+    starts = rng.integers(0, len(data) - 2 * mean, 300)
+    expected = [np.arange(a, a + n) for a, n in zip(starts, lengths)]
+    got = range_positions(starts, lengths)
+    assert got.dtype == np.int64 and got.tolist() == np.concatenate(expected).tolist()
+    assert gather_ranges(data, starts, lengths).tobytes() == b"".join(data[a:a + n].tobytes()
+                                                                       for a, n in zip(starts, lengths))
+    assert range_positions(np.zeros(0, np.int64), np.zeros(0, np.int64)).tolist() == []
+    assert gather_ranges(data, starts[:0], lengths[:0]).dtype == np.uint8
+
+
+def test_validity_bitmaps_and_fixed_bits():
+    import pyarrow as pa
+
+    from lance_fw.file.buffers import fixed_bits, validity_bitmap, validity_or_none
+
+    valid = np.array([True, False, True] * 5)
+    buf, nulls = validity_bitmap(valid)
+    assert nulls == 5 and pa.Array.from_buffers(pa.null(), 0, [None]) is not None
+    array = pa.Array.from_buffers(pa.int8(), 15, [buf, pa.py_buffer(bytes(15))], null_count=nulls)
+    assert array.is_valid().to_pylist() == valid.tolist()
+    assert validity_or_none(np.ones(4, bool)) == (None, 0) and validity_bitmap(np.ones(4, bool))[1] == 0
+    assert [fixed_bits(t) for t in (pa.bool_(), pa.int16(), pa.binary(3), pa.string(), pa.list_(pa.int8(), 2))] == \
+        [1, 16, 24, None, None]

@@ -14,6 +14,7 @@ from google.protobuf import any_pb2
 from lance_fw._proto import encodings_v2_0_pb2
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
+from lance_fw.file.buffers import range_positions
 from lance_fw.file.container import FileTail, parse_message, read_tail
 from lance_fw.file.encoding import PageBuffers, PageInput, check_decoded, decode_page, row_decoder
 from lance_fw.file.version import version_name
@@ -112,8 +113,7 @@ class LanceFileReader:
             counts, valid, firsts = self._list_rows(col, rows, field)
             if valid is not None:  # the items under a null row are not needed
                 counts = np.where(valid, counts, 0)
-            ends = np.cumsum(counts)
-            item_rows = np.repeat(firsts - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
+            item_rows = range_positions(firsts, counts)
             items = self._take_field(field.children[0], item_rows)
             return structure_v2_0.lengths_to_list(field.arrow_type(), counts, valid, items, self.path, field.name)
         return self._take_column(col, rows, field.arrow_type(), field)

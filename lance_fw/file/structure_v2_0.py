@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw.errors import CorruptFileError, SchemaError
+from lance_fw.file.buffers import validity_or_none
 from lance_fw.schema import LanceField
 
 
@@ -70,8 +71,6 @@ def lengths_to_list(list_type: pa.DataType, counts: np.ndarray, valid: np.ndarra
                                      f"holds {len(items)} (or the offsets are out of range)")
     offsets = np.zeros(len(counts) + 1, dtype=offset_dtype)
     np.cumsum(counts, out=offsets[1:])
-    validity, nulls = None, 0
-    if valid is not None and not valid.all():
-        validity, nulls = pa.py_buffer(np.packbits(valid, bitorder="little")), int(len(valid) - valid.sum())
+    validity, nulls = validity_or_none(valid) if valid is not None else (None, 0)
     return pa.Array.from_buffers(list_type, len(counts), [validity, pa.py_buffer(offsets)],
                                  null_count=nulls, children=[items])

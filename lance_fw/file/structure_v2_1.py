@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw.errors import CorruptFileError
+from lance_fw.file.buffers import validity_bitmap
 from lance_fw.schema import LanceField
 
 
@@ -89,8 +90,7 @@ def path_type(chain: list[LanceField], decoded: bool = True) -> pa.DataType:
 def _bitmap(array: pa.Array) -> tuple[pa.Buffer | None, int]:
     if not array.null_count:
         return None, 0
-    valid = array.is_valid().to_numpy(zero_copy_only=False)
-    return pa.py_buffer(np.packbits(valid, bitorder="little")), array.null_count
+    return validity_bitmap(array.is_valid().to_numpy(zero_copy_only=False))
 
 
 def _list_parts(array: pa.Array) -> tuple[np.ndarray, pa.Array]:

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw.errors import CorruptFileError
+from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits, validity_bitmap
 from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import PageInput, check_decoded, decode_kind
 from lance_fw.file.structure_v2_0 import LIST_PAGE_TYPE, list_page_rows
@@ -70,22 +71,13 @@ def _flat(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     if pa.types.is_fixed_size_list(arrow_type):  # pylance never nests this, but be total
         return pa.FixedSizeListArray.from_arrays(
             _flat(msg, page, n * arrow_type.list_size, arrow_type.value_type), arrow_type.list_size)
-    if bits != _bit_width(arrow_type):
+    if bits != fixed_bits(arrow_type):
         raise CorruptFileError(page.where, f"flat values of {bits} bits cannot be a {arrow_type} column")
     return pa.Array.from_buffers(arrow_type, n, [None, pa.py_buffer(buf)], null_count=0)
 
 
-def _bit_width(t: pa.DataType) -> int | None:
-    if pa.types.is_boolean(t):
-        return 1
-    try:
-        return t.bit_width
-    except ValueError:  # variable-width and nested types
-        return None
-
-
 def _constant(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
-    bits = _bit_width(arrow_type)
+    bits = fixed_bits(arrow_type)
     if bits is None or pa.types.is_dictionary(arrow_type) or len(msg.value) * 8 < bits:
         raise CorruptFileError(page.where, f"a constant of {len(msg.value)} bytes cannot be a {arrow_type} column")
     one = pa.Array.from_buffers(arrow_type, 1, [None, pa.py_buffer(msg.value)], null_count=0)
@@ -105,8 +97,7 @@ def _with_validity(values: pa.Array, validity: pa.Array, where: str) -> pa.Array
             or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)):
         raise CorruptFileError(where, f"a nullable encoding cannot wrap a {t} column")
     validity = pc.fill_null(validity, False)
-    bitmap = pa.py_buffer(np.packbits(validity.to_numpy(zero_copy_only=False), bitorder="little"))
-    nulls = n - int(pc.sum(validity).as_py() or 0)
+    bitmap, nulls = validity_bitmap(validity.to_numpy(zero_copy_only=False))
     if values.offset:
         values = pa.concat_arrays([values, values.slice(0, 0)])
     if pa.types.is_fixed_size_list(t):
@@ -175,12 +166,6 @@ def _end_offsets(enc, page: PageInput, n: int, adjustment: int, limit: int | Non
     return offsets, valid
 
 
-def _validity_buffer(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
-    if valid is None:
-        return None, 0
-    return pa.py_buffer(np.packbits(valid, bitorder="little")), int(len(valid) - valid.sum())
-
-
 def _binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
     if not (pa.types.is_string(value_type) or pa.types.is_binary(value_type) or
@@ -195,7 +180,7 @@ def _binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     if small and total >= 2**31:
         raise CorruptFileError(page.where, f"{total} bytes in one page exceed the {arrow_type} offset range")
     offs = pa.py_buffer(offsets.astype(np.int32 if small else np.int64))
-    bitmap, nulls = _validity_buffer(valid)
+    bitmap, nulls = validity_bitmap(valid) if valid is not None else (None, 0)
     return pa.Array.from_buffers(arrow_type, n, [bitmap, offs, data], null_count=nulls)
 
 
@@ -243,18 +228,15 @@ def dictionary_values(idx: np.ndarray, items: pa.Array, k: int, is_dict: bool, a
     return items.take(indices)
 
 
-_UNSIGNED = {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
-
-
 def _index_type(enc, where: str) -> pa.DataType:
     """The unsigned type matching the innermost flat width of an index encoding."""
     while True:
         kind = enc.WhichOneof("array_encoding")
         if kind == "flat":
             width = enc.flat.bits_per_value
-            if width not in _UNSIGNED:
+            if width not in ARROW_UINT_BY_BITS:
                 raise CorruptFileError(where, f"dictionary indices of {width} bits")
-            return _UNSIGNED[width]
+            return ARROW_UINT_BY_BITS[width]
         if kind == "nullable":
             inner = enc.nullable
             enc = inner.no_nulls.values if inner.HasField("no_nulls") else inner.some_nulls.values

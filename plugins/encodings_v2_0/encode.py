@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
+from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
 
@@ -35,11 +36,13 @@ def _bitmap(mask: pa.Array) -> bytes:
 
 
 def _bit_width(t: pa.DataType) -> int:
-    if pa.types.is_boolean(t):
-        return 1
+    """Bits per value of a flat buffer: a fixed-size list's values are stored as one wide value."""
     if pa.types.is_fixed_size_list(t):
         return _bit_width(t.value_type) * t.list_size
-    return t.bit_width
+    bits = fixed_bits(t)
+    if bits is None:
+        raise ValueError(f"{t} has no fixed width")
+    return bits
 
 
 def _flat_values(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
@@ -122,14 +125,11 @@ def _dictionary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     if indices.null_count:
         dictionary = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
         indices = pc.fill_null(indices, len(dictionary) - 1)
-    flat = _flat_values(indices.cast(_UNSIGNED[indices.type.bit_width]), buffers)
+    flat = _flat_values(indices.cast(ARROW_UINT_BY_BITS[indices.type.bit_width]), buffers)
     enc_indices = pb.ArrayEncoding(nullable=pb.Nullable(no_nulls=pb.Nullable.NoNull(values=flat)))
     items = _leaf(dictionary, buffers)
     return pb.ArrayEncoding(dictionary=pb.Dictionary(indices=enc_indices, items=items,
                                                      num_dictionary_items=len(dictionary)))
-
-
-_UNSIGNED = {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
 
 
 def _leaf(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:

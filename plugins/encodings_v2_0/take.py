@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw.errors import CorruptFileError
+from lance_fw.file.buffers import fixed_bits, validity_or_none
 from lance_fw.file.encoding import PageInput
 
 from . import decode
@@ -83,7 +84,7 @@ def _flat(msg, page: PageInput, rows: np.ndarray, group: int, arrow_type: pa.Dat
         inner = _flat(msg, page, rows, group * arrow_type.list_size, arrow_type.value_type)
         return None if inner is None else pa.FixedSizeListArray.from_arrays(inner, type=arrow_type)
     bits = msg.bits_per_value
-    if bits != decode._bit_width(arrow_type):
+    if bits != fixed_bits(arrow_type):
         return None
     index = msg.buffer.buffer_index if msg.HasField("buffer") else 0
     if msg.HasField("buffer") and msg.buffer.buffer_type != pb.Buffer.page:
@@ -149,7 +150,7 @@ def _binary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> 
     small = value_type in (pa.string(), pa.binary())
     offsets = np.zeros(len(rows) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    bitmap, nulls = decode._validity_buffer(None if valid is None or valid.all() else valid)
+    bitmap, nulls = validity_or_none(valid) if valid is not None else (None, 0)
     offsets_buffer = pa.py_buffer(offsets.astype(np.int32 if small else np.int64))
     return pa.Array.from_buffers(value_type, len(rows), [bitmap, offsets_buffer, pa.py_buffer(data)], null_count=nulls)
 

@@ -12,9 +12,10 @@ import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb  # noqa: F401 (used in annotations)
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges, range_positions
 
 from . import fastlanes
-from .compressive import (_UINT, DecodedValues, _Buffers, _decode_mb, _fsst, _name, _u8, concat, decode_values,
+from .compressive import (DecodedValues, _Buffers, _decode_mb, _fsst, _name, _u8, concat, decode_values,
                           decompress_buffer)
 
 
@@ -37,7 +38,7 @@ def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], cou
     if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") \
             and all(0 < c <= fastlanes.BLOCK for c in counts):
         t = int(enc.inline_bitpacking.uncompressed_bits_per_value)
-        if t not in _UINT:
+        if t not in UINT_BY_BITS:
             raise UnsupportedEncodingError(f"{where}: inline bitpacking of {t}-bit values")
         bufs = []
         for i, b in enumerate(chunks):
@@ -48,12 +49,12 @@ def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], cou
                 raise CorruptFileError(where, f"chunk {i}: inline bitpacking buffer of {raw.size} bytes "
                                               f"is not a whole number of {t}-bit words")
             bufs.append(raw)
-        stream = np.concatenate(bufs).view(_UINT[t])
+        stream = np.concatenate(bufs).view(UINT_BY_BITS[t])
         if needed is not None and len(needed) * 8 < len(chunks) * fastlanes.BLOCK:  # a few values: gather them
             first = np.zeros(len(counts) + 1, np.int64)
             np.cumsum(counts, out=first[1:])
             block = np.searchsorted(first, needed, side="right") - 1
-            values = np.zeros(int(first[-1]), _UINT[t])
+            values = np.zeros(int(first[-1]), UINT_BY_BITS[t])
             values[needed] = fastlanes.unpack_inline_at(stream, t, len(chunks), block, needed - first[block], where)
             return DecodedValues("fixed", int(first[-1]), values, t)
         values = fastlanes.unpack_inline(stream, t, len(chunks) * fastlanes.BLOCK, where)
@@ -96,15 +97,14 @@ def _variable_chunks(enc, chunks: Sequence[Sequence], counts: list[int], where: 
     if (sizes % width).any():
         raise CorruptFileError(where, "variable chunk buffer is not padded to its offset width")
     big = np.concatenate(raws) if raws else np.zeros(0, np.uint8)
-    words = big.view(_UINT[bits])
+    words = big.view(UINT_BY_BITS[bits])
     counts_a = np.asarray(counts, np.int64)
     if (sizes < (counts_a + 1) * width).any():
         raise CorruptFileError(where, "variable chunk buffer is shorter than its offsets")
     base = np.zeros(len(raws), np.int64)
     np.cumsum(sizes[:-1], out=base[1:])
     # offsets of chunk c sit at words[base_c / width + j], j = 0..n_c
-    first = np.repeat(base // width - np.concatenate([[0], np.cumsum(counts_a + 1)[:-1]]), counts_a + 1)
-    offs = words[first + np.arange(int((counts_a + 1).sum()))].astype(np.int64)
+    offs = words[range_positions(base // width, counts_a + 1)].astype(np.int64)
     bounds = np.concatenate([[0], np.cumsum(counts_a + 1)])
     if (offs[bounds[1:] - 1] > sizes).any():
         raise CorruptFileError(where, "variable chunk offsets point past their chunk")
@@ -113,8 +113,6 @@ def _variable_chunks(enc, chunks: Sequence[Sequence], counts: list[int], where: 
     lengths = np.delete(starts, bounds[:-1]) - value_starts
     if (lengths < 0).any():
         raise CorruptFileError(where, "variable chunk offsets are out of order")
-    from .layouts import gather_ranges
-
     if needed is not None:
         keep = np.zeros(len(lengths), bool)
         keep[needed] = True

@@ -46,11 +46,11 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges
 
 from . import fastlanes, fsst
 
 CONTEXTS = ("miniblock", "block")
-_UINT = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
 
 LZ4 = pb.COMPRESSION_ALGORITHM_LZ4
 ZSTD = pb.COMPRESSION_ALGORITHM_ZSTD
@@ -212,7 +212,7 @@ def _fixed(raw: np.ndarray, bits: int, n: int, where: str, what: str = "flat") -
     if raw.size < need:
         raise CorruptFileError(where, f"{what}: {n} values of {bits} bits need {need} bytes, buffer has {raw.size}")
     raw = raw[:need]
-    dt = _UINT.get(bits)
+    dt = UINT_BY_BITS.get(bits)
     if dt is not None:
         if raw.ctypes.data % dt.itemsize:
             raw = raw.copy()
@@ -242,7 +242,7 @@ def _variable_miniblock(raw: np.ndarray, bits: int, n: int, where: str) -> Decod
     w = bits // 8
     if raw.size < (n + 1) * w:
         raise CorruptFileError(where, f"variable: {n} values need {(n + 1) * w} offset bytes, buffer has {raw.size}")
-    offs = np.frombuffer(raw[: (n + 1) * w].tobytes(), _UINT[bits]).astype(np.int64)
+    offs = np.frombuffer(raw[: (n + 1) * w].tobytes(), UINT_BY_BITS[bits]).astype(np.int64)
     _check_offsets(offs, raw.size, where, "variable")
     return DecodedValues("variable", n, raw[offs[0]: offs[-1]], offsets=offs - offs[0])
 
@@ -264,7 +264,7 @@ def _variable_block(raw: np.ndarray, n: int, where: str) -> DecodedValues:
     if start > raw.size or start < ostart + (n + 1) * w:
         raise CorruptFileError(where, f"variable block: data start {start} does not fit {n + 1} offsets "
                                       f"in a {raw.size}-byte buffer")
-    offs = np.frombuffer(raw[ostart: ostart + (n + 1) * w].tobytes(), _UINT[bits]).astype(np.int64)
+    offs = np.frombuffer(raw[ostart: ostart + (n + 1) * w].tobytes(), UINT_BY_BITS[bits]).astype(np.int64)
     data = raw[start:]
     _check_offsets(offs, data.size, where, "variable block")
     return DecodedValues("variable", n, data[offs[0]: offs[-1]], offsets=offs - offs[0])
@@ -423,7 +423,7 @@ def _decode_block(enc, raw: np.ndarray, n: int, where: str) -> DecodedValues:
 
 
 def _inline(raw: np.ndarray, t: int, n: int, where: str) -> DecodedValues:
-    if t not in _UINT:
+    if t not in UINT_BY_BITS:
         raise UnsupportedEncodingError(f"{where}: inline bitpacking of {t}-bit values")
     if raw.ctypes.data % (t // 8):
         raw = raw.copy()
@@ -432,7 +432,7 @@ def _inline(raw: np.ndarray, t: int, n: int, where: str) -> DecodedValues:
 
 def _out_of_line(ob, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     t = int(ob.uncompressed_bits_per_value)
-    if t not in _UINT:
+    if t not in UINT_BY_BITS:
         raise UnsupportedEncodingError(f"{where}: out-of-line bitpacking of {t}-bit values")
     w = _flat_bits(ob.values, where, "OutOfLineBitpacking values")
     if raw.ctypes.data % (t // 8):
@@ -447,8 +447,6 @@ def _fsst(msg, inner: DecodedValues, where: str, needed: np.ndarray | None = Non
         raise CorruptFileError(where, f"FSST values decoded to {inner.kind}, expected variable")
     offsets, data = inner.offsets, inner.data
     if needed is not None:
-        from .layouts import gather_ranges
-
         keep = np.zeros(inner.num_values, bool)
         keep[needed] = True
         lengths = np.where(keep, np.diff(offsets), 0)
@@ -474,7 +472,7 @@ def _bss(msg, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     if raw.size < n * b:
         raise CorruptFileError(where, f"byte stream split: {n} values need {n * b} bytes, buffer has {raw.size}")
     planes = raw[: n * b].reshape(b, n)
-    return DecodedValues("fixed", n, np.ascontiguousarray(planes.T).reshape(-1).view(_UINT[bits]), bits)
+    return DecodedValues("fixed", n, np.ascontiguousarray(planes.T).reshape(-1).view(UINT_BY_BITS[bits]), bits)
 
 
 def _packed_struct(msg, inner: DecodedValues, where: str) -> DecodedValues:
@@ -495,7 +493,7 @@ def split_packed_struct(dv: DecodedValues) -> list[np.ndarray]:
     out, pos = [], 0
     for w in widths:
         col = np.ascontiguousarray(rows[:, pos: pos + w // 8]).reshape(-1)
-        out.append(col.view(_UINT[w]) if w in _UINT else col)
+        out.append(col.view(UINT_BY_BITS[w]) if w in UINT_BY_BITS else col)
         pos += w // 8
     return out
 
@@ -505,8 +503,8 @@ def _constant(msg, n: int, where: str) -> DecodedValues:
         return DecodedValues("null", n)
     v = np.frombuffer(msg.value, np.uint8)
     bits = v.size * 8
-    if bits in _UINT:
-        return DecodedValues("fixed", n, np.full(n, v.view(_UINT[bits])[0], _UINT[bits]), bits)
+    if bits in UINT_BY_BITS:
+        return DecodedValues("fixed", n, np.full(n, v.view(UINT_BY_BITS[bits])[0], UINT_BY_BITS[bits]), bits)
     return DecodedValues("fixed", n, np.tile(v, n), bits)
 
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.file.buffers import UINT_BY_BYTES, fixed_bits, gather_ranges, range_positions
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
 from . import fastlanes
@@ -230,33 +231,26 @@ class V21ColumnEncoder:
         np.cumsum(sizes, out=starts[1:])
         out = np.zeros(int(starts[-1]), np.uint8)
         if ctrl:
-            ctrl_bytes = words.astype({1: "<u1", 2: "<u2", 4: "<u4"}[ctrl]).view(np.uint8).reshape(-1, ctrl)
+            ctrl_bytes = words.astype(UINT_BY_BYTES[ctrl]).view(np.uint8).reshape(-1, ctrl)
             out[starts[:-1, None] + np.arange(ctrl)[None, :]] = ctrl_bytes
         body_starts = starts[:-1] + ctrl
         has_payload = payload_sizes > 0
         lens = payload_sizes[has_payload]
-        dest = np.repeat(body_starts[has_payload] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + \
-            np.arange(int(lens.sum()))
-        out[dest] = payload
+        out[range_positions(body_starts[has_payload], lens)] = payload
         buffers = [out.tobytes()]
         if sh.rep is not None or layout.HasField("bits_per_offset"):
             row_offsets = starts[sh.row_starts] if sh.rep is not None else starts[: num_rows + 1]
             width = next(w for w in (1, 2, 4, 8) if int(row_offsets[-1]) < 2 ** (8 * w))
-            buffers.append(row_offsets.astype({1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}[width]).tobytes())
+            buffers.append(row_offsets.astype(UINT_BY_BYTES[width]).tobytes())
         return EncodedPage(buffers, pack_any(pb.PageLayout(full_zip_layout=layout)), num_rows)
 
 
 # --- values ---------------------------------------------------------------------------------------
 
 def _fixed_bits(t: pa.DataType) -> int:
-    if pa.types.is_boolean(t):
-        return 1
     if pa.types.is_dictionary(t):  # stored through a page dictionary, never as raw indices
         return 0
-    try:
-        return t.bit_width
-    except ValueError:
-        return 0
+    return fixed_bits(t) or 0
 
 
 def _is_wide(values: pa.Array, large_chunks: bool) -> bool:
@@ -315,12 +309,6 @@ def _offsets_and_data(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offs, data
 
 
-def _gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    out_offs = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if len(lengths) else np.zeros(0, np.int64)
-    idx = np.repeat(starts - out_offs, lengths) + np.arange(int(lengths.sum()))
-    return data[idx]
-
-
 def _length_prefixed(offsets: np.ndarray, data: np.ndarray, which: np.ndarray, width: int) -> np.ndarray:
     """``length (u32 or u64) | bytes`` for each selected value, concatenated."""
     lengths = (offsets[1:] - offsets[:-1])[which]
@@ -330,10 +318,7 @@ def _length_prefixed(offsets: np.ndarray, data: np.ndarray, which: np.ndarray, w
     out = np.zeros(int(sizes.sum()), np.uint8)
     if len(sizes):
         out[starts[:, None] + np.arange(width)[None, :]] = prefixes
-        body = _gather_ranges(data, offsets[:-1][which], lengths)
-        dest = np.repeat(starts + width - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + \
-            np.arange(int(lengths.sum()))
-        out[dest] = body
+        out[range_positions(starts + width, lengths)] = gather_ranges(data, offsets[:-1][which], lengths)
     return out
 
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb  # noqa: F401 (used in annotations)
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.file.buffers import ARROW_UINT_BY_BITS, range_positions
 
 from . import fsst
 from .compressive import DecodedValues, _check_offsets, _decode_block, _name, _u8, decompress_buffer
@@ -58,7 +59,7 @@ def _variable_packed_struct(msg, offs: np.ndarray, raw: np.ndarray, where: str) 
         layout = f.WhichOneof("layout")
         if layout == "bits_per_value":
             width = f.bits_per_value // 8
-            t = {1: pa.uint8(), 2: pa.uint16(), 4: pa.uint32(), 8: pa.uint64()}.get(width)
+            t = ARROW_UINT_BY_BITS.get(f.bits_per_value)
             if t is None or f.bits_per_value % 8:
                 raise UnsupportedEncodingError(f"{where}: packed struct field of {f.bits_per_value} bits")
             if n and (pos + width > offs[1:]).any():
@@ -80,7 +81,7 @@ def _variable_packed_struct(msg, offs: np.ndarray, raw: np.ndarray, where: str) 
                 raise CorruptFileError(where, f"packed struct field {i} overruns its row")
             out_offs = np.zeros(n + 1, np.int64)
             np.cumsum(lengths, out=out_offs[1:])
-            body = raw[np.repeat(starts - out_offs[:-1], lengths) + np.arange(int(out_offs[-1]))]
+            body = raw[range_positions(starts, lengths)]
             children.append(pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(out_offs),
                                                                          pa.py_buffer(body)], null_count=0))
             pos = starts + lengths

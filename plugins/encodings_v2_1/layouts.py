@@ -15,12 +15,10 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.file.buffers import UINT_BY_BYTES, gather_ranges, range_positions
 
 from . import chunked, compressive, fullzip_values
 from .compressive import DecodedValues
-
-_CTRL_DTYPE = {1: np.uint8, 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
-
 
 @dataclass
 class PageLevels:
@@ -70,19 +68,6 @@ def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, wher
     if starts[-1] > total:
         raise CorruptFileError(where, f"mini-block chunks need {starts[-1]} bytes, the page holds {total}")
     return starts[:-1], sizes, counts
-
-
-def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenate ``data[starts[i] : starts[i] + lengths[i]]`` for all i without a Python loop."""
-    lengths = np.asarray(lengths, np.int64)
-    if not len(lengths):
-        return data[:0]
-    total = int(lengths.sum())
-    if total > 64 * len(lengths):  # long ranges: slicing beats a per-byte index array
-        return np.concatenate([data[a:a + n] for a, n in zip(np.asarray(starts).tolist(), lengths.tolist())])
-    out_starts = np.zeros(len(lengths), np.int64)
-    np.cumsum(lengths[:-1], out=out_starts[1:])
-    return data[np.repeat(np.asarray(starts, np.int64) - out_starts, lengths) + np.arange(total)]
 
 
 def _pad8_array(x: np.ndarray) -> np.ndarray:
@@ -225,15 +210,14 @@ def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> De
         rows = dictionary.fixed_bytes().reshape(-1, width)[idx]
         data = rows.reshape(-1)
         if width in (1, 2, 4, 8):
-            data = data.view({1: np.uint8, 2: "<u2", 4: "<u4", 8: "<u8"}[width])
+            data = data.view(UINT_BY_BYTES[width])
         return DecodedValues("fixed", len(idx), data, dictionary.bits_per_value)
     if dictionary.kind == "variable":
         offs = dictionary.offsets
         lengths = (offs[1:] - offs[:-1])[idx]
         out_offs = np.zeros(len(idx) + 1, np.int64)
         np.cumsum(lengths, out=out_offs[1:])
-        starts = offs[:-1][idx]
-        gather = np.repeat(starts - out_offs[:-1], lengths) + np.arange(out_offs[-1])
+        gather = range_positions(offs[:-1][idx], lengths)
         return DecodedValues("variable", len(idx), np.asarray(dictionary.data, np.uint8)[gather], offsets=out_offs)
     raise UnsupportedEncodingError(f"{where}: a {dictionary.kind} dictionary is not supported")
 
@@ -264,7 +248,7 @@ def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> Pa
 def rep_index_offsets(rep_index: np.ndarray, num_rows: int, where: str) -> np.ndarray:
     """A full-zip repetition index: ``num_rows + 1`` byte offsets, each 1, 2, 4 or 8 bytes wide."""
     width = index_width(len(rep_index), num_rows, where)
-    return rep_index.view(_CTRL_DTYPE[width]).astype(np.int64)
+    return rep_index.view(UINT_BY_BYTES[width]).astype(np.int64)
 
 
 def index_width(nbytes: int, num_rows: int, where: str) -> int:
@@ -338,8 +322,7 @@ def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.nda
     payload_starts = vstart + len_bytes
     if len(payload_starts) and (payload_starts + lengths).max() > len(data):
         raise CorruptFileError(where, "full-zip value runs past the end of the page")
-    gather = np.repeat(payload_starts - offsets[:-1], lengths) + np.arange(offsets[-1])
-    payload = data[gather]
+    payload = data[range_positions(payload_starts, lengths)]
     decoded = fullzip_values.decode_fullzip_variable(layout.value_compression, offsets, payload, where)
     values = _spread_variable(decoded, has_value, _visible_mask(layers, defs, n))
     return PageLevels(layers, num_rows, rep, defs, values)
@@ -406,7 +389,7 @@ def _gather_bytes(data: np.ndarray, starts: np.ndarray, width: int, where: str) 
 def _ctrl_words(grid: np.ndarray, width: int) -> np.ndarray:
     if width == 0:
         return np.zeros(len(grid), np.int64)
-    return np.ascontiguousarray(grid).view(_CTRL_DTYPE[width]).reshape(-1).astype(np.int64)
+    return np.ascontiguousarray(grid).view(UINT_BY_BYTES[width]).reshape(-1).astype(np.int64)
 
 
 def _split_ctrl(words: np.ndarray, bits_rep: int, bits_def: int):

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
+from lance_fw.file.buffers import fixed_bits, validity_or_none
 
 from .compressive import DecodedValues, split_packed_struct
 from .layouts import PageLevels
@@ -118,7 +119,7 @@ def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
     for i in range(1, len(layers)):
         t = types[len(layers) - 1 - i]
         valid = valid_by_layer[i]
-        bitmap, nulls = _bitmap(valid)
+        bitmap, nulls = validity_or_none(valid)
         if i in offsets_by_layer:
             offs = offsets_by_layer[i]
             offs = offs.astype(np.int64 if pa.types.is_large_list(t) else np.int32)
@@ -142,13 +143,6 @@ def _level_count(levels: PageLevels) -> int:
     return levels.num_rows
 
 
-def _bitmap(valid: np.ndarray) -> tuple[pa.Buffer | None, int]:
-    nulls = int(len(valid) - np.count_nonzero(valid))
-    if not nulls:
-        return None, 0
-    return pa.py_buffer(np.packbits(valid, bitorder="little")), nulls
-
-
 def _leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: str) -> pa.Array:
     if levels.values is None:
         return _constant_leaf(levels, t, n, valid, where)
@@ -170,7 +164,7 @@ def values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | N
 
 def _values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | None, where: str) -> pa.Array:
     n = values.num_values
-    bitmap, nulls = _bitmap(valid) if valid is not None else (None, 0)
+    bitmap, nulls = validity_or_none(valid) if valid is not None else (None, 0)
     if valid is not None and len(valid) != n:
         raise CorruptFileError(where, f"{len(valid)} validity bits for {n} values")
     if values.kind == "null":
@@ -201,7 +195,7 @@ def _values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | 
         return pa.nulls(n)
     if pa.types.is_struct(t):
         return _packed_struct(values, t, bitmap, nulls, where)
-    width = _bit_width(t)
+    width = fixed_bits(t)
     if values.kind != "fixed" or width is None:
         raise CorruptFileError(where, f"{values.kind} values for a {t} column")
     raw = values.fixed_bytes()
@@ -213,23 +207,13 @@ def _values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | 
 
 def _packed_struct(values: DecodedValues, t: pa.StructType, bitmap, nulls: int, where: str) -> pa.Array:
     """Row-major packed-struct rows (``lance-encoding:packed``) as a struct of their fields."""
-    widths = [_bit_width(t.field(i).type) for i in range(t.num_fields)]
+    widths = [fixed_bits(t.field(i).type) for i in range(t.num_fields)]
     if values.kind != "fixed" or list(values.packed_struct_bits) != widths:
         raise CorruptFileError(where, f"packed struct values of {list(values.packed_struct_bits)} bits "
                                       f"for a {t} column")
     children = [pa.Array.from_buffers(t.field(i).type, values.num_values, [None, pa.py_buffer(np.ascontiguousarray(c))],
                                       null_count=0) for i, c in enumerate(split_packed_struct(values))]
     return pa.Array.from_buffers(t, values.num_values, [bitmap], null_count=nulls, children=children)
-
-
-def _bit_width(t: pa.DataType) -> int | None:
-    """Bits per value of a fixed-width type (None for others: lists, structs, strings)."""
-    if pa.types.is_boolean(t):
-        return 1
-    try:
-        return t.bit_width
-    except ValueError:
-        return None
 
 
 def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: str) -> pa.Array:
@@ -239,7 +223,7 @@ def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray
         raw = levels.constant
         if pa.types.is_boolean(t):
             one = pa.array([bool(raw[0] & 1)] if raw else [False])
-        elif (_bit_width(t) or 0) % 8 or len(raw) * 8 != _bit_width(t):
+        elif (fixed_bits(t) or 0) % 8 or len(raw) * 8 != fixed_bits(t):
             raise CorruptFileError(where, f"a constant of {len(raw)} bytes for a {t} column")
         else:
             one = pa.Array.from_buffers(t, 1, [None, pa.py_buffer(raw)], null_count=0)
@@ -259,7 +243,7 @@ def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray
 
 
 def _with_validity(arr: pa.Array, valid: np.ndarray) -> pa.Array:
-    bitmap, nulls = _bitmap(valid)
+    bitmap, nulls = validity_or_none(valid)
     if pa.types.is_fixed_size_list(arr.type):
         return pa.Array.from_buffers(arr.type, len(arr), [bitmap], null_count=nulls, children=[arr.values])
     return pa.Array.from_buffers(arr.type, len(arr), [bitmap] + arr.buffers()[1:], null_count=nulls)

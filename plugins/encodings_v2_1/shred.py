@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.file.buffers import range_positions
 
 from .repdef import LIST_LAYERS, def_numbers, visible_levels
 
@@ -132,7 +133,7 @@ def _regroup(starts, lo, hi, keep, synth_def, r, is_list, rep, defs, elem):
     new_starts = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=new_starts[1:])
     total = int(new_starts[-1])
-    src = np.repeat(np.where(keep, lo_lvl, 0) - new_starts[:-1], counts) + np.arange(total)
+    src = range_positions(np.where(keep, lo_lvl, 0), counts)
     synthetic = np.repeat(~keep, counts)
     if len(rep):
         src = np.where(synthetic, 0, src)

@@ -13,6 +13,7 @@ import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
+from lance_fw.file.buffers import UINT_BY_BYTES
 from lance_fw.file.encoding import PageInput
 
 from . import layouts
@@ -148,7 +149,7 @@ def full_zip_rows(layout: pb.FullZipLayout, page: PageInput, rows: np.ndarray) -
         raise CorruptFileError(where, "full-zip page without its repetition index")
     width = layouts.index_width(page.buffer_size(1), page.num_rows, where)
     pairs = page.read_parts([(1, int(r) * width, 2 * width) for r in rows])
-    bounds = _joined(pairs).view(layouts._CTRL_DTYPE[width]).astype(np.int64).reshape(-1, 2)
+    bounds = _joined(pairs).view(UINT_BY_BYTES[width]).astype(np.int64).reshape(-1, 2)
     lengths = bounds[:, 1] - bounds[:, 0]
     if (lengths < 0).any():
         raise CorruptFileError(where, "full-zip repetition index is not ascending")

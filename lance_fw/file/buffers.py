@@ -1,0 +1,69 @@
+"""Byte and bit helpers the file layer, the encoding plugins and the query functions share:
+gathers of byte ranges, unsigned dtypes by width, fixed widths of Arrow types, validity bitmaps.
+
+Each was written several times over (in the 2.0 and 2.1 encodings, the reader and the query
+functions); one copy here keeps them agreeing, e.g. on bit order or on what "fixed width" means.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+#: Little-endian unsigned numpy dtypes by width in bytes (how Lance stores offsets and words).
+UINT_BY_BYTES: dict[int, np.dtype] = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+#: The same by width in bits.
+UINT_BY_BITS: dict[int, np.dtype] = {8 * k: v for k, v in UINT_BY_BYTES.items()}
+#: Unsigned Arrow types by width in bits (dictionary indices are stored unsigned).
+ARROW_UINT_BY_BITS: dict[int, pa.DataType] = {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
+
+
+def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``starts[i] + j`` for ``j < lengths[i]``, for all i in order, as int64: the positions a
+    concatenation of ranges reads (or writes), computed without a Python loop."""
+    lengths = np.asarray(lengths, np.int64)
+    if not len(lengths):
+        return np.zeros(0, np.int64)
+    out_starts = np.zeros(len(lengths), np.int64)  # where each range begins in the output
+    np.cumsum(lengths[:-1], out=out_starts[1:])
+    total = int(out_starts[-1] + lengths[-1])
+    return np.repeat(np.asarray(starts, np.int64) - out_starts, lengths) + np.arange(total)
+
+
+#: Mean range length above which slicing each range beats building a per-byte index array.
+_SLICE_ABOVE = 64
+
+
+def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``data[starts[i] : starts[i] + lengths[i]]`` for all i, concatenated (a copy)."""
+    lengths = np.asarray(lengths, np.int64)
+    if not len(lengths):
+        return data[:0]
+    total = int(lengths.sum())
+    if total > _SLICE_ABOVE * len(lengths):
+        return np.concatenate([data[a:a + n] for a, n in zip(np.asarray(starts).tolist(), lengths.tolist())])
+    return data[range_positions(starts, lengths)]
+
+
+def fixed_bits(t: pa.DataType) -> int | None:
+    """Bits per value of a fixed-width Arrow type (1 for booleans); None for variable-width and
+    nested types, fixed-size lists included."""
+    if pa.types.is_boolean(t):
+        return 1
+    try:
+        return t.bit_width
+    except ValueError:  # pyarrow's answer for types without one fixed width
+        return None
+
+
+def validity_bitmap(valid: np.ndarray) -> tuple[pa.Buffer, int]:
+    """The Arrow validity bitmap of the boolean mask ``valid`` (bit i = row i, least significant
+    bit first) and its null count."""
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), int(len(valid) - np.count_nonzero(valid))
+
+
+def validity_or_none(valid: np.ndarray) -> tuple[pa.Buffer | None, int]:
+    """As :func:`validity_bitmap`, but (None, 0) when no row is null (Arrow needs no bitmap then)."""
+    if np.count_nonzero(valid) == len(valid):
+        return None, 0
+    return validity_bitmap(valid)
