@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from lance_fw.file.buffers import range_positions
 from lance_fw.query import float_math, float_order
 from lance_fw.query.udfs import udf
 
@@ -45,9 +46,7 @@ def _layout(lists) -> tuple[pa.Array, np.ndarray, np.ndarray]:
 
 def _positions(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For every list element: its row and its position in the child values."""
-    parents = np.repeat(np.arange(len(starts)), lengths)
-    before = np.cumsum(lengths) - lengths
-    return parents, np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()))
+    return np.repeat(np.arange(len(starts)), lengths), range_positions(starts, lengths)
 
 
 def _rows_with(hits: np.ndarray, parents: np.ndarray, positions: np.ndarray, n: int) -> np.ndarray:
