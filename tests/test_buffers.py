@@ -121,3 +121,11 @@ def test_validity_bitmaps_and_fixed_bits():
     assert validity_or_none(np.ones(4, bool)) == (None, 0) and validity_bitmap(np.ones(4, bool))[1] == 0
     assert [fixed_bits(t) for t in (pa.bool_(), pa.int16(), pa.binary(3), pa.string(), pa.list_(pa.int8(), 2))] == \
         [1, 16, 24, None, None]
+
+
+def test_row_addresses_round_trip():
+    from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
+
+    addresses = row_addresses(7, np.array([0, 5, 2**32 - 1]))
+    assert addresses.dtype == np.uint64 and addresses.tolist() == [7 << 32, (7 << 32) | 5, (8 << 32) - 1]
+    assert address_fragments(addresses).tolist() == [7, 7, 7] and address_offsets(addresses).tolist() == [0, 5, 2**32 - 1]

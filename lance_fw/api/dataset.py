@@ -22,15 +22,18 @@ from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
 from lance_fw.options import refuse
+from lance_fw.plugin_manager import get_plugin_manager
 from lance_fw.query.column_paths import has_nested_paths, prune_to_paths, top_level_columns
 from lance_fw.query.filter import filter_columns, parse_filter
 from lance_fw.query.projection import Projection
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
+from lance_fw.table.commit import CommitHandler
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import FragmentReader, Matcher, matcher_for, with_row_columns
 from lance_fw.table.manifest import commit_time, find_version, list_versions, read_manifest
+from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
 from lance_fw.table.tags import Tags
 
 #: ``default_scan_options`` keys lance_fw merges into every ``scanner()`` call. They cannot change
@@ -54,6 +57,25 @@ def dataset(uri, version: int | str | None = None, asof: datetime | str | None =
         raise InvalidArgumentError("dataset: uri is required (namespace_client/table_id are not supported)")
     return LanceDataset(uri, version=version, asof=asof, storage_options=storage_options,
                         default_scan_options=default_scan_options, commit_lock=commit_lock)
+
+
+def finish_claimed_versions(storage: Storage, uri: str) -> None:
+    """Publish versions claimed after the newest listed one whose writer died before publishing them.
+
+    A commit handler that claims a version before writing its manifest (an external manifest store)
+    can be left holding a claim whose manifest is staged but not listed; its optional
+    ``CommitHandler.repair`` finishes such a claim. A reader asks it for the versions after the newest
+    listed one, so it opens the newest claimed version, as store-backed readers do in pylance. Costs
+    nothing for handlers without ``repair`` (the put-if-absent ones, which never leave a claim).
+    """
+    handler = get_plugin_manager().hook.lance_commit_handler(storage=storage, uri=uri,
+                                                             options=getattr(storage, "options", {}))
+    if handler is None or type(handler).repair is CommitHandler.repair:
+        return  # no handler commits here, or none that can leave a claim unpublished
+    versions = list_versions(storage, uri)
+    version = versions[-1].version + 1 if versions else 1
+    while handler.repair(uri, version):
+        version += 1
 
 
 def _check_default_scan_options(options: dict | None) -> dict:
@@ -87,6 +109,8 @@ class LanceDataset:
             version = Tags(self._storage, self.uri).get_version(version)
         if version is not None and not isinstance(version, int):
             raise InvalidArgumentError(f"version must be an int or a tag name, got {version!r}")
+        if version is None:
+            finish_claimed_versions(self._storage, self.uri)
         entry = find_version(self._storage, self.uri, version)
         self._manifest, self._index_section = read_manifest(self._storage, entry.path)
         feature_flags.check_readable(self.uri, self._manifest.reader_feature_flags, self._manifest.config)
@@ -112,6 +136,7 @@ class LanceDataset:
 
     @property
     def latest_version(self) -> int:
+        finish_claimed_versions(self._storage, self.uri)
         return list_versions(self._storage, self.uri)[-1].version
 
     def versions(self) -> list[dict]:
@@ -305,10 +330,10 @@ class LanceDataset:
         for frag in self._manifest.fragments:
             if not frag.HasField("deletion_file"):
                 continue
-            hit = np.flatnonzero((addresses >> np.uint64(32)) == frag.id)
+            hit = np.flatnonzero(address_fragments(addresses) == frag.id)
             if len(hit):
                 deleted = FragmentReader(self._storage, self.uri, frag, self.lance_schema).deleted
-                keep[hit] = ~np.isin((addresses[hit] & np.uint64(0xFFFFFFFF)).astype(np.int64), deleted)
+                keep[hit] = ~np.isin(address_offsets(addresses[hit]).astype(np.int64), deleted)
         return addresses[keep]
 
     def _projected_take(self, wanted: np.ndarray, columns, by_address: bool) -> pa.Table:
@@ -357,7 +382,7 @@ class LanceDataset:
             offsets = reader.live_offsets()
             seq = reader.row_ids
             ids.append(offsets.astype(np.uint64) if seq is None else seq[offsets])
-            addresses.append(offsets.astype(np.uint64) | np.uint64(frag.id << 32))
+            addresses.append(row_addresses(frag.id, offsets))
         if not ids:
             return np.zeros(0, np.uint64)
         all_ids, all_addresses = np.concatenate(ids), np.concatenate(addresses)
@@ -375,8 +400,8 @@ class LanceDataset:
             reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
             try:
                 if by_address:
-                    hit = np.flatnonzero((wanted >> np.uint64(32)) == frag.id)
-                    offsets = (wanted[hit] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                    hit = np.flatnonzero(address_fragments(wanted) == frag.id)
+                    offsets = address_offsets(wanted[hit]).astype(np.int64)
                     if len(offsets) and offsets.max() >= frag.physical_rows:
                         raise InvalidArgumentError(f"_take_rows: row {int(offsets.max())} of fragment {frag.id} asked; "
                                                    f"it has {frag.physical_rows} rows")

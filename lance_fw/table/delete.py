@@ -16,6 +16,7 @@ import numpy as np
 from lance_fw._proto import table_pb2
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, BITMAP_THRESHOLD, codec, deletion_file_id, deletion_path
 from lance_fw.table.fragment import FragmentReader
+from lance_fw.table.row_ids import address_offsets
 from lance_fw.table.transaction import Delete, commit, undo_unless_published
 
 #: (fragment reader, fragment proto) -> uint32 offsets of live rows that match the predicate
@@ -100,7 +101,7 @@ def expression_matcher(ds, predicate) -> Matcher:
         hits = [batch.column("_rowaddr").to_numpy()
                 for batch in reader.filtered_batches([], filter_fields, matcher, with_row_address=True)]
         addresses = np.concatenate(hits) if hits else np.zeros(0, np.uint64)
-        return (addresses & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        return address_offsets(addresses).astype(np.uint32)
     return match
 
 

@@ -14,7 +14,7 @@ from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.deletion import deletion_path, read_deleted_offsets
-from lance_fw.table.row_ids import fragment_row_ids
+from lance_fw.table.row_ids import fragment_row_ids, row_addresses
 
 DEFAULT_BATCH_SIZE = 8192
 
@@ -164,7 +164,7 @@ class FragmentReader:
 
     def _row_columns(self, start: int, stop: int) -> tuple[pa.Array, pa.Array]:
         """``_rowid`` and ``_rowaddr`` of physical rows [start, stop)."""
-        address = pa.array(np.arange(start, stop, dtype=np.uint64) | np.uint64(self.fragment.id << 32))
+        address = pa.array(row_addresses(self.fragment.id, np.arange(start, stop, dtype=np.uint64)))
         ids = self.row_ids
         return (address if ids is None else pa.array(ids[start:stop])), address
 

@@ -23,6 +23,7 @@ from lance_fw.schema import conform
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.delete import offsets_matcher, stage_deletions
 from lance_fw.table.fragment import matcher_for
+from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.transaction import Update, commit, undo_unless_published
 
 ADDRESS = "_rowaddr"
@@ -31,8 +32,8 @@ _SOURCE_ROW = "__lance_fw_source_row"
 
 def _by_fragment(addresses: np.ndarray) -> dict[int, np.ndarray]:
     addresses = np.asarray(addresses, dtype=np.uint64)
-    fragments = (addresses >> np.uint64(32)).astype(np.int64)
-    offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    fragments = address_fragments(addresses).astype(np.int64)
+    offsets = address_offsets(addresses).astype(np.uint32)
     return {int(f): np.sort(offsets[fragments == f]) for f in np.unique(fragments)}
 
 

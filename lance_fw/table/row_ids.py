@@ -15,6 +15,27 @@ from lance_fw.file.container import parse_message
 from lance_fw.io.storage import Storage, join_uri
 
 
+#: A row address holds the fragment id above this bit and the row's offset in the fragment below.
+ADDRESS_FRAGMENT_SHIFT = 32
+#: The offset part of a row address.
+ADDRESS_OFFSET_MASK = (1 << ADDRESS_FRAGMENT_SHIFT) - 1
+
+
+def row_addresses(fragment_id: int, offsets: np.ndarray) -> np.ndarray:
+    """The row addresses (uint64) of the rows at ``offsets`` (physical) in fragment ``fragment_id``."""
+    return np.asarray(offsets).astype(np.uint64, copy=False) | np.uint64(fragment_id << ADDRESS_FRAGMENT_SHIFT)
+
+
+def address_fragments(addresses: np.ndarray) -> np.ndarray:
+    """The fragment id of each row address (uint64)."""
+    return np.asarray(addresses, np.uint64) >> np.uint64(ADDRESS_FRAGMENT_SHIFT)
+
+
+def address_offsets(addresses: np.ndarray) -> np.ndarray:
+    """The physical offset in its fragment of each row address (uint64)."""
+    return np.asarray(addresses, np.uint64) & np.uint64(ADDRESS_OFFSET_MASK)
+
+
 def fragment_row_ids(storage: Storage, base_uri: str, fragment) -> np.ndarray | None:
     """The row id of every physical row of ``fragment`` (uint64), or None when it has none."""
     where = f"{base_uri}: fragment {fragment.id} row ids"
