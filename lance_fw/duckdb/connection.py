@@ -13,6 +13,7 @@ import functools
 import duckdb
 import pyarrow as pa
 
+from lance_fw.duckdb.s3_secrets import UNREDACTED_SETTING
 from lance_fw.duckdb.statement import Call, binder, execute, run_statement, statements, typed
 from lance_fw.errors import UnsupportedFeatureError
 
@@ -41,7 +42,10 @@ class Connection:
         from lance_fw.duckdb import install
 
         if connection is None:
-            connection = duckdb.connect(database, read_only=read_only, config=config or {})
+            # lance_fw reads the S3 secret matching each s3:// dataset (s3_secrets.py), which DuckDB only
+            # shows unredacted when the connection allows it; a config that says otherwise is kept.
+            config = {UNREDACTED_SETTING: True, **(config or {})}
+            connection = duckdb.connect(database, read_only=read_only, config=config)
         self.con = install(connection)
 
     # -- statements -----------------------------------------------------------------------------

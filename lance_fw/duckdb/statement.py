@@ -7,6 +7,8 @@ streams the statement's rows, before the connection's next statement). So:
 
 - every dataset a statement reads is opened while that statement starts: the latest version then, or the
   pinned one, and one snapshot per dataset per statement (two spellings of one path share it);
+- an ``s3://`` dataset is opened with the DuckDB S3 secret that matches it, if any, else with the ``AWS_*``
+  environment as it is then (``s3_secrets.py``);
 - nothing registered outlives its statement, so no later statement (a view, a prepared ``EXECUTE``, a
   relation fetched again) can read a snapshot opened for an earlier one: it registers its own.
 
@@ -26,6 +28,7 @@ import duckdb
 import lance_fw
 from lance_fw.duckdb.dataset import DuckDBDataset
 from lance_fw.duckdb.names import decode, missing_name, same_dataset
+from lance_fw.duckdb.s3_secrets import storage_options_for
 from lance_fw.errors import LanceError, UnsupportedFeatureError
 
 #: More distinct ``lance_scan`` calls than this in one statement is refused (each costs one more bind).
@@ -107,7 +110,8 @@ class StatementDatasets:
         key = (same_dataset(uri), version)
         snapshot = self._snapshots.get(key)
         if snapshot is None:
-            snapshot = self._snapshots[key] = lance_fw.dataset(uri, version=version)
+            snapshot = self._snapshots[key] = lance_fw.dataset(uri, version=version,
+                                                               storage_options=storage_options_for(self._con, uri))
         self._con.register(name, DuckDBDataset(snapshot, on_error=self._record))
         self._names.append(name)
         return True
