@@ -1,7 +1,7 @@
 """The Lance SQL filter dialect -> ``pyarrow.compute.Expression``.
 
-Parsed with sqlglot's Spark dialect (backticks quote identifiers, double quotes make strings, as
-in Lance), except that a backslash is an ordinary character in strings (as in Lance). A visitor
+Parsed with Lance's dialect (``dialect``: Spark's syntax, backticks quote identifiers, double
+quotes make strings, a backslash is an ordinary character in strings, as in Lance). A visitor
 turns the tree into a pyarrow expression with pylance 14's semantics, which tests/test_filters.py
 checks row for row:
 
@@ -17,8 +17,12 @@ checks row for row:
   the literal fits its type (DataFusion's unwrap-cast rewrite: for dec = 2.5, ``CAST(dec AS INT) = 2``
   is false).
 
-Functions live in ``filter_functions``. Anything that is not one boolean expression is refused
-with a ``FilterError`` naming the filter; type errors are found at parse time on an empty table.
+The dialect (parser, token checks, operator tables) is ``dialect``'s, shared with projections,
+``update`` and ``add_columns``; the visitor dispatches on sqlglot's node types through
+``visitors`` (``functools.singledispatch``), and ``projection._Projector`` extends its methods
+rather than copying its tables. Functions live in
+``filter_functions``. Anything that is not one boolean expression is refused with a ``FilterError``
+naming the filter; type errors are found at parse time on an empty table.
 """
 
 from __future__ import annotations
@@ -31,61 +35,43 @@ from functools import reduce
 import pyarrow as pa
 import pyarrow.acero as acero
 import pyarrow.compute as pc
-import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
-from sqlglot.tokens import TokenType
 
-from lance_fw.errors import InvalidArgumentError
 from lance_fw.query import filter_functions as functions
-from lance_fw.query import float_math, float_order
-from lance_fw.query.filter_literals import (_EPOCH, _PRECISION_UNIT, _UNIT_NS, _Timestamp, _is_literal,
-                                          _is_string, _literal_value, _parse_temporal, _scalar, _truncate)
+from lance_fw.query import float_math, float_order, visitors
+from lance_fw.query.dialect import (
+    ARITHMETIC,
+    FLIPPED,
+    ROW_COLUMNS,
+    ExpressionError,
+    column_path,
+    parse_where,
+)
+from lance_fw.query.filter_literals import (
+    _EPOCH,
+    _PRECISION_UNIT,
+    _UNIT_NS,
+    _is_literal,
+    _is_string,
+    _literal_value,
+    _parse_temporal,
+    _scalar,
+    _Timestamp,
+    _truncate,
+)
 
 
-class FilterError(InvalidArgumentError):
+class FilterError(ExpressionError):
     """The filter is not a single boolean expression lance_fw (and pylance) accepts."""
 
 
-_COMPARE = {exp.EQ: "equal", exp.NEQ: "not_equal", exp.LT: "less", exp.LTE: "less_equal",
-            exp.GT: "greater", exp.GTE: "greater_equal"}
-_FLIP = {"less": "greater", "greater": "less", "less_equal": "greater_equal", "greater_equal": "less_equal"}
-_BOOLEAN = (exp.And, exp.Or, exp.Not, exp.Is, exp.Between, exp.In, exp.Like, exp.ILike, exp.Escape,
-            exp.NullSafeEQ, exp.NullSafeNEQ, *_COMPARE)
-_ARITHMETIC = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide}
-_ROW_COLUMNS = ("_rowid", "_rowaddr")
-#: Cast types and calls sqlglot accepts but Lance's planner rejects (checked on the tokens).
-_REJECTED_TYPES = {"VARCHAR", "CHAR", "TEXT", "NUMERIC", "TIME", "NVARCHAR", "NCHAR"}
-_REJECTED_CALLS = {"TRIM", "SUBSTR", "SUBSTRING", "FLOOR", "CEIL", "CEILING", "EXTRACT", "POSITION", "OVERLAY"}
-#: RLIKE / REGEXP / SIMILAR TO (use regexp_like) and IS [NOT] UNKNOWN
-_REJECTED_TOKENS = {TokenType.RLIKE, TokenType.SIMILAR_TO, TokenType.UNKNOWN}
-_VALUE_END = {TokenType.NUMBER, TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER, TokenType.R_PAREN,
-              TokenType.R_BRACKET, TokenType.NULL, TokenType.TRUE, TokenType.FALSE}
-
-
-class _LanceSpark(Spark):
-    """Spark's syntax, but a backslash is an ordinary character in strings (as in Lance)."""
-
-    class Tokenizer(Spark.Tokenizer):
-        STRING_ESCAPES = ["'"]
-
-    class Parser(Spark.Parser):
-        # DataFusion's log(x) is log(10, x), not Spark's natural log; log10/log2 are their own
-        # kernels (correctly rounded), not log(10, x) = ln(x) / ln(10) as sqlglot rewrites them.
-        LOG_DEFAULTS_TO_LN = False
-        FUNCTIONS = {**Spark.Parser.FUNCTIONS,
-                     "LOG10": lambda args: exp.Anonymous(this="log10", expressions=args),
-                     "LOG2": lambda args: exp.Anonymous(this="log2", expressions=args)}
-
-
-_DIALECT = _LanceSpark()
-_NULL_BOOL = pa.scalar(None, pa.bool_())
+_NULL_BOOL = visitors.NULL_BOOL
 
 
 def parse_filter(text: str, schema: pa.Schema) -> pc.Expression:
     """Parse ``text`` against ``schema`` (column types drive literal coercion)."""
     visitor = _Visitor(schema, text)
-    expression = visitor.visit(_where(text))
+    expression = visitor.visit(parse_where(text, FilterError))
     t = visitor.type_of(expression)
     if not (pa.types.is_boolean(t) or pa.types.is_null(t)):
         raise FilterError(f"filter {text!r} is a {t} expression, not a boolean one")
@@ -94,59 +80,30 @@ def parse_filter(text: str, schema: pa.Schema) -> pc.Expression:
 
 def filter_columns(text: str, schema: pa.Schema) -> list[str]:
     """Top-level columns a filter reads (so scans can read them first)."""
-    names = {c.parts[0].name for c in _where(text).find_all(exp.Column)}
+    names = {c.parts[0].name for c in parse_where(text, FilterError).find_all(exp.Column)}
     lookup = {n.lower(): n for n in schema.names}
     return sorted({lookup[n.lower()] for n in names if n.lower() in lookup})
 
 
-def _where(text: str):
-    """The WHERE expression of ``SELECT 1 FROM t WHERE <text>`` (pylance wraps filters the same way)."""
-    if not isinstance(text, str):
-        raise FilterError(f"a filter must be a SQL string, not {type(text).__name__}")
-    sql = f"SELECT 1 FROM t WHERE {text}"
-    try:
-        tokens = _DIALECT.tokenize(sql)
-        statements = [s for s in _DIALECT.parse(sql) if s is not None]
-    except sqlglot.errors.SqlglotError as exc:
-        raise FilterError(f"cannot parse filter {text!r}: {str(exc).splitlines()[0]}") from None
-    _check_tokens(text, tokens)
-    if len(statements) != 1 or not isinstance(statements[0], exp.Select) or statements[0].args.get("where") is None:
-        raise FilterError(f"filter {text!r} must be one expression")
-    select = statements[0]
-    extra = [k for k in ("order", "limit", "offset", "group", "having", "joins", "qualify") if select.args.get(k)]
-    if extra:
-        raise FilterError(f"filter {text!r} must be a single boolean expression (found {', '.join(extra)})")
-    return select.args["where"].this
-
-
-def _check_tokens(text: str, tokens) -> None:
-    for i, token in enumerate(tokens):
-        word = token.text.upper()
-        before = tokens[i - 1].token_type if i else None
-        after = tokens[i + 1].token_type if i + 1 < len(tokens) else None
-        if before in (TokenType.ALIAS, TokenType.DCOLON) and word in _REJECTED_TYPES:
-            raise FilterError(f"filter {text!r}: Lance does not cast to {word} (use STRING or DECIMAL(p, s))")
-        if word in _REJECTED_CALLS and after == TokenType.L_PAREN and token.token_type != TokenType.STRING:
-            raise FilterError(f"filter {text!r}: {word}(...) is not supported SQL in Lance")
-        if token.token_type == TokenType.PLUS and before not in _VALUE_END:
-            raise FilterError(f"filter {text!r}: unary '+' is not supported in Lance")
-        if token.token_type in _REJECTED_TOKENS or (token.token_type == TokenType.IN and after == TokenType.L_BRACKET):
-            raise FilterError(f"filter {text!r}: {token.text} is not supported SQL in Lance")
-
-
 class _Visitor:
+    """Turns a parsed expression into a ``pyarrow.compute.Expression`` with pylance's semantics.
+    ``noun`` and ``error`` name what is being evaluated in errors (a subclass evaluates projections)."""
+
+    noun = "filter"
+    error: type[ExpressionError] = FilterError
+
     def __init__(self, schema: pa.Schema, text: str):
         self.schema, self.text = schema, text
         self.lookup = {n.lower(): n for n in schema.names}
         self._empty: pa.Table | None = None
 
-    def fail(self, node, why: str = "is not supported") -> FilterError:
-        return FilterError(f"filter {self.text!r}: {node.sql(dialect='spark')!r} {why}")
+    def fail(self, node, why: str = "is not supported") -> ExpressionError:
+        return self.error(f"{self.noun} {self.text!r}: {node.sql(dialect='spark')!r} {why}")
 
     def type_of(self, expression: pc.Expression) -> pa.DataType:
         """The type ``expression`` evaluates to (projected over an empty table of the schema)."""
         if self._empty is None:
-            extra = [pa.field(n, pa.uint64()) for n in _ROW_COLUMNS if n not in self.schema.names]
+            extra = [pa.field(n, pa.uint64()) for n in ROW_COLUMNS if n not in self.schema.names]
             self._empty = pa.schema(list(self.schema) + extra).empty_table()
         plan = acero.Declaration.from_sequence([
             acero.Declaration("table_source", acero.TableSourceNodeOptions(self._empty)),
@@ -154,53 +111,16 @@ class _Visitor:
         try:
             return plan.to_table(use_threads=False).schema.field(0).type
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowKeyError) as exc:
-            raise FilterError(f"filter {self.text!r}: {str(exc).splitlines()[0]}") from None
+            raise self.error(f"{self.noun} {self.text!r}: {str(exc).splitlines()[0]}") from None
 
     # -- booleans ---------------------------------------------------------------------------
     def visit(self, node) -> pc.Expression:
-        if isinstance(node, exp.Paren):
-            return self.visit(node.this)
-        if isinstance(node, exp.And):
-            return self.visit(node.this) & self.visit(node.expression)
-        if isinstance(node, exp.Or):
-            return self.visit(node.this) | self.visit(node.expression)
-        if isinstance(node, exp.Not):
-            return ~self.visit(node.this)
-        if type(node) in _COMPARE:
-            return self.compare(_COMPARE[type(node)], node.this, node.expression)
-        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
-            same = self.not_distinct(node.this, node.expression)
-            return same if isinstance(node, exp.NullSafeEQ) else ~same
-        if isinstance(node, exp.Is):
-            target, value = self.visit_value(node.this), node.expression
-            if isinstance(value, exp.Null):
-                return target.is_null()
-            if isinstance(value, exp.Boolean):
-                return pc.if_else(target.is_null(), False, target == pa.scalar(value.this))
-            raise self.fail(node)
-        if isinstance(node, exp.Between):
-            low, high = node.args["low"], node.args["high"]
-            return self.compare("greater_equal", node.this, low) & self.compare("less_equal", node.this, high)
-        if isinstance(node, exp.In):
-            return self.membership(node)
-        if isinstance(node, (exp.Like, exp.ILike, exp.Escape)):
-            return self.like(node)
-        if isinstance(node, exp.Boolean):
-            return pc.scalar(node.this)
-        if isinstance(node, exp.Null):
-            return pc.scalar(_NULL_BOOL)
-        if self.is_column(node):
-            expr, t = self.column(node)
-            if not pa.types.is_boolean(t):
-                raise self.fail(node, f"is a {t} column, not a boolean one")
-            return expr
-        if isinstance(node, exp.Func):
-            return self.function(node)  # a boolean function (the type is checked by parse_filter)
-        return self.visit_value(node)
+        """``node`` in a boolean position (a filter, an operand of AND / OR / NOT)."""
+        return visitors.truth(node, self)
 
     def compare(self, op: str, left, right) -> pc.Expression:
         if self.is_literal(left) and not self.is_literal(right):
-            left, right, op = right, left, _FLIP.get(op, op)
+            left, right, op = right, left, FLIPPED.get(op, op)
         if not self.is_literal(right):
             return self.compare_values(op, self.visit_value(left), self.visit_value(right))
         if self.is_literal(left):
@@ -314,30 +234,15 @@ class _Visitor:
 
     # -- values -----------------------------------------------------------------------------
     def visit_value(self, node) -> pc.Expression:
+        """``node`` as a value: columns and literals first (they are shapes of several node
+        types), then by node type."""
         if isinstance(node, exp.Paren):
             return self.visit_value(node.this)
         if self.is_column(node):
             return self.column(node)[0]
         if self.is_literal(node):
             return pc.scalar(self.literal(node, None))
-        if isinstance(node, exp.Bracket):
-            if len(node.expressions) != 1:
-                raise self.fail(node, "takes one index")
-            return functions.list_element(self, node, node.this, node.expressions[0])
-        if isinstance(node, exp.Neg):
-            return pc.negate(self.visit_value(node.this))
-        if type(node) in _ARITHMETIC or isinstance(node, exp.Mod):
-            return self.arithmetic(node)
-        if isinstance(node, exp.DPipe):  # a || b: NULL when either is NULL
-            parts = [self.visit_value(p).cast(pa.string()) for p in (node.this, node.expression)]
-            return pc.binary_join_element_wise(*parts, "")
-        if isinstance(node, (exp.Cast, exp.TryCast)):
-            return self.cast(node)
-        if isinstance(node, _BOOLEAN):
-            return self.visit(node)
-        if isinstance(node, exp.Func):
-            return self.function(node)
-        raise self.fail(node)
+        return visitors.value(node, self)
 
     def is_column(self, node) -> bool:
         """A column or struct field path: ``c``, ``st.a``, ```st`.`a```, ``st['a']``, ``get_field(st, 'a')``."""
@@ -354,23 +259,23 @@ class _Visitor:
         return False
 
     def column(self, node) -> tuple[pc.Expression, pa.DataType]:
-        path = _path(node)
+        path = column_path(node)
         if not path:
             raise self.fail(node, "is not a column")
         head, quoted = path[0]
-        if head.lower() in _ROW_COLUMNS and head not in self.schema.names and (not quoted or head in _ROW_COLUMNS):
+        if head.lower() in ROW_COLUMNS and head not in self.schema.names and (not quoted or head in ROW_COLUMNS):
             if len(path) > 1:
                 raise self.fail(node, "is not a struct")
             return pc.field(head.lower()), pa.uint64()
         # unquoted names match case-insensitively (as in pylance); `quoted` ones exactly
         name = (head if head in self.schema.names else None) if quoted else self.lookup.get(head.lower())
         if name is None:
-            raise FilterError(f"filter {self.text!r}: no column named {head!r} (columns: {self.schema.names})")
+            raise self.error(f"{self.noun} {self.text!r}: no column named {head!r} (columns: {self.schema.names})")
         t = self.schema.field(name).type
         names = [name]
         for part, _ in path[1:]:
             if not pa.types.is_struct(t) or t.get_field_index(part) < 0:
-                raise FilterError(f"filter {self.text!r}: {'.'.join(names)!r} has no field {part!r}")
+                raise self.error(f"{self.noun} {self.text!r}: {'.'.join(names)!r} has no field {part!r}")
             t = t.field(part).type
             names.append(part)
         return pc.field(*names), t
@@ -390,7 +295,7 @@ class _Visitor:
         if isinstance(node, exp.Div) and pa.types.is_integer(ta) and pa.types.is_integer(tb):
             return pc.divide_checked(a, b)  # MIN / -1 fails in Rust instead of wrapping
         if not isinstance(node, exp.Mod):
-            return _ARITHMETIC[type(node)](a, b)
+            return ARITHMETIC[type(node)](a, b)
         # truncated remainder (the sign of the dividend), as in SQL; floats: libm's fmod, as Rust
         if any(pa.types.is_floating(t) for t in (ta, tb)) and not any(pa.types.is_decimal(t) for t in (ta, tb)):
             return float_math.apply("fmod", a, b)
@@ -582,16 +487,3 @@ def _common_time(value: pc.Expression, t: pa.DataType, other: pa.DataType) -> pc
     if pa.types.is_timestamp(t) and pa.types.is_timestamp(other) and t.tz is None and other.tz is not None:
         return pc.assume_timezone(value, timezone=other.tz)
     return value
-
-
-def _path(node) -> list[tuple[str, bool]]:
-    """(name, quoted) of each segment of a column / struct field reference."""
-    if isinstance(node, exp.Column):
-        return [(p.name, bool(p.args.get("quoted"))) for p in node.parts]
-    if isinstance(node, exp.Dot):
-        return _path(node.this) + [(node.expression.name, True)]
-    if isinstance(node, exp.Bracket):
-        return _path(node.this) + [(node.expressions[0].this, True)]
-    if isinstance(node, exp.Anonymous):
-        return _path(node.expressions[0]) + [(node.expressions[1].this, True)]
-    return []

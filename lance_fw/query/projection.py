@@ -31,16 +31,22 @@ import pyarrow as pa
 import pyarrow.acero as acero
 import pyarrow.compute as pc
 from sqlglot import exp
-from sqlglot.tokens import TokenType
 
-from lance_fw.errors import InvalidArgumentError
 from lance_fw.query import filter_functions as functions
-from lance_fw.query.filter import _COMPARE, _DIALECT, _ROW_COLUMNS, FilterError, _check_tokens, _Visitor
-from lance_fw.query.filter import _path as _path_of
+from lance_fw.query.dialect import (
+    ARITHMETIC,
+    ARITHMETIC_NODES,
+    BINARY_NODES,
+    COMPARISONS,
+    ROW_COLUMNS,
+    ExpressionError,
+    column_path,
+    parse_value,
+    unwrap,
+)
+from lance_fw.query.filter import _Visitor
 from lance_fw.query.filter_literals import _literal_value
 
-_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
-_BINARY = (*_ARITHMETIC, *_COMPARE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.DPipe)
 #: errors pyarrow raises while computing a projected batch
 _DATA_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 #: functions whose float32 argument gives a float32 result in pylance (pyarrow's kernels give float64);
@@ -64,7 +70,7 @@ _FLOAT32_LIBM = {"ln", "exp", "log", "log10", "log2"}
 _LITERAL_TYPES = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
 
 
-class ProjectionError(InvalidArgumentError):
+class ProjectionError(ExpressionError):
     """A projection expression lance_fw cannot evaluate (or pylance refuses)."""
 
 
@@ -87,11 +93,8 @@ class Projection:
             if not isinstance(text, str):
                 raise ProjectionError(f"columns[{name!r}] must be a SQL string, not {type(text).__name__}")
             visitor = _Projector(schema, text)
-            try:
-                tree = _parse(text)
-                self.expressions.append(visitor.value(tree))
-            except FilterError as exc:  # raised by the shared filter pieces (unknown column ...)
-                raise ProjectionError(str(exc).replace("filter ", "projection ", 1)) from None
+            tree = _parse(text)
+            self.expressions.append(visitor.value(tree))
             columns.update(dict.fromkeys(visitor.referenced(tree)))
             if tree.find(exp.Column) is None:
                 self.constants.add(str(name))
@@ -119,29 +122,10 @@ class Projection:
             yield from self.apply(batch).to_batches()
 
 
-def _parse(text: str):
-    """The expression of ``SELECT <text> FROM t`` (with the filter's dialect and token checks)."""
-    sql = f"SELECT {text} FROM t"
-    try:
-        tokens = _DIALECT.tokenize(sql)
-        statements = [s for s in _DIALECT.parse(sql) if s is not None]
-    except Exception as exc:  # sqlglot's ParseError/TokenError (its own hierarchy)
-        raise ProjectionError(f"cannot parse projection {text!r}: {str(exc).splitlines()[0]}") from None
-    _check_tokens(text, tokens)
-    if len(statements) != 1 or not isinstance(statements[0], exp.Select) or len(statements[0].expressions) != 1:
-        raise ProjectionError(f"projection {text!r} must be one expression")
-    select = statements[0]
-    clauses = ("where", "order", "limit", "offset", "group", "having", "joins", "qualify")
-    extra = [k for k in clauses if select.args.get(k)]
-    if extra:
-        raise ProjectionError(f"projection {text!r} must be one expression (found {', '.join(extra)})")
-    node = select.expressions[0]
-    if isinstance(node, exp.Alias):
-        raise ProjectionError(f"projection {text!r}: name it with the dict key, not AS")
-    calls = {t.text.upper() for t, n in zip(tokens, tokens[1:]) if n.text == "(" and t.token_type != TokenType.STRING}
-    if "MOD" in calls:  # sqlglot reads mod(a, b) as a % b; DataFusion has no mod function
-        raise ProjectionError(f"projection {text!r}: mod(...) is not a function in Lance (use %)")
-    if any(c.parts[0].name.lower() in _ROW_COLUMNS for c in node.find_all(exp.Column)):
+def _parse(text: str) -> exp.Expression:
+    """The expression of ``SELECT <text> FROM t``, in the one Lance dialect (``dialect``)."""
+    node = parse_value(text, ProjectionError)
+    if any(c.parts[0].name.lower() in ROW_COLUMNS for c in node.find_all(exp.Column)):
         raise ProjectionError(f"projection {text!r}: _rowid/_rowaddr in SQL projections are not supported yet")
     return node
 
@@ -165,8 +149,8 @@ def _plain_literal(node) -> bool:
 
 def _constant(node) -> bool:
     """Arithmetic of plain literals only (DataFusion folds it to one literal)."""
-    node = _unwrap(node)
-    if isinstance(node, _ARITHMETIC):
+    node = unwrap(node)
+    if isinstance(node, ARITHMETIC_NODES):
         return all(_plain_literal(n) or _constant(n) for n in (node.this, node.expression))
     return False
 
@@ -177,28 +161,22 @@ def _children(node) -> list:
         [x for v in node.args.values() if isinstance(v, list) for x in v if isinstance(x, exp.Expression)]
 
 
-def _unwrap(node):
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
-
-
 class _Projector(_Visitor):
     """The filter visitor, plus Lance's top-level literal coercion and projection errors."""
+
+    noun = "projection"
+    error = ProjectionError
 
     def __init__(self, schema: pa.Schema, text: str):
         super().__init__(schema, text)
         self._coerced: dict[int, pa.DataType] = {}  # id(literal node) -> the column type it takes
         self._null_tested: set[int] = set()  # id(node) of the operands of IS [NOT] NULL
 
-    def fail(self, node, why: str = "is not supported") -> ProjectionError:
-        return ProjectionError(f"projection {self.text!r}: {node.sql(dialect='spark')!r} {why}")
-
     def value(self, node) -> pc.Expression:
         """The expression of a whole projection (type-checked against the schema)."""
         self._resolve_literals(node)
         # regexp_match's list is not computed, but whether it is NULL (no match) is
-        self._null_tested = {id(_unwrap(n.this)) for n in node.find_all(exp.Is)}
+        self._null_tested = {id(unwrap(n.this)) for n in node.find_all(exp.Is)}
         out = self.visit_value(node)
         self.type_of(out)
         return out
@@ -229,14 +207,14 @@ class _Projector(_Visitor):
         """Mark the literals Lance's planner casts to a neighbouring column's type before DataFusion
         coerces the rest: either operand of a binary operator at the top (or under AND/OR/NOT) next
         to a bare column; when that other operand is itself arithmetic, every literal inside it."""
-        node = _unwrap(node)
+        node = unwrap(node)
         if isinstance(node, (exp.And, exp.Or)):
             self._resolve_literals(node.this)
             self._resolve_literals(node.expression)
         elif isinstance(node, exp.Not):
             self._resolve_literals(node.this)
-        elif isinstance(node, _BINARY):
-            left, right = _unwrap(node.this), _unwrap(node.expression)
+        elif isinstance(node, BINARY_NODES):
+            left, right = unwrap(node.this), unwrap(node.expression)
             if self.is_column(left):
                 self._coerce(right, self.column(left)[1])
             elif self.is_column(right) and _plain_literal(left):
@@ -245,7 +223,7 @@ class _Projector(_Visitor):
     def _coerce(self, node, t: pa.DataType) -> None:
         """DataFusion folds constant arithmetic first (``i32 + (1 + 1)`` is ``i32 + 2``), then
         Lance casts the literal; ``u8 * (1 + length(s))`` keeps its int64 literal."""
-        node = _unwrap(node)
+        node = unwrap(node)
         if _plain_literal(node) or _constant(node):
             self._coerced[id(node)] = t
 
@@ -263,7 +241,7 @@ class _Projector(_Visitor):
     # -- where a projected value's type or value would differ from pylance's -------------------
     def function(self, node) -> pc.Expression:
         name, args = functions.call_arguments(node)
-        if name in ("concat",) and any(isinstance(_unwrap(a), exp.Null) for a in args):
+        if name in ("concat",) and any(isinstance(unwrap(a), exp.Null) for a in args):
             raise self.fail(node, "with a NULL argument is not supported yet (pylance returns a string_view)")
         if name in _REFUSED_CALLS and id(node) not in self._null_tested:
             raise self.fail(node, f"is not supported in projections yet: {_REFUSED_CALLS[name]}")
@@ -296,7 +274,7 @@ class _Projector(_Visitor):
     def _arg_type(self, node) -> pa.DataType:
         """The type DataFusion gives an argument: a bare literal keeps its own (1 is int64)."""
         if _plain_literal(node):
-            value = _literal_value(_unwrap(node), self)
+            value = _literal_value(unwrap(node), self)
             return pa.null() if value is None else _LITERAL_TYPES.get(type(value), pa.null())
         return self.type_of(self.visit_value(node))
 
@@ -307,9 +285,9 @@ class _Projector(_Visitor):
         types = [self._arg_type(a) for a in args]
         present = [t for t in types if not pa.types.is_null(t)]
         for a in args:  # the filter functions take a literal's own digits, not its CAST's
-            typed = self._evaluate(a) if self.is_literal(a) and isinstance(_unwrap(a), (exp.Cast, exp.TryCast)) else None
+            typed = self._evaluate(a) if self.is_literal(a) and isinstance(unwrap(a), (exp.Cast, exp.TryCast)) else None
             if typed is not None and (pa.types.is_integer(typed.type) or pa.types.is_floating(typed.type)) \
-                    and typed.as_py() != _literal_value(_unwrap(a), self):
+                    and typed.as_py() != _literal_value(unwrap(a), self):
                 raise self.fail(node, f"with {a.sql(dialect='spark')} (changed by its cast) is not supported yet")
         anchor = next((t for a, t in zip(args, types) if not self.is_literal(a)), None)
         if anchor is not None and pa.types.is_floating(anchor) and \
@@ -331,7 +309,7 @@ class _Projector(_Visitor):
 
     def _exact(self, node, t: pa.DataType) -> bool:
         """A literal that ``t`` holds exactly (0.1 is not exact in float32, 2**60 not in float64)."""
-        value = _literal_value(_unwrap(node), self)
+        value = _literal_value(unwrap(node), self)
         if value is None:
             return True
         if not isinstance(value, (int, float)):
@@ -372,7 +350,7 @@ class _Projector(_Visitor):
         if isinstance(node, exp.Mod):
             out = functions.float_math.apply("fmod", a, b)
             return out.cast(t) if t == pa.float32() else out
-        return {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply, exp.Div: pc.divide}[type(node)](a, b)
+        return ARITHMETIC[type(node)](a, b)
 
     def cast(self, node) -> pc.Expression:
         source = self.type_of(self.visit_value(node.this))
@@ -387,7 +365,7 @@ class _Projector(_Visitor):
         stores in add_columns' fields: IS [NOT] NULL, a non-NULL constant and a coalesce with a
         non-null argument are never NULL; operators and functions are NULL when an argument may be
         (nullif and TRY_CAST always may); a column as its field (and its parent structs) says."""
-        node = _unwrap(node)
+        node = unwrap(node)
         if isinstance(node, exp.Is):
             return False
         folded = self.folded(node)
@@ -400,13 +378,13 @@ class _Projector(_Visitor):
                 all(self.nullable(a) for a in [node.this, *node.expressions])
         if isinstance(node, exp.Nullif) or isinstance(node, exp.TryCast) and node.args.get("safe"):
             return True  # TRY_CAST (sqlglot's Spark reads a plain CAST as a TryCast too)
-        if isinstance(node, (exp.Not, exp.Neg, exp.Cast, exp.Round, exp.DPipe, *_ARITHMETIC)):  # Cast: TryCast too
+        if isinstance(node, (exp.Not, exp.Neg, exp.Cast, exp.Round, exp.DPipe, *ARITHMETIC_NODES)):  # Cast: TryCast too
             return any(self.nullable(a) for a in _children(node))
         return True  # other functions (signum(coalesce(x, 1)) is nullable in pylance)
 
     def _column_nullable(self, node) -> bool:
         try:
-            parts = [name for name, _ in _path_of(node)]
+            parts = [name for name, _ in column_path(node)]
             field = self.schema.field(self.lookup.get(parts[0].lower(), parts[0]))
         except (KeyError, IndexError):
             return True
@@ -423,19 +401,19 @@ class _Projector(_Visitor):
         constant subtrees, arithmetic/casts/functions of a NULL (NULL), functions of constants,
         coalesce starting with a non-NULL constant, ``power(x, 0)`` (1). Evaluated over one row
         of NULL columns, which the folded parts never read."""
-        return self._evaluate(node) if self._foldable(_unwrap(node)) else None
+        return self._evaluate(node) if self._foldable(unwrap(node)) else None
 
     def _foldable(self, node) -> bool:
-        node = _unwrap(node)
+        node = unwrap(node)
         if node.find(exp.Column) is None:
             return True
         if isinstance(node, (exp.Cast, exp.Neg)):
             return self._foldable(node.this)
         folded = [self._foldable(n) for n in _children(node)]
-        if isinstance(node, (*_ARITHMETIC, *_COMPARE, *_NULL_STRICT)) and folded and \
+        if isinstance(node, (*ARITHMETIC_NODES, *COMPARISONS, *_NULL_STRICT)) and folded and \
                 any(f and not self._evaluate(n).is_valid for f, n in zip(folded, _children(node))):
             return True  # NULL in, NULL out
-        if isinstance(node, (*_ARITHMETIC, exp.DPipe, *_COMPARE, exp.And, exp.Or, exp.Not)):
+        if isinstance(node, (*ARITHMETIC_NODES, exp.DPipe, *COMPARISONS, exp.And, exp.Or, exp.Not)):
             return all(folded)
         if isinstance(node, exp.Coalesce):
             first = self._foldable(node.this)
@@ -449,7 +427,7 @@ class _Projector(_Visitor):
     def _power_exponent(self, node) -> float | None:
         """The constant exponent DataFusion's simplifier sees in ``power(x, e)`` (after folding e),
         or None. A literal ``-0.0`` is a negation there and is not folded."""
-        e = _unwrap(node.expression)
+        e = unwrap(node.expression)
         if isinstance(e, exp.Neg) and _plain_literal(e) or not self._foldable(e):
             return None
         value = self._evaluate(e)
@@ -461,14 +439,14 @@ class _Projector(_Visitor):
         nulls = pa.table({f.name: pa.nulls(1, f.type) for f in self.schema}) if len(self.schema) else \
             pa.table({"_": [0]})
         try:
-            return _project(nulls, [self.visit_value(_unwrap(node))], ["v"]).column(0)[0]
+            return _project(nulls, [self.visit_value(unwrap(node))], ["v"]).column(0)[0]
         except _DATA_ERRORS as exc:  # pylance fails planning such a constant too
             raise self.fail(node, f"fails: {str(exc).splitlines()[0]}") from None
 
     def referenced(self, node) -> list[str]:
         """Top-level columns read; none when DataFusion folds the expression to a constant
         (``x + NULL`` is NULL, ``power(x, 0)`` is 1): pylance then finds no column to read."""
-        node = _unwrap(node)
+        node = unwrap(node)
         if self._foldable(node):
             return []
         heads = [c.parts[0].name for c in node.find_all(exp.Column)]
