@@ -22,9 +22,12 @@ extra to install (``pip install lance_fw[s3]``).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from typing import Any, BinaryIO, Mapping, Sequence
 
-from lance_fw.errors import CommitConflictError, CorruptFileError, DatasetNotFoundError, StorageError
+from lance_fw.errors import (CommitConflictError, CorruptFileError, DatasetNotFoundError, StorageError,
+                             UnsupportedFeatureError)
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import RangeReader, Storage, coalesce_ranges
 from lance_fw_plugins.s3_options import OPTION_DESCRIPTIONS, s3fs_kwargs
@@ -62,6 +65,28 @@ def _client_errors() -> tuple[type[BaseException], ...]:
     return (OSError, BotoCoreError)
 
 
+@functools.lru_cache(maxsize=1)
+def botocore_sends_if_none_match() -> bool:
+    """Whether this botocore knows PutObject's ``IfNoneMatch`` (added in 1.35, August 2024).
+
+    It must be checked, not assumed: s3fs drops request arguments the installed botocore does not
+    know, so with an older botocore a conditional PUT would silently become a plain PUT, and two
+    racing commits would both "succeed"."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("s3")
+    return "IfNoneMatch" in model.operation_model("PutObject").input_shape.members
+
+
+async def _s3fs_retrying(call, retries: int):
+    """``call()`` with s3fs's retry policy for throttling and dropped connections; its ClientErrors
+    come out as s3fs's ``OSError``s (with the botocore error as ``__cause__``), like every other
+    s3fs call."""
+    from s3fs.core import _error_wrapper
+
+    return await _error_wrapper(call, retries=retries)
+
+
 def _is_conflict(exc: BaseException) -> bool:
     """Whether a failed conditional PUT lost the race (rather than failing for another reason).
 
@@ -77,7 +102,13 @@ def _is_conflict(exc: BaseException) -> bool:
 
 
 class S3Reader(RangeReader):
-    """Positional reads of one object; its size is fixed when it opens (objects are immutable)."""
+    """Positional reads of one object, as it was when the reader opened.
+
+    The open is one HEAD: it fixes the size and the ETag. Every GET then carries ``If-Match:
+    <etag>``, so an object replaced while the reader is open (``open_output`` on the same key)
+    fails the read with a ``StorageError`` instead of returning the new object's bytes at the old
+    object's offsets (the kernel's snapshot promise; S3 has no file handles to keep the old bytes).
+    """
 
     def __init__(self, fs, path: str):
         self.fs, self.path = fs, path
@@ -90,6 +121,9 @@ class S3Reader(RangeReader):
         if info.get("type") != "file":
             raise StorageError(f"{path}: not an object (a prefix)")
         self._size = int(info["size"])
+        self._bucket, self._key, _ = fs.split_path(path)
+        etag = info.get("ETag")
+        self._condition = {"IfMatch": etag} if etag else {}
 
     def size(self) -> int:
         return self._size
@@ -97,24 +131,47 @@ class S3Reader(RangeReader):
     def read(self, offset: int, length: int) -> bytes:
         if length == 0:
             return b""
-        try:
-            return self.fs.cat_file(self.path, start=offset, end=offset + length)
-        except _client_errors() as exc:
-            raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
+        return self._run(self._get_all, [(offset, length)], f"{length} bytes at {offset}")[0]
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         """Coalesce nearby ranges, then GET the merged ranges concurrently (at most
         MAX_PARALLEL_RANGES in flight): one round trip's latency instead of one per range."""
         merged = [m for m in coalesce_ranges(ranges, S3_COALESCE_GAP) if m[1] > 0]
-        if len(merged) <= 1:
-            return self._slices(ranges, merged, [self.read(s, n) for s, n, _ in merged])
-        try:
-            blobs = self.fs.cat_ranges([self.path] * len(merged), [s for s, _, _ in merged],
-                                       [s + n for s, n, _ in merged], batch_size=MAX_PARALLEL_RANGES,
-                                       on_error="raise")
-        except _client_errors() as exc:
-            raise StorageError(f"{self.path}: reading {len(merged)} ranges: {exc}") from exc
+        blobs = self._run(self._get_all, [(s, n) for s, n, _ in merged], f"{len(merged)} ranges") if merged else []
         return self._slices(ranges, merged, blobs)
+
+    def _run(self, coroutine_function, spans: list[tuple[int, int]], what: str) -> list[bytes]:
+        """Run the GETs on s3fs's event loop (thread-safe: any thread may call in)."""
+        from fsspec.asyn import sync
+
+        try:
+            return sync(self.fs.loop, coroutine_function, spans)
+        except _client_errors() as exc:
+            if _is_conflict(exc):
+                raise StorageError(f"{self.path} was replaced after it was opened (its ETag changed); "
+                                   "reopen it to read the new object") from exc
+            raise StorageError(f"{self.path}: reading {what}: {exc}") from exc
+
+    async def _get_all(self, spans: list[tuple[int, int]]) -> list[bytes]:
+        limit = asyncio.Semaphore(MAX_PARALLEL_RANGES)
+
+        async def one(start: int, length: int) -> bytes:
+            async with limit:
+                return await self._get(start, start + length)
+
+        return list(await asyncio.gather(*(one(s, n) for s, n in spans)))
+
+    async def _get(self, start: int, end: int) -> bytes:
+        """One ranged, conditional GET, retried as s3fs retries its own reads."""
+        async def call_and_read() -> bytes:
+            response = await self.fs._call_s3("get_object", Bucket=self._bucket, Key=self._key,
+                                              Range=f"bytes={start}-{end - 1}", **self._condition)
+            try:
+                return await response["Body"].read()
+            finally:
+                response["Body"].close()
+
+        return await _s3fs_retrying(call_and_read, retries=self.fs.retries)
 
     def _slices(self, ranges, merged, blobs) -> list[memoryview]:
         """Each requested range as a view into the merged blob that covers it (empty ranges,
@@ -194,12 +251,14 @@ class S3Storage(Storage):
     """Objects in S3-compatible stores. Thread-safe: s3fs runs every request on its own event loop."""
 
     scheme = "s3"
-    atomic_put_if_absent = True
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)
         kwargs = s3fs_kwargs(self.options)
         s3fs = _import_s3fs()
+        #: False only with a botocore too old to send If-None-Match: then no commit handler takes
+        #: this storage and commits fail (``StorageError``) instead of racing.
+        self.atomic_put_if_absent = botocore_sends_if_none_match()
         try:
             # fsspec shares one instance per distinct kwargs (and per process); with no listing
             # cache a shared instance holds no state that could go stale.
@@ -252,9 +311,16 @@ class S3Storage(Storage):
 
     def put_if_absent(self, path: str, data: bytes) -> None:
         """One conditional PUT (``If-None-Match: *``): the server creates the object whole, or
-        answers 412 because an object with that key exists (``CommitConflictError``)."""
+        answers 412 because an object with that key exists (``CommitConflictError``). Issued
+        directly, not through s3fs's ``mode="create"``, which older s3fs releases lack (and would
+        drop without a word)."""
+        if not self.atomic_put_if_absent:
+            raise UnsupportedFeatureError(f"{path}: the installed botocore cannot send If-None-Match, so S3 "
+                                          "objects cannot be created exactly once; upgrade it "
+                                          "(pip install -U 'botocore>=1.35' s3fs)")
+        bucket, key, _ = self.fs.split_path(path)
         try:
-            self.fs.pipe_file(path, data, mode="create")
+            self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
         except _client_errors() as exc:
             if _is_conflict(exc):
                 raise CommitConflictError(f"{path} already exists: another writer created it first") from exc

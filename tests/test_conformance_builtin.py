@@ -109,10 +109,6 @@ class TestS3Storage(StorageConformance):
     def root(self, bucket) -> str:
         return f"{bucket}/{uuid.uuid4().hex}"
 
-    @pytest.mark.xfail(strict=True, reason=READER_NOT_A_SNAPSHOT)
-    def test_reader_keeps_its_snapshot(self, storage, root):
-        super().test_reader_keeps_its_snapshot(storage, root)
-
 
 @pytest.mark.slow
 class TestS3Commits(CommitHandlerConformance):

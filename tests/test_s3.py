@@ -241,6 +241,21 @@ def test_range_reads_match_whole_object(s3_server):
             reader.read_ranges([(0, 10), (len(blob) - 5, 10), (200_000, 10)])
 
 
+def test_reader_never_mixes_a_replaced_object(s3_server):
+    root = s3_server.new_bucket()
+    storage = resolve_storage(root, s3_server.storage_options)
+    storage.write_bytes(root + "/f", b"a" * 1000)
+    with storage.open_reader(root + "/f") as reader:
+        assert reader.read(0, 10) == b"a" * 10
+        storage.write_bytes(root + "/f", b"b" * 1000)
+        with pytest.raises(StorageError, match="replaced after it was opened"):
+            reader.read(500, 10)  # was b"bbbbbbbbbb": the new object's bytes at the old one's offsets
+        with pytest.raises(StorageError, match="replaced after it was opened"):
+            reader.read_ranges([(0, 10), (900, 10)])
+    with storage.open_reader(root + "/f") as reader:
+        assert reader.read(500, 10) == b"b" * 10
+
+
 def test_aborted_output_publishes_nothing(s3_server):
     root = s3_server.new_bucket()
     storage = resolve_storage(root, s3_server.storage_options)
