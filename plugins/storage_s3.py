@@ -313,7 +313,13 @@ class S3Storage(Storage):
         """One conditional PUT (``If-None-Match: *``): the server creates the object whole, or
         answers 412 because an object with that key exists (``CommitConflictError``). Issued
         directly, not through s3fs's ``mode="create"``, which older s3fs releases lack (and would
-        drop without a word)."""
+        drop without a word).
+
+        A 412 where the object already holds exactly ``data`` is this call's own success: the
+        client retries a PUT whose response was lost (timeout, dropped connection), and the retry
+        finds the object the first attempt created. Reporting a conflict then would make the
+        committer rebase and commit its transaction a second time. (Another writer cannot have
+        written the same bytes: a manifest names its own transaction.)"""
         if not self.atomic_put_if_absent:
             raise UnsupportedFeatureError(f"{path}: the installed botocore cannot send If-None-Match, so S3 "
                                           "objects cannot be created exactly once; upgrade it "
@@ -323,8 +329,17 @@ class S3Storage(Storage):
             self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
         except _client_errors() as exc:
             if _is_conflict(exc):
+                if self._holds(path, data):
+                    return
                 raise CommitConflictError(f"{path} already exists: another writer created it first") from exc
             raise StorageError(f"{path}: conditional create failed: {exc}") from exc
+
+    def _holds(self, path: str, data: bytes) -> bool:
+        """Whether the object at ``path`` is exactly ``data`` (False when it cannot be read)."""
+        try:
+            return self.read_bytes(path) == data
+        except (StorageError, DatasetNotFoundError):
+            return False
 
 
 @hookimpl
