@@ -3,8 +3,8 @@
 pylance plans every SQL expression it takes (``to_table(filter=...)``, ``to_table(columns={...})``,
 ``update({...})``, ``add_columns({...})``) with one parser, whose string literals keep a backslash
 as an ordinary character (``'a\\nb'`` is four characters; only ``''`` escapes a quote, and ``E'...'``
-is not accepted). This test runs each expression through all four surfaces on a pylance dataset and
-the same dataset read by lance_fw, and asserts that lance_fw writes and returns exactly pylance's
+is not accepted). This test runs each expression through them (and update's WHERE, delete) on a
+pylance dataset and the same dataset read by lance_fw, and asserts that lance_fw writes and returns exactly pylance's
 values and types, or refuses (a ``LanceError``) where pylance refuses (a ``ValueError`` family error).
 Expressions lance_fw cannot evaluate yet are in ``MISSING``: lance_fw must refuse them, and pylance
 must still accept them (so the list shrinks when they are implemented).
@@ -68,7 +68,7 @@ CASES = [(e, "string") for e in STRING_CASES] + [(e, "int") for e in INT_CASES] 
 
 #: the column ``update`` sets per result kind
 UPDATE_TARGET = {"string": "s", "int": "n", "float": "x", "bool": "flag"}
-SURFACES = ("columns", "add_columns", "update", "filter")
+SURFACES = ("columns", "add_columns", "update", "filter", "update_where", "delete")
 
 #: expressions pylance accepts that lance_fw refuses (with a LanceError) on every surface, and why
 MISSING: dict[str, str] = {
@@ -117,6 +117,12 @@ def _run(module, path: str, expr: str, kind: str, surface: str) -> pa.Table:
             return ds.to_table(columns={"id": "id", "c": expr})
         if surface == "filter":
             return ds.to_table(columns=["id"], filter=_filter_for(expr, kind))
+        if surface == "update_where":  # the expression (or a test of it) as update()'s WHERE
+            ds.update({"t": "concat(s, '\\n!')"}, where=_filter_for(expr, kind))
+            return module.dataset(path).to_table(columns=["id", "t"])
+        if surface == "delete":
+            ds.delete(_filter_for(expr, kind))
+            return module.dataset(path).to_table(columns=["id", "s"])
         if surface == "add_columns":
             ds.add_columns({"c": expr})
             return module.dataset(path).to_table(columns=["id", "c"])
