@@ -44,12 +44,14 @@ STRING_CASES = [
     "CAST(i AS STRING)", "CAST(n AS VARCHAR)", "coalesce(s, 'none\\n')", "nullif(s, '')",
     "CASE WHEN i > 2 THEN 'big\\n' ELSE s END", "CASE i WHEN 1 THEN 'one' WHEN 2 THEN 'two' END",
     "CASE WHEN s IS NULL THEN 'null' ELSE upper(s) END",
-    "'const\\n'", "'it''s'",
+    "'const\\n'", "'it''s'", "concat(s, \"a\"\"b\")", "concat(s, 'a\"\"b')", "concat(s, '\"', \"'\")",
+    "concat(s, 'a' 'b')", "s || 'x' -- comment", "s || /* c */ 'x'", "concat(s, N'x')", "concat(s, r'x')",
 ]
 INT_CASES = [
     "length(s)", "char_length(s)", "character_length(s)", "octet_length(s)", "strpos(s, '\\')",
     "length('a\\nb') + n", "n + 1", "n * 2 - i", "n / 2", "n % 3", "-n", "CAST(s AS BIGINT)",
     "CAST('5' AS BIGINT) + n", "coalesce(n, 0)", "CASE WHEN n > 3 THEN n ELSE 0 END",
+    "n::bigint + 1", "n::int - 1", "n*+1", "n << 1",
 ]
 FLOAT_CASES = ["x * 2.5", "x / 4", "CAST(n AS DOUBLE) + x", "coalesce(x, 1.5)", "CASE WHEN x > 1 THEN x END"]
 BOOL_CASES = [
@@ -62,6 +64,7 @@ BOOL_CASES = [
     "regexp_like(s, '\\n')", "regexp_match(s, 'a.b') IS NOT NULL", "regexp_match(s, '^[a-z]+$') IS NULL",
     "s = E'a\\nb'", "length(s) > 4 AND s <> ''", "CASE WHEN n > 3 THEN true ELSE false END",
     "coalesce(s = 'plain', false)", "coalesce(flag, false)", "n BETWEEN 2 AND 5",
+    "n <=> 1", "n IS NOT DISTINCT FROM 1", "s = 'plain' 'x'", "s = \"it's\"", "s = \"a\"\"b\"",
 ]
 CASES = [(e, "string") for e in STRING_CASES] + [(e, "int") for e in INT_CASES] + \
     [(e, "float") for e in FLOAT_CASES] + [(e, "bool") for e in BOOL_CASES]
@@ -76,6 +79,9 @@ MISSING: dict[str, str] = {
     # '\\' is LIKE's escape there ('\\' matches '100%'); lance_fw refuses rather than mimic it
     **dict.fromkeys(["regexp_like(s, '\\\\')", "regexp_like(s, '[\\\\]')", "regexp_like(s, '^a\\\\')",
                      "regexp_like(s, 'k\\\\\\\\s')"], "a regex matching a backslash"),
+    # pylance's filter ignores whatever follows the first expression ('x' here); its projections refuse it
+    "s = 'plain' 'x'": "adjacent string literals",
+    "n << 1": "bit shifts",
 }
 
 

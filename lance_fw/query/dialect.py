@@ -57,8 +57,8 @@ ROW_COLUMNS = ("_rowid", "_rowaddr")
 #: Cast types and calls sqlglot accepts but Lance's planner rejects (checked on the tokens).
 _REJECTED_TYPES = {"VARCHAR", "CHAR", "TEXT", "NUMERIC", "TIME", "NVARCHAR", "NCHAR"}
 _REJECTED_CALLS = {"TRIM", "SUBSTR", "SUBSTRING", "FLOOR", "CEIL", "CEILING", "EXTRACT", "POSITION", "OVERLAY"}
-#: RLIKE / REGEXP / SIMILAR TO (use regexp_like) and IS [NOT] UNKNOWN
-_REJECTED_TOKENS = {TokenType.RLIKE, TokenType.SIMILAR_TO, TokenType.UNKNOWN}
+#: RLIKE / REGEXP / SIMILAR TO (use regexp_like), IS [NOT] UNKNOWN and <=> (use IS NOT DISTINCT FROM)
+_REJECTED_TOKENS = {TokenType.RLIKE, TokenType.SIMILAR_TO, TokenType.UNKNOWN, TokenType.NULLSAFE_EQ}
 _VALUE_END = {TokenType.NUMBER, TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER, TokenType.R_PAREN,
               TokenType.R_BRACKET, TokenType.NULL, TokenType.TRUE, TokenType.FALSE}
 #: clauses a single expression may not bring along
@@ -69,7 +69,8 @@ class LanceDialect(Spark):
     """Spark's syntax, but a backslash is an ordinary character in strings (as in Lance)."""
 
     class Tokenizer(Spark.Tokenizer):
-        STRING_ESCAPES: ClassVar[list[str]] = ["'"]
+        # a doubled quote is the quote itself, in '...' and "..." strings alike; nothing else escapes
+        STRING_ESCAPES: ClassVar[list[str]] = ["'", '"']
 
     class Parser(Spark.Parser):
         # DataFusion's log(x) is log(10, x), not Spark's natural log; log10/log2 are their own
@@ -134,8 +135,12 @@ def _check_tokens(text: str, tokens: list[Token], noun: str, error: type[Express
             raise error(f"{noun} {text!r}: Lance does not cast to {word} (use STRING or DECIMAL(p, s))")
         if word in _REJECTED_CALLS and after == TokenType.L_PAREN and token.token_type != TokenType.STRING:
             raise error(f"{noun} {text!r}: {word}(...) is not supported SQL in Lance")
-        if token.token_type == TokenType.PLUS and before not in _VALUE_END:
+        after_cast = i >= 2 and tokens[i - 2].token_type == TokenType.DCOLON  # x::bigint + 1
+        if token.token_type == TokenType.PLUS and before not in _VALUE_END and not after_cast:
             raise error(f"{noun} {text!r}: unary '+' is not supported in Lance")
+        if token.token_type == TokenType.STRING and before == TokenType.STRING:
+            # sqlglot joins 'a' 'b' into 'ab'; Lance refuses it (or, in a filter, ignores the rest)
+            raise error(f"{noun} {text!r}: adjacent string literals are not supported SQL in Lance")
         if token.token_type in _REJECTED_TOKENS or (token.token_type == TokenType.IN and after == TokenType.L_BRACKET):
             raise error(f"{noun} {text!r}: {token.text} is not supported SQL in Lance")
 
