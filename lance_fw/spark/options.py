@@ -4,7 +4,9 @@ Spark lower-cases every key before the data source sees it and never complains a
 source ignores, so a misspelt option (``batchsize``) or one from lance-spark (``max_row_per_file``)
 used to be dropped silently. Every key is therefore checked here against the options of the
 direction it is used in: lance-spark's spelling is an alias where it means the same thing, tuning
-knobs that cannot change a result are accepted, and everything else raises naming the key.
+knobs that cannot change a result are accepted, a ``storage_options`` key an installed plugin reads
+(pylance's ``aws_endpoint``, ``aws_access_key_id`` ...) is a storage option, as in lance-spark, and
+everything else raises naming the key.
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ def check_options(options: Mapping[str, str], known: Mapping[str, str], what: st
                 continue
             raise UnsupportedFeatureError(f"{what} option {raw_key!r}={value!r} is not supported: {why}")
         name = ALIASES.get(key, key)
-        if name not in known:
+        if name not in known and is_storage_option(key):
+            name = key  # a pylance storage option of its own, as lance-spark takes them (storage_options())
+        elif name not in known:
             close = difflib.get_close_matches(key, list(known) + list(ALIASES), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise InvalidArgumentError(f"unknown {what} option {raw_key!r}{hint}; known options: "
@@ -170,15 +174,33 @@ def columns_option(options: Mapping[str, str]) -> list[str] | None:
     return names
 
 
+def is_storage_option(key: str) -> bool:
+    """Whether ``key`` is a ``storage_options`` key some installed plugin reads (pylance's S3 keys,
+    ``manifest_store`` ...): such a key is a Spark option of its own, as in lance-spark."""
+    from lance_fw.plugin_manager import registry
+
+    return key in registry.storage_options
+
+
 def storage_options(options: Mapping[str, str]) -> dict | None:
-    """``storage_options`` as JSON (credentials, endpoints) for object stores."""
+    """The storage options (credentials, endpoints) for object stores: the JSON ``storage_options``
+    option merged with every storage option key given as an option of its own
+    (``.option("aws_endpoint", ...)``). A key given both ways must have one value."""
     value = options.get(STORAGE_OPTIONS)
-    if not value:
-        return None
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise InvalidArgumentError(f"option 'storage_options' is not a JSON object: {exc}") from None
-    if not isinstance(parsed, dict):
-        raise InvalidArgumentError("option 'storage_options' must be a JSON object")
-    return parsed
+    parsed: dict = {}
+    if value:
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgumentError(f"option 'storage_options' is not a JSON object: {exc}") from None
+        if not isinstance(parsed, dict):
+            raise InvalidArgumentError("option 'storage_options' must be a JSON object")
+    for key, given in options.items():
+        key = key.lower()
+        if key == STORAGE_OPTIONS or not is_storage_option(key):
+            continue
+        if key in parsed and str(parsed[key]) != str(given):
+            raise InvalidArgumentError(f"storage option {key!r} is given as an option ({given!r}) and in "
+                                       f"'storage_options' ({parsed[key]!r}); give one value")
+        parsed[key] = given
+    return parsed or None
