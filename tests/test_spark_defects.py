@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import lance_fw
+from lance_fw.errors import SchemaError
 
 spark_only = [pytest.mark.slow, pytest.mark.spark]
 
@@ -24,17 +25,19 @@ def _ids(path, column="id"):
 
 @pytest.mark.slow
 @pytest.mark.spark
-def test_dataframe_planned_before_a_type_changing_overwrite_reads_its_own_snapshot(spark, tmp_path):
+def test_dataframe_planned_before_a_type_changing_overwrite_fails_instead_of_truncating(spark, tmp_path):
     path = str(tmp_path / "retyped")
     lance_fw.write_dataset(pa.table({"x": pa.array(range(5), pa.int64())}), path)
     df = spark.read.format("lance").load(path)
     lance_fw.write_dataset(pa.table({"x": [i + 0.9 for i in range(7)]}), path, mode="overwrite")
-    assert sorted(r.x for r in df.collect()) == [0, 1, 2, 3, 4]  # version 1, not 0..6 truncated
-    assert df.filter("x > 2").count() == 2  # a later query on the same DataFrame: same snapshot
+    # the query reads the latest version, whose x no longer fits the planned bigint: a typed error
+    # naming the column, not 0..6 (the doubles truncated to the planned type)
+    with pytest.raises(Exception, match="SchemaError.*'x' is double at version 2 but the query expects bigint"):
+        df.collect()
     fresh = spark.read.format("lance").load(path)
     assert sorted(r.x for r in fresh.collect()) == [i + 0.9 for i in range(7)]
-    # a schema that no longer fits the data is a typed error naming the column, never a truncation
-    with pytest.raises(Exception, match="SchemaError.*'x'"):
+    assert spark.read.format("lance").option("version", 1).load(path).count() == 5  # the old snapshot
+    with pytest.raises(Exception, match="SchemaError.*'x'"):  # a user schema that does not fit: same
         spark.read.format("lance").schema("x bigint").load(path).collect()
 
 
@@ -62,6 +65,8 @@ def test_unknown_options_raise_naming_the_key(spark, tmp_path):
         spark.range(3).write.format("lance").mode("append").option("maxRowsPerFile", 2).save(path)
     with pytest.raises(Exception, match="UnsupportedFeatureError.*pushdownfilters"):
         spark.read.format("lance").option("pushDownFilters", "true").load(path).collect()
+    with pytest.raises(Exception, match="option 'asof' must be an ISO-8601 timestamp"):
+        spark.read.format("lance").option("asof", "yesterday").load(path).collect()
     with pytest.raises(Exception, match="unknown read option 'starting_version'"):
         spark.read.format("lance").option("starting_version", 1).load(path).collect()
     assert spark.read.format("lance").option("pushDownFilters", "false").option("block_size", 4096) \
@@ -191,6 +196,20 @@ def test_stream_read_refuses_a_restore(spark, tmp_path):
          .trigger(availableNow=True).start())
     with pytest.raises(Exception, match="restore"):
         q.awaitTermination()
+
+
+def test_stream_read_fails_on_a_type_change_while_running_instead_of_casting(tmp_path):
+    pytest.importorskip("pyspark")
+    from lance_fw.spark.source import LanceDataSource
+
+    path = str(tmp_path / "src")
+    lance_fw.write_dataset(pa.table({"x": pa.array(range(10), pa.int64())}), path)
+    source = LanceDataSource(options={"path": path})
+    reader = source.streamReader(source.schema())  # what a running query planned with
+    assert sum(p.stop - p.start for p in reader.partitions({"version": 0}, {"version": 1})) == 10
+    lance_fw.write_dataset(pa.table({"x": [0.5, 1.5]}), path, mode="overwrite")
+    with pytest.raises(SchemaError, match="'x' is double at version 2 but the query expects bigint"):
+        reader.partitions({"version": 1}, reader.latestOffset())
 
 
 # -- defect 4: NOT NULL ----------------------------------------------------------------------------

@@ -48,9 +48,8 @@ class FragmentSlice(InputPartition):
 
 
 class LanceReader(DataSourceReader):
-    def __init__(self, options: dict, schema, version: int | None = None):
-        """``options`` as checked by ``check_options``; ``version``: the snapshot the DataFrame's
-        schema came from (None: resolve the version options, or the latest, now)."""
+    def __init__(self, options: dict, schema):
+        """``options`` as checked by ``check_options``; ``schema``: what Spark planned the query with."""
         self.uri = dataset_uri(options)
         self.storage_options = storage_options(options)
         self.filter = options.get(FILTER) or None
@@ -59,8 +58,7 @@ class LanceReader(DataSourceReader):
             or DEFAULT_ROWS_PER_PARTITION
         self.with_row_address = bool_option(options, WITH_ROW_ADDRESS)
         # Pin the snapshot now: every task reads the same version even if writers commit meanwhile.
-        chosen = {"version": version} if version is not None else version_options(options)
-        ds = LanceDataset(self.uri, storage_options=self.storage_options, **chosen)
+        ds = LanceDataset(self.uri, storage_options=self.storage_options, **version_options(options))
         self.version = ds.version
         self.columns = [f.name for f in schema.fields if f.name != ROW_ADDRESS]
         self.schema = schema

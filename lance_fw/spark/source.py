@@ -4,10 +4,12 @@ Options are listed in lance_fw/spark/options.py (and docs/spark.md); unknown key
 deliberately no ``pushFilters``: Spark 4.3 either refuses it (the default) or reuses a reader's
 pushed filters for later queries (wrong results).
 
-Spark calls ``schema()`` when the DataFrame is created and pickles this object afterwards; every
-later query on that DataFrame calls ``reader()`` on an unpickled copy. The version ``schema()``
-resolved is kept on the object (``_snapshot``) so schema and data always come from one version:
-resolving "latest" twice let an overwrite in between change the types under a planned DataFrame.
+Spark calls ``schema()`` once, when the DataFrame (or temporary view) is created, and ``reader()``
+for each query planned on it. The reader resolves the version once for the whole query (every task
+reads that snapshot) and checks that its columns still have the types ``schema()`` reported: an
+overwrite in between that changed a type is a ``SchemaError``, never a lossy cast of the new values
+to the old type. Pinning the version in ``schema()`` instead would freeze a temporary view at the
+version it was created on, hiding even rows inserted through the view.
 """
 
 from __future__ import annotations
@@ -59,7 +61,6 @@ class LanceDataSource(DataSource):
         # schema() cannot tell a batch read from a streaming one: accept the options of either
         options = check_options(self.options, {**READ_OPTIONS, **STREAM_READ_OPTIONS}, "read")
         ds = LanceDataset(dataset_uri(options), storage_options=storage_options(options), **version_options(options))
-        self._snapshot = ds.version
         arrow = ds.schema
         columns = columns_option(options)
         if columns is not None:
@@ -73,7 +74,7 @@ class LanceDataSource(DataSource):
 
     def reader(self, schema) -> LanceReader:
         options = check_options(self.options, READ_OPTIONS, "read")
-        return LanceReader(options, schema, getattr(self, "_snapshot", None))
+        return LanceReader(options, schema)
 
     def streamReader(self, schema) -> LanceStreamReader:
         return LanceStreamReader(check_options(self.options, STREAM_READ_OPTIONS, "streaming read"), schema)
