@@ -8,8 +8,8 @@ Spark calls ``schema()`` once, when the DataFrame (or temporary view) is created
 for each query planned on it. The reader resolves the version once for the whole query (every task
 reads that snapshot) and checks that its columns still have the types ``schema()`` reported: an
 overwrite in between that changed a type is a ``SchemaError``, never a lossy cast of the new values
-to the old type. Pinning the version in ``schema()`` instead would freeze a temporary view at the
-version it was created on, hiding even rows inserted through the view.
+to the old type. (Pinning the version in ``schema()`` instead would make every reader Spark plans
+for a DataFrame read the version of its creation.)
 """
 
 from __future__ import annotations
