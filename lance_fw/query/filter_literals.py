@@ -34,6 +34,8 @@ _TIMESTAMP_TEXT = re.compile(
     r"\s*(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?)?"
     r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?|[A-Za-z][A-Za-z0-9_+\-/]*)?\s*")
 _EPOCH = dt.date(1970, 1, 1)
+_INT64_MAX = 2**63 - 1
+_UINT64_MAX = 2**64 - 1
 
 
 def _truncate(ns: int, unit: str) -> int:
@@ -58,6 +60,8 @@ def _is_literal(node) -> bool:
 def _scalar(value) -> pa.Scalar:
     if isinstance(value, _Timestamp):
         return value.scalar()
+    if isinstance(value, int) and not isinstance(value, bool) and value > _INT64_MAX:
+        return pa.scalar(value, pa.uint64())  # DataFusion: an integer literal past int64 is a UInt64
     return pa.scalar(value)
 
 
@@ -75,6 +79,8 @@ def _literal_value(node, visitor):
         inner = _literal_value(node.this, visitor)
         if not isinstance(inner, (int, float, decimal.Decimal)) or isinstance(inner, bool):
             raise visitor.fail(node, "negates a value that is not a number")
+        if isinstance(inner, int) and inner > _INT64_MAX:  # a UInt64 literal negated is a Float64 in DataFusion
+            return -float(inner)
         return -inner
     if isinstance(node, exp.TsOrDsToDate):
         return _parse_temporal(str(_literal_value(node.this, visitor)), "date", visitor, node)
@@ -84,9 +90,12 @@ def _literal_value(node, visitor):
         if node.is_string:
             return node.this
         try:
-            return int(node.this)
+            number = int(node.this)
         except ValueError:
             return float(node.this)
+        if number > _UINT64_MAX:
+            raise visitor.fail(node, "does not fit a 64-bit integer: not supported")
+        return number
     raise visitor.fail(node, "is not a literal")
 
 
