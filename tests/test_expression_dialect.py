@@ -52,7 +52,7 @@ INT_CASES = [
     "length('a\\nb') + n", "n + 1", "n * 2 - i", "n / 2", "n % 3", "-n", "CAST(s AS BIGINT)",
     "CAST('5' AS BIGINT) + n", "coalesce(n, 0)", "CASE WHEN n > 3 THEN n ELSE 0 END",
     "n::bigint + 1", "n::int - 1", "n*+1", "n << 1", "n + 9223372036854775807", "n - -9223372036854775808",
-    "n + 9223372036854775808", "n + 0 < 18446744073709551616", "n + 1_000", "instr(s, 'b')", "n || s",
+    "n + 9223372036854775808", "n + 0 < 18446744073709551616", "n + 1_000", "date + 1", "`date` * 2", "DATE - n", "instr(s, 'b')", "n || s",
 ]
 FLOAT_CASES = ["CAST(n AS DOUBLE) + -9223372036854775808", "x * 2.5", "x / 4", "CAST(n AS DOUBLE) + x", "coalesce(x, 1.5)", "CASE WHEN x > 1 THEN x END"]
 BOOL_CASES = [
@@ -98,6 +98,7 @@ def _table() -> pa.Table:
         "n": pa.array([None if i % 5 == 4 else i - 3 for i in range(N)], pa.int64()),
         "x": pa.array([None if i % 6 == 1 else i * 0.75 - 2 for i in range(N)], pa.float64()),
         "flag": pa.array([None if i % 7 == 5 else i % 2 == 0 for i in range(N)], pa.bool_()),
+        "date": pa.array([i * 2 for i in range(N)], pa.int64()),  # a column named like a keyword
     })
 
 

@@ -59,8 +59,15 @@ _REJECTED_TYPES = {"VARCHAR", "CHAR", "TEXT", "NUMERIC", "TIME", "NVARCHAR", "NC
 _REJECTED_CALLS = {"TRIM", "SUBSTR", "SUBSTRING", "FLOOR", "CEIL", "CEILING", "EXTRACT", "POSITION", "OVERLAY"}
 #: RLIKE / REGEXP / SIMILAR TO (use regexp_like), IS [NOT] UNKNOWN and <=> (use IS NOT DISTINCT FROM)
 _REJECTED_TOKENS = {TokenType.RLIKE, TokenType.SIMILAR_TO, TokenType.UNKNOWN, TokenType.NULLSAFE_EQ}
-_VALUE_END = {TokenType.NUMBER, TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER, TokenType.R_PAREN,
-              TokenType.R_BRACKET, TokenType.NULL, TokenType.TRUE, TokenType.FALSE}
+#: tokens after which an operand starts, so that a '+' there is unary (after anything else, such as
+#: a column named like a keyword, ``date + 1``, or a cast type, ``x::bigint + 1``, it adds)
+_OPERAND_NEXT = {TokenType.L_PAREN, TokenType.COMMA, TokenType.L_BRACKET, TokenType.SELECT, TokenType.WHERE,
+                 TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH, TokenType.MOD, TokenType.PERCENT,
+                 TokenType.EQ, TokenType.NEQ, TokenType.LT, TokenType.LTE, TokenType.GT, TokenType.GTE,
+                 TokenType.NULLSAFE_EQ, TokenType.DPIPE, TokenType.CARET, TokenType.AMP, TokenType.PIPE,
+                 TokenType.DSTAR, TokenType.AND, TokenType.OR, TokenType.NOT, TokenType.CASE, TokenType.WHEN,
+                 TokenType.THEN, TokenType.ELSE, TokenType.IN, TokenType.BETWEEN, TokenType.LIKE, TokenType.ILIKE,
+                 TokenType.IS, TokenType.ESCAPE, TokenType.DCOLON, TokenType.ALIAS, TokenType.COLON}
 #: clauses a single expression may not bring along
 _CLAUSES = ("where", "order", "limit", "offset", "group", "having", "joins", "qualify")
 
@@ -135,8 +142,7 @@ def _check_tokens(text: str, tokens: list[Token], noun: str, error: type[Express
             raise error(f"{noun} {text!r}: Lance does not cast to {word} (use STRING or DECIMAL(p, s))")
         if word in _REJECTED_CALLS and after == TokenType.L_PAREN and token.token_type != TokenType.STRING:
             raise error(f"{noun} {text!r}: {word}(...) is not supported SQL in Lance")
-        after_cast = i >= 2 and tokens[i - 2].token_type == TokenType.DCOLON  # x::bigint + 1
-        if token.token_type == TokenType.PLUS and before not in _VALUE_END and not after_cast:
+        if token.token_type == TokenType.PLUS and (before is None or before in _OPERAND_NEXT):
             raise error(f"{noun} {text!r}: unary '+' is not supported in Lance")
         if token.token_type == TokenType.STRING and before == TokenType.STRING:
             # sqlglot joins 'a' 'b' into 'ab'; Lance refuses it (or, in a filter, ignores the rest)
