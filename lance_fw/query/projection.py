@@ -74,6 +74,22 @@ class ProjectionError(ExpressionError):
     """A projection expression lance_fw cannot evaluate (or pylance refuses)."""
 
 
+def as_stored(values: pa.Table, target: pa.Schema, what: str) -> pa.Table:
+    """Computed values ready for ``conform`` to the stored columns as pylance's (Rust) casts store
+    them (``update({"n": "x"})``): a float stored in an integer column is truncated toward zero; a
+    float or timestamp stored in a string column is refused (Rust writes 1e20 as '1e20', Arrow
+    as '1e+20', as for ``CAST(x AS STRING)``)."""
+    textual = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+    for i, field in enumerate(values.schema):
+        stored = target.field(field.name).type if field.name in target.names else field.type
+        if any(f(stored) for f in textual) and (pa.types.is_floating(field.type) or pa.types.is_timestamp(field.type)):
+            raise ProjectionError(f"{what}: storing a {field.type} value in the {stored} column {field.name!r} "
+                                  "is not supported (Rust formats floats and timestamps differently from Arrow)")
+        if pa.types.is_floating(field.type) and pa.types.is_integer(stored):
+            values = values.set_column(i, field, pc.trunc(values.column(i)))
+    return values
+
+
 class Projection:
     """Named SQL expressions over a dataset schema: the columns to read and how to project them."""
 

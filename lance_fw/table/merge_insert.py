@@ -56,7 +56,7 @@ def rewrite(ds, delete_addresses: np.ndarray, new_rows: pa.Table | None, predica
 
 def update(ds, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:
     """``ds.update({"col": "SQL expression"}, where=...)``: returns (rows updated, new version)."""
-    from lance_fw.query.projection import Projection
+    from lance_fw.query.projection import Projection, as_stored
 
     if not updates:
         raise InvalidArgumentError("update() needs at least one column to set")
@@ -66,7 +66,7 @@ def update(ds, updates: dict[str, str], where: str | None = None) -> tuple[int, 
     rows = ds.scanner(filter=where, with_row_address=True).to_table()
     expressions = {name: updates.get(name, f"`{name}`") for name in ds.schema.names}
     new = Projection(expressions, ds.schema).apply(rows.drop_columns([ADDRESS]))  # validates even with no rows
-    new = conform(new, ds.schema, "update()")
+    new = conform(as_stored(new, ds.schema, "update()"), ds.schema, "update()")
     version = rewrite(ds, rows.column(ADDRESS).to_numpy(), new, where or "")
     return rows.num_rows, version
 
