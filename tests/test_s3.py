@@ -55,6 +55,19 @@ def run_python(code: str, env: dict | None = None) -> str:
     return proc.stdout
 
 
+def test_a_server_that_cannot_start_is_reported_with_its_log(monkeypatch, tmp_path):
+    """The fixture fails (never skips) with the reason when SeaweedFS does not come up."""
+    import s3_server as module
+
+    fake = tmp_path / "weed"
+    fake.write_text("#!/bin/sh\necho 'cannot bind: address in use'\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(module, "weed_binary", lambda: fake)
+    with pytest.raises(RuntimeError, match="(?s)exited with 3.*cannot bind"):
+        with module.running_s3_server(tmp_path / "srv"):
+            pass
+
+
 # --- configuration --------------------------------------------------------------------------
 
 def test_pylance_storage_options_write_and_read(s3_server):
