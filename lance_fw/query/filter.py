@@ -91,6 +91,8 @@ class _Visitor:
 
     noun = "filter"
     error: type[ExpressionError] = FilterError
+    #: Lance reads ``regexp_match(...)`` in a filter's boolean position as "it matched"
+    matched_groups_as_truth = True
 
     def __init__(self, schema: pa.Schema, text: str):
         self.schema, self.text = schema, text
@@ -371,6 +373,9 @@ class _Visitor:
                                                  allow_float_truncate=pa.types.is_integer(source)))
 
     def function(self, node) -> pc.Expression:
+        if functions.call_arguments(node)[0] in functions.MATCHED_GROUPS:
+            raise self.fail(node, "is a list of matched groups (not computed): supported in a filter or under "
+                                  "IS [NOT] NULL")
         return functions.call(self, node)
 
     # -- literals ---------------------------------------------------------------------------

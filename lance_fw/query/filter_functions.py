@@ -314,9 +314,14 @@ def _regexp(v, node, args) -> pc.Expression:
     return pc.match_substring_regex(v.visit_value(args[0]), pattern=f"(?{inline}){pattern}" if inline else pattern)
 
 
+#: functions whose value is DataFusion's list of matched groups, NULL without a match: lance_fw
+#: computes only whether it is NULL (the visitor allows them only where that is all that counts)
+MATCHED_GROUPS = {"regexp_match"}
+
+
 def _regexp_match(v, node, args) -> pc.Expression:
     """True where the pattern matches, else NULL: the NULL-ness of DataFusion's list of groups
-    (``regexp_match(...) IS NULL``), and the rows a bare ``regexp_match`` filter keeps."""
+    (``regexp_match(...) IS NULL``; a filter's ``regexp_match(...)`` is ``... IS NOT NULL``)."""
     matched = _regexp(v, node, args)
     return pc.if_else(matched, True, pa.scalar(None, pa.bool_()))
 
@@ -599,4 +604,4 @@ def call(v, node) -> pc.Expression:
     return spec[1](v, node, args)
 
 
-__all__ = ["FUNCTIONS", "call", "call_arguments", "list_element"]
+__all__ = ["FUNCTIONS", "MATCHED_GROUPS", "call", "call_arguments", "list_element"]

@@ -59,10 +59,6 @@ _NUMERIC_ONLY = {"sqrt", "signum", "round", "ln", "exp", "power", "abs", "isnan"
 _NULL_STRICT = (exp.Pow, exp.Sqrt, exp.Sign, exp.Round, exp.Ln, exp.Exp, exp.Abs)
 #: functions whose result type is DataFusion's common type of their arguments
 _COMMON_TYPE = {"coalesce", "nullif", "greatest", "least"}
-#: calls whose projected values (not truth values) differ from pylance's, refused until implemented
-_REFUSED_CALLS = {
-    "regexp_match": "returns the list of matched groups in pylance",
-}
 #: functions pylance computes in float32 for a float32 argument with float32 libm (whose last digit
 #: differs from the rounded float64 result): refused for float32 until computed that way
 _FLOAT32_LIBM = {"ln", "exp", "log", "log10", "log2"}
@@ -182,17 +178,15 @@ class _Projector(_Visitor):
 
     noun = "projection"
     error = ProjectionError
+    matched_groups_as_truth = False  # pylance refuses regexp_match(...) AND ... in a projection
 
     def __init__(self, schema: pa.Schema, text: str):
         super().__init__(schema, text)
         self._coerced: dict[int, pa.DataType] = {}  # id(literal node) -> the column type it takes
-        self._null_tested: set[int] = set()  # id(node) of the operands of IS [NOT] NULL
 
     def value(self, node) -> pc.Expression:
         """The expression of a whole projection (type-checked against the schema)."""
         self._resolve_literals(node)
-        # regexp_match's list is not computed, but whether it is NULL (no match) is
-        self._null_tested = {id(unwrap(n.this)) for n in node.find_all(exp.Is)}
         out = self.visit_value(node)
         self.type_of(out)
         return out
@@ -259,8 +253,6 @@ class _Projector(_Visitor):
         name, args = functions.call_arguments(node)
         if name in ("concat",) and any(isinstance(unwrap(a), exp.Null) for a in args):
             raise self.fail(node, "with a NULL argument is not supported yet (pylance returns a string_view)")
-        if name in _REFUSED_CALLS and id(node) not in self._null_tested:
-            raise self.fail(node, f"is not supported in projections yet: {_REFUSED_CALLS[name]}")
         first = self._arg_type(args[0]) if args and name in _NUMERIC_ONLY else None
         if name == "power" and len(args) > 1 and pa.types.is_boolean(self._arg_type(args[1])):
             first = pa.bool_()

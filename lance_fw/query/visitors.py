@@ -22,6 +22,7 @@ from lance_fw.query.dialect import (
     BOOLEAN_NODES,
     COMPARISONS,
     NULL_SAFE,
+    unwrap,
 )
 
 if TYPE_CHECKING:
@@ -41,8 +42,15 @@ def truth(node: exp.Expression, v: Visitor) -> pc.Expression:
             raise v.fail(node, f"is a {t} column, not a boolean one")
         return expr
     if isinstance(node, exp.Func):
+        if v.matched_groups_as_truth and _matched_groups(node):  # Lance: regexp_match(...) IS NOT NULL
+            return functions.call(v, node).is_valid()
         return v.function(node)
     return v.visit_value(node)
+
+
+def _matched_groups(node: exp.Expression) -> bool:
+    """A call of a function whose value is a list of matched groups (``regexp_match``)."""
+    return isinstance(node, exp.Func) and functions.call_arguments(node)[0] in functions.MATCHED_GROUPS
 
 
 @truth.register(exp.Paren)
@@ -84,7 +92,10 @@ for _node_type in NULL_SAFE:
 
 @truth.register(exp.Is)
 def _(node: exp.Is, v: Visitor) -> pc.Expression:
-    target, value = v.visit_value(node.this), node.expression
+    operand, value = unwrap(node.this), node.expression
+    if _matched_groups(operand) and isinstance(value, exp.Null):  # whether the list is NULL is computed
+        return functions.call(v, operand).is_null()
+    target = v.visit_value(node.this)
     if isinstance(value, exp.Null):
         return target.is_null()
     if isinstance(value, exp.Boolean):
