@@ -281,6 +281,17 @@ def test_aborted_output_publishes_nothing(s3_server):
     assert not storage.exists(root + "/data/x.lance")
 
 
+def test_read_bytes_of_whole_objects(s3_server):
+    root = s3_server.new_bucket()
+    storage = resolve_storage(root, s3_server.storage_options)
+    storage.write_bytes(root + "/a", b"manifest bytes")
+    storage.write_bytes(root + "/empty", b"")
+    assert storage.read_bytes(root + "/a") == b"manifest bytes"
+    assert storage.read_bytes(root + "/empty") == b""
+    with pytest.raises(lance_fw.errors.DatasetNotFoundError):
+        storage.read_bytes(root + "/missing")
+
+
 def test_missing_dataset_is_dataset_not_found(s3_server):
     with pytest.raises(lance_fw.errors.DatasetNotFoundError):
         lance_fw.dataset(s3_server.new_bucket() + "/nothing", storage_options=s3_server.storage_options)
