@@ -14,6 +14,7 @@ from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.io.storage import join_uri
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import FragmentReader
+from lance_fw.table.paths import DATA_DIR
 
 INLINE, SIDECAR = 0, 1
 
@@ -49,9 +50,9 @@ def take_blobs(ds, column: str, indices) -> list[bytes | None]:
 
 def _read(ds, data_path: str, d: dict) -> bytes:
     if d["kind"] == INLINE:
-        path = join_uri(ds.uri, "data", data_path)
+        path = join_uri(ds.uri, DATA_DIR, data_path)
     elif d["kind"] == SIDECAR:
-        path = join_uri(ds.uri, "data", data_path.rsplit(".", 1)[0], sidecar_name(d["blob_id"]))
+        path = join_uri(ds.uri, DATA_DIR, data_path.rsplit(".", 1)[0], sidecar_name(d["blob_id"]))
     else:
         raise UnsupportedFeatureError(f"blob descriptor kind {d['kind']} is not supported (external blobs)")
     with ds._storage.open_reader(path) as reader:

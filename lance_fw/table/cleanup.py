@@ -31,8 +31,8 @@ from datetime import timedelta
 from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.deletion import deletion_path
-from lance_fw.table.manifest import VERSIONS_DIR, commit_time, list_versions, read_manifest
-from lance_fw.table.tags import TAGS_DIR
+from lance_fw.table.manifest import commit_time, list_versions, read_manifest
+from lance_fw.table.paths import DATA_DIR, DELETIONS_DIR, TAGS_DIR, TRANSACTIONS_DIR, VERSIONS_DIR
 
 DEFAULT_OLDER_THAN = timedelta(days=14)
 UNVERIFIED_GRACE = timedelta(days=7)
@@ -42,9 +42,9 @@ TAG_SUFFIX = ".json"
 TAG_REQUIRED_COUNTS = ("version", "manifestSize")  # unsigned integers every tag file must hold
 
 # (directory, file name suffixes cleanup may remove there, CleanupStats counter)
-_MANAGED_DIRS = (("data", (".lance",), "data_files_removed"),
-                 ("_deletions", (".arrow", ".bin"), "deletion_files_removed"),
-                 ("_transactions", (".txn",), "transaction_files_removed"))
+_MANAGED_DIRS = ((DATA_DIR, (".lance",), "data_files_removed"),
+                 (DELETIONS_DIR, (".arrow", ".bin"), "deletion_files_removed"),
+                 (TRANSACTIONS_DIR, (".txn",), "transaction_files_removed"))
 
 
 @dataclass
@@ -79,12 +79,12 @@ def _referenced(uri: str, manifest) -> set[str]:
     out = set()
     for frag in manifest.fragments:
         for data_file in frag.files:
-            out.add(join_uri(uri, "data", data_file.path))
+            out.add(join_uri(uri, DATA_DIR, data_file.path))
         if frag.HasField("deletion_file"):
             d = frag.deletion_file
             out.add(deletion_path(uri, frag.id, d.read_version, d.id, d.file_type))
     if manifest.transaction_file:
-        out.add(join_uri(uri, "_transactions", manifest.transaction_file))
+        out.add(join_uri(uri, TRANSACTIONS_DIR, manifest.transaction_file))
     return out
 
 
@@ -194,7 +194,7 @@ def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | Non
                 doomed.append((path, counter))  # a removed version's file: no write in flight uses it
                 continue
             mtime = _mtime(storage, path)
-            if directory != "data" and (mtime is None or mtime > earliest_kept):
+            if directory != DATA_DIR and (mtime is None or mtime > earliest_kept):
                 continue  # as pylance 14: an unverified non-data file newer than every kept commit stays
             if _stale(mtime, now, delete_unverified):
                 doomed.append((path, counter))

@@ -11,6 +11,7 @@ import abc
 import numpy as np
 
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
+from lance_fw.table.paths import DELETIONS_DIR
 
 #: pylance writes a roaring bitmap, not an Arrow set, from this many deleted rows on.
 BITMAP_THRESHOLD = 5000
@@ -43,7 +44,7 @@ def live_rows(frag) -> int:
 
 
 def deletion_path(base: str, fragment_id: int, read_version: int, file_id: int, file_type: int) -> str:
-    return f"{base}/_deletions/{fragment_id}-{read_version}-{file_id}.{codec(file_type).extension}"
+    return f"{base}/{DELETIONS_DIR}/{fragment_id}-{read_version}-{file_id}.{codec(file_type).extension}"
 
 
 def codec(file_type: int) -> DeletionCodec:

@@ -14,6 +14,7 @@ from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.deletion import deletion_path, read_deleted_offsets
+from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.row_ids import fragment_row_ids, row_addresses
 
 DEFAULT_BATCH_SIZE = 8192
@@ -77,7 +78,7 @@ class FragmentReader:
                 raise UnsupportedFeatureError(f"{self.base_uri}: data file {data_file.path} lives under base path "
                                               f"{data_file.base_id}; multi-base datasets are not supported yet")
             mapping = {fid: col for fid, col in zip(data_file.fields, data_file.column_indices) if col >= 0}
-            reader = LanceFileReader(self.storage, join_uri(self.base_uri, "data", data_file.path), mapping)
+            reader = LanceFileReader(self.storage, join_uri(self.base_uri, DATA_DIR, data_file.path), mapping)
             out.append((set(data_file.fields), reader))
             if reader.num_rows != self.physical_rows:  # the manifest's count drives scans, takes and counts
                 for _, opened in out:

@@ -16,14 +16,18 @@ from dataclasses import dataclass
 
 from lance_fw._proto import table_pb2, transaction_pb2
 from lance_fw.errors import CorruptFileError, DatasetNotFoundError, SchemaError, UnsupportedFeatureError
-from lance_fw.file.container import parse_message
+from lance_fw.file.container import MAGIC, parse_message
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceSchema
+from lance_fw.table.paths import TRANSACTIONS_DIR, VERSIONS_DIR
 
 U64_MAX = 2**64 - 1
+#: u64 manifest position | u16 major | u16 minor | magic.
 FOOTER = struct.Struct("<QHH4s")
-MAGIC = b"LANC"
-VERSIONS_DIR = "_versions"
+#: The (major, minor) every manifest footer carries (pylance writes and expects 0.2).
+FOOTER_VERSION = (0, 2)
+#: The u32 length that precedes each section (index, transaction, manifest).
+SECTION_LENGTH = struct.Struct("<I")
 HINT_FILE = "latest_version_hint.json"
 
 
@@ -85,12 +89,12 @@ def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, tabl
         raise CorruptFileError(path, "not a Lance manifest: missing the 'LANC' footer (truncated?)")
     pos = FOOTER.unpack_from(data, len(data) - FOOTER.size)[0]
     end = len(data) - FOOTER.size
-    if pos + 4 > end:
+    if pos + SECTION_LENGTH.size > end:
         raise CorruptFileError(path, f"manifest position {pos} lies outside the file ({len(data)} bytes)")
-    (length,) = struct.unpack_from("<I", data, pos)
-    if pos + 4 + length != end:
+    (length,) = SECTION_LENGTH.unpack_from(data, pos)
+    if pos + SECTION_LENGTH.size + length != end:
         raise CorruptFileError(path, f"manifest length {length} at {pos} does not end at the footer ({end})")
-    manifest = parse_message(table_pb2.Manifest, data[pos + 4: end], path, "manifest")
+    manifest = parse_message(table_pb2.Manifest, data[pos + SECTION_LENGTH.size: end], path, "manifest")
     try:  # every field must link to its parent and have a known logical type
         LanceSchema.from_protos(manifest.fields, manifest.schema_metadata).to_arrow()
     except SchemaError as exc:
@@ -99,10 +103,11 @@ def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, tabl
     index_section = None
     if manifest.HasField("index_section"):
         ipos = manifest.index_section
-        if ipos + 4 > end:
+        if ipos + SECTION_LENGTH.size > end:
             raise CorruptFileError(path, f"index section position {ipos} lies outside the file")
-        (ilen,) = struct.unpack_from("<I", data, ipos)
-        index_section = parse_message(table_pb2.IndexSection, data[ipos + 4: ipos + 4 + ilen], path, "index section")
+        (ilen,) = SECTION_LENGTH.unpack_from(data, ipos)
+        ibody = ipos + SECTION_LENGTH.size
+        index_section = parse_message(table_pb2.IndexSection, data[ibody: ibody + ilen], path, "index section")
     return manifest, index_section
 
 
@@ -134,18 +139,18 @@ def encode_manifest(manifest: table_pb2.Manifest, transaction: transaction_pb2.T
     if index_section is not None and index_section.ListFields():
         manifest.index_section = pos
         body = index_section.SerializeToString()
-        parts.append(struct.pack("<I", len(body)) + body)
-        pos += 4 + len(body)
+        parts.append(SECTION_LENGTH.pack(len(body)) + body)
+        pos += SECTION_LENGTH.size + len(body)
     else:
         manifest.ClearField("index_section")
     if transaction is not None:
         manifest.transaction_section = pos
         body = transaction.SerializeToString()
-        parts.append(struct.pack("<I", len(body)) + body)
-        pos += 4 + len(body)
+        parts.append(SECTION_LENGTH.pack(len(body)) + body)
+        pos += SECTION_LENGTH.size + len(body)
     body = manifest.SerializeToString()
-    parts.append(struct.pack("<I", len(body)) + body)
-    parts.append(FOOTER.pack(pos, 0, 2, MAGIC))
+    parts.append(SECTION_LENGTH.pack(len(body)) + body)
+    parts.append(FOOTER.pack(pos, *FOOTER_VERSION, MAGIC))
     return b"".join(parts)
 
 
@@ -165,12 +170,13 @@ def read_transaction(storage: Storage, base: str, path: str) -> transaction_pb2.
     if manifest.HasField("transaction_section"):
         data = storage.read_bytes(path)
         pos = manifest.transaction_section
-        if pos + 4 > len(data):
+        if pos + SECTION_LENGTH.size > len(data):
             raise CorruptFileError(path, f"transaction section position {pos} lies outside the file")
-        (length,) = struct.unpack_from("<I", data, pos)
-        return parse_message(transaction_pb2.Transaction, data[pos + 4: pos + 4 + length], path, "transaction")
+        (length,) = SECTION_LENGTH.unpack_from(data, pos)
+        body = pos + SECTION_LENGTH.size
+        return parse_message(transaction_pb2.Transaction, data[body: body + length], path, "transaction")
     if manifest.transaction_file:
-        txn_path = join_uri(base, "_transactions", manifest.transaction_file)
+        txn_path = join_uri(base, TRANSACTIONS_DIR, manifest.transaction_file)
         if storage.exists(txn_path):
             return parse_message(transaction_pb2.Transaction, storage.read_bytes(txn_path), txn_path, "transaction")
     return None

@@ -33,7 +33,8 @@ from lance_fw.errors import (
     InvalidArgumentError,
     StorageError,
 )
-from lance_fw.table.manifest import VERSIONS_DIR, parse_manifest_name
+from lance_fw.table.manifest import parse_manifest_name
+from lance_fw.table.paths import VERSIONS_DIR
 
 #: The ``storage_options`` key that selects the external manifest store for commits.
 MANIFEST_STORE_OPTION = "manifest_store"

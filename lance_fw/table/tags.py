@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.manifest import find_version, list_versions
+from lance_fw.table.paths import TAGS_DIR
 
-TAGS_DIR = ("_refs", "tags")
 _VALID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 
 

@@ -22,8 +22,9 @@ from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler, CommitLockHandler, handler_label, resolve_commit_handler
 from lance_fw.table.deletion import deletion_file_id
-from lance_fw.table.manifest import (VERSIONS_DIR, encode_manifest, find_version, list_versions, manifest_name,
-                                     read_manifest, write_hint)
+from lance_fw.table.manifest import (encode_manifest, find_version, list_versions, manifest_name, read_manifest,
+                                     write_hint)
+from lance_fw.table.paths import TRANSACTIONS_DIR, VERSIONS_DIR
 
 MAX_RETRIES = 100
 
@@ -448,7 +449,7 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
             txn.transaction_properties[k] = str(v)
         operation.fill_transaction(txn, operation._added)  # type: ignore[attr-defined]
         txn_name = f"{read_version}-{txn_uuid}.txn"
-        txn_path = join_uri(base_uri, "_transactions", txn_name)
+        txn_path = join_uri(base_uri, TRANSACTIONS_DIR, txn_name)
         storage.write_bytes(txn_path, txn.SerializeToString())
         new.transaction_file = txn_name
         data = encode_manifest(new, txn, index_section)

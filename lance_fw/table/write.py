@@ -23,6 +23,7 @@ from lance_fw.io.storage import Storage, join_uri, resolve_storage
 from lance_fw.schema import LanceSchema, conform
 from lance_fw.table.flags import recorded_plugins
 from lance_fw.table.manifest import list_versions, read_manifest
+from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.transaction import Append, Overwrite, commit, undo_unless_published
 
 MODES = ("create", "append", "overwrite")
@@ -127,7 +128,7 @@ def write_fragments(storage: Storage, uri: str, batches: Iterator[pa.RecordBatch
             while start < batch.num_rows:
                 if writer is None:
                     name = _data_file_name()
-                    path = join_uri(uri, "data", name)
+                    path = join_uri(uri, DATA_DIR, name)
                     written.append(path)
                     writer = LanceFileWriter(storage, path, schema, version, options)
                     writer.name = name  # type: ignore[attr-defined]
@@ -219,7 +220,7 @@ def delete_fragment_files(storage: Storage, uri: str, fragments: list[table_pb2.
     """Best-effort removal of files no manifest references (a failed or duplicate commit)."""
     for frag in fragments:
         for data_file in frag.files:
-            storage.delete(join_uri(uri, "data", data_file.path))
+            storage.delete(join_uri(uri, DATA_DIR, data_file.path))
 
 
 def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_version: str | None = None,
