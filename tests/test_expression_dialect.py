@@ -25,7 +25,7 @@ from lance_fw.errors import LanceError
 #: strings with the characters a dialect could treat specially: backslashes, quotes, tabs, newlines,
 #: LIKE wildcards; two fragments (rows 0-5 and 6-11)
 STRINGS = ["plain", "a\\nb", "tab\there", "it's", "back\\slash", "100%", "under_score", None, "", "  pad  ",
-           "MiXeD", "line\nbreak"]
+           "MiXeD", "line\nbreak", "tail\\"]
 N = len(STRINGS)
 
 #: (expression, result kind): kind picks the column ``update`` sets and the ``filter`` built from it
@@ -59,6 +59,8 @@ BOOL_CASES = [
     "s IS NULL", "s IS NOT NULL", "s = 'a\\nb'", "s = 'it''s'", "s = \"plain\"", "s = 'back\\slash'",
     "s IN ('a\\nb', 'plain')", "s < 'b'", "s LIKE '%\\\\%'", "s LIKE '%\\%'", "s LIKE '100\\%'",
     "s LIKE 'under\\_score'", "s LIKE 'under_score'", "s LIKE '%''%'", "s ILIKE 'mixed'", "s NOT LIKE 'a%'",
+    "s LIKE '%\\'", "s LIKE 'tail\\'", "s LIKE '%l\\\\'", "s ILIKE 'TAIL\\'", "s LIKE 'back\\\\%'",
+    "s LIKE '%k\\\\s%'", "s LIKE 'line_break'", "s LIKE 'line%'", "s LIKE '%\\_%'", "s NOT LIKE '%\\'",
     "s LIKE '100!%' ESCAPE '!'", "s LIKE 'a\\\\nb' ESCAPE '\\'", "starts_with(s, 'a\\')", "ends_with(s, '%')",
     "contains(s, '\\n')", "contains(s, '\\')", "regexp_like(s, '\\\\')", "regexp_like(s, '[\\\\]')",
     "regexp_like(s, '^a\\\\')", "regexp_like(s, 'k\\\\\\\\s')", "regexp_like(s, 'a.b')", "regexp_like(s, '\\')",
