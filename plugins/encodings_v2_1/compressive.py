@@ -55,6 +55,18 @@ CONTEXTS = ("miniblock", "block")
 LZ4 = pb.COMPRESSION_ALGORITHM_LZ4
 ZSTD = pb.COMPRESSION_ALGORITHM_ZSTD
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: Bit 4 of a zstd frame's header descriptor (the byte after the magic) is unused and always 0:
+#: with it set, the magic-looking bytes are the start of a u64 size prefix instead.
+_ZSTD_UNUSED_BIT = 0x10
+#: General compression's size prefixes: u32 before an LZ4 block, u64 before a zstd frame.
+LZ4_SIZE_PREFIX = struct.Struct("<I")
+ZSTD_SIZE_PREFIX = struct.Struct("<Q")
+#: A block-form variable buffer starts ``u32 bits per offset | u32 data start`` (32-bit offsets)
+#: or ``u32 bits | u32 unused | u64 data start`` (64-bit offsets); the offsets follow.
+VARIABLE_BLOCK_HEADER_32 = struct.Struct("<II")
+VARIABLE_BLOCK_HEADER_64 = struct.Struct("<IIQ")
+#: Block-form RLE starts with the u64 byte length of its run values.
+RLE_VALUES_LENGTH = struct.Struct("<Q")
 
 
 @dataclass
@@ -170,24 +182,24 @@ def decompress_buffer(data, compression: "pb.BufferCompression", where: str) -> 
     scheme = compression.scheme
     try:
         if scheme == LZ4:
-            if raw.size < 4:
+            if raw.size < LZ4_SIZE_PREFIX.size:
                 raise CorruptFileError(where, f"LZ4 buffer of {raw.size} bytes has no u32 size prefix")
-            size = int(raw[:4].view("<u4")[0])
+            size = LZ4_SIZE_PREFIX.unpack(raw[:LZ4_SIZE_PREFIX.size].tobytes())[0]
             if size == 0:
                 return np.zeros(0, np.uint8)
             _check_size(size, raw.size, where, "LZ4")
-            out = pa.Codec("lz4_raw").decompress(pa.py_buffer(raw[4:]), decompressed_size=size)
+            out = pa.Codec("lz4_raw").decompress(pa.py_buffer(raw[LZ4_SIZE_PREFIX.size:]), decompressed_size=size)
             return np.frombuffer(out, np.uint8)
         if scheme == ZSTD:
             if raw.size == 0:
                 return raw
-            if raw.size >= 8 and raw[:4].tobytes() == _ZSTD_MAGIC and not (raw[4] & 0x10):
+            if raw.size >= 8 and raw[:4].tobytes() == _ZSTD_MAGIC and not (raw[len(_ZSTD_MAGIC)] & _ZSTD_UNUSED_BIT):
                 frame, size = raw, None
             else:  # u64 LE uncompressed length, then the frame
-                if raw.size < 8:
+                if raw.size < ZSTD_SIZE_PREFIX.size:
                     raise CorruptFileError(where, f"ZSTD buffer of {raw.size} bytes is truncated")
-                size = int(raw[:8].view("<u8")[0])
-                frame = raw[8:]
+                size = ZSTD_SIZE_PREFIX.unpack(raw[:ZSTD_SIZE_PREFIX.size].tobytes())[0]
+                frame = raw[ZSTD_SIZE_PREFIX.size:]
             if size is not None:
                 _check_size(size, frame.size, where, "ZSTD")
                 out = pa.Codec("zstd").decompress(pa.py_buffer(frame), decompressed_size=size)
@@ -248,17 +260,16 @@ def _variable_miniblock(raw: np.ndarray, bits: int, n: int, where: str) -> Decod
 
 
 def _variable_block(raw: np.ndarray, n: int, where: str) -> DecodedValues:
-    if raw.size < 8:
+    if raw.size < VARIABLE_BLOCK_HEADER_32.size:
         raise CorruptFileError(where, f"variable block of {raw.size} bytes has no header")
-    bits = int(raw[:4].view("<u4")[0]) if raw.ctypes.data % 4 == 0 else struct.unpack_from("<I", raw.tobytes(), 0)[0]
-    head = raw[:16].tobytes()
-    if bits == 32:
-        start, ostart = struct.unpack_from("<I", head, 4)[0], 8
-    elif bits == 64:
-        if raw.size < 16:
+    head = raw[:VARIABLE_BLOCK_HEADER_64.size].tobytes()
+    bits, start = VARIABLE_BLOCK_HEADER_32.unpack_from(head)
+    ostart = VARIABLE_BLOCK_HEADER_32.size
+    if bits == 64:
+        if raw.size < VARIABLE_BLOCK_HEADER_64.size:
             raise CorruptFileError(where, "variable block (64-bit) header is truncated")
-        start, ostart = struct.unpack_from("<Q", head, 8)[0], 16
-    else:
+        start, ostart = VARIABLE_BLOCK_HEADER_64.unpack_from(head)[2], VARIABLE_BLOCK_HEADER_64.size
+    elif bits != 32:
         raise CorruptFileError(where, f"variable block: bits per offset {bits} is not 32 or 64")
     w = bits // 8
     if start > raw.size or start < ostart + (n + 1) * w:
@@ -389,18 +400,19 @@ def _decode_block(enc, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     if kind == "rle":
         rle = enc.rle
         vbits = _flat_bits(rle.values, where, "RLE values")
-        if raw.size < 8:
+        head = RLE_VALUES_LENGTH.size
+        if raw.size < head:
             raise CorruptFileError(where, f"rle block of {raw.size} bytes has no u64 values length")
-        vlen = struct.unpack_from("<Q", raw[:8].tobytes())[0]
+        vlen = RLE_VALUES_LENGTH.unpack_from(raw[:head].tobytes())[0]
         if vbits % 8 or vbits == 0:
             raise UnsupportedEncodingError(f"{where}: RLE values of {vbits} bits")
-        if vlen > raw.size - 8 or vlen % (vbits // 8):
+        if vlen > raw.size - head or vlen % (vbits // 8):
             raise CorruptFileError(where, f"rle block: values length {vlen} does not fit the {raw.size}-byte buffer")
         nruns = vlen // (vbits // 8)
-        runs = raw[8 + vlen:]
+        runs = raw[head + vlen:]
         if runs.size < nruns:
             raise CorruptFileError(where, f"rle block: {nruns} runs but {runs.size} run-length bytes")
-        vals = _fixed(raw[8: 8 + vlen], vbits, nruns, where, "rle values")
+        vals = _fixed(raw[head: head + vlen], vbits, nruns, where, "rle values")
         return _rle_expand(vals, runs[:nruns], n, where)
     if kind == "general":
         gen = enc.general

@@ -13,7 +13,6 @@ Rep/def levels are stored ``flat16`` (valid in both grammars).
 
 from __future__ import annotations
 
-import struct
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +24,8 @@ from lance_fw.file.buffers import UINT_BY_BYTES, fixed_bits, gather_ranges, rang
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
 from . import fastlanes
+from .compressive import RLE_VALUES_LENGTH, VARIABLE_BLOCK_HEADER_32, ZSTD_SIZE_PREFIX
+from .layouts import CHUNK_LOG2_BITS, CHUNK_META_DTYPE, CHUNK_SIZE_UNIT
 from .shred import Shredded, shred
 
 WIDE_VALUE_BYTES = 256
@@ -69,7 +70,7 @@ def _assemble_chunks(bounds, level_parts: list[list[bytes]], chunk_buffers: list
     counts = np.array([b - a for (a, b), _ in bounds], np.int64)
     log2 = np.zeros(n, np.int64)
     log2[:-1] = np.log2(counts[:-1]).astype(np.int64)
-    meta = ((chunk_bytes // 8 - 1) << 4) | log2
+    meta = ((chunk_bytes // CHUNK_SIZE_UNIT - 1) << CHUNK_LOG2_BITS) | log2
     headers = memoryview(header.reshape(-1))
     out: list = []
     for c in range(n):
@@ -77,7 +78,7 @@ def _assemble_chunks(bounds, level_parts: list[list[bytes]], chunk_buffers: list
         for k, column in enumerate(parts):
             out.append(column[c])
             out.append(_PADS[pads[c, k]])
-    return meta.astype("<u4" if large else "<u2").tobytes(), b"".join(out)
+    return meta.astype(CHUNK_META_DTYPE[large]).tobytes(), b"".join(out)
 
 
 def _repetition_index(sh: Shredded, level_spans: list[tuple[int, int]]) -> bytes:
@@ -332,7 +333,7 @@ def _zstd_per_value(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, 
             parts.append(b"")
             continue
         frame = codec.compress(pa.py_buffer(data[a:b])).to_pybytes()
-        parts.append(struct.pack("<Q", b - a) + frame)
+        parts.append(ZSTD_SIZE_PREFIX.pack(b - a) + frame)
     sizes = np.fromiter((len(p) for p in parts), np.int64, len(parts))
     new_offsets = np.zeros(len(parts) + 1, np.int64)
     np.cumsum(sizes, out=new_offsets[1:])
@@ -392,7 +393,7 @@ def _level_block(levels: np.ndarray) -> tuple[pb.CompressiveEncoding, bytes]:
     """A whole buffer of u16 levels, as the smaller of block-form RLE (``u64 values_byte_len |
     values | u8 run lengths``) and FastLanes bitpacking."""
     values, lengths = _runs(levels.astype("<u2"))
-    rle = struct.pack("<Q", values.nbytes) + values.tobytes() + lengths.tobytes()
+    rle = RLE_VALUES_LENGTH.pack(values.nbytes) + values.tobytes() + lengths.tobytes()
     enc, pack = _levels_plan(levels)
     packed = fastlanes.pack_out_of_line(levels.astype(np.uint16), enc.out_of_line_bitpacking.values.flat.bits_per_value, 16)
     if packed.nbytes < len(rle):
@@ -442,8 +443,8 @@ def _dictionary_block(dictionary: pa.Array) -> tuple[pb.CompressiveEncoding, byt
         return _flat(bits), _fixed_bytes(dictionary).tobytes()
     offs, data = _offsets_and_data(dictionary)
     rel = (offs - offs[0]).astype("<u4")
-    start = 8 + rel.nbytes
-    body = struct.pack("<II", 32, start) + rel.tobytes() + data[offs[0]:offs[-1]].tobytes()
+    start = VARIABLE_BLOCK_HEADER_32.size + rel.nbytes
+    body = VARIABLE_BLOCK_HEADER_32.pack(32, start) + rel.tobytes() + data[offs[0]:offs[-1]].tobytes()
     return pb.CompressiveEncoding(variable=pb.Variable(offsets=_flat(32))), body
 
 
@@ -515,7 +516,7 @@ def _value_plan(values: pa.Array):
 
     def zstd_chunk(chunk: pa.Array) -> list[bytes]:
         raw = variable_chunk(chunk)[0]
-        return [struct.pack("<Q", len(raw)) + codec.compress(pa.py_buffer(raw)).to_pybytes()]
+        return [ZSTD_SIZE_PREFIX.pack(len(raw)) + codec.compress(pa.py_buffer(raw)).to_pybytes()]
     general = pb.CompressiveEncoding(general=pb.General(
         compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD), values=enc))
     return general, None, _per_chunk(zstd_chunk)

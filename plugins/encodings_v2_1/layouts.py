@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import UINT_BY_BYTES, gather_ranges, range_positions
+from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, range_positions
 
 from . import chunked, compressive, fullzip_values
 from .compressive import DecodedValues
@@ -43,16 +43,24 @@ def _pad8(n: int) -> int:
 
 #: a chunk's value count is 2 ** (4-bit log2); only the last one's is implied, and no more than that
 MAX_CHUNK_VALUES = 1 << 15
+#: A mini-block chunk's metadata word (u16; u32 with ``has_large_chunk``): the chunk's size in
+#: ``CHUNK_SIZE_UNIT``-byte units, minus one, above the low ``CHUNK_LOG2_BITS`` bits, which hold
+#: log2 of its value count (0 in the last chunk, whose count is what remains).
+CHUNK_LOG2_BITS = 4
+CHUNK_LOG2_MASK = (1 << CHUNK_LOG2_BITS) - 1
+CHUNK_SIZE_UNIT = 8
+#: Metadata word dtype by ``has_large_chunk``.
+CHUNK_META_DTYPE = {False: np.dtype("<u2"), True: np.dtype("<u4")}
 
 
 def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, where: str):
-    width = 4 if large else 2
+    width = CHUNK_META_DTYPE[large].itemsize
     if len(meta) % width:
         raise CorruptFileError(where, f"mini-block chunk metadata of {len(meta)} bytes is not a whole number "
                                       f"of {width}-byte words")
-    words = meta.view("<u4" if large else "<u2").astype(np.int64)
-    sizes = ((words >> 4) + 1) * 8
-    log_counts = words & 0xF
+    words = meta.view(CHUNK_META_DTYPE[large]).astype(np.int64)
+    sizes = ((words >> CHUNK_LOG2_BITS) + 1) * CHUNK_SIZE_UNIT
+    log_counts = words & CHUNK_LOG2_MASK
     counts = np.where(log_counts > 0, 1 << log_counts, 0)
     if len(words):
         if (log_counts[:-1] == 0).any():
@@ -140,9 +148,6 @@ def _plain_fixed(enc) -> tuple[int, int | None] | None:
     return None
 
 
-_UINTS = {8: np.uint8, 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
-
-
 def mini_block(layout: pb.MiniBlockLayout, buffers, num_rows: int, where: str) -> PageLevels:
     if len(buffers) < 2:
         raise CorruptFileError(where, f"mini-block page has {len(buffers)} buffers, needs at least 2")
@@ -187,7 +192,7 @@ def chunk_levels(layout: pb.MiniBlockLayout, data: np.ndarray, starts, sizes, co
         raw = gather_ranges(data, *chunks.bufs[0])
         if raw.size != n * per_value * bits // 8:
             raise CorruptFileError(where, f"mini-block values hold {raw.size} bytes for {n} values")
-        items = raw.view(_UINTS[bits]) if bits in _UINTS else raw
+        items = raw.view(UINT_BY_BITS[bits]) if bits in UINT_BY_BITS else raw
         values = DecodedValues("fixed", n * per_value, items, bits)
         if per_list is not None:
             values = DecodedValues("fsl", n, dimension=per_list, inner=values)
