@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from lance_fw.query import filter_functions as functions
-from lance_fw.query import float_math, float_order, visitors
+from lance_fw.query import filter_regex, float_math, float_order, visitors
 from lance_fw.query.dialect import (
     ARITHMETIC,
     FLIPPED,
@@ -231,7 +231,7 @@ class _Visitor:
         pattern = node.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
             raise self.fail(node, "needs a string literal pattern")
-        matched = _like(self.visit_value(node.this), pattern.this, ignore_case=isinstance(node, exp.ILike))
+        matched = filter_regex.like(self.visit_value(node.this), pattern.this, ignore_case=isinstance(node, exp.ILike))
         return ~matched if node.args.get("negate") else matched
 
     # -- values -----------------------------------------------------------------------------
@@ -473,33 +473,6 @@ class _Visitor:
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.fail(node, "must be an integer literal")
         return value
-
-
-#: characters RE2 reads as syntax, escaped when a LIKE pattern becomes a regex
-_REGEX_SYNTAX = frozenset("\\.+*?()|[]{}^$")
-
-
-def _like(value: pc.Expression, pattern: str, ignore_case: bool) -> pc.Expression:
-    """DataFusion's LIKE: ``%`` any run, ``_`` any character, a backslash makes the next character
-    literal and a trailing one is a backslash. Arrow's match_like agrees without backslashes, but
-    its suffix fast path keeps escapes as written ('%a\\\\' looks for two backslashes) and it drops
-    a trailing one: a pattern with a backslash is matched as the equivalent regex."""
-    if "\\" not in pattern:
-        return pc.match_like(value, pattern, ignore_case=ignore_case)
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            i += 1
-            c = pattern[i]
-            out.append("\\" + c if c in _REGEX_SYNTAX else c)
-        elif c in "%_":
-            out.append(".*" if c == "%" else ".")
-        else:
-            out.append("\\" + c if c in _REGEX_SYNTAX else c)
-        i += 1
-    flags = "(?is)" if ignore_case else "(?s)"
-    return pc.match_substring_regex(value, pattern=f"{flags}^{''.join(out)}$")
 
 
 def _decimal_float(value: pc.Expression) -> pc.Expression:

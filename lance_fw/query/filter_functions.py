@@ -10,7 +10,6 @@ can only call registered functions, and UDFs run inside ``Table.filter`` and dat
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Callable
 
 import numpy as np
@@ -20,6 +19,12 @@ from sqlglot import exp
 
 from lance_fw.file.buffers import range_positions
 from lance_fw.query import float_math, float_order
+from lance_fw.query.filter_regex import (
+    MATCHED_GROUPS,
+    regexp_like,
+    regexp_match,
+    regexp_replace,
+)
 from lance_fw.query.udfs import udf
 
 # -- list kernels (registered as pyarrow UDFs) -------------------------------------------------
@@ -267,113 +272,6 @@ def _repeat(v, node, args) -> pc.Expression:
     return pc.binary_repeat(v.visit_value(args[0]), max(v.int_literal(args[1]), 0))
 
 
-_UNICODE_CLASSES = {"w": r"\pL\pM\pN\p{Pc}", "d": r"\p{Nd}"}
-
-
-def _unicode_classes(pattern: str) -> str:
-    """Rust's ``\\w`` and ``\\d`` are Unicode-aware; RE2's (pyarrow's) are ASCII: spell them out."""
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            nxt = pattern[i + 1]
-            if nxt in _UNICODE_CLASSES:
-                out.append(_UNICODE_CLASSES[nxt] if in_class else f"[{_UNICODE_CLASSES[nxt]}]")
-            elif nxt.lower() in _UNICODE_CLASSES and not in_class:
-                out.append(f"[^{_UNICODE_CLASSES[nxt.lower()]}]")
-            else:
-                out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if c == "[" and not in_class:
-            in_class = True
-        elif c == "]" and in_class:
-            in_class = False
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-#: a regex piece matching a literal backslash: ``\\`` or its hex / Unicode spellings
-_LITERAL_BACKSLASH = re.compile(r"\\\\|\\[xuU]\{?0*5[cC]")
-
-
-def _regexp(v, node, args) -> pc.Expression:
-    pattern = v.string_literal(args[1])
-    flags = v.string_literal(args[2]) if len(args) > 2 else ""
-    if pattern is None or flags is None:
-        return pc.scalar(pa.scalar(None, pa.bool_()))
-    if set(flags) - set("imsc"):
-        raise v.fail(node, "supports only the regex flags i, m, s and c")
-    if _LITERAL_BACKSLASH.search(pattern):
-        # DataFusion's simplifier rewrites a literal regex into LIKE '%...%' without escaping its
-        # backslashes, so pylance reads '\\' as LIKE's escape ('\\' matches '100%'), not a backslash
-        raise v.fail(node, "matches a literal backslash, which pylance evaluates as a LIKE escape: not supported")
-    inline = "".join(sorted(set(flags) - {"c"}))
-    pattern = _unicode_classes(pattern)
-    return pc.match_substring_regex(v.visit_value(args[0]), pattern=f"(?{inline}){pattern}" if inline else pattern)
-
-
-#: functions whose value is DataFusion's list of matched groups, NULL without a match: lance_fw
-#: computes only whether it is NULL (the visitor allows them only where that is all that counts)
-MATCHED_GROUPS = {"regexp_match"}
-
-
-def _regexp_match(v, node, args) -> pc.Expression:
-    """True where the pattern matches, else NULL: the NULL-ness of DataFusion's list of groups
-    (``regexp_match(...) IS NULL``; a filter's ``regexp_match(...)`` is ``... IS NOT NULL``)."""
-    matched = _regexp(v, node, args)
-    return pc.if_else(matched, True, pa.scalar(None, pa.bool_()))
-
-
-#: Rust's replacement group reference: ``$name`` / ``${name}`` (after DataFusion's ``\N`` -> ``${N}``)
-_GROUP_REFERENCE = re.compile(r"\\(\d+)|\$\$|\$\{([^}]*)\}|\$([0-9A-Za-z_]+)")
-_RE2_MAX_GROUP = 9
-
-
-def _rust_replacement(v, node, pattern: str, replacement: str) -> str:
-    r"""A DataFusion ``regexp_replace`` replacement in RE2's syntax: ``\N`` (DataFusion's POSIX
-    form), ``$N``, ``${N}`` and ``$name`` are groups (an unknown one is empty), ``$$`` is ``$``; every
-    other character, backslashes included, is literal (RE2 reads ``\`` as an escape: doubled)."""
-    try:
-        compiled = re.compile(pattern)
-    except re.error:
-        compiled = None
-
-    def group(name: str) -> str:
-        if compiled is None:
-            raise v.fail(node, "refers to a group of a pattern lance_fw cannot count groups in")
-        index = int(name) if name.isdigit() else compiled.groupindex.get(name, compiled.groups + 1)
-        if index > compiled.groups:
-            return ""  # Rust's regex replaces a group that does not exist with nothing
-        if index > _RE2_MAX_GROUP:
-            raise v.fail(node, f"refers to group {index}; lance_fw supports groups 0 to {_RE2_MAX_GROUP}")
-        return f"\\{index}"
-
-    out, last = [], 0
-    for m in _GROUP_REFERENCE.finditer(replacement):
-        out.append(replacement[last:m.start()].replace("\\", "\\\\"))
-        last = m.end()
-        if m.group(0) == "$$":
-            out.append("$")
-        else:
-            out.append(group(next(g for g in m.groups() if g is not None)))
-    out.append(replacement[last:].replace("\\", "\\\\"))
-    return "".join(out)
-
-
-def _regexp_replace(v, node, args) -> pc.Expression:
-    pattern, replacement = v.string_literal(args[1]), v.string_literal(args[2])
-    flags = v.string_literal(args[3]) if len(args) > 3 else ""
-    if set(flags or "") - set("gimsc"):
-        raise v.fail(node, "supports only the regex flags g, i, m, s and c")
-    inline = "".join(sorted(set(flags or "") - {"c", "g"}))
-    rewrite = _rust_replacement(v, node, pattern, replacement)
-    pattern = (f"(?{inline})" if inline else "") + _unicode_classes(pattern)
-    return pc.replace_substring_regex(v.visit_value(args[0]), pattern=pattern, replacement=rewrite,
-                                      max_replacements=None if "g" in (flags or "") else 1)
-
-
 # -- numbers, nulls, dates ----------------------------------------------------------------------
 
 def _float(v, node) -> pc.Expression:
@@ -527,7 +425,7 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "replace": (_arity(3), _replace), "btrim": (_arity(1, 2), _trim(pc.utf8_trim)),
     "ltrim": (_arity(1, 2), _trim(pc.utf8_ltrim)), "rtrim": (_arity(1, 2), _trim(pc.utf8_rtrim)),
     "split_part": (_arity(3), _split_part), "repeat": (_arity(2), _repeat),
-    "regexp_like": (_arity(2, 3), _regexp), "regexp_match": (_arity(2, 3), _regexp_match),
+    "regexp_like": (_arity(2, 3), regexp_like), "regexp_match": (_arity(2, 3), regexp_match),
     "is_valid": (_arity(1), lambda v, node, args: v.visit_value(args[0]).is_valid()),
     "abs": (_arity(1), _unary(pc.abs_checked)), "sqrt": (_arity(1), lambda v, n, a: float_math.apply("sqrt", _float(v, a[0]))),
     "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))),
@@ -541,7 +439,7 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "coalesce": (_ANY, lambda v, n, a: pc.coalesce(*_same_type(v, a))), "nullif": (_arity(2), _nullif),
     "date_part": (_arity(2), _date_part), "datepart": (_arity(2), _date_part),
     "date_trunc": (_arity(2), _date_trunc), "get_field": (_arity(2), _get_field),
-    "regexp_replace": (_arity(3, 4), _regexp_replace),
+    "regexp_replace": (_arity(3, 4), regexp_replace),
     "now": (_arity(0), _now), "current_timestamp": (_arity(0), _now), "current_date": (_arity(0), _now),
     "today": (_arity(0), _now),
 }
