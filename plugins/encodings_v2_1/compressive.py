@@ -314,19 +314,25 @@ def decode_values(enc: "pb.CompressiveEncoding", buffers: Sequence, num_values: 
     return _decode_block(enc, raw, num_values, where)
 
 
-def _decode_mb(enc, bufs: _Buffers, n: int, where: str) -> DecodedValues:
-    kind = _name(enc)
+def _flat_or_inline(enc, kind: str, raw: np.ndarray, n: int, where: str) -> DecodedValues:
+    """A flat or inline-bitpacked buffer, decompressed first when it says so: the same bytes
+    whether it is a mini-block chunk's buffer or a whole block."""
     if kind == "flat":
-        raw = bufs.take("flat")
         if enc.flat.HasField("data"):
             raw = decompress_buffer(raw, enc.flat.data, where)
         return _fixed(raw, int(enc.flat.bits_per_value), n, where)
+    ib = enc.inline_bitpacking
+    if ib.HasField("values"):
+        raw = decompress_buffer(raw, ib.values, where)
+    return _inline(raw, int(ib.uncompressed_bits_per_value), n, where)
+
+
+def _decode_mb(enc, bufs: _Buffers, n: int, where: str) -> DecodedValues:
+    kind = _name(enc)
+    if kind == "flat":
+        return _flat_or_inline(enc, kind, bufs.take("flat"), n, where)
     if kind == "inline_bitpacking":
-        ib = enc.inline_bitpacking
-        raw = bufs.take("inline bitpacking")
-        if ib.HasField("values"):
-            raw = decompress_buffer(raw, ib.values, where)
-        return _inline(raw, int(ib.uncompressed_bits_per_value), n, where)
+        return _flat_or_inline(enc, kind, bufs.take("inline bitpacking"), n, where)
     if kind == "out_of_line_bitpacking":
         return _out_of_line(enc.out_of_line_bitpacking, bufs.take("out-of-line bitpacking"), n, where)
     if kind == "variable":
@@ -380,15 +386,8 @@ def _decode_mb(enc, bufs: _Buffers, n: int, where: str) -> DecodedValues:
 
 def _decode_block(enc, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     kind = _name(enc)
-    if kind == "flat":
-        if enc.flat.HasField("data"):
-            raw = decompress_buffer(raw, enc.flat.data, where)
-        return _fixed(raw, int(enc.flat.bits_per_value), n, where)
-    if kind == "inline_bitpacking":
-        ib = enc.inline_bitpacking
-        if ib.HasField("values"):
-            raw = decompress_buffer(raw, ib.values, where)
-        return _inline(raw, int(ib.uncompressed_bits_per_value), n, where)
+    if kind in ("flat", "inline_bitpacking"):
+        return _flat_or_inline(enc, kind, raw, n, where)
     if kind == "out_of_line_bitpacking":
         return _out_of_line(enc.out_of_line_bitpacking, raw, n, where)
     if kind == "variable":
