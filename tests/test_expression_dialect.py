@@ -52,6 +52,9 @@ INT_CASES = [
     "length('a\\nb') + n", "n + 1", "n * 2 - i", "n / 2", "n % 3", "-n", "CAST(s AS BIGINT)",
     "CAST('5' AS BIGINT) + n", "coalesce(n, 0)", "CASE WHEN n > 3 THEN n ELSE 0 END",
     "n::bigint + 1", "n::int - 1", "n*+1", "n << 1", "n + 9223372036854775807", "n - -9223372036854775808",
+    "CAST(n AS INT8)", "CAST(n AS REAL)", "n::float8", "CAST(n AS DOUBLE PRECISION)", "CAST(n AS BOOL)",
+    "CAST(n AS LONG)", "CAST(n AS TIMESTAMP WITH TIME ZONE)", "CAST(n AS INTEGER)", "CAST(n AS SMALLINT)",
+    "CAST(n AS INT UNSIGNED)", "CAST(n AS FLOAT(24))",
     "n + 9223372036854775808", "n + 0 < 18446744073709551616", "n + 1_000", "date + 1", "`date` * 2", "DATE - n", "instr(s, 'b')", "n || s",
 ]
 FLOAT_CASES = ["CAST(n AS DOUBLE) + -9223372036854775808", "x * 2.5", "x / 4", "CAST(n AS DOUBLE) + x", "coalesce(x, 1.5)", "CASE WHEN x > 1 THEN x END"]

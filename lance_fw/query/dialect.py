@@ -55,7 +55,12 @@ BINARY_NODES: tuple[type, ...] = (*ARITHMETIC_NODES, *COMPARISONS, *NULL_SAFE, e
 ROW_COLUMNS = ("_rowid", "_rowaddr")
 
 #: Cast types and calls sqlglot accepts but Lance's planner rejects (checked on the tokens).
-_REJECTED_TYPES = {"VARCHAR", "CHAR", "TEXT", "NUMERIC", "TIME", "NVARCHAR", "NCHAR"}
+#: (the token's text: sqlglot reads INT8 as TINYINT, REAL as FLOAT, LONG as BIGINT; pylance refuses them)
+_REJECTED_TYPES = {"VARCHAR", "CHAR", "TEXT", "NUMERIC", "TIME", "NVARCHAR", "NCHAR", "REAL", "DOUBLE PRECISION",
+                   "FLOAT4", "FLOAT8", "INT2", "INT4", "INT8", "BOOL", "LONG", "TIMESTAMPTZ", "TIMESTAMP_LTZ",
+                   "CHARACTER VARYING", "CLOB"}
+#: TIMESTAMP WITH / WITHOUT TIME ZONE: pylance refuses a zone in a cast type
+_ZONE_WORDS = {"WITH", "WITHOUT"}
 _REJECTED_CALLS = {"TRIM", "SUBSTR", "SUBSTRING", "FLOOR", "CEIL", "CEILING", "EXTRACT", "POSITION", "OVERLAY"}
 #: RLIKE / REGEXP / SIMILAR TO (use regexp_like), IS [NOT] UNKNOWN and <=> (use IS NOT DISTINCT FROM)
 _REJECTED_TOKENS = {TokenType.RLIKE, TokenType.SIMILAR_TO, TokenType.UNKNOWN, TokenType.NULLSAFE_EQ}
@@ -138,7 +143,8 @@ def _check_tokens(text: str, tokens: list[Token], noun: str, error: type[Express
         word = token.text.upper()
         before = tokens[i - 1].token_type if i else None
         after = tokens[i + 1].token_type if i + 1 < len(tokens) else None
-        if before in (TokenType.ALIAS, TokenType.DCOLON) and word in _REJECTED_TYPES:
+        zoned = word == "TIMESTAMP" and i + 1 < len(tokens) and tokens[i + 1].text.upper() in _ZONE_WORDS
+        if before in (TokenType.ALIAS, TokenType.DCOLON) and (word in _REJECTED_TYPES or zoned):
             raise error(f"{noun} {text!r}: Lance does not cast to {word} (use STRING or DECIMAL(p, s))")
         if word in _REJECTED_CALLS and after == TokenType.L_PAREN and token.token_type != TokenType.STRING:
             raise error(f"{noun} {text!r}: {word}(...) is not supported SQL in Lance")
