@@ -11,8 +11,6 @@ import re
 import types
 from typing import Any, BinaryIO, Mapping, Sequence
 
-import numpy as np
-
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, StorageError, UnsupportedFeatureError
 
 #: Ranges closer than this are read in one request (a gap this small costs less than a round trip).
@@ -56,22 +54,27 @@ def coalesce_ranges(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP) 
     """Merge (offset, length) ranges that are within ``gap`` bytes of each other.
 
     Returns (start, length, indices of the input ranges it covers) per merged request, in offset
-    order; each request's indices are in offset order too (ties in input order). Sorted and merged
-    with numpy: a take of many rows asks for tens of thousands of ranges, and a merge that copies
-    its index list per range is quadratic in them.
+    order; each request's indices are in offset order too (ties in input order). One pass over the
+    ranges sorted by offset, growing each request's index list in place: a take of many rows asks
+    for tens of thousands of ranges, and copying the list per range made the merge quadratic.
+    (Plain Python: a take of a few rows merges a handful of ranges, where numpy's setup costs more
+    than the whole merge.)
     """
-    if not len(ranges):
-        return []
-    pairs = np.asarray(ranges, dtype=np.int64).reshape(len(ranges), 2)
-    order = np.argsort(pairs[:, 0], kind="stable")
-    offs = pairs[order, 0]
-    reach = np.maximum.accumulate(offs + pairs[order, 1])  # furthest end so far, as merging extends it
-    # a range opens a new request when it starts more than ``gap`` past everything before it
-    first = np.flatnonzero(np.concatenate(([True], offs[1:] > reach[:-1] + gap)))
-    last = np.append(first[1:], len(offs)) - 1
-    starts, ends = offs[first].tolist(), reach[last].tolist()
-    groups = np.split(order, first[1:])
-    return [(s, e - s, g.tolist()) for s, e, g in zip(starts, ends, groups)]
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+    starts: list[int] = []
+    ends: list[int] = []
+    members: list[list[int]] = []
+    for i in order:
+        off, length = ranges[i]
+        if members and off <= ends[-1] + gap:
+            members[-1].append(i)
+            if off + length > ends[-1]:
+                ends[-1] = off + length
+        else:
+            starts.append(off)
+            ends.append(off + length)
+            members.append([i])
+    return [(s, e - s, m) for s, e, m in zip(starts, ends, members)]
 
 
 class RangeReader(abc.ABC):
