@@ -45,7 +45,7 @@ STRING_CASES = [
     "CASE WHEN i > 2 THEN 'big\\n' ELSE s END", "CASE i WHEN 1 THEN 'one' WHEN 2 THEN 'two' END",
     "CASE WHEN s IS NULL THEN 'null' ELSE upper(s) END",
     "'const\\n'", "'it''s'", "concat(s, \"a\"\"b\")", "concat(s, 'a\"\"b')", "concat(s, '\"', \"'\")",
-    "concat(s, 'a' 'b')", "s || 'x' -- comment", "s || /* c */ 'x'", "concat(s, N'x')", "concat(s, r'x')",
+    "ucase(s)", "lcase(s)", "string(n)", "concat(s, 'a' 'b')", "s || 'x' -- comment", "s || /* c */ 'x'", "concat(s, N'x')", "concat(s, r'x')",
 ]
 INT_CASES = [
     "length(s)", "char_length(s)", "character_length(s)", "octet_length(s)", "strpos(s, '\\')",
@@ -54,10 +54,10 @@ INT_CASES = [
     "n::bigint + 1", "n::int - 1", "n*+1", "n << 1", "n + 9223372036854775807", "n - -9223372036854775808",
     "CAST(n AS INT8)", "CAST(n AS REAL)", "n::float8", "CAST(n AS DOUBLE PRECISION)", "CAST(n AS BOOL)",
     "CAST(n AS LONG)", "CAST(n AS TIMESTAMP WITH TIME ZONE)", "CAST(n AS INTEGER)", "CAST(n AS SMALLINT)",
-    "CAST(n AS INT UNSIGNED)", "CAST(n AS FLOAT(24))",
+    "CAST(n AS INT UNSIGNED)", "CAST(n AS FLOAT(24))", "len(s)", "locate('b', s)", "int(x)",
     "n + 9223372036854775808", "n + 0 < 18446744073709551616", "n + 1_000", "date + 1", "`date` * 2", "DATE - n", "instr(s, 'b')", "n || s",
 ]
-FLOAT_CASES = ["CAST(n AS DOUBLE) + -9223372036854775808", "x * 2.5", "x / 4", "CAST(n AS DOUBLE) + x", "coalesce(x, 1.5)", "CASE WHEN x > 1 THEN x END"]
+FLOAT_CASES = ["sign(x)", "signum(x)", "CAST(n AS DOUBLE(10))", "double(n)", "CAST(n AS DOUBLE) + -9223372036854775808", "x * 2.5", "x / 4", "CAST(n AS DOUBLE) + x", "coalesce(x, 1.5)", "CASE WHEN x > 1 THEN x END"]
 BOOL_CASES = [
     "s IS NULL", "s IS NOT NULL", "s = 'a\\nb'", "s = 'it''s'", "s = \"plain\"", "s = 'back\\slash'",
     "s IN ('a\\nb', 'plain')", "s < 'b'", "s LIKE '%\\\\%'", "s LIKE '%\\%'", "s LIKE '100\\%'",
@@ -72,7 +72,7 @@ BOOL_CASES = [
     "regexp_match(s, 'a') IS TRUE", "coalesce(regexp_match(s, 'a'), false)", "(regexp_match(s, 'e'))",
     "s = E'a\\nb'", "length(s) > 4 AND s <> ''", "CASE WHEN n > 3 THEN true ELSE false END",
     "coalesce(s = 'plain', false)", "coalesce(flag, false)", "n BETWEEN 2 AND 5",
-    "n <=> 1", "n IS NOT DISTINCT FROM 1", "n > -9223372036854775808", "n + 0 > -9223372036854775808",
+    "startswith(s, 'a')", "endswith(s, 'b')", "starts_with(s, 'pl')", "n <=> 1", "n IS NOT DISTINCT FROM 1", "n > -9223372036854775808", "n + 0 > -9223372036854775808",
     "s LIKE 'a\\_b'", "s NOT IN ('a\\nb', NULL)", "s = 'plain' 'x'", "s = \"it's\"", "s = \"a\"\"b\"",
 ]
 CASES = [(e, "string") for e in STRING_CASES] + [(e, "int") for e in INT_CASES] + \

@@ -61,7 +61,12 @@ _REJECTED_TYPES = {"VARCHAR", "CHAR", "TEXT", "NUMERIC", "TIME", "NVARCHAR", "NC
                    "CHARACTER VARYING", "CLOB"}
 #: TIMESTAMP WITH / WITHOUT TIME ZONE: pylance refuses a zone in a cast type
 _ZONE_WORDS = {"WITH", "WITHOUT"}
-_REJECTED_CALLS = {"TRIM", "SUBSTR", "SUBSTRING", "FLOOR", "CEIL", "CEILING", "EXTRACT", "POSITION", "OVERLAY"}
+_REJECTED_CALLS = {"TRIM", "SUBSTR", "SUBSTRING", "FLOOR", "CEIL", "CEILING", "EXTRACT", "POSITION", "OVERLAY",
+                   # Spark's names that sqlglot maps onto a function DataFusion has by another name
+                   "LEN", "UCASE", "LCASE", "LOCATE", "SIGN", "SIZE", "ARRAY_SIZE", "ELEMENT_AT", "TRY_ELEMENT_AT",
+                   "STARTSWITH", "ENDSWITH",
+                   # Spark's cast functions (string(x), int(x) ...): only CAST(x AS type) in Lance
+                   "STRING", "INT", "DOUBLE", "BOOLEAN", "FLOAT"}
 #: RLIKE / REGEXP / SIMILAR TO (use regexp_like), IS [NOT] UNKNOWN and <=> (use IS NOT DISTINCT FROM)
 _REJECTED_TOKENS = {TokenType.RLIKE, TokenType.SIMILAR_TO, TokenType.UNKNOWN, TokenType.NULLSAFE_EQ}
 #: tokens after which an operand starts, so that a '+' there is unary (after anything else, such as
@@ -146,7 +151,8 @@ def _check_tokens(text: str, tokens: list[Token], noun: str, error: type[Express
         zoned = word == "TIMESTAMP" and i + 1 < len(tokens) and tokens[i + 1].text.upper() in _ZONE_WORDS
         if before in (TokenType.ALIAS, TokenType.DCOLON) and (word in _REJECTED_TYPES or zoned):
             raise error(f"{noun} {text!r}: Lance does not cast to {word} (use STRING or DECIMAL(p, s))")
-        if word in _REJECTED_CALLS and after == TokenType.L_PAREN and token.token_type != TokenType.STRING:
+        if word in _REJECTED_CALLS and after == TokenType.L_PAREN and token.token_type != TokenType.STRING \
+                and before not in (TokenType.ALIAS, TokenType.DCOLON):  # CAST(x AS FLOAT(24)) is a type
             raise error(f"{noun} {text!r}: {word}(...) is not supported SQL in Lance")
         if token.token_type == TokenType.PLUS and (before is None or before in _OPERAND_NEXT):
             raise error(f"{noun} {text!r}: unary '+' is not supported in Lance")
