@@ -72,10 +72,13 @@ def finish_claimed_versions(storage: Storage, uri: str) -> None:
                                                              options=getattr(storage, "options", {}))
     if handler is None or type(handler).repair is CommitHandler.repair:
         return  # no handler commits here, or none that can leave a claim unpublished
-    versions = list_versions(storage, uri)
-    version = versions[-1].version + 1 if versions else 1
-    while handler.repair(uri, version):
-        version += 1
+    while True:
+        versions = list_versions(storage, uri)
+        version = versions[-1].version + 1 if versions else 1
+        # go on only while a repair publishes the version: a handler may also "repair" by dropping a
+        # dead claim (True, no manifest), and asking it again would never end
+        if not handler.repair(uri, version) or not any(e.version == version for e in list_versions(storage, uri)):
+            return
 
 
 def _check_default_scan_options(options: dict | None) -> dict:
