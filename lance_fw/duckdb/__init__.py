@@ -20,6 +20,13 @@ call is written — literals of any kind (``'…'``, ``E'…'``, ``$$…$$``), p
 - in an explicit transaction each statement still reads the latest version when it starts: Lance
   versions are not part of DuckDB's transaction.
 
+Object storage. An ``s3://`` dataset is opened with the DuckDB S3 secret DuckDB itself picks for its path
+(``CREATE SECRET (TYPE S3, KEY_ID …, SECRET …, ENDPOINT 'host:port', URL_STYLE 'path', USE_SSL false)``,
+longest ``SCOPE`` first), translated to pylance's storage options; what the secret leaves out, or every
+setting when no secret matches, comes from the ``AWS_*`` environment as it is when the statement runs
+(``s3_secrets.py``). :func:`connect` allows DuckDB to hand lance_fw the secret's values
+(``allow_unredacted_secrets``).
+
 A dataset that cannot be opened raises the typed ``LanceError`` (``DatasetNotFoundError`` for a missing path
 or version …), and so does a failure while DuckDB reads it. Statements run on ``Connection.con`` directly
 bypass all of this: there ``lance_scan`` fails with DuckDB's catalog error.
