@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import BinaryIO
 
 import fsspec
+from fsspec.implementations.memory import MemoryFileSystem
 
 from lance_fw.errors import DatasetNotFoundError, StorageError
 from lance_fw.hookspecs import hookimpl
+from lance_fw.io.staged_output import StagedOutput, temp_name
 from lance_fw.io.storage import RangeReader, Storage
 
 # Where fsspec backends report a file's modification time (memory: created; local: mtime; s3: LastModified)
@@ -38,6 +40,19 @@ class FsspecReader(RangeReader):
             raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
 
 
+class _MemorySnapshot(FsspecReader):
+    """A ``memory://`` file as it was at open: the bytes are in memory anyway, and holding them
+    keeps a replaced file from being read half old, half new (``RangeReader``'s promise)."""
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, path: str):
+        super().__init__(fs, path)
+        self._data = fs.cat_file(path)
+        self._size = len(self._data)
+
+    def read(self, offset: int, length: int) -> bytes:
+        return self._data[offset:offset + length]
+
+
 class FsspecStorage(Storage):
     """Any fsspec filesystem (``memory://`` in tests). ``options`` are kept (commit handlers read
     them) but not passed to fsspec: every key in them was declared by some plugin for its own use
@@ -53,12 +68,23 @@ class FsspecStorage(Storage):
             raise StorageError(f"fsspec cannot open scheme {scheme!r}: {exc}") from exc
 
     def open_reader(self, path: str) -> RangeReader:
+        if isinstance(self.fs, MemoryFileSystem):
+            return _MemorySnapshot(self.fs, path)
         return FsspecReader(self.fs, path)
 
     def open_output(self, path: str) -> BinaryIO:
-        parent = path.rsplit("/", 1)[0]
-        self.fs.makedirs(parent, exist_ok=True)
-        return self.fs.open(path, "wb")
+        """A temp file beside ``path``, moved over it on close: fsspec's own "wb" files are
+        visible while written on some backends (``memory://`` stores the file when opened), so a
+        reader would see a partial file. The move is atomic on memory:// and local backends."""
+        parent, name = path.rsplit("/", 1)
+        tmp = f"{parent}/{temp_name(name)}"
+        try:
+            self.fs.makedirs(parent, exist_ok=True)
+            stream = self.fs.open(tmp, "wb")
+        except OSError as exc:
+            raise StorageError(f"{path}: cannot create the file: {exc}") from exc
+        return StagedOutput(path, stream, publish=lambda: self.fs.mv(tmp, path),  # type: ignore[return-value]
+                            discard=lambda: self.fs.rm_file(tmp))
 
     def list_dir(self, path: str) -> list[str]:
         try:

@@ -5,91 +5,28 @@ generic commit handler (``commit_put_if_absent``) publishes manifests with."""
 
 from __future__ import annotations
 
-import io
 import os
 import stat
-import uuid
 from typing import Any, BinaryIO, Mapping
 
 from lance_fw.errors import CommitConflictError, DatasetNotFoundError, StorageError
 from lance_fw.hookspecs import hookimpl
+from lance_fw.io.staged_output import StagedOutput, temp_name
 from lance_fw.io.storage import RangeReader, Storage
-
-
-#: Temp files of outputs in flight start with this. Only a crash leaves one behind; it keeps the
-#: target's suffix, so ``cleanup_old_versions`` removes it like any unreferenced file of its kind.
-TEMP_PREFIX = ".tmp-"
 
 
 def local_path(uri: str) -> str:
     return uri[len("file://"):] if uri.startswith("file://") else uri
 
 
-class AtomicOutput(io.RawIOBase):
-    """A file that appears at ``path`` complete or not at all.
-
-    Bytes go to a temp file in the target's directory (same filesystem, so the rename is atomic);
-    ``close`` flushes, fsyncs and ``os.replace``-s it over ``path``, so a concurrent reader sees
-    either no file (or the previous one) or the whole new one, never a torn file. ``abort`` -- and
-    leaving a ``with`` block by an exception -- deletes the temp file and publishes nothing.
-    """
-
-    def __init__(self, path: str):
-        super().__init__()
-        self.path = path
-        directory, name = os.path.split(path)
-        self._tmp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}-{name}")
-        self._file = open(self._tmp, "xb")
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        return self._file.write(data)
-
-    def tell(self) -> int:
-        return self._file.tell()
-
-    def flush(self) -> None:
-        if not self._file.closed:
-            self._file.flush()
-
-    def close(self) -> None:
-        """Publish the file (a no-op once closed or aborted)."""
-        if self.closed:
-            return
-        try:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-            os.replace(self._tmp, self.path)
-        except OSError as exc:
-            self._discard()
-            raise StorageError(f"{self.path}: cannot write the file: {exc}") from exc
-        finally:
-            super().close()
-
-    def abort(self) -> None:
-        """Discard what was written: ``path`` is left as it was and no temp file remains."""
-        if not self.closed:
-            self._discard()
-            super().close()
-
-    def _discard(self) -> None:
-        self._file.close()
-        try:
-            os.unlink(self._tmp)
-        except FileNotFoundError:
-            pass
-
-    def __del__(self) -> None:  # dropped without close: nothing is published (IOBase would close)
-        self.abort()
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None:
-            self.abort()
-        else:
-            self.close()
+def atomic_output(path: str) -> StagedOutput:
+    """A file that appears at ``path`` complete or not at all: a temp file in the target's
+    directory (same filesystem, so the rename is atomic), fsynced and ``os.replace``-d over
+    ``path`` on close, deleted on abort."""
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, temp_name(name))
+    return StagedOutput(path, open(tmp, "xb"), publish=lambda: os.replace(tmp, path),
+                        discard=lambda: os.unlink(tmp), sync=lambda f: os.fsync(f.fileno()))
 
 
 class LocalReader(RangeReader):
@@ -146,7 +83,7 @@ class LocalStorage(Storage):
         path = local_path(path)
         try:
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            return AtomicOutput(path)  # type: ignore[return-value]
+            return atomic_output(path)  # type: ignore[return-value]
         except OSError as exc:  # e.g. a parent is a regular file, or no permission
             raise StorageError(f"{path}: cannot create the file: {exc}") from exc
 
@@ -186,7 +123,7 @@ class LocalStorage(Storage):
         """
         final = local_path(path)
         directory, name = os.path.split(final)
-        tmp = os.path.join(directory, f"{TEMP_PREFIX}{uuid.uuid4().hex}-{name}")
+        tmp = os.path.join(directory, temp_name(name))
         try:
             os.makedirs(directory or ".", exist_ok=True)
             with open(tmp, "xb") as f:

@@ -14,11 +14,6 @@ from lance_fw.testing import (
 
 V2_0_URL = "/lance.encodings.ArrayEncoding"
 V2_1_URL = "/lance.encodings21.PageLayout"
-MEMORY_OUTPUT_NOT_ATOMIC = "FsspecStorage.open_output on memory:// shows a half-written file (fsspec MemoryFile)"
-#: The readers of these backends fetch each range from whatever object is at the path now, so a
-#: reader opened before a replacement reads new bytes after it (open_reader promises a snapshot).
-#: Lance never replaces a data file or manifest in place, so no table read is torn by it today.
-READER_NOT_A_SNAPSHOT = "the RangeReader reads the replacing file's bytes (no snapshot / If-Match)"
 
 
 class TestBuiltinEncodingsV2_0(EncodingConformance):
@@ -58,21 +53,6 @@ class TestMemoryStorage(StorageConformance):
     @pytest.fixture
     def root(self) -> str:
         return f"memory://conformance/{uuid.uuid4().hex}"
-
-    # fsspec's MemoryFileSystem stores a "wb" file in its dict when it is opened and fills it as it
-    # is written, so FsspecStorage.open_output is not atomic on memory://: an in-process reader sees
-    # the file half-written. Strict xfail: fixing storage_fsspec turns these into failures to remove.
-    @pytest.mark.xfail(strict=True, reason=MEMORY_OUTPUT_NOT_ATOMIC)
-    def test_output_appears_only_when_closed(self, storage, root):
-        super().test_output_appears_only_when_closed(storage, root)
-
-    @pytest.mark.xfail(strict=True, reason=MEMORY_OUTPUT_NOT_ATOMIC)
-    def test_replacing_output_keeps_the_old_file_until_closed(self, storage, root):
-        super().test_replacing_output_keeps_the_old_file_until_closed(storage, root)
-
-    @pytest.mark.xfail(strict=True, reason=READER_NOT_A_SNAPSHOT)
-    def test_reader_keeps_its_snapshot(self, storage, root):
-        super().test_reader_keeps_its_snapshot(storage, root)
 
 
 class TestLocalCommits(CommitHandlerConformance):
