@@ -107,18 +107,24 @@ def opened(monkeypatch):
 
 
 def test_limit_opens_only_a_few_fragments(many_fragments, opened):
-    """Exactly the fragments a LIMIT needs, each opened once. DuckDB pulls one batch beyond the one that
-    fills a LIMIT, and readahead keeps ``READAHEAD - 1`` fragments started beyond the one being read: so
-    LIMIT 10 (inside fragment 0) opens fragments 0..4 and LIMIT 120 (inside fragment 2) opens 0..6."""
+    """Only the fragments a LIMIT needs, plus at most the readahead window, each opened once. DuckDB
+    pulls one batch beyond the one that fills a LIMIT, and readahead may have started up to
+    ``READAHEAD - 1`` fragments beyond the one being read (how many it got to depends on scheduling,
+    so fewer is fine): LIMIT 10 (inside fragment 0) opens 0 and at most 0..4, LIMIT 120 (inside
+    fragment 2) opens 0..2 and at most 0..6."""
+    def assert_opened(needed: int, at_most: int) -> None:
+        fragments = sorted(fragment for fragment, _ in opened)
+        assert fragments == list(range(len(fragments))), opened  # in order, each once
+        assert needed <= len(fragments) <= at_most, opened
+        opened.clear()
+
     con = fw_duckdb.connect()
     rows = con.sql(f"SELECT id, name FROM lance_scan('{many_fragments}') LIMIT 10").fetchall()
     everything = set(zip(range(N), _table().column("name").to_pylist()))
     assert len(rows) == 10 and set(rows) <= everything
-    assert sorted(fragment for fragment, _ in opened) == list(range(5)), opened
-    opened.clear()
+    assert_opened(1, 5)
     assert len(con.sql(f"SELECT id FROM lance_scan('{many_fragments}') LIMIT 120").fetchall()) == 120
-    assert sorted(fragment for fragment, _ in opened) == list(range(7)), opened
-    opened.clear()
+    assert_opened(3, 7)
     assert con.sql(f"SELECT count(*) FROM lance_scan('{many_fragments}')").fetchall() == [(N,)]
     assert sorted(fragment for fragment, _ in opened) == list(range(60))
 
