@@ -15,9 +15,11 @@ protocol is the one Lance's format docs describe for DynamoDB, over nothing but 
 A writer that dies after step 2 leaves a claim whose manifest is staged but not published. The
 claim is durable: whoever next meets it (the next writer, whose claim on that version conflicts)
 finishes steps 3-5 from the staged file (:meth:`ExternalStoreCommitHandler.repair`), so the version
-appears and the next writer retries on top of it. Readers list ``_versions/`` and do not consult
-the store: until a repair they see the last published version, which is what the crashed writer's
-caller was last told (it never heard its commit succeed).
+appears and the next writer retries on top of it. A lance_fw reader opened with the same
+``manifest_store`` option does the same when it opens the latest version (``dataset()``,
+``checkout_latest``, ``latest_version`` ask the handler to ``repair`` the versions after the newest
+listed one); a reader without the option, or pylance, sees the last published version until then,
+which is what the crashed writer's caller was last told (it never heard its commit succeed).
 
 Every writer of a dataset must go through the same store: a writer that publishes manifests by
 other means (pylance without the store, a different store) can race this protocol.
