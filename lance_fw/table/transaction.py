@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from lance_fw import __version__
+from lance_fw._version import __version__
 from lance_fw._proto import rowids_pb2, table_pb2, transaction_pb2
 from lance_fw.errors import CommitConflictError, CommitStuckError, DatasetExistsError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
