@@ -15,7 +15,6 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lance_fw.api.fragment import LanceFragment
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
@@ -24,16 +23,17 @@ from lance_fw.io.storage import Storage, resolve_storage
 from lance_fw.options import refuse
 from lance_fw.plugin_manager import get_plugin_manager
 from lance_fw.query.column_paths import has_nested_paths, prune_to_paths, top_level_columns
-from lance_fw.query.filter import filter_columns, parse_filter
+from lance_fw.query.filter_plan import FilterPlan, filter_plan
 from lance_fw.query.projection import Projection
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler
 from lance_fw.table.deletion import live_rows
-from lance_fw.table.fragment import FragmentReader, Matcher, matcher_for, with_row_columns
+from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.manifest import commit_time, find_version, list_versions, read_manifest
 from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
+from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.tags import Tags
 
 #: ``default_scan_options`` keys lance_fw merges into every ``scanner()`` call. They cannot change
@@ -206,14 +206,21 @@ class LanceDataset:
         return LanceDataset(getattr(base_uri, "uri", None) or str(base_uri), version=version,
                             storage_options=storage_options)
 
-    # -- schema -----------------------------------------------------------------------------
     @cached_property
+    def _snapshot(self) -> Snapshot:
+        """This version as the layers below the façade take it (table.snapshot): built once per
+        version; ``_move_to`` drops it with every other attribute."""
+        return Snapshot(self.uri, self._storage, self._manifest, self._index_section,
+                        storage_options=self._storage_options, commit_lock=self._commit_lock)
+
+    # -- schema -----------------------------------------------------------------------------
+    @property
     def lance_schema(self) -> LanceSchema:
-        return LanceSchema.from_protos(self._manifest.fields, self._manifest.schema_metadata)
+        return self._snapshot.lance_schema
 
     @property
     def schema(self) -> pa.Schema:
-        return self.lance_schema.to_arrow()
+        return self._snapshot.schema
 
     @property
     def data_storage_version(self) -> str:
@@ -239,18 +246,14 @@ class LanceDataset:
     # -- reading ----------------------------------------------------------------------------
     def count_rows(self, filter=None) -> int:
         if filter is not None:
-            return LanceScanner(self, columns=[], filter=filter).count_rows()
+            return LanceScanner(self._snapshot, columns=[], filter=filter).count_rows()
         return sum(live_rows(f) for f in self._manifest.fragments)
 
     def __len__(self) -> int:
         return self.count_rows()
 
     def _fields(self, columns):
-        if columns is None:
-            return self.lance_schema.fields
-        if isinstance(columns, str):
-            raise InvalidArgumentError("columns must be a list of column names")
-        return [self.lance_schema.field(c) for c in columns]
+        return self._snapshot.fields(columns)
 
     def scanner(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
                 nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
@@ -268,7 +271,7 @@ class LanceDataset:
         for key, value in self._default_scan_options.items():
             if options[key] is None:
                 options[key] = value
-        return LanceScanner(self, **options)
+        return LanceScanner(self._snapshot, **options)
 
     def to_batches(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
                    nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
@@ -348,34 +351,16 @@ class LanceDataset:
         projection = Projection(columns, self.schema)
         return projection.apply(self._take(wanted, projection.columns, by_address))
 
-    def _filter_plan(self, filter) -> tuple[Matcher, list] | None:
-        """How a filter is evaluated per batch, and the fields it reads (None: no filter)."""
-        if filter is None:
-            return None
-        expression = _expression(filter, self.schema)
-        filter_fields = self._fields(self._filter_columns(filter))
-        if not _binds(expression, filter_fields):  # columns guessed from an expression's text fell short
-            filter_fields = list(self.lance_schema.fields)
-        return matcher_for(expression), filter_fields
+    def _filter_plan(self, filter) -> FilterPlan | None:
+        """query.filter_plan over this version (kept for callers not yet given the snapshot)."""
+        return filter_plan(self._snapshot, filter)
 
     def _read_fragment(self, frag, fields, plan, batch_size: int, with_row_address: bool = False,
                        with_row_id: bool = False, start: int = 0, stop: int | None = None,
                        live: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
-        """Live rows of physical rows [start, stop) of one fragment, or its live rows [lo, hi) given
-        as ``live``; with a ``_filter_plan``, late materialised (the filter's columns first, the
-        rest only for matches)."""
-        reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
-        if live is not None and live[1] > live[0]:
-            first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
-            start, stop = int(first), int(last) + 1
-        span = dict(with_row_address=with_row_address, with_row_id=with_row_id, start=start, stop=stop)
-        try:
-            if plan is None:
-                yield from reader.batches(fields, batch_size, **span)
-            else:
-                yield from reader.filtered_batches(fields, plan[1], plan[0], batch_size, **span)
-        finally:
-            reader.close()
+        """``Snapshot.read_fragment`` of this version (kept for callers not yet given the snapshot)."""
+        return self._snapshot.read_fragment(frag, fields, plan, batch_size, with_row_address, with_row_id,
+                                            start, stop, live)
 
     def _addresses_of(self, row_ids: np.ndarray) -> np.ndarray:
         """Row addresses of the live rows with these stable ids, in the order asked."""
@@ -424,11 +409,6 @@ class LanceDataset:
         if not parts:
             return schema.empty_table()
         return _in_request_order(parts, np.argsort(np.concatenate(order), kind="stable"))
-
-    def _filter_columns(self, filter) -> list[str]:
-        if isinstance(filter, str):
-            return filter_columns(filter, self.schema) or self.schema.names[:1]
-        return [n for n in self.schema.names if n in str(filter)] or self.schema.names[:1]
 
     def delete(self, predicate) -> dict:
         """Delete the rows matching ``predicate`` (a Lance SQL string or pyarrow expression) in a
@@ -519,26 +499,6 @@ def _in_request_order(parts: list[pa.Table], order: np.ndarray) -> pa.Table:
     local = order - np.concatenate([[0], np.cumsum(sizes)[:-1]])[part_of]
     runs = np.split(np.arange(len(order)), np.flatnonzero(np.diff(part_of)) + 1)
     return pa.concat_tables([parts[part_of[r[0]]].take(pa.array(local[r])) for r in runs])
-
-
-def _binds(expression: pc.Expression, fields) -> bool:
-    """Whether ``expression`` can be evaluated on a batch of ``fields`` (plus _rowid, _rowaddr)."""
-    schema = with_row_columns(pa.schema([f.to_arrow() for f in fields]), True, True)
-    try:
-        schema.empty_table().filter(expression)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError):
-        return False
-    return True
-
-
-def _expression(filter, schema: pa.Schema) -> pc.Expression:
-    """A Lance SQL filter string or a pyarrow expression, as a pyarrow expression."""
-    if isinstance(filter, pc.Expression):
-        return filter
-    if isinstance(filter, str):
-        return parse_filter(filter, schema)
-    raise InvalidArgumentError(f"filter must be a SQL string or a pyarrow.compute.Expression, not "
-                               f"{type(filter).__name__}")
 
 
 class DatasetOptimizer:

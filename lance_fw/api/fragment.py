@@ -58,7 +58,7 @@ class LanceFragment:
                 include_deleted_rows: bool | None = None, batch_size_bytes: int | None = None,
                 strict_batch_size: bool | None = None) -> LanceScanner:
         """A scan of this fragment only; ``offset``/``limit`` count its live (or matching) rows."""
-        return LanceScanner(self._ds, columns, filter, limit, offset, batch_size=batch_size,
+        return LanceScanner(self._ds._snapshot, columns, filter, limit, offset, batch_size=batch_size,
                             batch_size_bytes=batch_size_bytes, batch_readahead=batch_readahead, fragments=[self],
                             with_row_id=with_row_id, with_row_address=with_row_address,
                             io_buffer_size=io_buffer_size, late_materialization=late_materialization,

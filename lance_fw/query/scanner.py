@@ -1,4 +1,4 @@
-"""``LanceDataset.scanner(...)``: pylance's scan options over the dataset's batch stream.
+"""``LanceDataset.scanner(...)``: pylance's scan options over one table ``Snapshot``'s batch stream.
 
 Lazy: batches are produced on demand, so ``limit`` stops reading fragments early. With
 ``fragment_readahead=n`` up to n fragments are decoded at once in worker threads (``readahead``).
@@ -17,11 +17,13 @@ import pyarrow as pa
 
 from lance_fw._util.readahead import readahead
 from lance_fw.errors import InvalidArgumentError
-from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.options import refuse
+from lance_fw.query.column_paths import as_projection, has_nested_paths
+from lance_fw.query.filter_plan import filter_plan
 from lance_fw.query.projection import Projection
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, with_row_columns
+from lance_fw.table.snapshot import Snapshot
 
 #: The hidden column read when a scan asks for no column at all: batches then still know their rows.
 _COUNT_COLUMN = "_rowaddr"
@@ -32,9 +34,12 @@ class LanceScanner:
 
     Options that only tune performance (``batch_readahead``, ``scan_in_order``, ``use_stats``,
     ``io_buffer_size``, ``late_materialization``, ``use_scalar_index``, ``prefilter``) cannot
-    change the result and are accepted; the others lance_fw lacks are refused by name."""
+    change the result and are accepted; the others lance_fw lacks are refused by name.
 
-    def __init__(self, ds, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
+    It scans a ``Snapshot`` (table/snapshot.py), which ``LanceDataset.scanner`` hands it, never the
+    ``LanceDataset`` itself: the scan engine sits below the façade."""
+
+    def __init__(self, snapshot: Snapshot, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
                  nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
                  batch_readahead: int | None = None, fragment_readahead: int | None = None,
                  scan_in_order: bool | None = None, fragments=None, index_segments=None, full_text_query=None, *,
@@ -57,16 +62,17 @@ class LanceScanner:
         _check_count("fragment_readahead", fragment_readahead, 0)
         _check_count("batch_readahead", batch_readahead, 1)
         _check_count("io_buffer_size", io_buffer_size, 0)
-        if has_nested_paths(columns, ds.schema):  # "p.a": a flat column named "p.a", as in pylance
-            columns = as_projection(columns, ds.schema)
-        self.projection = Projection(columns, ds.schema) if isinstance(columns, dict) else None
-        self._ds, self.columns, self.filter = ds, columns, filter
+        schema = snapshot.schema
+        if has_nested_paths(columns, schema):  # "p.a": a flat column named "p.a", as in pylance
+            columns = as_projection(columns, schema)
+        self.projection = Projection(columns, schema) if isinstance(columns, dict) else None
+        self._snapshot, self.columns, self.filter = snapshot, columns, filter
         self.limit, self.offset = limit, offset or 0
         self.with_row_id, self.with_row_address = bool(with_row_id), bool(with_row_address)
         self.batch_size, self.fragments = batch_size or DEFAULT_BATCH_SIZE, fragments
         self.fragment_readahead = fragment_readahead or 0
-        self._fields = ds._fields(self._read_columns)  # unknown columns fail here, before any read
-        self._plan = ds._filter_plan(filter)
+        self._fields = snapshot.fields(self._read_columns)  # unknown columns fail here, before any read
+        self._plan = filter_plan(snapshot, filter)
 
     @property
     def _read_columns(self) -> list[str] | None:
@@ -80,14 +86,14 @@ class LanceScanner:
     def _chosen(self) -> list:
         """The fragments to scan: all, or those of ``fragments=`` (LanceFragments or ids), in that order."""
         if self.fragments is None:
-            return list(self._ds._manifest.fragments)
-        by_id = {f.id: f for f in self._ds._manifest.fragments}
+            return list(self._snapshot.fragments)
+        by_id = {f.id: f for f in self._snapshot.fragments}
         out = []
         for f in self.fragments:
             metadata = getattr(f, "metadata", None)
             if metadata is None:
                 if f not in by_id:
-                    raise InvalidArgumentError(f"scanner: fragment {f!r} is not in version {self._ds.version}")
+                    raise InvalidArgumentError(f"scanner: fragment {f!r} is not in version {self._snapshot.version}")
                 metadata = by_id[f]
             out.append(metadata)
         return out
@@ -111,15 +117,15 @@ class LanceScanner:
 
     def _pieces(self) -> Iterator[tuple[int, pa.RecordBatch]]:
         """(fragment id, batch) in scan order, ``offset``/``limit`` applied."""
-        ds, plan = self._ds, self._plan
+        snapshot, plan = self._snapshot, self._plan
         bare = not self._fields and not self.with_row_id and not self.with_row_address
         with_address = self.with_row_address or bare
 
         def produce(item) -> Iterator[tuple[int, pa.RecordBatch]]:
             frag, lo, hi = item
             live = (lo, hi) if hi is not None and (lo > 0 or hi < live_rows(frag)) else None
-            for batch in ds._read_fragment(frag, self._fields, plan, self.batch_size, with_address, self.with_row_id,
-                                           live=live):
+            for batch in snapshot.read_fragment(frag, self._fields, plan, self.batch_size, with_address,
+                                                self.with_row_id, live=live):
                 yield frag.id, (batch.drop_columns([_COUNT_COLUMN]) if bare else batch)
 
         if plan is None:

@@ -1,0 +1,85 @@
+"""``Snapshot``: one published version of a table, as the layers below the façade see it.
+
+Why: ``table/`` and ``query/`` used to take a ``LanceDataset`` and read its private attributes
+(``ds._manifest``, ``ds._storage``, ``ds._filter_plan``), so the façade was where the library lived and
+the layers depended on it upward. A snapshot is a frozen value — the manifest, the storage it was read
+from, the uri and the options a commit needs — that ``api/`` builds once per version and hands down.
+Nothing in it changes when the ``LanceDataset`` that made it moves to another version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw._proto import table_pb2
+from lance_fw.errors import InvalidArgumentError
+from lance_fw.io.storage import Storage
+from lance_fw.schema import LanceField, LanceSchema
+from lance_fw.table.fragment import FragmentReader, Matcher
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """One version of the table at ``uri``: what reads and commits below ``api/`` need."""
+
+    uri: str
+    storage: Storage
+    manifest: table_pb2.Manifest
+    index_section: table_pb2.IndexSection | None = None
+    #: The options ``storage`` was resolved with: writers resolving new files pass them on.
+    storage_options: dict | None = None
+    #: pylance's ``commit_lock`` given to ``dataset()``: every commit from this snapshot runs under it.
+    commit_lock: Any = field(default=None)
+
+    @property
+    def version(self) -> int:
+        return self.manifest.version
+
+    @property
+    def fragments(self) -> Sequence[table_pb2.DataFragment]:
+        return self.manifest.fragments
+
+    @cached_property
+    def lance_schema(self) -> LanceSchema:
+        return LanceSchema.from_protos(self.manifest.fields, self.manifest.schema_metadata)
+
+    @cached_property
+    def schema(self) -> pa.Schema:
+        return self.lance_schema.to_arrow()
+
+    def fields(self, columns: Sequence[str] | None) -> list[LanceField]:
+        """The schema fields of ``columns`` (all for None); an unknown name raises here, before any read."""
+        if columns is None:
+            return list(self.lance_schema.fields)
+        if isinstance(columns, str):
+            raise InvalidArgumentError("columns must be a list of column names")
+        return [self.lance_schema.field(c) for c in columns]
+
+    def fragment_reader(self, frag: table_pb2.DataFragment) -> FragmentReader:
+        return FragmentReader(self.storage, self.uri, frag, self.lance_schema)
+
+    def read_fragment(self, frag: table_pb2.DataFragment, fields: list[LanceField],
+                      plan: tuple[Matcher, list[LanceField]] | None, batch_size: int,
+                      with_row_address: bool = False, with_row_id: bool = False, start: int = 0,
+                      stop: int | None = None, live: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+        """Live rows of physical rows [start, stop) of one fragment, or its live rows [lo, hi) given
+        as ``live``; with a filter ``plan`` (query.filter_plan), late materialised (the filter's
+        columns first, the rest only for matches)."""
+        reader = self.fragment_reader(frag)
+        if live is not None and live[1] > live[0]:
+            first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
+            start, stop = int(first), int(last) + 1
+        span = {"with_row_address": with_row_address, "with_row_id": with_row_id, "start": start, "stop": stop}
+        try:
+            if plan is None:
+                yield from reader.batches(fields, batch_size, **span)
+            else:
+                yield from reader.filtered_batches(fields, plan[1], plan[0], batch_size, **span)
+        finally:
+            reader.close()
