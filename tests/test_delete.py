@@ -15,8 +15,8 @@ from lance_fw.table.delete import delete_rows, expression_matcher
 
 
 def _delete(uri: str, expression, text: str) -> int:
-    ds = lance_fw.dataset(uri)
-    return delete_rows(ds, expression_matcher(ds, expression), text)[0]
+    snapshot = lance_fw.dataset(uri)._snapshot  # the table layer takes a snapshot, not the façade object
+    return delete_rows(snapshot, expression_matcher(snapshot, expression), text)[0]
 
 
 @pytest.mark.parametrize("version", ["2.0", "2.2"])
@@ -54,5 +54,5 @@ def test_concurrent_change_to_the_same_fragment_is_a_conflict(uri):
     stale = lance_fw.dataset(uri)
     lance.dataset(uri).delete("a = 1")
     with pytest.raises(CommitConflictError):
-        delete_rows(stale, expression_matcher(stale, pc.field("a") == 2), "a = 2")
+        delete_rows(stale._snapshot, expression_matcher(stale._snapshot, pc.field("a") == 2), "a = 2")
     assert lance.dataset(uri).to_table().column("a").to_pylist() == [0, 2, 3, 4, 5, 6, 7, 8, 9]

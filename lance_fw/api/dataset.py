@@ -176,7 +176,7 @@ class LanceDataset:
         this object there, as pylance."""
         from lance_fw.table.restore import restore
 
-        self._move_to(restore(self))
+        self._move_to(restore(self._snapshot, self.latest_version))
 
     def checkout_latest(self) -> None:
         """Move this object to the latest version (pylance's in-place checkout; returns None)."""
@@ -415,7 +415,7 @@ class LanceDataset:
         new version; this object then shows that version, as in pylance."""
         from lance_fw.table.delete import delete_rows, expression_matcher
 
-        version, rows = delete_rows(self, expression_matcher(self, predicate),
+        version, rows = delete_rows(self._snapshot, expression_matcher(self._snapshot, predicate),
                                     predicate if isinstance(predicate, str) else str(predicate))
         self._move_to(version)
         return {"num_deleted_rows": rows}
@@ -424,7 +424,7 @@ class LanceDataset:
         """Set columns to SQL expressions (``{"name": "upper(name)"}``) on the rows matching ``where``."""
         from lance_fw.table.merge_insert import update
 
-        rows, version = update(self, updates, where)
+        rows, version = update(self._snapshot, updates, where)
         self._move_to(version)
         return {"num_rows_updated": rows}
 

@@ -14,9 +14,18 @@ from typing import Callable
 import numpy as np
 
 from lance_fw._proto import table_pb2
-from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, BITMAP_THRESHOLD, codec, deletion_file_id, deletion_path
+from lance_fw.query.filter_plan import filter_plan
+from lance_fw.table.deletion import (
+    ARROW_ARRAY,
+    BITMAP,
+    BITMAP_THRESHOLD,
+    codec,
+    deletion_file_id,
+    deletion_path,
+)
 from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.row_ids import address_offsets
+from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Delete, commit, undo_unless_published
 
 #: (fragment reader, fragment proto) -> uint32 offsets of live rows that match the predicate
@@ -39,12 +48,12 @@ class StagedDeletions:
             storage.delete(path)
 
 
-def stage_deletions(ds, matcher: Matcher) -> StagedDeletions:
-    """Write the deletion files for the rows ``matcher`` selects in each fragment of ``ds``."""
-    staged = StagedDeletions(ds.version)
+def stage_deletions(snapshot: Snapshot, matcher: Matcher) -> StagedDeletions:
+    """Write the deletion files for the rows ``matcher`` selects in each fragment of ``snapshot``."""
+    staged = StagedDeletions(snapshot.version)
     try:
-        for frag in ds._manifest.fragments:
-            reader = FragmentReader(ds._storage, ds.uri, frag, ds.lance_schema)
+        for frag in snapshot.fragments:
+            reader = snapshot.fragment_reader(frag)
             try:
                 hits = matcher(reader, frag)
                 if not len(hits):
@@ -60,8 +69,8 @@ def stage_deletions(ds, matcher: Matcher) -> StagedDeletions:
                 continue
             file_type = ARROW_ARRAY if len(deleted) < BITMAP_THRESHOLD else BITMAP
             file_id = random.getrandbits(63)
-            path = deletion_path(ds.uri, frag.id, staged.read_version, file_id, file_type)
-            ds._storage.write_bytes(path, codec(file_type).encode(deleted))
+            path = deletion_path(snapshot.uri, frag.id, staged.read_version, file_id, file_type)
+            snapshot.storage.write_bytes(path, codec(file_type).encode(deleted))
             staged.written.append(path)
             copy = table_pb2.DataFragment()
             copy.CopyFrom(frag)
@@ -71,20 +80,22 @@ def stage_deletions(ds, matcher: Matcher) -> StagedDeletions:
             copy.deletion_file.num_deleted_rows = len(deleted)
             staged.updated.append(copy)
     except BaseException:
-        staged.undo(ds._storage)
+        staged.undo(snapshot.storage)
         raise
     return staged
 
 
-def delete_rows(ds, matcher: Matcher, predicate_text: str) -> tuple[int, int]:
-    """Delete the rows ``matcher`` selects from ``ds`` (a LanceDataset); return the new version and
-    how many rows it deleted."""
-    staged = stage_deletions(ds, matcher)
+def delete_rows(snapshot: Snapshot, matcher: Matcher, predicate_text: str) -> tuple[int, int]:
+    """Delete the rows ``matcher`` selects from ``snapshot``; return the new version and how many
+    rows it deleted."""
+    staged = stage_deletions(snapshot, matcher)
     if not staged.updated and not staged.removed:
-        return ds.version, 0
+        return snapshot.version, 0
     op = Delete(updated=staged.updated, removed=staged.removed, expected=staged.expected, predicate=predicate_text)
-    with undo_unless_published(lambda: staged.undo(ds._storage)):
-        return commit(ds._storage, ds.uri, op, commit_lock=ds._commit_lock, read_version=staged.read_version), staged.rows
+    with undo_unless_published(lambda: staged.undo(snapshot.storage)):
+        version = commit(snapshot.storage, snapshot.uri, op, commit_lock=snapshot.commit_lock,
+                         read_version=staged.read_version)
+        return version, staged.rows
 
 
 def offsets_matcher(by_fragment: dict[int, np.ndarray]) -> Matcher:
@@ -92,10 +103,13 @@ def offsets_matcher(by_fragment: dict[int, np.ndarray]) -> Matcher:
     return lambda reader, frag: by_fragment.get(frag.id, np.zeros(0, np.uint32))
 
 
-def expression_matcher(ds, predicate) -> Matcher:
+def expression_matcher(snapshot: Snapshot, predicate) -> Matcher:
     """Rows where a Lance SQL filter or ``pyarrow.compute.Expression`` is true (NULL counts as
-    false), found by the scan's own late-materialised filter path (``LanceDataset._filter_plan``)."""
-    matcher, filter_fields = ds._filter_plan(predicate)
+    false), found by the scan's own late-materialised filter path (``query.filter_plan``)."""
+    plan = filter_plan(snapshot, predicate)
+    if plan is None:  # pylance's error class for delete(None)
+        raise TypeError("predicate must be a SQL string or a pyarrow.compute.Expression")
+    matcher, filter_fields = plan
 
     def match(reader: FragmentReader, frag) -> np.ndarray:
         hits = [batch.column("_rowaddr").to_numpy()

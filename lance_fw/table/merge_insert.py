@@ -16,7 +16,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
 from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_fw.query.filter import parse_filter
 from lance_fw.schema import conform
@@ -24,7 +23,9 @@ from lance_fw.table import flags as feature_flags
 from lance_fw.table.delete import offsets_matcher, stage_deletions
 from lance_fw.table.fragment import matcher_for
 from lance_fw.table.row_ids import address_fragments, address_offsets
+from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Update, commit, undo_unless_published
+from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
 
 ADDRESS = "_rowaddr"
 _SOURCE_ROW = "__lance_fw_source_row"
@@ -37,37 +38,38 @@ def _by_fragment(addresses: np.ndarray) -> dict[int, np.ndarray]:
     return {int(f): np.sort(offsets[fragments == f]) for f in np.unique(fragments)}
 
 
-def rewrite(ds, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = "") -> int:
+def rewrite(snapshot: Snapshot, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = "") -> int:
     """Delete rows at ``delete_addresses`` and append ``new_rows``, in one Update version."""
-    if ds._manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
-        raise UnsupportedFeatureError(f"{ds.uri}: update/merge_insert on a dataset with stable row ids "
+    if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
+        raise UnsupportedFeatureError(f"{snapshot.uri}: update/merge_insert on a dataset with stable row ids "
                                       "(rows would need to keep their ids) is not supported yet")
     fragments, plan = [], None
     if new_rows is not None and new_rows.num_rows:
-        plan = plan_write(ds.uri, ds.schema, "append", storage_options=ds._storage_options)
+        plan = plan_write(snapshot.uri, snapshot.schema, "append", storage_options=snapshot.storage_options)
         fragments = plan.write(new_rows)
-    staged = stage_deletions(ds, offsets_matcher(_by_fragment(delete_addresses)))
+    staged = stage_deletions(snapshot, offsets_matcher(_by_fragment(delete_addresses)))
     op = Update(fragments=fragments, updated=staged.updated, removed=staged.removed, expected=staged.expected,
                 predicate=predicate, schema_fields=plan.planned_fields() if plan is not None else [])
-    with undo_unless_published(lambda: (staged.undo(ds._storage),
-                                        delete_fragment_files(ds._storage, ds.uri, fragments))):
-        return commit(ds._storage, ds.uri, op, commit_lock=ds._commit_lock, read_version=staged.read_version)
+    with undo_unless_published(lambda: (staged.undo(snapshot.storage),
+                                        delete_fragment_files(snapshot.storage, snapshot.uri, fragments))):
+        return commit(snapshot.storage, snapshot.uri, op, commit_lock=snapshot.commit_lock, read_version=staged.read_version)
 
 
-def update(ds, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:
+def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:
     """``ds.update({"col": "SQL expression"}, where=...)``: returns (rows updated, new version)."""
     from lance_fw.query.projection import Projection, as_stored
+    from lance_fw.query.scanner import LanceScanner
 
     if not updates:
         raise InvalidArgumentError("update() needs at least one column to set")
-    unknown = [c for c in updates if c not in ds.schema.names]
+    unknown = [c for c in updates if c not in snapshot.schema.names]
     if unknown:
-        raise InvalidArgumentError(f"update(): no column(s) {unknown}; the dataset has {ds.schema.names}")
-    rows = ds.scanner(filter=where, with_row_address=True).to_table()
-    expressions = {name: updates.get(name, f"`{name}`") for name in ds.schema.names}
-    new = Projection(expressions, ds.schema).apply(rows.drop_columns([ADDRESS]))  # validates even with no rows
-    new = conform(as_stored(new, ds.schema, "update()"), ds.schema, "update()")
-    version = rewrite(ds, rows.column(ADDRESS).to_numpy(), new, where or "")
+        raise InvalidArgumentError(f"update(): no column(s) {unknown}; the dataset has {snapshot.schema.names}")
+    rows = LanceScanner(snapshot, filter=where, with_row_address=True).to_table()
+    expressions = {name: updates.get(name, f"`{name}`") for name in snapshot.schema.names}
+    new = Projection(expressions, snapshot.schema).apply(rows.drop_columns([ADDRESS]))  # validates even with no rows
+    new = conform(as_stored(new, snapshot.schema, "update()"), snapshot.schema, "update()")
+    version = rewrite(snapshot, rows.column(ADDRESS).to_numpy(), new, where or "")
     return rows.num_rows, version
 
 
@@ -180,7 +182,7 @@ class MergeInsertBuilder:
                  for order, table in new_parts if table.num_rows]
         new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
         addresses = np.unique(np.concatenate(delete))
-        version = rewrite(ds, addresses, new_rows)  # like pylance, even a no-op commits a version
+        version = rewrite(ds._snapshot, addresses, new_rows)  # like pylance, even a no-op commits a version
         ds._move_to(version)
         return stats
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from lance_fw._proto import table_pb2
 from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Operation, commit
 
 
@@ -39,6 +40,8 @@ class Restore(Operation):
         txn.restore.version = self.old.version
 
 
-def restore(ds) -> int:
-    """Commit ``ds``'s version as the newest one; returns the version created."""
-    return commit(ds._storage, ds.uri, Restore(old=ds._manifest), commit_lock=ds._commit_lock, read_version=ds.latest_version)
+def restore(snapshot: Snapshot, latest_version: int) -> int:
+    """Commit ``snapshot``'s version as the newest one (on top of ``latest_version``); returns the
+    version created."""
+    return commit(snapshot.storage, snapshot.uri, Restore(old=snapshot.manifest), commit_lock=snapshot.commit_lock,
+                  read_version=latest_version)
