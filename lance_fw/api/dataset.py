@@ -224,11 +224,11 @@ class LanceDataset:
 
     @property
     def data_storage_version(self) -> str:
-        return self._manifest.data_format.version or "0.1"
+        return self._snapshot.data_storage_version
 
     @property
     def max_field_id(self) -> int:
-        return self.lance_schema.max_field_id()
+        return self._snapshot.max_field_id
 
     # -- fragments --------------------------------------------------------------------------
     def get_fragments(self, filter=None) -> list[LanceFragment]:
@@ -442,19 +442,19 @@ class LanceDataset:
         from lance_fw.table.schema_evolution import add_columns
 
         refuse("add_columns", {"reader_schema": reader_schema})
-        self._move_to(add_columns(self, transforms, read_columns, batch_size))
+        self._move_to(add_columns(self._snapshot, transforms, read_columns, batch_size))
 
     def alter_columns(self, *alterations: dict) -> None:
         """Rename (``name``), change ``nullable`` (metadata only) or cast (``data_type``) columns."""
         from lance_fw.table.schema_evolution import alter_columns
 
-        self._move_to(alter_columns(self, *alterations))
+        self._move_to(alter_columns(self._snapshot, *alterations))
 
     def drop_columns(self, columns: list[str]) -> None:
         """Remove columns from the schema (metadata only; cleanup reclaims nothing until rewrite)."""
         from lance_fw.table.schema_evolution import drop_columns
 
-        self._move_to(drop_columns(self, columns))
+        self._move_to(drop_columns(self._snapshot, columns))
 
     @property
     def optimize(self) -> "DatasetOptimizer":

@@ -14,22 +14,24 @@ from typing import Iterator
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw.table.write import delete_fragment_files, write_fragments
 from lance_fw.errors import InvalidArgumentError, SchemaError
 from lance_fw.file.version import parse_version
+from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceSchema, check_names, conform
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, FragmentReader
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
+from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Merge, Project, commit, undo_unless_published
+from lance_fw.table.write import delete_fragment_files, write_fragments
 
 _ALL_ROWS = 2**62  # one data file per fragment: never roll over
 
 
-def _new_fields(ds, arrow_fields: list[pa.Field]) -> LanceSchema:
-    taken = set(ds.schema.names)
+def _new_fields(snapshot: Snapshot, arrow_fields: list[pa.Field]) -> LanceSchema:
+    taken = set(snapshot.schema.names)
     clash = [f.name for f in arrow_fields if f.name in taken]
     if clash:
-        raise InvalidArgumentError(f"add_columns: column(s) {clash} already exist in {ds.uri}")
-    return LanceSchema.from_arrow(pa.schema(arrow_fields), first_id=ds.max_field_id + 1)
+        raise InvalidArgumentError(f"add_columns: column(s) {clash} already exist in {snapshot.uri}")
+    return LanceSchema.from_arrow(pa.schema(arrow_fields), first_id=snapshot.max_field_id + 1)
 
 
 #: view types a projection may return, and the type add_columns stores them as
@@ -50,14 +52,14 @@ def _stored_fields(projection, transforms: dict[str, str], schema: pa.Schema) ->
     return out
 
 
-def _commit_schema(ds, added: LanceSchema) -> int:
+def _commit_schema(snapshot: Snapshot, added: LanceSchema) -> int:
     """New all-null columns: schema only, existing fragments untouched (rebases over appends)."""
-    op = Merge(fragments=None, schema_fields=ds.lance_schema.to_protos() + added.to_protos(),
-               schema_metadata=ds.lance_schema.metadata, read_fields=ds.lance_schema.to_protos())
-    return commit(ds._storage, ds.uri, op, read_version=ds.version, commit_lock=ds._commit_lock)
+    op = Merge(fragments=None, schema_fields=snapshot.lance_schema.to_protos() + added.to_protos(),
+               schema_metadata=snapshot.lance_schema.metadata, read_fields=snapshot.lance_schema.to_protos())
+    return commit(snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock)
 
 
-def add_columns(ds, transforms, read_columns: list[str] | None = None,
+def add_columns(snapshot: Snapshot, transforms, read_columns: list[str] | None = None,
                 batch_size: int | None = None) -> int:
     """``{"name": "SQL expression"}``, or ``pa.Field`` / list of fields / ``pa.Schema`` (all-null
     columns, no data written). Returns the new version."""
@@ -66,32 +68,32 @@ def add_columns(ds, transforms, read_columns: list[str] | None = None,
     if isinstance(transforms, (pa.Schema, list)):
         if not all(isinstance(f, pa.Field) for f in transforms):
             raise InvalidArgumentError("add_columns: a list must hold pyarrow fields")
-        return _commit_schema(ds, _new_fields(ds, [f.with_nullable(True) for f in transforms]))
+        return _commit_schema(snapshot, _new_fields(snapshot, [f.with_nullable(True) for f in transforms]))
     if not isinstance(transforms, dict) or not transforms:
         raise InvalidArgumentError("add_columns takes {name: SQL expression}, a pyarrow field, fields or schema")
     from lance_fw.query.projection import Projection
 
     transforms = {str(k): v for k, v in transforms.items()}
-    projection = Projection(transforms, ds.schema, require_column=False)
-    added = _new_fields(ds, _stored_fields(projection, transforms, ds.schema))
+    projection = Projection(transforms, snapshot.schema, require_column=False)
+    added = _new_fields(snapshot, _stored_fields(projection, transforms, snapshot.schema))
     # a constant expression reads no column, but still needs one to know how many rows there are
-    needed = [ds.lance_schema.field(n) for n in (read_columns or projection.columns or ds.schema.names[:1])]
-    fields = ds.lance_schema.to_protos() + added.to_protos()
-    return _write_columns(ds, needed, added, projection.apply, fields, batch_size)
+    needed = [snapshot.lance_schema.field(n) for n in (read_columns or projection.columns or snapshot.schema.names[:1])]
+    fields = snapshot.lance_schema.to_protos() + added.to_protos()
+    return _write_columns(snapshot, needed, added, projection.apply, fields, batch_size)
 
 
-def _write_columns(ds, needed, added: LanceSchema, compute, schema_fields, batch_size: int | None = None) -> int:
+def _write_columns(snapshot: Snapshot, needed, added: LanceSchema, compute, schema_fields, batch_size: int | None = None) -> int:
     """Per fragment, one data file of ``added`` columns computed (``compute(table) -> table``) from
     the ``needed`` columns of every physical row; then one Merge with ``schema_fields``."""
     target = added.to_arrow()
     source_schema = pa.schema([f.to_arrow() for f in needed])
-    version = parse_version(ds.data_storage_version)
+    version = parse_version(snapshot.data_storage_version)
     size = batch_size or DEFAULT_BATCH_SIZE
     updated: list[table_pb2.DataFragment] = []
     written: list[table_pb2.DataFragment] = []
-    with undo_unless_published(lambda: delete_fragment_files(ds._storage, ds.uri, written)):
-        for frag in ds._manifest.fragments:
-            reader = FragmentReader(ds._storage, ds.uri, frag, ds.lance_schema)
+    with undo_unless_published(lambda: delete_fragment_files(snapshot.storage, snapshot.uri, written)):
+        for frag in snapshot.manifest.fragments:
+            reader = snapshot.fragment_reader(frag)
 
             def computed(reader=reader, frag=frag) -> Iterator[pa.RecordBatch]:
                 for start in range(0, frag.physical_rows, size):
@@ -99,7 +101,7 @@ def _write_columns(ds, needed, added: LanceSchema, compute, schema_fields, batch
                     rows = pa.Table.from_arrays(reader.read_range(needed, start, stop), schema=source_schema)
                     yield from conform(compute(rows), target, "new column").to_batches()
             try:
-                files = write_fragments(ds._storage, ds.uri, computed(), target, added, version, _ALL_ROWS,
+                files = write_fragments(snapshot.storage, snapshot.uri, computed(), target, added, version, _ALL_ROWS,
                                         _ALL_ROWS, {})
             finally:
                 reader.close()
@@ -109,16 +111,16 @@ def _write_columns(ds, needed, added: LanceSchema, compute, schema_fields, batch
             for made in files:
                 copy.files.extend(made.files)
             updated.append(copy)
-        op = Merge(fragments=updated, schema_fields=schema_fields, schema_metadata=ds.lance_schema.metadata,
-                   read_fields=ds.lance_schema.to_protos())
-        return commit(ds._storage, ds.uri, op, read_version=ds.version, commit_lock=ds._commit_lock)
+        op = Merge(fragments=updated, schema_fields=schema_fields, schema_metadata=snapshot.lance_schema.metadata,
+                   read_fields=snapshot.lance_schema.to_protos())
+        return commit(snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock)
 
 
-def alter_columns(ds, *alterations: dict) -> int:
+def alter_columns(snapshot: Snapshot, *alterations: dict) -> int:
     """pylance's ``alter_columns({"path": "a.b", "name": ..., "nullable": ..., "data_type": ...})``:
     renames and nullability are metadata only (Project); a new ``data_type`` (top-level columns)
     writes the cast column as a new field in new files (Merge), leaving the old data in place."""
-    schema = LanceSchema.from_protos(ds.lance_schema.to_protos(), ds.lance_schema.metadata)  # a copy to edit
+    schema = LanceSchema.from_protos(snapshot.lance_schema.to_protos(), snapshot.lance_schema.metadata)  # a copy to edit
     casts: dict[str, pa.DataType] = {}
     for change in alterations:
         if not isinstance(change, dict) or "path" not in change:
@@ -127,7 +129,7 @@ def alter_columns(ds, *alterations: dict) -> int:
         try:
             target = schema.field(path)
         except SchemaError:
-            raise InvalidArgumentError(f"alter_columns: column {path!r} does not exist in {ds.uri}") from None
+            raise InvalidArgumentError(f"alter_columns: column {path!r} does not exist in {snapshot.uri}") from None
         siblings = _siblings(schema, path)
         if "name" in change and change["name"] != target.name:
             if any(f.name == change["name"] for f in siblings):
@@ -135,7 +137,8 @@ def alter_columns(ds, *alterations: dict) -> int:
                                            "that name is taken")
             target.name = change["name"]
         if "nullable" in change:
-            if not change["nullable"] and ds.count_rows(f"`{path}` IS NULL" if "." not in path else f"{path} IS NULL"):
+            null_filter = f"`{path}` IS NULL" if "." not in path else f"{path} IS NULL"
+            if not change["nullable"] and LanceScanner(snapshot, columns=[], filter=null_filter).count_rows():
                 raise InvalidArgumentError(f"alter_columns: {path!r} holds nulls; it cannot become non-nullable")
             target.nullable = bool(change["nullable"])
         if change.get("data_type") is not None:
@@ -145,14 +148,14 @@ def alter_columns(ds, *alterations: dict) -> int:
     check_names(schema.fields)  # a rename may not make a name pylance cannot scan
     if not casts:
         op = Project(schema_fields=schema.to_protos(), schema_metadata=schema.metadata,
-                     read_fields=ds.lance_schema.to_protos())
-        return commit(ds._storage, ds.uri, op, read_version=ds.version, commit_lock=ds._commit_lock)
+                     read_fields=snapshot.lance_schema.to_protos())
+        return commit(snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock)
     old = {f.name: f for f in schema.fields}
     added = LanceSchema.from_arrow(pa.schema([pa.field(n, t, old[n].nullable) for n, t in casts.items()]),
-                                   first_id=ds.max_field_id + 1)
+                                   first_id=snapshot.max_field_id + 1)
     replaced = {f.name: f for f in added.fields}
     final = LanceSchema([replaced.get(f.name, f) for f in schema.fields], schema.metadata)
-    sources = {f.name: ds.lance_schema.fields[i] for i, f in enumerate(schema.fields)}  # old names, old ids
+    sources = {f.name: snapshot.lance_schema.fields[i] for i, f in enumerate(schema.fields)}  # old names, old ids
     needed = [sources[n] for n in casts]
 
     def cast(table: pa.Table) -> pa.Table:
@@ -160,7 +163,7 @@ def alter_columns(ds, *alterations: dict) -> int:
             return pa.table({n: table.column(sources[n].name).cast(t) for n, t in casts.items()})
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaError(f"alter_columns: cannot cast {list(casts)}: {exc}") from None
-    return _write_columns(ds, needed, added, cast, final.to_protos())
+    return _write_columns(snapshot, needed, added, cast, final.to_protos())
 
 
 def _siblings(schema: LanceSchema, path: str) -> list:
@@ -168,15 +171,15 @@ def _siblings(schema: LanceSchema, path: str) -> list:
     return schema.field(head).children if head else schema.fields
 
 
-def drop_columns(ds, columns: list[str]) -> int:
+def drop_columns(snapshot: Snapshot, columns: list[str]) -> int:
     """Remove top-level columns from the schema (metadata only). Returns the new version."""
     if isinstance(columns, str):
         columns = [columns]
-    missing = [c for c in columns if c not in ds.schema.names]
+    missing = [c for c in columns if c not in snapshot.schema.names]
     if missing:
-        raise SchemaError(f"drop_columns: no column(s) {missing} in {ds.uri}; it has {ds.schema.names}")
-    kept = LanceSchema([f for f in ds.lance_schema.fields if f.name not in columns], ds.lance_schema.metadata)
+        raise SchemaError(f"drop_columns: no column(s) {missing} in {snapshot.uri}; it has {snapshot.schema.names}")
+    kept = LanceSchema([f for f in snapshot.lance_schema.fields if f.name not in columns], snapshot.lance_schema.metadata)
     if not kept.fields:
         raise InvalidArgumentError("drop_columns: a dataset must keep at least one column")
-    op = Project(schema_fields=kept.to_protos(), schema_metadata=kept.metadata, read_fields=ds.lance_schema.to_protos())
-    return commit(ds._storage, ds.uri, op, read_version=ds.version, commit_lock=ds._commit_lock)
+    op = Project(schema_fields=kept.to_protos(), schema_metadata=kept.metadata, read_fields=snapshot.lance_schema.to_protos())
+    return commit(snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock)

@@ -53,6 +53,15 @@ class Snapshot:
     def schema(self) -> pa.Schema:
         return self.lance_schema.to_arrow()
 
+    @property
+    def data_storage_version(self) -> str:
+        """The file format version of the table's data files ("0.1" when the manifest names none)."""
+        return self.manifest.data_format.version or "0.1"
+
+    @property
+    def max_field_id(self) -> int:
+        return self.lance_schema.max_field_id()
+
     def fields(self, columns: Sequence[str] | None) -> list[LanceField]:
         """The schema fields of ``columns`` (all for None); an unknown name raises here, before any read."""
         if columns is None:
