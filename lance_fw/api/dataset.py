@@ -525,7 +525,9 @@ class DatasetOptimizer:
         tuning = ("max_rows_per_group", "defer_index_remap", "num_threads", "batch_size", "binary_copy_read_batch_bytes")
         refuse("compact_files", {k: v for k, v in given.items() if k not in planner and k not in tuning},
                {"compaction_mode": "reencode"})
-        metrics, version = compact_files(self._ds, **{k: v for k, v in given.items() if k in planner})
+        if "batch_size" not in given and "batch_size" in self._ds._default_scan_options:
+            given["batch_size"] = self._ds._default_scan_options["batch_size"]  # as ds.scanner() would
+        metrics, version = compact_files(self._ds._snapshot, **{k: v for k, v in given.items() if k in planner})
         self._ds._move_to(version)
         return metrics
 

@@ -22,11 +22,13 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from lance_fw.table.write import delete_fragment_files, plan_write
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.query.scanner import LanceScanner
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows, live_rows
+from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Rewrite, commit, undo_unless_published
+from lance_fw.table.write import delete_fragment_files, plan_write
 
 DEFAULT_TARGET_ROWS = 1024 * 1024
 #: New fragments are cut by ``output_sizes``, not by a per-file row cap.
@@ -114,39 +116,39 @@ def _cut(batches: Iterator[pa.RecordBatch], sizes: list[int]) -> Iterator[Iterat
         yield piece(size)
 
 
-def compact_files(ds, target_rows_per_fragment: int = DEFAULT_TARGET_ROWS, materialize_deletions: bool = True,
+def compact_files(snapshot: Snapshot, target_rows_per_fragment: int = DEFAULT_TARGET_ROWS, materialize_deletions: bool = True,
                   materialize_deletions_threshold: float = 0.1, max_bytes_per_file: int | None = None,
                   batch_size: int | None = None) -> tuple[CompactionMetrics, int]:
-    """Compact ``ds``; returns the metrics and the version committed (``ds.version`` if none).
+    """Compact ``snapshot``; returns the metrics and the version committed (its version if none).
     ``batch_size`` is the scan's batch size over the old fragments (where a ``max_bytes_per_file``
     roll can happen)."""
     if target_rows_per_fragment <= 0:
         raise InvalidArgumentError(f"target_rows_per_fragment must be positive, got {target_rows_per_fragment}")
-    if ds._manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
-        raise UnsupportedFeatureError(f"{ds.uri}: compaction with stable row ids (rows keep their ids) is not "
+    if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
+        raise UnsupportedFeatureError(f"{snapshot.uri}: compaction with stable row ids (rows keep their ids) is not "
                                       "supported yet")
-    if ds._index_section is not None and len(ds._index_section.indices):
-        raise UnsupportedFeatureError(f"{ds.uri}: compaction of an indexed dataset (indices would need remapping) "
+    if snapshot.index_section is not None and len(snapshot.index_section.indices):
+        raise UnsupportedFeatureError(f"{snapshot.uri}: compaction of an indexed dataset (indices would need remapping) "
                                       "is not supported yet")
-    if any(f.is_blob_v2 for f in ds.lance_schema.walk()):
-        raise UnsupportedFeatureError(f"{ds.uri}: compaction of blob columns is not supported yet")
-    groups_planned = plan_groups(ds._manifest.fragments, target_rows_per_fragment, materialize_deletions,
+    if any(f.is_blob_v2 for f in snapshot.lance_schema.walk()):
+        raise UnsupportedFeatureError(f"{snapshot.uri}: compaction of blob columns is not supported yet")
+    groups_planned = plan_groups(snapshot.manifest.fragments, target_rows_per_fragment, materialize_deletions,
                                  materialize_deletions_threshold)
     metrics = CompactionMetrics()
     if not groups_planned:
-        return metrics, ds.version
-    plan = plan_write(ds.uri, ds.schema, "append", storage_options=ds._storage_options,
+        return metrics, snapshot.version
+    plan = plan_write(snapshot.uri, snapshot.schema, "append", storage_options=snapshot.storage_options,
                       max_rows_per_file=_NO_ROW_LIMIT,
                       **({"max_bytes_per_file": max_bytes_per_file} if max_bytes_per_file else {}))
     groups = []
-    with undo_unless_published(lambda: [delete_fragment_files(ds._storage, ds.uri, fresh) for _, fresh in groups]):
+    with undo_unless_published(lambda: [delete_fragment_files(snapshot.storage, snapshot.uri, fresh) for _, fresh in groups]):
         for old in groups_planned:
-            batches = ds.scanner(fragments=[f.id for f in old], batch_size=batch_size).to_batches()  # live rows
+            batches = LanceScanner(snapshot, fragments=[f.id for f in old], batch_size=batch_size).to_batches()  # live rows
             fresh: list = []
             groups.append((old, fresh))
             for piece in _cut(iter(batches), output_sizes(sum(live_rows(f) for f in old), target_rows_per_fragment)):
                 fresh.extend(plan.write(piece))
-        version = commit(ds._storage, ds.uri, Rewrite(groups=groups), commit_lock=ds._commit_lock, read_version=ds.version)
+        version = commit(snapshot.storage, snapshot.uri, Rewrite(groups=groups), commit_lock=snapshot.commit_lock, read_version=snapshot.version)
     for old, fresh in groups:
         metrics.fragments_removed += len(old)
         metrics.fragments_added += len(fresh)
