@@ -46,7 +46,7 @@ def test_blob_columns(uri, version):
     expected = lance.dataset(uri).to_table()
     assert_tables_equal(expected, lance_fw.dataset(uri).to_table())
     if version == "2.2":
-        got = take_blobs(lance_fw.dataset(uri), "b", [4, 2, 0, 1])
+        got = take_blobs(lance_fw.dataset(uri)._snapshot, "b", [4, 2, 0, 1])
         assert got == [values[4], values[2], values[0], None]
 
 

@@ -13,8 +13,8 @@ import pyarrow as pa
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.io.storage import join_uri
 from lance_fw.table.deletion import live_rows
-from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.paths import DATA_DIR
+from lance_fw.table.snapshot import Snapshot
 
 INLINE, SIDECAR = 0, 1
 
@@ -23,19 +23,19 @@ def sidecar_name(blob_id: int) -> str:
     return f"{blob_id:032x}"[::-1] + ".blob"
 
 
-def take_blobs(ds, column: str, indices) -> list[bytes | None]:
+def take_blobs(snapshot: Snapshot, column: str, indices) -> list[bytes | None]:
     """The bytes of ``column`` at row positions ``indices`` (over live rows), in order."""
-    field = ds.lance_schema.field(column)
+    field = snapshot.lance_schema.field(column)
     if not field.is_blob_v2:
         raise InvalidArgumentError(f"column {column!r} is not a blob column")
     wanted = np.asarray(indices, dtype=np.int64)
     out: list[bytes | None] = [None] * len(wanted)
     base = 0
-    for frag in ds._manifest.fragments:
+    for frag in snapshot.fragments:
         live = live_rows(frag)
         hit = np.flatnonzero((wanted >= base) & (wanted < base + live))
         if len(hit):
-            reader = FragmentReader(ds._storage, ds.uri, frag, ds.lance_schema)
+            reader = snapshot.fragment_reader(frag)
             try:
                 table = pa.Table.from_batches(list(reader.batches([field])))
             finally:
@@ -43,17 +43,17 @@ def take_blobs(ds, column: str, indices) -> list[bytes | None]:
             descriptors = table.column(0).take(pa.array(wanted[hit] - base)).to_pylist()
             data_file = next(f for f in frag.files if field.id in f.fields)
             for i, d in zip(hit, descriptors):
-                out[i] = None if d is None else _read(ds, data_file.path, d)
+                out[i] = None if d is None else _read(snapshot, data_file.path, d)
         base += live
     return out
 
 
-def _read(ds, data_path: str, d: dict) -> bytes:
+def _read(snapshot: Snapshot, data_path: str, d: dict) -> bytes:
     if d["kind"] == INLINE:
-        path = join_uri(ds.uri, DATA_DIR, data_path)
+        path = join_uri(snapshot.uri, DATA_DIR, data_path)
     elif d["kind"] == SIDECAR:
-        path = join_uri(ds.uri, DATA_DIR, data_path.rsplit(".", 1)[0], sidecar_name(d["blob_id"]))
+        path = join_uri(snapshot.uri, DATA_DIR, data_path.rsplit(".", 1)[0], sidecar_name(d["blob_id"]))
     else:
         raise UnsupportedFeatureError(f"blob descriptor kind {d['kind']} is not supported (external blobs)")
-    with ds._storage.open_reader(path) as reader:
+    with snapshot.storage.open_reader(path) as reader:
         return reader.read_exact(d["position"], d["size"], f"blob at {d['position']}")
