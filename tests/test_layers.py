@@ -247,3 +247,53 @@ def test_version_leaf_matches_distribution():
     from lance_fw._version import __version__
 
     assert lance_fw.__version__ == __version__ == importlib.metadata.version("lance_fw")
+
+
+#: Layers below the façade: they take a ``table.snapshot.Snapshot``, never a ``LanceDataset``.
+_BELOW_API = ("lance_fw._util", "lance_fw.io", "lance_fw.file", "lance_fw.table", "lance_fw.query", "lance_fw_plugins")
+
+# Reads of LanceDataset's private attributes below the façade that remain; can only shrink.
+KNOWN_PRIVATE_READS: set[tuple[str, str]] = {
+    # MergeInsertBuilder is pylance's builder object (ds.merge_insert(...) returns it) but lives in
+    # table/: it moves the dataset object it came from to the committed version. The fix is a façade
+    # builder in api/ that calls a table-level merge(snapshot, ...) and moves the dataset itself.
+    ("lance_fw.table.merge_insert", "_snapshot"),
+    ("lance_fw.table.merge_insert", "_move_to"),
+}
+
+
+def _dataset_private_names() -> set[str]:
+    """LanceDataset's private methods and the private attributes its methods assign on self."""
+    tree = ast.parse((PACKAGES["lance_fw"] / "api" / "dataset.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "LanceDataset")
+    names = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for node in ast.walk(cls):
+        if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name) and node.value.id == "self"):
+            names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def _private_reads() -> set[tuple[str, str]]:
+    private = _dataset_private_names()
+    found = set()
+    for module, path in _modules().items():
+        if not module.startswith(_BELOW_API):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr in private
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                found.add((module, node.attr))
+    return found
+
+
+def test_lower_layers_do_not_read_dataset_privates():
+    """table/, query/ and below get a Snapshot; reading ``ds._manifest``/``ds._storage``/... there
+    ties them to the façade object (issue 21). Other objects' attributes of the same name are
+    counted too (rename them rather than widen this): a name check is all ``ast`` can do."""
+    assert {"_manifest", "_storage", "_filter_plan", "_snapshot", "_move_to"} <= _dataset_private_names()
+    reads = _private_reads()
+    new = sorted(reads - KNOWN_PRIVATE_READS)
+    fixed = sorted(KNOWN_PRIVATE_READS - reads)
+    assert not new, "LanceDataset private attributes read below the façade:\n" + "\n".join(f"  {m}: .{a}" for m, a in new)
+    assert not fixed, "fixed; delete from KNOWN_PRIVATE_READS:\n" + "\n".join(f"  {m}: .{a}" for m, a in fixed)
