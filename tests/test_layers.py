@@ -252,14 +252,9 @@ def test_version_leaf_matches_distribution():
 #: Layers below the façade: they take a ``table.snapshot.Snapshot``, never a ``LanceDataset``.
 _BELOW_API = ("lance_fw._util", "lance_fw.io", "lance_fw.file", "lance_fw.table", "lance_fw.query", "lance_fw_plugins")
 
-# Reads of LanceDataset's private attributes below the façade that remain; can only shrink.
-KNOWN_PRIVATE_READS: set[tuple[str, str]] = {
-    # MergeInsertBuilder is pylance's builder object (ds.merge_insert(...) returns it) but lives in
-    # table/: it moves the dataset object it came from to the committed version. The fix is a façade
-    # builder in api/ that calls a table-level merge(snapshot, ...) and moves the dataset itself.
-    ("lance_fw.table.merge_insert", "_snapshot"),
-    ("lance_fw.table.merge_insert", "_move_to"),
-}
+# Reads of LanceDataset's private attributes below the façade; none are left. Keep it empty: the
+# fix for a new one is to hand the layer a Snapshot (or a callable), not to list it here.
+KNOWN_PRIVATE_READS: set[tuple[str, str]] = set()
 
 
 def _dataset_private_names() -> set[str]:

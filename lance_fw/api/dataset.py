@@ -432,7 +432,7 @@ class LanceDataset:
         """Upsert builder: ``.when_matched_update_all().when_not_matched_insert_all().execute(data)``."""
         from lance_fw.table.merge_insert import MergeInsertBuilder
 
-        return MergeInsertBuilder(self, on)
+        return MergeInsertBuilder(lambda: self._snapshot, on, self._move_to)
 
     def add_columns(self, transforms, read_columns: list[str] | None = None, reader_schema: pa.Schema | None = None,
                     batch_size: int | None = None) -> None:

@@ -10,6 +10,7 @@ columns updates only the columns it has.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import pyarrow.compute as pc
 
 from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_fw.query.filter import parse_filter
+from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import conform
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.delete import offsets_matcher, stage_deletions
@@ -58,7 +60,6 @@ def rewrite(snapshot: Snapshot, delete_addresses: np.ndarray, new_rows: pa.Table
 def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:
     """``ds.update({"col": "SQL expression"}, where=...)``: returns (rows updated, new version)."""
     from lance_fw.query.projection import Projection, as_stored
-    from lance_fw.query.scanner import LanceScanner
 
     if not updates:
         raise InvalidArgumentError("update() needs at least one column to set")
@@ -75,10 +76,15 @@ def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None
 
 class MergeInsertBuilder:
     """pylance's builder: ``ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
-    .execute(data)`` -> ``{num_inserted_rows, num_updated_rows, num_deleted_rows}``."""
+    .execute(data)`` -> ``{num_inserted_rows, num_updated_rows, num_deleted_rows}``.
 
-    def __init__(self, ds, on: str | list[str]):
-        self._ds = ds
+    It sits below the façade, so it never holds the ``LanceDataset``: ``current`` gives the snapshot
+    the dataset shows now (read again at ``execute``, so a builder made before another mutation of
+    that dataset object sees it, as in pylance), ``advance`` moves the dataset to the version committed."""
+
+    def __init__(self, current: Callable[[], Snapshot], on: str | list[str], advance: Callable[[int], None]):
+        self._current, self._advance = current, advance
+        ds = current()
         self._on = [on] if isinstance(on, str) else list(on)
         if not self._on:
             raise InvalidArgumentError("merge_insert needs at least one key column")
@@ -120,7 +126,7 @@ class MergeInsertBuilder:
     def _source(self, data: Any, schema: pa.Schema | None) -> pa.Table:
         source_schema, batches = as_reader(data, schema)
         source = pa.Table.from_batches(list(batches), schema=source_schema)
-        target = self._ds.schema
+        target = self._current().schema
         extra = [n for n in source.column_names if n not in target.names]
         if extra:
             raise SchemaError(f"merge_insert: source column(s) {extra} are not in the dataset {target.names}")
@@ -135,12 +141,12 @@ class MergeInsertBuilder:
             _SOURCE_ROW, pa.array(np.arange(source.num_rows, dtype=np.int64)))
 
     def execute(self, data: Any, schema: pa.Schema | None = None) -> dict:
-        ds = self._ds
+        ds = self._current()
         source = self._source(data, schema)
         partial = len(source.column_names) - 1 < len(ds.schema.names)
         need_all_columns = self._condition is not None or partial
         target_columns = ds.schema.names if need_all_columns else self._on
-        target = ds.scanner(columns=target_columns, with_row_address=True).to_table()
+        target = LanceScanner(ds, columns=target_columns, with_row_address=True).to_table()
         keys = target.select([*self._on, ADDRESS])
         pairs = keys.join(source.select([*self._on, _SOURCE_ROW]), self._on, join_type="inner",
                           use_threads=False)
@@ -182,8 +188,8 @@ class MergeInsertBuilder:
                  for order, table in new_parts if table.num_rows]
         new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
         addresses = np.unique(np.concatenate(delete))
-        version = rewrite(ds._snapshot, addresses, new_rows)  # like pylance, even a no-op commits a version
-        ds._move_to(version)
+        version = rewrite(ds, addresses, new_rows)  # like pylance, even a no-op commits a version
+        self._advance(version)
         return stats
 
     def _condition_mask(self, target, source, addresses, sources) -> np.ndarray:
@@ -201,17 +207,18 @@ class MergeInsertBuilder:
 
     def _updated_rows(self, target, source, addresses, sources) -> pa.Table:
         rows = source.take(pa.array(sources)).drop_columns([_SOURCE_ROW])
-        missing = [n for n in self._ds.schema.names if n not in rows.column_names]
+        schema = self._current().schema
+        missing = [n for n in schema.names if n not in rows.column_names]
         if missing:  # a partial source: keep the target's values for the other columns
             by_address = pc.index_in(pa.array(addresses), target.column(ADDRESS))
             kept = target.select(missing).take(by_address)
             for name in missing:
-                rows = rows.append_column(self._ds.schema.field(name), kept.column(name))
+                rows = rows.append_column(schema.field(name), kept.column(name))
         return rows
 
     def _not_matched_by_source(self, target, matched_addresses) -> np.ndarray:
         """Target rows no source row matched (and, given ``expr``, for which it holds)."""
         expr = self._by_source[1]
         if expr is not None:
-            target = self._ds.scanner(columns=self._on, filter=expr, with_row_address=True).to_table()
+            target = LanceScanner(self._current(), columns=self._on, filter=expr, with_row_address=True).to_table()
         return np.setdiff1d(target.column(ADDRESS).to_numpy(), matched_addresses)
