@@ -30,11 +30,11 @@ from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler
 from lance_fw.table.deletion import live_rows
-from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.manifest import commit_time, find_version, list_versions, read_manifest
-from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.tags import Tags
+from lance_fw.table.take import addresses_of, live_addresses
+from lance_fw.table.take import take as take_rows
 
 #: ``default_scan_options`` keys lance_fw merges into every ``scanner()`` call. They cannot change
 #: which rows or columns a scan returns, so internal scans (merge_insert, update) may see them too.
@@ -325,31 +325,19 @@ class LanceDataset:
         unless ``ignore_deletions`` (then their stored values come back, as in pylance)."""
         wanted = _index_array(row_ids, np.uint64, "_take_rows: row_ids")
         if self._manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS:
-            wanted = self._addresses_of(wanted)
+            wanted = addresses_of(self._snapshot, wanted)
         elif not ignore_deletions:
-            wanted = self._live_addresses(wanted)
+            wanted = live_addresses(self._snapshot, wanted)
         return self._projected_take(wanted, columns, by_address=True)
-
-    def _live_addresses(self, addresses: np.ndarray) -> np.ndarray:
-        """``addresses`` without those of deleted rows, order kept."""
-        keep = np.ones(len(addresses), bool)
-        for frag in self._manifest.fragments:
-            if not frag.HasField("deletion_file"):
-                continue
-            hit = np.flatnonzero(address_fragments(addresses) == frag.id)
-            if len(hit):
-                deleted = FragmentReader(self._storage, self.uri, frag, self.lance_schema).deleted
-                keep[hit] = ~np.isin(address_offsets(addresses[hit]).astype(np.int64), deleted)
-        return addresses[keep]
 
     def _projected_take(self, wanted: np.ndarray, columns, by_address: bool) -> pa.Table:
         if has_nested_paths(columns, self.schema):  # "p.a": struct p pruned to a, as pylance's take
-            whole = self._take(wanted, top_level_columns(columns, self.schema), by_address)
+            whole = take_rows(self._snapshot, wanted, top_level_columns(columns, self.schema), by_address)
             return prune_to_paths(whole, columns, self.schema)
         if not isinstance(columns, dict):
-            return self._take(wanted, columns, by_address)
+            return take_rows(self._snapshot, wanted, columns, by_address)
         projection = Projection(columns, self.schema)
-        return projection.apply(self._take(wanted, projection.columns, by_address))
+        return projection.apply(take_rows(self._snapshot, wanted, projection.columns, by_address))
 
     def _filter_plan(self, filter) -> FilterPlan | None:
         """query.filter_plan over this version (kept for callers not yet given the snapshot)."""
@@ -361,54 +349,6 @@ class LanceDataset:
         """``Snapshot.read_fragment`` of this version (kept for callers not yet given the snapshot)."""
         return self._snapshot.read_fragment(frag, fields, plan, batch_size, with_row_address, with_row_id,
                                             start, stop, live)
-
-    def _addresses_of(self, row_ids: np.ndarray) -> np.ndarray:
-        """Row addresses of the live rows with these stable ids, in the order asked."""
-        ids, addresses = [], []
-        for frag in self._manifest.fragments:
-            reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
-            offsets = reader.live_offsets()
-            seq = reader.row_ids
-            ids.append(offsets.astype(np.uint64) if seq is None else seq[offsets])
-            addresses.append(row_addresses(frag.id, offsets))
-        if not ids:
-            return np.zeros(0, np.uint64)
-        all_ids, all_addresses = np.concatenate(ids), np.concatenate(addresses)
-        order = np.argsort(all_ids, kind="stable")
-        pos = np.searchsorted(all_ids[order], row_ids).clip(0, max(len(order) - 1, 0))
-        found = all_ids[order][pos] == row_ids if len(order) else np.zeros(len(row_ids), bool)
-        return all_addresses[order][pos[found]]
-
-    def _take(self, wanted: np.ndarray, columns, by_address: bool) -> pa.Table:
-        fields = self._fields(columns)
-        schema = pa.schema([f.to_arrow() for f in fields])
-        parts, order = [], []
-        base = 0
-        for frag in self._manifest.fragments:
-            reader = FragmentReader(self._storage, self.uri, frag, self.lance_schema)
-            try:
-                if by_address:
-                    hit = np.flatnonzero(address_fragments(wanted) == frag.id)
-                    offsets = address_offsets(wanted[hit]).astype(np.int64)
-                    if len(offsets) and offsets.max() >= frag.physical_rows:
-                        raise InvalidArgumentError(f"_take_rows: row {int(offsets.max())} of fragment {frag.id} asked; "
-                                                   f"it has {frag.physical_rows} rows")
-                else:
-                    live = live_rows(frag)
-                    hit = np.flatnonzero((wanted >= base) & (wanted < base + live))
-                    offsets = reader.physical_of_live(wanted[hit] - base)
-                    base += live
-                if not len(hit):
-                    continue
-                unique, inverse = np.unique(offsets, return_inverse=True)
-                arrays = reader.take_physical(fields, unique)
-                parts.append(pa.Table.from_arrays(arrays, schema=schema).take(pa.array(inverse)))
-                order.append(hit)
-            finally:
-                reader.close()
-        if not parts:
-            return schema.empty_table()
-        return _in_request_order(parts, np.argsort(np.concatenate(order), kind="stable"))
 
     def delete(self, predicate) -> dict:
         """Delete the rows matching ``predicate`` (a Lance SQL string or pyarrow expression) in a
@@ -483,22 +423,6 @@ def _index_array(values, dtype, what: str) -> np.ndarray:
     if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
         raise InvalidArgumentError(f"{what} must be a flat list of integers, got {values!r:.80}")
     return array.astype(dtype)
-
-
-def _in_request_order(parts: list[pa.Table], order: np.ndarray) -> pa.Table:
-    """Row ``order[i]`` of the parts laid end to end, for each i. One ``take`` over all parts needs
-    their dictionaries unified, which Arrow cannot do for dictionaries holding a null (2.0 files
-    store one); then each run of rows from one part is taken from that part alone."""
-    try:
-        return pa.concat_tables(parts).take(pa.array(order))
-    except pa.ArrowInvalid:
-        if len(parts) < 2:
-            raise
-    sizes = np.array([p.num_rows for p in parts])
-    part_of = np.repeat(np.arange(len(parts)), sizes)[order]
-    local = order - np.concatenate([[0], np.cumsum(sizes)[:-1]])[part_of]
-    runs = np.split(np.arange(len(order)), np.flatnonzero(np.diff(part_of)) + 1)
-    return pa.concat_tables([parts[part_of[r[0]]].take(pa.array(local[r])) for r in runs])
 
 
 class DatasetOptimizer:

@@ -1,0 +1,98 @@
+"""Taking rows from a table snapshot: by position over the live rows, by row address, or by stable
+row id (looked up in the fragments' row-id sequences).
+
+Why in table/: ``LanceDataset.take`` / ``_take_rows`` (api/) only check arguments and apply
+projections; the per-fragment gather is table logic that other callers (a SQL front end, an index)
+need without a ``LanceDataset``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw.errors import InvalidArgumentError
+from lance_fw.table.deletion import live_rows
+from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
+from lance_fw.table.snapshot import Snapshot
+
+
+def live_addresses(snapshot: Snapshot, addresses: np.ndarray) -> np.ndarray:
+    """``addresses`` without those of deleted rows, order kept."""
+    keep = np.ones(len(addresses), bool)
+    for frag in snapshot.fragments:
+        if not frag.HasField("deletion_file"):
+            continue
+        hit = np.flatnonzero(address_fragments(addresses) == frag.id)
+        if len(hit):
+            deleted = snapshot.fragment_reader(frag).deleted
+            keep[hit] = ~np.isin(address_offsets(addresses[hit]).astype(np.int64), deleted)
+    return addresses[keep]
+
+
+def addresses_of(snapshot: Snapshot, row_ids: np.ndarray) -> np.ndarray:
+    """Row addresses of the live rows with these stable ids, in the order asked."""
+    ids, addresses = [], []
+    for frag in snapshot.fragments:
+        reader = snapshot.fragment_reader(frag)
+        offsets = reader.live_offsets()
+        seq = reader.row_ids
+        ids.append(offsets.astype(np.uint64) if seq is None else seq[offsets])
+        addresses.append(row_addresses(frag.id, offsets))
+    if not ids:
+        return np.zeros(0, np.uint64)
+    all_ids, all_addresses = np.concatenate(ids), np.concatenate(addresses)
+    order = np.argsort(all_ids, kind="stable")
+    pos = np.searchsorted(all_ids[order], row_ids).clip(0, max(len(order) - 1, 0))
+    found = all_ids[order][pos] == row_ids if len(order) else np.zeros(len(row_ids), bool)
+    return all_addresses[order][pos[found]]
+
+
+def take(snapshot: Snapshot, wanted: np.ndarray, columns: list[str] | None, by_address: bool) -> pa.Table:
+    """Rows of ``columns`` at ``wanted``: row addresses (``by_address``) or positions over the live
+    rows, in the order asked (repeats allowed)."""
+    fields = snapshot.fields(columns)
+    schema = pa.schema([f.to_arrow() for f in fields])
+    parts, order = [], []
+    base = 0
+    for frag in snapshot.fragments:
+        reader = snapshot.fragment_reader(frag)
+        try:
+            if by_address:
+                hit = np.flatnonzero(address_fragments(wanted) == frag.id)
+                offsets = address_offsets(wanted[hit]).astype(np.int64)
+                if len(offsets) and offsets.max() >= frag.physical_rows:
+                    raise InvalidArgumentError(f"_take_rows: row {int(offsets.max())} of fragment {frag.id} asked; "
+                                               f"it has {frag.physical_rows} rows")
+            else:
+                live = live_rows(frag)
+                hit = np.flatnonzero((wanted >= base) & (wanted < base + live))
+                offsets = reader.physical_of_live(wanted[hit] - base)
+                base += live
+            if not len(hit):
+                continue
+            unique, inverse = np.unique(offsets, return_inverse=True)
+            arrays = reader.take_physical(fields, unique)
+            parts.append(pa.Table.from_arrays(arrays, schema=schema).take(pa.array(inverse)))
+            order.append(hit)
+        finally:
+            reader.close()
+    if not parts:
+        return schema.empty_table()
+    return _in_request_order(parts, np.argsort(np.concatenate(order), kind="stable"))
+
+
+def _in_request_order(parts: list[pa.Table], order: np.ndarray) -> pa.Table:
+    """Row ``order[i]`` of the parts laid end to end, for each i. One ``take`` over all parts needs
+    their dictionaries unified, which Arrow cannot do for dictionaries holding a null (2.0 files
+    store one); then each run of rows from one part is taken from that part alone."""
+    try:
+        return pa.concat_tables(parts).take(pa.array(order))
+    except pa.ArrowInvalid:
+        if len(parts) < 2:
+            raise
+    sizes = np.array([p.num_rows for p in parts])
+    part_of = np.repeat(np.arange(len(parts)), sizes)[order]
+    local = order - np.concatenate([[0], np.cumsum(sizes)[:-1]])[part_of]
+    runs = np.split(np.arange(len(order)), np.flatnonzero(np.diff(part_of)) + 1)
+    return pa.concat_tables([parts[part_of[r[0]]].take(pa.array(local[r])) for r in runs])
