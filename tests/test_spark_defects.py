@@ -272,3 +272,17 @@ def test_a_failed_job_leaves_no_data_files(spark, tmp_path):
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
     assert lance.dataset(path).version == 1
     assert set(os.listdir(os.path.join(path, "data"))) == before  # no file of any attempt is left
+
+
+@pytest.mark.spark
+def test_spark_writes_take_allow_plugin_encodings(spark, tmp_path):
+    """``allow_plugin_encodings`` is a Spark write option, a boolean handed to the write planner as
+    write_dataset's is (before: "unknown write option"); a value that is not a boolean is refused."""
+    path = str(tmp_path / "ds")
+    df = spark.range(0, 5000)
+    with pytest.raises(Exception, match="allow_plugin_encodings"):
+        df.write.format("lance").mode("append").option("allow_plugin_encodings", "maybe").save(path)
+    assert not os.path.exists(os.path.join(path, "_versions"))
+    df.write.format("lance").mode("append").option("allow_plugin_encodings", "true").save(path)
+    df.write.format("lance").mode("append").option("allow_plugin_encodings", "false").save(path)
+    assert _ids(path) == sorted(list(range(5000)) * 2)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.file.writer import ALLOW_PLUGIN_ENCODINGS
 
 # -- option keys (lower case: the form Spark hands a Python data source) ----------------------
 PATH, URI = "path", "uri"
@@ -48,7 +49,9 @@ WRITE_OPTIONS = {**_COMMON,
                  MAX_ROWS_PER_FILE: "roll data files after this many rows",
                  MAX_BYTES_PER_FILE: "roll data files after this many bytes",
                  DATA_STORAGE_VERSION: "file format version of a new dataset (2.0, 2.1, 2.2)",
-                 COMMIT_MESSAGE: "stored in the transaction properties"}
+                 COMMIT_MESSAGE: "stored in the transaction properties",
+                 ALLOW_PLUGIN_ENCODINGS: "true: columns may use plugin encodings pylance cannot read "
+                                         "(the manifest records the plugins)"}
 STREAM_WRITE_OPTIONS = {**WRITE_OPTIONS,
                         STREAM_ID: "name of the stream for replay detection (default: Spark's query id)",
                         MAX_RECOVERY_LOOKBACK: "how many recent versions a commit searches for its own batch",

@@ -21,6 +21,7 @@ from lance_fw.api.dataset import LanceDataset
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import resolve_storage
 from lance_fw.spark.options import (
+    ALLOW_PLUGIN_ENCODINGS,
     COMMIT_MESSAGE,
     DATA_STORAGE_VERSION,
     MAX_BYTES_PER_FILE,
@@ -91,7 +92,8 @@ class LanceDataSource(DataSource):
                           int_option(options, MAX_ROWS_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE) or
                           DEFAULT_MAX_ROWS_PER_FILE,
                           int_option(options, MAX_BYTES_PER_FILE, DEFAULT_MAX_BYTES_PER_FILE) or
-                          DEFAULT_MAX_BYTES_PER_FILE)
+                          DEFAULT_MAX_BYTES_PER_FILE,
+                          allow_plugin_encodings=bool_option(options, ALLOW_PLUGIN_ENCODINGS))
 
     @staticmethod
     def _properties(options: dict) -> dict:
