@@ -14,16 +14,16 @@ from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.merge_insert import MergeInsertBuilder
 
 __all__ = [
-           "FragmentMetadata",
-           "LanceDataset",
-           "LanceError",
-           "LanceFragment",
-           "LanceOperation",
-           "LanceScanner",
-           "MergeInsertBuilder",
-           "__version__",
-           "dataset",
-           "plugins",
-           "write_dataset",
-           "write_fragments",
+    "FragmentMetadata",
+    "LanceDataset",
+    "LanceError",
+    "LanceFragment",
+    "LanceOperation",
+    "LanceScanner",
+    "MergeInsertBuilder",
+    "__version__",
+    "dataset",
+    "plugins",
+    "write_dataset",
+    "write_fragments",
 ]

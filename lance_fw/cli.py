@@ -1,10 +1,10 @@
 """``lance-fw``: small command-line tools.
 
-    lance-fw sql "SELECT ..."    run one DuckDB statement (lance_scan('path') works in it)
-    lance-fw sql                 interactive shell: one statement per line, .quit to leave
-    lance-fw plugins [--json]    each plugin: status, hooks, what it provides, conflicts, failures
-    lance-fw versions URI        a dataset's versions
-    lance-fw inspect FILE.lance  footer, columns, pages and page encodings of one data file
+lance-fw sql "SELECT ..."    run one DuckDB statement (lance_scan('path') works in it)
+lance-fw sql                 interactive shell: one statement per line, .quit to leave
+lance-fw plugins [--json]    each plugin: status, hooks, what it provides, conflicts, failures
+lance-fw versions URI        a dataset's versions
+lance-fw inspect FILE.lance  footer, columns, pages and page encodings of one data file
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def plugin_report() -> dict:
     def attempt(part: str, compute, default):
         try:
             return compute()
-        except Exception as exc:  # noqa: BLE001 - the listing must survive whatever a plugin does
+        except Exception as exc:
             problems.append(f"{part}: {type(exc).__name__}: {exc}")
             return default
 
@@ -41,8 +41,13 @@ def plugin_report() -> dict:
     out = []
     for p in listed:
         mention = f"{p['name']!r} ("  # how kernel errors name a plugin: 'name' (distribution)
-        out.append({**p, "provides": {hook: keys for hook, keys in provided.get(p["name"], {}).items() if keys},
-                    "conflicts": [msg for msg in problems if mention in msg]})
+        out.append(
+            {
+                **p,
+                "provides": {hook: keys for hook, keys in provided.get(p["name"], {}).items() if keys},
+                "conflicts": [msg for msg in problems if mention in msg],
+            }
+        )
     return {"plugins": out, "problems": problems}
 
 
@@ -81,7 +86,11 @@ def _decode_any(raw: bytes) -> str:
 
     msg = any_pb2.Any()
     msg.ParseFromString(raw)
-    for cls in (encodings_v2_0_pb2.ArrayEncoding, encodings_v2_1_pb2.PageLayout, encodings_v2_0_pb2.ColumnEncoding):
+    for cls in (
+        encodings_v2_0_pb2.ArrayEncoding,
+        encodings_v2_1_pb2.PageLayout,
+        encodings_v2_0_pb2.ColumnEncoding,
+    ):
         if msg.type_url == "/" + cls.DESCRIPTOR.full_name:
             inner = cls()
             inner.ParseFromString(msg.value)
@@ -98,8 +107,11 @@ def _decoded_by(type_url: str) -> str:
         known = type_url in registry.page_decoders
     except LanceError as exc:  # a conflict over this URL, a broken decoder plugin
         return f"{type(exc).__name__}: {exc}"
-    return f"decoded by plugin {owner('lance_page_decoders', type_url)}" if known else \
-        "no installed plugin decodes it"
+    return (
+        f"decoded by plugin {owner('lance_page_decoders', type_url)}"
+        if known
+        else "no installed plugin decodes it"
+    )
 
 
 def _inspect(args) -> int:
@@ -108,13 +120,17 @@ def _inspect(args) -> int:
 
     reader = resolve_storage(args.path).open_reader(args.path)
     tail = read_tail(reader)
-    print(f"version {tail.version[0]}.{tail.version[1]}, {tail.num_rows} rows, {len(tail.columns)} columns, "
-          f"{reader.size()} bytes")
+    print(
+        f"version {tail.version[0]}.{tail.version[1]}, {tail.num_rows} rows, {len(tail.columns)} columns, "
+        f"{reader.size()} bytes"
+    )
     seen: set[str] = set()
     for i, col in enumerate(tail.columns):
         print(f"column {i}: {len(col.pages)} pages")
         for j, page in enumerate(col.pages[: args.max_pages]):
-            print(f"  page {j}: rows {page.length}, buffers {list(page.buffer_sizes)}, priority {page.priority}")
+            print(
+                f"  page {j}: rows {page.length}, buffers {list(page.buffer_sizes)}, priority {page.priority}"
+            )
             raw = page.encoding.direct.encoding
             print(f"    {_decode_any(raw)}")
             url = any_pb2.Any.FromString(raw).type_url
@@ -167,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("query", nargs="?")
     p.add_argument("--max-rows", type=int, default=40)
     p.set_defaults(run=_sql)
-    p = sub.add_parser("plugins", help="list installed plugins, what they provide, conflicts and load failures")
+    p = sub.add_parser(
+        "plugins", help="list installed plugins, what they provide, conflicts and load failures"
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=_plugins)
     p = sub.add_parser("versions", help="list a dataset's versions")

@@ -8,7 +8,8 @@ third-party plugin can take over.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -23,7 +24,7 @@ hookimpl = pluggy.HookimplMarker("lance_fw")
 
 
 @hookspec
-def lance_page_decoders() -> Mapping[str, "PageDecoder"]:
+def lance_page_decoders() -> Mapping[str, PageDecoder]:
     """Page decoders keyed by the type URL of a page's ``google.protobuf.Any`` encoding.
 
     e.g. ``{"/lance.encodings.ArrayEncoding": decode_v2_0_page}``. A file whose page names a URL
@@ -36,7 +37,7 @@ def lance_page_decoders() -> Mapping[str, "PageDecoder"]:
 
 
 @hookspec
-def lance_kind_decoders() -> Mapping[tuple[str, str], "KindDecoder"]:
+def lance_kind_decoders() -> Mapping[tuple[str, str], KindDecoder]:
     """Decoders for one message kind inside a built-in encoding family.
 
     Keyed by ``(family, kind)`` where family is the oneof message (``"lance.encodings.ArrayEncoding"``)
@@ -46,7 +47,7 @@ def lance_kind_decoders() -> Mapping[tuple[str, str], "KindDecoder"]:
 
 
 @hookspec(firstresult=True)
-def lance_select_encoder(column: "ColumnSpec", options: Mapping[str, Any]) -> "ColumnEncoder | None":
+def lance_select_encoder(column: ColumnSpec, options: Mapping[str, Any]) -> ColumnEncoder | None:
     """Return the encoder for one column of a data file, or None to let another plugin decide.
 
     ``column`` carries the Lance field, the Arrow type, field metadata (``lance-encoding:*`` hints)
@@ -57,7 +58,7 @@ def lance_select_encoder(column: "ColumnSpec", options: Mapping[str, Any]) -> "C
 
 
 @hookspec(firstresult=True)
-def lance_storage(uri: str, options: Mapping[str, Any]) -> "Storage | None":
+def lance_storage(uri: str, options: Mapping[str, Any]) -> Storage | None:
     """Return a ``Storage`` for ``uri`` (by scheme), or None if this plugin does not handle it.
 
     ``options`` are the user's ``storage_options``; every key in them has been declared by some
@@ -69,7 +70,7 @@ def lance_storage(uri: str, options: Mapping[str, Any]) -> "Storage | None":
 
 
 @hookspec(firstresult=True)
-def lance_commit_handler(storage: "Storage", uri: str, options: Mapping[str, Any]) -> "CommitHandler | None":
+def lance_commit_handler(storage: Storage, uri: str, options: Mapping[str, Any]) -> CommitHandler | None:
     """Return the handler that atomically creates a manifest only if it is absent, or None.
 
     ``options`` are the same ``storage_options`` the storage was opened with: the per-plugin
@@ -95,7 +96,7 @@ def lance_storage_options() -> Mapping[str, str]:
 
 
 @hookspec
-def lance_deletion_codecs() -> Mapping[int, "DeletionCodec"]:
+def lance_deletion_codecs() -> Mapping[int, DeletionCodec]:
     """Deletion-file codecs keyed by ``DeletionFile.file_type`` (0 = Arrow IPC, 1 = roaring)."""
 
 

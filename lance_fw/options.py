@@ -26,5 +26,5 @@ def refuse(function: str, given: dict[str, Any], defaults: dict[str, Any] | None
 def _same(value: Any, default: Any) -> bool:
     try:
         return type(value) is type(default) and bool(value == default)
-    except Exception:  # noqa: BLE001 - an object without a usable == is not the default
+    except Exception:
         return False

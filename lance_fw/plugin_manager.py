@@ -110,7 +110,10 @@ def _is_column_encoder(value: object) -> bool:
 RESULT_CHECKS: dict[str, tuple[str, Callable[[object], bool]]] = {
     "lance_storage": ("Storage (lance_fw.io.storage)", _is_storage),
     "lance_commit_handler": ("CommitHandler (lance_fw.table.commit)", _is_commit_handler),
-    "lance_select_encoder": ("ColumnEncoder (an object with encode(array) -> EncodedPage)", _is_column_encoder),
+    "lance_select_encoder": (
+        "ColumnEncoder (an object with encode(array) -> EncodedPage)",
+        _is_column_encoder,
+    ),
 }
 
 
@@ -122,14 +125,18 @@ class _Manager(pluggy.PluginManager):
     state: _State
 
     def _hookexec(self, hook_name, methods, kwargs, firstresult):
-        if not (firstresult and hook_name in RESULT_CHECKS) or any(m.wrapper or m.hookwrapper for m in methods):
+        if not (firstresult and hook_name in RESULT_CHECKS) or any(
+            m.wrapper or m.hookwrapper for m in methods
+        ):
             return super()._hookexec(hook_name, methods, kwargs, firstresult)
         state = self.state
         every = hook_name in SCHEME_HOOKS and any(m.plugin_name in state.third_party for m in methods)
         try:
             answers = self._answers(hook_name, methods, kwargs, every)
             if every:
-                _check_scheme_answers(state, hook_name, _scheme(str(kwargs.get("uri", ""))), [n for n, _ in answers])
+                _check_scheme_answers(
+                    state, hook_name, _scheme(str(kwargs.get("uri", ""))), [n for n, _ in answers]
+                )
         except StorageError as exc:
             if not state.failures:
                 raise
@@ -142,8 +149,10 @@ class _Manager(pluggy.PluginManager):
         name, answer = answers[0]
         expected, check = RESULT_CHECKS[hook_name]
         if not check(answer):
-            raise PluginLoadError(f"plugin {state.label(name)}: {hook_name} returned {type(answer).__name__}, "
-                                  f"expected a {expected} or None")
+            raise PluginLoadError(
+                f"plugin {state.label(name)}: {hook_name} returned {type(answer).__name__}, "
+                f"expected a {expected} or None"
+            )
         return answer
 
     def _answers(self, hook_name, methods, kwargs, every: bool) -> list[tuple[str, Any]]:
@@ -182,7 +191,8 @@ def _conflict(state: _State, hook_name: str, what: str, first: str, second: str)
     return PluginConflictError(
         f"plugins {state.label(first)} and {state.label(second)} both provide {what} ({hook_name}); "
         f"disable one with {ENV_DISABLE}=name, or declare {OVERRIDES_ATTRIBUTE} in a plugin that "
-        f"deliberately replaces a built-in")
+        f"deliberately replaces a built-in"
+    )
 
 
 def _normalize(dist_name: str) -> str:
@@ -208,8 +218,10 @@ def _unknown_hooks(plugin: object) -> list[str]:
 def _read_overrides(name: str, plugin: object) -> dict[str, set]:
     declared = getattr(plugin, OVERRIDES_ATTRIBUTE, None) or {}
     if not isinstance(declared, Mapping):
-        raise PluginLoadError(f"plugin {name!r}: {OVERRIDES_ATTRIBUTE} must be a mapping of hook name to keys, "
-                              f"got {type(declared).__name__}")
+        raise PluginLoadError(
+            f"plugin {name!r}: {OVERRIDES_ATTRIBUTE} must be a mapping of hook name to keys, "
+            f"got {type(declared).__name__}"
+        )
     out = {}
     for hook_name, keys in declared.items():
         if hook_name not in SPEC_NAMES:
@@ -221,8 +233,9 @@ def _read_overrides(name: str, plugin: object) -> dict[str, set]:
 def _check_plugin(name: str, plugin: object) -> None:
     unknown = _unknown_hooks(plugin)
     if unknown:
-        raise PluginLoadError(f"plugin {name!r} defines {unknown} which are not lance_fw hooks "
-                              f"(known: {sorted(SPEC_NAMES)})")
+        raise PluginLoadError(
+            f"plugin {name!r} defines {unknown} which are not lance_fw hooks (known: {sorted(SPEC_NAMES)})"
+        )
 
 
 def _load() -> _State:
@@ -250,8 +263,10 @@ def _load() -> _State:
             continue
         if len(eps) > 1:
             both = " and ".join(f"{e.value!r} ({lab})" for e, lab, _ in eps)
-            error = PluginConflictError(f"entry point {name!r} of group {ENTRY_POINT_GROUP!r} is provided by "
-                                        f"{both}; neither is loaded: uninstall one")
+            error = PluginConflictError(
+                f"entry point {name!r} of group {ENTRY_POINT_GROUP!r} is provided by "
+                f"{both}; neither is loaded: uninstall one"
+            )
             state.failures.append(PluginFailure(name, ", ".join(lab for _, lab, _ in eps), error))
             continue
         ep, label, builtin = eps[0]
@@ -260,9 +275,12 @@ def _load() -> _State:
             _check_plugin(name, plugin)
             overrides = _read_overrides(name, plugin)
             pm.register(plugin, name=name)
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take lance_fw down
-            error = exc if isinstance(exc, LanceError) else PluginLoadError(
-                f"plugin {name!r} ({label}) failed to load: {type(exc).__name__}: {exc}")
+        except Exception as exc:
+            error = (
+                exc
+                if isinstance(exc, LanceError)
+                else PluginLoadError(f"plugin {name!r} ({label}) failed to load: {type(exc).__name__}: {exc}")
+            )
             error.__cause__ = exc if error is not exc else exc.__cause__
             state.failures.append(PluginFailure(name, label, error))
             continue
@@ -287,8 +305,10 @@ def _get_state() -> _State:
     with _lock:
         if _state is None:
             if _loading:
-                raise PluginLoadError("a plugin used the lance_fw plugin manager while being imported; "
-                                      "hooks are called only after every plugin is loaded")
+                raise PluginLoadError(
+                    "a plugin used the lance_fw plugin manager while being imported; "
+                    "hooks are called only after every plugin is loaded"
+                )
             _loading = True
             try:
                 _state = _load()
@@ -324,7 +344,8 @@ def failure_note() -> str:
     if not failed:
         return ""
     return "; plugins that failed to load: " + "; ".join(
-        f"{f.name!r} ({f.distribution or '?'}): {f.error}" for f in failed)
+        f"{f.name!r} ({f.distribution or '?'}): {f.error}" for f in failed
+    )
 
 
 def register(plugin: object, name: str | None = None) -> None:
@@ -403,19 +424,23 @@ class _Registry:
             name = impl.plugin_name
             try:
                 answered = state.pm._hookexec(hook_name, [impl], {}, False)  # one plugin, traced
-            except Exception as exc:  # noqa: BLE001 - name the plugin whose hook failed
-                raise PluginLoadError(f"plugin {state.label(name)}: {hook_name} raised "
-                                      f"{type(exc).__name__}: {exc}") from exc
+            except Exception as exc:
+                raise PluginLoadError(
+                    f"plugin {state.label(name)}: {hook_name} raised {type(exc).__name__}: {exc}"
+                ) from exc
             result = answered[0] if answered else None
             if result is None:
                 continue
             if not isinstance(result, Mapping):
-                raise PluginLoadError(f"plugin {state.label(name)}: {hook_name} returned "
-                                      f"{type(result).__name__}, expected a mapping")
+                raise PluginLoadError(
+                    f"plugin {state.label(name)}: {hook_name} returned "
+                    f"{type(result).__name__}, expected a mapping"
+                )
             for key, value in result.items():
                 if not ok_key(key):
-                    raise PluginLoadError(f"plugin {state.label(name)}: {hook_name} returned key {key!r} "
-                                          f"of the wrong type")
+                    raise PluginLoadError(
+                        f"plugin {state.label(name)}: {hook_name} returned key {key!r} of the wrong type"
+                    )
                 if key in conflicts:
                     continue  # already refused: a third claimant does not settle it
                 prev = owner.get(key)
@@ -463,8 +488,11 @@ def _new_wins(state: _State, hook_name: str, key: Any, prev: str, new: str) -> b
     if prev in state.builtin and new in state.builtin:
         return True  # built-ins keep their designed order
     for third, other in ((new, prev), (prev, new)):
-        if third in state.third_party and other in state.builtin and \
-                key in state.overrides.get(third, {}).get(hook_name, ()):
+        if (
+            third in state.third_party
+            and other in state.builtin
+            and key in state.overrides.get(third, {}).get(hook_name, ())
+        ):
             return third == new
     raise _conflict(state, hook_name, f"key {key!r}", prev, new)
 
@@ -479,8 +507,13 @@ def owner(hook_name: str, key: Any) -> str | None:
 
 
 registry = _Registry()
-COLLECT_HOOKS = ("lance_page_decoders", "lance_kind_decoders", "lance_deletion_codecs", "lance_index_types",
-                 "lance_storage_options")
+COLLECT_HOOKS = (
+    "lance_page_decoders",
+    "lance_kind_decoders",
+    "lance_deletion_codecs",
+    "lance_index_types",
+    "lance_storage_options",
+)
 
 
 def provides() -> dict[str, dict[str, list[str]]]:
@@ -493,7 +526,7 @@ def provides() -> dict[str, dict[str, list[str]]]:
             try:
                 answered = state.pm._hookexec(hook_name, [impl], {}, False)
                 keys = sorted(map(str, answered[0])) if answered else []
-            except Exception as exc:  # noqa: BLE001 - listing must survive a broken plugin
+            except Exception as exc:
                 keys = [f"<error: {type(exc).__name__}: {exc}>"]
             out.setdefault(impl.plugin_name, {})[hook_name] = keys
     return out
@@ -521,13 +554,36 @@ def plugins() -> list[dict[str, Any]]:
     for plugin in pm.get_plugins():
         name = pm.get_name(plugin)
         hooks = sorted(h.name for h in (pm.get_hookcallers(plugin) or []))
-        out.append({"name": name, "distribution": state.dists.get(name), "hooks": hooks, "status": "loaded",
-                    "overrides": {h: sorted(map(str, k)) for h, k in state.overrides.get(name, {}).items()},
-                    "error": None})
+        out.append(
+            {
+                "name": name,
+                "distribution": state.dists.get(name),
+                "hooks": hooks,
+                "status": "loaded",
+                "overrides": {h: sorted(map(str, k)) for h, k in state.overrides.get(name, {}).items()},
+                "error": None,
+            }
+        )
     for f in state.failures:
-        out.append({"name": f.name, "distribution": f.distribution, "hooks": [], "status": "failed",
-                    "overrides": {}, "error": str(f.error)})
+        out.append(
+            {
+                "name": f.name,
+                "distribution": f.distribution,
+                "hooks": [],
+                "status": "failed",
+                "overrides": {},
+                "error": str(f.error),
+            }
+        )
     for name in state.disabled:
-        out.append({"name": name, "distribution": None, "hooks": [], "status": "disabled",
-                    "overrides": {}, "error": None})
+        out.append(
+            {
+                "name": name,
+                "distribution": None,
+                "hooks": [],
+                "status": "disabled",
+                "overrides": {},
+                "error": None,
+            }
+        )
     return sorted(out, key=lambda p: p["name"])

@@ -8,8 +8,8 @@ original protobuf of each field so unknown fields written by other writers survi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import pyarrow as pa
 
@@ -20,13 +20,25 @@ from lance_fw.errors import SchemaError
 _ENC_NONE, _ENC_PLAIN, _ENC_VAR_BINARY, _ENC_DICTIONARY = 0, 1, 2, 3
 
 _SIMPLE: dict[str, pa.DataType] = {
-    "null": pa.null(), "bool": pa.bool_(),
-    "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
-    "uint8": pa.uint8(), "uint16": pa.uint16(), "uint32": pa.uint32(), "uint64": pa.uint64(),
-    "halffloat": pa.float16(), "float": pa.float32(), "double": pa.float64(),
-    "string": pa.string(), "large_string": pa.large_string(),
-    "binary": pa.binary(), "large_binary": pa.large_binary(),
-    "date32:day": pa.date32(), "date64:ms": pa.date64(),
+    "null": pa.null(),
+    "bool": pa.bool_(),
+    "int8": pa.int8(),
+    "int16": pa.int16(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "uint8": pa.uint8(),
+    "uint16": pa.uint16(),
+    "uint32": pa.uint32(),
+    "uint64": pa.uint64(),
+    "halffloat": pa.float16(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "large_string": pa.large_string(),
+    "binary": pa.binary(),
+    "large_binary": pa.large_binary(),
+    "date32:day": pa.date32(),
+    "date64:ms": pa.date64(),
 }
 _SIMPLE_NAMES = {str(t): name for name, t in _SIMPLE.items()}
 
@@ -40,7 +52,7 @@ class LanceField:
     logical_type: str
     nullable: bool = True
     metadata: dict[str, bytes] = field(default_factory=dict)
-    children: list["LanceField"] = field(default_factory=list)
+    children: list[LanceField] = field(default_factory=list)
     pb: file_pb2.Field | None = None
 
     # -- structure ------------------------------------------------------------------------
@@ -61,7 +73,7 @@ class LanceField:
         """A 2.2 blob column: stored as one column of descriptors (bytes live elsewhere)."""
         return self.logical_type == "struct" and self.metadata.get(EXTENSION_KEY) == BLOB_V2.encode()
 
-    def walk(self) -> Iterator["LanceField"]:
+    def walk(self) -> Iterator[LanceField]:
         """Pre-order walk: the order of field ids and of 2.0 columns."""
         yield self
         for child in self.children:
@@ -81,9 +93,15 @@ class LanceField:
 EXTENSION_KEY = "ARROW:extension:name"
 BLOB_V2 = "lance.blob.v2"
 #: The descriptor of one 2.2 blob: inline (kind 0) or in a sidecar file (kind 1, ``blob_id``).
-BLOB_DESCRIPTOR = pa.struct([pa.field("kind", pa.uint8(), False), pa.field("position", pa.uint64(), False),
-                             pa.field("size", pa.uint64(), False), pa.field("blob_id", pa.uint32(), False),
-                             pa.field("blob_uri", pa.string(), False)])
+BLOB_DESCRIPTOR = pa.struct(
+    [
+        pa.field("kind", pa.uint8(), False),
+        pa.field("position", pa.uint64(), False),
+        pa.field("size", pa.uint64(), False),
+        pa.field("blob_id", pa.uint32(), False),
+        pa.field("blob_uri", pa.string(), False),
+    ]
+)
 
 
 def _arrow_type(f: LanceField) -> pa.DataType:
@@ -162,8 +180,10 @@ def logical_type_of(t: pa.DataType) -> str:
         return f"duration:{t.unit}"
     if pa.types.is_dictionary(t):
         if pa.types.is_nested(t.value_type) or pa.types.is_dictionary(t.value_type):
-            raise SchemaError(f"Arrow type {t} cannot be stored in Lance: a dictionary's values must be a "
-                              "primitive, string or binary type (pylance refuses it too)")
+            raise SchemaError(
+                f"Arrow type {t} cannot be stored in Lance: a dictionary's values must be a "
+                "primitive, string or binary type (pylance refuses it too)"
+            )
         ordered = "true" if t.ordered else "false"
         return f"dict:{logical_type_of(t.value_type)}:{logical_type_of(t.index_type)}:{ordered}"
     raise SchemaError(f"Arrow type {t} cannot be stored in Lance")
@@ -189,13 +209,18 @@ class LanceSchema:
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
-    def from_arrow(cls, schema: pa.Schema, first_id: int = 0) -> "LanceSchema":
+    def from_arrow(cls, schema: pa.Schema, first_id: int = 0) -> LanceSchema:
         """Assign ids in pre-order, starting at ``first_id``."""
         counter = iter(range(first_id, first_id + 1_000_000))
 
         def convert(af: pa.Field) -> LanceField:
-            lf = LanceField(af.name, next(counter), logical_type_of(af.type), af.nullable,
-                            {k.decode(): v for k, v in (af.metadata or {}).items()})
+            lf = LanceField(
+                af.name,
+                next(counter),
+                logical_type_of(af.type),
+                af.nullable,
+                {k.decode(): v for k, v in (af.metadata or {}).items()},
+            )
             lf.children = [convert(c) for c in _children_of(af.type)]
             return lf
 
@@ -205,13 +230,12 @@ class LanceSchema:
         return out
 
     @classmethod
-    def from_protos(cls, pbs, metadata=None) -> "LanceSchema":
+    def from_protos(cls, pbs, metadata=None) -> LanceSchema:
         """Rebuild the tree from a flat pre-order list linked by ``parent_id``."""
         by_id: dict[int, LanceField] = {}
         roots: list[LanceField] = []
         for pb in pbs:
-            lf = LanceField(pb.name, pb.id, pb.logical_type, pb.nullable,
-                            dict(pb.metadata), [], pb)
+            lf = LanceField(pb.name, pb.id, pb.logical_type, pb.nullable, dict(pb.metadata), [], pb)
             by_id[pb.id] = lf
             if pb.parent_id < 0:
                 roots.append(lf)
@@ -240,7 +264,7 @@ class LanceSchema:
                 return LanceSchema(f.children).field(rest)
         raise SchemaError(f"no field named {name!r}; the schema has {[f.name for f in self.fields]}")
 
-    def project(self, names: list[str]) -> "LanceSchema":
+    def project(self, names: list[str]) -> LanceSchema:
         return LanceSchema([self.field(n) for n in names], self.metadata)
 
     def to_arrow(self) -> pa.Schema:
@@ -282,8 +306,10 @@ def check_names(fields: list[LanceField], parent: str = "") -> None:
     for f in fields:
         where = f"{parent}.{f.name}" if parent else f.name
         if not parent and "." in f.name:
-            raise SchemaError(f"top-level field {f.name!r} cannot contain '.': a dotted name means a nested "
-                              "field; use a struct column")
+            raise SchemaError(
+                f"top-level field {f.name!r} cannot contain '.': a dotted name means a nested "
+                "field; use a struct column"
+            )
         if f.name in seen:
             raise SchemaError(f"duplicate field name {where!r} in the schema")
         seen.add(f.name)
@@ -332,8 +358,10 @@ def check_nullability(array: pa.Array | pa.ChunkedArray, f: pa.Field, what: str,
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
     for chunk in chunks:
         if not f.nullable and chunk.null_count:
-            raise SchemaError(f"{what}: field {path!r} is declared non-nullable but contains {chunk.null_count} "
-                              "null value(s)")
+            raise SchemaError(
+                f"{what}: field {path!r} is declared non-nullable but contains {chunk.null_count} "
+                "null value(s)"
+            )
         for child_field, values in _nested_values(chunk, f):
             if _requires_values(child_field):
                 check_nullability(values, child_field, what, path)
@@ -352,15 +380,20 @@ def conform(data, target: pa.Schema, what: str = "data"):
         try:
             column = data.column(f.name)
         except KeyError:
-            raise SchemaError(f"{what}: column {f.name!r} is missing; the data has {data.schema.names}") from None
+            raise SchemaError(
+                f"{what}: column {f.name!r} is missing; the data has {data.schema.names}"
+            ) from None
         if not column.type.equals(f.type):
             try:
                 column = column.cast(f.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as exc:
-                raise SchemaError(f"{what}: column {f.name!r} is {column.type} and cannot be stored as {f.type}: "
-                                  f"{exc}") from None
+                raise SchemaError(
+                    f"{what}: column {f.name!r} is {column.type} and cannot be stored as {f.type}: {exc}"
+                ) from None
         arrays.append(column)
-    out = (pa.RecordBatch if isinstance(data, pa.RecordBatch) else pa.Table).from_arrays(arrays, schema=target)
+    out = (pa.RecordBatch if isinstance(data, pa.RecordBatch) else pa.Table).from_arrays(
+        arrays, schema=target
+    )
     _check_target_nullability(out, target, what)
     return out
 

@@ -78,8 +78,10 @@ def split_manifest_path(path: str) -> tuple[str, str, int]:
     base, _, rest = path.rpartition(f"/{VERSIONS_DIR}/")
     parsed = parse_manifest_name(rest) if base and "/" not in rest else None
     if parsed is None:
-        raise InvalidArgumentError(f"external-store commit: {path!r} is not a manifest path "
-                                   f"(<dataset>/{VERSIONS_DIR}/<version>.manifest)")
+        raise InvalidArgumentError(
+            f"external-store commit: {path!r} is not a manifest path "
+            f"(<dataset>/{VERSIONS_DIR}/<version>.manifest)"
+        )
     return base, rest, parsed[0]
 
 
@@ -117,8 +119,10 @@ class ExternalStoreCommitHandler(CommitHandler):
             _flag_maybe_published(exc, version)
             raise
         if not ours:
-            raise CommitConflictError(f"{path} was published by a writer that does not use the manifest store "
-                                      f"{self.store.url}; every writer of {base} must use it")
+            raise CommitConflictError(
+                f"{path} was published by a writer that does not use the manifest store "
+                f"{self.store.url}; every writer of {base} must use it"
+            )
 
     def repair(self, base_uri: str, version: int) -> bool:
         """Finish a claim on ``version`` whose manifest was staged but never published.
@@ -144,10 +148,12 @@ class ExternalStoreCommitHandler(CommitHandler):
         if not staged:
             if self.storage.exists(final):
                 return False
-            raise StorageError(f"the manifest store {self.store.url} records version {version} of {key} as "
-                               f"published at {final}, which does not exist: the dataset was deleted or moved "
-                               f"without clearing the store. If it was dropped, clear it with "
-                               f"ManifestStore.delete({key!r}) (no writer may be committing meanwhile)")
+            raise StorageError(
+                f"the manifest store {self.store.url} records version {version} of {key} as "
+                f"published at {final}, which does not exist: the dataset was deleted or moved "
+                f"without clearing the store. If it was dropped, clear it with "
+                f"ManifestStore.delete({key!r}) (no writer may be committing meanwhile)"
+            )
         staged_path = join_uri(base, entry)
         try:
             data = self.storage.read_bytes(staged_path)
@@ -160,8 +166,11 @@ class ExternalStoreCommitHandler(CommitHandler):
                 raise
             return self._staged_file_gone(base, key, version, entry, final_name)
         if not data.endswith(MANIFEST_MAGIC):
-            raise CorruptFileError(join_uri(base, entry), f"the staged manifest of claimed version {version} is "
-                                                          f"not a Lance manifest; {self._clear_hint(key)}")
+            raise CorruptFileError(
+                join_uri(base, entry),
+                f"the staged manifest of claimed version {version} is "
+                f"not a Lance manifest; {self._clear_hint(key)}",
+            )
         self._publish(base, key, version, entry, final_name, data)
         return True
 
@@ -186,7 +195,7 @@ class ExternalStoreCommitHandler(CommitHandler):
         except BaseException as exc:
             try:  # a store failure may or may not have recorded the claim: look
                 mine = self.store.get(key, version) == staged
-            except Exception:  # noqa: BLE001 - unknown: our staged file must stay for a repairer
+            except Exception:
                 _flag_maybe_published(exc, version)
                 raise exc from None
             if mine and isinstance(exc, Exception):
@@ -231,16 +240,21 @@ class ExternalStoreCommitHandler(CommitHandler):
         if self.storage.exists(final):  # published, the writer died before marking it: mark it
             self.store.put_if_exists(key, version, f"{VERSIONS_DIR}/{final_name}")
             return True
-        raise CorruptFileError(join_uri(base, entry), f"the manifest store {self.store.url} holds a claim on "
-                                                      f"version {version} whose staged manifest is gone, so no "
-                                                      f"writer can finish it; {self._clear_hint(key)}")
+        raise CorruptFileError(
+            join_uri(base, entry),
+            f"the manifest store {self.store.url} holds a claim on "
+            f"version {version} whose staged manifest is gone, so no "
+            f"writer can finish it; {self._clear_hint(key)}",
+        )
 
     def _where(self, key: str) -> str:
         return f"{self.store.url} [{key}]"
 
     def _clear_hint(self, key: str) -> str:
-        return (f"if the dataset was dropped or restored from a backup, clear its entries with "
-                f"ManifestStore.delete({key!r}) while no writer is committing")
+        return (
+            f"if the dataset was dropped or restored from a backup, clear its entries with "
+            f"ManifestStore.delete({key!r}) while no writer is committing"
+        )
 
 
 def _flag_maybe_published(exc: BaseException, version: int) -> None:
@@ -255,14 +269,16 @@ def _delete_quietly(storage: Storage, path: str) -> None:
     """Remove a staging file; a leftover one is only clutter (it is never listed as a version)."""
     try:
         storage.delete(path)
-    except Exception:  # noqa: BLE001 - the commit's outcome does not depend on it
+    except Exception:
         pass
 
 
 @hookimpl
 def lance_storage_options() -> Mapping[str, str]:
-    return {MANIFEST_STORE_OPTION: "commit through an external manifest store: sqlite:///ABS/PATH.db "
-                                   "(every writer of the dataset must name the same store)"}
+    return {
+        MANIFEST_STORE_OPTION: "commit through an external manifest store: sqlite:///ABS/PATH.db "
+        "(every writer of the dataset must name the same store)"
+    }
 
 
 @hookimpl(tryfirst=True)

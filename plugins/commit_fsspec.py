@@ -10,7 +10,8 @@ claimed: those need a storage with an atomic ``put_if_absent`` or a commit-handl
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from fsspec.implementations.memory import MemoryFileSystem
 
@@ -46,7 +47,7 @@ def _drop_partial(storage, path: str, data: bytes) -> None:
     try:
         if storage.exists(path) and storage.read_bytes(path) != data:
             storage.delete(path)
-    except Exception:  # noqa: BLE001 - the original failure is what the caller must see
+    except Exception:
         pass
 
 

@@ -9,7 +9,8 @@ first when it declares the override (see plugin-authoring.md).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import Storage
@@ -27,4 +28,6 @@ class PutIfAbsentCommitHandler(CommitHandler):
 
 @hookimpl(trylast=True)
 def lance_commit_handler(storage: Storage, uri: str, options: Mapping[str, Any]) -> CommitHandler | None:
-    return PutIfAbsentCommitHandler(storage) if getattr(storage, "atomic_put_if_absent", False) is True else None
+    return (
+        PutIfAbsentCommitHandler(storage) if getattr(storage, "atomic_put_if_absent", False) is True else None
+    )

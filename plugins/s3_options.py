@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 
@@ -27,8 +28,22 @@ _TRUE = frozenset({"true", "1", "yes", "y", "on"})
 _FALSE = frozenset({"false", "0", "no", "n", "off"})
 #: A humantime-style duration as object_store accepts it ("30s", "500ms", "2min", "1h").
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?)\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60,
-                 "mins": 60, "minute": 60, "minutes": 60, "h": 3600, "hour": 3600, "hours": 3600}
+_UNIT_SECONDS = {
+    "ms": 0.001,
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hour": 3600,
+    "hours": 3600,
+}
 
 
 @dataclass(frozen=True)
@@ -42,35 +57,71 @@ class Setting:
 
 
 ACCESS_KEY_ID = Setting(("aws_access_key_id", "access_key_id"), ("AWS_ACCESS_KEY_ID",), "S3 access key id")
-SECRET_ACCESS_KEY = Setting(("aws_secret_access_key", "secret_access_key"), ("AWS_SECRET_ACCESS_KEY",),
-                            "S3 secret access key")
-SESSION_TOKEN = Setting(("aws_session_token", "aws_token", "session_token", "token"),
-                        ("AWS_SESSION_TOKEN", "AWS_TOKEN"), "S3 session token (temporary credentials)")
-REGION = Setting(("aws_region", "region", "aws_default_region", "default_region"),
-                 ("AWS_REGION", "AWS_DEFAULT_REGION"), f"S3 region (default {DEFAULT_REGION})")
-ENDPOINT = Setting(("aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url"),
-                   ("AWS_ENDPOINT_URL", "AWS_ENDPOINT"), "S3-compatible endpoint URL (default: AWS)")
-ALLOW_HTTP = Setting(("allow_http", "aws_allow_http"), ("AWS_ALLOW_HTTP",),
-                     "allow an http:// endpoint (refused otherwise, as in pylance)")
-VIRTUAL_HOSTED = Setting(("aws_virtual_hosted_style_request", "virtual_hosted_style_request"),
-                         ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST",),
-                         "bucket in the host name instead of the path (AWS endpoint only)")
-SKIP_SIGNATURE = Setting(("aws_skip_signature", "skip_signature"), ("AWS_SKIP_SIGNATURE",),
-                         "send unsigned (anonymous) requests")
-ALLOW_INVALID_CERTIFICATES = Setting(("allow_invalid_certificates", "aws_allow_invalid_certificates"),
-                                     ("AWS_ALLOW_INVALID_CERTIFICATES",), "skip TLS certificate checks")
-REQUEST_PAYER = Setting(("aws_request_payer", "request_payer"), ("AWS_REQUEST_PAYER",),
-                        "accept requester-pays charges")
+SECRET_ACCESS_KEY = Setting(
+    ("aws_secret_access_key", "secret_access_key"), ("AWS_SECRET_ACCESS_KEY",), "S3 secret access key"
+)
+SESSION_TOKEN = Setting(
+    ("aws_session_token", "aws_token", "session_token", "token"),
+    ("AWS_SESSION_TOKEN", "AWS_TOKEN"),
+    "S3 session token (temporary credentials)",
+)
+REGION = Setting(
+    ("aws_region", "region", "aws_default_region", "default_region"),
+    ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    f"S3 region (default {DEFAULT_REGION})",
+)
+ENDPOINT = Setting(
+    ("aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url"),
+    ("AWS_ENDPOINT_URL", "AWS_ENDPOINT"),
+    "S3-compatible endpoint URL (default: AWS)",
+)
+ALLOW_HTTP = Setting(
+    ("allow_http", "aws_allow_http"),
+    ("AWS_ALLOW_HTTP",),
+    "allow an http:// endpoint (refused otherwise, as in pylance)",
+)
+VIRTUAL_HOSTED = Setting(
+    ("aws_virtual_hosted_style_request", "virtual_hosted_style_request"),
+    ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST",),
+    "bucket in the host name instead of the path (AWS endpoint only)",
+)
+SKIP_SIGNATURE = Setting(
+    ("aws_skip_signature", "skip_signature"), ("AWS_SKIP_SIGNATURE",), "send unsigned (anonymous) requests"
+)
+ALLOW_INVALID_CERTIFICATES = Setting(
+    ("allow_invalid_certificates", "aws_allow_invalid_certificates"),
+    ("AWS_ALLOW_INVALID_CERTIFICATES",),
+    "skip TLS certificate checks",
+)
+REQUEST_PAYER = Setting(
+    ("aws_request_payer", "request_payer"), ("AWS_REQUEST_PAYER",), "accept requester-pays charges"
+)
 CONNECT_TIMEOUT = Setting(("connect_timeout", "aws_connect_timeout"), (), "connect timeout, e.g. '5s'")
 TIMEOUT = Setting(("timeout", "aws_timeout"), (), "per-request read timeout, e.g. '30s'")
 PROXY_URL = Setting(("proxy_url", "aws_proxy_url"), (), "HTTP(S) proxy for every request")
 #: Accepted and meaningless here: lance_fw never tags objects.
-DISABLE_TAGGING = Setting(("aws_disable_tagging", "disable_tagging"), ("AWS_DISABLE_TAGGING",),
-                          "do not tag objects (lance_fw never does)")
+DISABLE_TAGGING = Setting(
+    ("aws_disable_tagging", "disable_tagging"),
+    ("AWS_DISABLE_TAGGING",),
+    "do not tag objects (lance_fw never does)",
+)
 
-SETTINGS = (ACCESS_KEY_ID, SECRET_ACCESS_KEY, SESSION_TOKEN, REGION, ENDPOINT, ALLOW_HTTP, VIRTUAL_HOSTED,
-            SKIP_SIGNATURE, ALLOW_INVALID_CERTIFICATES, REQUEST_PAYER, CONNECT_TIMEOUT, TIMEOUT, PROXY_URL,
-            DISABLE_TAGGING)
+SETTINGS = (
+    ACCESS_KEY_ID,
+    SECRET_ACCESS_KEY,
+    SESSION_TOKEN,
+    REGION,
+    ENDPOINT,
+    ALLOW_HTTP,
+    VIRTUAL_HOSTED,
+    SKIP_SIGNATURE,
+    ALLOW_INVALID_CERTIFICATES,
+    REQUEST_PAYER,
+    CONNECT_TIMEOUT,
+    TIMEOUT,
+    PROXY_URL,
+    DISABLE_TAGGING,
+)
 
 #: pylance (object_store) keys lance_fw does not implement, with why: declared so that they raise
 #: ``UnsupportedFeatureError`` naming them rather than "unknown option".
@@ -109,8 +160,9 @@ def _lookup(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, 
     else from the environment, else None."""
     given = {k: options[k] for k in setting.keys if k in options and options[k] is not None}
     if len(set(map(str, given.values()))) > 1:
-        raise InvalidArgumentError(f"storage_options {sorted(given)} name the same setting with different "
-                                   "values; give one")
+        raise InvalidArgumentError(
+            f"storage_options {sorted(given)} name the same setting with different values; give one"
+        )
     if given:
         return next(iter(given.values()))
     for name in setting.env:
@@ -149,8 +201,10 @@ def s3fs_kwargs(options: Mapping[str, Any], environ: Mapping[str, str] | None = 
     environ = os.environ if environ is None else environ
     unsupported = sorted(k for k in options if k in UNSUPPORTED)
     if unsupported:
-        raise UnsupportedFeatureError(f"storage_options {unsupported} are pylance S3 options lance_fw does "
-                                      f"not support: {'; '.join(UNSUPPORTED[k] for k in unsupported)}")
+        raise UnsupportedFeatureError(
+            f"storage_options {unsupported} are pylance S3 options lance_fw does "
+            f"not support: {'; '.join(UNSUPPORTED[k] for k in unsupported)}"
+        )
 
     def get(setting: Setting) -> Any:
         return _lookup(options, setting, environ)
@@ -175,11 +229,15 @@ def s3fs_kwargs(options: Mapping[str, Any], environ: Mapping[str, str] | None = 
         if not endpoint.startswith(("http://", "https://")):
             raise InvalidArgumentError(f"storage option aws_endpoint={endpoint!r} must be an http(s):// URL")
         if endpoint.startswith("http://") and not allow_http:
-            raise InvalidArgumentError(f"the S3 endpoint {endpoint} is plain http; set storage option "
-                                       "allow_http='true' (or AWS_ALLOW_HTTP) to allow it, as pylance requires")
+            raise InvalidArgumentError(
+                f"the S3 endpoint {endpoint} is plain http; set storage option "
+                "allow_http='true' (or AWS_ALLOW_HTTP) to allow it, as pylance requires"
+            )
         if virtual_hosted:
-            raise UnsupportedFeatureError("aws_virtual_hosted_style_request with a custom aws_endpoint (pylance "
-                                          "then takes the endpoint to name the bucket) is not supported")
+            raise UnsupportedFeatureError(
+                "aws_virtual_hosted_style_request with a custom aws_endpoint (pylance "
+                "then takes the endpoint to name the bucket) is not supported"
+            )
         kwargs["endpoint_url"] = endpoint
     config["s3"] = {"addressing_style": "virtual" if virtual_hosted else "path"}
     config["max_pool_connections"] = MAX_POOL_CONNECTIONS

@@ -50,7 +50,7 @@ class _MemorySnapshot(FsspecReader):
         self._size = len(self._data)
 
     def read(self, offset: int, length: int) -> bytes:
-        return self._data[offset:offset + length]
+        return self._data[offset : offset + length]
 
 
 class FsspecStorage(Storage):
@@ -83,8 +83,12 @@ class FsspecStorage(Storage):
             stream = self.fs.open(tmp, "wb")
         except OSError as exc:
             raise StorageError(f"{path}: cannot create the file: {exc}") from exc
-        return StagedOutput(path, stream, publish=lambda: self.fs.mv(tmp, path),  # type: ignore[return-value]
-                            discard=lambda: self.fs.rm_file(tmp))
+        return StagedOutput(
+            path,
+            stream,
+            publish=lambda: self.fs.mv(tmp, path),  # type: ignore[return-value]
+            discard=lambda: self.fs.rm_file(tmp),
+        )
 
     def list_dir(self, path: str) -> list[str]:
         try:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, BinaryIO, Mapping
+from collections.abc import Mapping
+from typing import Any, BinaryIO
 
 from lance_fw.errors import CommitConflictError, DatasetNotFoundError, StorageError
 from lance_fw.hookspecs import hookimpl
@@ -16,7 +17,7 @@ from lance_fw.io.storage import RangeReader, Storage
 
 
 def local_path(uri: str) -> str:
-    return uri[len("file://"):] if uri.startswith("file://") else uri
+    return uri[len("file://") :] if uri.startswith("file://") else uri
 
 
 def atomic_output(path: str) -> StagedOutput:
@@ -25,8 +26,13 @@ def atomic_output(path: str) -> StagedOutput:
     ``path`` on close, deleted on abort."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, temp_name(name))
-    return StagedOutput(path, open(tmp, "xb"), publish=lambda: os.replace(tmp, path),
-                        discard=lambda: os.unlink(tmp), sync=lambda f: os.fsync(f.fileno()))
+    return StagedOutput(
+        path,
+        open(tmp, "xb"),
+        publish=lambda: os.replace(tmp, path),
+        discard=lambda: os.unlink(tmp),
+        sync=lambda f: os.fsync(f.fileno()),
+    )
 
 
 class LocalReader(RangeReader):

@@ -24,10 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, BinaryIO, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, BinaryIO
 
-from lance_fw.errors import (CommitConflictError, CorruptFileError, DatasetNotFoundError, StorageError,
-                             UnsupportedFeatureError)
+from lance_fw.errors import (
+    CommitConflictError,
+    CorruptFileError,
+    DatasetNotFoundError,
+    StorageError,
+    UnsupportedFeatureError,
+)
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import RangeReader, Storage, coalesce_ranges
 from lance_fw_plugins.s3_options import OPTION_DESCRIPTIONS, s3fs_kwargs
@@ -89,6 +95,7 @@ async def _s3fs_retrying(call, retries: int):
 
 async def _get_object(fs, bucket: str, key: str, **request: str) -> bytes:
     """The body of one GET (``request``: Range, IfMatch), retried as s3fs retries its own reads."""
+
     async def call_and_read() -> bytes:
         response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **request)
         try:
@@ -149,7 +156,11 @@ class S3Reader(RangeReader):
         """Coalesce nearby ranges, then GET the merged ranges concurrently (at most
         MAX_PARALLEL_RANGES in flight): one round trip's latency instead of one per range."""
         merged = [m for m in coalesce_ranges(ranges, S3_COALESCE_GAP) if m[1] > 0]
-        blobs = self._run(self._get_all, [(s, n) for s, n, _ in merged], f"{len(merged)} ranges") if merged else []
+        blobs = (
+            self._run(self._get_all, [(s, n) for s, n, _ in merged], f"{len(merged)} ranges")
+            if merged
+            else []
+        )
         return self._slices(ranges, merged, blobs)
 
     def _run(self, coroutine_function, spans: list[tuple[int, int]], what: str) -> list[bytes]:
@@ -160,8 +171,10 @@ class S3Reader(RangeReader):
             return sync(self.fs.loop, coroutine_function, spans)
         except _client_errors() as exc:
             if _is_conflict(exc):
-                raise StorageError(f"{self.path} was replaced after it was opened (its ETag changed); "
-                                   "reopen it to read the new object") from exc
+                raise StorageError(
+                    f"{self.path} was replaced after it was opened (its ETag changed); "
+                    "reopen it to read the new object"
+                ) from exc
             raise StorageError(f"{self.path}: reading {what}: {exc}") from exc
 
     async def _get_all(self, spans: list[tuple[int, int]]) -> list[bytes]:
@@ -175,8 +188,9 @@ class S3Reader(RangeReader):
 
     async def _get(self, start: int, end: int) -> bytes:
         """One ranged, conditional GET."""
-        return await _get_object(self.fs, self._bucket, self._key, Range=f"bytes={start}-{end - 1}",
-                                 **self._condition)
+        return await _get_object(
+            self.fs, self._bucket, self._key, Range=f"bytes={start}-{end - 1}", **self._condition
+        )
 
     def _slices(self, ranges, merged, blobs) -> list[memoryview]:
         """Each requested range as a view into the merged blob that covers it (empty ranges,
@@ -185,12 +199,15 @@ class S3Reader(RangeReader):
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
         for (start, length, idx), blob in zip(merged, blobs):
             if len(blob) != length:
-                raise CorruptFileError(self.path, f"{len(blob)} bytes at [{start}, {start + length}) where "
-                                                  f"{length} were asked for; the object is truncated")
+                raise CorruptFileError(
+                    self.path,
+                    f"{len(blob)} bytes at [{start}, {start + length}) where "
+                    f"{length} were asked for; the object is truncated",
+                )
             view = memoryview(blob)
             for i in idx:
                 off, ln = ranges[i]
-                out[i] = view[off - start: off - start + ln]
+                out[i] = view[off - start : off - start + ln]
         return out
 
 
@@ -238,11 +255,11 @@ class S3Output:
     def _discard(self) -> None:
         try:
             self._file.discard()
-        except Exception:  # noqa: BLE001 - a failed abort leaves only an invisible multipart upload
+        except Exception:
             pass
         self._file.closed = True  # fsspec would otherwise "close" (publish) it when collected
 
-    def __enter__(self) -> "S3Output":
+    def __enter__(self) -> S3Output:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -289,7 +306,7 @@ class S3Storage(Storage):
         except _client_errors() as exc:
             raise StorageError(f"{path}: cannot list: {exc}") from exc
         prefix = self.fs._strip_protocol(path).rstrip("/") + "/"
-        return [e.rstrip("/")[len(prefix):] for e in entries if e.startswith(prefix)]
+        return [e.rstrip("/")[len(prefix) :] for e in entries if e.startswith(prefix)]
 
     def exists(self, path: str) -> bool:
         try:
@@ -339,9 +356,11 @@ class S3Storage(Storage):
         committer rebase and commit its transaction a second time. (Another writer cannot have
         written the same bytes: a manifest names its own transaction.)"""
         if not self.atomic_put_if_absent:
-            raise UnsupportedFeatureError(f"{path}: the installed botocore cannot send If-None-Match, so S3 "
-                                          "objects cannot be created exactly once; upgrade it "
-                                          "(pip install -U 'botocore>=1.35' s3fs)")
+            raise UnsupportedFeatureError(
+                f"{path}: the installed botocore cannot send If-None-Match, so S3 "
+                "objects cannot be created exactly once; upgrade it "
+                "(pip install -U 'botocore>=1.35' s3fs)"
+            )
         bucket, key, _ = self.fs.split_path(path)
         try:
             self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")

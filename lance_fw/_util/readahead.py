@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -28,8 +29,9 @@ class _Ahead:
     ``_pending`` until the consumer takes it, so the consumer never waits on an empty queue.
     """
 
-    def __init__(self, pool: ThreadPoolExecutor, produce: Callable[[Any], Iterator[T]], item: Any,
-                 depth: int) -> None:
+    def __init__(
+        self, pool: ThreadPoolExecutor, produce: Callable[[Any], Iterator[T]], item: Any, depth: int
+    ) -> None:
         self._pool, self._produce, self._item, self._depth = pool, produce, item, depth
         self._batches: Iterator[T] | None = None  # made by the first step, in a worker
         self._lock = threading.RLock()  # a step done before add_done_callback calls back at once
@@ -91,8 +93,9 @@ class _Ahead:
             close()
 
 
-def readahead(items: Sequence[Any], produce: Callable[[Any], Iterator[T]], ahead: int,
-              depth: int = 2) -> Iterator[T]:
+def readahead(
+    items: Sequence[Any], produce: Callable[[Any], Iterator[T]], ahead: int, depth: int = 2
+) -> Iterator[T]:
     """The batches of ``produce(item)`` for each item, in order, with up to ``ahead`` items decoded
     at once by a pool of ``ahead`` worker threads.
 

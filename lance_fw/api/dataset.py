@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Iterator
 from datetime import datetime
 from functools import cached_property
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -38,25 +38,58 @@ from lance_fw.table.take import take as take_rows
 
 #: ``default_scan_options`` keys lance_fw merges into every ``scanner()`` call. They cannot change
 #: which rows or columns a scan returns, so internal scans (merge_insert, update) may see them too.
-DEFAULT_SCAN_OPTIONS = ("batch_size", "batch_readahead", "fragment_readahead", "scan_in_order", "use_stats",
-                        "io_buffer_size", "late_materialization", "use_scalar_index", "prefilter")
+DEFAULT_SCAN_OPTIONS = (
+    "batch_size",
+    "batch_readahead",
+    "fragment_readahead",
+    "scan_in_order",
+    "use_stats",
+    "io_buffer_size",
+    "late_materialization",
+    "use_scalar_index",
+    "prefilter",
+)
 
 
-def dataset(uri, version: int | str | None = None, asof: datetime | str | None = None,
-            block_size: int | None = None, commit_lock=None, index_cache_size: int | None = None,
-            storage_options: dict | None = None, default_scan_options: dict | None = None,
-            metadata_cache_size_bytes: int | None = None, index_cache_size_bytes: int | None = None,
-            read_params: dict | None = None, session=None, namespace_client=None, table_id: list | None = None,
-            base_store_params: dict | None = None) -> "LanceDataset":
+def dataset(
+    uri,
+    version: int | str | None = None,
+    asof: datetime | str | None = None,
+    block_size: int | None = None,
+    commit_lock=None,
+    index_cache_size: int | None = None,
+    storage_options: dict | None = None,
+    default_scan_options: dict | None = None,
+    metadata_cache_size_bytes: int | None = None,
+    index_cache_size_bytes: int | None = None,
+    read_params: dict | None = None,
+    session=None,
+    namespace_client=None,
+    table_id: list | None = None,
+    base_store_params: dict | None = None,
+) -> LanceDataset:
     """Open a dataset at its latest version, a given ``version`` (number or tag), or the version
     current ``asof``. Cache and block sizes only tune pylance's caches and are accepted as such."""
-    refuse("dataset", {"read_params": read_params, "session": session,
-                       "namespace_client": namespace_client, "table_id": table_id,
-                       "base_store_params": base_store_params})
+    refuse(
+        "dataset",
+        {
+            "read_params": read_params,
+            "session": session,
+            "namespace_client": namespace_client,
+            "table_id": table_id,
+            "base_store_params": base_store_params,
+        },
+    )
     if uri is None:
         raise InvalidArgumentError("dataset: uri is required (namespace_client/table_id are not supported)")
-    return LanceDataset(uri, version=version, asof=asof, storage_options=storage_options,
-                        default_scan_options=default_scan_options, commit_lock=commit_lock)
+    return LanceDataset(
+        uri,
+        version=version,
+        asof=asof,
+        storage_options=storage_options,
+        default_scan_options=default_scan_options,
+        commit_lock=commit_lock,
+    )
 
 
 def finish_claimed_versions(storage: Storage, uri: str) -> None:
@@ -68,8 +101,9 @@ def finish_claimed_versions(storage: Storage, uri: str) -> None:
     listed one, so it opens the newest claimed version, as store-backed readers do in pylance. Costs
     nothing for handlers without ``repair`` (the put-if-absent ones, which never leave a claim).
     """
-    handler = get_plugin_manager().hook.lance_commit_handler(storage=storage, uri=uri,
-                                                             options=getattr(storage, "options", {}))
+    handler = get_plugin_manager().hook.lance_commit_handler(
+        storage=storage, uri=uri, options=getattr(storage, "options", {})
+    )
     if handler is None or type(handler).repair is CommitHandler.repair:
         return  # no handler commits here, or none that can leave a claim unpublished
     while True:
@@ -77,7 +111,9 @@ def finish_claimed_versions(storage: Storage, uri: str) -> None:
         version = versions[-1].version + 1 if versions else 1
         # go on only while a repair publishes the version: a handler may also "repair" by dropping a
         # dead claim (True, no manifest), and asking it again would never end
-        if not handler.repair(uri, version) or not any(e.version == version for e in list_versions(storage, uri)):
+        if not handler.repair(uri, version) or not any(
+            e.version == version for e in list_versions(storage, uri)
+        ):
             return
 
 
@@ -98,9 +134,16 @@ def _check_default_scan_options(options: dict | None) -> dict:
 class LanceDataset:
     """One version of a Lance dataset; mutating calls move this object to the version they commit."""
 
-    def __init__(self, uri: str, version: int | str | None = None, asof: datetime | str | None = None,
-                 storage_options: dict | None = None, default_scan_options: dict | None = None,
-                 commit_lock=None, _storage: Storage | None = None):
+    def __init__(
+        self,
+        uri: str,
+        version: int | str | None = None,
+        asof: datetime | str | None = None,
+        storage_options: dict | None = None,
+        default_scan_options: dict | None = None,
+        commit_lock=None,
+        _storage: Storage | None = None,
+    ):
         self.uri = str(getattr(uri, "uri", uri)).rstrip("/")
         self._commit_lock = commit_lock  # pylance's CommitLock: every commit through this object uses it
         self._storage_options = storage_options
@@ -118,11 +161,16 @@ class LanceDataset:
         self._manifest, self._index_section = read_manifest(self._storage, entry.path)
         feature_flags.check_readable(self.uri, self._manifest.reader_feature_flags, self._manifest.config)
 
-    def _reopen(self, version: int | str | None) -> "LanceDataset":
+    def _reopen(self, version: int | str | None) -> LanceDataset:
         """Another version of this dataset, with this object's options."""
-        return LanceDataset(self.uri, version=version, storage_options=self._storage_options,
-                            default_scan_options=self._default_scan_options, commit_lock=self._commit_lock,
-                            _storage=self._storage)
+        return LanceDataset(
+            self.uri,
+            version=version,
+            storage_options=self._storage_options,
+            default_scan_options=self._default_scan_options,
+            commit_lock=self._commit_lock,
+            _storage=self._storage,
+        )
 
     def _move_to(self, version: int | None) -> None:
         """Show ``version`` (just committed through this object; None: the latest), as pylance's
@@ -146,8 +194,13 @@ class LanceDataset:
         out = []
         for entry in list_versions(self._storage, self.uri):
             manifest, _ = read_manifest(self._storage, entry.path)
-            out.append({"version": manifest.version, "timestamp": datetime.fromtimestamp(commit_time(manifest)),
-                        "metadata": dict(manifest.tag and {"tag": manifest.tag} or {})})
+            out.append(
+                {
+                    "version": manifest.version,
+                    "timestamp": datetime.fromtimestamp(commit_time(manifest)),
+                    "metadata": dict((manifest.tag and {"tag": manifest.tag}) or {}),
+                }
+            )
         return out
 
     def _version_asof(self, asof: datetime | str) -> int:
@@ -168,7 +221,7 @@ class LanceDataset:
         (tags name versions; like pylance, they do not move this object)."""
         return Tags(self._storage, self.uri)
 
-    def checkout_version(self, version: int | str) -> "LanceDataset":
+    def checkout_version(self, version: int | str) -> LanceDataset:
         return self._reopen(version)
 
     def restore(self) -> None:
@@ -183,35 +236,72 @@ class LanceDataset:
         self._move_to(None)
 
     @staticmethod
-    def commit(base_uri, operation, read_version: int | None = None, commit_lock=None,
-               storage_options: dict | None = None, enable_v2_manifest_paths: bool | None = None,
-               detached: bool | None = False, max_retries: int = 20, *, commit_message: str | None = None,
-               enable_stable_row_ids: bool | None = None, namespace_client=None, table_id: list | None = None,
-               namespace_client_managed_versioning: bool = False, base_store_params: dict | None = None,
-               commit_timeout=None) -> "LanceDataset":
+    def commit(
+        base_uri,
+        operation,
+        read_version: int | None = None,
+        commit_lock=None,
+        storage_options: dict | None = None,
+        enable_v2_manifest_paths: bool | None = None,
+        detached: bool | None = False,
+        max_retries: int = 20,
+        *,
+        commit_message: str | None = None,
+        enable_stable_row_ids: bool | None = None,
+        namespace_client=None,
+        table_id: list | None = None,
+        namespace_client_managed_versioning: bool = False,
+        base_store_params: dict | None = None,
+        commit_timeout=None,
+    ) -> LanceDataset:
         """Commit ``LanceOperation.Append(fragments)`` / ``Overwrite(schema, fragments)`` of fragments
         from ``lance_fw.fragment.write_fragments`` (pylance's distributed write) as one version.
         ``commit_timeout`` bounds pylance's retry loop; lance_fw's is bounded by ``max_retries``."""
         from lance_fw.api.distributed import commit
 
-        refuse("LanceDataset.commit", {"enable_v2_manifest_paths": enable_v2_manifest_paths,
-                                       "detached": detached, "enable_stable_row_ids": enable_stable_row_ids,
-                                       "namespace_client": namespace_client, "table_id": table_id,
-                                       "namespace_client_managed_versioning": namespace_client_managed_versioning,
-                                       "base_store_params": base_store_params},
-               {"enable_v2_manifest_paths": True, "detached": False, "enable_stable_row_ids": False,
-                "namespace_client_managed_versioning": False})
-        version = commit(base_uri, operation, read_version, storage_options, commit_message=commit_message,
-                         max_retries=max_retries, commit_lock=commit_lock)
-        return LanceDataset(getattr(base_uri, "uri", None) or str(base_uri), version=version,
-                            storage_options=storage_options)
+        refuse(
+            "LanceDataset.commit",
+            {
+                "enable_v2_manifest_paths": enable_v2_manifest_paths,
+                "detached": detached,
+                "enable_stable_row_ids": enable_stable_row_ids,
+                "namespace_client": namespace_client,
+                "table_id": table_id,
+                "namespace_client_managed_versioning": namespace_client_managed_versioning,
+                "base_store_params": base_store_params,
+            },
+            {
+                "enable_v2_manifest_paths": True,
+                "detached": False,
+                "enable_stable_row_ids": False,
+                "namespace_client_managed_versioning": False,
+            },
+        )
+        version = commit(
+            base_uri,
+            operation,
+            read_version,
+            storage_options,
+            commit_message=commit_message,
+            max_retries=max_retries,
+            commit_lock=commit_lock,
+        )
+        return LanceDataset(
+            getattr(base_uri, "uri", None) or str(base_uri), version=version, storage_options=storage_options
+        )
 
     @cached_property
     def _snapshot(self) -> Snapshot:
         """This version as the layers below the façade take it (table.snapshot): built once per
         version; ``_move_to`` drops it with every other attribute."""
-        return Snapshot(self.uri, self._storage, self._manifest, self._index_section,
-                        storage_options=self._storage_options, commit_lock=self._commit_lock)
+        return Snapshot(
+            self.uri,
+            self._storage,
+            self._manifest,
+            self._index_section,
+            storage_options=self._storage_options,
+            commit_lock=self._commit_lock,
+        )
 
     # -- schema -----------------------------------------------------------------------------
     @property
@@ -255,16 +345,39 @@ class LanceDataset:
     def _fields(self, columns):
         return self._snapshot.fields(columns)
 
-    def scanner(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
-                nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
-                batch_readahead: int | None = None, fragment_readahead: int | None = None,
-                scan_in_order: bool | None = None, fragments=None, index_segments=None, full_text_query=None, *,
-                prefilter: bool | None = None, with_row_id: bool | None = None, with_row_address: bool | None = None,
-                use_stats: bool | None = None, fast_search: bool | None = None, io_buffer_size: int | None = None,
-                late_materialization=None, blob_handling: str | None = None, use_scalar_index: bool | None = None,
-                include_deleted_rows: bool | None = None, scan_stats_callback=None,
-                strict_batch_size: bool | None = None, order_by=None, disable_scoring_autoprojection: bool | None = None,
-                row_addr_allowlist: bytes | None = None, row_addr_blocklist: bytes | None = None) -> LanceScanner:
+    def scanner(
+        self,
+        columns=None,
+        filter=None,
+        limit: int | None = None,
+        offset: int | None = None,
+        nearest=None,
+        batch_size: int | None = None,
+        batch_size_bytes: int | None = None,
+        batch_readahead: int | None = None,
+        fragment_readahead: int | None = None,
+        scan_in_order: bool | None = None,
+        fragments=None,
+        index_segments=None,
+        full_text_query=None,
+        *,
+        prefilter: bool | None = None,
+        with_row_id: bool | None = None,
+        with_row_address: bool | None = None,
+        use_stats: bool | None = None,
+        fast_search: bool | None = None,
+        io_buffer_size: int | None = None,
+        late_materialization=None,
+        blob_handling: str | None = None,
+        use_scalar_index: bool | None = None,
+        include_deleted_rows: bool | None = None,
+        scan_stats_callback=None,
+        strict_batch_size: bool | None = None,
+        order_by=None,
+        disable_scoring_autoprojection: bool | None = None,
+        row_addr_allowlist: bytes | None = None,
+        row_addr_blocklist: bytes | None = None,
+    ) -> LanceScanner:
         """pylance's scanner (see ``LanceScanner`` for what is refused); ``default_scan_options``
         given to ``dataset()`` fill the options left None."""
         options = {k: v for k, v in locals().items() if k != "self"}
@@ -273,39 +386,97 @@ class LanceDataset:
                 options[key] = value
         return LanceScanner(self._snapshot, **options)
 
-    def to_batches(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
-                   nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
-                   batch_readahead: int | None = None, fragment_readahead: int | None = None,
-                   scan_in_order: bool | None = None, *, prefilter: bool | None = None,
-                   with_row_id: bool | None = None, with_row_address: bool | None = None, use_stats: bool | None = None,
-                   full_text_query=None, io_buffer_size: int | None = None, late_materialization=None,
-                   blob_handling: str | None = None, use_scalar_index: bool | None = None,
-                   strict_batch_size: bool | None = None, order_by=None,
-                   disable_scoring_autoprojection: bool | None = None) -> Iterator[pa.RecordBatch]:
+    def to_batches(
+        self,
+        columns=None,
+        filter=None,
+        limit: int | None = None,
+        offset: int | None = None,
+        nearest=None,
+        batch_size: int | None = None,
+        batch_size_bytes: int | None = None,
+        batch_readahead: int | None = None,
+        fragment_readahead: int | None = None,
+        scan_in_order: bool | None = None,
+        *,
+        prefilter: bool | None = None,
+        with_row_id: bool | None = None,
+        with_row_address: bool | None = None,
+        use_stats: bool | None = None,
+        full_text_query=None,
+        io_buffer_size: int | None = None,
+        late_materialization=None,
+        blob_handling: str | None = None,
+        use_scalar_index: bool | None = None,
+        strict_batch_size: bool | None = None,
+        order_by=None,
+        disable_scoring_autoprojection: bool | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_batches()
 
-    def to_table(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
-                 nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
-                 batch_readahead: int | None = None, fragment_readahead: int | None = None,
-                 scan_in_order: bool | None = None, *, prefilter: bool | None = None,
-                 with_row_id: bool | None = None, with_row_address: bool | None = None, use_stats: bool | None = None,
-                 fast_search: bool | None = None, full_text_query=None, io_buffer_size: int | None = None,
-                 late_materialization=None, blob_handling: str | None = None, use_scalar_index: bool | None = None,
-                 include_deleted_rows: bool | None = None, order_by=None,
-                 disable_scoring_autoprojection: bool | None = None) -> pa.Table:
+    def to_table(
+        self,
+        columns=None,
+        filter=None,
+        limit: int | None = None,
+        offset: int | None = None,
+        nearest=None,
+        batch_size: int | None = None,
+        batch_size_bytes: int | None = None,
+        batch_readahead: int | None = None,
+        fragment_readahead: int | None = None,
+        scan_in_order: bool | None = None,
+        *,
+        prefilter: bool | None = None,
+        with_row_id: bool | None = None,
+        with_row_address: bool | None = None,
+        use_stats: bool | None = None,
+        fast_search: bool | None = None,
+        full_text_query=None,
+        io_buffer_size: int | None = None,
+        late_materialization=None,
+        blob_handling: str | None = None,
+        use_scalar_index: bool | None = None,
+        include_deleted_rows: bool | None = None,
+        order_by=None,
+        disable_scoring_autoprojection: bool | None = None,
+    ) -> pa.Table:
         table = self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_table()
         return table.replace_schema_metadata(self.schema.metadata) if columns is None else table
 
-    def head(self, num_rows: int, columns=None, filter=None, offset: int | None = None, nearest=None,
-             batch_size: int | None = None, batch_size_bytes: int | None = None, batch_readahead: int | None = None,
-             fragment_readahead: int | None = None, scan_in_order: bool | None = None, fragments=None,
-             index_segments=None, full_text_query=None, *, prefilter: bool | None = None,
-             with_row_id: bool | None = None, with_row_address: bool | None = None, use_stats: bool | None = None,
-             fast_search: bool | None = None, io_buffer_size: int | None = None, late_materialization=None,
-             blob_handling: str | None = None, use_scalar_index: bool | None = None,
-             include_deleted_rows: bool | None = None, scan_stats_callback=None,
-             strict_batch_size: bool | None = None, order_by=None, disable_scoring_autoprojection: bool | None = None,
-             row_addr_allowlist: bytes | None = None, row_addr_blocklist: bytes | None = None) -> pa.Table:
+    def head(
+        self,
+        num_rows: int,
+        columns=None,
+        filter=None,
+        offset: int | None = None,
+        nearest=None,
+        batch_size: int | None = None,
+        batch_size_bytes: int | None = None,
+        batch_readahead: int | None = None,
+        fragment_readahead: int | None = None,
+        scan_in_order: bool | None = None,
+        fragments=None,
+        index_segments=None,
+        full_text_query=None,
+        *,
+        prefilter: bool | None = None,
+        with_row_id: bool | None = None,
+        with_row_address: bool | None = None,
+        use_stats: bool | None = None,
+        fast_search: bool | None = None,
+        io_buffer_size: int | None = None,
+        late_materialization=None,
+        blob_handling: str | None = None,
+        use_scalar_index: bool | None = None,
+        include_deleted_rows: bool | None = None,
+        scan_stats_callback=None,
+        strict_batch_size: bool | None = None,
+        order_by=None,
+        disable_scoring_autoprojection: bool | None = None,
+        row_addr_allowlist: bytes | None = None,
+        row_addr_blocklist: bytes | None = None,
+    ) -> pa.Table:
         """The first ``num_rows`` rows; the other arguments are ``scanner()``'s (pylance passes them on)."""
         options = {k: v for k, v in locals().items() if k not in ("self", "num_rows")}
         return self.scanner(limit=num_rows, **options).to_table()
@@ -316,7 +487,9 @@ class LanceDataset:
         wanted = _index_array(indices, np.int64, "take: indices")
         total = self.count_rows()
         if len(wanted) and (wanted.min() < 0 or wanted.max() >= total):
-            raise InvalidArgumentError(f"take: indices must lie in [0, {total}), got {wanted.min()}..{wanted.max()}")
+            raise InvalidArgumentError(
+                f"take: indices must lie in [0, {total}), got {wanted.min()}..{wanted.max()}"
+            )
         return self._projected_take(wanted, columns, by_address=False)
 
     def _take_rows(self, row_ids, columns=None, *, ignore_deletions: bool = False) -> pa.Table:
@@ -343,20 +516,33 @@ class LanceDataset:
         """query.filter_plan over this version (kept for callers not yet given the snapshot)."""
         return filter_plan(self._snapshot, filter)
 
-    def _read_fragment(self, frag, fields, plan, batch_size: int, with_row_address: bool = False,
-                       with_row_id: bool = False, start: int = 0, stop: int | None = None,
-                       live: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+    def _read_fragment(
+        self,
+        frag,
+        fields,
+        plan,
+        batch_size: int,
+        with_row_address: bool = False,
+        with_row_id: bool = False,
+        start: int = 0,
+        stop: int | None = None,
+        live: tuple[int, int] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         """``Snapshot.read_fragment`` of this version (kept for callers not yet given the snapshot)."""
-        return self._snapshot.read_fragment(frag, fields, plan, batch_size, with_row_address, with_row_id,
-                                            start, stop, live)
+        return self._snapshot.read_fragment(
+            frag, fields, plan, batch_size, with_row_address, with_row_id, start, stop, live
+        )
 
     def delete(self, predicate) -> dict:
         """Delete the rows matching ``predicate`` (a Lance SQL string or pyarrow expression) in a
         new version; this object then shows that version, as in pylance."""
         from lance_fw.table.delete import delete_rows, expression_matcher
 
-        version, rows = delete_rows(self._snapshot, expression_matcher(self._snapshot, predicate),
-                                    predicate if isinstance(predicate, str) else str(predicate))
+        version, rows = delete_rows(
+            self._snapshot,
+            expression_matcher(self._snapshot, predicate),
+            predicate if isinstance(predicate, str) else str(predicate),
+        )
         self._move_to(version)
         return {"num_deleted_rows": rows}
 
@@ -374,8 +560,13 @@ class LanceDataset:
 
         return MergeInsertBuilder(lambda: self._snapshot, on, self._move_to)
 
-    def add_columns(self, transforms, read_columns: list[str] | None = None, reader_schema: pa.Schema | None = None,
-                    batch_size: int | None = None) -> None:
+    def add_columns(
+        self,
+        transforms,
+        read_columns: list[str] | None = None,
+        reader_schema: pa.Schema | None = None,
+        batch_size: int | None = None,
+    ) -> None:
         """New columns from ``{name: SQL expression}`` (one new data file per fragment, nothing
         rewritten) or from pyarrow fields (all null, metadata only). Python UDFs and readers of
         new data (``reader_schema``) are not supported."""
@@ -397,29 +588,44 @@ class LanceDataset:
         self._move_to(drop_columns(self._snapshot, columns))
 
     @property
-    def optimize(self) -> "DatasetOptimizer":
+    def optimize(self) -> DatasetOptimizer:
         """``ds.optimize.compact_files(target_rows_per_fragment=..., materialize_deletions=...)``."""
         return DatasetOptimizer(self)
 
-    def cleanup_old_versions(self, older_than=None, retain_versions: int | None = None, *,
-                             delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
-                             delete_rate_limit: int | None = None, versions: list[int] | None = None,
-                             delete_concurrency: int | None = None):
+    def cleanup_old_versions(
+        self,
+        older_than=None,
+        retain_versions: int | None = None,
+        *,
+        delete_unverified: bool = False,
+        error_if_tagged_old_versions: bool = True,
+        delete_rate_limit: int | None = None,
+        versions: list[int] | None = None,
+        delete_concurrency: int | None = None,
+    ):
         """pylance's signature and semantics: the given limits combine with AND (none: two weeks);
         this object's version and later ones are never removed. See ``lance_fw.table.cleanup``."""
         from lance_fw.table.cleanup import cleanup_old_versions
 
-        return cleanup_old_versions(self._storage, self.uri, older_than, retain_versions,
-                                    delete_unverified=delete_unverified,
-                                    error_if_tagged_old_versions=error_if_tagged_old_versions,
-                                    delete_rate_limit=delete_rate_limit, versions=versions,
-                                    delete_concurrency=delete_concurrency, read_version=self.version)
+        return cleanup_old_versions(
+            self._storage,
+            self.uri,
+            older_than,
+            retain_versions,
+            delete_unverified=delete_unverified,
+            error_if_tagged_old_versions=error_if_tagged_old_versions,
+            delete_rate_limit=delete_rate_limit,
+            versions=versions,
+            delete_concurrency=delete_concurrency,
+            read_version=self.version,
+        )
 
 
 def _index_array(values, dtype, what: str) -> np.ndarray:
     """A flat array of integer positions or ids (pylance refuses nested lists and non-integers)."""
-    array = np.asarray(values.to_numpy(zero_copy_only=False) if isinstance(values, (pa.Array, pa.ChunkedArray))
-                       else values)
+    array = np.asarray(
+        values.to_numpy(zero_copy_only=False) if isinstance(values, (pa.Array, pa.ChunkedArray)) else values
+    )
     if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
         raise InvalidArgumentError(f"{what} must be a flat list of integers, got {values!r:.80}")
     return array.astype(dtype)
@@ -431,13 +637,25 @@ class DatasetOptimizer:
     def __init__(self, ds: LanceDataset):
         self._ds = ds
 
-    def compact_files(self, *, target_rows_per_fragment: int | None = None, max_rows_per_group: int | None = None,
-                      max_bytes_per_file: int | None = None, materialize_deletions: bool | None = None,
-                      materialize_deletions_threshold: float | None = None, defer_index_remap: bool | None = None,
-                      num_threads: int | None = None, batch_size: int | None = None, compaction_mode: str | None = None,
-                      binary_copy_read_batch_bytes: int | None = None, max_source_fragments: int | None = None,
-                      max_source_rows: int | None = None, max_source_bytes: int | None = None,
-                      excluded_fragment_ids: list[int] | None = None, data_storage_version: str | None = None):
+    def compact_files(
+        self,
+        *,
+        target_rows_per_fragment: int | None = None,
+        max_rows_per_group: int | None = None,
+        max_bytes_per_file: int | None = None,
+        materialize_deletions: bool | None = None,
+        materialize_deletions_threshold: float | None = None,
+        defer_index_remap: bool | None = None,
+        num_threads: int | None = None,
+        batch_size: int | None = None,
+        compaction_mode: str | None = None,
+        binary_copy_read_batch_bytes: int | None = None,
+        max_source_fragments: int | None = None,
+        max_source_rows: int | None = None,
+        max_source_bytes: int | None = None,
+        excluded_fragment_ids: list[int] | None = None,
+        data_storage_version: str | None = None,
+    ):
         """Merge small fragments and drop deleted rows in one new version; returns the metrics and
         moves this dataset object to that version. Options the compaction planner takes are passed
         on; thread counts, read batch sizes, row groups and index-remap deferral (lance_fw has no
@@ -446,12 +664,23 @@ class DatasetOptimizer:
 
         given = {k: v for k, v in locals().items() if k not in ("self", "compact_files") and v is not None}
         planner = inspect.signature(compact_files).parameters
-        tuning = ("max_rows_per_group", "defer_index_remap", "num_threads", "batch_size", "binary_copy_read_batch_bytes")
-        refuse("compact_files", {k: v for k, v in given.items() if k not in planner and k not in tuning},
-               {"compaction_mode": "reencode"})
+        tuning = (
+            "max_rows_per_group",
+            "defer_index_remap",
+            "num_threads",
+            "batch_size",
+            "binary_copy_read_batch_bytes",
+        )
+        refuse(
+            "compact_files",
+            {k: v for k, v in given.items() if k not in planner and k not in tuning},
+            {"compaction_mode": "reencode"},
+        )
         if "batch_size" not in given and "batch_size" in self._ds._default_scan_options:
             given["batch_size"] = self._ds._default_scan_options["batch_size"]  # as ds.scanner() would
-        metrics, version = compact_files(self._ds._snapshot, **{k: v for k, v in given.items() if k in planner})
+        metrics, version = compact_files(
+            self._ds._snapshot, **{k: v for k, v in given.items() if k in planner}
+        )
         self._ds._move_to(version)
         return metrics
 

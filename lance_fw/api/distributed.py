@@ -26,8 +26,14 @@ from lance_fw.schema import LanceSchema
 from lance_fw.table import transaction
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
 from lance_fw.table.manifest import list_versions
-from lance_fw.table.write import (COMMIT_MESSAGE_KEY, DEFAULT_MAX_BYTES_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE, as_reader,
-                                  committed_plugin_encodings, plan_write)
+from lance_fw.table.write import (
+    COMMIT_MESSAGE_KEY,
+    DEFAULT_MAX_BYTES_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_FILE,
+    as_reader,
+    committed_plugin_encodings,
+    plan_write,
+)
 
 _DELETION_TYPES = {ARROW_ARRAY: "array", BITMAP: "bitmap"}
 
@@ -62,31 +68,61 @@ class FragmentMetadata:
         deletion = None
         if m.HasField("deletion_file"):
             d = m.deletion_file
-            deletion = {"read_version": d.read_version, "id": d.id, "file_type": _DELETION_TYPES[d.file_type],
-                        "num_deleted_rows": d.num_deleted_rows, "base_id": None}
-        return {"id": m.id, "overlays": [], "physical_rows": m.physical_rows, "deletion_file": deletion,
-                "row_id_meta": None, "created_at_version_meta": None, "last_updated_at_version_meta": None,
-                "files": [{"fields": list(f.fields), "column_indices": list(f.column_indices),
-                           "file_major_version": f.file_major_version, "file_minor_version": f.file_minor_version,
-                           "file_size_bytes": f.file_size_bytes, "base_id": f.base_id or None, "path": f.path}
-                          for f in m.files]}
+            deletion = {
+                "read_version": d.read_version,
+                "id": d.id,
+                "file_type": _DELETION_TYPES[d.file_type],
+                "num_deleted_rows": d.num_deleted_rows,
+                "base_id": None,
+            }
+        return {
+            "id": m.id,
+            "overlays": [],
+            "physical_rows": m.physical_rows,
+            "deletion_file": deletion,
+            "row_id_meta": None,
+            "created_at_version_meta": None,
+            "last_updated_at_version_meta": None,
+            "files": [
+                {
+                    "fields": list(f.fields),
+                    "column_indices": list(f.column_indices),
+                    "file_major_version": f.file_major_version,
+                    "file_minor_version": f.file_minor_version,
+                    "file_size_bytes": f.file_size_bytes,
+                    "base_id": f.base_id or None,
+                    "path": f.path,
+                }
+                for f in m.files
+            ],
+        }
 
     @classmethod
-    def from_json(cls, data: str | dict) -> "FragmentMetadata":
+    def from_json(cls, data: str | dict) -> FragmentMetadata:
         """From ``to_json()``'s dictionary or its JSON text (lance_fw's or pylance's)."""
         try:
             d = json.loads(data) if isinstance(data, (str, bytes)) else dict(data)
             m = table_pb2.DataFragment(id=int(d.get("id") or 0), physical_rows=int(d["physical_rows"]))
             for f in d["files"]:
-                m.files.add(path=f["path"], fields=f["fields"], column_indices=f.get("column_indices", []),
-                            file_major_version=f.get("file_major_version", 0),
-                            file_minor_version=f.get("file_minor_version", 0),
-                            file_size_bytes=f.get("file_size_bytes") or 0)
+                m.files.add(
+                    path=f["path"],
+                    fields=f["fields"],
+                    column_indices=f.get("column_indices", []),
+                    file_major_version=f.get("file_major_version", 0),
+                    file_minor_version=f.get("file_minor_version", 0),
+                    file_size_bytes=f.get("file_size_bytes") or 0,
+                )
             if d.get("deletion_file"):
                 x = d["deletion_file"]
                 kind = {v: k for k, v in _DELETION_TYPES.items()}[x.get("file_type", "array")]
-                m.deletion_file.CopyFrom(table_pb2.DeletionFile(file_type=kind, read_version=x["read_version"],
-                                                                id=x["id"], num_deleted_rows=x["num_deleted_rows"]))
+                m.deletion_file.CopyFrom(
+                    table_pb2.DeletionFile(
+                        file_type=kind,
+                        read_version=x["read_version"],
+                        id=x["id"],
+                        num_deleted_rows=x["num_deleted_rows"],
+                    )
+                )
             if d.get("row_id_meta"):
                 raise InvalidArgumentError("FragmentMetadata with stable row ids is not supported yet")
         except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
@@ -98,32 +134,68 @@ def _from_bytes(raw: bytes) -> FragmentMetadata:
     return FragmentMetadata(table_pb2.DataFragment.FromString(raw))
 
 
-def write_fragments(data: Any, dataset_uri, schema: pa.Schema | None = None, *, return_transaction: bool = False,
-                    mode: str = "append", max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-                    max_rows_per_group: int | None = 1024, max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
-                    data_cache_bytes: int | None = None, max_page_bytes: int | None = None, progress=None,
-                    data_storage_version: str | None = None, use_legacy_format: bool | None = None,
-                    storage_options: dict | None = None, enable_stable_row_ids: bool = False, target_bases=None,
-                    target_all_bases=None, initial_bases=None, base_store_params=None,
-                    external_blob_mode: str = "reference", allow_external_blob_outside_bases: bool = False,
-                    namespace_client=None, table_id=None, session=None,
-                    allow_plugin_encodings: bool = False) -> list[FragmentMetadata]:
+def write_fragments(
+    data: Any,
+    dataset_uri,
+    schema: pa.Schema | None = None,
+    *,
+    return_transaction: bool = False,
+    mode: str = "append",
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_rows_per_group: int | None = 1024,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    data_cache_bytes: int | None = None,
+    max_page_bytes: int | None = None,
+    progress=None,
+    data_storage_version: str | None = None,
+    use_legacy_format: bool | None = None,
+    storage_options: dict | None = None,
+    enable_stable_row_ids: bool = False,
+    target_bases=None,
+    target_all_bases=None,
+    initial_bases=None,
+    base_store_params=None,
+    external_blob_mode: str = "reference",
+    allow_external_blob_outside_bases: bool = False,
+    namespace_client=None,
+    table_id=None,
+    session=None,
+    allow_plugin_encodings: bool = False,
+) -> list[FragmentMetadata]:
     """Write ``data`` into new data files of ``dataset_uri`` and return their metadata, uncommitted.
     ``mode="append"`` uses the existing dataset's schema; ``create``/``overwrite`` the data's.
     ``return_transaction=True`` (a pylance Transaction object) is not supported."""
     refuse("write_fragments", {"return_transaction": return_transaction}, {"return_transaction": False})
-    refuse_write_options("write_fragments", progress=progress, enable_stable_row_ids=enable_stable_row_ids,
-                         initial_bases=initial_bases, target_bases=target_bases, target_all_bases=target_all_bases,
-                         base_store_params=base_store_params, external_blob_mode=external_blob_mode,
-                         allow_external_blob_outside_bases=allow_external_blob_outside_bases,
-                         namespace_client=namespace_client, table_id=table_id, session=session)
+    refuse_write_options(
+        "write_fragments",
+        progress=progress,
+        enable_stable_row_ids=enable_stable_row_ids,
+        initial_bases=initial_bases,
+        target_bases=target_bases,
+        target_all_bases=target_all_bases,
+        base_store_params=base_store_params,
+        external_blob_mode=external_blob_mode,
+        allow_external_blob_outside_bases=allow_external_blob_outside_bases,
+        namespace_client=namespace_client,
+        table_id=table_id,
+        session=session,
+    )
     uri = getattr(dataset_uri, "uri", None) or os.fspath(dataset_uri)
     arrow_schema, batches = as_reader(data, schema)
-    plan = plan_write(uri, schema or arrow_schema, mode if mode != "create" else "overwrite",
-                      legacy_version(use_legacy_format, data_storage_version), storage_options, max_rows_per_file,
-                      max_bytes_per_file, max_page_bytes, allow_subset=True,
-                      allow_plugin_encodings=bool(allow_plugin_encodings) if allow_plugin_encodings is None
-                      else allow_plugin_encodings)  # None is plan_write's "inherit" (rewrites only)
+    plan = plan_write(
+        uri,
+        schema or arrow_schema,
+        mode if mode != "create" else "overwrite",
+        legacy_version(use_legacy_format, data_storage_version),
+        storage_options,
+        max_rows_per_file,
+        max_bytes_per_file,
+        max_page_bytes,
+        allow_subset=True,
+        allow_plugin_encodings=bool(allow_plugin_encodings)
+        if allow_plugin_encodings is None
+        else allow_plugin_encodings,
+    )  # None is plan_write's "inherit" (rewrites only)
     return [FragmentMetadata(f) for f in plan.write(batches)]
 
 
@@ -145,33 +217,56 @@ class LanceOperation:
     Overwrite = _Overwrite
 
 
-def commit(base_uri, operation, read_version: int | None = None, storage_options: dict | None = None,
-           commit_message: str | None = None, max_retries: int = transaction.MAX_RETRIES, commit_lock=None) -> int:
+def commit(
+    base_uri,
+    operation,
+    read_version: int | None = None,
+    storage_options: dict | None = None,
+    commit_message: str | None = None,
+    max_retries: int = transaction.MAX_RETRIES,
+    commit_lock=None,
+) -> int:
     """Commit ``operation`` as one new version of ``base_uri``; returns the version."""
     uri = getattr(base_uri, "uri", None) or os.fspath(base_uri)
     storage = resolve_storage(uri, storage_options)
-    fragments = [f.message if isinstance(f, FragmentMetadata) else FragmentMetadata.from_json(f).message
-                 if isinstance(f, (str, dict)) else f for f in operation.fragments]
+    fragments = [
+        f.message
+        if isinstance(f, FragmentMetadata)
+        else FragmentMetadata.from_json(f).message
+        if isinstance(f, (str, dict))
+        else f
+        for f in operation.fragments
+    ]
     properties = {COMMIT_MESSAGE_KEY: commit_message} if commit_message else {}
     if isinstance(operation, _Append):
         if not list_versions(storage, uri):
             raise DatasetNotFoundError(f"{uri}: no dataset to append to; commit an Overwrite to create it")
-        op = transaction.Append(fragments=fragments, properties=properties,
-                                plugin_encodings=committed_plugin_encodings(storage, uri, fragments))
+        op = transaction.Append(
+            fragments=fragments,
+            properties=properties,
+            plugin_encodings=committed_plugin_encodings(storage, uri, fragments),
+        )
     elif isinstance(operation, _Overwrite):
         if operation.new_schema is None:
             raise InvalidArgumentError("LanceOperation.Overwrite needs new_schema")
         lance_schema = LanceSchema.from_arrow(operation.new_schema)
         files = [f for frag in fragments for f in frag.files]
         version = from_footer(files[0].file_major_version, files[0].file_minor_version) if files else (2, 2)
-        op = transaction.Overwrite(fragments=fragments, properties=properties,
-                                   schema_fields=lance_schema.to_protos(), schema_metadata=lance_schema.metadata,
-                                   data_format_version=version_name(version),
-                                   plugin_encodings=committed_plugin_encodings(storage, uri, fragments, lance_schema))
+        op = transaction.Overwrite(
+            fragments=fragments,
+            properties=properties,
+            schema_fields=lance_schema.to_protos(),
+            schema_metadata=lance_schema.metadata,
+            data_format_version=version_name(version),
+            plugin_encodings=committed_plugin_encodings(storage, uri, fragments, lance_schema),
+        )
     else:
-        raise InvalidArgumentError(f"cannot commit a {type(operation).__name__}; use LanceOperation.Append or "
-                                   "LanceOperation.Overwrite")
+        raise InvalidArgumentError(
+            f"cannot commit a {type(operation).__name__}; use LanceOperation.Append or "
+            "LanceOperation.Overwrite"
+        )
     if max_retries < 1:
         raise InvalidArgumentError(f"max_retries must be at least 1, got {max_retries}")
-    return transaction.commit(storage, uri, op, read_version=read_version, max_retries=max_retries,
-                              commit_lock=commit_lock)
+    return transaction.commit(
+        storage, uri, op, read_version=read_version, max_retries=max_retries, commit_lock=commit_lock
+    )

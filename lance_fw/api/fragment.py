@@ -7,7 +7,7 @@ take pylance's fragment-scan options and ignore the dataset's ``default_scan_opt
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -51,34 +51,87 @@ class LanceFragment:
     def head(self, num_rows: int) -> pa.Table:
         return self.scanner(limit=num_rows).to_table()
 
-    def scanner(self, *, columns=None, batch_size: int | None = None, filter=None, limit: int | None = None,
-                offset: int | None = None, with_row_id: bool = False, with_row_address: bool = False,
-                batch_readahead: int = 16, blob_handling: str | None = None, order_by=None,
-                use_scalar_index: bool | None = None, io_buffer_size: int | None = None, late_materialization=None,
-                include_deleted_rows: bool | None = None, batch_size_bytes: int | None = None,
-                strict_batch_size: bool | None = None) -> LanceScanner:
+    def scanner(
+        self,
+        *,
+        columns=None,
+        batch_size: int | None = None,
+        filter=None,
+        limit: int | None = None,
+        offset: int | None = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        batch_readahead: int = 16,
+        blob_handling: str | None = None,
+        order_by=None,
+        use_scalar_index: bool | None = None,
+        io_buffer_size: int | None = None,
+        late_materialization=None,
+        include_deleted_rows: bool | None = None,
+        batch_size_bytes: int | None = None,
+        strict_batch_size: bool | None = None,
+    ) -> LanceScanner:
         """A scan of this fragment only; ``offset``/``limit`` count its live (or matching) rows."""
-        return LanceScanner(self._ds._snapshot, columns, filter, limit, offset, batch_size=batch_size,
-                            batch_size_bytes=batch_size_bytes, batch_readahead=batch_readahead, fragments=[self],
-                            with_row_id=with_row_id, with_row_address=with_row_address,
-                            io_buffer_size=io_buffer_size, late_materialization=late_materialization,
-                            blob_handling=blob_handling, use_scalar_index=use_scalar_index,
-                            include_deleted_rows=include_deleted_rows, strict_batch_size=strict_batch_size,
-                            order_by=order_by)
+        return LanceScanner(
+            self._ds._snapshot,
+            columns,
+            filter,
+            limit,
+            offset,
+            batch_size=batch_size,
+            batch_size_bytes=batch_size_bytes,
+            batch_readahead=batch_readahead,
+            fragments=[self],
+            with_row_id=with_row_id,
+            with_row_address=with_row_address,
+            io_buffer_size=io_buffer_size,
+            late_materialization=late_materialization,
+            blob_handling=blob_handling,
+            use_scalar_index=use_scalar_index,
+            include_deleted_rows=include_deleted_rows,
+            strict_batch_size=strict_batch_size,
+            order_by=order_by,
+        )
 
-    def to_batches(self, *, columns=None, batch_size: int | None = None, filter=None, limit: int | None = None,
-                   offset: int | None = None, with_row_id: bool = False, with_row_address: bool = False,
-                   batch_readahead: int = 16, blob_handling: str | None = None, order_by=None,
-                   use_scalar_index: bool | None = None, io_buffer_size: int | None = None, late_materialization=None,
-                   include_deleted_rows: bool | None = None, batch_size_bytes: int | None = None,
-                   strict_batch_size: bool | None = None) -> Iterator[pa.RecordBatch]:
+    def to_batches(
+        self,
+        *,
+        columns=None,
+        batch_size: int | None = None,
+        filter=None,
+        limit: int | None = None,
+        offset: int | None = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        batch_readahead: int = 16,
+        blob_handling: str | None = None,
+        order_by=None,
+        use_scalar_index: bool | None = None,
+        io_buffer_size: int | None = None,
+        late_materialization=None,
+        include_deleted_rows: bool | None = None,
+        batch_size_bytes: int | None = None,
+        strict_batch_size: bool | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_batches()
 
-    def to_table(self, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
-                 with_row_id: bool = False, with_row_address: bool = False, blob_handling: str | None = None,
-                 order_by=None, use_scalar_index: bool | None = None, io_buffer_size: int | None = None,
-                 late_materialization=None, include_deleted_rows: bool | None = None,
-                 batch_size_bytes: int | None = None, strict_batch_size: bool | None = None) -> pa.Table:
+    def to_table(
+        self,
+        columns=None,
+        filter=None,
+        limit: int | None = None,
+        offset: int | None = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        blob_handling: str | None = None,
+        order_by=None,
+        use_scalar_index: bool | None = None,
+        io_buffer_size: int | None = None,
+        late_materialization=None,
+        include_deleted_rows: bool | None = None,
+        batch_size_bytes: int | None = None,
+        strict_batch_size: bool | None = None,
+    ) -> pa.Table:
         return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_table()
 
     def __repr__(self) -> str:

@@ -61,4 +61,4 @@ def sql(con: duckdb.DuckDBPyConnection, query: str, params=None):
     return Connection(connection=con).sql(query, params=params)
 
 
-__all__ = ["Connection", "DuckDBDataset", "READAHEAD", "connect", "execute", "install", "sql"]
+__all__ = ["READAHEAD", "Connection", "DuckDBDataset", "connect", "execute", "install", "sql"]

@@ -25,8 +25,10 @@ except ImportError:  # pragma: no cover - older DuckDB
 
 def _relation_layer():
     if _relation is None or not hasattr(_relation, "CONNECTION_METHODS"):
-        raise UnsupportedFeatureError(f"relations over lance_scan with duckdb {duckdb.__version__}: use "
-                                      "execute(); relations need DuckDB's Python relation layer (duckdb >= 2.0)")
+        raise UnsupportedFeatureError(
+            f"relations over lance_scan with duckdb {duckdb.__version__}: use "
+            "execute(); relations need DuckDB's Python relation layer (duckdb >= 2.0)"
+        )
     return _relation
 
 
@@ -37,8 +39,14 @@ _BINDS_SQL = frozenset({"_create_view", "_prepare_script"})
 class Connection:
     """A DuckDB connection whose statements may use ``lance_scan(path [, version := n])``."""
 
-    def __init__(self, database: str = ":memory:", read_only: bool = False, config: dict | None = None, *,
-                 connection: duckdb.DuckDBPyConnection | None = None):
+    def __init__(
+        self,
+        database: str = ":memory:",
+        read_only: bool = False,
+        config: dict | None = None,
+        *,
+        connection: duckdb.DuckDBPyConnection | None = None,
+    ):
         from lance_fw.duckdb import install
 
         if connection is None:
@@ -50,11 +58,11 @@ class Connection:
 
     # -- statements -----------------------------------------------------------------------------
 
-    def execute(self, query, parameters=None) -> "Connection":
+    def execute(self, query, parameters=None) -> Connection:
         execute(self.con, query, parameters)
         return self
 
-    def executemany(self, query, parameters=None) -> "Connection":
+    def executemany(self, query, parameters=None) -> Connection:
         """Each parameter set is its own statement, with its own snapshots (DuckDB would bind once)."""
         if not parameters:
             self.con.executemany(query, parameters)
@@ -74,13 +82,13 @@ class Connection:
     query = sql
     from_query = sql
 
-    def cursor(self) -> "Connection":
+    def cursor(self) -> Connection:
         return Connection(connection=self.con.cursor())
 
     def close(self) -> None:
         self.con.close()
 
-    def __enter__(self) -> "Connection":
+    def __enter__(self) -> Connection:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -92,8 +100,9 @@ class Connection:
         return run_statement(self.con, Call(self.con._bind, (sql,), options))
 
     def _submit(self, sql, values, *rest):
-        result = run_statement(self.con, Call(self.con._submit, (sql, values, *rest)),
-                               binder(self.con, sql, values))
+        result = run_statement(
+            self.con, Call(self.con._submit, (sql, values, *rest)), binder(self.con, sql, values)
+        )
         return _StreamedResult(self.con, result) if _STREAM in rest else result
 
     def __getattr__(self, name: str):
@@ -110,6 +119,7 @@ class Connection:
 
 def _typing_errors(con: duckdb.DuckDBPyConnection, function):
     """``function`` raising the typed error behind a DuckDB error, when a dataset raised one."""
+
     @functools.wraps(function)
     def call(*args, **kwargs):
         try:
@@ -119,6 +129,7 @@ def _typing_errors(con: duckdb.DuckDBPyConnection, function):
             if error is exc:
                 raise
             raise error from exc
+
     return call
 
 
@@ -144,6 +155,7 @@ class _StreamedResult:
                     yield next_batch()
                 except StopIteration:
                     return
+
         return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
     def __getattr__(self, name: str):

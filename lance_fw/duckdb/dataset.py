@@ -22,7 +22,7 @@ class DuckDBDataset(pads.Dataset):
     its text; ``on_error`` hears it first, so the statement runner can raise the typed error instead.
     """
 
-    def __init__(self, ds, on_error: Callable[[LanceError], None] | None = None):  # noqa: D107
+    def __init__(self, ds, on_error: Callable[[LanceError], None] | None = None):
         # pyarrow's Dataset has no Python-level constructor to call.
         self._lance = ds
         self._on_error = on_error or (lambda exc: None)
@@ -31,18 +31,19 @@ class DuckDBDataset(pads.Dataset):
     def schema(self) -> pa.Schema:
         return self._lance.schema
 
-    def scanner(self, columns=None, filter=None, batch_size=None):  # noqa: A002 - pyarrow's names
+    def scanner(self, columns=None, filter=None, batch_size=None):
         """Fragments are decoded up to ``READAHEAD`` at a time in worker threads, lazily and with
         bounded buffers (DuckDB stops pulling at a LIMIT, so little is read ahead)."""
         try:
-            scanner = self._lance.scanner(columns=columns, filter=filter, batch_size=batch_size,
-                                          fragment_readahead=READAHEAD)
+            scanner = self._lance.scanner(
+                columns=columns, filter=filter, batch_size=batch_size, fragment_readahead=READAHEAD
+            )
         except LanceError as exc:
             self._on_error(exc)
             raise
         return _ReportingScanner(scanner, self._on_error)
 
-    def count_rows(self, filter=None) -> int:  # noqa: A002
+    def count_rows(self, filter=None) -> int:
         if filter is None:
             return self._lance.count_rows()
         return sum(batch.num_rows for batch in self.scanner(columns=[], filter=filter).to_reader())
@@ -71,6 +72,7 @@ class _ReportingScanner:
                 raise
             finally:
                 inner.close()
+
         return pa.RecordBatchReader.from_batches(self._scanner.projected_schema, batches())
 
     def __getattr__(self, name):

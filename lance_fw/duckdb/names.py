@@ -34,7 +34,7 @@ def missing_name(message: str) -> str | None:
 
 def decode(name: str) -> tuple[str, int | str | None]:
     """(uri, version) of a macro-computed name; the version is an int, a tag name, or None for latest."""
-    path_hex, _, version_hex = name[len(PREFIX):].partition("_")
+    path_hex, _, version_hex = name[len(PREFIX) :].partition("_")
     uri = bytes.fromhex(path_hex).decode()
     if not uri:
         raise InvalidArgumentError("lance_scan: the dataset path is empty")

@@ -20,7 +20,7 @@ the S3 secret type); without it no S3 secret can exist and the environment appli
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 import duckdb
 
@@ -40,20 +40,42 @@ DEFAULT_USE_SSL = True
 URL_STYLES = {"path": "false", "vhost": "true"}
 
 #: Secret keys that translate one to one into pylance storage option keys.
-_DIRECT_KEYS = {"key_id": "aws_access_key_id", "secret": "aws_secret_access_key",
-                "session_token": "aws_session_token", "region": "aws_region",
-                "requester_pays": "aws_request_payer"}
+_DIRECT_KEYS = {
+    "key_id": "aws_access_key_id",
+    "secret": "aws_secret_access_key",
+    "session_token": "aws_session_token",
+    "region": "aws_region",
+    "requester_pays": "aws_request_payer",
+}
 #: Secret keys that change nothing lance_fw does (DuckDB's own credential refresh and URL escaping).
 _IGNORED_KEYS = frozenset({"refresh", "validation", "url_compatibility_mode"})
 _ENDPOINT, _USE_SSL, _URL_STYLE = "endpoint", "use_ssl", "url_style"
 #: The keys each secret type can store (DuckDB's httpfs S3 secret; its core HTTP secret): a field of the
 #: secret string starts a new key only if it names one of these.
 SECRET_KEYS = {
-    S3_SECRET_TYPE: frozenset({"key_id", "secret", "session_token", "region", "endpoint", "use_ssl", "url_style",
-                               "url_compatibility_mode", "kms_key_id", "account_id", "requester_pays", "refresh",
-                               "validation", "profile", "chain", "sts_endpoint"}),
-    "http": frozenset({"http_proxy", "http_proxy_username", "http_proxy_password", "extra_http_headers",
-                       "bearer_token"}),
+    S3_SECRET_TYPE: frozenset(
+        {
+            "key_id",
+            "secret",
+            "session_token",
+            "region",
+            "endpoint",
+            "use_ssl",
+            "url_style",
+            "url_compatibility_mode",
+            "kms_key_id",
+            "account_id",
+            "requester_pays",
+            "refresh",
+            "validation",
+            "profile",
+            "chain",
+            "sts_endpoint",
+        }
+    ),
+    "http": frozenset(
+        {"http_proxy", "http_proxy_username", "http_proxy_password", "extra_http_headers", "bearer_token"}
+    ),
 }
 #: A ``key=value`` field of DuckDB's secret string (keys are lower-case identifiers).
 _FIELD = re.compile(r"([a-z_][a-z0-9_]*)=(.*)", re.DOTALL)
@@ -78,8 +100,9 @@ def storage_options_for(con: duckdb.DuckDBPyConnection, uri: str) -> dict[str, s
     return s3_storage_options(name, values)
 
 
-def matching_secret(con: duckdb.DuckDBPyConnection, uri: str,
-                    secret_type: str) -> tuple[str, dict[str, str]] | None:
+def matching_secret(
+    con: duckdb.DuckDBPyConnection, uri: str, secret_type: str
+) -> tuple[str, dict[str, str]] | None:
     """(name, values) of the secret of ``secret_type`` DuckDB picks for ``uri``, or None.
 
     Asked on a cursor (same database, same secrets), so a result the connection is still streaming
@@ -92,24 +115,35 @@ def matching_secret(con: duckdb.DuckDBPyConnection, uri: str,
             return None
         name, storage = chosen
         try:
-            row = cursor.execute("SELECT type, provider, scope, secret_string FROM duckdb_secrets(redact := false) "
-                                 "WHERE name = ? AND storage = ?", [name, storage]).fetchone()
+            row = cursor.execute(
+                "SELECT type, provider, scope, secret_string FROM duckdb_secrets(redact := false) "
+                "WHERE name = ? AND storage = ?",
+                [name, storage],
+            ).fetchone()
         except duckdb.InvalidInputException as exc:
             raise InvalidArgumentError(
                 f"DuckDB secret {name!r} applies to {uri}, but this connection hides secret values from lance_fw "
                 f"({str(exc).splitlines()[0]}); open the connection with config={{'{UNREDACTED_SETTING}': True}} "
-                f"(lance_fw.duckdb.connect() does)") from exc
+                f"(lance_fw.duckdb.connect() does)"
+            ) from exc
     finally:
         cursor.close()
     if row is None:  # dropped between the two queries
         return None
     secret_type_seen, provider, scope, text = row
-    return name, parse_secret_string(name, secret_type_seen, provider, list(scope or []), text,
-                                     SECRET_KEYS.get(secret_type_seen, frozenset()))
+    return name, parse_secret_string(
+        name,
+        secret_type_seen,
+        provider,
+        list(scope or []),
+        text,
+        SECRET_KEYS.get(secret_type_seen, frozenset()),
+    )
 
 
-def parse_secret_string(name: str, secret_type: str, provider: str, scope: list[str], text: str,
-                        keys: frozenset[str]) -> dict[str, str]:
+def parse_secret_string(
+    name: str, secret_type: str, provider: str, scope: list[str], text: str, keys: frozenset[str]
+) -> dict[str, str]:
     """The key/value map of a DuckDB secret, from ``duckdb_secrets().secret_string``.
 
     DuckDB writes ``name=…;type=…;provider=…;serializable=…;scope=a,b`` (or ``;scope`` when empty), then
@@ -122,17 +156,19 @@ def parse_secret_string(name: str, secret_type: str, provider: str, scope: list[
     """
     scope_field = "scope=" + ",".join(scope) if scope else "scope"
     head = f"name={name};type={secret_type};provider={provider};serializable="
-    rest = text[len(head):] if text.startswith(head) else None
+    rest = text[len(head) :] if text.startswith(head) else None
     fields: list[str] | None = None
     for flag in (_TRUE, _FALSE):
         prefix = f"{flag};{scope_field}"
         if rest == prefix:
             fields = []
         elif rest is not None and rest.startswith(prefix + ";"):
-            fields = rest[len(prefix) + 1:].split(";")
+            fields = rest[len(prefix) + 1 :].split(";")
     if fields is None:
-        raise UnsupportedFeatureError(f"DuckDB secret {name!r}: its secret string is not in the format lance_fw "
-                                      f"reads (duckdb {duckdb.__version__})")
+        raise UnsupportedFeatureError(
+            f"DuckDB secret {name!r}: its secret string is not in the format lance_fw "
+            f"reads (duckdb {duckdb.__version__})"
+        )
     values: dict[str, str] = {}
     last = ""
     for field in fields:
@@ -163,8 +199,9 @@ def s3_storage_options(name: str, values: Mapping[str, str]) -> dict[str, str]:
         if value == "" or key in _IGNORED_KEYS or key in (_ENDPOINT, _USE_SSL, _URL_STYLE):
             continue
         if key not in _DIRECT_KEYS:
-            raise UnsupportedFeatureError(f"DuckDB secret {name!r} sets {key.upper()}, which lance_fw's S3 storage "
-                                          f"does not support")
+            raise UnsupportedFeatureError(
+                f"DuckDB secret {name!r} sets {key.upper()}, which lance_fw's S3 storage does not support"
+            )
         options[_DIRECT_KEYS[key]] = value
     endpoint, use_ssl = values.get(_ENDPOINT) or None, values.get(_USE_SSL) or None
     if endpoint is not None or use_ssl is not None:
@@ -177,7 +214,9 @@ def s3_storage_options(name: str, values: Mapping[str, str]) -> dict[str, str]:
     style = values.get(_URL_STYLE) or None
     if style is not None:
         if style.lower() not in URL_STYLES:
-            raise InvalidArgumentError(f"DuckDB secret {name!r}: URL_STYLE {style!r} is not one of {sorted(URL_STYLES)}")
+            raise InvalidArgumentError(
+                f"DuckDB secret {name!r}: URL_STYLE {style!r} is not one of {sorted(URL_STYLES)}"
+            )
         options["aws_virtual_hosted_style_request"] = URL_STYLES[style.lower()]
     return options
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import duckdb
@@ -40,13 +41,16 @@ class Call(NamedTuple):
 
     function: Callable[..., Any]
     args: tuple = ()
-    kwargs: dict = {}
+    kwargs: Mapping[str, Any] = MappingProxyType({})
 
 
 #: Packages whose frames DuckDB's lookup of Python variables by name looks past (it skips its own).
 _FRAMES_TO_SKIP = ("duckdb", "lance_fw.duckdb")
-_IN_CALLER_SCOPE = compile("__lance_fw_result__ = __lance_fw_call__.function(*__lance_fw_call__.args, "
-                           "**__lance_fw_call__.kwargs)", "<lance_fw.duckdb statement>", "exec")
+_IN_CALLER_SCOPE = compile(
+    "__lance_fw_result__ = __lance_fw_call__.function(*__lance_fw_call__.args, **__lance_fw_call__.kwargs)",
+    "<lance_fw.duckdb statement>",
+    "exec",
+)
 
 
 def _skipped(module: str) -> bool:
@@ -65,7 +69,7 @@ def _in_caller_scope(call: Call) -> Any:
         frame = frame.f_back
     namespace = {} if frame is None else {**frame.f_globals, **frame.f_locals}
     namespace["__lance_fw_call__"] = call
-    exec(_IN_CALLER_SCOPE, namespace)  # noqa: S102 - fixed code, the user's names as its scope
+    exec(_IN_CALLER_SCOPE, namespace)
     return namespace["__lance_fw_result__"]
 
 
@@ -87,8 +91,9 @@ class StatementDatasets:
                     self._raise(exc)
             except duckdb.Error as exc:
                 self._raise(exc)
-        raise UnsupportedFeatureError(f"a statement reading more than {MAX_DATASETS_PER_STATEMENT} "
-                                      "lance_scan datasets")
+        raise UnsupportedFeatureError(
+            f"a statement reading more than {MAX_DATASETS_PER_STATEMENT} lance_scan datasets"
+        )
 
     def close(self) -> list[str]:
         """Unregister the statement's names; those DuckDB still reads from (an unfinished result) are
@@ -110,8 +115,9 @@ class StatementDatasets:
         key = (same_dataset(uri), version)
         snapshot = self._snapshots.get(key)
         if snapshot is None:
-            snapshot = self._snapshots[key] = lance_fw.dataset(uri, version=version,
-                                                               storage_options=storage_options_for(self._con, uri))
+            snapshot = self._snapshots[key] = lance_fw.dataset(
+                uri, version=version, storage_options=storage_options_for(self._con, uri)
+            )
         self._con.register(name, DuckDBDataset(snapshot, on_error=self._record))
         self._names.append(name)
         return True

@@ -11,11 +11,21 @@ import numpy as np
 import pyarrow as pa
 
 #: Little-endian unsigned numpy dtypes by width in bytes (how Lance stores offsets and words).
-UINT_BY_BYTES: dict[int, np.dtype] = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+UINT_BY_BYTES: dict[int, np.dtype] = {
+    1: np.dtype("<u1"),
+    2: np.dtype("<u2"),
+    4: np.dtype("<u4"),
+    8: np.dtype("<u8"),
+}
 #: The same by width in bits.
 UINT_BY_BITS: dict[int, np.dtype] = {8 * k: v for k, v in UINT_BY_BYTES.items()}
 #: Unsigned Arrow types by width in bits (dictionary indices are stored unsigned).
-ARROW_UINT_BY_BITS: dict[int, pa.DataType] = {8: pa.uint8(), 16: pa.uint16(), 32: pa.uint32(), 64: pa.uint64()}
+ARROW_UINT_BY_BITS: dict[int, pa.DataType] = {
+    8: pa.uint8(),
+    16: pa.uint16(),
+    32: pa.uint32(),
+    64: pa.uint64(),
+}
 
 
 def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -41,7 +51,9 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
         return data[:0]
     total = int(lengths.sum())
     if total > _SLICE_ABOVE * len(lengths):
-        return np.concatenate([data[a:a + n] for a, n in zip(np.asarray(starts).tolist(), lengths.tolist())])
+        return np.concatenate(
+            [data[a : a + n] for a, n in zip(np.asarray(starts).tolist(), lengths.tolist())]
+        )
     return data[range_positions(starts, lengths)]
 
 

@@ -60,29 +60,45 @@ def read_tail(reader: RangeReader) -> FileTail:
 
     def grab(pos: int, length: int, what: str) -> bytes:
         if pos < 0 or length < 0 or pos + length > size:
-            raise CorruptFileError(path, f"{what} at [{pos}, {pos + length}) lies outside the file ({size} bytes)")
+            raise CorruptFileError(
+                path, f"{what} at [{pos}, {pos + length}) lies outside the file ({size} bytes)"
+            )
         if pos >= start:
-            return tail[pos - start: pos - start + length]
+            return tail[pos - start : pos - start + length]
         return reader.read_exact(pos, length, what)
 
-    col_start, cmo_pos, gbo_pos, n_gb, n_cols, major, minor, magic = FOOTER.unpack_from(tail, len(tail) - FOOTER.size)
+    _col_start, cmo_pos, gbo_pos, n_gb, n_cols, major, minor, magic = FOOTER.unpack_from(
+        tail, len(tail) - FOOTER.size
+    )
     if magic != MAGIC:
-        raise CorruptFileError(path, f"bad magic {magic!r} (expected {MAGIC!r}): not a Lance file or truncated")
+        raise CorruptFileError(
+            path, f"bad magic {magic!r} (expected {MAGIC!r}): not a Lance file or truncated"
+        )
     if (major, minor) == (0, 2):
         raise CorruptFileError(path, "legacy Lance v1 (0.1) data files are not supported by lance_fw")
     cmo = np.frombuffer(grab(cmo_pos, n_cols * 16, "column metadata offsets"), dtype="<u8").reshape(-1, 2)
     gbo = np.frombuffer(grab(gbo_pos, n_gb * 16, "global buffer offsets"), dtype="<u8").reshape(-1, 2)
     if n_gb < 1:
         raise CorruptFileError(path, "no global buffers: the schema (file descriptor) is missing")
-    columns = [parse_message(file2_pb2.ColumnMetadata, grab(int(p), int(n), f"column {i} metadata"), path,
-                             f"column {i} metadata") for i, (p, n) in enumerate(cmo)]
+    columns = [
+        parse_message(
+            file2_pb2.ColumnMetadata,
+            grab(int(p), int(n), f"column {i} metadata"),
+            path,
+            f"column {i} metadata",
+        )
+        for i, (p, n) in enumerate(cmo)
+    ]
     gbs = [(int(p), int(n)) for p, n in gbo]
-    descriptor = parse_message(file2_pb2.FileDescriptor, grab(*gbs[0], "file descriptor"), path, "file descriptor")
+    descriptor = parse_message(
+        file2_pb2.FileDescriptor, grab(*gbs[0], "file descriptor"), path, "file descriptor"
+    )
     return FileTail(from_footer(major, minor), columns, descriptor, gbs)
 
 
-def write_tail(out, position: int, columns: list, global_buffers: list[tuple[int, int]],
-               footer_version: tuple[int, int]) -> int:
+def write_tail(
+    out, position: int, columns: list, global_buffers: list[tuple[int, int]], footer_version: tuple[int, int]
+) -> int:
     """Write column metadata, offset tables and footer at ``position``; return the new end."""
     col_start = position
     offsets = []
@@ -99,6 +115,16 @@ def write_tail(out, position: int, columns: list, global_buffers: list[tuple[int
     table = np.array(global_buffers, dtype="<u8").reshape(-1, 2)
     out.write(table.tobytes())
     position += table.nbytes
-    out.write(FOOTER.pack(col_start, cmo_pos, gbo_pos, len(global_buffers), len(columns),
-                          footer_version[0], footer_version[1], MAGIC))
+    out.write(
+        FOOTER.pack(
+            col_start,
+            cmo_pos,
+            gbo_pos,
+            len(global_buffers),
+            len(columns),
+            footer_version[0],
+            footer_version[1],
+            MAGIC,
+        )
+    )
     return position + FOOTER.size

@@ -6,8 +6,9 @@ Concrete encodings live in plugins; the kernel finds them through the ``lance_pa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -46,8 +47,11 @@ class EncodedPage:
 
 #: The page-encoding type URL pylance 14 decodes at each data file version: a page with any other
 #: type URL makes pylance fail on reading the column (and, at 2.0, every column of the file).
-PYLANCE_PAGE_TYPE_URLS = {(2, 0): "/lance.encodings.ArrayEncoding", (2, 1): "/lance.encodings21.PageLayout",
-                          (2, 2): "/lance.encodings21.PageLayout"}
+PYLANCE_PAGE_TYPE_URLS = {
+    (2, 0): "/lance.encodings.ArrayEncoding",
+    (2, 1): "/lance.encodings21.PageLayout",
+    (2, 2): "/lance.encodings21.PageLayout",
+}
 
 
 class ColumnEncoder(Protocol):
@@ -152,9 +156,17 @@ class PageBuffers(Sequence):
         """Bytes ``[offset, offset + length)`` of buffer ``index`` for each ``(index, offset, length)``."""
         ranges = []
         for index, offset, length in parts:
-            if not 0 <= index < len(self._sizes) or offset < 0 or length < 0 or offset + length > self._sizes[index]:
-                raise CorruptFileError(self._reader.path, f"{self.where}: bytes [{offset}, {offset + length}) of "
-                                                          f"page buffer {index} lie outside the buffer")
+            if (
+                not 0 <= index < len(self._sizes)
+                or offset < 0
+                or length < 0
+                or offset + length > self._sizes[index]
+            ):
+                raise CorruptFileError(
+                    self._reader.path,
+                    f"{self.where}: bytes [{offset}, {offset + length}) of "
+                    f"page buffer {index} lie outside the buffer",
+                )
             ranges.append((self._offsets[index] + offset, length))
         return self._reader.read_ranges(ranges)
 
@@ -175,7 +187,9 @@ class PageInput:
 
     def buffer_size(self, i: int) -> int:
         if i >= len(self.buffers):
-            raise CorruptFileError(self.where, f"the page has {len(self.buffers)} buffers, buffer {i} was asked for")
+            raise CorruptFileError(
+                self.where, f"the page has {len(self.buffers)} buffers, buffer {i} was asked for"
+            )
         return self.buffers.size(i) if isinstance(self.buffers, PageBuffers) else len(self.buffers[i])
 
     def read_parts(self, parts: Sequence[tuple[int, int, int]]) -> list[memoryview]:
@@ -185,9 +199,11 @@ class PageInput:
         out = []
         for index, offset, length in parts:
             if offset < 0 or length < 0 or offset + length > self.buffer_size(index):
-                raise CorruptFileError(self.where, f"bytes [{offset}, {offset + length}) of page buffer {index} "
-                                                   "lie outside the buffer")
-            out.append(memoryview(self.buffers[index])[offset:offset + length])
+                raise CorruptFileError(
+                    self.where,
+                    f"bytes [{offset}, {offset + length}) of page buffer {index} lie outside the buffer",
+                )
+            out.append(memoryview(self.buffers[index])[offset : offset + length])
         return out
 
 
@@ -322,7 +338,8 @@ def decode_page(encoding: any_pb2.Any, page: PageInput) -> pa.Array:
     if decoder is None:
         raise UnsupportedEncodingError(
             f"{page.where}: no installed plugin decodes page encoding {encoding.type_url!r} "
-            f"(known: {sorted(registry.page_decoders)}); install the plugin that provides it{failure_note()}")
+            f"(known: {sorted(registry.page_decoders)}); install the plugin that provides it{failure_note()}"
+        )
     return decoder(encoding, page)
 
 
@@ -344,7 +361,8 @@ def decode_kind(family: str, message, page: PageInput, num_rows: int, arrow_type
     decoder = registry.kind_decoders.get((family, kind))
     if decoder is None:
         raise UnsupportedEncodingError(
-            f"{page.where}: no installed plugin decodes {family} kind {kind!r}{failure_note()}")
+            f"{page.where}: no installed plugin decodes {family} kind {kind!r}{failure_note()}"
+        )
     return decoder(getattr(message, kind), page, num_rows, arrow_type)
 
 
@@ -355,5 +373,6 @@ def select_encoder(spec: ColumnSpec, options: Mapping[str, Any]) -> ColumnEncode
     if encoder is None:
         raise UnsupportedEncodingError(
             f"no installed plugin encodes field {spec.field.name!r} ({spec.arrow_type}) "
-            f"at file version {spec.version[0]}.{spec.version[1]}")
+            f"at file version {spec.version[0]}.{spec.version[1]}"
+        )
     return encoder

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import struct
 import threading
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +27,15 @@ READABLE_VERSIONS = ((2, 0), (2, 1), (2, 2))
 
 #: What a decoder may raise when a page's bytes do not mean what its encoding says: the page is
 #: damaged (a decoder bug on a sound file shows up the same way, with its exception named).
-DECODE_FAILURES = (pa.ArrowException, IndexError, KeyError, ValueError, ArithmeticError, struct.error, MemoryError)
+DECODE_FAILURES = (
+    pa.ArrowException,
+    IndexError,
+    KeyError,
+    ValueError,
+    ArithmeticError,
+    struct.error,
+    MemoryError,
+)
 
 #: A page is decoded whole (not row by row) once more than this share of its rows is wanted.
 WHOLE_PAGE_SHARE = 0.25
@@ -35,22 +44,32 @@ WHOLE_PAGE_SHARE = 0.25
 class LanceFileReader:
     """Open once (reads the tail), then read any row range of any field."""
 
-    def __init__(self, storage: Storage, path: str, column_of_field: dict[int, int] | None = None,
-                 reader: RangeReader | None = None):
+    def __init__(
+        self,
+        storage: Storage,
+        path: str,
+        column_of_field: dict[int, int] | None = None,
+        reader: RangeReader | None = None,
+    ):
         self.path = path
         self._reader = reader or storage.open_reader(path)
         self.tail: FileTail = read_tail(self._reader)
         if self.tail.version not in READABLE_VERSIONS:
-            raise UnsupportedFeatureError(f"{path}: data file version {version_name(self.tail.version)} "
-                                          f"is not readable by this lance_fw yet")
+            raise UnsupportedFeatureError(
+                f"{path}: data file version {version_name(self.tail.version)} "
+                f"is not readable by this lance_fw yet"
+            )
         try:
-            self.schema = LanceSchema.from_protos(self.tail.descriptor.schema.fields,
-                                                  self.tail.descriptor.schema.metadata)
+            self.schema = LanceSchema.from_protos(
+                self.tail.descriptor.schema.fields, self.tail.descriptor.schema.metadata
+            )
             self.schema.to_arrow()  # every logical type must be known
         except SchemaError as exc:
             raise CorruptFileError(path, f"bad schema in the file descriptor: {exc}") from None
         if column_of_field is None:  # a bare file: columns follow the schema's pre-order
-            owners = [f for f in self.schema.walk() if self.tail.version == (2, 0) or structure_v2_1.is_leaf(f)]
+            owners = [
+                f for f in self.schema.walk() if self.tail.version == (2, 0) or structure_v2_1.is_leaf(f)
+            ]
             column_of_field = {f.id: i for i, f in enumerate(owners)}
         self.column_of_field = column_of_field
         self._top_level = {f.id for f in self.schema.fields}
@@ -67,27 +86,38 @@ class LanceFileReader:
         self._reader.close()
 
     # -- public -----------------------------------------------------------------------------
-    def read_fields(self, fields: list[LanceField], start: int = 0, stop: int | None = None) -> list[pa.Array]:
+    def read_fields(
+        self, fields: list[LanceField], start: int = 0, stop: int | None = None
+    ) -> list[pa.Array]:
         stop = self.num_rows if stop is None else min(stop, self.num_rows)
         return [self.read_field(f, start, stop) for f in fields]
 
     def read_field(self, field: LanceField, start: int, stop: int) -> pa.Array:
         if self.tail.version != (2, 0):
             chains = structure_v2_1.leaf_paths(field)
-            arrays = [self._read_column(self._column(chain[-1]), start, stop, structure_v2_1.path_type(chain),
-                                        chain[-1]) for chain in chains]
+            arrays = [
+                self._read_column(
+                    self._column(chain[-1]), start, stop, structure_v2_1.path_type(chain), chain[-1]
+                )
+                for chain in chains
+            ]
             return structure_v2_1.merge(field, arrays, self.path)
         col = self._column(field)
         if field.is_struct:
             children = [self.read_field(c, start, stop) for c in field.children]
-            return pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children]) \
-                if children else pa.nulls(stop - start, field.arrow_type())
+            return (
+                pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children])
+                if children
+                else pa.nulls(stop - start, field.arrow_type())
+            )
         if field.is_list:
             rows = self._read_column(col, start, stop, structure_v2_0.LIST_PAGE_TYPE, field)
             counts, valid = structure_v2_0.item_counts(rows)
             first = self._items_before(col, start, field)
             items = self.read_field(field.children[0], first, first + int(counts.sum()))
-            return structure_v2_0.lengths_to_list(field.arrow_type(), counts, valid, items, self.path, field.name)
+            return structure_v2_0.lengths_to_list(
+                field.arrow_type(), counts, valid, items, self.path, field.name
+            )
         return self._read_column(col, start, stop, field.arrow_type(), field)
 
     def take_field(self, field: LanceField, rows: np.ndarray) -> pa.Array:
@@ -95,27 +125,36 @@ class LanceFileReader:
         by row (only the chunks / byte ranges those rows need are read); see ``file.encoding.PageRowDecoder``."""
         rows = np.asarray(rows, np.int64)
         if len(rows) and (rows[0] < 0 or rows[-1] >= self.num_rows):
-            raise CorruptFileError(self.path, f"row {int(rows[-1])} asked of a file with {self.num_rows} rows")
+            raise CorruptFileError(
+                self.path, f"row {int(rows[-1])} asked of a file with {self.num_rows} rows"
+            )
         return self._take_field(field, rows)
 
     def _take_field(self, field: LanceField, rows: np.ndarray) -> pa.Array:
         if self.tail.version != (2, 0):
             chains = structure_v2_1.leaf_paths(field)
-            arrays = [self._take_column(self._column(chain[-1]), rows, structure_v2_1.path_type(chain), chain[-1])
-                      for chain in chains]
+            arrays = [
+                self._take_column(self._column(chain[-1]), rows, structure_v2_1.path_type(chain), chain[-1])
+                for chain in chains
+            ]
             return structure_v2_1.merge(field, arrays, self.path)
         col = self._column(field)
         if field.is_struct:
             children = [self._take_field(c, rows) for c in field.children]
-            return pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children]) \
-                if children else pa.nulls(len(rows), field.arrow_type())
+            return (
+                pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children])
+                if children
+                else pa.nulls(len(rows), field.arrow_type())
+            )
         if field.is_list:
             counts, valid, firsts = self._list_rows(col, rows, field)
             if valid is not None:  # the items under a null row are not needed
                 counts = np.where(valid, counts, 0)
             item_rows = range_positions(firsts, counts)
             items = self._take_field(field.children[0], item_rows)
-            return structure_v2_0.lengths_to_list(field.arrow_type(), counts, valid, items, self.path, field.name)
+            return structure_v2_0.lengths_to_list(
+                field.arrow_type(), counts, valid, items, self.path, field.name
+            )
         return self._take_column(col, rows, field.arrow_type(), field)
 
     # -- columns and pages ------------------------------------------------------------------
@@ -123,7 +162,9 @@ class LanceFileReader:
         try:
             return self.column_of_field[field.id]
         except KeyError:
-            raise CorruptFileError(self.path, f"field {field.name!r} (id {field.id}) has no column in this file") from None
+            raise CorruptFileError(
+                self.path, f"field {field.name!r} (id {field.id}) has no column in this file"
+            ) from None
 
     def _starts(self, col: int, field: LanceField) -> list[int]:
         """First row of each page of column ``col`` (and the total at the end).
@@ -134,14 +175,19 @@ class LanceFileReader:
         starts = self._page_starts.get(col)
         if starts is None:
             if col >= len(self.tail.columns):
-                raise CorruptFileError(self.path, f"column {col} does not exist ({len(self.tail.columns)} columns)")
+                raise CorruptFileError(
+                    self.path, f"column {col} does not exist ({len(self.tail.columns)} columns)"
+                )
             starts = [0]
             for page in self.tail.columns[col].pages:
                 starts.append(starts[-1] + page.length)
             expected = self._rows_of(field)
             if expected is not None and starts[-1] != expected:
-                raise CorruptFileError(self.path, f"column {col} ({field.name!r}): its pages hold {starts[-1]} "
-                                                  f"rows, the column must have {expected}")
+                raise CorruptFileError(
+                    self.path,
+                    f"column {col} ({field.name!r}): its pages hold {starts[-1]} "
+                    f"rows, the column must have {expected}",
+                )
             self._page_starts[col] = starts
         return starts
 
@@ -160,12 +206,16 @@ class LanceFileReader:
             return sum(self._num_items(col, p) for p in range(len(self.tail.columns[col].pages)))
         return self._rows_of(parent)
 
-    def _read_column(self, col: int, start: int, stop: int, arrow_type: pa.DataType, field: LanceField) -> pa.Array:
+    def _read_column(
+        self, col: int, start: int, stop: int, arrow_type: pa.DataType, field: LanceField
+    ) -> pa.Array:
         starts = self._starts(col, field)
         if stop <= start:
             return pa.array([], arrow_type)
         if stop > starts[-1]:
-            raise CorruptFileError(self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, need {stop}")
+            raise CorruptFileError(
+                self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, need {stop}"
+            )
         first = bisect.bisect_right(starts, start) - 1
         last = bisect.bisect_left(starts, stop) - 1
         pieces = []
@@ -181,13 +231,16 @@ class LanceFileReader:
                 self._cache[col] = (last, decoded.get(last) or self._cached(col, last))
         return _concat(pieces, arrow_type)
 
-    def _take_column(self, col: int, rows: np.ndarray, arrow_type: pa.DataType, field: LanceField) -> pa.Array:
+    def _take_column(
+        self, col: int, rows: np.ndarray, arrow_type: pa.DataType, field: LanceField
+    ) -> pa.Array:
         starts = self._starts(col, field)
         if not len(rows):
             return pa.array([], arrow_type)
         if rows[-1] >= starts[-1]:
-            raise CorruptFileError(self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, "
-                                              f"need {int(rows[-1]) + 1}")
+            raise CorruptFileError(
+                self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, need {int(rows[-1]) + 1}"
+            )
         page_of = np.searchsorted(np.asarray(starts, np.int64), rows, side="right") - 1
         cuts = (np.flatnonzero(page_of[1:] != page_of[:-1]) + 1).tolist()
         pieces = []
@@ -199,37 +252,55 @@ class LanceFileReader:
                 whole = self._decode_pages(col, [p], arrow_type, field)[0]
                 with self._lock:
                     self._cache[col] = (p, whole)
-            pieces.append(whole.take(pa.array(local)) if whole is not None
-                          else self._decode_rows(col, p, local, arrow_type, field))
+            pieces.append(
+                whole.take(pa.array(local))
+                if whole is not None
+                else self._decode_rows(col, p, local, arrow_type, field)
+            )
         return _concat(pieces, arrow_type)
 
-    def _decode_rows(self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType,
-                     field: LanceField) -> pa.Array:
+    def _decode_rows(
+        self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType, field: LanceField
+    ) -> pa.Array:
         meta = self.tail.columns[col].pages[p]
         self._check_page(col, p, meta)
         where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
-        page = PageInput(PageBuffers(self._reader, meta.buffer_offsets, meta.buffer_sizes, where), meta.length,
-                         arrow_type, where)
+        page = PageInput(
+            PageBuffers(self._reader, meta.buffer_offsets, meta.buffer_sizes, where),
+            meta.length,
+            arrow_type,
+            where,
+        )
         encoding = self._page_encoding(meta, where)
         by_rows = row_decoder(encoding)
-        if by_rows is None:  # no row-range capability: the whole page, checked before ``take`` indexes into it
-            whole = self._checked(lambda: decode_page(encoding, page), where, arrow_type, meta.length, encoding)
+        if (
+            by_rows is None
+        ):  # no row-range capability: the whole page, checked before ``take`` indexes into it
+            whole = self._checked(
+                lambda: decode_page(encoding, page), where, arrow_type, meta.length, encoding
+            )
             return whole.take(pa.array(local))
         return self._checked(lambda: by_rows(encoding, page, local), where, arrow_type, len(local), encoding)
 
-    def _list_rows(self, col: int, rows: np.ndarray, field: LanceField
-                   ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    def _list_rows(
+        self, col: int, rows: np.ndarray, field: LanceField
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """A 2.0 list column's item counts and validity at ``rows``, and each row's first item."""
         starts = np.asarray(self._starts(col, field), np.int64)
         items_before = np.zeros(len(starts), np.int64)
         page_of = np.searchsorted(starts, rows, side="right") - 1
         pages = np.unique(page_of)
         if len(pages):
-            np.cumsum([self._num_items(col, p) for p in range(int(pages[-1]))], out=items_before[1:int(pages[-1]) + 1])
+            np.cumsum(
+                [self._num_items(col, p) for p in range(int(pages[-1]))],
+                out=items_before[1 : int(pages[-1]) + 1],
+            )
         counts, valids, firsts = [], [], []
         for p in pages.tolist():
             local = rows[page_of == p] - starts[p]
-            page = self._read_column(col, int(starts[p]), int(starts[p + 1]), structure_v2_0.LIST_PAGE_TYPE, field)
+            page = self._read_column(
+                col, int(starts[p]), int(starts[p + 1]), structure_v2_0.LIST_PAGE_TYPE, field
+            )
             page_counts, page_valid = structure_v2_0.item_counts(page)
             counts.append(page_counts[local])
             valids.append(np.ones(len(local), bool) if page_valid is None else page_valid[local])
@@ -243,7 +314,9 @@ class LanceFileReader:
         hit = self._cache.get(col)
         return hit[1] if hit is not None and hit[0] == page else None
 
-    def _decode_pages(self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField) -> list[pa.Array]:
+    def _decode_pages(
+        self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField
+    ) -> list[pa.Array]:
         metas = [self.tail.columns[col].pages[p] for p in pages]
         for p, m in zip(pages, metas):
             self._check_page(col, p, m)
@@ -255,11 +328,14 @@ class LanceFileReader:
             where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
             encoding = self._page_encoding(meta, where)
             page = PageInput(buffers, meta.length, arrow_type, where)
-            out.append(self._checked(lambda: decode_page(encoding, page), where, arrow_type, meta.length, encoding))
+            out.append(
+                self._checked(partial(decode_page, encoding, page), where, arrow_type, meta.length, encoding)
+            )
         return out
 
-    def _checked(self, decode, where: str, arrow_type: pa.DataType, length: int,
-                 encoding: any_pb2.Any) -> pa.Array:
+    def _checked(
+        self, decode, where: str, arrow_type: pa.DataType, length: int, encoding: any_pb2.Any
+    ) -> pa.Array:
         """Run a page decoder (whole page or ``decode_rows``) and check what it built, so that a
         damaged page or a lying plugin raises ``CorruptFileError`` naming the plugin, file, column
         and page, instead of handing out a short or wrongly typed array (never cast back) or Arrow
@@ -276,20 +352,27 @@ class LanceFileReader:
         except LanceError:
             raise
         except DECODE_FAILURES as exc:
-            raise CorruptFileError(where, f"the page does not decode ({type(exc).__name__}: {exc}; "
-                                          f"{_decoded_by(encoding)})") from exc
+            raise CorruptFileError(
+                where, f"the page does not decode ({type(exc).__name__}: {exc}; {_decoded_by(encoding)})"
+            ) from exc
         except Exception as exc:  # a decoder bug, not damage: keep its type, say whose and where
             exc.add_note(f"raised by {_decoded_by(encoding)} on {where}")
             raise
 
     def _check_page(self, col: int, p: int, meta) -> None:
         if len(meta.buffer_offsets) != len(meta.buffer_sizes):
-            raise CorruptFileError(self.path, f"column {col} page {p} lists {len(meta.buffer_offsets)} buffer "
-                                              f"offsets but {len(meta.buffer_sizes)} sizes")
+            raise CorruptFileError(
+                self.path,
+                f"column {col} page {p} lists {len(meta.buffer_offsets)} buffer "
+                f"offsets but {len(meta.buffer_sizes)} sizes",
+            )
         for off, size in zip(meta.buffer_offsets, meta.buffer_sizes):
             if off + size > self._reader.size():
-                raise CorruptFileError(self.path, f"column {col} page buffer [{off}, {off + size}) lies past "
-                                                  f"the end of the file ({self._reader.size()} bytes)")
+                raise CorruptFileError(
+                    self.path,
+                    f"column {col} page buffer [{off}, {off + size}) lies past "
+                    f"the end of the file ({self._reader.size()} bytes)",
+                )
 
     def _page_encoding(self, meta, where: str) -> any_pb2.Any:
         if meta.encoding.WhichOneof("location") != "direct":
@@ -313,10 +396,13 @@ class LanceFileReader:
     def _num_items(self, col: int, page: int) -> int:
         meta = self.tail.columns[col].pages[page]
         where = f"{self.path}: column {col}, page {page}"
-        enc = parse_message(encodings_v2_0_pb2.ArrayEncoding, self._page_encoding(meta, where).value,
-                            self.path, where)
+        enc = parse_message(
+            encodings_v2_0_pb2.ArrayEncoding, self._page_encoding(meta, where).value, self.path, where
+        )
         if enc.WhichOneof("array_encoding") != "list":
-            raise CorruptFileError(self.path, f"{where}: expected a list page, found {enc.WhichOneof('array_encoding')}")
+            raise CorruptFileError(
+                self.path, f"{where}: expected a list page, found {enc.WhichOneof('array_encoding')}"
+            )
         return enc.list.num_items
 
 
@@ -331,8 +417,10 @@ def _decoded_by(encoding: any_pb2.Any) -> str:
     text = f"the page decoder of plugin {page_owner}" if page_owner else f"the page decoder of {url!r}"
     try:
         family = url.lstrip("/")
-        kinds = sorted({owner("lance_kind_decoders", k) for k in registry.kind_decoders if k[0] == family}
-                       - {page_owner, None})
+        kinds = sorted(
+            {owner("lance_kind_decoders", k) for k in registry.kind_decoders if k[0] == family}
+            - {page_owner, None}
+        )
     except LanceError:  # a conflict among kind decoders is reported where they are used
         kinds = []
     if kinds:

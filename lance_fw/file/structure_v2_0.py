@@ -7,7 +7,7 @@ list's validity, and decoded to ``LIST_PAGE_TYPE``), and the item column follows
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -22,8 +22,10 @@ def shred(field: LanceField, array: pa.Array) -> Iterator[tuple[LanceField, str,
     """Yield (field, role, column array) for ``array`` and its descendants in column order."""
     if field.is_struct:
         if array.null_count:
-            raise SchemaError(f"field {field.name!r}: Lance file version 2.0 does not encode struct validity "
-                              "(null structs); write with data_storage_version='2.1' or later")
+            raise SchemaError(
+                f"field {field.name!r}: Lance file version 2.0 does not encode struct validity "
+                "(null structs); write with data_storage_version='2.1' or later"
+            )
         yield field, "struct", pa.nulls(len(array))
         for child, child_array in zip(field.children, array.flatten()):
             yield from shred(child, child_array)
@@ -57,8 +59,14 @@ def item_counts(rows: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
     return counts, valid
 
 
-def lengths_to_list(list_type: pa.DataType, counts: np.ndarray, valid: np.ndarray | None, items: pa.Array,
-                    path: str, name: str) -> pa.Array:
+def lengths_to_list(
+    list_type: pa.DataType,
+    counts: np.ndarray,
+    valid: np.ndarray | None,
+    items: pa.Array,
+    path: str,
+    name: str,
+) -> pa.Array:
     """Rebuild a (large) list array from per-row item counts, the list validity and the items.
 
     Null rows keep the items they span (valid Arrow: a null slot may own values), so the items of
@@ -67,10 +75,14 @@ def lengths_to_list(list_type: pa.DataType, counts: np.ndarray, valid: np.ndarra
     offset_dtype = np.int64 if pa.types.is_large_list(list_type) else np.int32
     total = int(counts.sum()) if len(counts) else 0
     if (counts < 0).any() or total != len(items) or total > np.iinfo(offset_dtype).max:
-        raise CorruptFileError(path, f"list column {name!r}: rows span {total} items, the item column "
-                                     f"holds {len(items)} (or the offsets are out of range)")
+        raise CorruptFileError(
+            path,
+            f"list column {name!r}: rows span {total} items, the item column "
+            f"holds {len(items)} (or the offsets are out of range)",
+        )
     offsets = np.zeros(len(counts) + 1, dtype=offset_dtype)
     np.cumsum(counts, out=offsets[1:])
     validity, nulls = validity_or_none(valid) if valid is not None else (None, 0)
-    return pa.Array.from_buffers(list_type, len(counts), [validity, pa.py_buffer(offsets)],
-                                 null_count=nulls, children=[items])
+    return pa.Array.from_buffers(
+        list_type, len(counts), [validity, pa.py_buffer(offsets)], null_count=nulls, children=[items]
+    )

@@ -16,7 +16,6 @@ from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import validity_bitmap
 from lance_fw.schema import LanceField
 
-
 #: field metadata asking for a struct of fixed-width fields stored row by row in one column
 PACKED_KEY = "lance-encoding:packed"
 
@@ -32,6 +31,7 @@ def is_leaf(field: LanceField) -> bool:
 
 def packed_owner(top_fields: list[LanceField], field: LanceField) -> LanceField | None:
     """The packed struct ``field`` lies in (its column holds ``field``'s values), or None."""
+
     def walk(f: LanceField, owner: LanceField | None) -> LanceField | None:
         owner = owner or (f if is_packed(f) else None)
         if f.id == field.id:
@@ -41,6 +41,7 @@ def packed_owner(top_fields: list[LanceField], field: LanceField) -> LanceField 
             if found is not None:
                 return found
         return None
+
     for top in top_fields:
         found = walk(top, None)
         if found is not None:
@@ -116,21 +117,26 @@ def merge(field: LanceField, arrays: list[pa.Array], where: str = "data file") -
     first = arrays[0]
     n = len(first)
     if any(len(a) != n for a in arrays):
-        raise CorruptFileError(where, f"the leaf columns of field {field.name!r} hold "
-                                      f"{sorted({len(a) for a in arrays})} rows, not one count")
+        raise CorruptFileError(
+            where,
+            f"the leaf columns of field {field.name!r} hold "
+            f"{sorted({len(a) for a in arrays})} rows, not one count",
+        )
     bitmap, nulls = _bitmap(first)
     if field.is_struct:
         children, pos = [], 0
         child_arrays = [a.flatten()[0] for a in arrays]
         for child in field.children:
             count = len(leaf_paths(child))
-            children.append(merge(child, child_arrays[pos:pos + count], where))
+            children.append(merge(child, child_arrays[pos : pos + count], where))
             pos += count
         return pa.Array.from_buffers(target, n, [bitmap], null_count=nulls, children=children)
     offsets, _ = _list_parts(first)
     parts = [_list_parts(a) for a in arrays]
     if any(not np.array_equal(offs, offsets) for offs, _ in parts[1:]):
-        raise CorruptFileError(where, f"the leaf columns of list field {field.name!r} disagree on list lengths")
+        raise CorruptFileError(
+            where, f"the leaf columns of list field {field.name!r} disagree on list lengths"
+        )
     child = field.children[0]
     merged = merge(child, [values for _, values in parts], where)
     wide = pa.types.is_large_list(target)
@@ -161,5 +167,6 @@ def _rebuild_list(target: pa.DataType, array: pa.Array, offsets: pa.Array, inner
     bitmap, nulls = _bitmap(array)
     wide = pa.types.is_large_list(target)
     offs = offsets.to_numpy().astype(np.int64 if wide else np.int32)
-    return pa.Array.from_buffers(target, len(array), [bitmap, pa.py_buffer(offs)], null_count=nulls,
-                                 children=[inner])
+    return pa.Array.from_buffers(
+        target, len(array), [bitmap, pa.py_buffer(offs)], null_count=nulls, children=[inner]
+    )

@@ -29,8 +29,10 @@ def requested_version(name: str | None) -> tuple[int, int]:
     release defines (``"9.9"``) is an ``InvalidArgumentError`` (a ``ValueError``, as in pylance)."""
     version = parse_version(name)
     if version_name(version) not in KNOWN_VERSIONS:
-        raise InvalidArgumentError(f"data_storage_version {name!r}: unknown Lance storage version "
-                                   f"(known: {', '.join(KNOWN_VERSIONS)} and {', '.join(_ALIASES)})")
+        raise InvalidArgumentError(
+            f"data_storage_version {name!r}: unknown Lance storage version "
+            f"(known: {', '.join(KNOWN_VERSIONS)} and {', '.join(_ALIASES)})"
+        )
     return version
 
 

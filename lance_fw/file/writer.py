@@ -8,19 +8,32 @@ written at once. Memory stays bounded: when the buffered slices pin more than
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow as pa
 from google.protobuf import any_pb2, empty_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
-from lance_fw.errors import (EncoderContractError, LanceError, PluginEncodingNotAllowedError, SchemaError,
-                             UnsupportedFeatureError)
+from lance_fw.errors import (
+    EncoderContractError,
+    LanceError,
+    PluginEncodingNotAllowedError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import ALIGN, PAD_BYTE, write_tail
-from lance_fw.file.encoding import (PYLANCE_PAGE_TYPE_URLS, ColumnSpec, encoder_origin, is_pylance_readable, pack_any,
-                                    select_encoder, selecting_plugin)
+from lance_fw.file.encoding import (
+    PYLANCE_PAGE_TYPE_URLS,
+    ColumnSpec,
+    encoder_origin,
+    is_pylance_readable,
+    pack_any,
+    select_encoder,
+    selecting_plugin,
+)
 from lance_fw.file.version import SUPPORTED_WRITE, footer_version, version_name
 from lance_fw.io.storage import Storage
 from lance_fw.plugin_manager import ENV_DISABLE
@@ -56,19 +69,32 @@ class WrittenFile:
 
 
 class LanceFileWriter:
-    def __init__(self, storage: Storage, path: str, schema: LanceSchema, version: tuple[int, int],
-                 options: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        storage: Storage,
+        path: str,
+        schema: LanceSchema,
+        version: tuple[int, int],
+        options: Mapping[str, Any] | None = None,
+    ):
         if version_name(version) not in SUPPORTED_WRITE:
             raise UnsupportedFeatureError(
                 f"lance_fw cannot write data file version {version_name(version)} yet "
-                f"(writable: {', '.join(SUPPORTED_WRITE)})")
+                f"(writable: {', '.join(SUPPORTED_WRITE)})"
+            )
         self.path, self.schema, self.version = path, schema, version
         self.options = dict(options or {})
         self.max_page_bytes = int(self.options.get("max_page_bytes") or DEFAULT_MAX_PAGE_BYTES)
         self.max_buffered_bytes = int(self.options.get("max_buffered_bytes") or 8 * self.max_page_bytes)
-        self._columns = [_Column(spec, select_encoder(spec, self.options)) for spec in column_specs(schema, version)]
-        check_encoders(path, [(c.spec, c.encoder) for c in self._columns], self.options,
-                       bool(self.options.get(ALLOW_PLUGIN_ENCODINGS)))
+        self._columns = [
+            _Column(spec, select_encoder(spec, self.options)) for spec in column_specs(schema, version)
+        ]
+        check_encoders(
+            path,
+            [(c.spec, c.encoder) for c in self._columns],
+            self.options,
+            bool(self.options.get(ALLOW_PLUGIN_ENCODINGS)),
+        )
         self._out = storage.open_output(path)
         self._pos = 0
         self._rows = 0
@@ -90,7 +116,9 @@ class LanceFileWriter:
         if batch.num_rows == 0:
             return
         if len(batch.schema) != len(self.schema.fields):
-            raise SchemaError(f"{self.path}: batch has {len(batch.schema)} columns, schema has {len(self.schema.fields)}")
+            raise SchemaError(
+                f"{self.path}: batch has {len(batch.schema)} columns, schema has {len(self.schema.fields)}"
+            )
         for col, arr in zip(self._columns, self._split(batch)):
             if not len(arr):  # e.g. the items of an all-null list column
                 continue
@@ -147,21 +175,29 @@ class LanceFileWriter:
         the file would be unreadable for good. Checking here makes the write fail instead, before
         anything is published (the write path deletes the files of a failed write).
         """
+
         def fail(detail: str) -> LanceError:
             return EncoderContractError(
                 f"{self.path}: the encoder {_encoder_name(col.encoder)} of column "
                 f"{self._columns.index(col)} ({col.spec.field.name!r}, {col.spec.arrow_type}) broke the "
-                f"encoder contract: {detail}; nothing was committed")
+                f"encoder contract: {detail}; nothing was committed"
+            )
 
         if not isinstance(getattr(page, "num_rows", None), int) or page.num_rows != rows:
-            raise fail(f"it was given {rows} rows and returned a page of {getattr(page, 'num_rows', None)!r} rows")
+            raise fail(
+                f"it was given {rows} rows and returned a page of {getattr(page, 'num_rows', None)!r} rows"
+            )
         if not isinstance(getattr(page, "encoding", None), any_pb2.Any):
-            raise fail(f"the page encoding is a {type(getattr(page, 'encoding', None)).__name__}, "
-                       "not a google.protobuf.Any")
+            raise fail(
+                f"the page encoding is a {type(getattr(page, 'encoding', None)).__name__}, "
+                "not a google.protobuf.Any"
+            )
         pylance_url = PYLANCE_PAGE_TYPE_URLS.get(self.version)
         if is_pylance_readable(col.encoder) and page.encoding.type_url != pylance_url:
-            raise fail(f"it declares pylance_readable but wrote a page of type URL {page.encoding.type_url!r}; "
-                       f"pylance decodes only {pylance_url!r} pages at file version {version_name(self.version)}")
+            raise fail(
+                f"it declares pylance_readable but wrote a page of type URL {page.encoding.type_url!r}; "
+                f"pylance decodes only {pylance_url!r} pages at file version {version_name(self.version)}"
+            )
         datas = []
         for i, buf in enumerate(getattr(page, "buffers", None) or ()):
             if isinstance(buf, (bytes, bytearray)):
@@ -190,7 +226,8 @@ class LanceFileWriter:
             if col.rows_written != col.rows_received:  # page checks make this hold; say so if not
                 raise EncoderContractError(
                     f"{self.path}: column {self._columns.index(col)} ({col.spec.field.name!r}) holds "
-                    f"{col.rows_written} rows in its pages but was given {col.rows_received}")
+                    f"{col.rows_written} rows in its pages but was given {col.rows_received}"
+                )
         descriptor = file2_pb2.FileDescriptor(length=self._rows)
         descriptor.schema.fields.extend(self.schema.to_protos())
         for k, v in self.schema.metadata.items():
@@ -216,14 +253,16 @@ class LanceFileWriter:
         nothing; others are closed and the caller deletes what they published."""
         try:
             getattr(self._out, "abort", self._out.close)()
-        except Exception:  # noqa: BLE001 - best effort; the caller deletes the file
+        except Exception:
             pass
 
 
 def _encoder_name(encoder: Any) -> str:
     """``'Class' of plugin 'name'``, so the message names what to fix or uninstall."""
     origin = encoder_origin(encoder)
-    owner = f"plugin {origin.plugin!r}" if origin.plugin is not None else f"module {type(encoder).__module__!r}"
+    owner = (
+        f"plugin {origin.plugin!r}" if origin.plugin is not None else f"module {type(encoder).__module__!r}"
+    )
     return f"{type(encoder).__qualname__!r} of {owner}"
 
 
@@ -235,21 +274,32 @@ def _label(encoder: Any) -> str:
 def column_specs(schema: LanceSchema, version: tuple[int, int]) -> list[ColumnSpec]:
     """What ``lance_select_encoder`` sees for each column of a data file, in column order: 2.0 has a
     column per field (struct and list parents included), 2.1+ one per leaf path."""
+
     def spec(f: LanceField, role: str, arrow_type: pa.DataType, path: tuple) -> ColumnSpec:
         md = {k: v.decode("utf-8", "replace") for k, v in f.metadata.items()}
         return ColumnSpec(f, arrow_type, md, version, role, path)
 
     if version == (2, 0):
         roles = {True: "struct", False: "leaf"}
-        return [spec(f, "list" if f.is_list else roles[f.is_struct],
-                     pa.int64() if f.is_list else pa.null() if f.is_struct else f.arrow_type(), ())
-                for f in schema.walk()]
-    return [spec(chain[-1], "leaf", structure_v2_1.path_type(chain, decoded=False), tuple(chain))
-            for top in schema.fields for chain in structure_v2_1.leaf_paths(top)]
+        return [
+            spec(
+                f,
+                "list" if f.is_list else roles[f.is_struct],
+                pa.int64() if f.is_list else pa.null() if f.is_struct else f.arrow_type(),
+                (),
+            )
+            for f in schema.walk()
+        ]
+    return [
+        spec(chain[-1], "leaf", structure_v2_1.path_type(chain, decoded=False), tuple(chain))
+        for top in schema.fields
+        for chain in structure_v2_1.leaf_paths(top)
+    ]
 
 
-def plugin_encodings(where: str, schema: LanceSchema, version: tuple[int, int], options: Mapping[str, Any],
-                     allowed: bool) -> dict[str, str]:
+def plugin_encodings(
+    where: str, schema: LanceSchema, version: tuple[int, int], options: Mapping[str, Any], allowed: bool
+) -> dict[str, str]:
     """The plugins (name -> distribution) whose non-pylance-readable encoders a data file of
     ``schema`` at ``version`` would be written with; raises as ``check_encoders`` unless ``allowed``.
     Encoder selection depends only on the column specs and options, so a write can be checked (and
@@ -258,8 +308,9 @@ def plugin_encodings(where: str, schema: LanceSchema, version: tuple[int, int], 
     return check_encoders(where, [(s, select_encoder(s, options)) for s in specs], options, allowed)
 
 
-def check_encoders(where: str, columns: list[tuple[ColumnSpec, Any]], options: Mapping[str, Any],
-                   allowed: bool) -> dict[str, str]:
+def check_encoders(
+    where: str, columns: list[tuple[ColumnSpec, Any]], options: Mapping[str, Any], allowed: bool
+) -> dict[str, str]:
     """Refuse (``PluginEncodingNotAllowedError``) an encoder that does not declare
     ``pylance_readable`` unless ``allowed``: lance_fw writes only what pylance 14 reads by default,
     since one such page makes pylance fail on every read of the dataset. Returns the plugins
@@ -278,10 +329,13 @@ def check_encoders(where: str, columns: list[tuple[ColumnSpec, Any]], options: M
                 f"{origin.describe()}{why}, an encoding pylance cannot read; lance_fw writes only "
                 f"pylance-readable encodings unless the write option {ALLOW_PLUGIN_ENCODINGS}=True is given (the "
                 f"dataset then records the plugin and pylance refuses to open it), or the plugin is blocked "
-                f"({ENV_DISABLE}={origin.plugin or '<name>'}: the built-in encoding is written); nothing was written")
+                f"({ENV_DISABLE}={origin.plugin or '<name>'}: the built-in encoding is written); nothing was written"
+            )
         if origin.plugin is None:  # cannot happen for an encoder a hook returned; never record a guess
-            raise EncoderContractError(f"{where}: no loaded plugin answers lance_select_encoder for column "
-                                       f"{i} ({spec.field.name!r}), yet {_label(encoder)} was selected")
+            raise EncoderContractError(
+                f"{where}: no loaded plugin answers lance_select_encoder for column "
+                f"{i} ({spec.field.name!r}), yet {_label(encoder)} was selected"
+            )
         used[origin.plugin] = origin.distribution or ""
     return used
 

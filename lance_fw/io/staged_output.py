@@ -40,8 +40,14 @@ class StagedOutput(io.RawIOBase):
     the object unclosed -- discards and publishes nothing. Used by one thread at a time.
     """
 
-    def __init__(self, path: str, stream: BinaryIO, publish: Callable[[], None], discard: Callable[[], None],
-                 sync: Callable[[BinaryIO], None] | None = None):
+    def __init__(
+        self,
+        path: str,
+        stream: BinaryIO,
+        publish: Callable[[], None],
+        discard: Callable[[], None],
+        sync: Callable[[BinaryIO], None] | None = None,
+    ):
         super().__init__()
         self.path = path
         self._stream = stream

@@ -9,7 +9,8 @@ from __future__ import annotations
 import abc
 import re
 import types
-from typing import Any, BinaryIO, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, BinaryIO
 
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, StorageError, UnsupportedFeatureError
 
@@ -44,13 +45,16 @@ def join_uri(base: str, *parts: str) -> str:
     for p in parts:
         reason = unsafe_path_reason(p)
         if reason is not None:
-            raise CorruptFileError(out, f"stored path {p!r} {reason}: it points outside the dataset, "
-                                        "refusing to use it")
+            raise CorruptFileError(
+                out, f"stored path {p!r} {reason}: it points outside the dataset, refusing to use it"
+            )
         out = f"{out}/{p.strip('/')}"
     return out
 
 
-def coalesce_ranges(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP) -> list[tuple[int, int, list[int]]]:
+def coalesce_ranges(
+    ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP
+) -> list[tuple[int, int, list[int]]]:
     """Merge (offset, length) ranges that are within ``gap`` bytes of each other.
 
     Returns (start, length, indices of the input ranges it covers) per merged request, in offset
@@ -95,23 +99,26 @@ class RangeReader(abc.ABC):
             blob = memoryview(self.read(start, length))
             for i in idx:
                 off, ln = ranges[i]
-                out[i] = blob[off - start: off - start + ln]
+                out[i] = blob[off - start : off - start + ln]
         return out  # type: ignore[return-value]
 
     def read_exact(self, offset: int, length: int, what: str) -> bytes:
         """Read and check the length, so truncation becomes a CorruptFileError naming the file."""
         if offset < 0 or length < 0 or offset + length > self.size():
-            raise CorruptFileError(self.path, f"{what} at [{offset}, {offset + length}) lies outside the "
-                                              f"file ({self.size()} bytes); the file is truncated or corrupt")
+            raise CorruptFileError(
+                self.path,
+                f"{what} at [{offset}, {offset + length}) lies outside the "
+                f"file ({self.size()} bytes); the file is truncated or corrupt",
+            )
         data = self.read(offset, length)
         if len(data) != length:
             raise CorruptFileError(self.path, f"short read of {what}")
         return data
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: most readers hold nothing to release
         pass
 
-    def __enter__(self) -> "RangeReader":
+    def __enter__(self) -> RangeReader:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -231,8 +238,10 @@ class Storage(abc.ABC):
         Atomicity: when ``atomic_put_if_absent`` is true, of several concurrent calls for one path,
         from any process or machine, exactly one succeeds.
         """
-        raise UnsupportedFeatureError(f"{type(self).__name__} ({self.scheme or 'local'}) has no atomic "
-                                      f"put-if-absent; {path} cannot be created exactly once by it")
+        raise UnsupportedFeatureError(
+            f"{type(self).__name__} ({self.scheme or 'local'}) has no atomic "
+            f"put-if-absent; {path} cannot be created exactly once by it"
+        )
 
     def read_bytes(self, path: str) -> bytes:
         """The whole file at ``path``; raises as ``open_reader`` does."""
@@ -271,13 +280,12 @@ def check_storage_options(options: Mapping[str, Any]) -> None:
     known = registry.storage_options
     unknown = sorted(str(k) for k in options if k not in known)
     if unknown:
-        raise InvalidArgumentError(f"unknown storage_options {unknown}; the installed plugins read "
-                                   f"{sorted(known) or 'none'}")
+        raise InvalidArgumentError(
+            f"unknown storage_options {unknown}; the installed plugins read {sorted(known) or 'none'}"
+        )
 
 
 def _names() -> list[str]:
     from lance_fw.plugin_manager import plugins
 
     return [p["name"] for p in plugins() if "lance_storage" in p["hooks"]]
-
-

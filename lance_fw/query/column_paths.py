@@ -10,7 +10,7 @@ the file readers only ever see top-level fields.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -89,7 +89,9 @@ def _prune(array: pa.Array, paths: list[list[str]] | None, where: str) -> pa.Arr
         below = [p[1:] for p in paths if p[0] == child.name]
         if not below:
             continue
-        children.append(_prune(pc.struct_field(array, [i]), None if [] in below else below, f"{where}.{child.name}"))
+        children.append(
+            _prune(pc.struct_field(array, [i]), None if [] in below else below, f"{where}.{child.name}")
+        )
         fields.append(child.with_type(children[-1].type))
     known = {array.type.field(i).name for i in range(array.type.num_fields)}
     missing = [p[0] for p in paths if p[0] not in known]

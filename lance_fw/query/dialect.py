@@ -36,19 +36,44 @@ class ExpressionError(InvalidArgumentError):
 
 
 #: comparison node -> pyarrow.compute function
-COMPARISONS: dict[type, str] = {exp.EQ: "equal", exp.NEQ: "not_equal", exp.LT: "less", exp.LTE: "less_equal",
-                                exp.GT: "greater", exp.GTE: "greater_equal"}
+COMPARISONS: dict[type, str] = {
+    exp.EQ: "equal",
+    exp.NEQ: "not_equal",
+    exp.LT: "less",
+    exp.LTE: "less_equal",
+    exp.GT: "greater",
+    exp.GTE: "greater_equal",
+}
 #: a comparison with its operands swapped (``1 < x`` is ``x > 1``)
-FLIPPED: dict[str, str] = {"less": "greater", "greater": "less", "less_equal": "greater_equal",
-                           "greater_equal": "less_equal"}
+FLIPPED: dict[str, str] = {
+    "less": "greater",
+    "greater": "less",
+    "less_equal": "greater_equal",
+    "greater_equal": "less_equal",
+}
 #: arithmetic node -> pyarrow.compute kernel (``%`` is SQL's truncated remainder: the visitor's own)
-ARITHMETIC: dict[type, Callable] = {exp.Add: pc.add, exp.Sub: pc.subtract, exp.Mul: pc.multiply,
-                                    exp.Div: pc.divide}
+ARITHMETIC: dict[type, Callable] = {
+    exp.Add: pc.add,
+    exp.Sub: pc.subtract,
+    exp.Mul: pc.multiply,
+    exp.Div: pc.divide,
+}
 ARITHMETIC_NODES: tuple[type, ...] = (*ARITHMETIC, exp.Mod)
 NULL_SAFE: tuple[type, ...] = (exp.NullSafeEQ, exp.NullSafeNEQ)
 #: nodes whose value is a truth value
-BOOLEAN_NODES: tuple[type, ...] = (exp.And, exp.Or, exp.Not, exp.Is, exp.Between, exp.In, exp.Like, exp.ILike,
-                                   exp.Escape, *NULL_SAFE, *COMPARISONS)
+BOOLEAN_NODES: tuple[type, ...] = (
+    exp.And,
+    exp.Or,
+    exp.Not,
+    exp.Is,
+    exp.Between,
+    exp.In,
+    exp.Like,
+    exp.ILike,
+    exp.Escape,
+    *NULL_SAFE,
+    *COMPARISONS,
+)
 #: binary operators (Lance coerces a literal next to a bare column in these)
 BINARY_NODES: tuple[type, ...] = (*ARITHMETIC_NODES, *COMPARISONS, *NULL_SAFE, exp.DPipe)
 #: pylance's virtual row columns
@@ -56,28 +81,104 @@ ROW_COLUMNS = ("_rowid", "_rowaddr")
 
 #: Cast types and calls sqlglot accepts but Lance's planner rejects (checked on the tokens).
 #: (the token's text: sqlglot reads INT8 as TINYINT, REAL as FLOAT, LONG as BIGINT; pylance refuses them)
-_REJECTED_TYPES = {"VARCHAR", "CHAR", "TEXT", "NUMERIC", "TIME", "NVARCHAR", "NCHAR", "REAL", "DOUBLE PRECISION",
-                   "FLOAT4", "FLOAT8", "INT2", "INT4", "INT8", "BOOL", "LONG", "TIMESTAMPTZ", "TIMESTAMP_LTZ",
-                   "CHARACTER VARYING", "CLOB"}
+_REJECTED_TYPES = {
+    "VARCHAR",
+    "CHAR",
+    "TEXT",
+    "NUMERIC",
+    "TIME",
+    "NVARCHAR",
+    "NCHAR",
+    "REAL",
+    "DOUBLE PRECISION",
+    "FLOAT4",
+    "FLOAT8",
+    "INT2",
+    "INT4",
+    "INT8",
+    "BOOL",
+    "LONG",
+    "TIMESTAMPTZ",
+    "TIMESTAMP_LTZ",
+    "CHARACTER VARYING",
+    "CLOB",
+}
 #: TIMESTAMP WITH / WITHOUT TIME ZONE: pylance refuses a zone in a cast type
 _ZONE_WORDS = {"WITH", "WITHOUT"}
-_REJECTED_CALLS = {"TRIM", "SUBSTR", "SUBSTRING", "FLOOR", "CEIL", "CEILING", "EXTRACT", "POSITION", "OVERLAY",
-                   # Spark's names that sqlglot maps onto a function DataFusion has by another name
-                   "LEN", "UCASE", "LCASE", "LOCATE", "SIGN", "SIZE", "ARRAY_SIZE", "ELEMENT_AT", "TRY_ELEMENT_AT",
-                   "STARTSWITH", "ENDSWITH",
-                   # Spark's cast functions (string(x), int(x) ...): only CAST(x AS type) in Lance
-                   "STRING", "INT", "DOUBLE", "BOOLEAN", "FLOAT"}
+_REJECTED_CALLS = {
+    "TRIM",
+    "SUBSTR",
+    "SUBSTRING",
+    "FLOOR",
+    "CEIL",
+    "CEILING",
+    "EXTRACT",
+    "POSITION",
+    "OVERLAY",
+    # Spark's names that sqlglot maps onto a function DataFusion has by another name
+    "LEN",
+    "UCASE",
+    "LCASE",
+    "LOCATE",
+    "SIGN",
+    "SIZE",
+    "ARRAY_SIZE",
+    "ELEMENT_AT",
+    "TRY_ELEMENT_AT",
+    "STARTSWITH",
+    "ENDSWITH",
+    # Spark's cast functions (string(x), int(x) ...): only CAST(x AS type) in Lance
+    "STRING",
+    "INT",
+    "DOUBLE",
+    "BOOLEAN",
+    "FLOAT",
+}
 #: RLIKE / REGEXP / SIMILAR TO (use regexp_like), IS [NOT] UNKNOWN and <=> (use IS NOT DISTINCT FROM)
 _REJECTED_TOKENS = {TokenType.RLIKE, TokenType.SIMILAR_TO, TokenType.UNKNOWN, TokenType.NULLSAFE_EQ}
 #: tokens after which an operand starts, so that a '+' there is unary (after anything else, such as
 #: a column named like a keyword, ``date + 1``, or a cast type, ``x::bigint + 1``, it adds)
-_OPERAND_NEXT = {TokenType.L_PAREN, TokenType.COMMA, TokenType.L_BRACKET, TokenType.SELECT, TokenType.WHERE,
-                 TokenType.PLUS, TokenType.DASH, TokenType.STAR, TokenType.SLASH, TokenType.MOD, TokenType.PERCENT,
-                 TokenType.EQ, TokenType.NEQ, TokenType.LT, TokenType.LTE, TokenType.GT, TokenType.GTE,
-                 TokenType.NULLSAFE_EQ, TokenType.DPIPE, TokenType.CARET, TokenType.AMP, TokenType.PIPE,
-                 TokenType.DSTAR, TokenType.AND, TokenType.OR, TokenType.NOT, TokenType.CASE, TokenType.WHEN,
-                 TokenType.THEN, TokenType.ELSE, TokenType.IN, TokenType.BETWEEN, TokenType.LIKE, TokenType.ILIKE,
-                 TokenType.IS, TokenType.ESCAPE, TokenType.DCOLON, TokenType.ALIAS, TokenType.COLON}
+_OPERAND_NEXT = {
+    TokenType.L_PAREN,
+    TokenType.COMMA,
+    TokenType.L_BRACKET,
+    TokenType.SELECT,
+    TokenType.WHERE,
+    TokenType.PLUS,
+    TokenType.DASH,
+    TokenType.STAR,
+    TokenType.SLASH,
+    TokenType.MOD,
+    TokenType.PERCENT,
+    TokenType.EQ,
+    TokenType.NEQ,
+    TokenType.LT,
+    TokenType.LTE,
+    TokenType.GT,
+    TokenType.GTE,
+    TokenType.NULLSAFE_EQ,
+    TokenType.DPIPE,
+    TokenType.CARET,
+    TokenType.AMP,
+    TokenType.PIPE,
+    TokenType.DSTAR,
+    TokenType.AND,
+    TokenType.OR,
+    TokenType.NOT,
+    TokenType.CASE,
+    TokenType.WHEN,
+    TokenType.THEN,
+    TokenType.ELSE,
+    TokenType.IN,
+    TokenType.BETWEEN,
+    TokenType.LIKE,
+    TokenType.ILIKE,
+    TokenType.IS,
+    TokenType.ESCAPE,
+    TokenType.DCOLON,
+    TokenType.ALIAS,
+    TokenType.COLON,
+}
 #: clauses a single expression may not bring along
 _CLAUSES = ("where", "order", "limit", "offset", "group", "having", "joins", "qualify")
 
@@ -93,9 +194,11 @@ class LanceDialect(Spark):
         # DataFusion's log(x) is log(10, x), not Spark's natural log; log10/log2 are their own
         # kernels (correctly rounded), not log(10, x) = ln(x) / ln(10) as sqlglot rewrites them.
         LOG_DEFAULTS_TO_LN = False
-        FUNCTIONS: ClassVar[dict] = {**Spark.Parser.FUNCTIONS,
-                     "LOG10": lambda args: exp.Anonymous(this="log10", expressions=args),
-                     "LOG2": lambda args: exp.Anonymous(this="log2", expressions=args)}
+        FUNCTIONS: ClassVar[dict] = {
+            **Spark.Parser.FUNCTIONS,
+            "LOG10": lambda args: exp.Anonymous(this="log10", expressions=args),
+            "LOG2": lambda args: exp.Anonymous(this="log2", expressions=args),
+        }
 
 
 DIALECT = LanceDialect()
@@ -123,13 +226,17 @@ def parse_value(text: str, error: type[ExpressionError] = ExpressionError) -> ex
     node = select.expressions[0]
     if isinstance(node, exp.Alias):
         raise error(f"projection {text!r}: name it with the dict key, not AS")
-    calls = {t.text.upper() for t, n in pairwise(tokens) if n.text == "(" and t.token_type != TokenType.STRING}
+    calls = {
+        t.text.upper() for t, n in pairwise(tokens) if n.text == "(" and t.token_type != TokenType.STRING
+    }
     if "MOD" in calls:  # sqlglot reads mod(a, b) as a % b; DataFusion has no mod function
         raise error(f"projection {text!r}: mod(...) is not a function in Lance (use %)")
     return node
 
 
-def _statement(text: str, sql: str, noun: str, error: type[ExpressionError]) -> tuple[exp.Select, list[Token]]:
+def _statement(
+    text: str, sql: str, noun: str, error: type[ExpressionError]
+) -> tuple[exp.Select, list[Token]]:
     if not isinstance(text, str):
         raise error(f"a {noun} must be a SQL string, not {type(text).__name__}")
     try:
@@ -151,15 +258,21 @@ def _check_tokens(text: str, tokens: list[Token], noun: str, error: type[Express
         zoned = word == "TIMESTAMP" and i + 1 < len(tokens) and tokens[i + 1].text.upper() in _ZONE_WORDS
         if before in (TokenType.ALIAS, TokenType.DCOLON) and (word in _REJECTED_TYPES or zoned):
             raise error(f"{noun} {text!r}: Lance does not cast to {word} (use STRING or DECIMAL(p, s))")
-        if word in _REJECTED_CALLS and after == TokenType.L_PAREN and token.token_type != TokenType.STRING \
-                and before not in (TokenType.ALIAS, TokenType.DCOLON):  # CAST(x AS FLOAT(24)) is a type
+        if (
+            word in _REJECTED_CALLS
+            and after == TokenType.L_PAREN
+            and token.token_type != TokenType.STRING
+            and before not in (TokenType.ALIAS, TokenType.DCOLON)
+        ):  # CAST(x AS FLOAT(24)) is a type
             raise error(f"{noun} {text!r}: {word}(...) is not supported SQL in Lance")
         if token.token_type == TokenType.PLUS and (before is None or before in _OPERAND_NEXT):
             raise error(f"{noun} {text!r}: unary '+' is not supported in Lance")
         if token.token_type == TokenType.STRING and before == TokenType.STRING:
             # sqlglot joins 'a' 'b' into 'ab'; Lance refuses it (or, in a filter, ignores the rest)
             raise error(f"{noun} {text!r}: adjacent string literals are not supported SQL in Lance")
-        if token.token_type in _REJECTED_TOKENS or (token.token_type == TokenType.IN and after == TokenType.L_BRACKET):
+        if token.token_type in _REJECTED_TOKENS or (
+            token.token_type == TokenType.IN and after == TokenType.L_BRACKET
+        ):
             raise error(f"{noun} {text!r}: {token.text} is not supported SQL in Lance")
 
 
@@ -184,6 +297,20 @@ def unwrap(node: exp.Expression) -> exp.Expression:
     return node
 
 
-__all__ = ["ARITHMETIC", "ARITHMETIC_NODES", "BINARY_NODES", "BOOLEAN_NODES", "COMPARISONS", "DIALECT", "FLIPPED",
-           "NULL_SAFE", "ROW_COLUMNS", "ExpressionError", "LanceDialect", "column_path", "parse_value",
-           "parse_where", "unwrap"]
+__all__ = [
+    "ARITHMETIC",
+    "ARITHMETIC_NODES",
+    "BINARY_NODES",
+    "BOOLEAN_NODES",
+    "COMPARISONS",
+    "DIALECT",
+    "FLIPPED",
+    "NULL_SAFE",
+    "ROW_COLUMNS",
+    "ExpressionError",
+    "LanceDialect",
+    "column_path",
+    "parse_value",
+    "parse_where",
+    "unwrap",
+]

@@ -107,9 +107,12 @@ class _Visitor:
         if self._empty is None:
             extra = [pa.field(n, pa.uint64()) for n in ROW_COLUMNS if n not in self.schema.names]
             self._empty = pa.schema(list(self.schema) + extra).empty_table()
-        plan = acero.Declaration.from_sequence([
-            acero.Declaration("table_source", acero.TableSourceNodeOptions(self._empty)),
-            acero.Declaration("project", acero.ProjectNodeOptions([expression], ["t"]))])
+        plan = acero.Declaration.from_sequence(
+            [
+                acero.Declaration("table_source", acero.TableSourceNodeOptions(self._empty)),
+                acero.Declaration("project", acero.ProjectNodeOptions([expression], ["t"])),
+            ]
+        )
         try:
             return plan.to_table(use_threads=False).schema.field(0).type
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowKeyError) as exc:
@@ -137,7 +140,9 @@ class _Visitor:
         t = self.type_of(expr)
         return self.compare_literal(op, expr, t, self.loose_literal(right, t))
 
-    def compare_literal(self, op: str, expr: pc.Expression, t: pa.DataType, value: pa.Scalar) -> pc.Expression:
+    def compare_literal(
+        self, op: str, expr: pc.Expression, t: pa.DataType, value: pa.Scalar
+    ) -> pc.Expression:
         if not value.is_valid:
             return pc.scalar(_NULL_BOOL)
         if pa.types.is_date(t) and pa.types.is_timestamp(value.type):
@@ -165,7 +170,11 @@ class _Visitor:
     def unwrap_cast(self, left, right):
         """DataFusion compares ``CAST(col AS T)`` with a literal as ``col`` when both types are
         integers/decimals and the literal converts to the column's type without loss."""
-        if not isinstance(left, (exp.Cast, exp.TryCast)) or left.args.get("safe") or not self.is_column(left.this):
+        if (
+            not isinstance(left, (exp.Cast, exp.TryCast))
+            or left.args.get("safe")
+            or not self.is_column(left.this)
+        ):
             return None
         expr, source = self.column(left.this)
         target = self.cast_type(left)
@@ -231,7 +240,9 @@ class _Visitor:
         pattern = node.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
             raise self.fail(node, "needs a string literal pattern")
-        matched = filter_regex.like(self.visit_value(node.this), pattern.this, ignore_case=isinstance(node, exp.ILike))
+        matched = filter_regex.like(
+            self.visit_value(node.this), pattern.this, ignore_case=isinstance(node, exp.ILike)
+        )
         return ~matched if node.args.get("negate") else matched
 
     # -- values -----------------------------------------------------------------------------
@@ -265,14 +276,20 @@ class _Visitor:
         if not path:
             raise self.fail(node, "is not a column")
         head, quoted = path[0]
-        if head.lower() in ROW_COLUMNS and head not in self.schema.names and (not quoted or head in ROW_COLUMNS):
+        if (
+            head.lower() in ROW_COLUMNS
+            and head not in self.schema.names
+            and (not quoted or head in ROW_COLUMNS)
+        ):
             if len(path) > 1:
                 raise self.fail(node, "is not a struct")
             return pc.field(head.lower()), pa.uint64()
         # unquoted names match case-insensitively (as in pylance); `quoted` ones exactly
         name = (head if head in self.schema.names else None) if quoted else self.lookup.get(head.lower())
         if name is None:
-            raise self.error(f"{self.noun} {self.text!r}: no column named {head!r} (columns: {self.schema.names})")
+            raise self.error(
+                f"{self.noun} {self.text!r}: no column named {head!r} (columns: {self.schema.names})"
+            )
         t = self.schema.field(name).type
         names = [name]
         for part, _ in path[1:]:
@@ -288,7 +305,10 @@ class _Visitor:
         # Acero narrows a bare literal to the other operand's type (i32 + 1 would wrap as int32);
         # DataFusion keeps the literal's own type (int64, or the CAST's): a cast pins it
         ta, tb = (self.literal_type(n, t) for n, t in ((node.this, ta), (node.expression, tb)))
-        a, b = (x.cast(t) if self.is_literal(n) else x for x, t, n in ((a, ta, node.this), (b, tb, node.expression)))
+        a, b = (
+            x.cast(t) if self.is_literal(n) else x
+            for x, t, n in ((a, ta, node.this), (b, tb, node.expression))
+        )
         # an integer next to a decimal becomes a decimal: Arrow casts int64 only to 19+ digit ones
         if pa.types.is_integer(ta) and pa.types.is_decimal(tb):
             a, ta = self.as_decimal(node.this, a), tb
@@ -299,7 +319,9 @@ class _Visitor:
         if not isinstance(node, exp.Mod):
             return ARITHMETIC[type(node)](a, b)
         # truncated remainder (the sign of the dividend), as in SQL; floats: libm's fmod, as Rust
-        if any(pa.types.is_floating(t) for t in (ta, tb)) and not any(pa.types.is_decimal(t) for t in (ta, tb)):
+        if any(pa.types.is_floating(t) for t in (ta, tb)) and not any(
+            pa.types.is_decimal(t) for t in (ta, tb)
+        ):
             return float_math.apply("fmod", a, b)
         if any(pa.types.is_decimal(t) for t in (ta, tb)):
             return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
@@ -325,10 +347,22 @@ class _Visitor:
         to = node.to
         T = exp.DataType.Type
         params = [int(p.this.this) for p in to.expressions if isinstance(p.this, exp.Literal)]
-        simple = {T.BOOLEAN: pa.bool_(), T.TINYINT: pa.int8(), T.UTINYINT: pa.uint8(), T.SMALLINT: pa.int16(),
-                  T.USMALLINT: pa.uint16(), T.INT: pa.int32(), T.UINT: pa.uint32(), T.BIGINT: pa.int64(),
-                  T.UBIGINT: pa.uint64(), T.FLOAT: pa.float32(), T.DOUBLE: pa.float64(), T.TEXT: pa.string(),
-                  T.BINARY: pa.binary(), T.DATE: pa.date32()}
+        simple = {
+            T.BOOLEAN: pa.bool_(),
+            T.TINYINT: pa.int8(),
+            T.UTINYINT: pa.uint8(),
+            T.SMALLINT: pa.int16(),
+            T.USMALLINT: pa.uint16(),
+            T.INT: pa.int32(),
+            T.UINT: pa.uint32(),
+            T.BIGINT: pa.int64(),
+            T.UBIGINT: pa.uint64(),
+            T.FLOAT: pa.float32(),
+            T.DOUBLE: pa.float64(),
+            T.TEXT: pa.string(),
+            T.BINARY: pa.binary(),
+            T.DATE: pa.date32(),
+        }
         if to.this in simple:
             return simple[to.this]
         if to.this in (T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.DATETIME):
@@ -352,10 +386,16 @@ class _Visitor:
         target = self.cast_type(node)
         value = self.visit_value(node.this)
         source = self.type_of(value)
-        if node.args.get("safe") and pa.types.is_string(source) and (pa.types.is_integer(target)
-                                                                     or pa.types.is_floating(target)):
-            number = r"^\s*[+-]?\d+\s*$" if pa.types.is_integer(target) else \
-                r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"  # TRY_CAST: NULL when not a number
+        if (
+            node.args.get("safe")
+            and pa.types.is_string(source)
+            and (pa.types.is_integer(target) or pa.types.is_floating(target))
+        ):
+            number = (
+                r"^\s*[+-]?\d+\s*$"
+                if pa.types.is_integer(target)
+                else r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
+            )  # TRY_CAST: NULL when not a number
             value = pc.if_else(pc.match_substring_regex(value, number), value, pa.scalar(None, pa.string()))
         if pa.types.is_floating(source) and pa.types.is_integer(target):
             value = pc.trunc(value)  # Rust casts truncate; NaN and overflow still fail
@@ -364,18 +404,28 @@ class _Visitor:
         if pa.types.is_integer(source) and pa.types.is_decimal(target):
             value = value.cast(pa.decimal128(38, target.scale))  # Arrow wants room for any integer first
         if pa.types.is_string(target) and (pa.types.is_floating(source) or pa.types.is_timestamp(source)):
-            raise self.fail(node, "is not supported: Rust formats floats and timestamps differently from Arrow")
+            raise self.fail(
+                node, "is not supported: Rust formats floats and timestamps differently from Arrow"
+            )
         if pa.types.is_decimal(source) and pa.types.is_decimal(target) and target.scale < source.scale:
             value = pc.round(value, ndigits=target.scale, round_mode="half_towards_infinity")  # Rust rounds
         if pa.types.is_floating(source) and pa.types.is_decimal(target):  # NaN/inf/overflow fail, as in Rust
             return pc.round(value, ndigits=target.scale, round_mode="half_towards_infinity").cast(target)
-        return value.cast(options=pc.CastOptions(target, allow_decimal_truncate=True, allow_time_truncate=True,
-                                                 allow_float_truncate=pa.types.is_integer(source)))
+        return value.cast(
+            options=pc.CastOptions(
+                target,
+                allow_decimal_truncate=True,
+                allow_time_truncate=True,
+                allow_float_truncate=pa.types.is_integer(source),
+            )
+        )
 
     def function(self, node) -> pc.Expression:
         if functions.call_arguments(node)[0] in functions.MATCHED_GROUPS:
-            raise self.fail(node, "is a list of matched groups (not computed): supported in a filter or under "
-                                  "IS [NOT] NULL")
+            raise self.fail(
+                node,
+                "is a list of matched groups (not computed): supported in a filter or under IS [NOT] NULL",
+            )
         return functions.call(self, node)
 
     # -- literals ---------------------------------------------------------------------------
@@ -398,14 +448,21 @@ class _Visitor:
             raise self.fail(node, f"is a date/time and cannot be compared with a {t} column")
         textual = pa.types.is_string(t) or pa.types.is_large_string(t)
         if isinstance(value, str) and not textual:
-            raise self.fail(node, f"is a string and cannot be compared with a {t} column "
-                                  "(use a typed literal such as DATE '...' or TIMESTAMP '...')")
+            raise self.fail(
+                node,
+                f"is a string and cannot be compared with a {t} column "
+                "(use a typed literal such as DATE '...' or TIMESTAMP '...')",
+            )
         if textual and not isinstance(value, str):
             raise self.fail(node, f"is not a string and cannot be compared with a {t} column")
         if isinstance(value, bool) != pa.types.is_boolean(t):
             raise self.fail(node, f"cannot be used with a {t} column")
         if isinstance(value, float) and (pa.types.is_integer(t) or pa.types.is_decimal(t)):
-            why = "would lose precision" if pa.types.is_integer(t) else "is a float; use CAST('...' AS DECIMAL(p, s))"
+            why = (
+                "would lose precision"
+                if pa.types.is_integer(t)
+                else "is a float; use CAST('...' AS DECIMAL(p, s))"
+            )
             raise self.fail(node, f"{why} for a {t} column")
         if isinstance(value, int) and pa.types.is_decimal(t):
             if abs(value) >= 10 ** (t.precision - t.scale):

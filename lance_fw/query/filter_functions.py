@@ -10,7 +10,7 @@ can only call registered functions, and UDFs run inside ``Table.filter`` and dat
 from __future__ import annotations
 
 import datetime as dt
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -95,13 +95,16 @@ def _set_kernel(mode: str) -> Callable:
         null_hits = ~_numpy(values.is_valid()) if wanted.null_count else None  # NULL matches NULL here
         if mode == "any":
             hits = _numpy(pc.is_in(values, value_set=wanted.drop_null()))
-            return _bools(_rows_with(hits if null_hits is None else hits | null_hits, parents, positions, n), valid)
+            return _bools(
+                _rows_with(hits if null_hits is None else hits | null_hits, parents, positions, n), valid
+            )
         out = np.ones(n, dtype=bool)
         for needle in pc.unique(wanted.drop_null()):
             out &= _rows_with(_numpy(pc.equal(values, needle).fill_null(False)), parents, positions, n)
         if null_hits is not None:
             out &= _rows_with(null_hits, parents, positions, n)
         return _bools(out, valid)
+
     return kernel
 
 
@@ -144,8 +147,11 @@ def _array_has_set(mode: str):
         kinds = {s.type for s in scalars if s.is_valid}
         element = kinds.pop() if len(kinds) == 1 else (pa.float64() if kinds else t.value_type)
         wanted = pa.array([s.as_py() for s in scalars], element)
-        name = udf(f"array_has_{mode}", _set_kernel(mode), {"lists": t, "needles": pa.list_(element)}, pa.bool_())
+        name = udf(
+            f"array_has_{mode}", _set_kernel(mode), {"lists": t, "needles": pa.list_(element)}, pa.bool_()
+        )
         return pc.Expression._call(name, [lists, pc.scalar(pa.scalar(wanted.to_pylist(), pa.list_(element)))])
+
     return build
 
 
@@ -174,6 +180,7 @@ def _array_empty(v, node, args) -> pc.Expression:
 
 # -- strings ------------------------------------------------------------------------------------
 
+
 def _unary(fn: Callable) -> Callable:
     return lambda v, node, args: fn(v.visit_value(args[0]))
 
@@ -184,6 +191,7 @@ def _with_pattern(fn: Callable, key: str = "pattern") -> Callable:
         if pattern is None:
             return pc.scalar(pa.scalar(None, pa.bool_()))
         return fn(v.visit_value(args[0]), **{key: pattern})
+
     return build
 
 
@@ -199,6 +207,7 @@ def _strpos(v, node, args) -> pc.Expression:
 def _case_kernel(upper: bool) -> Callable:
     """Rust's full Unicode case mapping (``ß`` -> ``SS``), which Arrow's utf8_upper lacks; Python's
     str methods follow the same Unicode tables. ASCII-only arrays take Arrow's kernel."""
+
     def kernel(ctx, values):
         fn = str.upper if upper else str.lower
         if isinstance(values, pa.Scalar):
@@ -206,6 +215,7 @@ def _case_kernel(upper: bool) -> Callable:
         if pc.all(pc.string_is_ascii(values)).as_py() is not False:
             return pc.ascii_upper(values) if upper else pc.ascii_lower(values)
         return pa.array([None if x is None else fn(x) for x in values.to_pylist()], values.type)
+
     return kernel
 
 
@@ -217,6 +227,7 @@ def _case(upper: bool) -> Callable:
             raise v.fail(node, f"needs a string, not {t}")
         name = udf("upper" if upper else "lower", _case_kernel(upper), {"values": t}, t)
         return pc.Expression._call(name, [value])
+
     return build
 
 
@@ -241,7 +252,8 @@ def _right(v, node, args) -> pc.Expression:
     n, value = v.int_literal(args[1]), v.visit_value(args[0])
     if n == 0:
         return pc.utf8_slice_codeunits(value, start=0, stop=0)
-    return pc.utf8_slice_codeunits(value, start=-n) if n > 0 else pc.utf8_slice_codeunits(value, start=-n)
+    # n > 0: the last n characters; n < 0: all but the first -n (start=-n is positive then).
+    return pc.utf8_slice_codeunits(value, start=-n)
 
 
 def _replace(v, node, args) -> pc.Expression:
@@ -249,14 +261,16 @@ def _replace(v, node, args) -> pc.Expression:
         raise v.fail(node, "with an empty pattern is not supported yet")
     if v.string_literal(args[1]) is None or v.string_literal(args[2]) is None:
         return pc.scalar(pa.scalar(None, pa.string()))
-    return pc.replace_substring(v.visit_value(args[0]), pattern=v.string_literal(args[1]),
-                                replacement=v.string_literal(args[2]))
+    return pc.replace_substring(
+        v.visit_value(args[0]), pattern=v.string_literal(args[1]), replacement=v.string_literal(args[2])
+    )
 
 
 def _trim(fn: Callable) -> Callable:
     def build(v, node, args) -> pc.Expression:  # DataFusion trims spaces only, unless told which
         characters = v.string_literal(args[1]) if len(args) > 1 else " "
         return fn(v.visit_value(args[0]), characters=characters)
+
     return build
 
 
@@ -274,6 +288,7 @@ def _repeat(v, node, args) -> pc.Expression:
 
 # -- numbers, nulls, dates ----------------------------------------------------------------------
 
+
 def _float(v, node) -> pc.Expression:
     return v.visit_value(node).cast(pa.float64())
 
@@ -286,7 +301,7 @@ def _round(v, node, args) -> pc.Expression:
     t = v.type_of(value)
     if not pa.types.is_floating(t):
         value, t = value.cast(pa.float64()), pa.float64()
-    factor = pc.scalar(pa.scalar(10.0 ** digits, t))
+    factor = pc.scalar(pa.scalar(10.0**digits, t))
     return pc.divide(pc.round(pc.multiply(value, factor), round_mode="half_towards_infinity"), factor)
 
 
@@ -337,16 +352,24 @@ def _isnan(v, node, args) -> pc.Expression:
 def _sub_second(e: pc.Expression, digits: int) -> pc.Expression:
     """Seconds and their fraction as an integer of ``digits`` decimals (Postgres' millisecond etc.)."""
     out = pc.second(e)
-    for part in (pc.millisecond, pc.microsecond, pc.nanosecond)[:digits // 3]:
+    for part in (pc.millisecond, pc.microsecond, pc.nanosecond)[: digits // 3]:
         out = pc.add(pc.multiply(out, 1000), part(e))
     return out
 
 
 _DATE_PARTS = {
-    "year": pc.year, "quarter": pc.quarter, "month": pc.month, "week": pc.iso_week, "day": pc.day,
-    "hour": pc.hour, "minute": pc.minute, "second": pc.second, "doy": pc.day_of_year,
+    "year": pc.year,
+    "quarter": pc.quarter,
+    "month": pc.month,
+    "week": pc.iso_week,
+    "day": pc.day,
+    "hour": pc.hour,
+    "minute": pc.minute,
+    "second": pc.second,
+    "doy": pc.day_of_year,
     "dow": lambda e: pc.day_of_week(e, count_from_zero=True, week_start=7),
-    "millisecond": lambda e: _sub_second(e, 3), "microsecond": lambda e: _sub_second(e, 6),
+    "millisecond": lambda e: _sub_second(e, 3),
+    "microsecond": lambda e: _sub_second(e, 6),
     "nanosecond": lambda e: _sub_second(e, 9),
 }
 _UNIT_SECONDS = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
@@ -372,7 +395,18 @@ def _date_part(v, node, args) -> pc.Expression:
     return _DATE_PARTS[part](value)  # local time for zoned timestamps, as DataFusion
 
 
-_TRUNC_UNITS = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "millisecond", "microsecond")
+_TRUNC_UNITS = (
+    "year",
+    "quarter",
+    "month",
+    "week",
+    "day",
+    "hour",
+    "minute",
+    "second",
+    "millisecond",
+    "microsecond",
+)
 
 
 def _date_trunc(v, node, args) -> pc.Expression:
@@ -384,8 +418,10 @@ def _date_trunc(v, node, args) -> pc.Expression:
 
 
 def _now(v, node, args) -> pc.Expression:
-    now = dt.datetime.now(dt.timezone.utc)
-    if isinstance(node, exp.CurrentDate) or (isinstance(node, exp.Anonymous) and node.name.lower() == "today"):
+    now = dt.datetime.now(dt.UTC)
+    if isinstance(node, exp.CurrentDate) or (
+        isinstance(node, exp.Anonymous) and node.name.lower() == "today"
+    ):
         return pc.scalar(pa.scalar(now.date(), pa.date32()))
     return pc.scalar(pa.scalar(now, pa.timestamp("us", "UTC")))
 
@@ -406,41 +442,67 @@ _ANY = lambda n: n >= 1  # noqa: E731
 
 #: name -> (accepted argument counts, builder(visitor, node, args))
 FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
-    "array_has": (_arity(2), _array_has), "array_contains": (_arity(2), _array_has),
+    "array_has": (_arity(2), _array_has),
+    "array_contains": (_arity(2), _array_has),
     "list_has": (_arity(2), _array_has),
-    "array_has_any": (_arity(2), _array_has_set("any")), "list_has_any": (_arity(2), _array_has_set("any")),
+    "array_has_any": (_arity(2), _array_has_set("any")),
+    "list_has_any": (_arity(2), _array_has_set("any")),
     "arrays_overlap": (_arity(2), _array_has_set("any")),
-    "array_has_all": (_arity(2), _array_has_set("all")), "list_has_all": (_arity(2), _array_has_set("all")),
-    "array_length": (_arity(1, 2), _array_length), "list_length": (_arity(1, 2), _array_length),
+    "array_has_all": (_arity(2), _array_has_set("all")),
+    "list_has_all": (_arity(2), _array_has_set("all")),
+    "array_length": (_arity(1, 2), _array_length),
+    "list_length": (_arity(1, 2), _array_length),
     "cardinality": (_arity(1), _array_length),
-    "array_element": (_arity(2), _element), "list_element": (_arity(2), _element),
-    "array_extract": (_arity(2), _element), "list_extract": (_arity(2), _element),
-    "array_empty": (_arity(1), _array_empty), "empty": (_arity(1), _array_empty),
-    "lower": (_arity(1), _case(upper=False)), "upper": (_arity(1), _case(upper=True)),
-    "length": (_arity(1), _unary(pc.utf8_length)), "octet_length": (_arity(1), _unary(pc.binary_length)),
+    "array_element": (_arity(2), _element),
+    "list_element": (_arity(2), _element),
+    "array_extract": (_arity(2), _element),
+    "list_extract": (_arity(2), _element),
+    "array_empty": (_arity(1), _array_empty),
+    "empty": (_arity(1), _array_empty),
+    "lower": (_arity(1), _case(upper=False)),
+    "upper": (_arity(1), _case(upper=True)),
+    "length": (_arity(1), _unary(pc.utf8_length)),
+    "octet_length": (_arity(1), _unary(pc.binary_length)),
     "reverse": (_arity(1), _unary(pc.utf8_reverse)),
-    "starts_with": (_arity(2), _with_pattern(pc.starts_with)), "ends_with": (_arity(2), _with_pattern(pc.ends_with)),
-    "contains": (_arity(2), _with_pattern(pc.match_substring)), "strpos": (_arity(2), _strpos),
-    "concat": (_ANY, _concat), "left": (_arity(2), _left), "right": (_arity(2), _right),
-    "replace": (_arity(3), _replace), "btrim": (_arity(1, 2), _trim(pc.utf8_trim)),
-    "ltrim": (_arity(1, 2), _trim(pc.utf8_ltrim)), "rtrim": (_arity(1, 2), _trim(pc.utf8_rtrim)),
-    "split_part": (_arity(3), _split_part), "repeat": (_arity(2), _repeat),
-    "regexp_like": (_arity(2, 3), regexp_like), "regexp_match": (_arity(2, 3), regexp_match),
+    "starts_with": (_arity(2), _with_pattern(pc.starts_with)),
+    "ends_with": (_arity(2), _with_pattern(pc.ends_with)),
+    "contains": (_arity(2), _with_pattern(pc.match_substring)),
+    "strpos": (_arity(2), _strpos),
+    "concat": (_ANY, _concat),
+    "left": (_arity(2), _left),
+    "right": (_arity(2), _right),
+    "replace": (_arity(3), _replace),
+    "btrim": (_arity(1, 2), _trim(pc.utf8_trim)),
+    "ltrim": (_arity(1, 2), _trim(pc.utf8_ltrim)),
+    "rtrim": (_arity(1, 2), _trim(pc.utf8_rtrim)),
+    "split_part": (_arity(3), _split_part),
+    "repeat": (_arity(2), _repeat),
+    "regexp_like": (_arity(2, 3), regexp_like),
+    "regexp_match": (_arity(2, 3), regexp_match),
     "is_valid": (_arity(1), lambda v, node, args: v.visit_value(args[0]).is_valid()),
-    "abs": (_arity(1), _unary(pc.abs_checked)), "sqrt": (_arity(1), lambda v, n, a: float_math.apply("sqrt", _float(v, a[0]))),
+    "abs": (_arity(1), _unary(pc.abs_checked)),
+    "sqrt": (_arity(1), lambda v, n, a: float_math.apply("sqrt", _float(v, a[0]))),
     "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))),
     "exp": (_arity(1), lambda v, n, a: pc.exp(_float(v, a[0]))),
-    "log": (_arity(2), _log), "log10": (_arity(1), lambda v, n, a: pc.log10(_float(v, a[0]))),
-    "log2": (_arity(1), lambda v, n, a: pc.log2(_float(v, a[0]))), "signum": (_arity(1), lambda v, n, a: float_math.apply("signum", _float(v, a[0]))),
+    "log": (_arity(2), _log),
+    "log10": (_arity(1), lambda v, n, a: pc.log10(_float(v, a[0]))),
+    "log2": (_arity(1), lambda v, n, a: pc.log2(_float(v, a[0]))),
+    "signum": (_arity(1), lambda v, n, a: float_math.apply("signum", _float(v, a[0]))),
     "power": (_arity(2), _power),
-    "round": (_arity(1, 2), _round), "isnan": (_arity(1), _isnan),
+    "round": (_arity(1, 2), _round),
+    "isnan": (_arity(1), _isnan),
     "greatest": (_ANY, lambda v, n, a: _extreme(v, a, greatest=True)),
     "least": (_ANY, lambda v, n, a: _extreme(v, a, greatest=False)),
-    "coalesce": (_ANY, lambda v, n, a: pc.coalesce(*_same_type(v, a))), "nullif": (_arity(2), _nullif),
-    "date_part": (_arity(2), _date_part), "datepart": (_arity(2), _date_part),
-    "date_trunc": (_arity(2), _date_trunc), "get_field": (_arity(2), _get_field),
+    "coalesce": (_ANY, lambda v, n, a: pc.coalesce(*_same_type(v, a))),
+    "nullif": (_arity(2), _nullif),
+    "date_part": (_arity(2), _date_part),
+    "datepart": (_arity(2), _date_part),
+    "date_trunc": (_arity(2), _date_trunc),
+    "get_field": (_arity(2), _get_field),
     "regexp_replace": (_arity(3, 4), regexp_replace),
-    "now": (_arity(0), _now), "current_timestamp": (_arity(0), _now), "current_date": (_arity(0), _now),
+    "now": (_arity(0), _now),
+    "current_timestamp": (_arity(0), _now),
+    "current_date": (_arity(0), _now),
     "today": (_arity(0), _now),
 }
 
@@ -449,22 +511,37 @@ _NODES: dict[type, tuple[str, tuple[str, ...]]] = {
     exp.ArrayContains: ("array_has", ("this", "expression")),
     exp.ArrayContainsAll: ("array_has_all", ("this", "expression")),
     exp.ArraySize: ("array_length", ("this", "expression")),
-    exp.Lower: ("lower", ("this",)), exp.Upper: ("upper", ("this",)), exp.Length: ("length", ("this",)),
-    exp.Reverse: ("reverse", ("this",)), exp.StartsWith: ("starts_with", ("this", "expression")),
-    exp.EndsWith: ("ends_with", ("this", "expression")), exp.Contains: ("contains", ("this", "expression")),
-    exp.StrPosition: ("strpos", ("this", "substr")), exp.Concat: ("concat", ("expressions",)),
-    exp.Left: ("left", ("this", "expression")), exp.Right: ("right", ("this", "expression")),
+    exp.Lower: ("lower", ("this",)),
+    exp.Upper: ("upper", ("this",)),
+    exp.Length: ("length", ("this",)),
+    exp.Reverse: ("reverse", ("this",)),
+    exp.StartsWith: ("starts_with", ("this", "expression")),
+    exp.EndsWith: ("ends_with", ("this", "expression")),
+    exp.Contains: ("contains", ("this", "expression")),
+    exp.StrPosition: ("strpos", ("this", "substr")),
+    exp.Concat: ("concat", ("expressions",)),
+    exp.Left: ("left", ("this", "expression")),
+    exp.Right: ("right", ("this", "expression")),
     exp.Replace: ("replace", ("this", "expression", "replacement")),
-    exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")), exp.Repeat: ("repeat", ("this", "times")),
+    exp.SplitPart: ("split_part", ("this", "delimiter", "part_index")),
+    exp.Repeat: ("repeat", ("this", "times")),
     exp.RegexpLike: ("regexp_like", ("this", "expression", "flag")),
-    exp.Abs: ("abs", ("this",)), exp.Sqrt: ("sqrt", ("this",)), exp.Ln: ("ln", ("this",)), exp.Exp: ("exp", ("this",)),
-    exp.Log: ("log", ("this", "expression")), exp.Sign: ("signum", ("this",)),
-    exp.Pow: ("power", ("this", "expression")), exp.Round: ("round", ("this", "decimals")),
-    exp.IsNan: ("isnan", ("this",)), exp.Greatest: ("greatest", ("this", "expressions")),
-    exp.Least: ("least", ("this", "expressions")), exp.Coalesce: ("coalesce", ("this", "expressions")),
+    exp.Abs: ("abs", ("this",)),
+    exp.Sqrt: ("sqrt", ("this",)),
+    exp.Ln: ("ln", ("this",)),
+    exp.Exp: ("exp", ("this",)),
+    exp.Log: ("log", ("this", "expression")),
+    exp.Sign: ("signum", ("this",)),
+    exp.Pow: ("power", ("this", "expression")),
+    exp.Round: ("round", ("this", "decimals")),
+    exp.IsNan: ("isnan", ("this",)),
+    exp.Greatest: ("greatest", ("this", "expressions")),
+    exp.Least: ("least", ("this", "expressions")),
+    exp.Coalesce: ("coalesce", ("this", "expressions")),
     exp.Nullif: ("nullif", ("this", "expression")),
     exp.RegexpReplace: ("regexp_replace", ("this", "expression", "replacement", "position")),
-    exp.CurrentTimestamp: ("current_timestamp", ()), exp.CurrentDate: ("current_date", ()),
+    exp.CurrentTimestamp: ("current_timestamp", ()),
+    exp.CurrentDate: ("current_date", ()),
 }
 
 

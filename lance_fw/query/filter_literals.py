@@ -21,6 +21,7 @@ from sqlglot import exp
 @dataclass(frozen=True)
 class _Timestamp:
     """A TIMESTAMP literal: nanoseconds of its wall clock normalised to UTC, at its precision."""
+
     ns: int
     unit: str
 
@@ -32,7 +33,8 @@ _UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _PRECISION_UNIT = {0: "s", 3: "ms", 6: "us", 9: "ns"}
 _TIMESTAMP_TEXT = re.compile(
     r"\s*(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?)?"
-    r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?|[A-Za-z][A-Za-z0-9_+\-/]*)?\s*")
+    r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?|[A-Za-z][A-Za-z0-9_+\-/]*)?\s*"
+)
 _EPOCH = dt.date(1970, 1, 1)
 _INT64_MAX = 2**63 - 1
 _UINT64_MAX = 2**64 - 1
@@ -79,7 +81,9 @@ def _literal_value(node, visitor):
         inner = _literal_value(node.this, visitor)
         if not isinstance(inner, (int, float, decimal.Decimal)) or isinstance(inner, bool):
             raise visitor.fail(node, "negates a value that is not a number")
-        if isinstance(inner, int) and inner > _INT64_MAX:  # a UInt64 literal negated is a Float64 in DataFusion
+        if (
+            isinstance(inner, int) and inner > _INT64_MAX
+        ):  # a UInt64 literal negated is a Float64 in DataFusion
             return -float(inner)
         return -inner
     if isinstance(node, exp.TsOrDsToDate):
@@ -115,7 +119,9 @@ def _cast_literal(node, inner, visitor):
         if pa.types.is_decimal(target):
             return _decimal(inner, target, visitor, node)
         if pa.types.is_integer(target):
-            number = int(inner) if isinstance(inner, (int, float, decimal.Decimal)) else int(str(inner).strip())
+            number = (
+                int(inner) if isinstance(inner, (int, float, decimal.Decimal)) else int(str(inner).strip())
+            )
             return pa.scalar(number).cast(target, safe=True).as_py()
         if pa.types.is_floating(target):
             return float(inner)

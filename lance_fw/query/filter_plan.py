@@ -36,8 +36,9 @@ def filter_expression(filter: str | pc.Expression, schema: pa.Schema) -> pc.Expr
         return filter
     if isinstance(filter, str):
         return parse_filter(filter, schema)
-    raise InvalidArgumentError(f"filter must be a SQL string or a pyarrow.compute.Expression, not "
-                               f"{type(filter).__name__}")
+    raise InvalidArgumentError(
+        f"filter must be a SQL string or a pyarrow.compute.Expression, not {type(filter).__name__}"
+    )
 
 
 def _filter_columns(filter: str | pc.Expression, schema: pa.Schema) -> list[str]:

@@ -26,7 +26,7 @@ def _unicode_classes(pattern: str) -> str:
             elif nxt.lower() in _UNICODE_CLASSES and not in_class:
                 out.append(f"[^{_UNICODE_CLASSES[nxt.lower()]}]")
             else:
-                out.append(pattern[i:i + 2])
+                out.append(pattern[i : i + 2])
             i += 2
             continue
         if c == "[" and not in_class:
@@ -52,10 +52,14 @@ def regexp_like(v, node, args) -> pc.Expression:
     if _LITERAL_BACKSLASH.search(pattern):
         # DataFusion's simplifier rewrites a literal regex into LIKE '%...%' without escaping its
         # backslashes, so pylance reads '\\' as LIKE's escape ('\\' matches '100%'), not a backslash
-        raise v.fail(node, "matches a literal backslash, which pylance evaluates as a LIKE escape: not supported")
+        raise v.fail(
+            node, "matches a literal backslash, which pylance evaluates as a LIKE escape: not supported"
+        )
     inline = "".join(sorted(set(flags) - {"c"}))
     pattern = _unicode_classes(pattern)
-    return pc.match_substring_regex(v.visit_value(args[0]), pattern=f"(?{inline}){pattern}" if inline else pattern)
+    return pc.match_substring_regex(
+        v.visit_value(args[0]), pattern=f"(?{inline}){pattern}" if inline else pattern
+    )
 
 
 #: functions whose value is DataFusion's list of matched groups, NULL without a match: lance_fw
@@ -96,7 +100,7 @@ def _rust_replacement(v, node, pattern: str, replacement: str) -> str:
 
     out, last = [], 0
     for m in _GROUP_REFERENCE.finditer(replacement):
-        out.append(replacement[last:m.start()].replace("\\", "\\\\"))
+        out.append(replacement[last : m.start()].replace("\\", "\\\\"))
         last = m.end()
         if m.group(0) == "$$":
             out.append("$")
@@ -114,8 +118,12 @@ def regexp_replace(v, node, args) -> pc.Expression:
     inline = "".join(sorted(set(flags or "") - {"c", "g"}))
     rewrite = _rust_replacement(v, node, pattern, replacement)
     pattern = (f"(?{inline})" if inline else "") + _unicode_classes(pattern)
-    return pc.replace_substring_regex(v.visit_value(args[0]), pattern=pattern, replacement=rewrite,
-                                      max_replacements=None if "g" in (flags or "") else 1)
+    return pc.replace_substring_regex(
+        v.visit_value(args[0]),
+        pattern=pattern,
+        replacement=rewrite,
+        max_replacements=None if "g" in (flags or "") else 1,
+    )
 
 
 #: characters RE2 reads as syntax, escaped when a LIKE pattern becomes a regex

@@ -12,7 +12,7 @@ so ``pow`` still comes from Arrow, which calls libm.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -25,12 +25,14 @@ _F64 = pa.float64()
 
 def _kernel(fn: Callable[..., np.ndarray]) -> Callable:
     """A UDF kernel applying ``fn`` to float64 numpy arrays; NULL wherever an input is NULL."""
+
     def kernel(ctx, *inputs):
         columns = [float64s(values, ctx.batch_length) for values in inputs]
         valid = np.logical_and.reduce([v for _, v in columns])
         with np.errstate(all="ignore"):
             out = fn(*(data for data, _ in columns), valid)
         return pa.array(out, _F64, mask=~valid)
+
     return kernel
 
 

@@ -44,7 +44,9 @@ def literal_key(value: float) -> int:
 
 def total_order_key(expr: pc.Expression) -> pc.Expression:
     """int64 keys in ``totalOrder`` of a float (or number) expression, cast to float64 first."""
-    return call(udf("total_order_key", _key_kernel, {"values": pa.float64()}, pa.int64()), expr.cast(pa.float64()))
+    return call(
+        udf("total_order_key", _key_kernel, {"values": pa.float64()}, pa.int64()), expr.cast(pa.float64())
+    )
 
 
 def compare_to_literal(op: str, expr: pc.Expression, value: pa.Scalar) -> pc.Expression:
@@ -93,9 +95,17 @@ def as_common_decimal(a: pc.Expression, ta: pa.DataType, b: pc.Expression, tb: p
     """A float and a decimal, both cast to the decimal DataFusion compares them as. The float becomes
     ``decimal(30, 15)`` (float64) first, so NaN, infinity or a value out of range fails on the data
     (as in pylance) instead of comparing as something else."""
+
     def as_decimal(x, t):
-        return (x.cast(pa.decimal128(*FLOAT_AS_DECIMAL[t.bit_width])), pa.decimal128(*FLOAT_AS_DECIMAL[t.bit_width])) \
-            if pa.types.is_floating(t) else (x, t)
+        return (
+            (
+                x.cast(pa.decimal128(*FLOAT_AS_DECIMAL[t.bit_width])),
+                pa.decimal128(*FLOAT_AS_DECIMAL[t.bit_width]),
+            )
+            if pa.types.is_floating(t)
+            else (x, t)
+        )
+
     (a, ta), (b, tb) = as_decimal(a, ta), as_decimal(b, tb)
     scale = max(ta.scale, tb.scale)
     digits = max(ta.precision - ta.scale, tb.precision - tb.scale)

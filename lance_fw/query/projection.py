@@ -78,9 +78,13 @@ def as_stored(values: pa.Table, target: pa.Schema, what: str) -> pa.Table:
     textual = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
     for i, field in enumerate(values.schema):
         stored = target.field(field.name).type if field.name in target.names else field.type
-        if any(f(stored) for f in textual) and (pa.types.is_floating(field.type) or pa.types.is_timestamp(field.type)):
-            raise ProjectionError(f"{what}: storing a {field.type} value in the {stored} column {field.name!r} "
-                                  "is not supported (Rust formats floats and timestamps differently from Arrow)")
+        if any(f(stored) for f in textual) and (
+            pa.types.is_floating(field.type) or pa.types.is_timestamp(field.type)
+        ):
+            raise ProjectionError(
+                f"{what}: storing a {field.type} value in the {stored} column {field.name!r} "
+                "is not supported (Rust formats floats and timestamps differently from Arrow)"
+            )
         if pa.types.is_floating(field.type) and pa.types.is_integer(stored):
             values = values.set_column(i, field, pc.trunc(values.column(i)))
     return values
@@ -138,15 +142,19 @@ def _parse(text: str) -> exp.Expression:
     """The expression of ``SELECT <text> FROM t``, in the one Lance dialect (``dialect``)."""
     node = parse_value(text, ProjectionError)
     if any(c.parts[0].name.lower() in ROW_COLUMNS for c in node.find_all(exp.Column)):
-        raise ProjectionError(f"projection {text!r}: _rowid/_rowaddr in SQL projections are not supported yet")
+        raise ProjectionError(
+            f"projection {text!r}: _rowid/_rowaddr in SQL projections are not supported yet"
+        )
     return node
 
 
 def _project(table: pa.Table, expressions: list[pc.Expression], names: list[str]) -> pa.Table:
-    plan = acero.Declaration.from_sequence([
-        acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
-        acero.Declaration("project", acero.ProjectNodeOptions(expressions, names)),
-    ])
+    plan = acero.Declaration.from_sequence(
+        [
+            acero.Declaration("table_source", acero.TableSourceNodeOptions(table)),
+            acero.Declaration("project", acero.ProjectNodeOptions(expressions, names)),
+        ]
+    )
     return plan.to_table(use_threads=False)
 
 
@@ -169,8 +177,9 @@ def _constant(node) -> bool:
 
 def _children(node) -> list:
     """The argument nodes of an operator or function call."""
-    return [v for key, v in node.args.items() if isinstance(v, exp.Expression) and key != "to"] + \
-        [x for v in node.args.values() if isinstance(v, list) for x in v if isinstance(x, exp.Expression)]
+    return [v for key, v in node.args.items() if isinstance(v, exp.Expression) and key != "to"] + [
+        x for v in node.args.values() if isinstance(v, list) for x in v if isinstance(x, exp.Expression)
+    ]
 
 
 class _Projector(_Visitor):
@@ -195,8 +204,14 @@ class _Projector(_Visitor):
         target = self._coerced.get(id(node))
         if target is not None:
             return self._coerced_literal(node, target)
-        if isinstance(node, (exp.Cast, exp.TryCast)) and self.is_literal(node):  # CAST(0 AS FLOAT) is a float32
-            return super().visit_value(node).cast(self.literal_type(node, self.type_of(super().visit_value(node))))
+        if isinstance(node, (exp.Cast, exp.TryCast)) and self.is_literal(
+            node
+        ):  # CAST(0 AS FLOAT) is a float32
+            return (
+                super()
+                .visit_value(node)
+                .cast(self.literal_type(node, self.type_of(super().visit_value(node))))
+            )
         if isinstance(node, exp.Neg) and not self.is_literal(node):
             t = self.type_of(super().visit_value(node.this))
             if pa.types.is_unsigned_integer(t) or pa.types.is_boolean(t):
@@ -265,8 +280,11 @@ class _Projector(_Visitor):
         common = self._common_type(node, args) if name in _COMMON_TYPE else None
         if name == "power" and isinstance(node, exp.Pow) and self._power_exponent(node) in (0.0, 1.0):
             # DataFusion folds power(x, 0) to 1 and power(x, 1) to x, also for a constant expression
-            return pc.scalar(1.0).cast(pa.float64()) if self._power_exponent(node) == 0 else \
-                self.visit_value(node.this).cast(pa.float64())
+            return (
+                pc.scalar(1.0).cast(pa.float64())
+                if self._power_exponent(node) == 0
+                else self.visit_value(node.this).cast(pa.float64())
+            )
         out = super().function(node)
         if name in _FLOAT32_KEEPING and first == pa.float32():
             return out.cast(pa.float32())
@@ -274,8 +292,11 @@ class _Projector(_Visitor):
             return out.cast(pa.int32())
         if name == "date_trunc" and len(args) > 1 and pa.types.is_date(self._arg_type(args[1])):
             return out.cast(pa.timestamp("ns"))
-        if name in ("left", "right") or name == "regexp_replace" and pa.types.is_large_string(self._arg_type(args[0])) \
-                or name == "concat" and any(pa.types.is_string_view(self._arg_type(a)) for a in args):
+        if (
+            name in ("left", "right")
+            or (name == "regexp_replace" and pa.types.is_large_string(self._arg_type(args[0])))
+            or (name == "concat" and any(pa.types.is_string_view(self._arg_type(a)) for a in args))
+        ):
             return out.cast(pa.string_view())  # DataFusion's kernels return string_view here
         return out.cast(common) if common is not None else out
 
@@ -293,13 +314,25 @@ class _Projector(_Visitor):
         types = [self._arg_type(a) for a in args]
         present = [t for t in types if not pa.types.is_null(t)]
         for a in args:  # the filter functions take a literal's own digits, not its CAST's
-            typed = self._evaluate(a) if self.is_literal(a) and isinstance(unwrap(a), (exp.Cast, exp.TryCast)) else None
-            if typed is not None and (pa.types.is_integer(typed.type) or pa.types.is_floating(typed.type)) \
-                    and typed.as_py() != _literal_value(unwrap(a), self):
-                raise self.fail(node, f"with {a.sql(dialect='spark')} (changed by its cast) is not supported yet")
+            typed = (
+                self._evaluate(a)
+                if self.is_literal(a) and isinstance(unwrap(a), (exp.Cast, exp.TryCast))
+                else None
+            )
+            if (
+                typed is not None
+                and (pa.types.is_integer(typed.type) or pa.types.is_floating(typed.type))
+                and typed.as_py() != _literal_value(unwrap(a), self)
+            ):
+                raise self.fail(
+                    node, f"with {a.sql(dialect='spark')} (changed by its cast) is not supported yet"
+                )
         anchor = next((t for a, t in zip(args, types) if not self.is_literal(a)), None)
-        if anchor is not None and pa.types.is_floating(anchor) and \
-                not all(self._exact(a, anchor) for a in args if self.is_literal(a)):
+        if (
+            anchor is not None
+            and pa.types.is_floating(anchor)
+            and not all(self._exact(a, anchor) for a in args if self.is_literal(a))
+        ):
             raise self.fail(node, f"with a literal that is not exact in {anchor} is not supported yet")
         if len(set(present)) <= 1:
             return present[0] if present else None  # the filter function may compute in float64
@@ -313,7 +346,9 @@ class _Projector(_Visitor):
             anchor = next((self._arg_type(a) for a in args if not _plain_literal(a)), None)
             if anchor is not None and all(self._exact(a, anchor) for a in args if _plain_literal(a)):
                 return max(floats, key=lambda t: t.bit_width)
-        raise self.fail(node, f"of {[str(t) for t in types]} is not supported yet (pylance's common type differs)")
+        raise self.fail(
+            node, f"of {[str(t) for t in types]} is not supported yet (pylance's common type differs)"
+        )
 
     def _exact(self, node, t: pa.DataType) -> bool:
         """A literal that ``t`` holds exactly (0.1 is not exact in float32, 2**60 not in float64)."""
@@ -335,7 +370,9 @@ class _Projector(_Visitor):
         for operand in (node.this, node.expression):
             value = self.folded(operand)
             if value is not None and pa.types.is_floating(value.type) and math.isnan(value.as_py() or 0.0):
-                raise self.fail(node, "with a NaN literal is not supported yet (the result NaN's sign differs)")
+                raise self.fail(
+                    node, "with a NaN literal is not supported yet (the result NaN's sign differs)"
+                )
         if pa.types.is_decimal(ta) or pa.types.is_decimal(tb):
             raise self.fail(node, "on decimals is not supported yet (DataFusion's result precision differs)")
         if pa.types.is_date(ta) and pa.types.is_date(tb):
@@ -343,8 +380,12 @@ class _Projector(_Visitor):
         if any(pa.types.is_date(x) for x in (ta, tb)) and any(pa.types.is_timestamp(x) for x in (ta, tb)):
             raise self.fail(node, "of a date and a timestamp is not supported yet (pylance's unit differs)")
         if {ta, tb} & {pa.uint64()} and any(pa.types.is_signed_integer(t) for t in (ta, tb)):
-            raise self.fail(node, "of uint64 and a signed integer is not supported yet (pylance uses a decimal)")
-        if pa.types.is_integer(ta) and pa.types.is_floating(tb) or pa.types.is_floating(ta) and pa.types.is_integer(tb):
+            raise self.fail(
+                node, "of uint64 and a signed integer is not supported yet (pylance uses a decimal)"
+            )
+        if (pa.types.is_integer(ta) and pa.types.is_floating(tb)) or (
+            pa.types.is_floating(ta) and pa.types.is_integer(tb)
+        ):
             return self._mixed(node, a, ta, b, tb)
         out = super().arithmetic(node)
         if isinstance(node, exp.Mod) and ta == tb == pa.float32():
@@ -363,8 +404,13 @@ class _Projector(_Visitor):
     def cast(self, node) -> pc.Expression:
         source = self.type_of(self.visit_value(node.this))
         target = self.cast_type(node)
-        if type(node) is exp.Cast and pa.types.is_timestamp(target) and not pa.types.is_string(source) \
-                and not pa.types.is_date(source) and not pa.types.is_timestamp(source):
+        if (
+            type(node) is exp.Cast
+            and pa.types.is_timestamp(target)
+            and not pa.types.is_string(source)
+            and not pa.types.is_date(source)
+            and not pa.types.is_timestamp(source)
+        ):
             raise self.fail(node, "is not supported yet (to_timestamp of numbers counts seconds in pylance)")
         return super().cast(node)
 
@@ -382,11 +428,14 @@ class _Projector(_Visitor):
         if self.is_column(node):
             return self._column_nullable(node)
         if isinstance(node, exp.Coalesce):  # pylance reports a boolean coalesce as nullable
-            return pa.types.is_boolean(self.type_of(self.visit_value(node))) or \
-                all(self.nullable(a) for a in [node.this, *node.expressions])
-        if isinstance(node, exp.Nullif) or isinstance(node, exp.TryCast) and node.args.get("safe"):
+            return pa.types.is_boolean(self.type_of(self.visit_value(node))) or all(
+                self.nullable(a) for a in [node.this, *node.expressions]
+            )
+        if isinstance(node, exp.Nullif) or (isinstance(node, exp.TryCast) and node.args.get("safe")):
             return True  # TRY_CAST (sqlglot's Spark reads a plain CAST as a TryCast too)
-        if isinstance(node, (exp.Not, exp.Neg, exp.Cast, exp.Round, exp.DPipe, *ARITHMETIC_NODES)):  # Cast: TryCast too
+        if isinstance(
+            node, (exp.Not, exp.Neg, exp.Cast, exp.Round, exp.DPipe, *ARITHMETIC_NODES)
+        ):  # Cast: TryCast too
             return any(self.nullable(a) for a in _children(node))
         return True  # other functions (signum(coalesce(x, 1)) is nullable in pylance)
 
@@ -418,14 +467,17 @@ class _Projector(_Visitor):
         if isinstance(node, (exp.Cast, exp.Neg)):
             return self._foldable(node.this)
         folded = [self._foldable(n) for n in _children(node)]
-        if isinstance(node, (*ARITHMETIC_NODES, *COMPARISONS, *_NULL_STRICT)) and folded and \
-                any(f and not self._evaluate(n).is_valid for f, n in zip(folded, _children(node))):
+        if (
+            isinstance(node, (*ARITHMETIC_NODES, *COMPARISONS, *_NULL_STRICT))
+            and folded
+            and any(f and not self._evaluate(n).is_valid for f, n in zip(folded, _children(node)))
+        ):
             return True  # NULL in, NULL out
         if isinstance(node, (*ARITHMETIC_NODES, exp.DPipe, *COMPARISONS, exp.And, exp.Or, exp.Not)):
             return all(folded)
         if isinstance(node, exp.Coalesce):
             first = self._foldable(node.this)
-            return first and self._evaluate(node.this).is_valid or first and all(folded)
+            return (first and self._evaluate(node.this).is_valid) or (first and all(folded))
         if isinstance(node, exp.Pow) and self._power_exponent(node) == 0:
             return True
         if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous):
@@ -436,7 +488,7 @@ class _Projector(_Visitor):
         """The constant exponent DataFusion's simplifier sees in ``power(x, e)`` (after folding e),
         or None. A literal ``-0.0`` is a negation there and is not folded."""
         e = unwrap(node.expression)
-        if isinstance(e, exp.Neg) and _plain_literal(e) or not self._foldable(e):
+        if (isinstance(e, exp.Neg) and _plain_literal(e)) or not self._foldable(e):
             return None
         value = self._evaluate(e)
         if not value.is_valid or not (pa.types.is_integer(value.type) or pa.types.is_floating(value.type)):
@@ -444,8 +496,11 @@ class _Projector(_Visitor):
         return None if math.copysign(1.0, float(value.as_py())) < 0 else float(value.as_py())
 
     def _evaluate(self, node) -> pa.Scalar:
-        nulls = pa.table({f.name: pa.nulls(1, f.type) for f in self.schema}) if len(self.schema) else \
-            pa.table({"_": [0]})
+        nulls = (
+            pa.table({f.name: pa.nulls(1, f.type) for f in self.schema})
+            if len(self.schema)
+            else pa.table({"_": [0]})
+        )
         try:
             return _project(nulls, [self.visit_value(unwrap(node))], ["v"]).column(0)[0]
         except _DATA_ERRORS as exc:  # pylance fails planning such a constant too

@@ -10,7 +10,8 @@ fragment shorter; a scan of no columns yields batches that carry only their row 
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,23 +40,59 @@ class LanceScanner:
     It scans a ``Snapshot`` (table/snapshot.py), which ``LanceDataset.scanner`` hands it, never the
     ``LanceDataset`` itself: the scan engine sits below the façade."""
 
-    def __init__(self, snapshot: Snapshot, columns=None, filter=None, limit: int | None = None, offset: int | None = None,
-                 nearest=None, batch_size: int | None = None, batch_size_bytes: int | None = None,
-                 batch_readahead: int | None = None, fragment_readahead: int | None = None,
-                 scan_in_order: bool | None = None, fragments=None, index_segments=None, full_text_query=None, *,
-                 prefilter: bool | None = None, with_row_id: bool | None = None, with_row_address: bool | None = None,
-                 use_stats: bool | None = None, fast_search: bool | None = None, io_buffer_size: int | None = None,
-                 late_materialization=None, blob_handling: str | None = None, use_scalar_index: bool | None = None,
-                 include_deleted_rows: bool | None = None, scan_stats_callback=None,
-                 strict_batch_size: bool | None = None, order_by=None, disable_scoring_autoprojection: bool | None = None,
-                 row_addr_allowlist: bytes | None = None, row_addr_blocklist: bytes | None = None):
-        refuse("scanner", {"nearest": nearest, "batch_size_bytes": batch_size_bytes, "index_segments": index_segments,
-                           "full_text_query": full_text_query, "fast_search": fast_search,
-                           "blob_handling": blob_handling, "include_deleted_rows": include_deleted_rows,
-                           "scan_stats_callback": scan_stats_callback, "strict_batch_size": strict_batch_size,
-                           "order_by": order_by, "disable_scoring_autoprojection": disable_scoring_autoprojection,
-                           "row_addr_allowlist": row_addr_allowlist, "row_addr_blocklist": row_addr_blocklist},
-               {"fast_search": False, "include_deleted_rows": False, "strict_batch_size": False})
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        columns=None,
+        filter=None,
+        limit: int | None = None,
+        offset: int | None = None,
+        nearest=None,
+        batch_size: int | None = None,
+        batch_size_bytes: int | None = None,
+        batch_readahead: int | None = None,
+        fragment_readahead: int | None = None,
+        scan_in_order: bool | None = None,
+        fragments=None,
+        index_segments=None,
+        full_text_query=None,
+        *,
+        prefilter: bool | None = None,
+        with_row_id: bool | None = None,
+        with_row_address: bool | None = None,
+        use_stats: bool | None = None,
+        fast_search: bool | None = None,
+        io_buffer_size: int | None = None,
+        late_materialization=None,
+        blob_handling: str | None = None,
+        use_scalar_index: bool | None = None,
+        include_deleted_rows: bool | None = None,
+        scan_stats_callback=None,
+        strict_batch_size: bool | None = None,
+        order_by=None,
+        disable_scoring_autoprojection: bool | None = None,
+        row_addr_allowlist: bytes | None = None,
+        row_addr_blocklist: bytes | None = None,
+    ):
+        refuse(
+            "scanner",
+            {
+                "nearest": nearest,
+                "batch_size_bytes": batch_size_bytes,
+                "index_segments": index_segments,
+                "full_text_query": full_text_query,
+                "fast_search": fast_search,
+                "blob_handling": blob_handling,
+                "include_deleted_rows": include_deleted_rows,
+                "scan_stats_callback": scan_stats_callback,
+                "strict_batch_size": strict_batch_size,
+                "order_by": order_by,
+                "disable_scoring_autoprojection": disable_scoring_autoprojection,
+                "row_addr_allowlist": row_addr_allowlist,
+                "row_addr_blocklist": row_addr_blocklist,
+            },
+            {"fast_search": False, "include_deleted_rows": False, "strict_batch_size": False},
+        )
         _check_count("limit", limit, 0)
         _check_count("offset", offset, 0)
         _check_count("batch_size", batch_size, 1)
@@ -80,7 +117,11 @@ class LanceScanner:
 
     @property
     def projected_schema(self) -> pa.Schema:
-        fields = list(self.projection.schema) if self.projection is not None else [f.to_arrow() for f in self._fields]
+        fields = (
+            list(self.projection.schema)
+            if self.projection is not None
+            else [f.to_arrow() for f in self._fields]
+        )
         return with_row_columns(pa.schema(fields), self.with_row_id, self.with_row_address)
 
     def _chosen(self) -> list:
@@ -93,7 +134,9 @@ class LanceScanner:
             metadata = getattr(f, "metadata", None)
             if metadata is None:
                 if f not in by_id:
-                    raise InvalidArgumentError(f"scanner: fragment {f!r} is not in version {self._snapshot.version}")
+                    raise InvalidArgumentError(
+                        f"scanner: fragment {f!r} is not in version {self._snapshot.version}"
+                    )
                 metadata = by_id[f]
             out.append(metadata)
         return out
@@ -124,8 +167,9 @@ class LanceScanner:
         def produce(item) -> Iterator[tuple[int, pa.RecordBatch]]:
             frag, lo, hi = item
             live = (lo, hi) if hi is not None and (lo > 0 or hi < live_rows(frag)) else None
-            for batch in snapshot.read_fragment(frag, self._fields, plan, self.batch_size, with_address,
-                                                self.with_row_id, live=live):
+            for batch in snapshot.read_fragment(
+                frag, self._fields, plan, self.batch_size, with_address, self.with_row_id, live=live
+            ):
                 yield frag.id, (batch.drop_columns([_COUNT_COLUMN]) if bare else batch)
 
         if plan is None:
@@ -154,8 +198,9 @@ class LanceScanner:
                 tail = [batch.column(n) for n in extra]
                 projected = self.projection.apply(batch.drop_columns(extra))
                 fields = list(projected.schema) + [batch.schema.field(n) for n in extra]  # keeps "not null"
-                batch = pa.RecordBatch.from_arrays([c.combine_chunks() for c in projected.columns] + tail,
-                                                   schema=pa.schema(fields))
+                batch = pa.RecordBatch.from_arrays(
+                    [c.combine_chunks() for c in projected.columns] + tail, schema=pa.schema(fields)
+                )
             yield batch
 
     def to_reader(self) -> pa.RecordBatchReader:

@@ -9,7 +9,7 @@ numpy kernel once per process and input types.
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -25,8 +25,9 @@ def udf(kind: str, fn: Callable, in_types: dict[str, pa.DataType], out_type: pa.
     with _LOCK:
         if name not in _REGISTERED:
             try:
-                pc.register_scalar_function(fn, name, {"summary": kind, "description": f"Lance filter {kind}"},
-                                            in_types, out_type)
+                pc.register_scalar_function(
+                    fn, name, {"summary": kind, "description": f"Lance filter {kind}"}, in_types, out_type
+                )
             except pa.ArrowKeyError:  # registered by an earlier import of this module
                 pass
             _REGISTERED.add(name)

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 NULL_BOOL = pa.scalar(None, pa.bool_())
 
 
-
 @functools.singledispatch
 def truth(node: exp.Expression, v: Visitor) -> pc.Expression:
     """A node in a boolean position with no rule of its own: a boolean column, a boolean function

@@ -32,14 +32,21 @@ def activate(spark) -> None:
 
 
 def _check_worker_python(spark) -> None:
-    python = os.environ.get("PYSPARK_PYTHON") or spark.conf.get("spark.pyspark.python", None) \
-        or shutil.which("python3") or "python3"
+    python = (
+        os.environ.get("PYSPARK_PYTHON")
+        or spark.conf.get("spark.pyspark.python", None)
+        or shutil.which("python3")
+        or "python3"
+    )
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return
     probe = subprocess.run([python, "-c", "import lance_fw"], capture_output=True)
     if probe.returncode != 0:
-        warnings.warn(f"Spark's Python workers run {python!r}, which cannot import lance_fw; set "
-                      f"PYSPARK_PYTHON={sys.executable} before creating the SparkSession", stacklevel=3)
+        warnings.warn(
+            f"Spark's Python workers run {python!r}, which cannot import lance_fw; set "
+            f"PYSPARK_PYTHON={sys.executable} before creating the SparkSession",
+            stacklevel=3,
+        )
 
 
 __all__ = ["LanceDataSource", "activate", "register"]

@@ -32,50 +32,83 @@ STREAM_ID, MAX_RECOVERY_LOOKBACK = "stream_id", "max_recovery_lookback"
 #: Keys Spark itself adds to a streaming write's options.
 CHECKPOINT_LOCATION, QUERY_NAME = "checkpointlocation", "queryname"
 
-_COMMON = {PATH: "dataset URI (what .load(path) / .save(path) set)", URI: "same as path",
-           STORAGE_OPTIONS: "JSON object handed to the storage plugin"}
-READ_OPTIONS = {**_COMMON,
-                VERSION: "read this version number",
-                ASOF: "read the latest version committed at or before this ISO-8601 timestamp",
-                TAG: "read the version this tag names",
-                COLUMNS: "columns to decode (JSON list or comma-separated)",
-                FILTER: "Lance SQL filter, applied exactly on the executors",
-                BATCH_SIZE: "rows per Arrow batch",
-                ROWS_PER_PARTITION: "fragments with more rows are read by several tasks",
-                WITH_ROW_ADDRESS: "add the _rowaddr column"}
-STREAM_READ_OPTIONS = {**{k: v for k, v in READ_OPTIONS.items() if k not in (VERSION, ASOF, TAG)},
-                       STARTING_VERSION: "version a new streaming query starts after (0: everything)"}
-WRITE_OPTIONS = {**_COMMON,
-                 MAX_ROWS_PER_FILE: "roll data files after this many rows",
-                 MAX_BYTES_PER_FILE: "roll data files after this many bytes",
-                 DATA_STORAGE_VERSION: "file format version of a new dataset (2.0, 2.1, 2.2)",
-                 COMMIT_MESSAGE: "stored in the transaction properties",
-                 ALLOW_PLUGIN_ENCODINGS: "true: columns may use plugin encodings pylance cannot read "
-                                         "(the manifest records the plugins)"}
-STREAM_WRITE_OPTIONS = {**WRITE_OPTIONS,
-                        STREAM_ID: "name of the stream for replay detection (default: Spark's query id)",
-                        MAX_RECOVERY_LOOKBACK: "how many recent versions a commit searches for its own batch",
-                        CHECKPOINT_LOCATION: "Spark's checkpoint directory",
-                        QUERY_NAME: "Spark's query name"}
+_COMMON = {
+    PATH: "dataset URI (what .load(path) / .save(path) set)",
+    URI: "same as path",
+    STORAGE_OPTIONS: "JSON object handed to the storage plugin",
+}
+READ_OPTIONS = {
+    **_COMMON,
+    VERSION: "read this version number",
+    ASOF: "read the latest version committed at or before this ISO-8601 timestamp",
+    TAG: "read the version this tag names",
+    COLUMNS: "columns to decode (JSON list or comma-separated)",
+    FILTER: "Lance SQL filter, applied exactly on the executors",
+    BATCH_SIZE: "rows per Arrow batch",
+    ROWS_PER_PARTITION: "fragments with more rows are read by several tasks",
+    WITH_ROW_ADDRESS: "add the _rowaddr column",
+}
+STREAM_READ_OPTIONS = {
+    **{k: v for k, v in READ_OPTIONS.items() if k not in (VERSION, ASOF, TAG)},
+    STARTING_VERSION: "version a new streaming query starts after (0: everything)",
+}
+WRITE_OPTIONS = {
+    **_COMMON,
+    MAX_ROWS_PER_FILE: "roll data files after this many rows",
+    MAX_BYTES_PER_FILE: "roll data files after this many bytes",
+    DATA_STORAGE_VERSION: "file format version of a new dataset (2.0, 2.1, 2.2)",
+    COMMIT_MESSAGE: "stored in the transaction properties",
+    ALLOW_PLUGIN_ENCODINGS: "true: columns may use plugin encodings pylance cannot read "
+    "(the manifest records the plugins)",
+}
+STREAM_WRITE_OPTIONS = {
+    **WRITE_OPTIONS,
+    STREAM_ID: "name of the stream for replay detection (default: Spark's query id)",
+    MAX_RECOVERY_LOOKBACK: "how many recent versions a commit searches for its own batch",
+    CHECKPOINT_LOCATION: "Spark's checkpoint directory",
+    QUERY_NAME: "Spark's query name",
+}
 
 #: lance-spark's spelling -> lance_fw's key, where both mean the same thing.
-ALIASES = {"max_row_per_file": MAX_ROWS_PER_FILE, "file_format_version": DATA_STORAGE_VERSION,
-           "streamingqueryid": STREAM_ID, "maxrecoverylookback": MAX_RECOVERY_LOOKBACK}
+ALIASES = {
+    "max_row_per_file": MAX_ROWS_PER_FILE,
+    "file_format_version": DATA_STORAGE_VERSION,
+    "streamingqueryid": STREAM_ID,
+    "maxrecoverylookback": MAX_RECOVERY_LOOKBACK,
+}
 #: lance-spark options that only tune caches, prefetching or buffering: no effect on any result,
 #: accepted (and ignored) so jobs written for lance-spark run unchanged.
-TUNING_OPTIONS = {"block_size", "index_cache_size", "metadata_cache_size", "batch_readahead",
-                  "batch_prefetch_queue_depth", "topn_push_down", "max_rows_per_group",
-                  "use_queued_write_buffer", "queue_depth"}
+TUNING_OPTIONS = {
+    "block_size",
+    "index_cache_size",
+    "metadata_cache_size",
+    "batch_readahead",
+    "batch_prefetch_queue_depth",
+    "topn_push_down",
+    "max_rows_per_group",
+    "use_queued_write_buffer",
+    "queue_depth",
+}
 #: lance-spark options lance_fw does not implement: accepted only with the value that means what
 #: lance_fw does anyway, else refused with the reason.
 UNSUPPORTED_OPTIONS = {
-    "pushdownfilters": ("false", ("Python data sources cannot push filters down safely in Spark 4.3 "
-                                  "(see docs/spark.md); use the 'filter' option")),
+    "pushdownfilters": (
+        "false",
+        (
+            "Python data sources cannot push filters down safely in Spark 4.3 "
+            "(see docs/spark.md); use the 'filter' option"
+        ),
+    ),
     "enable_stable_row_ids": ("false", "lance_fw cannot create datasets with stable row ids"),
     "use_large_var_types": ("false", "Spark's Python data source hands strings over with 32-bit offsets"),
     "write_mode": (None, "use DataFrameWriter.mode('append' | 'overwrite')"),
-    "nearest": (None, ("vector search is not available through the Spark data source; "
-                       "use lance_fw.dataset(path).to_table(nearest=...)")),
+    "nearest": (
+        None,
+        (
+            "vector search is not available through the Spark data source; "
+            "use lance_fw.dataset(path).to_table(nearest=...)"
+        ),
+    ),
 }
 
 
@@ -101,12 +134,15 @@ def check_options(options: Mapping[str, str], known: Mapping[str, str], what: st
         elif name not in known:
             close = difflib.get_close_matches(key, list(known) + list(ALIASES), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InvalidArgumentError(f"unknown {what} option {raw_key!r}{hint}; known options: "
-                                       f"{', '.join(sorted(known))} (lance-spark aliases: "
-                                       f"{', '.join(f'{a}={t}' for a, t in ALIASES.items() if t in known)})")
+            raise InvalidArgumentError(
+                f"unknown {what} option {raw_key!r}{hint}; known options: "
+                f"{', '.join(sorted(known))} (lance-spark aliases: "
+                f"{', '.join(f'{a}={t}' for a, t in ALIASES.items() if t in known)})"
+            )
         if name in out and out[name] != value:
-            raise InvalidArgumentError(f"{what} options {name!r} and its alias {raw_key!r} disagree: "
-                                       f"{out[name]!r} vs {value!r}")
+            raise InvalidArgumentError(
+                f"{what} options {name!r} and its alias {raw_key!r} disagree: {out[name]!r} vs {value!r}"
+            )
         out[name] = value
     return out
 
@@ -115,12 +151,13 @@ def dataset_uri(options: Mapping[str, str]) -> str:
     """``path`` (or ``uri``) with Spark's ``file:`` prefix removed (catalog tables add it)."""
     uri = options.get(PATH) or options.get(URI)
     if not uri:
-        raise InvalidArgumentError("the lance data source needs a path: .load(path) / .save(path) or "
-                                   ".option('path', ...)")
+        raise InvalidArgumentError(
+            "the lance data source needs a path: .load(path) / .save(path) or .option('path', ...)"
+        )
     if uri.startswith("file://"):
-        uri = uri[len("file://"):]
+        uri = uri[len("file://") :]
     elif uri.startswith("file:"):
-        uri = uri[len("file:"):]
+        uri = uri[len("file:") :]
     return uri.rstrip("/")
 
 
@@ -156,7 +193,9 @@ def version_options(options: Mapping[str, str]) -> dict:
         try:
             return {"asof": datetime.fromisoformat(options[ASOF])}
         except ValueError:
-            raise InvalidArgumentError(f"option 'asof' must be an ISO-8601 timestamp, got {options[ASOF]!r}") from None
+            raise InvalidArgumentError(
+                f"option 'asof' must be an ISO-8601 timestamp, got {options[ASOF]!r}"
+            ) from None
     return {"version": int_option(options, VERSION)}
 
 
@@ -203,7 +242,9 @@ def storage_options(options: Mapping[str, str]) -> dict | None:
         if key == STORAGE_OPTIONS or not is_storage_option(key):
             continue
         if key in parsed and str(parsed[key]) != str(given):
-            raise InvalidArgumentError(f"storage option {key!r} is given as an option ({given!r}) and in "
-                                       f"'storage_options' ({parsed[key]!r}); give one value")
+            raise InvalidArgumentError(
+                f"storage option {key!r} is given as an option ({given!r}) and in "
+                f"'storage_options' ({parsed[key]!r}); give one value"
+            )
         parsed[key] = given
     return parsed or None

@@ -54,8 +54,9 @@ class LanceReader(DataSourceReader):
         self.storage_options = storage_options(options)
         self.filter = options.get(FILTER) or None
         self.batch_size = int_option(options, BATCH_SIZE, DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE
-        self.rows_per_partition = int_option(options, ROWS_PER_PARTITION, DEFAULT_ROWS_PER_PARTITION) \
-            or DEFAULT_ROWS_PER_PARTITION
+        self.rows_per_partition = (
+            int_option(options, ROWS_PER_PARTITION, DEFAULT_ROWS_PER_PARTITION) or DEFAULT_ROWS_PER_PARTITION
+        )
         self.with_row_address = bool_option(options, WITH_ROW_ADDRESS)
         # Pin the snapshot now: every task reads the same version even if writers commit meanwhile.
         ds = LanceDataset(self.uri, storage_options=self.storage_options, **version_options(options))
@@ -76,8 +77,11 @@ class LanceReader(DataSourceReader):
 
     def slices(self, version: int, fragments: list[tuple[int, int]]) -> list[FragmentSlice]:
         """Row ranges of at most ``rows_per_partition`` over ``(fragment id, physical rows)``."""
-        return [FragmentSlice(self.uri, version, frag_id, start, min(start + self.rows_per_partition, rows))
-                for frag_id, rows in fragments for start in range(0, max(rows, 1), self.rows_per_partition)]
+        return [
+            FragmentSlice(self.uri, version, frag_id, start, min(start + self.rows_per_partition, rows))
+            for frag_id, rows in fragments
+            for start in range(0, max(rows, 1), self.rows_per_partition)
+        ]
 
     def read(self, partition: FragmentSlice) -> Iterator[pa.RecordBatch]:
         ds = LanceDataset(partition.uri, version=partition.version, storage_options=self.storage_options)
@@ -85,8 +89,15 @@ class LanceReader(DataSourceReader):
         if fragment is None or partition.start >= partition.stop:
             return
         fields = [ds.lance_schema.field(n) for n in self.columns]
-        for batch in ds._read_fragment(fragment, fields, ds._filter_plan(self.filter), self.batch_size,
-                                       self.with_row_address, start=partition.start, stop=partition.stop):
+        for batch in ds._read_fragment(
+            fragment,
+            fields,
+            ds._filter_plan(self.filter),
+            self.batch_size,
+            self.with_row_address,
+            start=partition.start,
+            stop=partition.stop,
+        ):
             yield relabel(batch, self.target)
 
 
@@ -95,13 +106,16 @@ def check_read_schema(ds: LanceDataset, schema, columns: list[str]) -> None:
     there with the same Spark type: reading a changed column would need a lossy cast."""
     missing = [c for c in columns if c not in ds.schema.names]
     if missing:
-        raise InvalidArgumentError(f"{ds.uri}: no column(s) {missing} at version {ds.version}; "
-                                   f"the dataset has {ds.schema.names}")
+        raise InvalidArgumentError(
+            f"{ds.uri}: no column(s) {missing} at version {ds.version}; the dataset has {ds.schema.names}"
+        )
     stored = spark_schema(pa.schema([ds.schema.field(c) for c in columns]))
     for field in stored.fields:
         planned = schema[field.name].dataType
         if not same_spark_type(planned, field.dataType):
-            raise SchemaError(f"{ds.uri}: column {field.name!r} is {field.dataType.simpleString()} at version "
-                              f"{ds.version} but the query expects {planned.simpleString()} (the schema changed "
-                              "after the DataFrame was planned, or .schema() names another type); "
-                              "create the DataFrame again")
+            raise SchemaError(
+                f"{ds.uri}: column {field.name!r} is {field.dataType.simpleString()} at version "
+                f"{ds.version} but the query expects {planned.simpleString()} (the schema changed "
+                "after the DataFrame was planned, or .schema() names another type); "
+                "create the DataFrame again"
+            )

@@ -61,13 +61,17 @@ class LanceDataSource(DataSource):
     def schema(self):
         # schema() cannot tell a batch read from a streaming one: accept the options of either
         options = check_options(self.options, {**READ_OPTIONS, **STREAM_READ_OPTIONS}, "read")
-        ds = LanceDataset(dataset_uri(options), storage_options=storage_options(options), **version_options(options))
+        ds = LanceDataset(
+            dataset_uri(options), storage_options=storage_options(options), **version_options(options)
+        )
         arrow = ds.schema
         columns = columns_option(options)
         if columns is not None:
             missing = [c for c in columns if c not in arrow.names]
             if missing:
-                raise InvalidArgumentError(f"option 'columns': no column(s) {missing}; the dataset has {arrow.names}")
+                raise InvalidArgumentError(
+                    f"option 'columns': no column(s) {missing}; the dataset has {arrow.names}"
+                )
             arrow = pa.schema([arrow.field(c) for c in columns])
         if bool_option(options, WITH_ROW_ADDRESS):
             arrow = arrow.append(pa.field(ROW_ADDRESS, pa.int64(), False))
@@ -87,13 +91,16 @@ class LanceDataSource(DataSource):
         if not overwrite and list_versions(resolve_storage(uri, storage), uri):
             existing = LanceDataset(uri, storage_options=storage).schema
         target = write_schema(schema, existing)
-        return plan_write(uri, target, "overwrite" if overwrite else "append",
-                          options.get(DATA_STORAGE_VERSION) or None, storage,
-                          int_option(options, MAX_ROWS_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE) or
-                          DEFAULT_MAX_ROWS_PER_FILE,
-                          int_option(options, MAX_BYTES_PER_FILE, DEFAULT_MAX_BYTES_PER_FILE) or
-                          DEFAULT_MAX_BYTES_PER_FILE,
-                          allow_plugin_encodings=bool_option(options, ALLOW_PLUGIN_ENCODINGS))
+        return plan_write(
+            uri,
+            target,
+            "overwrite" if overwrite else "append",
+            options.get(DATA_STORAGE_VERSION) or None,
+            storage,
+            int_option(options, MAX_ROWS_PER_FILE, DEFAULT_MAX_ROWS_PER_FILE) or DEFAULT_MAX_ROWS_PER_FILE,
+            int_option(options, MAX_BYTES_PER_FILE, DEFAULT_MAX_BYTES_PER_FILE) or DEFAULT_MAX_BYTES_PER_FILE,
+            allow_plugin_encodings=bool_option(options, ALLOW_PLUGIN_ENCODINGS),
+        )
 
     @staticmethod
     def _properties(options: dict) -> dict:
@@ -108,5 +115,8 @@ class LanceDataSource(DataSource):
 
     def streamWriter(self, schema, overwrite: bool) -> LanceStreamWriter:
         options = check_options(self.options, STREAM_WRITE_OPTIONS, "streaming write")
-        return LanceStreamWriter(self._plan(options, schema, overwrite), self._properties(options),
-                                 StreamIdentity.from_options(options))
+        return LanceStreamWriter(
+            self._plan(options, schema, overwrite),
+            self._properties(options),
+            StreamIdentity.from_options(options),
+        )

@@ -30,8 +30,18 @@ from lance_fw.spark.reader import FragmentSlice, LanceReader, check_read_schema
 from lance_fw.table.manifest import list_versions, read_manifest, read_transaction
 
 #: Transactions that add no row.
-_EMIT_NOTHING = {"delete", "rewrite", "create_index", "merge", "project", "update_config", "data_replacement",
-                 "reserve_fragments", "update_mem_wal_state", "update_bases"}
+_EMIT_NOTHING = {
+    "delete",
+    "rewrite",
+    "create_index",
+    "merge",
+    "project",
+    "update_config",
+    "data_replacement",
+    "reserve_fragments",
+    "update_mem_wal_state",
+    "update_bases",
+}
 #: Transactions whose new fragment ids hold new rows.
 _EMIT_NEW_FRAGMENTS = {"append", "update"}
 #: ``Transaction.Update.update_mode`` of an update that rewrote columns inside existing fragments.
@@ -66,18 +76,27 @@ class LanceStreamReader(DataSourceStreamReader):
         entries = {e.version: e for e in list_versions(storage, r.uri) if first <= e.version <= last}
         gone = [v for v in range(max(first, 1), last + 1) if v not in entries]
         if gone:
-            raise DatasetNotFoundError(f"{r.uri}: versions {gone} were removed (cleanup_old_versions) before this "
-                                       f"stream read them; restart the query with a later starting_version")
-        seen = {f.id for f in read_manifest(storage, entries[first].path)[0].fragments} if first > 0 else set()
+            raise DatasetNotFoundError(
+                f"{r.uri}: versions {gone} were removed (cleanup_old_versions) before this "
+                f"stream read them; restart the query with a later starting_version"
+            )
+        seen = (
+            {f.id for f in read_manifest(storage, entries[first].path)[0].fragments} if first > 0 else set()
+        )
         out: list[FragmentSlice] = []
         for version in range(first + 1, last + 1):
             manifest = read_manifest(storage, entries[version].path)[0]
             ids = {f.id for f in manifest.fragments}
             emit = self._emitted(storage, entries[version].path, version, ids, seen)
             if emit:
-                check_read_schema(LanceDataset(r.uri, version=version, storage_options=r.storage_options),
-                                  r.schema, r.columns)
-                out += r.slices(version, [(f.id, f.physical_rows) for f in manifest.fragments if f.id in emit])
+                check_read_schema(
+                    LanceDataset(r.uri, version=version, storage_options=r.storage_options),
+                    r.schema,
+                    r.columns,
+                )
+                out += r.slices(
+                    version, [(f.id, f.physical_rows) for f in manifest.fragments if f.id in emit]
+                )
             seen = ids
         return out
 
@@ -85,8 +104,10 @@ class LanceStreamReader(DataSourceStreamReader):
         """Ids of the fragments of ``version`` whose rows the stream emits (see the module docstring)."""
         txn = read_transaction(storage, self._reader.uri, path)
         if txn is None:
-            raise UnsupportedFeatureError(f"{self._reader.uri}: version {version} records no transaction, so a "
-                                          "stream cannot tell which rows it added")
+            raise UnsupportedFeatureError(
+                f"{self._reader.uri}: version {version} records no transaction, so a "
+                "stream cannot tell which rows it added"
+            )
         kind = txn.WhichOneof("operation")
         if kind == "overwrite":
             return ids
@@ -94,11 +115,15 @@ class LanceStreamReader(DataSourceStreamReader):
             return set()
         if kind in _EMIT_NEW_FRAGMENTS:
             if kind == "update" and txn.update.update_mode == _REWRITE_COLUMNS:
-                raise UnsupportedFeatureError(f"{self._reader.uri}: version {version} updated columns in place; "
-                                              "a stream cannot emit the changed rows")
+                raise UnsupportedFeatureError(
+                    f"{self._reader.uri}: version {version} updated columns in place; "
+                    "a stream cannot emit the changed rows"
+                )
             return ids - before
-        raise UnsupportedFeatureError(f"{self._reader.uri}: version {version} is a {kind}, which may bring back rows "
-                                      "the stream already emitted; restart the query with a later starting_version")
+        raise UnsupportedFeatureError(
+            f"{self._reader.uri}: version {version} is a {kind}, which may bring back rows "
+            "the stream already emitted; restart the query with a later starting_version"
+        )
 
     def read(self, partition: FragmentSlice):
         return self._reader.read(partition)

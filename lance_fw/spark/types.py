@@ -35,10 +35,18 @@ from lance_fw.errors import SchemaError
 #: Spark field metadata naming a vector's dimension (the key lance-spark uses).
 FSL_SIZE_KEY = "arrow.fixed-size-list.size"
 
-_WIDER = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(),
-          pa.uint64(): pa.decimal128(20, 0), pa.float16(): pa.float32(), pa.date64(): pa.date32(),
-          pa.large_string(): pa.string(), pa.string_view(): pa.string(), pa.large_binary(): pa.binary(),
-          pa.binary_view(): pa.binary()}
+_WIDER = {
+    pa.uint8(): pa.int16(),
+    pa.uint16(): pa.int32(),
+    pa.uint32(): pa.int64(),
+    pa.uint64(): pa.decimal128(20, 0),
+    pa.float16(): pa.float32(),
+    pa.date64(): pa.date32(),
+    pa.large_string(): pa.string(),
+    pa.string_view(): pa.string(),
+    pa.large_binary(): pa.binary(),
+    pa.binary_view(): pa.binary(),
+}
 
 
 def spark_arrow_type(t: pa.DataType, where: str = "") -> pa.DataType:
@@ -57,13 +65,20 @@ def spark_arrow_type(t: pa.DataType, where: str = "") -> pa.DataType:
         if t.precision > 38:
             raise SchemaError(f"column {where!r}: {t} has no Spark type (decimal precision is at most 38)")
         return pa.decimal128(t.precision, t.scale)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) \
-            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+    if (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or pa.types.is_list_view(t)
+        or pa.types.is_large_list_view(t)
+    ):
         item = t.value_field
         return pa.list_(item.with_type(spark_arrow_type(item.type, where)))
     if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(spark_arrow_type(t.key_type, where)),
-                       t.item_field.with_type(spark_arrow_type(t.item_type, where)))
+        return pa.map_(
+            t.key_field.with_type(spark_arrow_type(t.key_type, where)),
+            t.item_field.with_type(spark_arrow_type(t.item_type, where)),
+        )
     if pa.types.is_struct(t):
         return pa.struct([f.with_type(spark_arrow_type(f.type, f"{where}.{f.name}")) for f in t])
     return t
@@ -121,8 +136,10 @@ def write_schema(spark_struct, existing: pa.Schema | None) -> pa.Schema:
         size = metadata.pop(FSL_SIZE_KEY, None)
         if size is not None:
             if not pa.types.is_list(t):
-                raise SchemaError(f"column {sf.name!r}: {FSL_SIZE_KEY} is set but the column is {sf.dataType.simpleString()}, "
-                                  "not an array")
+                raise SchemaError(
+                    f"column {sf.name!r}: {FSL_SIZE_KEY} is set but the column is {sf.dataType.simpleString()}, "
+                    "not an array"
+                )
             t = pa.list_(t.value_field, int(size))
         keep = {k: str(v) for k, v in metadata.items() if k.startswith("lance-")}
         fields.append(pa.field(sf.name, t, sf.nullable, metadata=keep or None))
@@ -133,14 +150,18 @@ def check_append(spark_struct, existing: pa.Schema) -> None:
     """Refuse an append whose columns differ from the dataset's, naming the first mismatch."""
     theirs = {sf.name: sf for sf in spark_struct.fields}
     if sorted(theirs) != sorted(existing.names):
-        raise SchemaError(f"append schema does not match the dataset: dataset has columns {existing.names}, "
-                          f"the DataFrame has {list(theirs)}")
+        raise SchemaError(
+            f"append schema does not match the dataset: dataset has columns {existing.names}, "
+            f"the DataFrame has {list(theirs)}"
+        )
     expected = spark_schema(existing)
     for ef in expected.fields:
         got = theirs[ef.name].dataType
         if not same_spark_type(got, ef.dataType):
-            raise SchemaError(f"append schema does not match the dataset: column {ef.name!r} is "
-                              f"{ef.dataType.simpleString()} in the dataset but {got.simpleString()} in the DataFrame")
+            raise SchemaError(
+                f"append schema does not match the dataset: column {ef.name!r} is "
+                f"{ef.dataType.simpleString()} in the dataset but {got.simpleString()} in the DataFrame"
+            )
 
 
 def same_spark_type(a, b) -> bool:
@@ -148,8 +169,9 @@ def same_spark_type(a, b) -> bool:
     from pyspark.sql.types import ArrayType, MapType, StructType
 
     if isinstance(a, StructType) and isinstance(b, StructType):
-        return [f.name for f in a.fields] == [f.name for f in b.fields] and \
-            all(same_spark_type(x.dataType, y.dataType) for x, y in zip(a.fields, b.fields))
+        return [f.name for f in a.fields] == [f.name for f in b.fields] and all(
+            same_spark_type(x.dataType, y.dataType) for x, y in zip(a.fields, b.fields)
+        )
     if isinstance(a, ArrayType) and isinstance(b, ArrayType):
         return same_spark_type(a.elementType, b.elementType)
     if isinstance(a, MapType) and isinstance(b, MapType):

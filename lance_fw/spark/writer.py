@@ -89,7 +89,9 @@ def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> LanceCommi
             yield batch
 
     fragments = plan.write(counted())
-    return LanceCommitMessage(partition_id, attempt, [f.SerializeToString() for f in fragments], rows, query_id)
+    return LanceCommitMessage(
+        partition_id, attempt, [f.SerializeToString() for f in fragments], rows, query_id
+    )
 
 
 def received_fragments(plan: WritePlan, messages) -> list[table_pb2.DataFragment]:
@@ -123,8 +125,11 @@ def abort_messages(plan: WritePlan, messages) -> set[str]:
     published = data_files_since(storage, plan.uri, plan.read_version)
     for message in messages:
         if isinstance(message, LanceCommitMessage):
-            delete_fragment_files(storage, plan.uri, [f for f in _decode(message)
-                                                      if not any(d.path in published for d in f.files)])
+            delete_fragment_files(
+                storage,
+                plan.uri,
+                [f for f in _decode(message) if not any(d.path in published for d in f.files)],
+            )
     return published
 
 
@@ -163,8 +168,10 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
         stream_id = self.identity.resolve(messages)
         if stream_id is None and fragments:
             delete_fragment_files(storage, self.plan.uri, fragments)
-            raise InvalidArgumentError("cannot tell which streaming query wrote this batch, so a replay after a "
-                                       "restart could be committed twice: set .option('stream_id', ...)")
+            raise InvalidArgumentError(
+                "cannot tell which streaming query wrote this batch, so a replay after a "
+                "restart could be committed twice: set .option('stream_id', ...)"
+            )
         if stream_id is not None and batch_committed(self.plan, stream_id, batchId, self.identity.lookback):
             delete_fragment_files(storage, self.plan.uri, fragments)  # a replay: the data is already there
             return
@@ -189,16 +196,20 @@ def commit_planned(plan: WritePlan, fragments: list[table_pb2.DataFragment], pro
         theirs = read_manifest(storage, versions[-1].path)[0].data_format.version
         if theirs and theirs != version_name(plan.version):
             delete_fragment_files(storage, plan.uri, fragments)
-            raise CommitConflictError(f"{plan.uri} was created meanwhile with file format {theirs}; this job wrote "
-                                      f"{version_name(plan.version)} files and committed nothing: re-run it")
+            raise CommitConflictError(
+                f"{plan.uri} was created meanwhile with file format {theirs}; this job wrote "
+                f"{version_name(plan.version)} files and committed nothing: re-run it"
+            )
         plan = replace(plan, mode="append")
     try:
         return plan.commit(fragments, properties)
     except DatasetExistsError:
         if plan.mode != "create":
             raise
-        raise CommitConflictError(f"{plan.uri} was created by another writer while this job committed; it "
-                                  "committed nothing: re-run it (it will append)") from None
+        raise CommitConflictError(
+            f"{plan.uri} was created by another writer while this job committed; it "
+            "committed nothing: re-run it (it will append)"
+        ) from None
 
 
 def batch_committed(plan: WritePlan, stream_id: str, batch_id: int, lookback: int = STREAM_LOOKBACK) -> bool:
@@ -206,8 +217,11 @@ def batch_committed(plan: WritePlan, stream_id: str, batch_id: int, lookback: in
     storage = plan.storage()
     for entry in reversed(list_versions(storage, plan.uri)[-lookback:]):
         txn = read_transaction(storage, plan.uri, entry.path)
-        if txn is not None and txn.transaction_properties.get(STREAM_ID) == stream_id \
-                and txn.transaction_properties.get(BATCH_ID) == str(batch_id):
+        if (
+            txn is not None
+            and txn.transaction_properties.get(STREAM_ID) == stream_id
+            and txn.transaction_properties.get(BATCH_ID) == str(batch_id)
+        ):
             return True
     return False
 
@@ -235,13 +249,17 @@ class StreamIdentity:
             return self.option
         ids = {m.query_id for m in messages if isinstance(m, LanceCommitMessage) and m.query_id}
         if len(ids) > 1:
-            raise InvalidArgumentError(f"the tasks of one micro-batch report different query ids {sorted(ids)}")
+            raise InvalidArgumentError(
+                f"the tasks of one micro-batch report different query ids {sorted(ids)}"
+            )
         if ids:
             return ids.pop()
         if self.checkpoint:
             checkpoint = self.checkpoint.removeprefix("file:")
             try:
-                return json.loads(resolve_storage(checkpoint).read_bytes(join_uri(checkpoint, "metadata")))["id"]
-            except Exception:  # noqa: BLE001 - not written yet or unreadable: no id to offer
+                return json.loads(resolve_storage(checkpoint).read_bytes(join_uri(checkpoint, "metadata")))[
+                    "id"
+                ]
+            except Exception:
                 return None
         return None

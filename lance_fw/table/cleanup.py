@@ -36,15 +36,17 @@ from lance_fw.table.paths import DATA_DIR, DELETIONS_DIR, TAGS_DIR, TRANSACTIONS
 
 DEFAULT_OLDER_THAN = timedelta(days=14)
 UNVERIFIED_GRACE = timedelta(days=7)
-MAX_DELETE_CONCURRENCY = 2 ** 61 - 1  # pylance's bound on 64-bit platforms
+MAX_DELETE_CONCURRENCY = 2**61 - 1  # pylance's bound on 64-bit platforms
 TEMP_MANIFEST_PREFIX = ".tmp"  # commit handlers write `_versions/.tmp-<uuid>` (pylance: `.tmp_…`)
 TAG_SUFFIX = ".json"
 TAG_REQUIRED_COUNTS = ("version", "manifestSize")  # unsigned integers every tag file must hold
 
 # (directory, file name suffixes cleanup may remove there, CleanupStats counter)
-_MANAGED_DIRS = ((DATA_DIR, (".lance",), "data_files_removed"),
-                 (DELETIONS_DIR, (".arrow", ".bin"), "deletion_files_removed"),
-                 (TRANSACTIONS_DIR, (".txn",), "transaction_files_removed"))
+_MANAGED_DIRS = (
+    (DATA_DIR, (".lance",), "data_files_removed"),
+    (DELETIONS_DIR, (".arrow", ".bin"), "deletion_files_removed"),
+    (TRANSACTIONS_DIR, (".txn",), "transaction_files_removed"),
+)
 
 
 @dataclass
@@ -69,9 +71,11 @@ class _Policy:
     versions: frozenset[int] | None
 
     def should_clean(self, version: int, timestamp: float) -> bool:
-        return ((self.before_timestamp is None or timestamp < self.before_timestamp)
-                and (self.before_version is None or version < self.before_version)
-                and (self.versions is None or version in self.versions))
+        return (
+            (self.before_timestamp is None or timestamp < self.before_timestamp)
+            and (self.before_version is None or version < self.before_version)
+            and (self.versions is None or version in self.versions)
+        )
 
 
 def _referenced(uri: str, manifest) -> set[str]:
@@ -103,30 +107,53 @@ def _tagged_versions(storage: Storage, uri: str) -> set[int]:
         try:
             body = json.loads(storage.read_bytes(path))
         except (ValueError, UnicodeDecodeError) as exc:
-            raise CorruptFileError(path, f"tag file is not JSON ({exc}); cleanup stopped before deleting "
-                                         "anything, because the version it protects is unknown") from None
-        bad = [key for key in TAG_REQUIRED_COUNTS if not isinstance(body, dict) or not _is_count(body.get(key))]
+            raise CorruptFileError(
+                path,
+                f"tag file is not JSON ({exc}); cleanup stopped before deleting "
+                "anything, because the version it protects is unknown",
+            ) from None
+        bad = [
+            key for key in TAG_REQUIRED_COUNTS if not isinstance(body, dict) or not _is_count(body.get(key))
+        ]
         if bad:
-            raise CorruptFileError(path, f"tag file lacks a non-negative integer {bad[0]!r}; cleanup stopped "
-                                         "before deleting anything, because the version it protects is unknown")
+            raise CorruptFileError(
+                path,
+                f"tag file lacks a non-negative integer {bad[0]!r}; cleanup stopped "
+                "before deleting anything, because the version it protects is unknown",
+            )
         out.add(body["version"])
     return out
 
 
-def _check_options(older_than, retain_versions, versions, delete_unverified, error_if_tagged_old_versions,
-                   delete_rate_limit, delete_concurrency) -> frozenset[int] | None:
+def _check_options(
+    older_than,
+    retain_versions,
+    versions,
+    delete_unverified,
+    error_if_tagged_old_versions,
+    delete_rate_limit,
+    delete_concurrency,
+) -> frozenset[int] | None:
     """Refuse what pylance refuses (it raises ValueError/TypeError/OverflowError/OSError)."""
     if older_than is not None and not isinstance(older_than, timedelta):
-        raise InvalidArgumentError(f"older_than must be a datetime.timedelta, got {type(older_than).__name__}")
-    for name, value in (("retain_versions", retain_versions), ("delete_rate_limit", delete_rate_limit),
-                        ("delete_concurrency", delete_concurrency)):
+        raise InvalidArgumentError(
+            f"older_than must be a datetime.timedelta, got {type(older_than).__name__}"
+        )
+    for name, value in (
+        ("retain_versions", retain_versions),
+        ("delete_rate_limit", delete_rate_limit),
+        ("delete_concurrency", delete_concurrency),
+    ):
         if value is not None and (not _is_count(value) or value == 0):
             raise InvalidArgumentError(f"{name} must be a positive integer, got {value!r}")
     if delete_concurrency is not None and delete_concurrency > MAX_DELETE_CONCURRENCY:
-        raise InvalidArgumentError(f"delete_concurrency must be at most {MAX_DELETE_CONCURRENCY}, "
-                                   f"got {delete_concurrency}")
-    for name, value in (("delete_unverified", delete_unverified),
-                        ("error_if_tagged_old_versions", error_if_tagged_old_versions)):
+        raise InvalidArgumentError(
+            f"delete_concurrency must be at most {MAX_DELETE_CONCURRENCY}, got {delete_concurrency}"
+        )
+    for name, value in (
+        ("delete_unverified", delete_unverified),
+        ("error_if_tagged_old_versions", error_if_tagged_old_versions),
+    ):
         if value is not None and not isinstance(value, bool):
             raise InvalidArgumentError(f"{name} must be a bool, got {value!r}")
     if versions is None:
@@ -141,11 +168,19 @@ def _check_options(older_than, retain_versions, versions, delete_unverified, err
     return frozenset(int(v) for v in versions)
 
 
-def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | None = None,
-                         retain_versions: int | None = None, *, delete_unverified: bool = False,
-                         error_if_tagged_old_versions: bool = True, delete_rate_limit: int | None = None,
-                         versions: list[int] | None = None, delete_concurrency: int | None = None,
-                         read_version: int | None = None) -> CleanupStats:
+def cleanup_old_versions(
+    storage: Storage,
+    uri: str,
+    older_than: timedelta | None = None,
+    retain_versions: int | None = None,
+    *,
+    delete_unverified: bool = False,
+    error_if_tagged_old_versions: bool = True,
+    delete_rate_limit: int | None = None,
+    versions: list[int] | None = None,
+    delete_concurrency: int | None = None,
+    read_version: int | None = None,
+) -> CleanupStats:
     """Remove the versions every given limit selects, then the files nothing kept references.
 
     ``older_than``, ``retain_versions`` and ``versions`` combine with AND; with none of them, versions
@@ -154,8 +189,15 @@ def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | Non
     as pylance does (None: the latest). ``delete_rate_limit`` paces deletes to at most that many per
     second; deletes run one at a time, so every ``delete_concurrency`` bound holds.
     """
-    wanted = _check_options(older_than, retain_versions, versions, delete_unverified,
-                            error_if_tagged_old_versions, delete_rate_limit, delete_concurrency)
+    wanted = _check_options(
+        older_than,
+        retain_versions,
+        versions,
+        delete_unverified,
+        error_if_tagged_old_versions,
+        delete_rate_limit,
+        delete_concurrency,
+    )
     if older_than is None and retain_versions is None and wanted is None:
         older_than = DEFAULT_OLDER_THAN
     now = time.time()
@@ -163,23 +205,26 @@ def cleanup_old_versions(storage: Storage, uri: str, older_than: timedelta | Non
     if not entries:
         return CleanupStats()
     tagged = _tagged_versions(storage, uri)  # before anything else, as pylance: a bad tag stops all
-    policy = _Policy(now - older_than.total_seconds() if older_than else None,
-                     (entries[max(len(entries) - retain_versions, 0)].version if retain_versions else None),
-                     wanted)
+    policy = _Policy(
+        now - older_than.total_seconds() if older_than else None,
+        (entries[max(len(entries) - retain_versions, 0)].version if retain_versions else None),
+        wanted,
+    )
     current = entries[-1].version if read_version is None else read_version
     manifests = {e.version: read_manifest(storage, e.path)[0] for e in entries}  # CorruptFileError stops all
 
     removed, kept, tagged_old = [], [], []
     for entry in entries:
         manifest = manifests[entry.version]
-        old = entry.version < current and policy.should_clean(
-            entry.version, commit_time(manifest))
+        old = entry.version < current and policy.should_clean(entry.version, commit_time(manifest))
         if old and entry.version in tagged:
             tagged_old.append(entry.version)
         (removed if old and entry.version not in tagged else kept).append(entry)
     if error_if_tagged_old_versions is not False and tagged_old:
-        raise InvalidArgumentError(f"{uri}: versions {tagged_old} are tagged; delete the tags or pass "
-                                   "error_if_tagged_old_versions=False")
+        raise InvalidArgumentError(
+            f"{uri}: versions {tagged_old} are tagged; delete the tags or pass "
+            "error_if_tagged_old_versions=False"
+        )
     needed = set().union(*(_referenced(uri, manifests[e.version]) for e in kept))
     verified = set().union(*(_referenced(uri, manifests[e.version]) for e in removed))
     earliest_kept = min(commit_time(manifests[e.version]) for e in kept)
@@ -263,4 +308,4 @@ def _remove(storage: Storage, path: str, stats: CleanupStats, counter: str | Non
         setattr(stats, counter, getattr(stats, counter) + 1)
 
 
-__all__ = ["CleanupStats", "cleanup_old_versions", "VERSIONS_DIR"]
+__all__ = ["VERSIONS_DIR", "CleanupStats", "cleanup_old_versions"]

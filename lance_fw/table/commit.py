@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import abc
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from lance_fw.errors import CommitConflictError, InvalidArgumentError, LanceError, StorageError
 from lance_fw.io.storage import Storage
@@ -82,8 +83,9 @@ def resolve_commit_handler(storage: Storage, uri: str) -> CommitHandler:
     """
     from lance_fw.plugin_manager import failure_note, get_plugin_manager, plugins
 
-    handler = get_plugin_manager().hook.lance_commit_handler(storage=storage, uri=uri,
-                                                             options=getattr(storage, "options", {}))
+    handler = get_plugin_manager().hook.lance_commit_handler(
+        storage=storage, uri=uri, options=getattr(storage, "options", {})
+    )
     if handler is None:
         scheme = uri.split("://", 1)[0] if "://" in uri else "file"
         installed = sorted(p["name"] for p in plugins() if "lance_commit_handler" in p["hooks"])
@@ -92,7 +94,8 @@ def resolve_commit_handler(storage: Storage, uri: str) -> CommitHandler:
             f"({type(storage).__name__}) has no atomic put_if_absent, and no commit-handler plugin answers for "
             f"{scheme!r}. Use a storage plugin that implements put_if_absent atomically, install a "
             f"commit-handler plugin for the scheme, or pass commit_lock=. Installed commit handlers: "
-            f"{installed or 'none'}{failure_note()}")
+            f"{installed or 'none'}{failure_note()}"
+        )
     return handler
 
 
@@ -126,8 +129,10 @@ class CommitLockHandler(CommitHandler):
     def __init__(self, storage: Storage, lock: Callable[[int], Any]):
         super().__init__(storage)
         if not callable(lock):
-            raise InvalidArgumentError(f"commit_lock must be a callable taking the version number and returning "
-                                       f"a context manager, got {type(lock).__name__}")
+            raise InvalidArgumentError(
+                f"commit_lock must be a callable taking the version number and returning "
+                f"a context manager, got {type(lock).__name__}"
+            )
         self.lock = lock
 
     def commit(self, path: str, data: bytes) -> None:
@@ -138,26 +143,30 @@ class CommitLockHandler(CommitHandler):
         try:
             lease = self.lock(version)
             lease.__enter__()
-        except Exception as exc:  # noqa: BLE001 - the lock is the caller's code; its error is typed here
+        except Exception as exc:
             raise _lock_error(exc, version) from exc
         try:
             if self.storage.atomic_put_if_absent:
                 self.storage.put_if_absent(path, data)
             elif self.storage.exists(path):
-                raise CommitConflictError(f"{path} already exists: another writer committed version {version}")
+                raise CommitConflictError(
+                    f"{path} already exists: another writer committed version {version}"
+                )
             else:
                 self.storage.write_bytes(path, data)
         except BaseException as exc:
             try:
                 lease.__exit__(type(exc), exc, exc.__traceback__)
-            except Exception:  # noqa: BLE001 - the write's failure is the one to report
+            except Exception:
                 pass
             raise
         try:
             lease.__exit__(None, None, None)
-        except Exception as exc:  # noqa: BLE001 - the manifest is published: never a conflict now
-            raise StorageError(f"commit_lock failed to release version {version} after its manifest was "
-                               f"published: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            raise StorageError(
+                f"commit_lock failed to release version {version} after its manifest was "
+                f"published: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def _lock_error(exc: Exception, version: int) -> LanceError:

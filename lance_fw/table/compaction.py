@@ -17,8 +17,8 @@ gives the same fragments:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import pyarrow as pa
 
@@ -46,7 +46,9 @@ class CompactionMetrics:
 
 
 def _compacts_itself(frag, materialize_deletions: bool, threshold: float) -> bool:
-    return bool(materialize_deletions and frag.physical_rows and deleted_rows(frag) / frag.physical_rows > threshold)
+    return bool(
+        materialize_deletions and frag.physical_rows and deleted_rows(frag) / frag.physical_rows > threshold
+    )
 
 
 def candidate_bins(fragments, target: int, materialize_deletions: bool, threshold: float) -> list[list]:
@@ -85,8 +87,11 @@ def split_for_size(fragments: list, target: int) -> list[list]:
 
 def plan_groups(fragments, target: int, materialize_deletions: bool, threshold: float) -> list[list]:
     """The groups of fragments one compaction rewrites, each into new fragments of its own."""
-    return [group for found in candidate_bins(fragments, target, materialize_deletions, threshold)
-            for group in split_for_size(found, target)]
+    return [
+        group
+        for found in candidate_bins(fragments, target, materialize_deletions, threshold)
+        for group in split_for_size(found, target)
+    ]
 
 
 def output_sizes(rows: int, target: int) -> list[int]:
@@ -116,39 +121,70 @@ def _cut(batches: Iterator[pa.RecordBatch], sizes: list[int]) -> Iterator[Iterat
         yield piece(size)
 
 
-def compact_files(snapshot: Snapshot, target_rows_per_fragment: int = DEFAULT_TARGET_ROWS, materialize_deletions: bool = True,
-                  materialize_deletions_threshold: float = 0.1, max_bytes_per_file: int | None = None,
-                  batch_size: int | None = None) -> tuple[CompactionMetrics, int]:
+def compact_files(
+    snapshot: Snapshot,
+    target_rows_per_fragment: int = DEFAULT_TARGET_ROWS,
+    materialize_deletions: bool = True,
+    materialize_deletions_threshold: float = 0.1,
+    max_bytes_per_file: int | None = None,
+    batch_size: int | None = None,
+) -> tuple[CompactionMetrics, int]:
     """Compact ``snapshot``; returns the metrics and the version committed (its version if none).
     ``batch_size`` is the scan's batch size over the old fragments (where a ``max_bytes_per_file``
     roll can happen)."""
     if target_rows_per_fragment <= 0:
-        raise InvalidArgumentError(f"target_rows_per_fragment must be positive, got {target_rows_per_fragment}")
+        raise InvalidArgumentError(
+            f"target_rows_per_fragment must be positive, got {target_rows_per_fragment}"
+        )
     if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
-        raise UnsupportedFeatureError(f"{snapshot.uri}: compaction with stable row ids (rows keep their ids) is not "
-                                      "supported yet")
+        raise UnsupportedFeatureError(
+            f"{snapshot.uri}: compaction with stable row ids (rows keep their ids) is not supported yet"
+        )
     if snapshot.index_section is not None and len(snapshot.index_section.indices):
-        raise UnsupportedFeatureError(f"{snapshot.uri}: compaction of an indexed dataset (indices would need remapping) "
-                                      "is not supported yet")
+        raise UnsupportedFeatureError(
+            f"{snapshot.uri}: compaction of an indexed dataset (indices would need remapping) "
+            "is not supported yet"
+        )
     if any(f.is_blob_v2 for f in snapshot.lance_schema.walk()):
         raise UnsupportedFeatureError(f"{snapshot.uri}: compaction of blob columns is not supported yet")
-    groups_planned = plan_groups(snapshot.manifest.fragments, target_rows_per_fragment, materialize_deletions,
-                                 materialize_deletions_threshold)
+    groups_planned = plan_groups(
+        snapshot.manifest.fragments,
+        target_rows_per_fragment,
+        materialize_deletions,
+        materialize_deletions_threshold,
+    )
     metrics = CompactionMetrics()
     if not groups_planned:
         return metrics, snapshot.version
-    plan = plan_write(snapshot.uri, snapshot.schema, "append", storage_options=snapshot.storage_options,
-                      max_rows_per_file=_NO_ROW_LIMIT,
-                      **({"max_bytes_per_file": max_bytes_per_file} if max_bytes_per_file else {}))
+    plan = plan_write(
+        snapshot.uri,
+        snapshot.schema,
+        "append",
+        storage_options=snapshot.storage_options,
+        max_rows_per_file=_NO_ROW_LIMIT,
+        **({"max_bytes_per_file": max_bytes_per_file} if max_bytes_per_file else {}),
+    )
     groups = []
-    with undo_unless_published(lambda: [delete_fragment_files(snapshot.storage, snapshot.uri, fresh) for _, fresh in groups]):
+    with undo_unless_published(
+        lambda: [delete_fragment_files(snapshot.storage, snapshot.uri, fresh) for _, fresh in groups]
+    ):
         for old in groups_planned:
-            batches = LanceScanner(snapshot, fragments=[f.id for f in old], batch_size=batch_size).to_batches()  # live rows
+            batches = LanceScanner(
+                snapshot, fragments=[f.id for f in old], batch_size=batch_size
+            ).to_batches()  # live rows
             fresh: list = []
             groups.append((old, fresh))
-            for piece in _cut(iter(batches), output_sizes(sum(live_rows(f) for f in old), target_rows_per_fragment)):
+            for piece in _cut(
+                iter(batches), output_sizes(sum(live_rows(f) for f in old), target_rows_per_fragment)
+            ):
                 fresh.extend(plan.write(piece))
-        version = commit(snapshot.storage, snapshot.uri, Rewrite(groups=groups), commit_lock=snapshot.commit_lock, read_version=snapshot.version)
+        version = commit(
+            snapshot.storage,
+            snapshot.uri,
+            Rewrite(groups=groups),
+            commit_lock=snapshot.commit_lock,
+            read_version=snapshot.version,
+        )
     for old, fresh in groups:
         metrics.fragments_removed += len(old)
         metrics.fragments_added += len(fresh)

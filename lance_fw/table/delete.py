@@ -8,8 +8,8 @@ deleted is dropped from the manifest instead.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -91,10 +91,17 @@ def delete_rows(snapshot: Snapshot, matcher: Matcher, predicate_text: str) -> tu
     staged = stage_deletions(snapshot, matcher)
     if not staged.updated and not staged.removed:
         return snapshot.version, 0
-    op = Delete(updated=staged.updated, removed=staged.removed, expected=staged.expected, predicate=predicate_text)
+    op = Delete(
+        updated=staged.updated, removed=staged.removed, expected=staged.expected, predicate=predicate_text
+    )
     with undo_unless_published(lambda: staged.undo(snapshot.storage)):
-        version = commit(snapshot.storage, snapshot.uri, op, commit_lock=snapshot.commit_lock,
-                         read_version=staged.read_version)
+        version = commit(
+            snapshot.storage,
+            snapshot.uri,
+            op,
+            commit_lock=snapshot.commit_lock,
+            read_version=staged.read_version,
+        )
         return version, staged.rows
 
 
@@ -112,10 +119,13 @@ def expression_matcher(snapshot: Snapshot, predicate) -> Matcher:
     matcher, filter_fields = plan
 
     def match(reader: FragmentReader, frag) -> np.ndarray:
-        hits = [batch.column("_rowaddr").to_numpy()
-                for batch in reader.filtered_batches([], filter_fields, matcher, with_row_address=True)]
+        hits = [
+            batch.column("_rowaddr").to_numpy()
+            for batch in reader.filtered_batches([], filter_fields, matcher, with_row_address=True)
+        ]
         addresses = np.concatenate(hits) if hits else np.zeros(0, np.uint64)
         return address_offsets(addresses).astype(np.uint32)
+
     return match
 
 

@@ -57,8 +57,12 @@ def codec(file_type: int) -> DeletionCodec:
 
 
 def read_deleted_offsets(storage, base: str, fragment_id: int, deletion_file) -> np.ndarray:
-    path = deletion_path(base, fragment_id, deletion_file.read_version, deletion_file.id, deletion_file.file_type)
+    path = deletion_path(
+        base, fragment_id, deletion_file.read_version, deletion_file.id, deletion_file.file_type
+    )
     offsets = codec(deletion_file.file_type).decode(storage.read_bytes(path), path)
     if deletion_file.num_deleted_rows and len(offsets) != deletion_file.num_deleted_rows:
-        raise CorruptFileError(path, f"holds {len(offsets)} rows, the manifest says {deletion_file.num_deleted_rows}")
+        raise CorruptFileError(
+            path, f"holds {len(offsets)} rows, the manifest says {deletion_file.num_deleted_rows}"
+        )
     return offsets

@@ -23,10 +23,20 @@ PLUGIN_ENCODINGS = 1 << 48
 #: whose encodings the dataset's data files use. lance_fw opens the dataset only with those installed.
 PLUGIN_ENCODINGS_KEY = "lance_fw.plugin_encodings"
 
-_NAMES = {1: "DELETION_FILES", 2: "STABLE_ROW_IDS", 4: "USE_V2_FORMAT_DEPRECATED", 8: "TABLE_CONFIG",
-          16: "BASE_PATHS", 32: "DISABLE_TRANSACTION_FILE", 64: "UNSTABLE_DATA_OVERLAY_FILES",
-          128: "MEM_WAL_INDEX_CATCHUP", PLUGIN_ENCODINGS: "lance_fw PLUGIN_ENCODINGS"}
-READABLE = DELETION_FILES | STABLE_ROW_IDS | USE_V2_FORMAT_DEPRECATED | TABLE_CONFIG | DISABLE_TRANSACTION_FILE
+_NAMES = {
+    1: "DELETION_FILES",
+    2: "STABLE_ROW_IDS",
+    4: "USE_V2_FORMAT_DEPRECATED",
+    8: "TABLE_CONFIG",
+    16: "BASE_PATHS",
+    32: "DISABLE_TRANSACTION_FILE",
+    64: "UNSTABLE_DATA_OVERLAY_FILES",
+    128: "MEM_WAL_INDEX_CATCHUP",
+    PLUGIN_ENCODINGS: "lance_fw PLUGIN_ENCODINGS",
+}
+READABLE = (
+    DELETION_FILES | STABLE_ROW_IDS | USE_V2_FORMAT_DEPRECATED | TABLE_CONFIG | DISABLE_TRANSACTION_FILE
+)
 WRITABLE = DELETION_FILES | STABLE_ROW_IDS | USE_V2_FORMAT_DEPRECATED | TABLE_CONFIG
 
 
@@ -43,8 +53,9 @@ def check_readable(where: str, reader_flags: int, config: Mapping[str, str] | No
         _check_plugins_installed(where, config, "read")
         missing &= ~PLUGIN_ENCODINGS
     if missing:
-        raise UnsupportedFeatureError(f"{where}: the dataset needs reader features lance_fw does not "
-                                      f"support: {_describe(missing)}")
+        raise UnsupportedFeatureError(
+            f"{where}: the dataset needs reader features lance_fw does not support: {_describe(missing)}"
+        )
 
 
 def check_writable(where: str, writer_flags: int, config: Mapping[str, str] | None = None) -> None:
@@ -55,8 +66,9 @@ def check_writable(where: str, writer_flags: int, config: Mapping[str, str] | No
         _check_plugins_installed(where, config, "write")
         missing &= ~PLUGIN_ENCODINGS
     if missing:
-        raise UnsupportedFeatureError(f"{where}: the dataset needs writer features lance_fw does not "
-                                      f"support: {_describe(missing)}")
+        raise UnsupportedFeatureError(
+            f"{where}: the dataset needs writer features lance_fw does not support: {_describe(missing)}"
+        )
 
 
 def recorded_plugins(where: str, config: Mapping[str, str] | None) -> dict[str, str]:
@@ -68,9 +80,14 @@ def recorded_plugins(where: str, config: Mapping[str, str] | None) -> dict[str, 
         plugins = json.loads(raw)
     except ValueError:
         plugins = None
-    if not isinstance(plugins, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in plugins.items()):
-        raise CorruptFileError(where, f"manifest config {PLUGIN_ENCODINGS_KEY!r} is not a JSON object of "
-                                      f"plugin name -> distribution: {raw!r}")
+    if not isinstance(plugins, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in plugins.items()
+    ):
+        raise CorruptFileError(
+            where,
+            f"manifest config {PLUGIN_ENCODINGS_KEY!r} is not a JSON object of "
+            f"plugin name -> distribution: {raw!r}",
+        )
     return plugins
 
 
@@ -79,15 +96,21 @@ def _check_plugins_installed(where: str, config: Mapping[str, str] | None, what:
 
     plugins = recorded_plugins(where, config)
     if not plugins:
-        raise CorruptFileError(where, f"the manifest sets the PLUGIN_ENCODINGS feature flag but its config "
-                                      f"does not name the plugins ({PLUGIN_ENCODINGS_KEY!r})")
+        raise CorruptFileError(
+            where,
+            f"the manifest sets the PLUGIN_ENCODINGS feature flag but its config "
+            f"does not name the plugins ({PLUGIN_ENCODINGS_KEY!r})",
+        )
     pm = get_plugin_manager()
     absent = {name: dist for name, dist in plugins.items() if pm.get_plugin(name) is None}
     if absent:
-        listed = ", ".join(f"{name!r} ({dist or 'distribution unknown'})" for name, dist in sorted(absent.items()))
+        listed = ", ".join(
+            f"{name!r} ({dist or 'distribution unknown'})" for name, dist in sorted(absent.items())
+        )
         raise UnsupportedFeatureError(
             f"{where}: the dataset's data files use encodings of the lance_fw plugin(s) {listed}, which "
-            f"are not loaded; install (or enable) them to {what} this dataset")
+            f"are not loaded; install (or enable) them to {what} this dataset"
+        )
 
 
 def record_plugin_encodings(manifest, plugins: Mapping[str, str], replace: bool) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from functools import cached_property
-from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -41,13 +41,18 @@ def with_row_columns(schema: pa.Schema, with_row_id: bool, with_row_address: boo
 
 def matcher_for(expression) -> Matcher:
     """A ``Matcher`` for a ``pyarrow.compute.Expression`` (null counts as false, as in SQL)."""
+
     def matches(batch: pa.RecordBatch) -> np.ndarray:
         rows = pa.array(np.arange(batch.num_rows, dtype=np.int64))
         table = pa.Table.from_batches([batch.append_column("__lance_fw_row", rows)])
         try:
             return table.filter(expression).column("__lance_fw_row").to_numpy()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:  # e.g. division by zero, CAST('x' AS INT)
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowNotImplementedError,
+        ) as exc:  # e.g. division by zero, CAST('x' AS INT)
             raise InvalidArgumentError(f"filter {expression} failed on the data: {exc}") from None
+
     return matches
 
 
@@ -63,11 +68,20 @@ class FragmentReader:
     def deleted(self) -> np.ndarray:
         if not self.fragment.HasField("deletion_file"):
             return np.zeros(0, dtype=np.uint32)
-        offsets = read_deleted_offsets(self.storage, self.base_uri, self.fragment.id, self.fragment.deletion_file)
+        offsets = read_deleted_offsets(
+            self.storage, self.base_uri, self.fragment.id, self.fragment.deletion_file
+        )
         if len(offsets) and int(offsets.max()) >= self.physical_rows:
-            raise CorruptFileError(deletion_path(self.base_uri, self.fragment.id, self.fragment.deletion_file.read_version,
-                                                 self.fragment.deletion_file.id, self.fragment.deletion_file.file_type),
-                                   f"deletes row {int(offsets.max())} of a fragment with {self.physical_rows} rows")
+            raise CorruptFileError(
+                deletion_path(
+                    self.base_uri,
+                    self.fragment.id,
+                    self.fragment.deletion_file.read_version,
+                    self.fragment.deletion_file.id,
+                    self.fragment.deletion_file.file_type,
+                ),
+                f"deletes row {int(offsets.max())} of a fragment with {self.physical_rows} rows",
+            )
         return offsets
 
     @cached_property
@@ -75,16 +89,21 @@ class FragmentReader:
         out = []
         for data_file in self.fragment.files:
             if data_file.base_id:
-                raise UnsupportedFeatureError(f"{self.base_uri}: data file {data_file.path} lives under base path "
-                                              f"{data_file.base_id}; multi-base datasets are not supported yet")
+                raise UnsupportedFeatureError(
+                    f"{self.base_uri}: data file {data_file.path} lives under base path "
+                    f"{data_file.base_id}; multi-base datasets are not supported yet"
+                )
             mapping = {fid: col for fid, col in zip(data_file.fields, data_file.column_indices) if col >= 0}
             reader = LanceFileReader(self.storage, join_uri(self.base_uri, DATA_DIR, data_file.path), mapping)
             out.append((set(data_file.fields), reader))
             if reader.num_rows != self.physical_rows:  # the manifest's count drives scans, takes and counts
                 for _, opened in out:
                     opened.close()
-                raise CorruptFileError(reader.path, f"holds {reader.num_rows} rows, but the manifest says fragment "
-                                                    f"{self.fragment.id} has {self.physical_rows}")
+                raise CorruptFileError(
+                    reader.path,
+                    f"holds {reader.num_rows} rows, but the manifest says fragment "
+                    f"{self.fragment.id} has {self.physical_rows}",
+                )
         return out
 
     def _reader_for(self, field: LanceField) -> LanceFileReader | None:
@@ -107,8 +126,11 @@ class FragmentReader:
         out = []
         for f in fields:
             reader = self._reader_for(f)
-            out.append(reader.read_field(f, start, stop) if reader else
-                       self._without_column(f, stop - start, lambda r, g: r.read_field(g, start, stop)))
+            out.append(
+                reader.read_field(f, start, stop)
+                if reader
+                else self._without_column(f, stop - start, lambda r, g: r.read_field(g, start, stop))
+            )
         return out
 
     def take_physical(self, fields: list[LanceField], offsets: np.ndarray) -> list[pa.Array]:
@@ -116,15 +138,20 @@ class FragmentReader:
         chunks and byte ranges holding those rows are read (``LanceFileReader.take_field``)."""
         offsets = np.asarray(offsets, np.int64)
         if len(offsets) and offsets.max() >= self.physical_rows:
-            raise CorruptFileError(self.base_uri, f"fragment {self.fragment.id}: row {int(offsets.max())} asked of "
-                                                  f"{self.physical_rows}")
+            raise CorruptFileError(
+                self.base_uri,
+                f"fragment {self.fragment.id}: row {int(offsets.max())} asked of {self.physical_rows}",
+            )
         distinct = len(offsets) < 2 or bool((np.diff(offsets) > 0).all())
         unique, inverse = (offsets, None) if distinct else np.unique(offsets, return_inverse=True)
         out = []
         for f in fields:
             reader = self._reader_for(f)
-            array = reader.take_field(f, unique) if reader else \
-                self._without_column(f, len(unique), lambda r, g: r.take_field(g, unique))
+            array = (
+                reader.take_field(f, unique)
+                if reader
+                else self._without_column(f, len(unique), lambda r, g: r.take_field(g, unique))
+            )
             out.append(array if inverse is None else array.take(pa.array(inverse)))
         return out
 
@@ -143,8 +170,11 @@ class FragmentReader:
     def live_offsets(self) -> np.ndarray:
         """Physical offsets of the live rows, in order."""
         everything = np.arange(self.physical_rows, dtype=np.int64)
-        return np.setdiff1d(everything, self.deleted.astype(np.int64), assume_unique=True) \
-            if len(self.deleted) else everything
+        return (
+            np.setdiff1d(everything, self.deleted.astype(np.int64), assume_unique=True)
+            if len(self.deleted)
+            else everything
+        )
 
     def live_mask(self, start: int, stop: int) -> np.ndarray | None:
         """Boolean mask of live rows in [start, stop), or None when nothing there is deleted."""
@@ -177,9 +207,15 @@ class FragmentReader:
         """Physical rows [start, stop) clipped to the fragment (a Spark task reads one such slice)."""
         return max(start, 0), self.physical_rows if stop is None else min(stop, self.physical_rows)
 
-    def batches(self, fields: list[LanceField], batch_size: int = DEFAULT_BATCH_SIZE,
-                with_row_address: bool = False, with_row_id: bool = False, start: int = 0,
-                stop: int | None = None) -> Iterator[pa.RecordBatch]:
+    def batches(
+        self,
+        fields: list[LanceField],
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        with_row_address: bool = False,
+        with_row_id: bool = False,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         schema = self._schema(fields, with_row_id, with_row_address)
         first, last = self._span(start, stop)
         for start in range(first, last, batch_size):
@@ -196,9 +232,17 @@ class FragmentReader:
             if batch.num_rows:
                 yield batch
 
-    def filtered_batches(self, fields: list[LanceField], filter_fields: list[LanceField], matcher: Matcher,
-                         batch_size: int = DEFAULT_BATCH_SIZE, with_row_address: bool = False,
-                         with_row_id: bool = False, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
+    def filtered_batches(
+        self,
+        fields: list[LanceField],
+        filter_fields: list[LanceField],
+        matcher: Matcher,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        with_row_address: bool = False,
+        with_row_id: bool = False,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         """Late materialisation: per batch the filter's columns are read and ``matcher`` run first;
         the other projected columns are read only for batches with matches (a few matching rows
         through ``take_physical``, many as a range). Rows stay in physical order. The filter also
@@ -212,8 +256,9 @@ class FragmentReader:
         for start in range(first, last, step):
             stop = min(start + step, last)
             row_id, address = self._row_columns(start, stop)
-            probe = pa.RecordBatch.from_arrays(self.read_range(filter_fields, start, stop) + [row_id, address],
-                                               schema=probe_schema)
+            probe = pa.RecordBatch.from_arrays(
+                self.read_range(filter_fields, start, stop) + [row_id, address], schema=probe_schema
+            )
             hits = np.asarray(matcher(probe), np.int64)
             mask = self.live_mask(start, stop)
             if mask is not None:
@@ -228,8 +273,10 @@ class FragmentReader:
             else:
                 fetched = [a.take(chosen) for a in self.read_range(others, start, stop)]
             by_id = dict(zip((f.id for f in others), fetched))
-            arrays = [probe.column(filter_ids.index(f.id)).take(chosen) if f.id in filter_ids else by_id[f.id]
-                      for f in fields]
+            arrays = [
+                probe.column(filter_ids.index(f.id)).take(chosen) if f.id in filter_ids else by_id[f.id]
+                for f in fields
+            ]
             arrays += [row_id.take(chosen)] if with_row_id else []
             arrays += [address.take(chosen)] if with_row_address else []
             out = pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -74,8 +74,9 @@ def find_version(storage: Storage, base: str, version: int | None) -> VersionEnt
     for entry in versions:
         if entry.version == version:
             return entry
-    raise DatasetNotFoundError(f"{base}: version {version} does not exist "
-                               f"(versions {versions[0].version}..{versions[-1].version})")
+    raise DatasetNotFoundError(
+        f"{base}: version {version} does not exist (versions {versions[0].version}..{versions[-1].version})"
+    )
 
 
 def commit_time(manifest: table_pb2.Manifest) -> float:
@@ -94,7 +95,7 @@ def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, tabl
     (length,) = SECTION_LENGTH.unpack_from(data, pos)
     if pos + SECTION_LENGTH.size + length != end:
         raise CorruptFileError(path, f"manifest length {length} at {pos} does not end at the footer ({end})")
-    manifest = parse_message(table_pb2.Manifest, data[pos + SECTION_LENGTH.size: end], path, "manifest")
+    manifest = parse_message(table_pb2.Manifest, data[pos + SECTION_LENGTH.size : end], path, "manifest")
     try:  # every field must link to its parent and have a known logical type
         LanceSchema.from_protos(manifest.fields, manifest.schema_metadata).to_arrow()
     except SchemaError as exc:
@@ -107,7 +108,9 @@ def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, tabl
             raise CorruptFileError(path, f"index section position {ipos} lies outside the file")
         (ilen,) = SECTION_LENGTH.unpack_from(data, ipos)
         ibody = ipos + SECTION_LENGTH.size
-        index_section = parse_message(table_pb2.IndexSection, data[ibody: ibody + ilen], path, "index section")
+        index_section = parse_message(
+            table_pb2.IndexSection, data[ibody : ibody + ilen], path, "index section"
+        )
     return manifest, index_section
 
 
@@ -117,22 +120,34 @@ def check_fragments(manifest: table_pb2.Manifest, path: str) -> None:
     and its deletion file deletes fewer rows than it has (a fully deleted fragment is dropped)."""
     for frag in manifest.fragments:
         if not len(frag.files):
-            raise CorruptFileError(path, f"fragment {frag.id} has no data files (its rows would all read as null)")
+            raise CorruptFileError(
+                path, f"fragment {frag.id} has no data files (its rows would all read as null)"
+            )
         if frag.physical_rows == 0:
-            raise UnsupportedFeatureError(f"{path}: fragment {frag.id} does not record physical_rows (an old "
-                                          "writer); counting its rows from the data file is not supported yet")
+            raise UnsupportedFeatureError(
+                f"{path}: fragment {frag.id} does not record physical_rows (an old "
+                "writer); counting its rows from the data file is not supported yet"
+            )
         if frag.HasField("deletion_file") and not frag.deletion_file.num_deleted_rows:
-            raise UnsupportedFeatureError(f"{path}: fragment {frag.id}'s deletion file does not record how many "
-                                          "rows it deletes (an old writer, or a damaged manifest); counting them "
-                                          "from the file is not supported yet")
+            raise UnsupportedFeatureError(
+                f"{path}: fragment {frag.id}'s deletion file does not record how many "
+                "rows it deletes (an old writer, or a damaged manifest); counting them "
+                "from the file is not supported yet"
+            )
         if frag.HasField("deletion_file") and frag.deletion_file.num_deleted_rows >= frag.physical_rows:
-            raise CorruptFileError(path, f"fragment {frag.id} has {frag.physical_rows} rows but its deletion file "
-                                         f"claims {frag.deletion_file.num_deleted_rows} deleted (a fragment with "
-                                         "every row deleted is dropped, never kept)")
+            raise CorruptFileError(
+                path,
+                f"fragment {frag.id} has {frag.physical_rows} rows but its deletion file "
+                f"claims {frag.deletion_file.num_deleted_rows} deleted (a fragment with "
+                "every row deleted is dropped, never kept)",
+            )
 
 
-def encode_manifest(manifest: table_pb2.Manifest, transaction: transaction_pb2.Transaction | None,
-                    index_section: table_pb2.IndexSection | None = None) -> bytes:
+def encode_manifest(
+    manifest: table_pb2.Manifest,
+    transaction: transaction_pb2.Transaction | None,
+    index_section: table_pb2.IndexSection | None = None,
+) -> bytes:
     """Frame a manifest the way pylance 14 does (index section, inline transaction, manifest, footer)."""
     parts: list[bytes] = []
     pos = 0
@@ -157,9 +172,11 @@ def encode_manifest(manifest: table_pb2.Manifest, transaction: transaction_pb2.T
 def write_hint(storage: Storage, base: str, version: int) -> None:
     """Best-effort ``latest_version_hint.json`` (an optimisation for readers; never required)."""
     try:
-        storage.write_bytes(join_uri(base, VERSIONS_DIR, HINT_FILE),
-                            json.dumps({"version": version}, separators=(",", ":")).encode())
-    except Exception:  # noqa: BLE001 - the version is already published; a stale hint only costs a listing
+        storage.write_bytes(
+            join_uri(base, VERSIONS_DIR, HINT_FILE),
+            json.dumps({"version": version}, separators=(",", ":")).encode(),
+        )
+    except Exception:
         pass
 
 
@@ -174,11 +191,13 @@ def read_transaction(storage: Storage, base: str, path: str) -> transaction_pb2.
             raise CorruptFileError(path, f"transaction section position {pos} lies outside the file")
         (length,) = SECTION_LENGTH.unpack_from(data, pos)
         body = pos + SECTION_LENGTH.size
-        return parse_message(transaction_pb2.Transaction, data[body: body + length], path, "transaction")
+        return parse_message(transaction_pb2.Transaction, data[body : body + length], path, "transaction")
     if manifest.transaction_file:
         txn_path = join_uri(base, TRANSACTIONS_DIR, manifest.transaction_file)
         if storage.exists(txn_path):
-            return parse_message(transaction_pb2.Transaction, storage.read_bytes(txn_path), txn_path, "transaction")
+            return parse_message(
+                transaction_pb2.Transaction, storage.read_bytes(txn_path), txn_path, "transaction"
+            )
     return None
 
 

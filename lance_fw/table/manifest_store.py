@@ -46,7 +46,7 @@ STAGING_SEPARATOR = "-"
 #: Seconds a SQLite call waits for another process's write lock before failing.
 SQLITE_BUSY_TIMEOUT_S = 60.0
 #: Largest version SQLite's signed 64-bit INTEGER holds.
-MAX_STORE_VERSION = 2 ** 63 - 1
+MAX_STORE_VERSION = 2**63 - 1
 
 
 def staging_name(final_name: str) -> str:
@@ -81,9 +81,12 @@ def check_entry(where: str, version: int, entry: str) -> tuple[str, bool]:
     final = final if staged else name
     parsed = parse_manifest_name(final) if directory == VERSIONS_DIR else None
     if parsed is None or parsed[0] != version:
-        raise CorruptFileError(where, f"the manifest store's entry for version {version} is {entry!r}, "
-                                      f"which is not a manifest (or staged manifest) of that version in "
-                                      f"{VERSIONS_DIR}/")
+        raise CorruptFileError(
+            where,
+            f"the manifest store's entry for version {version} is {entry!r}, "
+            f"which is not a manifest (or staged manifest) of that version in "
+            f"{VERSIONS_DIR}/",
+        )
     return final, staged
 
 
@@ -183,8 +186,10 @@ class SQLiteManifestStore(ManifestStore):
             StorageError: the file cannot be created or is not a SQLite database.
         """
         if not os.path.isabs(path):
-            raise InvalidArgumentError(f"{MANIFEST_STORE_OPTION}: the SQLite store path must be absolute, "
-                                       f"got {path!r} (write {SQLITE_URL_PREFIX}/abs/path/store.db)")
+            raise InvalidArgumentError(
+                f"{MANIFEST_STORE_OPTION}: the SQLite store path must be absolute, "
+                f"got {path!r} (write {SQLITE_URL_PREFIX}/abs/path/store.db)"
+            )
         self.path = path
         self.url = f"{SQLITE_URL_PREFIX}{path}"
         try:
@@ -192,9 +197,11 @@ class SQLiteManifestStore(ManifestStore):
         except OSError as exc:
             raise StorageError(f"{self.url}: cannot create its directory: {exc}") from exc
         with self._write() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS lance_manifests ("
-                       "base_uri TEXT NOT NULL, version INTEGER NOT NULL, path TEXT NOT NULL, "
-                       "PRIMARY KEY (base_uri, version))")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS lance_manifests ("
+                "base_uri TEXT NOT NULL, version INTEGER NOT NULL, path TEXT NOT NULL, "
+                "PRIMARY KEY (base_uri, version))"
+            )
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: we issue BEGIN ourselves, so nothing happens in an implicit transaction.
@@ -215,34 +222,45 @@ class SQLiteManifestStore(ManifestStore):
     def get(self, base_uri: str, version: int) -> str | None:
         _check_version(version)
         with self._read() as db:
-            row = db.execute("SELECT path FROM lance_manifests WHERE base_uri = ? AND version = ?",
-                             (base_uri, version)).fetchone()
+            row = db.execute(
+                "SELECT path FROM lance_manifests WHERE base_uri = ? AND version = ?", (base_uri, version)
+            ).fetchone()
         return None if row is None else row[0]
 
     def get_latest(self, base_uri: str) -> tuple[int, str] | None:
         with self._read() as db:
-            row = db.execute("SELECT version, path FROM lance_manifests WHERE base_uri = ? "
-                             "ORDER BY version DESC LIMIT 1", (base_uri,)).fetchone()
+            row = db.execute(
+                "SELECT version, path FROM lance_manifests WHERE base_uri = ? ORDER BY version DESC LIMIT 1",
+                (base_uri,),
+            ).fetchone()
         return None if row is None else (int(row[0]), row[1])
 
     def put_if_absent(self, base_uri: str, version: int, path: str) -> None:
         _check_version(version)
         try:
             with self._write() as db:
-                db.execute("INSERT INTO lance_manifests (base_uri, version, path) VALUES (?, ?, ?)",
-                           (base_uri, version, path))
+                db.execute(
+                    "INSERT INTO lance_manifests (base_uri, version, path) VALUES (?, ?, ?)",
+                    (base_uri, version, path),
+                )
         except sqlite3.IntegrityError as exc:
-            raise CommitConflictError(f"{base_uri}: version {version} is already claimed in the manifest "
-                                      f"store {self.url}: another writer committed it") from exc
+            raise CommitConflictError(
+                f"{base_uri}: version {version} is already claimed in the manifest "
+                f"store {self.url}: another writer committed it"
+            ) from exc
 
     def put_if_exists(self, base_uri: str, version: int, path: str) -> None:
         _check_version(version)
         with self._write() as db:
-            changed = db.execute("UPDATE lance_manifests SET path = ? WHERE base_uri = ? AND version = ?",
-                                 (path, base_uri, version)).rowcount
+            changed = db.execute(
+                "UPDATE lance_manifests SET path = ? WHERE base_uri = ? AND version = ?",
+                (path, base_uri, version),
+            ).rowcount
         if changed != 1:
-            raise StorageError(f"{self.url}: version {version} of {base_uri} has no entry to update "
-                               "(it was never claimed, or the store was emptied meanwhile)")
+            raise StorageError(
+                f"{self.url}: version {version} of {base_uri} has no entry to update "
+                "(it was never claimed, or the store was emptied meanwhile)"
+            )
 
     def delete(self, base_uri: str) -> None:
         with self._write() as db:
@@ -251,8 +269,9 @@ class SQLiteManifestStore(ManifestStore):
     def entries(self, base_uri: str) -> Iterator[tuple[int, str]]:
         """Every (version, entry) of ``base_uri``, oldest first (for tools and tests)."""
         with self._read() as db:
-            rows = db.execute("SELECT version, path FROM lance_manifests WHERE base_uri = ? ORDER BY version",
-                              (base_uri,)).fetchall()
+            rows = db.execute(
+                "SELECT version, path FROM lance_manifests WHERE base_uri = ? ORDER BY version", (base_uri,)
+            ).fetchall()
         return iter([(int(v), p) for v, p in rows])
 
 
@@ -311,8 +330,9 @@ def _set_wal(db: sqlite3.Connection) -> None:
 
 def _check_version(version: int) -> None:
     if isinstance(version, bool) or not isinstance(version, int) or not 0 < version <= MAX_STORE_VERSION:
-        raise InvalidArgumentError(f"manifest store: version must be an int in 1..{MAX_STORE_VERSION}, "
-                                   f"got {version!r}")
+        raise InvalidArgumentError(
+            f"manifest store: version must be an int in 1..{MAX_STORE_VERSION}, got {version!r}"
+        )
 
 
 _stores: dict[str, ManifestStore] = {}
@@ -327,10 +347,12 @@ def open_manifest_store(url: str) -> ManifestStore:
         StorageError: the store cannot be opened.
     """
     if not isinstance(url, str) or not url.startswith(SQLITE_URL_PREFIX):
-        raise InvalidArgumentError(f"storage option {MANIFEST_STORE_OPTION}={url!r}: expected "
-                                   f"{SQLITE_URL_PREFIX}/absolute/path/store.db (the built-in store); other "
-                                   "stores come with their own plugin and option")
-    path = url[len(SQLITE_URL_PREFIX):]
+        raise InvalidArgumentError(
+            f"storage option {MANIFEST_STORE_OPTION}={url!r}: expected "
+            f"{SQLITE_URL_PREFIX}/absolute/path/store.db (the built-in store); other "
+            "stores come with their own plugin and option"
+        )
+    path = url[len(SQLITE_URL_PREFIX) :]
     with _stores_lock:
         store = _stores.get(path)
         if store is None:

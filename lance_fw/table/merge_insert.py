@@ -40,21 +40,41 @@ def _by_fragment(addresses: np.ndarray) -> dict[int, np.ndarray]:
     return {int(f): np.sort(offsets[fragments == f]) for f in np.unique(fragments)}
 
 
-def rewrite(snapshot: Snapshot, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = "") -> int:
+def rewrite(
+    snapshot: Snapshot, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = ""
+) -> int:
     """Delete rows at ``delete_addresses`` and append ``new_rows``, in one Update version."""
     if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
-        raise UnsupportedFeatureError(f"{snapshot.uri}: update/merge_insert on a dataset with stable row ids "
-                                      "(rows would need to keep their ids) is not supported yet")
+        raise UnsupportedFeatureError(
+            f"{snapshot.uri}: update/merge_insert on a dataset with stable row ids "
+            "(rows would need to keep their ids) is not supported yet"
+        )
     fragments, plan = [], None
     if new_rows is not None and new_rows.num_rows:
         plan = plan_write(snapshot.uri, snapshot.schema, "append", storage_options=snapshot.storage_options)
         fragments = plan.write(new_rows)
     staged = stage_deletions(snapshot, offsets_matcher(_by_fragment(delete_addresses)))
-    op = Update(fragments=fragments, updated=staged.updated, removed=staged.removed, expected=staged.expected,
-                predicate=predicate, schema_fields=plan.planned_fields() if plan is not None else [])
-    with undo_unless_published(lambda: (staged.undo(snapshot.storage),
-                                        delete_fragment_files(snapshot.storage, snapshot.uri, fragments))):
-        return commit(snapshot.storage, snapshot.uri, op, commit_lock=snapshot.commit_lock, read_version=staged.read_version)
+    op = Update(
+        fragments=fragments,
+        updated=staged.updated,
+        removed=staged.removed,
+        expected=staged.expected,
+        predicate=predicate,
+        schema_fields=plan.planned_fields() if plan is not None else [],
+    )
+    with undo_unless_published(
+        lambda: (
+            staged.undo(snapshot.storage),
+            delete_fragment_files(snapshot.storage, snapshot.uri, fragments),
+        )
+    ):
+        return commit(
+            snapshot.storage,
+            snapshot.uri,
+            op,
+            commit_lock=snapshot.commit_lock,
+            read_version=staged.read_version,
+        )
 
 
 def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:
@@ -65,10 +85,14 @@ def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None
         raise InvalidArgumentError("update() needs at least one column to set")
     unknown = [c for c in updates if c not in snapshot.schema.names]
     if unknown:
-        raise InvalidArgumentError(f"update(): no column(s) {unknown}; the dataset has {snapshot.schema.names}")
+        raise InvalidArgumentError(
+            f"update(): no column(s) {unknown}; the dataset has {snapshot.schema.names}"
+        )
     rows = LanceScanner(snapshot, filter=where, with_row_address=True).to_table()
     expressions = {name: updates.get(name, f"`{name}`") for name in snapshot.schema.names}
-    new = Projection(expressions, snapshot.schema).apply(rows.drop_columns([ADDRESS]))  # validates even with no rows
+    new = Projection(expressions, snapshot.schema).apply(
+        rows.drop_columns([ADDRESS])
+    )  # validates even with no rows
     new = conform(as_stored(new, snapshot.schema, "update()"), snapshot.schema, "update()")
     version = rewrite(snapshot, rows.column(ADDRESS).to_numpy(), new, where or "")
     return rows.num_rows, version
@@ -90,36 +114,38 @@ class MergeInsertBuilder:
             raise InvalidArgumentError("merge_insert needs at least one key column")
         missing = [k for k in self._on if k not in ds.schema.names]
         if missing:
-            raise InvalidArgumentError(f"merge_insert: key column(s) {missing} not in the dataset {ds.schema.names}")
+            raise InvalidArgumentError(
+                f"merge_insert: key column(s) {missing} not in the dataset {ds.schema.names}"
+            )
         self._matched: str | None = None  # "update" | "delete" | "fail"
         self._condition: str | None = None
         self._insert = False
         self._by_source: tuple[bool, str | None] = (False, None)
 
-    def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
+    def when_matched_update_all(self, condition: str | None = None) -> MergeInsertBuilder:
         self._matched, self._condition = "update", condition
         return self
 
-    def when_matched_delete(self) -> "MergeInsertBuilder":
+    def when_matched_delete(self) -> MergeInsertBuilder:
         self._matched = "delete"
         return self
 
-    def when_matched_fail(self) -> "MergeInsertBuilder":
+    def when_matched_fail(self) -> MergeInsertBuilder:
         self._matched = "fail"
         return self
 
-    def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
+    def when_not_matched_insert_all(self) -> MergeInsertBuilder:
         self._insert = True
         return self
 
-    def when_not_matched_by_source_delete(self, expr: str | None = None) -> "MergeInsertBuilder":
+    def when_not_matched_by_source_delete(self, expr: str | None = None) -> MergeInsertBuilder:
         self._by_source = (True, expr)
         return self
 
-    def conflict_retries(self, retries: int) -> "MergeInsertBuilder":
+    def conflict_retries(self, retries: int) -> MergeInsertBuilder:
         return self  # the commit loop already retries; accepted for pylance compatibility
 
-    def retry_timeout(self, timeout) -> "MergeInsertBuilder":
+    def retry_timeout(self, timeout) -> MergeInsertBuilder:
         return self
 
     # -- execution ----------------------------------------------------------------------------
@@ -138,7 +164,8 @@ class MergeInsertBuilder:
             raise SchemaError(f"merge_insert: inserting rows needs every column; the source lacks {absent}")
         partial = pa.schema([target.field(n) for n in source.column_names])
         return conform(source, partial, "merge_insert").append_column(
-            _SOURCE_ROW, pa.array(np.arange(source.num_rows, dtype=np.int64)))
+            _SOURCE_ROW, pa.array(np.arange(source.num_rows, dtype=np.int64))
+        )
 
     def execute(self, data: Any, schema: pa.Schema | None = None) -> dict:
         ds = self._current()
@@ -148,16 +175,21 @@ class MergeInsertBuilder:
         target_columns = ds.schema.names if need_all_columns else self._on
         target = LanceScanner(ds, columns=target_columns, with_row_address=True).to_table()
         keys = target.select([*self._on, ADDRESS])
-        pairs = keys.join(source.select([*self._on, _SOURCE_ROW]), self._on, join_type="inner",
-                          use_threads=False)
+        pairs = keys.join(
+            source.select([*self._on, _SOURCE_ROW]), self._on, join_type="inner", use_threads=False
+        )
         matched_addresses = pairs.column(ADDRESS).to_numpy()
         if len(np.unique(matched_addresses)) != len(matched_addresses):
-            raise InvalidArgumentError("merge_insert: ambiguous merge: multiple source rows match the same target "
-                                       f"row on {self._on}; each target row may match at most one source row")
+            raise InvalidArgumentError(
+                "merge_insert: ambiguous merge: multiple source rows match the same target "
+                f"row on {self._on}; each target row may match at most one source row"
+            )
         matched_sources = pairs.column(_SOURCE_ROW).to_numpy()
         if self._matched == "fail" and len(matched_addresses):
             first = source.take([int(matched_sources[0])]).select(self._on).to_pylist()[0]
-            raise InvalidArgumentError(f"merge_insert: when_matched_fail: found a matching row with key {first}")
+            raise InvalidArgumentError(
+                f"merge_insert: when_matched_fail: found a matching row with key {first}"
+            )
         if self._condition is not None and len(matched_addresses):
             keep = self._condition_mask(target, source, matched_addresses, matched_sources)
             chosen_addresses, chosen_sources = matched_addresses[keep], matched_sources[keep]
@@ -171,7 +203,9 @@ class MergeInsertBuilder:
             delete.append(chosen_addresses)
         if self._matched == "update" and len(chosen_sources):
             stats["num_updated_rows"] = len(chosen_sources)
-            new_parts.append((chosen_sources, self._updated_rows(target, source, chosen_addresses, chosen_sources)))
+            new_parts.append(
+                (chosen_sources, self._updated_rows(target, source, chosen_addresses, chosen_sources))
+            )
         elif self._matched == "delete":
             stats["num_deleted_rows"] += len(chosen_addresses)
         if self._insert:
@@ -184,8 +218,11 @@ class MergeInsertBuilder:
             delete.append(gone)
 
         # pylance's order: rewritten rows, then inserted rows, each in source order
-        parts = [table.select(ds.schema.names).take(pa.array(np.argsort(order, kind="stable")))
-                 for order, table in new_parts if table.num_rows]
+        parts = [
+            table.select(ds.schema.names).take(pa.array(np.argsort(order, kind="stable")))
+            for order, table in new_parts
+            if table.num_rows
+        ]
         new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
         addresses = np.unique(np.concatenate(delete))
         version = rewrite(ds, addresses, new_rows)  # like pylance, even a no-op commits a version
@@ -196,11 +233,17 @@ class MergeInsertBuilder:
         """Evaluate a ``target.x < source.x`` style condition over the matched pairs: each side is
         a struct column, so the filter dialect's struct-field access does the rest."""
         by_address = pc.index_in(pa.array(addresses), target.column(ADDRESS))
-        sides = {"target": target.drop_columns([ADDRESS]).take(by_address),
-                 "source": source.drop_columns([_SOURCE_ROW]).take(pa.array(sources))}
+        sides = {
+            "target": target.drop_columns([ADDRESS]).take(by_address),
+            "source": source.drop_columns([_SOURCE_ROW]).take(pa.array(sources)),
+        }
         pair = pa.RecordBatch.from_arrays(
-            [pa.StructArray.from_arrays([c.combine_chunks() for c in t.columns], names=t.column_names)
-             for t in sides.values()], names=list(sides))
+            [
+                pa.StructArray.from_arrays([c.combine_chunks() for c in t.columns], names=t.column_names)
+                for t in sides.values()
+            ],
+            names=list(sides),
+        )
         kept = np.zeros(len(addresses), dtype=bool)
         kept[matcher_for(parse_filter(self._condition, pair.schema))(pair)] = True
         return kept
@@ -220,5 +263,7 @@ class MergeInsertBuilder:
         """Target rows no source row matched (and, given ``expr``, for which it holds)."""
         expr = self._by_source[1]
         if expr is not None:
-            target = LanceScanner(self._current(), columns=self._on, filter=expr, with_row_address=True).to_table()
+            target = LanceScanner(
+                self._current(), columns=self._on, filter=expr, with_row_address=True
+            ).to_table()
         return np.setdiff1d(target.column(ADDRESS).to_numpy(), matched_addresses)

@@ -43,5 +43,10 @@ class Restore(Operation):
 def restore(snapshot: Snapshot, latest_version: int) -> int:
     """Commit ``snapshot``'s version as the newest one (on top of ``latest_version``); returns the
     version created."""
-    return commit(snapshot.storage, snapshot.uri, Restore(old=snapshot.manifest), commit_lock=snapshot.commit_lock,
-                  read_version=latest_version)
+    return commit(
+        snapshot.storage,
+        snapshot.uri,
+        Restore(old=snapshot.manifest),
+        commit_lock=snapshot.commit_lock,
+        read_version=latest_version,
+    )

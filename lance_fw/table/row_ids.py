@@ -14,7 +14,6 @@ from lance_fw.errors import CorruptFileError
 from lance_fw.file.container import parse_message
 from lance_fw.io.storage import Storage, join_uri
 
-
 #: A row address holds the fragment id above this bit and the row's offset in the fragment below.
 ADDRESS_FRAGMENT_SHIFT = 32
 #: The offset part of a row address.
@@ -23,7 +22,9 @@ ADDRESS_OFFSET_MASK = (1 << ADDRESS_FRAGMENT_SHIFT) - 1
 
 def row_addresses(fragment_id: int, offsets: np.ndarray) -> np.ndarray:
     """The row addresses (uint64) of the rows at ``offsets`` (physical) in fragment ``fragment_id``."""
-    return np.asarray(offsets).astype(np.uint64, copy=False) | np.uint64(fragment_id << ADDRESS_FRAGMENT_SHIFT)
+    return np.asarray(offsets).astype(np.uint64, copy=False) | np.uint64(
+        fragment_id << ADDRESS_FRAGMENT_SHIFT
+    )
 
 
 def address_fragments(addresses: np.ndarray) -> np.ndarray:
@@ -69,7 +70,7 @@ def segment_values(segment, where: str) -> np.ndarray:
         bits = np.unpackbits(np.frombuffer(r.bitmap, np.uint8), bitorder="little")
         if len(bits) < len(span):
             raise CorruptFileError(where, f"row id bitmap of {len(bits)} bits for a range of {len(span)}")
-        return span[bits[:len(span)].astype(bool)]
+        return span[bits[: len(span)].astype(bool)]
     if kind in ("sorted_array", "array"):
         return array_values(getattr(segment, kind), where)
     raise CorruptFileError(where, f"unknown row id segment kind {kind!r}")

@@ -9,7 +9,7 @@ nulls. Dropping columns commits a ``Project``: the data stays in the files, unre
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -48,19 +48,28 @@ def _stored_fields(projection, transforms: dict[str, str], schema: pa.Schema) ->
         constant = name in projection.constants
         field = projection.schema.field(name)  # its nullability is DataFusion's (coalesce(x, 0): not null)
         field = field.with_type(_STORED_VIEWS.get(field.type, field.type))
-        out.append(field.with_nullable(field.nullable and (not constant or values.column(name).null_count > 0)))
+        out.append(
+            field.with_nullable(field.nullable and (not constant or values.column(name).null_count > 0))
+        )
     return out
 
 
 def _commit_schema(snapshot: Snapshot, added: LanceSchema) -> int:
     """New all-null columns: schema only, existing fragments untouched (rebases over appends)."""
-    op = Merge(fragments=None, schema_fields=snapshot.lance_schema.to_protos() + added.to_protos(),
-               schema_metadata=snapshot.lance_schema.metadata, read_fields=snapshot.lance_schema.to_protos())
-    return commit(snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock)
+    op = Merge(
+        fragments=None,
+        schema_fields=snapshot.lance_schema.to_protos() + added.to_protos(),
+        schema_metadata=snapshot.lance_schema.metadata,
+        read_fields=snapshot.lance_schema.to_protos(),
+    )
+    return commit(
+        snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock
+    )
 
 
-def add_columns(snapshot: Snapshot, transforms, read_columns: list[str] | None = None,
-                batch_size: int | None = None) -> int:
+def add_columns(
+    snapshot: Snapshot, transforms, read_columns: list[str] | None = None, batch_size: int | None = None
+) -> int:
     """``{"name": "SQL expression"}``, or ``pa.Field`` / list of fields / ``pa.Schema`` (all-null
     columns, no data written). Returns the new version."""
     if isinstance(transforms, pa.Field):
@@ -70,19 +79,26 @@ def add_columns(snapshot: Snapshot, transforms, read_columns: list[str] | None =
             raise InvalidArgumentError("add_columns: a list must hold pyarrow fields")
         return _commit_schema(snapshot, _new_fields(snapshot, [f.with_nullable(True) for f in transforms]))
     if not isinstance(transforms, dict) or not transforms:
-        raise InvalidArgumentError("add_columns takes {name: SQL expression}, a pyarrow field, fields or schema")
+        raise InvalidArgumentError(
+            "add_columns takes {name: SQL expression}, a pyarrow field, fields or schema"
+        )
     from lance_fw.query.projection import Projection
 
     transforms = {str(k): v for k, v in transforms.items()}
     projection = Projection(transforms, snapshot.schema, require_column=False)
     added = _new_fields(snapshot, _stored_fields(projection, transforms, snapshot.schema))
     # a constant expression reads no column, but still needs one to know how many rows there are
-    needed = [snapshot.lance_schema.field(n) for n in (read_columns or projection.columns or snapshot.schema.names[:1])]
+    needed = [
+        snapshot.lance_schema.field(n)
+        for n in (read_columns or projection.columns or snapshot.schema.names[:1])
+    ]
     fields = snapshot.lance_schema.to_protos() + added.to_protos()
     return _write_columns(snapshot, needed, added, projection.apply, fields, batch_size)
 
 
-def _write_columns(snapshot: Snapshot, needed, added: LanceSchema, compute, schema_fields, batch_size: int | None = None) -> int:
+def _write_columns(
+    snapshot: Snapshot, needed, added: LanceSchema, compute, schema_fields, batch_size: int | None = None
+) -> int:
     """Per fragment, one data file of ``added`` columns computed (``compute(table) -> table``) from
     the ``needed`` columns of every physical row; then one Merge with ``schema_fields``."""
     target = added.to_arrow()
@@ -100,9 +116,19 @@ def _write_columns(snapshot: Snapshot, needed, added: LanceSchema, compute, sche
                     stop = min(start + size, frag.physical_rows)
                     rows = pa.Table.from_arrays(reader.read_range(needed, start, stop), schema=source_schema)
                     yield from conform(compute(rows), target, "new column").to_batches()
+
             try:
-                files = write_fragments(snapshot.storage, snapshot.uri, computed(), target, added, version, _ALL_ROWS,
-                                        _ALL_ROWS, {})
+                files = write_fragments(
+                    snapshot.storage,
+                    snapshot.uri,
+                    computed(),
+                    target,
+                    added,
+                    version,
+                    _ALL_ROWS,
+                    _ALL_ROWS,
+                    {},
+                )
             finally:
                 reader.close()
             written.extend(files)
@@ -111,51 +137,85 @@ def _write_columns(snapshot: Snapshot, needed, added: LanceSchema, compute, sche
             for made in files:
                 copy.files.extend(made.files)
             updated.append(copy)
-        op = Merge(fragments=updated, schema_fields=schema_fields, schema_metadata=snapshot.lance_schema.metadata,
-                   read_fields=snapshot.lance_schema.to_protos())
-        return commit(snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock)
+        op = Merge(
+            fragments=updated,
+            schema_fields=schema_fields,
+            schema_metadata=snapshot.lance_schema.metadata,
+            read_fields=snapshot.lance_schema.to_protos(),
+        )
+        return commit(
+            snapshot.storage,
+            snapshot.uri,
+            op,
+            read_version=snapshot.version,
+            commit_lock=snapshot.commit_lock,
+        )
 
 
 def alter_columns(snapshot: Snapshot, *alterations: dict) -> int:
     """pylance's ``alter_columns({"path": "a.b", "name": ..., "nullable": ..., "data_type": ...})``:
     renames and nullability are metadata only (Project); a new ``data_type`` (top-level columns)
     writes the cast column as a new field in new files (Merge), leaving the old data in place."""
-    schema = LanceSchema.from_protos(snapshot.lance_schema.to_protos(), snapshot.lance_schema.metadata)  # a copy to edit
+    schema = LanceSchema.from_protos(
+        snapshot.lance_schema.to_protos(), snapshot.lance_schema.metadata
+    )  # a copy to edit
     casts: dict[str, pa.DataType] = {}
     for change in alterations:
         if not isinstance(change, dict) or "path" not in change:
-            raise InvalidArgumentError(f"alter_columns: each alteration is a dict with a 'path', got {change!r}")
+            raise InvalidArgumentError(
+                f"alter_columns: each alteration is a dict with a 'path', got {change!r}"
+            )
         path = change["path"]
         try:
             target = schema.field(path)
         except SchemaError:
-            raise InvalidArgumentError(f"alter_columns: column {path!r} does not exist in {snapshot.uri}") from None
+            raise InvalidArgumentError(
+                f"alter_columns: column {path!r} does not exist in {snapshot.uri}"
+            ) from None
         siblings = _siblings(schema, path)
         if "name" in change and change["name"] != target.name:
             if any(f.name == change["name"] for f in siblings):
-                raise InvalidArgumentError(f"alter_columns: cannot rename {path!r} to {change['name']!r}: "
-                                           "that name is taken")
+                raise InvalidArgumentError(
+                    f"alter_columns: cannot rename {path!r} to {change['name']!r}: that name is taken"
+                )
             target.name = change["name"]
         if "nullable" in change:
             null_filter = f"`{path}` IS NULL" if "." not in path else f"{path} IS NULL"
             if not change["nullable"] and LanceScanner(snapshot, columns=[], filter=null_filter).count_rows():
-                raise InvalidArgumentError(f"alter_columns: {path!r} holds nulls; it cannot become non-nullable")
+                raise InvalidArgumentError(
+                    f"alter_columns: {path!r} holds nulls; it cannot become non-nullable"
+                )
             target.nullable = bool(change["nullable"])
         if change.get("data_type") is not None:
             if "." in path:
-                raise InvalidArgumentError("alter_columns: changing the type of a nested field is not supported yet")
+                raise InvalidArgumentError(
+                    "alter_columns: changing the type of a nested field is not supported yet"
+                )
             casts[target.name] = change["data_type"]
     check_names(schema.fields)  # a rename may not make a name pylance cannot scan
     if not casts:
-        op = Project(schema_fields=schema.to_protos(), schema_metadata=schema.metadata,
-                     read_fields=snapshot.lance_schema.to_protos())
-        return commit(snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock)
+        op = Project(
+            schema_fields=schema.to_protos(),
+            schema_metadata=schema.metadata,
+            read_fields=snapshot.lance_schema.to_protos(),
+        )
+        return commit(
+            snapshot.storage,
+            snapshot.uri,
+            op,
+            read_version=snapshot.version,
+            commit_lock=snapshot.commit_lock,
+        )
     old = {f.name: f for f in schema.fields}
-    added = LanceSchema.from_arrow(pa.schema([pa.field(n, t, old[n].nullable) for n, t in casts.items()]),
-                                   first_id=snapshot.max_field_id + 1)
+    added = LanceSchema.from_arrow(
+        pa.schema([pa.field(n, t, old[n].nullable) for n, t in casts.items()]),
+        first_id=snapshot.max_field_id + 1,
+    )
     replaced = {f.name: f for f in added.fields}
     final = LanceSchema([replaced.get(f.name, f) for f in schema.fields], schema.metadata)
-    sources = {f.name: snapshot.lance_schema.fields[i] for i, f in enumerate(schema.fields)}  # old names, old ids
+    sources = {
+        f.name: snapshot.lance_schema.fields[i] for i, f in enumerate(schema.fields)
+    }  # old names, old ids
     needed = [sources[n] for n in casts]
 
     def cast(table: pa.Table) -> pa.Table:
@@ -163,6 +223,7 @@ def alter_columns(snapshot: Snapshot, *alterations: dict) -> int:
             return pa.table({n: table.column(sources[n].name).cast(t) for n, t in casts.items()})
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaError(f"alter_columns: cannot cast {list(casts)}: {exc}") from None
+
     return _write_columns(snapshot, needed, added, cast, final.to_protos())
 
 
@@ -177,9 +238,19 @@ def drop_columns(snapshot: Snapshot, columns: list[str]) -> int:
         columns = [columns]
     missing = [c for c in columns if c not in snapshot.schema.names]
     if missing:
-        raise SchemaError(f"drop_columns: no column(s) {missing} in {snapshot.uri}; it has {snapshot.schema.names}")
-    kept = LanceSchema([f for f in snapshot.lance_schema.fields if f.name not in columns], snapshot.lance_schema.metadata)
+        raise SchemaError(
+            f"drop_columns: no column(s) {missing} in {snapshot.uri}; it has {snapshot.schema.names}"
+        )
+    kept = LanceSchema(
+        [f for f in snapshot.lance_schema.fields if f.name not in columns], snapshot.lance_schema.metadata
+    )
     if not kept.fields:
         raise InvalidArgumentError("drop_columns: a dataset must keep at least one column")
-    op = Project(schema_fields=kept.to_protos(), schema_metadata=kept.metadata, read_fields=snapshot.lance_schema.to_protos())
-    return commit(snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock)
+    op = Project(
+        schema_fields=kept.to_protos(),
+        schema_metadata=kept.metadata,
+        read_fields=snapshot.lance_schema.to_protos(),
+    )
+    return commit(
+        snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock
+    )

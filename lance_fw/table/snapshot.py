@@ -73,10 +73,18 @@ class Snapshot:
     def fragment_reader(self, frag: table_pb2.DataFragment) -> FragmentReader:
         return FragmentReader(self.storage, self.uri, frag, self.lance_schema)
 
-    def read_fragment(self, frag: table_pb2.DataFragment, fields: list[LanceField],
-                      plan: tuple[Matcher, list[LanceField]] | None, batch_size: int,
-                      with_row_address: bool = False, with_row_id: bool = False, start: int = 0,
-                      stop: int | None = None, live: tuple[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+    def read_fragment(
+        self,
+        frag: table_pb2.DataFragment,
+        fields: list[LanceField],
+        plan: tuple[Matcher, list[LanceField]] | None,
+        batch_size: int,
+        with_row_address: bool = False,
+        with_row_id: bool = False,
+        start: int = 0,
+        stop: int | None = None,
+        live: tuple[int, int] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         """Live rows of physical rows [start, stop) of one fragment, or its live rows [lo, hi) given
         as ``live``; with a filter ``plan`` (query.filter_plan), late materialised (the filter's
         columns first, the rest only for matches)."""
@@ -84,7 +92,12 @@ class Snapshot:
         if live is not None and live[1] > live[0]:
             first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
             start, stop = int(first), int(last) + 1
-        span = {"with_row_address": with_row_address, "with_row_id": with_row_id, "start": start, "stop": stop}
+        span = {
+            "with_row_address": with_row_address,
+            "with_row_id": with_row_id,
+            "start": start,
+            "stop": stop,
+        }
         try:
             if plan is None:
                 yield from reader.batches(fields, batch_size, **span)

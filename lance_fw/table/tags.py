@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
@@ -20,15 +20,14 @@ _VALID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _parse_time(text: str | None) -> datetime | None:
     if not text:
         return None
     head, _, frac = text.rstrip("Z").partition(".")
-    return datetime.fromisoformat(head).replace(microsecond=int((frac or "0")[:6].ljust(6, "0")),
-                                                tzinfo=timezone.utc)
+    return datetime.fromisoformat(head).replace(microsecond=int((frac or "0")[:6].ljust(6, "0")), tzinfo=UTC)
 
 
 class Tags:
@@ -39,7 +38,9 @@ class Tags:
 
     def _path(self, tag: str) -> str:
         if not isinstance(tag, str) or not _VALID.fullmatch(tag) or tag.endswith(".lock"):
-            raise InvalidArgumentError(f"tag name {tag!r} is not valid: use letters, digits, '_', '-' and '.'")
+            raise InvalidArgumentError(
+                f"tag name {tag!r} is not valid: use letters, digits, '_', '-' and '.'"
+            )
         return join_uri(self._uri, *TAGS_DIR, f"{tag}.json")
 
     def _read(self, tag: str) -> dict:
@@ -65,12 +66,20 @@ class Tags:
         try:
             entry = find_version(self._storage, self._uri, version)
         except DatasetNotFoundError:
-            raise InvalidArgumentError(f"{self._uri}: cannot tag version {version}: it does not exist") from None
+            raise InvalidArgumentError(
+                f"{self._uri}: cannot tag version {version}: it does not exist"
+            ) from None
         with self._storage.open_reader(entry.path) as reader:
             size = reader.size()
         now = _now()
-        body = {"branch": None, "version": version, "createdAt": created or now, "updatedAt": now,
-                "manifestSize": size, "metadata": {}}
+        body = {
+            "branch": None,
+            "version": version,
+            "createdAt": created or now,
+            "updatedAt": now,
+            "manifestSize": size,
+            "metadata": {},
+        }
         self._storage.write_bytes(self._path(tag), json.dumps(body, indent=2).encode())
 
     def create(self, tag: str, reference=None) -> None:
@@ -95,10 +104,14 @@ class Tags:
             if not name.endswith(".json"):
                 continue
             body = json.loads(self._storage.read_bytes(join_uri(self._uri, *TAGS_DIR, name)))
-            out[name[:-len(".json")]] = {
-                "branch": body.get("branch"), "version": body.get("version"),
-                "created_at": _parse_time(body.get("createdAt")), "updated_at": _parse_time(body.get("updatedAt")),
-                "manifest_size": body.get("manifestSize"), "metadata": body.get("metadata") or {}}
+            out[name[: -len(".json")]] = {
+                "branch": body.get("branch"),
+                "version": body.get("version"),
+                "created_at": _parse_time(body.get("createdAt")),
+                "updated_at": _parse_time(body.get("updatedAt")),
+                "manifest_size": body.get("manifestSize"),
+                "metadata": body.get("metadata") or {},
+            }
         return out
 
     def list_ordered(self, order: str | None = None) -> list[tuple[str, dict]]:

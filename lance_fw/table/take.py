@@ -62,8 +62,10 @@ def take(snapshot: Snapshot, wanted: np.ndarray, columns: list[str] | None, by_a
                 hit = np.flatnonzero(address_fragments(wanted) == frag.id)
                 offsets = address_offsets(wanted[hit]).astype(np.int64)
                 if len(offsets) and offsets.max() >= frag.physical_rows:
-                    raise InvalidArgumentError(f"_take_rows: row {int(offsets.max())} of fragment {frag.id} asked; "
-                                               f"it has {frag.physical_rows} rows")
+                    raise InvalidArgumentError(
+                        f"_take_rows: row {int(offsets.max())} of fragment {frag.id} asked; "
+                        f"it has {frag.physical_rows} rows"
+                    )
             else:
                 live = live_rows(frag)
                 hit = np.flatnonzero((wanted >= base) & (wanted < base + live))

@@ -11,19 +11,25 @@ from __future__ import annotations
 import random
 import time
 import uuid as uuidlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
-from lance_fw._version import __version__
 from lance_fw._proto import rowids_pb2, table_pb2, transaction_pb2
+from lance_fw._version import __version__
 from lance_fw.errors import CommitConflictError, CommitStuckError, DatasetExistsError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler, CommitLockHandler, handler_label, resolve_commit_handler
 from lance_fw.table.deletion import deletion_file_id
-from lance_fw.table.manifest import (encode_manifest, find_version, list_versions, manifest_name, read_manifest,
-                                     write_hint)
+from lance_fw.table.manifest import (
+    encode_manifest,
+    find_version,
+    list_versions,
+    manifest_name,
+    read_manifest,
+    write_hint,
+)
 from lance_fw.table.paths import TRANSACTIONS_DIR, VERSIONS_DIR
 
 MAX_RETRIES = 100
@@ -55,15 +61,21 @@ class Operation:
         raise NotImplementedError
 
 
-def _check_unchanged(base, expected: dict[int, object], what: str,
-                     state: Callable[[table_pb2.DataFragment], object] = deletion_file_id) -> None:
+def _check_unchanged(
+    base,
+    expected: dict[int, object],
+    what: str,
+    state: Callable[[table_pb2.DataFragment], object] = deletion_file_id,
+) -> None:
     """Each fragment id in ``expected`` must still exist in the ``state`` (by default: the deletion
     file id) it was planned against; otherwise a concurrent commit changed rows this operation
     rewrites or deletes."""
     current = {f.id: state(f) for f in base.fragments} if base is not None else {}
     for frag_id, planned in expected.items():
         if current.get(frag_id) != planned:
-            raise CommitConflictError(f"fragment {frag_id} was changed by a concurrent commit; re-run the {what}")
+            raise CommitConflictError(
+                f"fragment {frag_id} was changed by a concurrent commit; re-run the {what}"
+            )
 
 
 def _files_and_deletions(frag: table_pb2.DataFragment) -> tuple:
@@ -76,8 +88,10 @@ def _check_written_schema(base, schema_fields: list | None, what: str) -> None:
     """New fragments written with ``schema_fields`` fit only a base with that same schema: after a
     concurrent overwrite or ``add_columns`` they would lack columns or name the wrong field ids."""
     if schema_fields and base is not None and _shape(base.fields) != _shape(schema_fields):
-        raise CommitConflictError(f"the dataset's schema changed since this {what} was planned "
-                                  "(a concurrent overwrite or schema change); re-run it")
+        raise CommitConflictError(
+            f"the dataset's schema changed since this {what} was planned "
+            "(a concurrent overwrite or schema change); re-run it"
+        )
 
 
 def _assign_ids(manifest: table_pb2.Manifest, fragments: list, next_id: int) -> list:
@@ -91,7 +105,7 @@ def _assign_ids(manifest: table_pb2.Manifest, fragments: list, next_id: int) -> 
 
 
 def _next_fragment_id(base: table_pb2.Manifest | None) -> int:
-    if base is None or not base.HasField("max_fragment_id") and not len(base.fragments):
+    if base is None or (not base.HasField("max_fragment_id") and not len(base.fragments)):
         return 0
     known = max([f.id for f in base.fragments], default=-1)
     return max(known, base.max_fragment_id if base.HasField("max_fragment_id") else -1) + 1
@@ -102,7 +116,9 @@ def _assign_row_ids(manifest: table_pb2.Manifest, fragments: list) -> None:
     for frag in fragments:
         start = manifest.next_row_id
         seq = rowids_pb2.RowIdSequence()
-        seq.segments.add().range.CopyFrom(rowids_pb2.U64Segment.Range(start=start, end=start + frag.physical_rows))
+        seq.segments.add().range.CopyFrom(
+            rowids_pb2.U64Segment.Range(start=start, end=start + frag.physical_rows)
+        )
         frag.inline_row_ids = seq.SerializeToString()
         manifest.next_row_id = start + frag.physical_rows
 
@@ -117,7 +133,9 @@ def _check_paths(fragments: list) -> None:
         for path in paths:
             reason = unsafe_path_reason(path)
             if reason is not None:
-                raise InvalidArgumentError(f"fragment file path {path!r} {reason}: it points outside the dataset")
+                raise InvalidArgumentError(
+                    f"fragment file path {path!r} {reason}: it points outside the dataset"
+                )
 
 
 def _shape(fields) -> list[tuple]:
@@ -152,7 +170,9 @@ class Overwrite(Operation):
 
     def apply(self, base, new):
         if self.create_only and base is not None:
-            raise DatasetExistsError("Dataset already exists (mode='create'); use mode='append' or 'overwrite'")
+            raise DatasetExistsError(
+                "Dataset already exists (mode='create'); use mode='append' or 'overwrite'"
+            )
         new.ClearField("fragments")
         new.ClearField("index_section")
         new.ClearField("next_row_id")
@@ -233,8 +253,12 @@ class Rewrite(Operation):
     groups: list = field(default_factory=list)  # [(old DataFragments, new DataFragments)]
 
     def apply(self, base, new):
-        _check_unchanged(base, {f.id: _files_and_deletions(f) for old, _ in self.groups for f in old}, "compaction",
-                         _files_and_deletions)
+        _check_unchanged(
+            base,
+            {f.id: _files_and_deletions(f) for old, _ in self.groups for f in old},
+            "compaction",
+            _files_and_deletions,
+        )
         next_id = _next_fragment_id(base)
         dropped, self._added, self._assigned = set(), [], []
         for old, fresh in self.groups:
@@ -269,8 +293,10 @@ def _check_schema_unchanged(base, read_fields: list | None, what: str) -> None:
     a concurrent commit changed the schema since (added, renamed or dropped a column), publishing
     it would silently undo that change, so it is a conflict (as in pylance), never rebased."""
     if read_fields is not None and base is not None and _shape(base.fields) != _shape(read_fields):
-        raise CommitConflictError(f"the schema changed since this {what} was planned (a concurrent schema "
-                                  "change); re-open the dataset and retry")
+        raise CommitConflictError(
+            f"the schema changed since this {what} was planned (a concurrent schema "
+            "change); re-open the dataset and retry"
+        )
 
 
 def _set_schema(new, fields, metadata) -> None:
@@ -300,8 +326,10 @@ class Merge(Operation):
         if self.fragments is not None:
             planned = {f.id: deletion_file_id(f) for f in self.fragments}
             if base is None or {f.id: deletion_file_id(f) for f in base.fragments} != planned:
-                raise CommitConflictError("fragments changed since the new columns were computed (a concurrent "
-                                          "append or delete); re-run add_columns")
+                raise CommitConflictError(
+                    "fragments changed since the new columns were computed (a concurrent "
+                    "append or delete); re-run add_columns"
+                )
             new.ClearField("fragments")
             new.fragments.extend(self.fragments)
         _set_schema(new, self.schema_fields, self.schema_metadata)
@@ -357,7 +385,7 @@ def undo_unless_published(undo: Callable[[], None]) -> Iterator[None]:
         if not may_be_published(exc):
             try:
                 undo()
-            except Exception:  # noqa: BLE001 - the failure that got us here is the one to report
+            except Exception:
                 pass
         raise
 
@@ -365,7 +393,7 @@ def undo_unless_published(undo: Callable[[], None]) -> Iterator[None]:
 def _remove_quietly(storage: Storage, path: str) -> None:
     try:
         storage.delete(path)
-    except Exception:  # noqa: BLE001 - an unreferenced file left behind is only clutter
+    except Exception:
         pass
 
 
@@ -374,13 +402,19 @@ def _published_state(storage: Storage, path: str, data: bytes) -> bool | None:
     None if storage cannot tell us."""
     try:
         return storage.exists(path) and storage.read_bytes(path) == data
-    except Exception:  # noqa: BLE001 - unknown is an answer here
+    except Exception:
         return None
 
 
-def _unpublished_refusal(storage: Storage, base_uri: str, handler: CommitHandler, version: int,
-                         refused: tuple[int, int, float] | None, last: bool,
-                         cause: CommitConflictError) -> tuple[int, int, float] | None:
+def _unpublished_refusal(
+    storage: Storage,
+    base_uri: str,
+    handler: CommitHandler,
+    version: int,
+    refused: tuple[int, int, float] | None,
+    last: bool,
+    cause: CommitConflictError,
+) -> tuple[int, int, float] | None:
     """After the handler refused ``version``: None if a manifest of it exists (an ordinary conflict:
     rebase and retry), or if the handler repaired its claim. Otherwise the refusal is tracked as
     (version, refusals, first refusal time) and, once it has lasted ``STUCK_AFTER_SECONDS`` or
@@ -390,7 +424,9 @@ def _unpublished_refusal(storage: Storage, base_uri: str, handler: CommitHandler
     repair = getattr(handler, "repair", None)
     if repair is not None and repair(base_uri, version):
         return None
-    count, since = (refused[1] + 1, refused[2]) if refused and refused[0] == version else (1, time.monotonic())
+    count, since = (
+        (refused[1] + 1, refused[2]) if refused and refused[0] == version else (1, time.monotonic())
+    )
     waited = time.monotonic() - since
     if last or waited >= STUCK_AFTER_SECONDS:
         raise CommitStuckError(
@@ -398,12 +434,19 @@ def _unpublished_refusal(storage: Storage, base_uri: str, handler: CommitHandler
             f"over {waited:.1f} s although no manifest of version {version} exists: a claim left by a writer "
             f"that crashed between claiming the version and writing its manifest (or one still in between). "
             f"The handler could not repair it (CommitHandler.repair); no commit can pass version {version - 1} "
-            f"until the claim is cleared. Last refusal: {cause}") from cause
+            f"until the claim is cleared. Last refusal: {cause}"
+        ) from cause
     return version, count, since
 
 
-def commit(storage: Storage, base_uri: str, operation: Operation, read_version: int | None = None,
-           max_retries: int = MAX_RETRIES, commit_lock: Callable[[int], object] | None = None) -> int:
+def commit(
+    storage: Storage,
+    base_uri: str,
+    operation: Operation,
+    read_version: int | None = None,
+    max_retries: int = MAX_RETRIES,
+    commit_lock: Callable[[int], object] | None = None,
+) -> int:
     """Commit ``operation`` on top of the latest version; return the version created.
 
     ``commit_lock``: pylance's ``CommitLock`` (see ``CommitLockHandler``); when given, it replaces
@@ -413,8 +456,11 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
     wrote), or is flagged (``may_be_published``) because the manifest is, or may be, in place.
     A handler that fails after placing our exact manifest committed: its error is dropped.
     A version the handler keeps refusing while no manifest of it appears is ``CommitStuckError``."""
-    handler = (CommitLockHandler(storage, commit_lock) if commit_lock is not None
-               else resolve_commit_handler(storage, base_uri))
+    handler = (
+        CommitLockHandler(storage, commit_lock)
+        if commit_lock is not None
+        else resolve_commit_handler(storage, base_uri)
+    )
     refused: tuple[int, int, float] | None = None
     txn_uuid = str(uuidlib.uuid4())
     for attempt in range(max_retries):
@@ -433,7 +479,9 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
             new.CopyFrom(base)
         new.version = (base.version if base is not None else 0) + 1
         operation.apply(base, new)
-        feature_flags.record_plugin_encodings(new, operation.plugin_encodings, isinstance(operation, Overwrite))
+        feature_flags.record_plugin_encodings(
+            new, operation.plugin_encodings, isinstance(operation, Overwrite)
+        )
         _check_paths(operation._added)  # type: ignore[attr-defined]
         if new.fragments:
             new.max_fragment_id = max(max(f.id for f in new.fragments), new.max_fragment_id)
@@ -458,8 +506,9 @@ def commit(storage: Storage, base_uri: str, operation: Operation, read_version: 
             handler.commit(path, data)
         except CommitConflictError as exc:
             _remove_quietly(storage, txn_path)  # this attempt's transaction file: no manifest will name it
-            refused = _unpublished_refusal(storage, base_uri, handler, new.version, refused,
-                                           attempt == max_retries - 1, exc)
+            refused = _unpublished_refusal(
+                storage, base_uri, handler, new.version, refused, attempt == max_retries - 1, exc
+            )
             time.sleep(random.uniform(0, min(0.5, 0.01 * 2 ** min(attempt, 6))))
             continue
         except BaseException as exc:

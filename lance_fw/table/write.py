@@ -71,7 +71,11 @@ def _chain(first, rest):
 
 def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     if isinstance(batch, pa.Table):
-        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([], target)
+        batch = (
+            batch.combine_chunks().to_batches()[0]
+            if batch.num_rows
+            else pa.RecordBatch.from_pylist([], target)
+        )
     return conform(batch, target, "write")
 
 
@@ -81,14 +85,18 @@ def _check_append_schema(existing: pa.Schema, incoming: pa.Schema, allow_subset:
     extra = [n for n in incoming.names if n not in existing.names]
     missing = [f.name for f in existing if f.name not in incoming.names]
     if extra or (missing and not allow_subset) or any(not existing.field(n).nullable for n in missing):
-        raise SchemaError(f"append schema does not match the dataset: dataset has columns {existing.names}, "
-                          f"data has {incoming.names} (missing {missing}, unexpected {extra}; the dataset may have "
-                          "changed since it was read)")
+        raise SchemaError(
+            f"append schema does not match the dataset: dataset has columns {existing.names}, "
+            f"data has {incoming.names} (missing {missing}, unexpected {extra}; the dataset may have "
+            "changed since it was read)"
+        )
     for other in incoming:
         f = existing.field(other.name)
         if not _same_kind(other.type, f.type):
-            raise SchemaError(f"append schema does not match the dataset: column {f.name!r} is {f.type} in the "
-                              f"dataset but {other.type} in the data")
+            raise SchemaError(
+                f"append schema does not match the dataset: column {f.name!r} is {f.type} in the "
+                f"dataset but {other.type} in the data"
+            )
 
 
 _SMALL = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
@@ -96,16 +104,26 @@ _SMALL = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
 
 def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
     """Equal up to 32/64-bit offsets (pandas hands over large_string for a string column)."""
+
     def norm(t: pa.DataType) -> pa.DataType:
         if pa.types.is_large_list(t):
             return pa.list_(t.value_field.with_type(norm(t.value_type)))
         return _SMALL.get(t, t)
+
     return a.equals(b) or norm(a).equals(norm(b))
 
 
-def write_fragments(storage: Storage, uri: str, batches: Iterator[pa.RecordBatch], arrow_schema: pa.Schema,
-                    schema: LanceSchema, version: tuple[int, int], max_rows_per_file: int,
-                    max_bytes_per_file: int, options: dict) -> list[table_pb2.DataFragment]:
+def write_fragments(
+    storage: Storage,
+    uri: str,
+    batches: Iterator[pa.RecordBatch],
+    arrow_schema: pa.Schema,
+    schema: LanceSchema,
+    version: tuple[int, int],
+    max_rows_per_file: int,
+    max_bytes_per_file: int,
+    options: dict,
+) -> list[table_pb2.DataFragment]:
     """Write batches into data files that roll at ``max_rows_per_file``; return fragments (ids unset).
 
     On failure every file written so far is deleted, so a failed write leaves no trace.
@@ -196,22 +214,42 @@ class WritePlan:
     def write(self, data: Any) -> list[table_pb2.DataFragment]:
         """Write ``data`` (anything ``write_dataset`` accepts) into new data files; commit nothing."""
         _, batches = as_reader(data, self.arrow_schema)
-        return write_fragments(self.storage(), self.uri, batches, self.arrow_schema, self.lance_schema, self.version,
-                               self.max_rows_per_file, self.max_bytes_per_file, self.options)
+        return write_fragments(
+            self.storage(),
+            self.uri,
+            batches,
+            self.arrow_schema,
+            self.lance_schema,
+            self.version,
+            self.max_rows_per_file,
+            self.max_bytes_per_file,
+            self.options,
+        )
 
-    def commit(self, fragments: list[table_pb2.DataFragment], properties: dict | None = None,
-               commit_lock=None) -> int:
+    def commit(
+        self, fragments: list[table_pb2.DataFragment], properties: dict | None = None, commit_lock=None
+    ) -> int:
         """Commit ``fragments`` as one new version (under pylance's ``commit_lock`` if given). If the
         commit fails, their files are deleted."""
         storage = self.storage()
         properties = dict(properties or {})
         if self.mode == "append":
-            op = Append(fragments=fragments, properties=properties, schema_fields=self.planned_fields(),
-                        plugin_encodings=dict(self.plugin_encodings))
+            op = Append(
+                fragments=fragments,
+                properties=properties,
+                schema_fields=self.planned_fields(),
+                plugin_encodings=dict(self.plugin_encodings),
+            )
         else:
-            op = Overwrite(fragments=fragments, properties=properties, schema_fields=self.lance_schema.to_protos(),
-                           schema_metadata=self.lance_schema.metadata, data_format_version=version_name(self.version),
-                           create_only=(self.mode == "create"), plugin_encodings=dict(self.plugin_encodings))
+            op = Overwrite(
+                fragments=fragments,
+                properties=properties,
+                schema_fields=self.lance_schema.to_protos(),
+                schema_metadata=self.lance_schema.metadata,
+                data_format_version=version_name(self.version),
+                create_only=(self.mode == "create"),
+                plugin_encodings=dict(self.plugin_encodings),
+            )
         with undo_unless_published(lambda: delete_fragment_files(storage, self.uri, fragments)):
             return commit(storage, self.uri, op, read_version=self.read_version, commit_lock=commit_lock)
 
@@ -223,10 +261,18 @@ def delete_fragment_files(storage: Storage, uri: str, fragments: list[table_pb2.
             storage.delete(join_uri(uri, DATA_DIR, data_file.path))
 
 
-def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_version: str | None = None,
-               storage_options: dict | None = None, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-               max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE, max_page_bytes: int | None = None,
-               allow_subset: bool = False, allow_plugin_encodings: bool | None = None) -> WritePlan:
+def plan_write(
+    uri: str,
+    schema: pa.Schema,
+    mode: str = "create",
+    data_storage_version: str | None = None,
+    storage_options: dict | None = None,
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+    max_page_bytes: int | None = None,
+    allow_subset: bool = False,
+    allow_plugin_encodings: bool | None = None,
+) -> WritePlan:
     """Check ``mode`` and ``schema`` against the dataset at ``uri`` and fix what the write produces.
     ``allow_subset``: an append may leave out nullable columns (user appends only: rows that
     update/merge_insert/compaction rewrite must carry every column, or values would be lost).
@@ -239,7 +285,9 @@ def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_v
     if max_rows_per_file <= 0:
         raise InvalidArgumentError(f"max_rows_per_file must be positive, got {max_rows_per_file}")
     if allow_plugin_encodings is not None and not isinstance(allow_plugin_encodings, bool):
-        raise InvalidArgumentError(f"{ALLOW_PLUGIN_ENCODINGS} must be True or False, got {allow_plugin_encodings!r}")
+        raise InvalidArgumentError(
+            f"{ALLOW_PLUGIN_ENCODINGS} must be True or False, got {allow_plugin_encodings!r}"
+        )
     uri = os.fspath(uri).rstrip("/") if not isinstance(uri, str) else uri.rstrip("/")
     storage = resolve_storage(uri, storage_options)
     versions = list_versions(storage, uri)
@@ -254,14 +302,18 @@ def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_v
         _check_append_schema(lance_schema.to_arrow(), schema, allow_subset)
         if len(schema.names) < len(lance_schema.fields):  # the new files hold only the given columns
             dataset_fields = lance_schema.to_protos()
-            lance_schema = LanceSchema([f for f in lance_schema.fields if f.name in schema.names],
-                                       lance_schema.metadata)
+            lance_schema = LanceSchema(
+                [f for f in lance_schema.fields if f.name in schema.names], lance_schema.metadata
+            )
         target = lance_schema.to_arrow()
         dataset_version = base.data_format.version or "0.1"
-        if data_storage_version is not None and requested_version(data_storage_version) != parse_version(dataset_version):
+        if data_storage_version is not None and requested_version(data_storage_version) != parse_version(
+            dataset_version
+        ):
             raise InvalidArgumentError(
                 f"data_storage_version={data_storage_version!r} differs from the dataset's {dataset_version}; "
-                "a dataset cannot mix file versions")
+                "a dataset cannot mix file versions"
+            )
         version = parse_version(dataset_version)
     else:
         version = requested_version(data_storage_version)
@@ -273,12 +325,25 @@ def plan_write(uri: str, schema: pa.Schema, mode: str = "create", data_storage_v
     plugins = _plugin_encodings(uri, base, lance_schema, version, options, allow_plugin_encodings)
     if plugins:
         options[ALLOW_PLUGIN_ENCODINGS] = True  # checked here: the writer of each file may use them
-    return WritePlan(uri, mode, target, lance_schema, version, base.version if base is not None else 0,
-                     storage_options, max_rows_per_file, max_bytes_per_file, options, dataset_fields, plugins)
+    return WritePlan(
+        uri,
+        mode,
+        target,
+        lance_schema,
+        version,
+        base.version if base is not None else 0,
+        storage_options,
+        max_rows_per_file,
+        max_bytes_per_file,
+        options,
+        dataset_fields,
+        plugins,
+    )
 
 
-def _plugin_encodings(uri: str, base, lance_schema: LanceSchema, version: tuple[int, int], options: dict,
-                      allow: bool | None) -> dict[str, str]:
+def _plugin_encodings(
+    uri: str, base, lance_schema: LanceSchema, version: tuple[int, int], options: dict, allow: bool | None
+) -> dict[str, str]:
     """The plugins whose non-pylance-readable encodings the planned files would use, once allowed
     (see ``plan_write``); raises ``PluginEncodingNotAllowedError`` before anything is written."""
     if allow is None:
@@ -290,8 +355,12 @@ def _plugin_encodings(uri: str, base, lance_schema: LanceSchema, version: tuple[
     return plugin_encodings(uri, lance_schema, version, options, allowed=bool(allow))
 
 
-def committed_plugin_encodings(storage: Storage, uri: str, fragments: list[table_pb2.DataFragment],
-                               lance_schema: LanceSchema | None = None) -> dict[str, str]:
+def committed_plugin_encodings(
+    storage: Storage,
+    uri: str,
+    fragments: list[table_pb2.DataFragment],
+    lance_schema: LanceSchema | None = None,
+) -> dict[str, str]:
     """The plugins to record for fragments written by a separate step (pylance's ``write_fragments``
     then ``commit``): those whose non-pylance-readable encoders write the fields of the fragments'
     files at their version (``lance_schema``: the new schema of an overwrite, else the dataset's).
@@ -307,7 +376,9 @@ def committed_plugin_encodings(storage: Storage, uri: str, fragments: list[table
     for version, ids in _files_by_version(fragments).items():
         fields = [f for f in lance_schema.fields if ids & {c.id for c in f.walk()}]
         if fields:
-            used.update(plugin_encodings(uri, LanceSchema(fields, lance_schema.metadata), version, {}, allowed=True))
+            used.update(
+                plugin_encodings(uri, LanceSchema(fields, lance_schema.metadata), version, {}, allowed=True)
+            )
     return used
 
 

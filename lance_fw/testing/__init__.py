@@ -16,11 +16,11 @@ from lance_fw.testing.encoding import EncodingConformance, leaf_page_type_urls
 from lance_fw.testing.storage import StorageConformance
 
 __all__ = [
-           "DEFAULT_ARROW_TYPES",
-           "CommitHandlerConformance",
-           "EncodingConformance",
-           "StorageConformance",
-           "assert_identical",
-           "leaf_page_type_urls",
-           "random_array",
+    "DEFAULT_ARROW_TYPES",
+    "CommitHandlerConformance",
+    "EncodingConformance",
+    "StorageConformance",
+    "assert_identical",
+    "leaf_page_type_urls",
+    "random_array",
 ]

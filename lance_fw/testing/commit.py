@@ -39,7 +39,9 @@ WRITER_TIMEOUT_S = 300
 SCHEMA = pa.schema([pa.field("writer", pa.int64()), pa.field("append", pa.int64())])
 
 
-def append_rows(uri: str, options: Mapping[str, Any], writer: int, appends: int, barrier) -> list[tuple[int, int]]:
+def append_rows(
+    uri: str, options: Mapping[str, Any], writer: int, appends: int, barrier
+) -> list[tuple[int, int]]:
     """Append ``appends`` one-row batches as ``writer``; returns (append, version it committed)."""
     import lance_fw
 
@@ -53,12 +55,14 @@ def append_rows(uri: str, options: Mapping[str, Any], writer: int, appends: int,
     return committed
 
 
-def appender_process(uri: str, options: Mapping[str, Any], writer: int, appends: int, barrier, results) -> None:
+def appender_process(
+    uri: str, options: Mapping[str, Any], writer: int, appends: int, barrier, results
+) -> None:
     """One writer process: report ``(writer, [(append, version), ...], error or None)``. Module
     level so that ``spawn`` can import it (the plugin must be installed there: an entry point)."""
     try:
         results.put((writer, append_rows(uri, options, writer, appends, barrier), None))
-    except BaseException as exc:  # noqa: BLE001 - the parent fails the test with it
+    except BaseException as exc:
         results.put((writer, [], repr(exc)))
 
 
@@ -106,9 +110,12 @@ class CommitHandlerConformance(PluginUnderTest):
         self._create(dataset_uri, options)
         ctx = multiprocessing.get_context("spawn")
         barrier, results = ctx.Barrier(self.processes), ctx.Queue()
-        procs = [ctx.Process(target=appender_process,
-                             args=(dataset_uri, dict(options), w, self.appends, barrier, results))
-                 for w in range(self.processes)]
+        procs = [
+            ctx.Process(
+                target=appender_process, args=(dataset_uri, dict(options), w, self.appends, barrier, results)
+            )
+            for w in range(self.processes)
+        ]
         for p in procs:
             p.start()
         try:
@@ -127,7 +134,7 @@ class CommitHandlerConformance(PluginUnderTest):
         def run(writer: int) -> None:
             try:
                 reports[writer] = append_rows(dataset_uri, options, writer, self.thread_appends, barrier)
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors[writer] = exc
 
         threads = [threading.Thread(target=run, args=(w,)) for w in range(self.threads)]
@@ -143,11 +150,16 @@ class CommitHandlerConformance(PluginUnderTest):
     def _create(self, uri: str, options: Mapping[str, Any]) -> None:
         import lance_fw
 
-        lance_fw.write_dataset(SCHEMA.empty_table(), uri, data_storage_version=self.data_storage_version,
-                               storage_options=dict(options) or None)
+        lance_fw.write_dataset(
+            SCHEMA.empty_table(),
+            uri,
+            data_storage_version=self.data_storage_version,
+            storage_options=dict(options) or None,
+        )
 
-    def _check(self, uri: str, options: Mapping[str, Any], reports: dict[int, list[tuple[int, int]]],
-               appends: int) -> None:
+    def _check(
+        self, uri: str, options: Mapping[str, Any], reports: dict[int, list[tuple[int, int]]], appends: int
+    ) -> None:
         """Every acknowledged append is present once, in the version it was acknowledged with, and
         the versions are 1..N without gaps."""
         import lance_fw
@@ -158,8 +170,9 @@ class CommitHandlerConformance(PluginUnderTest):
         acknowledged = {(w, i): v for w, committed in reports.items() for i, v in committed}
         assert len(acknowledged) == writers * appends, f"missing acknowledgements: {reports}"
         versions = sorted(acknowledged.values())
-        assert versions == list(range(2, 2 + writers * appends)), \
+        assert versions == list(range(2, 2 + writers * appends)), (
             f"acknowledged versions are not 2..{1 + writers * appends}, each once: {versions}"
+        )
 
         ds = lance_fw.dataset(uri, storage_options=opts)
         assert ds.version == 1 + writers * appends
@@ -171,8 +184,9 @@ class CommitHandlerConformance(PluginUnderTest):
             after = lance_fw.dataset(uri, version=version, storage_options=opts)
             assert after.count_rows() == before.count_rows() + 1 == version - 1
             assert before.count_rows(filter=f"writer = {w} AND append = {i}") == 0
-            assert after.count_rows(filter=f"writer = {w} AND append = {i}") == 1, \
+            assert after.count_rows(filter=f"writer = {w} AND append = {i}") == 1, (
                 f"writer {w}'s append {i} was acknowledged as version {version}, which does not hold it"
+            )
         self._check_pylance(uri, options, ds.to_table())
 
     def _check_pylance(self, uri: str, options: Mapping[str, Any], expected: pa.Table) -> None:

@@ -22,8 +22,8 @@ MAX_STRING_BYTES = 24
 #: (values a clock or calendar can hold, so DuckDB and pylance convert them without overflow).
 _DAY_S = 86_400
 _TEMPORAL_RANGE = {
-    ("date32", None): (0, 60_000),                      # days, 1970 .. 2134
-    ("date64", None): (0, 60_000),                      # days, scaled to ms below
+    ("date32", None): (0, 60_000),  # days, 1970 .. 2134
+    ("date64", None): (0, 60_000),  # days, scaled to ms below
     ("time32", "s"): (0, _DAY_S - 1),
     ("time32", "ms"): (0, _DAY_S * 1000 - 1),
     ("time64", "us"): (0, _DAY_S * 10**6 - 1),
@@ -35,18 +35,43 @@ _SECONDS_RANGE = 4 * 10**9
 
 #: A reasonable default set of types for an encoding that claims to handle "anything".
 DEFAULT_ARROW_TYPES: tuple[pa.DataType, ...] = (
-    pa.int8(), pa.int16(), pa.int32(), pa.int64(),
-    pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(),
-    pa.float32(), pa.float64(), pa.bool_(),
-    pa.string(), pa.large_string(), pa.binary(), pa.large_binary(), pa.binary(8),
-    pa.date32(), pa.timestamp("us"), pa.timestamp("ns", tz="UTC"), pa.duration("ms"), pa.time64("us"),
-    pa.list_(pa.int32()), pa.large_list(pa.string()), pa.list_(pa.float32(), 4),
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.uint8(),
+    pa.uint16(),
+    pa.uint32(),
+    pa.uint64(),
+    pa.float32(),
+    pa.float64(),
+    pa.bool_(),
+    pa.string(),
+    pa.large_string(),
+    pa.binary(),
+    pa.large_binary(),
+    pa.binary(8),
+    pa.date32(),
+    pa.timestamp("us"),
+    pa.timestamp("ns", tz="UTC"),
+    pa.duration("ms"),
+    pa.time64("us"),
+    pa.list_(pa.int32()),
+    pa.large_list(pa.string()),
+    pa.list_(pa.float32(), 4),
     pa.struct([("a", pa.int16()), ("b", pa.string())]),
 )
 
 
-def random_array(arrow_type: pa.DataType, n: int, rng: np.random.Generator, null_fraction: float = 0.1, *,
-                 top_level_nulls: bool = True, struct_nulls: bool = True) -> pa.Array:
+def random_array(
+    arrow_type: pa.DataType,
+    n: int,
+    rng: np.random.Generator,
+    null_fraction: float = 0.1,
+    *,
+    top_level_nulls: bool = True,
+    struct_nulls: bool = True,
+) -> pa.Array:
     """``n`` random values of ``arrow_type`` with nulls at every nesting level.
 
     Args:
@@ -61,12 +86,19 @@ def random_array(arrow_type: pa.DataType, n: int, rng: np.random.Generator, null
     Raises:
         TypeError: a type this generator does not know; give the kit your own ``make_array``.
     """
-    array = _random(arrow_type, n, rng, null_fraction if top_level_nulls else 0.0, null_fraction, struct_nulls,
-                    runs=top_level_nulls)
+    array = _random(
+        arrow_type,
+        n,
+        rng,
+        null_fraction if top_level_nulls else 0.0,
+        null_fraction,
+        struct_nulls,
+        runs=top_level_nulls,
+    )
     if n > 3 * RUN_LENGTH:  # a run of one repeated (non-null unless unlucky) value
         start = n - 2 * RUN_LENGTH
         indices = np.arange(n)
-        indices[start:start + RUN_LENGTH] = start
+        indices[start : start + RUN_LENGTH] = start
         array = array.take(pa.array(indices))
     return array
 
@@ -79,12 +111,19 @@ def _mask(n: int, rng: np.random.Generator, fraction: float, runs: bool) -> np.n
         mask[0] = True
         if n > 2 * RUN_LENGTH:
             start = n // 2 - RUN_LENGTH // 2
-            mask[start:start + RUN_LENGTH] = True
+            mask[start : start + RUN_LENGTH] = True
     return mask
 
 
-def _random(t: pa.DataType, n: int, rng: np.random.Generator, fraction: float, child_fraction: float,
-            struct_nulls: bool, runs: bool = False) -> pa.Array:
+def _random(
+    t: pa.DataType,
+    n: int,
+    rng: np.random.Generator,
+    fraction: float,
+    child_fraction: float,
+    struct_nulls: bool,
+    runs: bool = False,
+) -> pa.Array:
     mask = _mask(n, rng, fraction, runs)
     if pa.types.is_struct(t):
         children = [_random(f.type, n, rng, child_fraction, child_fraction, struct_nulls) for f in t]
@@ -100,8 +139,11 @@ def _random(t: pa.DataType, n: int, rng: np.random.Generator, fraction: float, c
         cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
         offset_type = pa.int64() if pa.types.is_large_list(t) else pa.int32()
         return cls.from_arrays(pa.array(offsets, offset_type), values, type=t, mask=_pa_mask(mask))
-    return pa.array(_values(t, n, rng), type=t, mask=mask) if not _is_temporal(t) else \
-        pa.array(_values(t, n, rng), type=_storage_type(t), mask=mask).view(t)
+    return (
+        pa.array(_values(t, n, rng), type=t, mask=mask)
+        if not _is_temporal(t)
+        else pa.array(_values(t, n, rng), type=_storage_type(t), mask=mask).view(t)
+    )
 
 
 def _pa_mask(mask: np.ndarray | None) -> pa.Array | None:
@@ -132,12 +174,12 @@ def _values(t: pa.DataType, n: int, rng: np.random.Generator):
         lengths = rng.integers(0, MAX_STRING_BYTES + 1, n)
         chars = alphabet[rng.integers(0, len(alphabet), int(lengths.sum()))]
         ends = np.cumsum(lengths)
-        return ["".join(chars[e - k:e]) for e, k in zip(ends, lengths)]
+        return ["".join(chars[e - k : e]) for e, k in zip(ends, lengths)]
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         lengths = rng.integers(0, MAX_STRING_BYTES + 1, n)
         blob = rng.integers(0, 256, int(lengths.sum()), dtype=np.uint8).tobytes()
         ends = np.cumsum(lengths)
-        return [blob[e - k:e] for e, k in zip(ends, lengths)]
+        return [blob[e - k : e] for e, k in zip(ends, lengths)]
     if _is_temporal(t):
         return _temporal_values(t, n, rng)
     raise TypeError(f"the conformance kit cannot generate {t}; override make_array for it")
@@ -164,17 +206,22 @@ def assert_identical(expected: pa.Table, actual: pa.Table, what: str) -> None:
     Nothing is cast or normalised: an encoding that hands back int32 for an int64 column, or a
     value that differs only in a null slot's validity, fails here, naming ``what`` (the read path).
     """
-    assert actual.column_names == expected.column_names, f"{what}: columns {actual.column_names}, " \
-                                                         f"expected {expected.column_names}"
-    assert actual.num_rows == expected.num_rows, f"{what}: {actual.num_rows} rows, expected {expected.num_rows}"
+    assert actual.column_names == expected.column_names, (
+        f"{what}: columns {actual.column_names}, expected {expected.column_names}"
+    )
+    assert actual.num_rows == expected.num_rows, (
+        f"{what}: {actual.num_rows} rows, expected {expected.num_rows}"
+    )
     for name in expected.column_names:
         e, a = expected.column(name).combine_chunks(), actual.column(name).combine_chunks()
         assert a.type == e.type, f"{what}: column {name!r} has type {a.type}, expected {e.type}"
         a.validate(full=True)
         if not a.equals(e):
             diff = first_difference(e, a)
-            raise AssertionError(f"{what}: column {name!r} differs first at row {diff}: "
-                                 f"expected {e[diff].as_py()!r}, got {a[diff].as_py()!r}")
+            raise AssertionError(
+                f"{what}: column {name!r} differs first at row {diff}: "
+                f"expected {e[diff].as_py()!r}, got {a[diff].as_py()!r}"
+            )
 
 
 def first_difference(expected: pa.Array, actual: pa.Array) -> int:

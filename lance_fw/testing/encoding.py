@@ -73,7 +73,9 @@ class EncodingConformance(PluginUnderTest):
 
     # -- hooks a subclass may override --------------------------------------------------------
 
-    def make_array(self, arrow_type: pa.DataType, n: int, rng: np.random.Generator, file_version: str) -> pa.Array:
+    def make_array(
+        self, arrow_type: pa.DataType, n: int, rng: np.random.Generator, file_version: str
+    ) -> pa.Array:
         """The values of column ``v``: random with nulls (override for an encoding that only takes
         some values, e.g. sorted ones; keep nulls where the encoding allows them)."""
         return random_array(arrow_type, n, rng, self.null_fraction, struct_nulls=file_version != "2.0")
@@ -85,8 +87,9 @@ class EncodingConformance(PluginUnderTest):
         if "file_version" in metafunc.fixturenames:
             metafunc.parametrize("file_version", list(self.file_versions), scope="class")
         if "arrow_type" in metafunc.fixturenames:
-            metafunc.parametrize("arrow_type", list(self.arrow_types), ids=[str(t) for t in self.arrow_types],
-                                 scope="class")
+            metafunc.parametrize(
+                "arrow_type", list(self.arrow_types), ids=[str(t) for t in self.arrow_types], scope="class"
+            )
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -94,17 +97,33 @@ class EncodingConformance(PluginUnderTest):
         """(dataset URI, the table written): a create in small pages, then an append."""
         import lance_fw
 
-        rng = np.random.default_rng([cls.seed, list(cls.file_versions).index(file_version),
-                                     list(map(str, cls.arrow_types)).index(str(arrow_type))])
+        rng = np.random.default_rng(
+            [
+                cls.seed,
+                list(cls.file_versions).index(file_version),
+                list(map(str, cls.arrow_types)).index(str(arrow_type)),
+            ]
+        )
         n = cls.create_rows + cls.append_rows
-        schema = pa.schema([pa.field(ID, pa.int64(), nullable=False),
-                            pa.field(VALUE, arrow_type, metadata=dict(cls.field_metadata) or None)])
-        table = pa.table([pa.array(np.arange(n, dtype=np.int64)), cls().make_array(arrow_type, n, rng, file_version)],
-                         schema=schema)
+        schema = pa.schema(
+            [
+                pa.field(ID, pa.int64(), nullable=False),
+                pa.field(VALUE, arrow_type, metadata=dict(cls.field_metadata) or None),
+            ]
+        )
+        table = pa.table(
+            [pa.array(np.arange(n, dtype=np.int64)), cls().make_array(arrow_type, n, rng, file_version)],
+            schema=schema,
+        )
         uri = str(tmp_path_factory.mktemp("encoding-conformance") / "ds")
-        lance_fw.write_dataset(table.slice(0, cls.create_rows), uri, data_storage_version=file_version,
-                               max_rows_per_file=cls.max_rows_per_file, max_page_bytes=cls.small_page_bytes,
-                               **cls.write_options)
+        lance_fw.write_dataset(
+            table.slice(0, cls.create_rows),
+            uri,
+            data_storage_version=file_version,
+            max_rows_per_file=cls.max_rows_per_file,
+            max_page_bytes=cls.small_page_bytes,
+            **cls.write_options,
+        )
         lance_fw.write_dataset(table.slice(cls.create_rows), uri, mode="append", **cls.write_options)
         return uri, table
 
@@ -120,8 +139,9 @@ class EncodingConformance(PluginUnderTest):
         assert_identical(table, ds.to_table(), "full scan")
         assert_identical(table.select([VALUE]), ds.to_table(columns=[VALUE]), "scan of column v alone")
         for key, value in self.field_metadata.items():  # later appends must find the hint
-            assert (ds.schema.field(VALUE).metadata or {}).get(key.encode()) == value.encode(), \
+            assert (ds.schema.field(VALUE).metadata or {}).get(key.encode()) == value.encode(), (
                 f"the dataset schema lost the field metadata {key!r}"
+            )
 
     def test_slices_across_pages_and_fragments(self, written):
         import lance_fw
@@ -130,21 +150,33 @@ class EncodingConformance(PluginUnderTest):
         ds = lance_fw.dataset(uri)
         boundary = self.max_rows_per_file
         for offset, limit in [(boundary - 10, 20), (1000, 1100), (self.create_rows - 2, 5), (0, 1)]:
-            assert_identical(table.slice(offset, limit), ds.to_table(offset=offset, limit=limit),
-                             f"scan offset={offset} limit={limit}")
+            assert_identical(
+                table.slice(offset, limit),
+                ds.to_table(offset=offset, limit=limit),
+                f"scan offset={offset} limit={limit}",
+            )
 
     def test_take(self, written):
         import lance_fw
 
         uri, table = written
         rng = np.random.default_rng(self.seed)
-        edges = [0, self.max_rows_per_file - 1, self.max_rows_per_file, self.create_rows - 1, self.create_rows,
-                 table.num_rows - 1]
+        edges = [
+            0,
+            self.max_rows_per_file - 1,
+            self.max_rows_per_file,
+            self.create_rows - 1,
+            self.create_rows,
+            table.num_rows - 1,
+        ]
         indices = np.concatenate([rng.integers(0, table.num_rows, self.take_count), edges, edges[::-1]])
         ds = lance_fw.dataset(uri)
         assert_identical(table.take(pa.array(indices)), ds.take(indices), "take of random rows")
-        assert_identical(table.select([VALUE]).take(pa.array(indices)), ds.take(indices, columns=[VALUE]),
-                         "take of column v alone")
+        assert_identical(
+            table.select([VALUE]).take(pa.array(indices)),
+            ds.take(indices, columns=[VALUE]),
+            "take of column v alone",
+        )
 
     def test_filtered_scans(self, written):
         import lance_fw
@@ -153,12 +185,15 @@ class EncodingConformance(PluginUnderTest):
         ds = lance_fw.dataset(uri)
         ids, values = table.column(ID), table.column(VALUE)
         low, high = self.max_rows_per_file - 50, self.max_rows_per_file + 50
-        in_ranges = pc.or_(pc.and_(pc.greater_equal(ids, low), pc.less(ids, high)),
-                           pc.greater_equal(ids, table.num_rows - 100))
+        in_ranges = pc.or_(
+            pc.and_(pc.greater_equal(ids, low), pc.less(ids, high)),
+            pc.greater_equal(ids, table.num_rows - 100),
+        )
         cases = {  # row ranges across a fragment boundary and the last fragment, or sparse non-null rows
             f"({ID} >= {low} AND {ID} < {high}) OR {ID} >= {table.num_rows - 100} "
-            f"OR ({VALUE} IS NOT NULL AND {ID} % 7 = 3)":
-                pc.or_(in_ranges, pc.and_(pc.is_valid(values), pa.array(np.arange(table.num_rows) % 7 == 3))),
+            f"OR ({VALUE} IS NOT NULL AND {ID} % 7 = 3)": pc.or_(
+                in_ranges, pc.and_(pc.is_valid(values), pa.array(np.arange(table.num_rows) % 7 == 3))
+            ),
             f"{VALUE} IS NULL": pc.is_null(values),
         }
         for sql, mask in cases.items():
@@ -174,14 +209,17 @@ class EncodingConformance(PluginUnderTest):
         # NULL with NULL and counts duplicates), so no Arrow type conversion can hide a difference
         con.execute(f"CREATE TEMP TABLE got AS SELECT * FROM lance_scan('{uri}')")
         assert con.sql("SELECT count(*) FROM got").fetchall() == [(table.num_rows,)]
-        for query in ["SELECT * FROM got EXCEPT ALL SELECT * FROM expected",
-                      "SELECT * FROM expected EXCEPT ALL SELECT * FROM got"]:
+        for query in [
+            "SELECT * FROM got EXCEPT ALL SELECT * FROM expected",
+            "SELECT * FROM expected EXCEPT ALL SELECT * FROM got",
+        ]:
             differing = con.sql(f"SELECT {ID} FROM ({query}) ORDER BY {ID} LIMIT 5").fetchall()
             assert differing == [], f"DuckDB lance_scan: rows {differing} differ ({query})"
         # a filter DuckDB pushes into lance_fw's scanner
         rows = con.sql(f"SELECT {ID} FROM lance_scan('{uri}') WHERE {VALUE} IS NULL ORDER BY {ID}").fetchall()
-        assert [r[0] for r in rows] == table.filter(pc.is_null(table.column(VALUE))).column(ID).to_pylist(), \
+        assert [r[0] for r in rows] == table.filter(pc.is_null(table.column(VALUE))).column(ID).to_pylist(), (
             "DuckDB lance_scan with WHERE v IS NULL"
+        )
 
     def test_pylance_reads_it(self, written):
         if not self.pylance_readable:
@@ -201,8 +239,10 @@ class EncodingConformance(PluginUnderTest):
         assert urls, "no pages found for column v"
         for leaf, found in urls.items():
             unexpected = set(found) - set(self.type_urls)
-            assert not unexpected, f"leaf {leaf!r} of column v has pages encoded as {sorted(unexpected)}, " \
-                                   f"not with {sorted(self.type_urls)}: the plugin did not take the column"
+            assert not unexpected, (
+                f"leaf {leaf!r} of column v has pages encoded as {sorted(unexpected)}, "
+                f"not with {sorted(self.type_urls)}: the plugin did not take the column"
+            )
 
 
 def leaf_page_type_urls(uri: str, column: str) -> dict[str, list[str]]:
@@ -232,4 +272,3 @@ def leaf_page_type_urls(uri: str, column: str) -> dict[str, list[str]]:
         finally:
             reader.close()
     return out
-

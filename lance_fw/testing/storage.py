@@ -56,7 +56,7 @@ def race_put_if_absent(uri: str, options: Mapping[str, Any], path: str, racer: i
         results.put((racer, "won"))
     except CommitConflictError:
         results.put((racer, "conflict"))
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which fails the test
+    except BaseException as exc:
         results.put((racer, repr(exc)))
 
 
@@ -105,8 +105,9 @@ class StorageConformance(PluginUnderTest):
         assert storage.read_bytes(path) == b""
 
     def test_options_are_kept(self, storage, options):
-        assert dict(storage.options) == dict(options), \
+        assert dict(storage.options) == dict(options), (
             "Storage.options must be the storage_options it was opened with (commit handlers receive them)"
+        )
 
     def test_missing_file(self, storage, root):
         path = f"{root}/missing"
@@ -212,10 +213,10 @@ class StorageConformance(PluginUnderTest):
         with storage.open_reader(path) as reader:
             assert reader.size() == len(data)
             for offset, length in [(0, 1), (0, 0), (17, 4096), (len(data) - 5, 5), (123_456, 70_000)]:
-                assert bytes(reader.read(offset, length)) == data[offset:offset + length], (offset, length)
+                assert bytes(reader.read(offset, length)) == data[offset : offset + length], (offset, length)
             ranges = [(250_000, 10), (0, 100), (90, 20), (100, 0), (150_000, 3), (299_990, 10), (5, 1)]
             got = reader.read_ranges(ranges)  # unsorted, overlapping, adjacent, empty, far apart
-            assert [bytes(b) for b in got] == [data[o:o + n] for o, n in ranges]
+            assert [bytes(b) for b in got] == [data[o : o + n] for o, n in ranges]
             assert bytes(reader.read_exact(10, 20, "a block")) == data[10:30]
 
     def test_read_past_the_end_is_corrupt_file_error(self, storage, root):
@@ -232,12 +233,13 @@ class StorageConformance(PluginUnderTest):
         storage.write_bytes(path, data)
         errors: list[BaseException] = []
         with storage.open_reader(path) as reader:
+
             def read(k: int) -> None:
                 try:
                     for i in range(20):
                         offset = (k * 7919 + i * 104_729) % (len(data) - 1000)
-                        assert bytes(reader.read(offset, 1000)) == data[offset:offset + 1000]
-                except BaseException as exc:  # noqa: BLE001 - reported below
+                        assert bytes(reader.read(offset, 1000)) == data[offset : offset + 1000]
+                except BaseException as exc:
                     errors.append(exc)
 
             threads = [threading.Thread(target=read, args=(k,)) for k in range(4)]
@@ -273,7 +275,7 @@ class StorageConformance(PluginUnderTest):
                 outcome = "won"
             except CommitConflictError:
                 outcome = "conflict"
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 outcome = repr(exc)
             with lock:
                 outcomes[racer] = outcome
@@ -292,8 +294,10 @@ class StorageConformance(PluginUnderTest):
         path = f"{root}/_versions/3.manifest"
         ctx = multiprocessing.get_context("spawn")
         barrier, results = ctx.Barrier(RACERS), ctx.Queue()
-        procs = [ctx.Process(target=race_put_if_absent, args=(root, dict(options), path, r, barrier,
-                                                              results)) for r in range(RACERS)]
+        procs = [
+            ctx.Process(target=race_put_if_absent, args=(root, dict(options), path, r, barrier, results))
+            for r in range(RACERS)
+        ]
         for p in procs:
             p.start()
         try:

@@ -7,7 +7,6 @@ Registers one page decoder for the family's type URL, one kind decoder per oneof
 from __future__ import annotations
 
 from lance_fw.hookspecs import hookimpl
-
 from lance_fw_plugins.encodings_v2_0 import decode, encode
 
 

@@ -36,7 +36,9 @@ class ArrayPageDecoder:
         if out is not None:
             return out
         # a kind replaced by a plugin: the whole page, validated before ``take`` indexes into it
-        return check_decoded(self(encoding, page), page.where, page.arrow_type, page.num_rows).take(pa.array(rows))
+        return check_decoded(self(encoding, page), page.where, page.arrow_type, page.num_rows).take(
+            pa.array(rows)
+        )
 
 
 decode_array_page = ArrayPageDecoder()
@@ -47,7 +49,9 @@ def _buffer(msg_buffer, page: PageInput, has_field: bool) -> memoryview:
         raise CorruptFileError(page.where, "only page buffers are supported in 2.0 encodings")
     index = msg_buffer.buffer_index if has_field else 0
     if index >= len(page.buffers):
-        raise CorruptFileError(page.where, f"encoding names buffer {index} but the page has {len(page.buffers)}")
+        raise CorruptFileError(
+            page.where, f"encoding names buffer {index} but the page has {len(page.buffers)}"
+        )
     return page.buffers[index]
 
 
@@ -57,6 +61,7 @@ def _need(buf: memoryview, nbytes: int, page: PageInput, what: str) -> None:
 
 
 # --- leaves -------------------------------------------------------------------------------------
+
 
 def _flat(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     if msg.HasField("compression") and msg.compression.scheme:
@@ -70,7 +75,8 @@ def _flat(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
         raise CorruptFileError(page.where, f"flat values cannot be a {arrow_type} column")
     if pa.types.is_fixed_size_list(arrow_type):  # pylance never nests this, but be total
         return pa.FixedSizeListArray.from_arrays(
-            _flat(msg, page, n * arrow_type.list_size, arrow_type.value_type), arrow_type.list_size)
+            _flat(msg, page, n * arrow_type.list_size, arrow_type.value_type), arrow_type.list_size
+        )
     if bits != fixed_bits(arrow_type):
         raise CorruptFileError(page.where, f"flat values of {bits} bits cannot be a {arrow_type} column")
     return pa.Array.from_buffers(arrow_type, n, [None, pa.py_buffer(buf)], null_count=0)
@@ -79,7 +85,9 @@ def _flat(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
 def _constant(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     bits = fixed_bits(arrow_type)
     if bits is None or pa.types.is_dictionary(arrow_type) or len(msg.value) * 8 < bits:
-        raise CorruptFileError(page.where, f"a constant of {len(msg.value)} bytes cannot be a {arrow_type} column")
+        raise CorruptFileError(
+            page.where, f"a constant of {len(msg.value)} bytes cannot be a {arrow_type} column"
+        )
     one = pa.Array.from_buffers(arrow_type, 1, [None, pa.py_buffer(msg.value)], null_count=0)
     return pa.repeat(one[0], n) if n else pa.array([], arrow_type)
 
@@ -92,9 +100,17 @@ def _with_validity(values: pa.Array, validity: pa.Array, where: str) -> pa.Array
         raise CorruptFileError(where, f"{len(validity)} validity bits ({validity.type}) for {n} values")
     if pa.types.is_null(t):
         return values
-    if not (pa.types.is_primitive(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_fixed_size_list(t)
-            or pa.types.is_dictionary(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
-            or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)):
+    if not (
+        pa.types.is_primitive(t)
+        or pa.types.is_fixed_size_binary(t)
+        or pa.types.is_fixed_size_list(t)
+        or pa.types.is_dictionary(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_large_binary(t)
+    ):
         raise CorruptFileError(where, f"a nullable encoding cannot wrap a {t} column")
     validity = pc.fill_null(validity, False)
     bitmap, nulls = validity_bitmap(validity.to_numpy(zero_copy_only=False))
@@ -133,15 +149,19 @@ def _fixed_size_list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> p
 
 def _fixed_size_binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     if not pa.types.is_fixed_size_binary(arrow_type) or msg.byte_width != arrow_type.byte_width:
-        raise CorruptFileError(page.where, f"fixed_size_binary of width {msg.byte_width} for a {arrow_type} column")
+        raise CorruptFileError(
+            page.where, f"fixed_size_binary of width {msg.byte_width} for a {arrow_type} column"
+        )
     raw = decode_kind(FAMILY, msg.bytes, page, n * msg.byte_width, pa.uint8())
     return pa.Array.from_buffers(arrow_type, n, [None, raw.buffers()[1]], null_count=0, offset=0)
 
 
 # --- offsets-based kinds -------------------------------------------------------------------------
 
-def _end_offsets(enc, page: PageInput, n: int, adjustment: int, limit: int | None = None,
-                 what: str = "offsets") -> tuple[np.ndarray, np.ndarray | None]:
+
+def _end_offsets(
+    enc, page: PageInput, n: int, adjustment: int, limit: int | None = None, what: str = "offsets"
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Decode 2.0 end offsets: returns (n+1 start offsets, validity or None).
 
     A null row stores its end plus ``adjustment``. The offsets are checked (ascending, and within
@@ -152,7 +172,9 @@ def _end_offsets(enc, page: PageInput, n: int, adjustment: int, limit: int | Non
     valid = None
     if adjustment:
         if n and int(ends.max()) >= 2 * adjustment:
-            raise CorruptFileError(page.where, f"{what}: an end offset exceeds twice the null adjustment {adjustment}")
+            raise CorruptFileError(
+                page.where, f"{what}: an end offset exceeds twice the null adjustment {adjustment}"
+            )
         is_valid = ends < adjustment
         ends = np.where(is_valid, ends, ends - np.uint64(adjustment))
         valid = None if is_valid.all() else is_valid
@@ -168,12 +190,18 @@ def _end_offsets(enc, page: PageInput, n: int, adjustment: int, limit: int | Non
 
 def _binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
-    if not (pa.types.is_string(value_type) or pa.types.is_binary(value_type) or
-            pa.types.is_large_string(value_type) or pa.types.is_large_binary(value_type)):
+    if not (
+        pa.types.is_string(value_type)
+        or pa.types.is_binary(value_type)
+        or pa.types.is_large_string(value_type)
+        or pa.types.is_large_binary(value_type)
+    ):
         raise CorruptFileError(page.where, f"binary encoding for a {arrow_type} column")
     offsets, valid = _end_offsets(msg.indices, page, n, msg.null_adjustment)
     total = int(offsets[-1])
-    data = decode_kind(FAMILY, msg.bytes, page, total, pa.uint8()).buffers()[1] if total else pa.py_buffer(b"")
+    data = (
+        decode_kind(FAMILY, msg.bytes, page, total, pa.uint8()).buffers()[1] if total else pa.py_buffer(b"")
+    )
     if pa.types.is_dictionary(arrow_type):
         arrow_type = arrow_type.value_type
     small = arrow_type in (pa.string(), pa.binary())
@@ -191,8 +219,9 @@ def _list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
         raise CorruptFileError(page.where, f"list encoding for a {arrow_type} column")
     offsets, valid = _end_offsets(msg.offsets, page, n, msg.null_offset_adjustment, what="list offsets")
     if int(offsets[-1]) != msg.num_items:
-        raise CorruptFileError(page.where, f"list offsets end at {int(offsets[-1])}, the page says it has "
-                                           f"{msg.num_items} items")
+        raise CorruptFileError(
+            page.where, f"list offsets end at {int(offsets[-1])}, the page says it has {msg.num_items} items"
+        )
     return list_page_rows(np.diff(offsets), valid)
 
 
@@ -206,12 +235,15 @@ def _dictionary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Arr
     value_type = arrow_type.value_type if is_dict else arrow_type
     k = msg.num_dictionary_items
     items = decode_kind(FAMILY, msg.items, page, k, value_type)
-    idx = decode_kind(FAMILY, msg.indices, page, n, _index_type(msg.indices, page.where)).to_numpy(zero_copy_only=False)
+    idx = decode_kind(FAMILY, msg.indices, page, n, _index_type(msg.indices, page.where)).to_numpy(
+        zero_copy_only=False
+    )
     return dictionary_values(idx.astype(np.int64), items, k, is_dict, arrow_type, page)
 
 
-def dictionary_values(idx: np.ndarray, items: pa.Array, k: int, is_dict: bool, arrow_type: pa.DataType,
-                      page: PageInput) -> pa.Array:
+def dictionary_values(
+    idx: np.ndarray, items: pa.Array, k: int, is_dict: bool, arrow_type: pa.DataType, page: PageInput
+) -> pa.Array:
     """Stored dictionary indices (either form) and the items -> the column's values."""
     if not is_dict:
         idx = idx - 1
@@ -223,7 +255,9 @@ def dictionary_values(idx: np.ndarray, items: pa.Array, k: int, is_dict: bool, a
     indices = pa.array(np.where(valid, idx, 0), mask=None if valid.all() else ~valid)
     if is_dict:
         if k > 1 and k - 1 > np.iinfo(arrow_type.index_type.to_pandas_dtype()).max:
-            raise CorruptFileError(page.where, f"{k} dictionary items overflow {arrow_type.index_type} indices")
+            raise CorruptFileError(
+                page.where, f"{k} dictionary items overflow {arrow_type.index_type} indices"
+            )
         return pa.DictionaryArray.from_arrays(indices.cast(arrow_type.index_type), items)
     return items.take(indices)
 

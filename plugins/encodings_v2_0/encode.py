@@ -53,7 +53,7 @@ def _flat_values(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     else:
         width = t.bit_width // 8
         raw = array.buffers()[1]
-        data = raw[array.offset * width:(array.offset + len(array)) * width] if raw is not None else b""
+        data = raw[array.offset * width : (array.offset + len(array)) * width] if raw is not None else b""
     return pb.ArrayEncoding(flat=pb.Flat(bits_per_value=_bit_width(t), buffer=buffers.add(data)))
 
 
@@ -62,13 +62,21 @@ def _nullable(array: pa.Array, buffers: _Buffers, values_fn) -> pb.ArrayEncoding
     if n and nulls == n:
         return pb.ArrayEncoding(nullable=pb.Nullable(all_nulls=pb.Nullable.AllNull()))
     if nulls:
-        validity = pb.ArrayEncoding(flat=pb.Flat(bits_per_value=1, buffer=buffers.add(_bitmap(array.is_valid()))))
+        validity = pb.ArrayEncoding(
+            flat=pb.Flat(bits_per_value=1, buffer=buffers.add(_bitmap(array.is_valid())))
+        )
         values = values_fn(array, buffers)
-        return pb.ArrayEncoding(nullable=pb.Nullable(some_nulls=pb.Nullable.SomeNull(validity=validity, values=values)))
-    return pb.ArrayEncoding(nullable=pb.Nullable(no_nulls=pb.Nullable.NoNull(values=values_fn(array, buffers))))
+        return pb.ArrayEncoding(
+            nullable=pb.Nullable(some_nulls=pb.Nullable.SomeNull(validity=validity, values=values))
+        )
+    return pb.ArrayEncoding(
+        nullable=pb.Nullable(no_nulls=pb.Nullable.NoNull(values=values_fn(array, buffers)))
+    )
 
 
-def _end_offsets(lengths: np.ndarray, valid: np.ndarray | None, buffers: _Buffers) -> tuple[pb.ArrayEncoding, int, int]:
+def _end_offsets(
+    lengths: np.ndarray, valid: np.ndarray | None, buffers: _Buffers
+) -> tuple[pb.ArrayEncoding, int, int]:
     """2.0 end offsets: no leading 0; a null row stores ``prev_end + adjustment``."""
     ends = np.cumsum(lengths, dtype=np.uint64)
     total = int(ends[-1]) if len(ends) else 0
@@ -87,8 +95,12 @@ def _valid_np(array: pa.Array) -> np.ndarray | None:
 def _binary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     large = _is_large(array.type)
     width = 8 if large else 4
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64 if large else np.int32,
-                            count=len(array) + 1, offset=array.offset * width)
+    offsets = np.frombuffer(
+        array.buffers()[1],
+        dtype=np.int64 if large else np.int32,
+        count=len(array) + 1,
+        offset=array.offset * width,
+    )
     valid = _valid_np(array)
     lengths = np.diff(offsets).astype(np.int64)
     if valid is not None and lengths[~valid].any():
@@ -128,8 +140,9 @@ def _dictionary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     flat = _flat_values(indices.cast(ARROW_UINT_BY_BITS[indices.type.bit_width]), buffers)
     enc_indices = pb.ArrayEncoding(nullable=pb.Nullable(no_nulls=pb.Nullable.NoNull(values=flat)))
     items = _leaf(dictionary, buffers)
-    return pb.ArrayEncoding(dictionary=pb.Dictionary(indices=enc_indices, items=items,
-                                                     num_dictionary_items=len(dictionary)))
+    return pb.ArrayEncoding(
+        dictionary=pb.Dictionary(indices=enc_indices, items=items, num_dictionary_items=len(dictionary))
+    )
 
 
 def _leaf(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
@@ -162,7 +175,9 @@ class V20ColumnEncoder:
             valid = _valid_np(array)
             lengths = pc.fill_null(array, 0).to_numpy(zero_copy_only=False).astype(np.int64)
             offsets, adjustment, total = _end_offsets(lengths, valid, buffers)
-            enc = pb.ArrayEncoding(list=pb.List(offsets=offsets, null_offset_adjustment=adjustment, num_items=total))
+            enc = pb.ArrayEncoding(
+                list=pb.List(offsets=offsets, null_offset_adjustment=adjustment, num_items=total)
+            )
         else:
             enc = _leaf(array, buffers)
         return EncodedPage(buffers.items, pack_any(enc), len(array))

@@ -32,8 +32,9 @@ def _joined(parts) -> np.ndarray:
     return np.frombuffer(parts[0] if len(parts) == 1 else b"".join(parts), np.uint8)
 
 
-def take(enc: pb.ArrayEncoding, page: PageInput, rows: np.ndarray, group: int,
-         arrow_type: pa.DataType) -> pa.Array | None:
+def take(
+    enc: pb.ArrayEncoding, page: PageInput, rows: np.ndarray, group: int, arrow_type: pa.DataType
+) -> pa.Array | None:
     """Values ``[r * group, (r + 1) * group)`` for each of ``rows``, or None when not possible here."""
     kind = enc.WhichOneof("array_encoding")
     if kind is None or not _ours(kind):
@@ -52,7 +53,11 @@ def take(enc: pb.ArrayEncoding, page: PageInput, rows: np.ndarray, group: int,
             return None
         validity = take(msg.some_nulls.validity, page, rows, group, pa.bool_())
         values = take(msg.some_nulls.values, page, rows, group, arrow_type)
-        return None if validity is None or values is None else decode._with_validity(values, validity, page.where)
+        return (
+            None
+            if validity is None or values is None
+            else decode._with_validity(values, validity, page.where)
+        )
     if kind == "fixed_size_list":
         if not pa.types.is_fixed_size_list(arrow_type):
             return None
@@ -60,7 +65,11 @@ def take(enc: pb.ArrayEncoding, page: PageInput, rows: np.ndarray, group: int,
         return None if items is None else pa.FixedSizeListArray.from_arrays(items, type=arrow_type)
     if kind == "fixed_size_binary":
         raw = take(msg.bytes, page, rows, group * msg.byte_width, pa.uint8())
-        return None if raw is None else pa.Array.from_buffers(arrow_type, n, [None, raw.buffers()[1]], null_count=0)
+        return (
+            None
+            if raw is None
+            else pa.Array.from_buffers(arrow_type, n, [None, raw.buffers()[1]], null_count=0)
+        )
     if kind == "constant":
         return decode._constant(msg, page, n, arrow_type)
     if kind == "struct":
@@ -90,7 +99,9 @@ def _flat(msg, page: PageInput, rows: np.ndarray, group: int, arrow_type: pa.Dat
     if msg.HasField("buffer") and msg.buffer.buffer_type != pb.Buffer.page:
         return None
     if index >= len(page.buffers):
-        raise CorruptFileError(page.where, f"encoding names buffer {index} but the page has {len(page.buffers)}")
+        raise CorruptFileError(
+            page.where, f"encoding names buffer {index} but the page has {len(page.buffers)}"
+        )
     if bits % 8 == 0:
         width = bits // 8 * group
         data = _joined(page.read_parts([(index, int(r) * width, width) for r in rows]))
@@ -124,11 +135,19 @@ def _end_offsets(enc, page: PageInput, rows: np.ndarray) -> tuple[np.ndarray, np
 
 def _binary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
     value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
-    if not (pa.types.is_string(value_type) or pa.types.is_binary(value_type) or
-            pa.types.is_large_string(value_type) or pa.types.is_large_binary(value_type)):
+    if not (
+        pa.types.is_string(value_type)
+        or pa.types.is_binary(value_type)
+        or pa.types.is_large_string(value_type)
+        or pa.types.is_large_binary(value_type)
+    ):
         return None
-    if msg.bytes.WhichOneof("array_encoding") != "flat" or msg.bytes.flat.bits_per_value != 8 or \
-            (msg.bytes.flat.HasField("compression") and msg.bytes.flat.compression.scheme) or not _ours("flat"):
+    if (
+        msg.bytes.WhichOneof("array_encoding") != "flat"
+        or msg.bytes.flat.bits_per_value != 8
+        or (msg.bytes.flat.HasField("compression") and msg.bytes.flat.compression.scheme)
+        or not _ours("flat")
+    ):
         return None
     found = _end_offsets(msg.indices, page, rows)
     if found is None:
@@ -152,7 +171,9 @@ def _binary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> 
     np.cumsum(lengths, out=offsets[1:])
     bitmap, nulls = validity_or_none(valid) if valid is not None else (None, 0)
     offsets_buffer = pa.py_buffer(offsets.astype(np.int32 if small else np.int64))
-    return pa.Array.from_buffers(value_type, len(rows), [bitmap, offsets_buffer, pa.py_buffer(data)], null_count=nulls)
+    return pa.Array.from_buffers(
+        value_type, len(rows), [bitmap, offsets_buffer, pa.py_buffer(data)], null_count=nulls
+    )
 
 
 def _dictionary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:

@@ -25,6 +25,7 @@ TYPE_URL = "/" + FAMILY
 def _structural(parse):
     def decode(layout, page: PageInput, num_rows: int, arrow_type):
         return repdef.build(parse(layout, page.buffers, num_rows, page.where), arrow_type, page.where)
+
     return decode
 
 
@@ -52,14 +53,20 @@ class PageLayoutDecoder:
         # What is built here is validated before ``take`` indexes into it; what is returned as
         # built, the reader validates.
         if registry.kind_decoders.get((FAMILY, kind)) is not KIND_DECODERS.get(kind):  # replaced by a plugin
-            return check_decoded(self(encoding, page), page.where, page.arrow_type, page.num_rows).take(pa.array(rows))
+            return check_decoded(self(encoding, page), page.where, page.arrow_type, page.num_rows).take(
+                pa.array(rows)
+            )
         if kind == "mini_block_layout":
             levels, positions = take.mini_block_rows(layout.mini_block_layout, page, rows)
             built = repdef.build(levels, page.arrow_type, page.where)
             return validate_decoded(built, page.where).take(pa.array(positions))
         if kind == "full_zip_layout":
-            return repdef.build(take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where)
-        return check_decoded(self(encoding, page), page.where, page.arrow_type, page.num_rows).take(pa.array(rows))
+            return repdef.build(
+                take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where
+            )
+        return check_decoded(self(encoding, page), page.where, page.arrow_type, page.num_rows).take(
+            pa.array(rows)
+        )
 
 
 decode_page_layout = PageLayoutDecoder()

@@ -6,21 +6,35 @@ all chunks at once, and variable-width chunks are located and copied one range p
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from lance_fw._proto import encodings_v2_1_pb2 as pb  # noqa: F401 (used in annotations)
+from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges, range_positions
 
 from . import fastlanes
-from .compressive import (DecodedValues, _Buffers, _decode_mb, _fsst, _name, _u8, concat, decode_values,
-                          decompress_buffer)
+from .compressive import (
+    DecodedValues,
+    _Buffers,
+    _decode_mb,
+    _fsst,
+    _name,
+    _u8,
+    concat,
+    decode_values,
+    decompress_buffer,
+)
 
 
-def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], counts: Sequence[int],
-                  where: str = "compressive encoding", needed: np.ndarray | None = None) -> DecodedValues:
+def decode_chunks(
+    enc: pb.CompressiveEncoding,
+    chunks: Sequence[Sequence],
+    counts: Sequence[int],
+    where: str = "compressive encoding",
+    needed: np.ndarray | None = None,
+) -> DecodedValues:
     """Decode and concatenate the value buffers of many mini-block chunks of one page.
 
     Same result as ``concat([decode_values(enc, b, n, "miniblock") for b, n in ...])``, but
@@ -31,12 +45,18 @@ def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], cou
     if len(chunks) != len(counts):
         raise ValueError("decode_chunks: chunks and counts differ in length")
     if not chunks:
-        return decode_values(enc, [b""], 0, "block", where) if _name(enc) == "flat" else \
-            DecodedValues("fixed", 0, np.zeros(0, np.uint8), 0)
+        return (
+            decode_values(enc, [b""], 0, "block", where)
+            if _name(enc) == "flat"
+            else DecodedValues("fixed", 0, np.zeros(0, np.uint8), 0)
+        )
     kind = _name(enc)
     counts = [int(c) for c in counts]
-    if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") \
-            and all(0 < c <= fastlanes.BLOCK for c in counts):
+    if (
+        kind == "inline_bitpacking"
+        and not enc.inline_bitpacking.HasField("values")
+        and all(0 < c <= fastlanes.BLOCK for c in counts)
+    ):
         t = int(enc.inline_bitpacking.uncompressed_bits_per_value)
         if t not in UINT_BY_BITS:
             raise UnsupportedEncodingError(f"{where}: inline bitpacking of {t}-bit values")
@@ -46,16 +66,23 @@ def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], cou
                 raise CorruptFileError(where, f"chunk {i}: no value buffer for inline bitpacking")
             raw = _u8(b[0])
             if raw.size % (t // 8):
-                raise CorruptFileError(where, f"chunk {i}: inline bitpacking buffer of {raw.size} bytes "
-                                              f"is not a whole number of {t}-bit words")
+                raise CorruptFileError(
+                    where,
+                    f"chunk {i}: inline bitpacking buffer of {raw.size} bytes "
+                    f"is not a whole number of {t}-bit words",
+                )
             bufs.append(raw)
         stream = np.concatenate(bufs).view(UINT_BY_BITS[t])
-        if needed is not None and len(needed) * 8 < len(chunks) * fastlanes.BLOCK:  # a few values: gather them
+        if (
+            needed is not None and len(needed) * 8 < len(chunks) * fastlanes.BLOCK
+        ):  # a few values: gather them
             first = np.zeros(len(counts) + 1, np.int64)
             np.cumsum(counts, out=first[1:])
             block = np.searchsorted(first, needed, side="right") - 1
             values = np.zeros(int(first[-1]), UINT_BY_BITS[t])
-            values[needed] = fastlanes.unpack_inline_at(stream, t, len(chunks), block, needed - first[block], where)
+            values[needed] = fastlanes.unpack_inline_at(
+                stream, t, len(chunks), block, needed - first[block], where
+            )
             return DecodedValues("fixed", int(first[-1]), values, t)
         values = fastlanes.unpack_inline(stream, t, len(chunks) * fastlanes.BLOCK, where)
         if any(c != fastlanes.BLOCK for c in counts[:-1]):
@@ -67,18 +94,27 @@ def decode_chunks(enc: "pb.CompressiveEncoding", chunks: Sequence[Sequence], cou
     if kind == "fsst":
         inner = _variable_chunks(enc.fsst.values, chunks, counts, where)
         if inner is None:
-            inner = concat([_decode_mb(enc.fsst.values, _Buffers(b, f"{where}: chunk {i}"), n, where)
-                            for i, (b, n) in enumerate(zip(chunks, counts))])
+            inner = concat(
+                [
+                    _decode_mb(enc.fsst.values, _Buffers(b, f"{where}: chunk {i}"), n, where)
+                    for i, (b, n) in enumerate(zip(chunks, counts))
+                ]
+            )
         return _fsst(enc.fsst, inner, where, needed)
     fast = _variable_chunks(enc, chunks, counts, where, needed)
     if fast is not None:
         return fast
-    return concat([_decode_mb(enc, _Buffers(b, f"{where}: chunk {i}"), n, where)
-                   for i, (b, n) in enumerate(zip(chunks, counts))])
+    return concat(
+        [
+            _decode_mb(enc, _Buffers(b, f"{where}: chunk {i}"), n, where)
+            for i, (b, n) in enumerate(zip(chunks, counts))
+        ]
+    )
 
 
-def _variable_chunks(enc, chunks: Sequence[Sequence], counts: list[int], where: str,
-                     needed: np.ndarray | None = None) -> DecodedValues | None:
+def _variable_chunks(
+    enc, chunks: Sequence[Sequence], counts: list[int], where: str, needed: np.ndarray | None = None
+) -> DecodedValues | None:
     """All chunks of a ``variable`` (optionally ``general``-compressed) page in one vectorised pass:
     each chunk buffer is ``(n+1)`` offsets relative to the buffer, then bytes; the buffers are
     concatenated and every value located by its global start. None when the page is another kind.

@@ -38,8 +38,8 @@ constant             no buffers; ``value`` repeated
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -92,7 +92,7 @@ class DecodedValues:
     offsets: np.ndarray | None = None
     dimension: int = 0
     validity: np.ndarray | None = None
-    inner: "DecodedValues | None" = None
+    inner: DecodedValues | None = None
     packed_struct_bits: tuple[int, ...] = field(default=())
     array: pa.Array | None = None  # kind "arrow": values that decode straight to Arrow
 
@@ -106,7 +106,7 @@ class DecodedValues:
         """Variable values as a list of bytes (convenience for tests; not vectorised)."""
         d = np.asarray(self.data, np.uint8).tobytes()
         o = self.offsets.tolist()
-        return [d[o[i]:o[i + 1]] for i in range(self.num_values)]
+        return [d[o[i] : o[i + 1]] for i in range(self.num_values)]
 
 
 def concat(parts: Sequence[DecodedValues]) -> DecodedValues:
@@ -117,30 +117,43 @@ def concat(parts: Sequence[DecodedValues]) -> DecodedValues:
     n = sum(p.num_values for p in parts)
     if first.kind == "fixed":
         if first.bits_per_value == 1:
-            bits = np.concatenate([np.unpackbits(p.fixed_bytes(), bitorder="little")[: p.num_values]
-                                   for p in parts])
+            bits = np.concatenate(
+                [np.unpackbits(p.fixed_bytes(), bitorder="little")[: p.num_values] for p in parts]
+            )
             return DecodedValues("fixed", n, np.packbits(bits, bitorder="little"), 1)
-        return DecodedValues("fixed", n, np.concatenate([p.data.reshape(-1) for p in parts]),
-                             first.bits_per_value, packed_struct_bits=first.packed_struct_bits)
+        return DecodedValues(
+            "fixed",
+            n,
+            np.concatenate([p.data.reshape(-1) for p in parts]),
+            first.bits_per_value,
+            packed_struct_bits=first.packed_struct_bits,
+        )
     if first.kind == "variable":
         sizes = np.array([p.offsets[-1] for p in parts], np.int64)
         shift = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         offs = np.concatenate([[0]] + [p.offsets[1:] + s for p, s in zip(parts, shift)]).astype(np.int64)
-        return DecodedValues("variable", n, np.concatenate([np.asarray(p.data, np.uint8) for p in parts]),
-                             offsets=offs)
+        return DecodedValues(
+            "variable", n, np.concatenate([np.asarray(p.data, np.uint8) for p in parts]), offsets=offs
+        )
     if first.kind == "fsl":
         validity = None
         if any(p.validity is not None for p in parts):
-            validity = np.concatenate([p.validity if p.validity is not None
-                                       else np.ones(p.num_values * p.dimension, bool) for p in parts])
-        return DecodedValues("fsl", n, dimension=first.dimension, validity=validity,
-                             inner=concat([p.inner for p in parts]))
+            validity = np.concatenate(
+                [
+                    p.validity if p.validity is not None else np.ones(p.num_values * p.dimension, bool)
+                    for p in parts
+                ]
+            )
+        return DecodedValues(
+            "fsl", n, dimension=first.dimension, validity=validity, inner=concat([p.inner for p in parts])
+        )
     raise ValueError(f"unknown kind {first.kind!r}")
 
 
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
+
 
 def _u8(buf) -> np.ndarray:
     if isinstance(buf, np.ndarray):
@@ -158,7 +171,9 @@ class _Buffers:
 
     def take(self, what: str) -> np.ndarray:
         if self.pos >= len(self.buffers):
-            raise CorruptFileError(self.where, f"{what}: the chunk has only {len(self.buffers)} value buffer(s)")
+            raise CorruptFileError(
+                self.where, f"{what}: the chunk has only {len(self.buffers)} value buffer(s)"
+            )
         b = self.buffers[self.pos]
         self.pos += 1
         return _u8(b)
@@ -173,10 +188,12 @@ MAX_RATIO = 1 << 16  # refuse size prefixes that claim more than this expansion 
 
 def _check_size(size: int, compressed: int, where: str, what: str) -> None:
     if size > compressed * MAX_RATIO + (1 << 20):
-        raise CorruptFileError(where, f"{what}: size prefix {size} is implausible for {compressed} compressed bytes")
+        raise CorruptFileError(
+            where, f"{what}: size prefix {size} is implausible for {compressed} compressed bytes"
+        )
 
 
-def decompress_buffer(data, compression: "pb.BufferCompression", where: str) -> np.ndarray:
+def decompress_buffer(data, compression: pb.BufferCompression, where: str) -> np.ndarray:
     """General (LZ4 / ZSTD) decompression of one buffer, per Lance's BufferCompressor framing."""
     raw = _u8(data)
     scheme = compression.scheme
@@ -184,22 +201,28 @@ def decompress_buffer(data, compression: "pb.BufferCompression", where: str) -> 
         if scheme == LZ4:
             if raw.size < LZ4_SIZE_PREFIX.size:
                 raise CorruptFileError(where, f"LZ4 buffer of {raw.size} bytes has no u32 size prefix")
-            size = LZ4_SIZE_PREFIX.unpack(raw[:LZ4_SIZE_PREFIX.size].tobytes())[0]
+            size = LZ4_SIZE_PREFIX.unpack(raw[: LZ4_SIZE_PREFIX.size].tobytes())[0]
             if size == 0:
                 return np.zeros(0, np.uint8)
             _check_size(size, raw.size, where, "LZ4")
-            out = pa.Codec("lz4_raw").decompress(pa.py_buffer(raw[LZ4_SIZE_PREFIX.size:]), decompressed_size=size)
+            out = pa.Codec("lz4_raw").decompress(
+                pa.py_buffer(raw[LZ4_SIZE_PREFIX.size :]), decompressed_size=size
+            )
             return np.frombuffer(out, np.uint8)
         if scheme == ZSTD:
             if raw.size == 0:
                 return raw
-            if raw.size >= 8 and raw[:4].tobytes() == _ZSTD_MAGIC and not (raw[len(_ZSTD_MAGIC)] & _ZSTD_UNUSED_BIT):
+            if (
+                raw.size >= 8
+                and raw[:4].tobytes() == _ZSTD_MAGIC
+                and not (raw[len(_ZSTD_MAGIC)] & _ZSTD_UNUSED_BIT)
+            ):
                 frame, size = raw, None
             else:  # u64 LE uncompressed length, then the frame
                 if raw.size < ZSTD_SIZE_PREFIX.size:
                     raise CorruptFileError(where, f"ZSTD buffer of {raw.size} bytes is truncated")
-                size = ZSTD_SIZE_PREFIX.unpack(raw[:ZSTD_SIZE_PREFIX.size].tobytes())[0]
-                frame = raw[ZSTD_SIZE_PREFIX.size:]
+                size = ZSTD_SIZE_PREFIX.unpack(raw[: ZSTD_SIZE_PREFIX.size].tobytes())[0]
+                frame = raw[ZSTD_SIZE_PREFIX.size :]
             if size is not None:
                 _check_size(size, frame.size, where, "ZSTD")
                 out = pa.Codec("zstd").decompress(pa.py_buffer(frame), decompressed_size=size)
@@ -210,7 +233,9 @@ def decompress_buffer(data, compression: "pb.BufferCompression", where: str) -> 
     except (pa.ArrowException, OSError, ValueError, OverflowError, MemoryError) as exc:
         if isinstance(exc, CorruptFileError):
             raise
-        raise CorruptFileError(where, f"{pb.CompressionScheme.Name(scheme)} decompression failed: {exc}") from None
+        raise CorruptFileError(
+            where, f"{pb.CompressionScheme.Name(scheme)} decompression failed: {exc}"
+        ) from None
     raise UnsupportedEncodingError(f"{where}: unknown general compression scheme {scheme}")
 
 
@@ -222,7 +247,9 @@ def _fixed(raw: np.ndarray, bits: int, n: int, where: str, what: str = "flat") -
     else:
         raise UnsupportedEncodingError(f"{where}: {what} with {bits} bits per value")
     if raw.size < need:
-        raise CorruptFileError(where, f"{what}: {n} values of {bits} bits need {need} bytes, buffer has {raw.size}")
+        raise CorruptFileError(
+            where, f"{what}: {n} values of {bits} bits need {need} bytes, buffer has {raw.size}"
+        )
     raw = raw[:need]
     dt = UINT_BY_BITS.get(bits)
     if dt is not None:
@@ -253,16 +280,18 @@ def _variable_offsets_bits(var, where: str) -> int:
 def _variable_miniblock(raw: np.ndarray, bits: int, n: int, where: str) -> DecodedValues:
     w = bits // 8
     if raw.size < (n + 1) * w:
-        raise CorruptFileError(where, f"variable: {n} values need {(n + 1) * w} offset bytes, buffer has {raw.size}")
+        raise CorruptFileError(
+            where, f"variable: {n} values need {(n + 1) * w} offset bytes, buffer has {raw.size}"
+        )
     offs = np.frombuffer(raw[: (n + 1) * w].tobytes(), UINT_BY_BITS[bits]).astype(np.int64)
     _check_offsets(offs, raw.size, where, "variable")
-    return DecodedValues("variable", n, raw[offs[0]: offs[-1]], offsets=offs - offs[0])
+    return DecodedValues("variable", n, raw[offs[0] : offs[-1]], offsets=offs - offs[0])
 
 
 def _variable_block(raw: np.ndarray, n: int, where: str) -> DecodedValues:
     if raw.size < VARIABLE_BLOCK_HEADER_32.size:
         raise CorruptFileError(where, f"variable block of {raw.size} bytes has no header")
-    head = raw[:VARIABLE_BLOCK_HEADER_64.size].tobytes()
+    head = raw[: VARIABLE_BLOCK_HEADER_64.size].tobytes()
     bits, start = VARIABLE_BLOCK_HEADER_32.unpack_from(head)
     ostart = VARIABLE_BLOCK_HEADER_32.size
     if bits == 64:
@@ -273,12 +302,14 @@ def _variable_block(raw: np.ndarray, n: int, where: str) -> DecodedValues:
         raise CorruptFileError(where, f"variable block: bits per offset {bits} is not 32 or 64")
     w = bits // 8
     if start > raw.size or start < ostart + (n + 1) * w:
-        raise CorruptFileError(where, f"variable block: data start {start} does not fit {n + 1} offsets "
-                                      f"in a {raw.size}-byte buffer")
-    offs = np.frombuffer(raw[ostart: ostart + (n + 1) * w].tobytes(), UINT_BY_BITS[bits]).astype(np.int64)
+        raise CorruptFileError(
+            where,
+            f"variable block: data start {start} does not fit {n + 1} offsets in a {raw.size}-byte buffer",
+        )
+    offs = np.frombuffer(raw[ostart : ostart + (n + 1) * w].tobytes(), UINT_BY_BITS[bits]).astype(np.int64)
     data = raw[start:]
     _check_offsets(offs, data.size, where, "variable block")
-    return DecodedValues("variable", n, data[offs[0]: offs[-1]], offsets=offs - offs[0])
+    return DecodedValues("variable", n, data[offs[0] : offs[-1]], offsets=offs - offs[0])
 
 
 def _rle_expand(vals: DecodedValues, runs: np.ndarray, n: int, where: str) -> DecodedValues:
@@ -299,8 +330,14 @@ def _rle_expand(vals: DecodedValues, runs: np.ndarray, n: int, where: str) -> De
 # decoding
 # ---------------------------------------------------------------------------
 
-def decode_values(enc: "pb.CompressiveEncoding", buffers: Sequence, num_values: int, context: str,
-                  where: str = "compressive encoding") -> DecodedValues:
+
+def decode_values(
+    enc: pb.CompressiveEncoding,
+    buffers: Sequence,
+    num_values: int,
+    context: str,
+    where: str = "compressive encoding",
+) -> DecodedValues:
     """Decode ``num_values`` values from ``buffers`` (see the module docstring for contexts)."""
     if context not in CONTEXTS:
         raise ValueError(f"context must be one of {CONTEXTS}, not {context!r}")
@@ -355,7 +392,9 @@ def _decode_mb(enc, bufs: _Buffers, n: int, where: str) -> DecodedValues:
         if vbits % 8 or vbits == 0:
             raise UnsupportedEncodingError(f"{where}: RLE values of {vbits} bits")
         if vraw.size != runs.size * (vbits // 8):
-            raise CorruptFileError(where, f"rle: {vraw.size} value bytes for {runs.size} runs of {vbits}-bit values")
+            raise CorruptFileError(
+                where, f"rle: {vraw.size} value bytes for {runs.size} runs of {vbits}-bit values"
+            )
         vals = _fixed(vraw, vbits, runs.size, where, "rle values")
         return _rle_expand(vals, runs, n, where)
     if kind == "general":
@@ -406,12 +445,14 @@ def _decode_block(enc, raw: np.ndarray, n: int, where: str) -> DecodedValues:
         if vbits % 8 or vbits == 0:
             raise UnsupportedEncodingError(f"{where}: RLE values of {vbits} bits")
         if vlen > raw.size - head or vlen % (vbits // 8):
-            raise CorruptFileError(where, f"rle block: values length {vlen} does not fit the {raw.size}-byte buffer")
+            raise CorruptFileError(
+                where, f"rle block: values length {vlen} does not fit the {raw.size}-byte buffer"
+            )
         nruns = vlen // (vbits // 8)
-        runs = raw[head + vlen:]
+        runs = raw[head + vlen :]
         if runs.size < nruns:
             raise CorruptFileError(where, f"rle block: {nruns} runs but {runs.size} run-length bytes")
-        vals = _fixed(raw[head: head + vlen], vbits, nruns, where, "rle values")
+        vals = _fixed(raw[head : head + vlen], vbits, nruns, where, "rle values")
         return _rle_expand(vals, runs[:nruns], n, where)
     if kind == "general":
         gen = enc.general
@@ -427,7 +468,9 @@ def _decode_block(enc, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     if kind == "byte_stream_split":
         return _bss(enc.byte_stream_split, raw, n, where)
     if kind == "packed_struct":
-        return _packed_struct(enc.packed_struct, _decode_block(enc.packed_struct.values, raw, n, where), where)
+        return _packed_struct(
+            enc.packed_struct, _decode_block(enc.packed_struct.values, raw, n, where), where
+        )
     if kind == "constant":
         return _constant(enc.constant, n, where)
     raise UnsupportedEncodingError(f"{where}: {kind} is not supported as a block encoding")
@@ -471,7 +514,9 @@ def _fsst(msg, inner: DecodedValues, where: str, needed: np.ndarray | None = Non
 def _bitmap(raw: np.ndarray, nbits: int, where: str) -> np.ndarray:
     need = (nbits + 7) // 8
     if raw.size < need:
-        raise CorruptFileError(where, f"validity bitmap of {nbits} bits needs {need} bytes, buffer has {raw.size}")
+        raise CorruptFileError(
+            where, f"validity bitmap of {nbits} bits needs {need} bytes, buffer has {raw.size}"
+        )
     return np.unpackbits(raw[:need], count=nbits, bitorder="little").astype(bool)
 
 
@@ -481,16 +526,23 @@ def _bss(msg, raw: np.ndarray, n: int, where: str) -> DecodedValues:
         raise UnsupportedEncodingError(f"{where}: ByteStreamSplit of {bits}-bit values")
     b = bits // 8
     if raw.size < n * b:
-        raise CorruptFileError(where, f"byte stream split: {n} values need {n * b} bytes, buffer has {raw.size}")
+        raise CorruptFileError(
+            where, f"byte stream split: {n} values need {n * b} bytes, buffer has {raw.size}"
+        )
     planes = raw[: n * b].reshape(b, n)
-    return DecodedValues("fixed", n, np.ascontiguousarray(planes.T).reshape(-1).view(UINT_BY_BITS[bits]), bits)
+    return DecodedValues(
+        "fixed", n, np.ascontiguousarray(planes.T).reshape(-1).view(UINT_BY_BITS[bits]), bits
+    )
 
 
 def _packed_struct(msg, inner: DecodedValues, where: str) -> DecodedValues:
     widths = tuple(int(x) for x in msg.bits_per_value)
     if inner.kind != "fixed" or sum(widths) != inner.bits_per_value:
-        raise CorruptFileError(where, f"packed struct fields {widths} do not add up to the "
-                                      f"{inner.bits_per_value}-bit {inner.kind} rows")
+        raise CorruptFileError(
+            where,
+            f"packed struct fields {widths} do not add up to the "
+            f"{inner.bits_per_value}-bit {inner.kind} rows",
+        )
     inner.packed_struct_bits = widths
     return inner
 
@@ -503,7 +555,7 @@ def split_packed_struct(dv: DecodedValues) -> list[np.ndarray]:
     rows = dv.fixed_bytes().reshape(dv.num_values, -1)
     out, pos = [], 0
     for w in widths:
-        col = np.ascontiguousarray(rows[:, pos: pos + w // 8]).reshape(-1)
+        col = np.ascontiguousarray(rows[:, pos : pos + w // 8]).reshape(-1)
         out.append(col.view(UINT_BY_BITS[w]) if w in UINT_BY_BITS else col)
         pos += w // 8
     return out
@@ -527,7 +579,7 @@ def _constant(msg, n: int, where: str) -> DecodedValues:
 MAX_LEVELS_PER_BYTE = 255
 
 
-def _most_levels(enc: "pb.CompressiveEncoding", kind: str, nbytes: int) -> int | None:
+def _most_levels(enc: pb.CompressiveEncoding, kind: str, nbytes: int) -> int | None:
     """The most levels ``nbytes`` of ``kind`` can hold (None: no bound). Otherwise RLE is the
     densest, except inline bit-packed zeros: pylance writes a block of 1024 of them as its width
     word alone."""
@@ -538,8 +590,13 @@ def _most_levels(enc: "pb.CompressiveEncoding", kind: str, nbytes: int) -> int |
     return MAX_LEVELS_PER_BYTE * nbytes
 
 
-def decode_levels(enc: "pb.CompressiveEncoding", buffer, num_levels: int, context: str = "miniblock",
-                  where: str = "rep/def levels") -> np.ndarray:
+def decode_levels(
+    enc: pb.CompressiveEncoding,
+    buffer,
+    num_levels: int,
+    context: str = "miniblock",
+    where: str = "rep/def levels",
+) -> np.ndarray:
     """Decode ``num_levels`` u16 rep or def levels from one buffer.
 
     Handles ``flat{16}``, ``out_of_line_bitpacking{16}``, ``inline_bitpacking{16}``,

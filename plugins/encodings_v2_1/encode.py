@@ -13,7 +13,6 @@ Rep/def levels are stored ``flat16`` (valid in both grammars).
 
 from __future__ import annotations
 
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,8 +43,9 @@ def _flat(bits: int) -> pb.CompressiveEncoding:
 _PADS = [CHUNK_PAD * k for k in range(8)]
 
 
-def _assemble_chunks(bounds, level_parts: list[list[bytes]], chunk_buffers: list[list], large: bool,
-                     has_levels: bool) -> tuple[bytes, bytes]:
+def _assemble_chunks(
+    bounds, level_parts: list[list[bytes]], chunk_buffers: list[list], large: bool, has_levels: bool
+) -> tuple[bytes, bytes]:
     """(chunk metadata words, concatenated chunks). Each chunk is ``u16 num_levels | u16 level
     buffer sizes | value buffer sizes (u16 in 2.1, u32 in 2.2) | pad 8 | each buffer, padded to 8``.
     Headers, sizes and metadata words are computed for all chunks at once; the bytes are joined once.
@@ -62,9 +62,11 @@ def _assemble_chunks(bounds, level_parts: list[list[bytes]], chunk_buffers: list
     levels = np.array([b - a for _, (a, b) in bounds], np.int64) if has_levels else np.zeros(n, np.int64)
     header[:, 0:2] = levels.astype("<u2").view(np.uint8).reshape(n, 2)
     for k in range(n_level_parts):
-        header[:, 2 + 2 * k: 4 + 2 * k] = np.ascontiguousarray(sizes[:, k]).astype("<u2").view(np.uint8).reshape(n, 2)
+        header[:, 2 + 2 * k : 4 + 2 * k] = (
+            np.ascontiguousarray(sizes[:, k]).astype("<u2").view(np.uint8).reshape(n, 2)
+        )
     value_sizes = np.ascontiguousarray(sizes[:, n_level_parts:].astype("<u4" if large else "<u2"))
-    header[:, 2 + 2 * n_level_parts: head] = value_sizes.view(np.uint8).reshape(n, -1)
+    header[:, 2 + 2 * n_level_parts : head] = value_sizes.view(np.uint8).reshape(n, -1)
     pads = -sizes % 8
     chunk_bytes = head_padded + (sizes + pads).sum(axis=1)
     counts = np.array([b - a for (a, b), _ in bounds], np.int64)
@@ -74,7 +76,7 @@ def _assemble_chunks(bounds, level_parts: list[list[bytes]], chunk_buffers: list
     headers = memoryview(header.reshape(-1))
     out: list = []
     for c in range(n):
-        out.append(headers[c * head_padded:(c + 1) * head_padded])
+        out.append(headers[c * head_padded : (c + 1) * head_padded])
         for k, column in enumerate(parts):
             out.append(column[c])
             out.append(_PADS[pads[c, k]])
@@ -145,11 +147,19 @@ class V21ColumnEncoder:
     def _mini_block(self, sh: Shredded, num_rows: int) -> EncodedPage:
         values, dictionary = _dictionary_of(sh.values)
         value_enc, chunk_values, encode_chunks = _value_plan(values)
-        levels_count = len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
+        levels_count = (
+            len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
+        )
         visible_pos = _visible_positions(sh, levels_count)
         compressed = value_enc.WhichOneof("compression") == "general" and self.large_chunks
-        bounds = _chunk_bounds(values, chunk_values, visible_pos, levels_count, MAX_CHUNK_LEVELS[self.large_chunks],
-                               COMPRESSED_CHUNK_BYTES if compressed else CHUNK_TARGET_BYTES)
+        bounds = _chunk_bounds(
+            values,
+            chunk_values,
+            visible_pos,
+            levels_count,
+            MAX_CHUNK_LEVELS[self.large_chunks],
+            COMPRESSED_CHUNK_BYTES if compressed else CHUNK_TARGET_BYTES,
+        )
         if bounds is None:  # too many empty/null lists between two values for one chunk
             return self._full_zip(sh, num_rows)
         rep_enc, pack_rep = _levels_plan(sh.rep)
@@ -161,12 +171,14 @@ class V21ColumnEncoder:
             level_parts.append([pack_rep(sh.rep[a:b]) for a, b in level_spans])
         if sh.defs is not None:
             level_parts.append([pack_def(sh.defs[a:b]) for a, b in level_spans])
-        meta, data = _assemble_chunks(bounds, level_parts, chunk_buffers, self.large_chunks,
-                                      sh.rep is not None or sh.defs is not None)
+        meta, data = _assemble_chunks(
+            bounds, level_parts, chunk_buffers, self.large_chunks, sh.rep is not None or sh.defs is not None
+        )
         nbuf = len(chunk_buffers[0]) if chunk_buffers else 0
         rep_index = _repetition_index(sh, level_spans) if sh.rep is not None else None
-        layout = pb.MiniBlockLayout(value_compression=value_enc, layers=sh.layers, num_buffers=nbuf,
-                                    num_items=len(values))
+        layout = pb.MiniBlockLayout(
+            value_compression=value_enc, layers=sh.layers, num_buffers=nbuf, num_items=len(values)
+        )
         if sh.rep is not None:
             layout.rep_compression.CopyFrom(rep_enc)
             layout.repetition_index_depth = 1
@@ -187,7 +199,9 @@ class V21ColumnEncoder:
     # -- full-zip ---------------------------------------------------------------------------
     def _full_zip(self, sh: Shredded, num_rows: int) -> EncodedPage:
         values = sh.values
-        n_levels = len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
+        n_levels = (
+            len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
+        )
         rep = sh.rep.astype(np.int64) if sh.rep is not None else np.zeros(n_levels, np.int64)
         defs = sh.defs.astype(np.int64) if sh.defs is not None else np.zeros(n_levels, np.int64)
         bits_rep = int(rep.max()).bit_length() if sh.rep is not None and n_levels else 0
@@ -199,8 +213,13 @@ class V21ColumnEncoder:
         visible = _visible_positions(sh, n_levels)
         is_visible = np.zeros(n_levels, bool)
         is_visible[visible] = True
-        layout = pb.FullZipLayout(bits_rep=bits_rep, bits_def=bits_def, num_items=n_levels,
-                                  num_visible_items=len(values), layers=sh.layers)
+        layout = pb.FullZipLayout(
+            bits_rep=bits_rep,
+            bits_def=bits_def,
+            num_items=n_levels,
+            num_visible_items=len(values),
+            layers=sh.layers,
+        )
         if pa.types.is_fixed_size_list(values.type) or _fixed_bits(values.type):
             enc, raw, width = _fixed_full_zip_values(values)
             layout.bits_per_value = width * 8
@@ -211,17 +230,23 @@ class V21ColumnEncoder:
             large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
             len_bytes = 8 if large else 4
             layout.bits_per_offset = 8 * len_bytes
-            layout.value_compression.CopyFrom(pb.CompressiveEncoding(variable=pb.Variable(
-                offsets=_flat(8 * len_bytes))))
+            layout.value_compression.CopyFrom(
+                pb.CompressiveEncoding(variable=pb.Variable(offsets=_flat(8 * len_bytes)))
+            )
             has_value = np.zeros(n_levels, bool)
             has_value[visible[values.is_valid().to_numpy(zero_copy_only=False)]] = True
             offsets, data = _offsets_and_data(values)
             # long values are few per page, so one zstd frame each is affordable when it pays
             if len(offsets) > 1 and (int(np.diff(offsets).max()) >= ZSTD_VALUE_BYTES or _zstd_pays(values)):
                 offsets, data = _zstd_per_value(offsets, data)
-                layout.value_compression.CopyFrom(pb.CompressiveEncoding(general=pb.General(
-                    compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD),
-                    values=layout.value_compression)))
+                layout.value_compression.CopyFrom(
+                    pb.CompressiveEncoding(
+                        general=pb.General(
+                            compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD),
+                            values=layout.value_compression,
+                        )
+                    )
+                )
             lengths = np.diff(offsets)[values.is_valid().to_numpy(zero_copy_only=False)]
             payload_sizes = np.zeros(n_levels, np.int64)
             payload_sizes[has_value] = len_bytes + lengths
@@ -247,6 +272,7 @@ class V21ColumnEncoder:
 
 
 # --- values ---------------------------------------------------------------------------------------
+
 
 def _fixed_bits(t: pa.DataType) -> int:
     if pa.types.is_dictionary(t):  # stored through a page dictionary, never as raw indices
@@ -303,8 +329,12 @@ def _fixed_bytes(values: pa.Array) -> np.ndarray:
 
 def _offsets_and_data(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
-    offs = np.frombuffer(values.buffers()[1], np.int64 if large else np.int32, count=len(values) + 1,
-                         offset=values.offset * (8 if large else 4)).astype(np.int64)
+    offs = np.frombuffer(
+        values.buffers()[1],
+        np.int64 if large else np.int32,
+        count=len(values) + 1,
+        offset=values.offset * (8 if large else 4),
+    ).astype(np.int64)
     data = values.buffers()[2]
     data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
     return offs, data
@@ -349,11 +379,14 @@ def _fixed_full_zip_values(values: pa.Array):
         items = values.values.slice(values.offset * dim, len(values) * dim)
         item_bits = _fixed_bits(t.value_type)
         width = item_bits * dim // 8
-        raw = _fixed_bytes(items).reshape(len(values), width) if len(values) else np.zeros((0, width), np.uint8)
+        raw = (
+            _fixed_bytes(items).reshape(len(values), width) if len(values) else np.zeros((0, width), np.uint8)
+        )
         fsl = pb.FixedSizeList(items_per_value=dim, values=_flat(item_bits))
         if items.null_count:
-            bitmap = np.packbits(items.is_valid().to_numpy(zero_copy_only=False).reshape(-1, dim), axis=1,
-                                 bitorder="little")
+            bitmap = np.packbits(
+                items.is_valid().to_numpy(zero_copy_only=False).reshape(-1, dim), axis=1, bitorder="little"
+            )
             raw = np.concatenate([bitmap, raw], axis=1)
             width += bitmap.shape[1]
             fsl.has_validity = True
@@ -368,11 +401,13 @@ def _levels_plan(levels: np.ndarray | None):
     if levels is None or not len(levels):
         return _flat(16), lambda chunk: chunk.astype("<u2").tobytes()
     width = max(1, int(levels.max()).bit_length())
-    enc = pb.CompressiveEncoding(out_of_line_bitpacking=pb.OutOfLineBitpacking(
-        uncompressed_bits_per_value=16, values=_flat(width)))
+    enc = pb.CompressiveEncoding(
+        out_of_line_bitpacking=pb.OutOfLineBitpacking(uncompressed_bits_per_value=16, values=_flat(width))
+    )
 
     def pack(chunk: np.ndarray) -> bytes:
         return fastlanes.pack_out_of_line(chunk.astype(np.uint16), width, 16).astype("<u2").tobytes()
+
     return enc, pack
 
 
@@ -394,8 +429,10 @@ def _level_block(levels: np.ndarray) -> tuple[pb.CompressiveEncoding, bytes]:
     values | u8 run lengths``) and FastLanes bitpacking."""
     values, lengths = _runs(levels.astype("<u2"))
     rle = RLE_VALUES_LENGTH.pack(values.nbytes) + values.tobytes() + lengths.tobytes()
-    enc, pack = _levels_plan(levels)
-    packed = fastlanes.pack_out_of_line(levels.astype(np.uint16), enc.out_of_line_bitpacking.values.flat.bits_per_value, 16)
+    enc, _pack = _levels_plan(levels)
+    packed = fastlanes.pack_out_of_line(
+        levels.astype(np.uint16), enc.out_of_line_bitpacking.values.flat.bits_per_value, 16
+    )
     if packed.nbytes < len(rle):
         return enc, packed.tobytes()
     return pb.CompressiveEncoding(rle=pb.Rle(values=_flat(16), run_lengths=_flat(8))), rle
@@ -414,6 +451,7 @@ def _rle_plan(values: pa.Array, bits: int):
     def rle_chunk(chunk: pa.Array) -> list[bytes]:
         run_values, run_lengths = _runs(_fixed_bytes(chunk).view(raw.dtype))
         return [run_values.tobytes(), run_lengths.tobytes()]
+
     return enc, MAX_CHUNK_VALUES, _per_chunk(rle_chunk)
 
 
@@ -444,7 +482,7 @@ def _dictionary_block(dictionary: pa.Array) -> tuple[pb.CompressiveEncoding, byt
     offs, data = _offsets_and_data(dictionary)
     rel = (offs - offs[0]).astype("<u4")
     start = VARIABLE_BLOCK_HEADER_32.size + rel.nbytes
-    body = VARIABLE_BLOCK_HEADER_32.pack(32, start) + rel.tobytes() + data[offs[0]:offs[-1]].tobytes()
+    body = VARIABLE_BLOCK_HEADER_32.pack(32, start) + rel.tobytes() + data[offs[0] : offs[-1]].tobytes()
     return pb.CompressiveEncoding(variable=pb.Variable(offsets=_flat(32))), body
 
 
@@ -464,13 +502,18 @@ def _value_plan(values: pa.Array):
             items = chunk.values.slice(chunk.offset * dim, len(chunk) * dim)
             bufs = [_fixed_bytes(items).tobytes()]
             if has_validity:
-                bufs.insert(0, np.packbits(items.is_valid().to_numpy(zero_copy_only=False), bitorder="little").tobytes())
+                bufs.insert(
+                    0,
+                    np.packbits(items.is_valid().to_numpy(zero_copy_only=False), bitorder="little").tobytes(),
+                )
             return bufs
+
         if not has_validity and item_bits % 8 == 0:
             width = item_bits * dim // 8
 
             def fsl_page(page: pa.Array, spans: list) -> list[list[bytes]]:
                 return _slice_bytes(_fixed_bytes(page), spans, width)
+
             per_chunk = _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, item_bits * dim))
             return pb.CompressiveEncoding(fixed_size_list=fsl), per_chunk, fsl_page
         per_chunk = _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, item_bits * dim))
@@ -481,7 +524,9 @@ def _value_plan(values: pa.Array):
         if rle is not None:
             return rle
         if bits in (8, 16, 32, 64) and not pa.types.is_boolean(t) and _bitpacking_pays(values, bits):
-            enc = pb.CompressiveEncoding(inline_bitpacking=pb.InlineBitpacking(uncompressed_bits_per_value=bits))
+            enc = pb.CompressiveEncoding(
+                inline_bitpacking=pb.InlineBitpacking(uncompressed_bits_per_value=bits)
+            )
             dtype = {8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits]
 
             def packed_page(page: pa.Array, spans: list) -> list[list[bytes]]:
@@ -492,11 +537,15 @@ def _value_plan(values: pa.Array):
                 # a chunk cut short (its values' lists hold more levels than a chunk may) is
                 # a block of its own
                 return [fastlanes.pack_inline_blocks(raw[a:b], bits) for a, b in spans]
+
             return enc, fastlanes.BLOCK, packed_page
         if not pa.types.is_boolean(t):
             width = bits // 8
-            return _flat(bits), _pow2_at_most(CHUNK_TARGET_BYTES * 8 // bits), \
-                lambda page, spans: _slice_bytes(_fixed_bytes(page), spans, width)
+            return (
+                _flat(bits),
+                _pow2_at_most(CHUNK_TARGET_BYTES * 8 // bits),
+                lambda page, spans: _slice_bytes(_fixed_bytes(page), spans, width),
+            )
         per_chunk = _pow2_at_most(CHUNK_TARGET_BYTES * 8 // bits)
         return _flat(bits), per_chunk, _per_chunk(lambda chunk: [_fixed_bytes(chunk).tobytes()])
     large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
@@ -507,9 +556,10 @@ def _value_plan(values: pa.Array):
         offs, data = _offsets_and_data(chunk)
         header = (len(chunk) + 1) * off_bits // 8
         rel = (offs - offs[0] + header).astype("<u8" if large else "<u4")
-        body = data[offs[0]:offs[-1]].tobytes()
+        body = data[offs[0] : offs[-1]].tobytes()
         buf = rel.tobytes() + body
         return [buf + b"\x00" * (-len(buf) % (off_bits // 8))]  # padded to the offset width
+
     if not _zstd_pays(values):
         return enc, None, _per_chunk(variable_chunk)
     codec = pa.Codec("zstd")
@@ -517,8 +567,10 @@ def _value_plan(values: pa.Array):
     def zstd_chunk(chunk: pa.Array) -> list[bytes]:
         raw = variable_chunk(chunk)[0]
         return [ZSTD_SIZE_PREFIX.pack(len(raw)) + codec.compress(pa.py_buffer(raw)).to_pybytes()]
-    general = pb.CompressiveEncoding(general=pb.General(
-        compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD), values=enc))
+
+    general = pb.CompressiveEncoding(
+        general=pb.General(compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD), values=enc)
+    )
     return general, None, _per_chunk(zstd_chunk)
 
 
@@ -532,18 +584,28 @@ def _packed_struct_plan(values: pa.StructArray):
     widths = [_fixed_bits(f.type) for f in fields]
     for f, child, bits in zip(fields, children, widths):
         if not bits or bits % 8 or pa.types.is_fixed_size_list(f.type):
-            raise UnsupportedFeatureError(f"packed struct field {f.name!r} ({f.type}): lance-encoding:packed "
-                                          "needs fixed-width fields of whole bytes")
+            raise UnsupportedFeatureError(
+                f"packed struct field {f.name!r} ({f.type}): lance-encoding:packed "
+                "needs fixed-width fields of whole bytes"
+            )
         if child.null_count and (rows_valid & ~child.is_valid().to_numpy(zero_copy_only=False)).any():
-            raise UnsupportedFeatureError(f"packed struct field {f.name!r} holds nulls: lance-encoding:packed "
-                                          "stores none (as in pylance)")
-    rows = np.concatenate([_fixed_bytes(c).reshape(len(values), bits // 8) for c, bits in zip(children, widths)],
-                          axis=1) if fields else np.zeros((len(values), 0), np.uint8)
+            raise UnsupportedFeatureError(
+                f"packed struct field {f.name!r} holds nulls: lance-encoding:packed "
+                "stores none (as in pylance)"
+            )
+    rows = (
+        np.concatenate(
+            [_fixed_bytes(c).reshape(len(values), bits // 8) for c, bits in zip(children, widths)], axis=1
+        )
+        if fields
+        else np.zeros((len(values), 0), np.uint8)
+    )
     total = sum(widths)
     enc = pb.CompressiveEncoding(packed_struct=pb.PackedStruct(bits_per_value=widths, values=_flat(total)))
 
     def packed_page(page: pa.Array, spans: list) -> list[list[bytes]]:
         return _slice_bytes(rows.reshape(-1), spans, total // 8)
+
     return enc, _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, total)), packed_page
 
 
@@ -551,7 +613,7 @@ def _zstd_pays(values: pa.Array) -> bool:
     """Compress string chunks (in place of FSST, which lance_fw does not write) when a sample of
     the data shrinks by at least a quarter."""
     offs, data = _offsets_and_data(values.slice(0, 2048))
-    sample = data[offs[0]:min(int(offs[-1]), int(offs[0]) + 64 * 1024)].tobytes()  # not the whole buffer
+    sample = data[offs[0] : min(int(offs[-1]), int(offs[0]) + 64 * 1024)].tobytes()  # not the whole buffer
     if len(sample) < 1024:
         return False
     return len(pa.Codec("zstd").compress(pa.py_buffer(sample))) * 4 < len(sample) * 3
@@ -566,7 +628,7 @@ def _per_chunk(encode):
 def _slice_bytes(raw: np.ndarray, spans: list[tuple[int, int]], width: int) -> list[list[bytes]]:
     """Plain fixed-width chunks: consecutive byte ranges of the page's values."""
     view = memoryview(np.ascontiguousarray(raw)).cast("B")
-    return [[view[a * width:b * width]] for a, b in spans]
+    return [[view[a * width : b * width]] for a, b in spans]
 
 
 def _bitpacking_pays(values: pa.Array, bits: int) -> bool:
@@ -585,8 +647,14 @@ def _visible_positions(sh: Shredded, levels: int) -> np.ndarray:
     return np.flatnonzero(visible_levels(sh.layers, sh.defs, levels))
 
 
-def _chunk_bounds(values: pa.Array, per_chunk: int | None, visible_pos: np.ndarray, n_levels: int,
-                  max_levels: int, target_bytes: int = 4096) -> list | None:
+def _chunk_bounds(
+    values: pa.Array,
+    per_chunk: int | None,
+    visible_pos: np.ndarray,
+    n_levels: int,
+    max_levels: int,
+    target_bytes: int = 4096,
+) -> list | None:
     """[((v0, v1), (l0, l1))] per chunk, or None when the levels cannot be chunked.
 
     Non-final chunks hold a power-of-two number (>= 2) of values; variable-width chunks aim at

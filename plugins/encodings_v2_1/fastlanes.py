@@ -20,7 +20,7 @@ word(s) and shift feed each logical value) is computed once and cached.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -38,7 +38,7 @@ def utype(bits: int) -> np.dtype:
         raise ValueError(f"FastLanes type width must be 8, 16, 32 or 64 bits, not {bits}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _row_lane(t: int) -> tuple[np.ndarray, np.ndarray]:
     """For each logical index 0..1023, its (row, lane)."""
     lanes = BLOCK // t
@@ -52,7 +52,7 @@ def _row_lane(t: int) -> tuple[np.ndarray, np.ndarray]:
     return rows, lanes_of
 
 
-@lru_cache(maxsize=None)
+@cache
 def _plan(t: int, w: int):
     """Gather plan for unpacking one block: lo/hi word index, shifts, mask (logical order)."""
     lanes = BLOCK // t
@@ -70,8 +70,9 @@ def _plan(t: int, w: int):
     return lo, hi, shift.astype(dt), hshift, straddle, mask, bool(straddle.any())
 
 
-def unpack(packed: np.ndarray, bit_width: int, uncompressed_bits: int, num_values: int,
-           where: str = "fastlanes") -> np.ndarray:
+def unpack(
+    packed: np.ndarray, bit_width: int, uncompressed_bits: int, num_values: int, where: str = "fastlanes"
+) -> np.ndarray:
     """Unpack out-of-line FastLanes data (fixed ``bit_width``) to ``num_values`` unsigned ints.
 
     ``packed`` may be any array/buffer; it is reinterpreted as little-endian T-bit words.
@@ -91,14 +92,16 @@ def unpack(packed: np.ndarray, bit_width: int, uncompressed_bits: int, num_value
     if rest and words.size == full_words + rest:
         # the last partial block stored raw (see pack_out_of_line); this wins over a packed
         # block of the same length, as in pylance, where a tie is written raw
-        tail = words[full_words:full_words + rest]
+        tail = words[full_words : full_words + rest]
         if not full:
             return tail.copy()
         head = _unpack_blocks(words[:full_words].reshape(full, -1), t, w).reshape(-1)
         return np.concatenate([head, tail])
     if words.size < need:
-        raise CorruptFileError(where, f"FastLanes buffer has {words.size} {t}-bit words; "
-                                      f"{num_values} values at {w} bits need {need}")
+        raise CorruptFileError(
+            where,
+            f"FastLanes buffer has {words.size} {t}-bit words; {num_values} values at {w} bits need {need}",
+        )
     blocks = words[:need].reshape(nblocks, w * (BLOCK // t))
     return _unpack_blocks(blocks, t, w).reshape(-1)[:num_values]
 
@@ -130,7 +133,7 @@ def _unpack_blocks(blocks: np.ndarray, t: int, w: int) -> np.ndarray:
         if w < t:
             value &= mask
         base = FL_ORDER[r // 8] * 16 + (r % 8) * 128
-        out[:, base:base + lanes] = value
+        out[:, base : base + lanes] = value
     return out
 
 
@@ -158,21 +161,20 @@ def pack_out_of_line(values: np.ndarray, bit_width: int, uncompressed_bits: int)
     full, rest = divmod(vals.size, BLOCK)
     if w == 0 or not rest or w * (BLOCK - rest) < (t - w) * rest:
         return pack(vals, w, t)
-    head = pack(vals[:full * BLOCK], w, t)
-    return np.concatenate([head, vals[full * BLOCK:]])
+    head = pack(vals[: full * BLOCK], w, t)
+    return np.concatenate([head, vals[full * BLOCK :]])
 
 
 def _pack_blocks(vals: np.ndarray, t: int, w: int) -> np.ndarray:
     dt = utype(t)
     lanes = BLOCK // t
     nblocks = vals.shape[0]
-    rows, lane = _row_lane(t)
     if w < t:
         vals = vals & dt.type((1 << w) - 1)
     out = np.zeros((nblocks, w, lanes), dtype=dt)
     for r in range(t):  # <= 64 rows; each row touches one or two words per lane
         base = FL_ORDER[r // 8] * 16 + (r % 8) * 128
-        v = vals[:, base: base + lanes]
+        v = vals[:, base : base + lanes]
         start = r * w
         w0, s = divmod(start, t)
         out[:, w0, :] |= v << dt.type(s)
@@ -185,15 +187,20 @@ def _inline_block_offsets(words: np.ndarray, t: int, nblocks: int, where: str):
     """Walk the per-block bit-width words of the inline form (a loop over blocks only)."""
     lanes = BLOCK // t
     if nblocks > words.size:  # each block has at least its width word: refuse before allocating
-        raise CorruptFileError(where, f"inline bitpacking: {nblocks} blocks cannot fit {words.size} {t}-bit words")
+        raise CorruptFileError(
+            where, f"inline bitpacking: {nblocks} blocks cannot fit {words.size} {t}-bit words"
+        )
     starts = np.empty(nblocks, dtype=np.int64)
     widths = np.empty(nblocks, dtype=np.int64)
     pos = 0
     n = words.size
     for b in range(nblocks):
         if pos >= n:
-            raise CorruptFileError(where, f"inline bitpacking: block {b} of {nblocks} starts past the "
-                                          f"end of the buffer ({n} {t}-bit words)")
+            raise CorruptFileError(
+                where,
+                f"inline bitpacking: block {b} of {nblocks} starts past the "
+                f"end of the buffer ({n} {t}-bit words)",
+            )
         wb = int(words[pos])
         if wb > t:
             raise CorruptFileError(where, f"inline bitpacking: block {b} has bit width {wb} > {t}")
@@ -201,12 +208,15 @@ def _inline_block_offsets(words: np.ndarray, t: int, nblocks: int, where: str):
         widths[b] = wb
         pos += 1 + wb * lanes
     if pos > n:
-        raise CorruptFileError(where, f"inline bitpacking: buffer has {n} {t}-bit words, "
-                                      f"its blocks need {pos}")
+        raise CorruptFileError(
+            where, f"inline bitpacking: buffer has {n} {t}-bit words, its blocks need {pos}"
+        )
     return starts, widths
 
 
-def unpack_inline(data, uncompressed_bits: int, num_values: int, where: str = "inline bitpacking") -> np.ndarray:
+def unpack_inline(
+    data, uncompressed_bits: int, num_values: int, where: str = "inline bitpacking"
+) -> np.ndarray:
     """Decode the inline form: per 1024 values one T-bit width word, then the packed words."""
     t = uncompressed_bits
     dt = utype(t)
@@ -222,16 +232,17 @@ def unpack_inline(data, uncompressed_bits: int, num_values: int, where: str = "i
         if w > t:
             raise CorruptFileError(where, f"inline bitpacking: bit width {w} > {t}")
         if words.size < 1 + w * lanes:
-            raise CorruptFileError(where, f"inline bitpacking: buffer has {words.size} {t}-bit words, "
-                                          f"needs {1 + w * lanes}")
+            raise CorruptFileError(
+                where, f"inline bitpacking: buffer has {words.size} {t}-bit words, needs {1 + w * lanes}"
+            )
         if w == 0:
             return np.zeros(num_values, dtype=dt)
-        return _unpack_blocks(words[1: 1 + w * lanes].reshape(1, -1), t, w).reshape(-1)[:num_values]
+        return _unpack_blocks(words[1 : 1 + w * lanes].reshape(1, -1), t, w).reshape(-1)[:num_values]
     starts, widths = _inline_block_offsets(words, t, nblocks, where)
     w = int(widths[0])
     if w and (widths == w).all():  # one width: the blocks are a strided view, no gather needed
         stride = 1 + w * lanes
-        grid = words[starts[0] - 1: starts[0] - 1 + nblocks * stride].reshape(nblocks, stride)
+        grid = words[starts[0] - 1 : starts[0] - 1 + nblocks * stride].reshape(nblocks, stride)
         return _unpack_blocks(grid[:, 1:], t, w).reshape(-1)[:num_values]
     out = np.zeros((nblocks, BLOCK), dtype=dt)
     for w in np.unique(widths).tolist():
@@ -259,8 +270,11 @@ def pack_inline_blocks(values: np.ndarray, uncompressed_bits: int) -> list[bytes
     padded = np.zeros(nblocks * BLOCK, dtype=dt)
     padded[: vals.size] = vals
     blocks = padded.reshape(nblocks, BLOCK)
-    widths = np.array([int(m).bit_length() for m in blocks.max(axis=1).tolist()], np.int64) if nblocks \
+    widths = (
+        np.array([int(m).bit_length() for m in blocks.max(axis=1).tolist()], np.int64)
+        if nblocks
         else np.zeros(0, np.int64)
+    )
     out: list[bytes] = [b""] * nblocks
     for w in np.unique(widths).tolist():
         sel = np.flatnonzero(widths == w)
@@ -271,8 +285,14 @@ def pack_inline_blocks(values: np.ndarray, uncompressed_bits: int) -> list[bytes
     return out
 
 
-def unpack_inline_at(data, uncompressed_bits: int, num_blocks: int, block_of: np.ndarray, position: np.ndarray,
-                     where: str = "inline bitpacking") -> np.ndarray:
+def unpack_inline_at(
+    data,
+    uncompressed_bits: int,
+    num_blocks: int,
+    block_of: np.ndarray,
+    position: np.ndarray,
+    where: str = "inline bitpacking",
+) -> np.ndarray:
     """Only the values at ``position`` (0..1023) of blocks ``block_of`` of inline-bitpacked data:
     each is gathered from its one or two packed words (random access needs a few values of a
     block, not all 1024)."""

@@ -84,7 +84,9 @@ def decompress(symbol_table, offsets: np.ndarray, data, where: str = "fsst") -> 
         return np.zeros(1, np.int64), np.zeros(0, np.uint8)
     lo, hi = int(offsets[0]), int(offsets[-1])
     if lo < 0 or hi > buf.size or (offsets.size > 1 and np.any(np.diff(offsets) < 0)):
-        raise CorruptFileError(where, f"FSST offsets [{lo}, {hi}] are not monotone within the {buf.size}-byte data")
+        raise CorruptFileError(
+            where, f"FSST offsets [{lo}, {hi}] are not monotone within the {buf.size}-byte data"
+        )
     c = buf[lo:hi]
     rel = offsets - lo
     if not st.encoder_switch:
@@ -133,7 +135,7 @@ def compress_simple(strings: list[bytes], symbols: list[bytes]) -> tuple[bytes, 
     raw[3] = 1
     raw[4:8] = b"TSSF"
     for i, s in enumerate(symbols):
-        raw[8 + 8 * i: 8 + 8 * i + len(s)] = s
+        raw[8 + 8 * i : 8 + 8 * i + len(s)] = s
         raw[8 + 8 * len(symbols) + i] = len(s)
     by_len = sorted(range(len(symbols)), key=lambda i: -len(symbols[i]))
     out = bytearray()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lance_fw._proto import encodings_v2_1_pb2 as pb  # noqa: F401 (used in annotations)
+from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import ARROW_UINT_BY_BITS, range_positions
 
@@ -18,8 +18,9 @@ from . import fsst
 from .compressive import DecodedValues, _check_offsets, _decode_block, _name, _u8, decompress_buffer
 
 
-def decode_fullzip_variable(enc: "pb.CompressiveEncoding", offsets: np.ndarray, data,
-                            where: str = "full-zip values") -> DecodedValues:
+def decode_fullzip_variable(
+    enc: pb.CompressiveEncoding, offsets: np.ndarray, data, where: str = "full-zip values"
+) -> DecodedValues:
     """Decode the per-value payloads of a variable-width FullZip page.
 
     ``offsets`` (n+1) locate each value's stored bytes (the length prefixes already
@@ -32,20 +33,23 @@ def decode_fullzip_variable(enc: "pb.CompressiveEncoding", offsets: np.ndarray, 
     n = offs.size - 1
     kind = _name(enc)
     if kind == "variable":
-        return DecodedValues("variable", n, raw[offs[0]: offs[-1]], offsets=offs - offs[0])
+        return DecodedValues("variable", n, raw[offs[0] : offs[-1]], offsets=offs - offs[0])
     if kind == "fsst":
         o, d = fsst.decompress(enc.fsst.symbol_table, offs, raw, where)
         return DecodedValues("variable", n, d, offsets=o)
     if kind == "variable_packed_struct":
         return _variable_packed_struct(enc.variable_packed_struct, offs, raw, where)
     if kind == "general":
-        parts = [decompress_buffer(raw[a:b], enc.general.compression, where) if b > a else np.zeros(0, np.uint8)
-                 for a, b in zip(offs[:-1].tolist(), offs[1:].tolist())]
+        parts = [
+            decompress_buffer(raw[a:b], enc.general.compression, where) if b > a else np.zeros(0, np.uint8)
+            for a, b in zip(offs[:-1].tolist(), offs[1:].tolist())
+        ]
         sizes = np.fromiter((p.size for p in parts), np.int64, n)
         out_offs = np.zeros(n + 1, np.int64)
         np.cumsum(sizes, out=out_offs[1:])
-        return DecodedValues("variable", n, np.concatenate(parts) if parts else np.zeros(0, np.uint8),
-                             offsets=out_offs)
+        return DecodedValues(
+            "variable", n, np.concatenate(parts) if parts else np.zeros(0, np.uint8), offsets=out_offs
+        )
     raise UnsupportedEncodingError(f"{where}: {kind} is not supported for full-zip variable values")
 
 
@@ -75,15 +79,20 @@ def _variable_packed_struct(msg, offs: np.ndarray, raw: np.ndarray, where: str) 
             if n and (pos + width > offs[1:]).any():
                 raise CorruptFileError(where, f"packed struct field {i} overruns its row")
             lens = raw[pos[:, None] + np.arange(width)[None, :]] if n else np.zeros((0, width), np.uint8)
-            lengths = np.ascontiguousarray(lens).view("<u4" if width == 4 else "<u8").reshape(-1).astype(np.int64)
+            lengths = (
+                np.ascontiguousarray(lens).view("<u4" if width == 4 else "<u8").reshape(-1).astype(np.int64)
+            )
             starts = pos + width
             if n and ((lengths < 0).any() or (starts + lengths > offs[1:]).any()):
                 raise CorruptFileError(where, f"packed struct field {i} overruns its row")
             out_offs = np.zeros(n + 1, np.int64)
             np.cumsum(lengths, out=out_offs[1:])
             body = raw[range_positions(starts, lengths)]
-            children.append(pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(out_offs),
-                                                                         pa.py_buffer(body)], null_count=0))
+            children.append(
+                pa.Array.from_buffers(
+                    pa.large_binary(), n, [None, pa.py_buffer(out_offs), pa.py_buffer(body)], null_count=0
+                )
+            )
             pos = starts + lengths
         else:
             raise CorruptFileError(where, f"packed struct field {i} has no layout")
@@ -91,9 +100,8 @@ def _variable_packed_struct(msg, offs: np.ndarray, raw: np.ndarray, where: str) 
     return DecodedValues("arrow", n, array=array)
 
 
-def decode_fullzip_fixed(enc: "pb.CompressiveEncoding", data, num_values: int,
-                         where: str = "full-zip values") -> DecodedValues:
+def decode_fullzip_fixed(
+    enc: pb.CompressiveEncoding, data, num_values: int, where: str = "full-zip values"
+) -> DecodedValues:
     """Decode the concatenated fixed-width values of a FullZip page (flat / fixed_size_list)."""
     return _decode_block(enc, _u8(data), num_values, where)
-
-

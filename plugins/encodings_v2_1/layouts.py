@@ -20,6 +20,7 @@ from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, ra
 from . import chunked, compressive, fullzip_values
 from .compressive import DecodedValues
 
+
 @dataclass
 class PageLevels:
     layers: list[int]
@@ -56,8 +57,10 @@ CHUNK_META_DTYPE = {False: np.dtype("<u2"), True: np.dtype("<u4")}
 def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, where: str):
     width = CHUNK_META_DTYPE[large].itemsize
     if len(meta) % width:
-        raise CorruptFileError(where, f"mini-block chunk metadata of {len(meta)} bytes is not a whole number "
-                                      f"of {width}-byte words")
+        raise CorruptFileError(
+            where,
+            f"mini-block chunk metadata of {len(meta)} bytes is not a whole number of {width}-byte words",
+        )
     words = meta.view(CHUNK_META_DTYPE[large]).astype(np.int64)
     sizes = ((words >> CHUNK_LOG2_BITS) + 1) * CHUNK_SIZE_UNIT
     log_counts = words & CHUNK_LOG2_MASK
@@ -67,8 +70,11 @@ def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, wher
             raise CorruptFileError(where, "a non-final mini-block chunk has log2(values) = 0")
         last = num_items - int(counts[:-1].sum())
         if not 0 <= last <= MAX_CHUNK_VALUES:
-            raise CorruptFileError(where, f"the page's {num_items} items leave {last} for its last mini-block "
-                                          f"chunk (0 to {MAX_CHUNK_VALUES})")
+            raise CorruptFileError(
+                where,
+                f"the page's {num_items} items leave {last} for its last mini-block "
+                f"chunk (0 to {MAX_CHUNK_VALUES})",
+            )
         counts[-1] = last
     elif num_items:
         raise CorruptFileError(where, f"mini-block page of {num_items} items has no chunks")
@@ -87,13 +93,21 @@ class _Chunks:
     """Where everything sits in every mini-block chunk of a page (parsed for all chunks at once)."""
 
     num_levels: np.ndarray
-    rep: tuple[np.ndarray, np.ndarray]      # (starts, sizes)
+    rep: tuple[np.ndarray, np.ndarray]  # (starts, sizes)
     defs: tuple[np.ndarray, np.ndarray]
     bufs: list[tuple[np.ndarray, np.ndarray]]
 
 
-def _parse_chunks(data: np.ndarray, starts: list, sizes: list, has_rep: bool, has_def: bool, nbuf: int,
-                  large: bool, where: str) -> _Chunks:
+def _parse_chunks(
+    data: np.ndarray,
+    starts: list,
+    sizes: list,
+    has_rep: bool,
+    has_def: bool,
+    nbuf: int,
+    large: bool,
+    where: str,
+) -> _Chunks:
     starts_a = np.asarray(starts, np.int64)
     ends = starts_a + np.asarray(sizes, np.int64)
     width = 4 if large else 2
@@ -102,13 +116,17 @@ def _parse_chunks(data: np.ndarray, starts: list, sizes: list, has_rep: bool, ha
         raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
 
     # every chunk's header bytes as one (chunks, header) grid, then its u16 / u32 fields
-    grid = data[starts_a[:, None] + np.arange(header)[None, :]] if len(starts_a) else np.zeros((0, header), np.uint8)
-    small = np.ascontiguousarray(grid[:, :2 * (1 + has_rep + has_def)]).view("<u2").astype(np.int64)
+    grid = (
+        data[starts_a[:, None] + np.arange(header)[None, :]]
+        if len(starts_a)
+        else np.zeros((0, header), np.uint8)
+    )
+    small = np.ascontiguousarray(grid[:, : 2 * (1 + has_rep + has_def)]).view("<u2").astype(np.int64)
     num_levels = small[:, 0]
     zeros = np.zeros(len(starts_a), np.int64)
     rep_bytes = small[:, 1] if has_rep else zeros
     def_bytes = small[:, 1 + has_rep] if has_def else zeros
-    wide = np.ascontiguousarray(grid[:, 2 * (1 + has_rep + has_def):]).view("<u4" if large else "<u2")
+    wide = np.ascontiguousarray(grid[:, 2 * (1 + has_rep + has_def) :]).view("<u4" if large else "<u2")
     buf_sizes = [wide[:, k].astype(np.int64) for k in range(nbuf)]
     rep_start = starts_a + (header + 7) // 8 * 8
     def_start = rep_start + _pad8_array(rep_bytes)
@@ -123,16 +141,24 @@ def _parse_chunks(data: np.ndarray, starts: list, sizes: list, has_rep: bool, ha
     return _Chunks(num_levels, (rep_start, rep_bytes), (def_start, def_bytes), bufs)
 
 
-def _chunk_levels(enc, data: np.ndarray, place: tuple[np.ndarray, np.ndarray], num_levels: np.ndarray,
-                  where: str) -> np.ndarray:
+def _chunk_levels(
+    enc, data: np.ndarray, place: tuple[np.ndarray, np.ndarray], num_levels: np.ndarray, where: str
+) -> np.ndarray:
     starts, sizes = place
     if enc.WhichOneof("compression") == "flat" and enc.flat.bits_per_value == 16:
         if (sizes != 2 * num_levels).any():
             raise CorruptFileError(where, "flat16 level buffers do not match the chunks' level counts")
         return gather_ranges(data, starts, sizes).view("<u2")
-    return np.concatenate([compressive.decode_levels(enc, data[a:a + b], int(n), "miniblock", f"{where}, chunk {i}")
-                           for i, (a, b, n) in enumerate(zip(starts.tolist(), sizes.tolist(), num_levels.tolist()))]) \
-        if len(starts) else np.zeros(0, np.uint16)
+    return (
+        np.concatenate(
+            [
+                compressive.decode_levels(enc, data[a : a + b], int(n), "miniblock", f"{where}, chunk {i}")
+                for i, (a, b, n) in enumerate(zip(starts.tolist(), sizes.tolist(), num_levels.tolist()))
+            ]
+        )
+        if len(starts)
+        else np.zeros(0, np.uint16)
+    )
 
 
 def _plain_fixed(enc) -> tuple[int, int | None] | None:
@@ -168,22 +194,39 @@ def chunk_table(layout: pb.MiniBlockLayout, meta: np.ndarray, total: int, where:
 
 def mini_block_dictionary(layout: pb.MiniBlockLayout, buffer, where: str) -> DecodedValues:
     if layout.num_dictionary_items > 8 * len(buffer):  # every item takes at least a bit
-        raise CorruptFileError(where, f"a dictionary of {layout.num_dictionary_items} items in {len(buffer)} bytes")
-    return compressive.decode_values(layout.dictionary, [buffer], layout.num_dictionary_items, "block",
-                                     where=f"{where}, dictionary")
+        raise CorruptFileError(
+            where, f"a dictionary of {layout.num_dictionary_items} items in {len(buffer)} bytes"
+        )
+    return compressive.decode_values(
+        layout.dictionary, [buffer], layout.num_dictionary_items, "block", where=f"{where}, dictionary"
+    )
 
 
-def chunk_levels(layout: pb.MiniBlockLayout, data: np.ndarray, starts, sizes, counts,
-                 dictionary: DecodedValues | None, num_rows: int, where: str,
-                 needed: np.ndarray | None = None) -> tuple[PageLevels, np.ndarray]:
+def chunk_levels(
+    layout: pb.MiniBlockLayout,
+    data: np.ndarray,
+    starts,
+    sizes,
+    counts,
+    dictionary: DecodedValues | None,
+    num_rows: int,
+    where: str,
+    needed: np.ndarray | None = None,
+) -> tuple[PageLevels, np.ndarray]:
     """Decode the chunks at ``starts``/``sizes`` of ``data`` (all of a page's, or a chosen few laid
     end to end) into levels and values; also returns each chunk's level count. ``needed``: the
     only values the caller will use (see ``chunked.decode_chunks``)."""
     large = layout.has_large_chunk
     has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
     chunks = _parse_chunks(data, starts, sizes, has_rep, has_def, layout.num_buffers, large, where)
-    rep = _chunk_levels(layout.rep_compression, data, chunks.rep, chunks.num_levels, where) if has_rep else None
-    defs = _chunk_levels(layout.def_compression, data, chunks.defs, chunks.num_levels, where) if has_def else None
+    rep = (
+        _chunk_levels(layout.rep_compression, data, chunks.rep, chunks.num_levels, where) if has_rep else None
+    )
+    defs = (
+        _chunk_levels(layout.def_compression, data, chunks.defs, chunks.num_levels, where)
+        if has_def
+        else None
+    )
     plain = _plain_fixed(layout.value_compression) if layout.num_buffers == 1 else None
     n = int(np.sum(counts))
     if plain is not None:
@@ -197,9 +240,10 @@ def chunk_levels(layout: pb.MiniBlockLayout, data: np.ndarray, starts, sizes, co
         if per_list is not None:
             values = DecodedValues("fsl", n, dimension=per_list, inner=values)
     else:
-        value_chunks = [[data[a[i]:a[i] + b[i]] for a, b in chunks.bufs] for i in range(len(starts))]
-        values = chunked.decode_chunks(layout.value_compression, value_chunks, counts, where,
-                                           None if dictionary is not None else needed)
+        value_chunks = [[data[a[i] : a[i] + b[i]] for a, b in chunks.bufs] for i in range(len(starts))]
+        values = chunked.decode_chunks(
+            layout.value_compression, value_chunks, counts, where, None if dictionary is not None else needed
+        )
     if dictionary is not None:
         values = _gather(dictionary, values, where)
     return PageLevels(list(layout.layers), num_rows, rep, defs, values), chunks.num_levels
@@ -223,11 +267,14 @@ def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> De
         out_offs = np.zeros(len(idx) + 1, np.int64)
         np.cumsum(lengths, out=out_offs[1:])
         gather = range_positions(offs[:-1][idx], lengths)
-        return DecodedValues("variable", len(idx), np.asarray(dictionary.data, np.uint8)[gather], offsets=out_offs)
+        return DecodedValues(
+            "variable", len(idx), np.asarray(dictionary.data, np.uint8)[gather], offsets=out_offs
+        )
     raise UnsupportedEncodingError(f"{where}: a {dictionary.kind} dictionary is not supported")
 
 
 # --- full-zip -----------------------------------------------------------------------------------
+
 
 def _ctrl_bytes(bits: int, where: str = "full-zip page") -> int:
     if bits == 0:
@@ -270,8 +317,14 @@ def fixed_stride(layout: pb.FullZipLayout, where: str) -> int | None:
     return _ctrl_bytes(layout.bits_rep + layout.bits_def, where) + layout.bits_per_value // 8
 
 
-def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.ndarray | None, num_rows: int,
-                  where: str, num_levels: int | None = None) -> PageLevels:
+def zipped_levels(
+    layout: pb.FullZipLayout,
+    data: np.ndarray,
+    row_starts: np.ndarray | None,
+    num_rows: int,
+    where: str,
+    num_levels: int | None = None,
+) -> PageLevels:
     """Levels and values of ``num_rows`` zipped rows laid end to end in ``data`` (a whole page, or
     chosen rows); ``row_starts`` are their ``num_rows + 1`` byte offsets (None for fixed-width
     rows without lists). ``num_levels``, when known, is checked."""
@@ -281,7 +334,9 @@ def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.nda
     layers = list(layout.layers)
     if kind == "bits_per_value":
         if layout.bits_per_value == 0 or layout.bits_per_value % 8:
-            raise CorruptFileError(where, f"full-zip values of {layout.bits_per_value} bits (whole bytes only)")
+            raise CorruptFileError(
+                where, f"full-zip values of {layout.bits_per_value} bits (whole bytes only)"
+            )
         width = layout.bits_per_value // 8
         if bits_rep == 0:  # no lists: every level is visible and has its value bytes
             stride = ctrl + width
@@ -290,8 +345,16 @@ def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.nda
                 raise CorruptFileError(where, f"full-zip data holds {len(data)} bytes, needs {n * stride}")
             starts = np.arange(n, dtype=np.int64) * stride
         else:  # invisible levels (null/empty lists) carry only their control word
-            starts = _level_starts(layout, row_starts, data, num_levels, ctrl, num_rows, where,
-                                   lambda defs: np.where(_visible_mask(layers, defs, len(defs)), width, 0))
+            starts = _level_starts(
+                layout,
+                row_starts,
+                data,
+                num_levels,
+                ctrl,
+                num_rows,
+                where,
+                lambda defs: np.where(_visible_mask(layers, defs, len(defs)), width, 0),
+            )
             n = len(starts)
         words = _ctrl_words(_gather_bytes(data, starts, ctrl, where), ctrl)
         rep, defs = _split_ctrl(words, bits_rep, bits_def)
@@ -309,8 +372,9 @@ def zipped_levels(layout: pb.FullZipLayout, data: np.ndarray, row_starts: np.nda
         sizes = np.zeros(len(defs), np.int64)
         p = np.flatnonzero(defs == 0)
         if len(p):
-            sizes[p] = len_bytes + _ctrl_words(_gather_bytes(data, value_size.pos[p] + ctrl, len_bytes, where),
-                                               len_bytes)
+            sizes[p] = len_bytes + _ctrl_words(
+                _gather_bytes(data, value_size.pos[p] + ctrl, len_bytes, where), len_bytes
+            )
         return sizes
 
     starts = _level_starts(layout, row_starts, data, num_levels, ctrl, num_rows, where, value_size)
@@ -377,9 +441,12 @@ def _fixed_values(enc, raw: np.ndarray, count: int, width: int, where: str) -> D
         vbytes = (dim + 7) // 8
         grid = raw.reshape(count, width)
         validity = np.unpackbits(np.ascontiguousarray(grid[:, :vbytes]), axis=1, bitorder="little")[:, :dim]
-        inner = fullzip_values.decode_fullzip_fixed(fsl.values, np.ascontiguousarray(grid[:, vbytes:]).reshape(-1),
-                                                 count * dim, where)
-        return DecodedValues("fsl", count, dimension=dim, validity=validity.reshape(-1).astype(bool), inner=inner)
+        inner = fullzip_values.decode_fullzip_fixed(
+            fsl.values, np.ascontiguousarray(grid[:, vbytes:]).reshape(-1), count * dim, where
+        )
+        return DecodedValues(
+            "fsl", count, dimension=dim, validity=validity.reshape(-1).astype(bool), inner=inner
+        )
     return fullzip_values.decode_fullzip_fixed(enc, raw, count, where)
 
 
@@ -427,6 +494,7 @@ def _spread_variable(decoded: DecodedValues, has_value: np.ndarray, visible: np.
 
 # --- constant -----------------------------------------------------------------------------------
 
+
 def constant(layout: pb.ConstantLayout, buffers, num_rows: int, where: str) -> PageLevels:
     """Buffers are ``[value] [rep def]``: a value buffer only for a non-inline constant, so an
     odd count means one is there; rep and def come as a pair when the column is nested."""
@@ -450,7 +518,9 @@ def _levels(layout, which: str, buf, where: str) -> np.ndarray | None:
     field = f"{which}_compression"
     if layout.HasField(field):
         count = layout.num_rep_values if which == "rep" else layout.num_def_values
-        return compressive.decode_levels(getattr(layout, field), raw, count, "block", f"{where}, {which} levels")
+        return compressive.decode_levels(
+            getattr(layout, field), raw, count, "block", f"{where}, {which} levels"
+        )
     if len(raw) % 2:
         raise CorruptFileError(where, f"raw {which} levels buffer has an odd size")
     return raw.view("<u2").copy()
@@ -467,6 +537,6 @@ def _arrow_value_buffers(blob: bytes, where: str) -> list[bytes]:
     for size in sizes:
         if pos + size > len(blob):
             raise CorruptFileError(where, "constant page value buffer is truncated")
-        out.append(blob[pos:pos + size])
+        out.append(blob[pos : pos + size])
         pos += size
     return out

@@ -24,8 +24,12 @@ from .compressive import DecodedValues, split_packed_struct
 from .layouts import PageLevels
 
 ITEM_LAYERS = (pb.REPDEF_ALL_VALID_ITEM, pb.REPDEF_NULLABLE_ITEM)
-LIST_LAYERS = (pb.REPDEF_ALL_VALID_LIST, pb.REPDEF_NULLABLE_LIST, pb.REPDEF_EMPTYABLE_LIST,
-               pb.REPDEF_NULL_AND_EMPTY_LIST)
+LIST_LAYERS = (
+    pb.REPDEF_ALL_VALID_LIST,
+    pb.REPDEF_NULLABLE_LIST,
+    pb.REPDEF_EMPTYABLE_LIST,
+    pb.REPDEF_NULL_AND_EMPTY_LIST,
+)
 
 
 def def_numbers(layers: list[int]) -> tuple[list[int], list[int | None]]:
@@ -77,7 +81,9 @@ def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
     layers = levels.layers
     types = path_types(arrow_type, len(layers))
     if len(types) != len(layers):
-        raise CorruptFileError(where, f"page has {len(layers)} rep/def layers for a path of {len(types)} fields")
+        raise CorruptFileError(
+            where, f"page has {len(layers)} rep/def layers for a path of {len(types)} fields"
+        )
     for i, layer in enumerate(layers):  # the layers must describe the column's path, leaf first
         t = types[len(layers) - 1 - i]
         is_list = i > 0 and (pa.types.is_list(t) or pa.types.is_large_list(t))
@@ -123,8 +129,9 @@ def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
         if i in offsets_by_layer:
             offs = offsets_by_layer[i]
             offs = offs.astype(np.int64 if pa.types.is_large_list(t) else np.int32)
-            array = pa.Array.from_buffers(t, len(valid), [bitmap, pa.py_buffer(offs)], null_count=nulls,
-                                          children=[array])
+            array = pa.Array.from_buffers(
+                t, len(valid), [bitmap, pa.py_buffer(offs)], null_count=nulls, children=[array]
+            )
         else:
             array = pa.Array.from_buffers(t, len(valid), [bitmap], null_count=nulls, children=[array])
     return array
@@ -178,10 +185,16 @@ def _values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | 
             raise CorruptFileError(where, f"packed struct values do not fit {t}: {exc}") from None
         return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=children)
     if values.kind == "fsl":
-        if not pa.types.is_fixed_size_list(t) or values.dimension != t.list_size \
-                or values.inner.num_values != n * t.list_size:
-            raise CorruptFileError(where, f"{n} fixed-size lists of {values.dimension} "
-                                          f"({values.inner.num_values} items) for a {t} column")
+        if (
+            not pa.types.is_fixed_size_list(t)
+            or values.dimension != t.list_size
+            or values.inner.num_values != n * t.list_size
+        ):
+            raise CorruptFileError(
+                where,
+                f"{n} fixed-size lists of {values.dimension} "
+                f"({values.inner.num_values} items) for a {t} column",
+            )
         inner = values_to_arrow(values.inner, t.value_type, values.validity, where)
         return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=[inner])
     if values.kind == "variable":
@@ -209,10 +222,15 @@ def _packed_struct(values: DecodedValues, t: pa.StructType, bitmap, nulls: int, 
     """Row-major packed-struct rows (``lance-encoding:packed``) as a struct of their fields."""
     widths = [fixed_bits(t.field(i).type) for i in range(t.num_fields)]
     if values.kind != "fixed" or list(values.packed_struct_bits) != widths:
-        raise CorruptFileError(where, f"packed struct values of {list(values.packed_struct_bits)} bits "
-                                      f"for a {t} column")
-    children = [pa.Array.from_buffers(t.field(i).type, values.num_values, [None, pa.py_buffer(np.ascontiguousarray(c))],
-                                      null_count=0) for i, c in enumerate(split_packed_struct(values))]
+        raise CorruptFileError(
+            where, f"packed struct values of {list(values.packed_struct_bits)} bits for a {t} column"
+        )
+    children = [
+        pa.Array.from_buffers(
+            t.field(i).type, values.num_values, [None, pa.py_buffer(np.ascontiguousarray(c))], null_count=0
+        )
+        for i, c in enumerate(split_packed_struct(values))
+    ]
     return pa.Array.from_buffers(t, values.num_values, [bitmap], null_count=nulls, children=children)
 
 

@@ -21,17 +21,17 @@ from .repdef import LIST_LAYERS, def_numbers, visible_levels
 
 @dataclass
 class Shredded:
-    layers: list[int]          # innermost -> outermost
-    rep: np.ndarray | None     # u16 per level, None without lists
-    defs: np.ndarray | None    # u16 per level, None when nothing is null or empty
-    values: pa.Array           # the visible leaf values (nulls where the leaf is null)
-    row_starts: np.ndarray     # first level of every row (len = rows + 1)
+    layers: list[int]  # innermost -> outermost
+    rep: np.ndarray | None  # u16 per level, None without lists
+    defs: np.ndarray | None  # u16 per level, None when nothing is null or empty
+    values: pa.Array  # the visible leaf values (nulls where the leaf is null)
+    row_starts: np.ndarray  # first level of every row (len = rows + 1)
 
 
 @dataclass
 class _Node:
     is_list: bool
-    valid: np.ndarray | None   # None: all valid
+    valid: np.ndarray | None  # None: all valid
     offsets: np.ndarray | None  # lists: absolute offsets into the child (n + 1)
     length: int
 
@@ -65,18 +65,32 @@ def _layer(node: _Node, nullable: bool | None = None) -> int:
     if nullable is not None:
         data = _layer(node)
         if node.is_list:
-            return pb.REPDEF_NULL_AND_EMPTY_LIST if nullable or data in (pb.REPDEF_NULLABLE_LIST,
-                                                                         pb.REPDEF_NULL_AND_EMPTY_LIST) \
+            return (
+                pb.REPDEF_NULL_AND_EMPTY_LIST
+                if nullable or data in (pb.REPDEF_NULLABLE_LIST, pb.REPDEF_NULL_AND_EMPTY_LIST)
                 else pb.REPDEF_EMPTYABLE_LIST
-        return pb.REPDEF_NULLABLE_ITEM if nullable or data == pb.REPDEF_NULLABLE_ITEM else pb.REPDEF_ALL_VALID_ITEM
+            )
+        return (
+            pb.REPDEF_NULLABLE_ITEM
+            if nullable or data == pb.REPDEF_NULLABLE_ITEM
+            else pb.REPDEF_ALL_VALID_ITEM
+        )
     if not node.is_list:
-        return pb.REPDEF_NULLABLE_ITEM if node.valid is not None and not node.valid.all() else pb.REPDEF_ALL_VALID_ITEM
+        return (
+            pb.REPDEF_NULLABLE_ITEM
+            if node.valid is not None and not node.valid.all()
+            else pb.REPDEF_ALL_VALID_ITEM
+        )
     lengths = np.diff(node.offsets)
     valid = node.valid if node.valid is not None else np.ones(node.length, bool)
     has_null = not valid.all()
     has_empty = bool(((lengths == 0) & valid).any())
-    return {(False, False): pb.REPDEF_ALL_VALID_LIST, (True, False): pb.REPDEF_NULLABLE_LIST,
-            (False, True): pb.REPDEF_EMPTYABLE_LIST, (True, True): pb.REPDEF_NULL_AND_EMPTY_LIST}[(has_null, has_empty)]
+    return {
+        (False, False): pb.REPDEF_ALL_VALID_LIST,
+        (True, False): pb.REPDEF_NULLABLE_LIST,
+        (False, True): pb.REPDEF_EMPTYABLE_LIST,
+        (True, True): pb.REPDEF_NULL_AND_EMPTY_LIST,
+    }[(has_null, has_empty)]
 
 
 def shred(array: pa.Array, path: tuple = ()) -> Shredded:
@@ -85,10 +99,16 @@ def shred(array: pa.Array, path: tuple = ()) -> Shredded:
     nodes = top_down[::-1]  # innermost first, like layers
     # only a struct above a list trips pylance (see _layer); elsewhere the data decides, as in pylance
     first_list = next((i for i, n in enumerate(nodes) if n.is_list), None)
-    static = len(path) == len(nodes) and first_list is not None and \
-        any(not n.is_list for n in nodes[first_list + 1:])
-    layers = [_layer(n, f.nullable if static else None) for n, f in zip(nodes, reversed(path))] if static \
+    static = (
+        len(path) == len(nodes)
+        and first_list is not None
+        and any(not n.is_list for n in nodes[first_list + 1 :])
+    )
+    layers = (
+        [_layer(n, f.nullable if static else None) for n, f in zip(nodes, reversed(path))]
+        if static
         else [_layer(n) for n in nodes]
+    )
     inside, empty = def_numbers(layers)
     lists_below = np.cumsum([0] + [layer in LIST_LAYERS for layer in layers])  # list layers with index < i
 
@@ -96,7 +116,7 @@ def shred(array: pa.Array, path: tuple = ()) -> Shredded:
     starts = np.arange(n_leaf + 1, dtype=np.int64)  # levels of element e: [starts[e], starts[e+1])
     rep = np.zeros(n_leaf, np.uint16)
     defs = np.zeros(n_leaf, np.uint16)
-    elem = np.arange(n_leaf, dtype=np.int64)        # leaf element behind each level (-1: synthetic)
+    elem = np.arange(n_leaf, dtype=np.int64)  # leaf element behind each level (-1: synthetic)
     if nodes[0].valid is not None:
         defs[~nodes[0].valid] = inside[0] + 1
     for i in range(1, len(nodes)):
@@ -139,8 +159,11 @@ def _regroup(starts, lo, hi, keep, synth_def, r, is_list, rep, defs, elem):
         src = np.where(synthetic, 0, src)
         new_rep, new_defs, new_elem = rep[src], defs[src], elem[src]
     else:
-        new_rep, new_defs, new_elem = (np.zeros(total, np.uint16), np.zeros(total, np.uint16),
-                                       np.zeros(total, np.int64))
+        new_rep, new_defs, new_elem = (
+            np.zeros(total, np.uint16),
+            np.zeros(total, np.uint16),
+            np.zeros(total, np.int64),
+        )
     new_rep[synthetic] = r
     new_defs[synthetic] = np.repeat(synth_def, counts)[synthetic]
     new_elem[synthetic] = -1

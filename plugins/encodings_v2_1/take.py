@@ -40,7 +40,10 @@ def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
 
 # --- mini-block ---------------------------------------------------------------------------------
 
-def mini_block_rows(layout: pb.MiniBlockLayout, page: PageInput, rows: np.ndarray) -> tuple[PageLevels, np.ndarray]:
+
+def mini_block_rows(
+    layout: pb.MiniBlockLayout, page: PageInput, rows: np.ndarray
+) -> tuple[PageLevels, np.ndarray]:
     """Levels of the chunks holding ``rows``, and where each wanted row sits among their rows."""
     where = page.where
     if len(page.buffers) < 2:
@@ -49,20 +52,27 @@ def mini_block_rows(layout: pb.MiniBlockLayout, page: PageInput, rows: np.ndarra
     has_rep = layout.HasField("rep_compression")
     wanted = [0] + ([2] if has_dict else []) + ([3 if has_dict else 2] if has_rep else [])
     if max(wanted) >= len(page.buffers):
-        raise CorruptFileError(where, f"mini-block page has {len(page.buffers)} buffers, needs {max(wanted) + 1}")
+        raise CorruptFileError(
+            where, f"mini-block page has {len(page.buffers)} buffers, needs {max(wanted) + 1}"
+        )
     small = dict(zip(wanted, page.read_parts([(i, 0, page.buffer_size(i)) for i in wanted])))
     starts, sizes, counts = layouts.chunk_table(layout, _u8(small[0]), page.buffer_size(1), where)
     dictionary = layouts.mini_block_dictionary(layout, small[2], where) if has_dict else None
     if has_rep:
-        chosen, completed, run_start, start_chunk = _chunks_by_rep_index(_u8(small[wanted[-1]]), len(starts),
-                                                                          rows, page.num_rows, where)
+        chosen, completed, run_start, start_chunk = _chunks_by_rep_index(
+            _u8(small[wanted[-1]]), len(starts), rows, page.num_rows, where
+        )
         data, local_starts = _read_chunks(page, starts[chosen], sizes[chosen])
-        levels, num_levels = layouts.chunk_levels(layout, data, local_starts, sizes[chosen], counts[chosen],
-                                                  dictionary, 0, where)
-        return levels, _rep_positions(levels, layout, chosen, num_levels, completed, run_start, start_chunk,
-                                      rows, where)
+        levels, num_levels = layouts.chunk_levels(
+            layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, 0, where
+        )
+        return levels, _rep_positions(
+            levels, layout, chosen, num_levels, completed, run_start, start_chunk, rows, where
+        )
     if int(counts.sum()) != page.num_rows:
-        raise CorruptFileError(where, f"mini-block chunks hold {int(counts.sum())} values for {page.num_rows} rows")
+        raise CorruptFileError(
+            where, f"mini-block chunks hold {int(counts.sum())} values for {page.num_rows} rows"
+        )
     first_row = _exclusive_cumsum(counts)
     chunk_of = np.searchsorted(first_row, rows, side="right") - 1
     chosen = np.unique(chunk_of)
@@ -70,8 +80,9 @@ def mini_block_rows(layout: pb.MiniBlockLayout, page: PageInput, rows: np.ndarra
     before = _exclusive_cumsum(counts[chosen])  # one value per row: its place among the chosen chunks' values
     k = np.searchsorted(chosen, chunk_of)
     positions = before[k] + rows - first_row[chunk_of]
-    levels, _ = layouts.chunk_levels(layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, 0,
-                                     where, needed=positions)
+    levels, _ = layouts.chunk_levels(
+        layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, 0, where, needed=positions
+    )
     levels.num_rows = int(before[-1])
     return levels, positions
 
@@ -97,7 +108,9 @@ def _chunks_by_rep_index(index: np.ndarray, nchunks: int, rows: np.ndarray, num_
     done, leftover = pairs[:, 0], pairs[:, 1]
     completed = _exclusive_cumsum(done)  # rows completed before chunk c
     if completed[-1] != num_rows:
-        raise CorruptFileError(where, f"repetition index completes {completed[-1]} rows, the page has {num_rows}")
+        raise CorruptFileError(
+            where, f"repetition index completes {completed[-1]} rows, the page has {num_rows}"
+        )
     end_chunk = np.searchsorted(completed, rows, side="right") - 1
     prev = rows - 1
     prev_chunk = np.searchsorted(completed, np.maximum(prev, 0), side="right") - 1
@@ -111,8 +124,17 @@ def _chunks_by_rep_index(index: np.ndarray, nchunks: int, rows: np.ndarray, num_
     return chosen, completed, run_start, start_chunk
 
 
-def _rep_positions(levels: PageLevels, layout, chosen: np.ndarray, num_levels: np.ndarray, completed: np.ndarray,
-                   run_start: np.ndarray, start_chunk: np.ndarray, rows: np.ndarray, where: str) -> np.ndarray:
+def _rep_positions(
+    levels: PageLevels,
+    layout,
+    chosen: np.ndarray,
+    num_levels: np.ndarray,
+    completed: np.ndarray,
+    run_start: np.ndarray,
+    start_chunk: np.ndarray,
+    rows: np.ndarray,
+    where: str,
+) -> np.ndarray:
     """Make every run of chunks start a row (a run may begin with the tail of a row from a chunk
     not read: it becomes a row of its own), then place each wanted row among the decoded rows:
     the rows of a run starting at chunk f are those from ``completed[f]`` on."""
@@ -135,6 +157,7 @@ def _rep_positions(levels: PageLevels, layout, chosen: np.ndarray, num_levels: n
 
 
 # --- full-zip -----------------------------------------------------------------------------------
+
 
 def full_zip_rows(layout: pb.FullZipLayout, page: PageInput, rows: np.ndarray) -> PageLevels:
     """Levels of exactly ``rows`` (in order), reading only their bytes."""
