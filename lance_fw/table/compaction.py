@@ -13,6 +13,10 @@ gives the same fragments:
 * each group becomes ``max(1, rows // target)`` fragments of balanced sizes, rolled early only by
   ``max_bytes_per_file``; the new fragments follow the untouched ones, group after group, in one
   ``Rewrite`` (so a scan returns the rewritten rows after the rest, as pylance's does).
+
+The work is split as pylance's ``Compaction.plan / CompactionTask.execute / Compaction.commit``
+(``plan_compaction``, ``rewrite_task``, ``commit_compaction``) so that ``compact_files`` here and
+the Spark runner (lance_fw.spark.maintenance) share one implementation.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from lance_fw._proto import table_pb2
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows, live_rows
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Rewrite, commit, undo_unless_published
-from lance_fw.table.write import delete_fragment_files, plan_write
+from lance_fw.table.write import DEFAULT_MAX_BYTES_PER_FILE, WritePlan, delete_fragment_files, plan_write
 
 DEFAULT_TARGET_ROWS = 1024 * 1024
 #: New fragments are cut by ``output_sizes``, not by a per-file row cap.
@@ -121,17 +126,46 @@ def _cut(batches: Iterator[pa.RecordBatch], sizes: list[int]) -> Iterator[Iterat
         yield piece(size)
 
 
-def compact_files(
-    snapshot: Snapshot,
-    target_rows_per_fragment: int = DEFAULT_TARGET_ROWS,
-    materialize_deletions: bool = True,
-    materialize_deletions_threshold: float = 0.1,
-    max_bytes_per_file: int | None = None,
-    batch_size: int | None = None,
-) -> tuple[CompactionMetrics, int]:
-    """Compact ``snapshot``; returns the metrics and the version committed (its version if none).
-    ``batch_size`` is the scan's batch size over the old fragments (where a ``max_bytes_per_file``
-    roll can happen)."""
+@dataclass(frozen=True)
+class CompactionTask:
+    """One group of old fragments to rewrite into fragments of ``sizes`` rows: small and picklable
+    (fragments travel serialized), so a distributed runner ships tasks to workers as pylance's
+    ``CompactionTask`` does."""
+
+    read_version: int
+    fragments: tuple[bytes, ...]  # serialized old DataFragments, in dataset order
+    sizes: tuple[int, ...]  # rows of each new fragment (``output_sizes``)
+
+    def old_fragments(self) -> list[table_pb2.DataFragment]:
+        return [table_pb2.DataFragment.FromString(b) for b in self.fragments]
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """What one task wrote (pylance's ``RewriteResult``): the old fragments and the new ones, both
+    serialized; new fragment ids are assigned at commit."""
+
+    read_version: int
+    original_fragments: tuple[bytes, ...]
+    new_fragments: tuple[bytes, ...]
+
+    def groups(self) -> tuple[list[table_pb2.DataFragment], list[table_pb2.DataFragment]]:
+        return (
+            [table_pb2.DataFragment.FromString(b) for b in self.original_fragments],
+            [table_pb2.DataFragment.FromString(b) for b in self.new_fragments],
+        )
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """The tasks of one compaction and the write every task makes (resolved once, on the planner)."""
+
+    read_version: int
+    tasks: tuple[CompactionTask, ...]
+    write: WritePlan | None  # None when there is nothing to compact
+
+
+def _check_compactable(snapshot: Snapshot, target_rows_per_fragment: int) -> None:
     if target_rows_per_fragment <= 0:
         raise InvalidArgumentError(
             f"target_rows_per_fragment must be positive, got {target_rows_per_fragment}"
@@ -147,43 +181,90 @@ def compact_files(
         )
     if any(f.is_blob_v2 for f in snapshot.lance_schema.walk()):
         raise UnsupportedFeatureError(f"{snapshot.uri}: compaction of blob columns is not supported yet")
-    groups_planned = plan_groups(
+
+
+def plan_compaction(
+    snapshot: Snapshot,
+    target_rows_per_fragment: int = DEFAULT_TARGET_ROWS,
+    materialize_deletions: bool = True,
+    materialize_deletions_threshold: float = 0.1,
+    max_bytes_per_file: int | None = None,
+) -> CompactionPlan:
+    """Which fragments to rewrite into what (``plan_groups``), as tasks; writes nothing."""
+    _check_compactable(snapshot, target_rows_per_fragment)
+    groups = plan_groups(
         snapshot.manifest.fragments,
         target_rows_per_fragment,
         materialize_deletions,
         materialize_deletions_threshold,
     )
-    metrics = CompactionMetrics()
-    if not groups_planned:
-        return metrics, snapshot.version
-    plan = plan_write(
+    if not groups:
+        return CompactionPlan(snapshot.version, (), None)
+    write = plan_write(
         snapshot.uri,
         snapshot.schema,
         "append",
         storage_options=snapshot.storage_options,
         max_rows_per_file=_NO_ROW_LIMIT,
-        **({"max_bytes_per_file": max_bytes_per_file} if max_bytes_per_file else {}),
+        max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
     )
-    groups = []
-    with undo_unless_published(
-        lambda: [delete_fragment_files(snapshot.storage, snapshot.uri, fresh) for _, fresh in groups]
-    ):
-        for old in groups_planned:
-            batches = LanceScanner(
-                snapshot, fragments=[f.id for f in old], batch_size=batch_size
-            ).to_batches()  # live rows
-            fresh: list = []
-            groups.append((old, fresh))
-            for piece in _cut(
-                iter(batches), output_sizes(sum(live_rows(f) for f in old), target_rows_per_fragment)
-            ):
-                fresh.extend(plan.write(piece))
+    tasks = tuple(
+        CompactionTask(
+            snapshot.version,
+            tuple(f.SerializeToString() for f in old),
+            tuple(output_sizes(sum(live_rows(f) for f in old), target_rows_per_fragment)),
+        )
+        for old in groups
+    )
+    return CompactionPlan(snapshot.version, tasks, write)
+
+
+def rewrite_task(
+    snapshot: Snapshot, write: WritePlan, task: CompactionTask, batch_size: int | None = None
+) -> RewriteResult:
+    """Write one task's live rows into its new fragments. ``snapshot`` is the planned version (the
+    old fragments' files are read through it). If this fails, the files it wrote are deleted."""
+    old = task.old_fragments()
+    fresh: list[table_pb2.DataFragment] = []
+    try:
+        batches = LanceScanner(snapshot, fragments=[f.id for f in old], batch_size=batch_size).to_batches()
+        for piece in _cut(iter(batches), list(task.sizes)):  # live rows
+            fresh.extend(write.write(piece))
+    except BaseException:
+        try:
+            delete_fragment_files(snapshot.storage, snapshot.uri, fresh)
+        except Exception:
+            pass
+        raise
+    return RewriteResult(task.read_version, task.fragments, tuple(f.SerializeToString() for f in fresh))
+
+
+def delete_written(snapshot: Snapshot, results: list[RewriteResult]) -> None:
+    """Remove the new files of ``results`` (none of them committed)."""
+    for result in results:
+        delete_fragment_files(snapshot.storage, snapshot.uri, result.groups()[1])
+
+
+def commit_compaction(snapshot: Snapshot, results: list[RewriteResult]) -> tuple[CompactionMetrics, int]:
+    """One ``Rewrite`` of every result (retried on conflict by ``commit``); returns the metrics and
+    the version created (``snapshot``'s own if there is no result). If the commit fails before it is
+    published, the results' new files are deleted."""
+    metrics = CompactionMetrics()
+    if not results:
+        return metrics, snapshot.version
+    versions = {r.read_version for r in results}
+    if len(versions) != 1:
+        raise InvalidArgumentError(
+            f"compaction results of different versions {sorted(versions)} cannot commit together"
+        )
+    groups = [r.groups() for r in results]
+    with undo_unless_published(lambda: delete_written(snapshot, results)):
         version = commit(
             snapshot.storage,
             snapshot.uri,
             Rewrite(groups=groups),
             commit_lock=snapshot.commit_lock,
-            read_version=snapshot.version,
+            read_version=versions.pop(),
         )
     for old, fresh in groups:
         metrics.fragments_removed += len(old)
@@ -191,3 +272,30 @@ def compact_files(
         metrics.files_removed += sum(len(f.files) + f.HasField("deletion_file") for f in old)
         metrics.files_added += sum(len(f.files) for f in fresh)
     return metrics, version
+
+
+def compact_files(
+    snapshot: Snapshot,
+    target_rows_per_fragment: int = DEFAULT_TARGET_ROWS,
+    materialize_deletions: bool = True,
+    materialize_deletions_threshold: float = 0.1,
+    max_bytes_per_file: int | None = None,
+    batch_size: int | None = None,
+) -> tuple[CompactionMetrics, int]:
+    """Compact ``snapshot`` in this process: plan, rewrite each task, commit. Returns the metrics
+    and the version committed (its version if none). ``batch_size`` is the scan's batch size over
+    the old fragments (where a ``max_bytes_per_file`` roll can happen)."""
+    plan = plan_compaction(
+        snapshot,
+        target_rows_per_fragment,
+        materialize_deletions,
+        materialize_deletions_threshold,
+        max_bytes_per_file,
+    )
+    if plan.write is None:
+        return CompactionMetrics(), snapshot.version
+    results: list[RewriteResult] = []
+    with undo_unless_published(lambda: delete_written(snapshot, results)):
+        for task in plan.tasks:
+            results.append(rewrite_task(snapshot, plan.write, task, batch_size))
+    return commit_compaction(snapshot, results)
