@@ -9,11 +9,13 @@ nulls. Dropping columns commits a ``Project``: the data stays in the files, unre
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
-from lance_fw._proto import table_pb2
+from lance_fw._proto import file_pb2, table_pb2
 from lance_fw.errors import InvalidArgumentError, SchemaError
 from lance_fw.file.version import parse_version
 from lance_fw.query.scanner import LanceScanner
@@ -67,82 +69,204 @@ def _commit_schema(snapshot: Snapshot, added: LanceSchema) -> int:
     )
 
 
+@dataclass(frozen=True)
+class ColumnsPlan:
+    """New columns to compute fragment by fragment, planned once: picklable (fields travel as
+    serialized protobufs, a UDF as the function itself), so a distributed runner (Spark) ships it
+    with each fragment, computes in tasks and commits the fragments on the planner."""
+
+    read_version: int
+    needed: tuple[str, ...]  # the columns each batch of the transform reads
+    added: tuple[bytes, ...]  # the new fields (file_pb2.Field), ids after the current maximum
+    schema_fields: tuple[bytes, ...]  # the whole schema after the commit
+    transform: dict[str, str] | Callable[[pa.RecordBatch], Any]
+    output_schema: pa.Schema | None = None  # a UDF's result schema (taken from its first batch)
+
+    def added_schema(self) -> LanceSchema:
+        return LanceSchema.from_protos([file_pb2.Field.FromString(b) for b in self.added])
+
+    def fields(self) -> list:
+        return [file_pb2.Field.FromString(b) for b in self.schema_fields]
+
+    def compute(self, snapshot: Snapshot) -> Callable[[pa.Table], pa.Table]:
+        """The function from read rows to new columns, for ``snapshot`` (the planned version)."""
+        if isinstance(self.transform, dict):
+            from lance_fw.query.projection import Projection
+
+            return Projection(self.transform, snapshot.schema, require_column=False).apply
+        udf, schema = self.transform, self.output_schema
+        assert schema is not None  # set for every UDF by plan_add_columns
+        return lambda table: pa.Table.from_batches(
+            [udf_batch(udf, b, schema) for b in table.combine_chunks().to_batches()], schema
+        )
+
+
+def udf_batch(
+    udf: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch, schema: pa.Schema | None
+) -> pa.RecordBatch:
+    """The new columns ``udf`` returns for ``batch``: a RecordBatch, a Table, a dict of arrays or a
+    pandas DataFrame (as pylance takes), one row per input row, with the schema of the first batch."""
+    result = udf(batch)
+    if isinstance(result, dict):
+        result = pa.RecordBatch.from_pydict(result)
+    elif type(result).__module__.split(".")[0] == "pandas":
+        result = pa.RecordBatch.from_pandas(result)
+    elif isinstance(result, pa.Table):
+        result = (
+            result.combine_chunks().to_batches()[0]
+            if result.num_rows
+            else result.schema.empty_table().to_batches()
+        )
+    if not isinstance(result, pa.RecordBatch):
+        raise InvalidArgumentError(
+            f"add_columns: the UDF must return a RecordBatch, Table, dict of arrays or DataFrame, got {type(result).__name__}"
+        )
+    if result.num_rows != batch.num_rows:
+        raise InvalidArgumentError(
+            f"add_columns: the UDF returned {result.num_rows} rows for a batch of {batch.num_rows}"
+        )
+    if schema is not None and not result.schema.equals(schema):
+        raise SchemaError(
+            f"add_columns: the UDF returned columns {result.schema} where its first batch had {schema}"
+        )
+    return result
+
+
+def _udf_schema(
+    snapshot: Snapshot, udf: Callable[[pa.RecordBatch], Any], read_columns: list[str] | None
+) -> pa.Schema:
+    """pylance's inference: the schema of the UDF's result on the first live row (a pylance
+    ``BatchUDF`` that names its ``output_schema`` gives it)."""
+    given = getattr(udf, "output_schema", None)
+    if isinstance(given, pa.Schema):
+        return given
+    for batch in LanceScanner(snapshot, columns=read_columns, limit=1).to_batches():
+        if batch.num_rows:
+            return udf_batch(udf, batch, None).schema
+    raise InvalidArgumentError(
+        f"add_columns: {snapshot.uri} has no rows to infer the UDF's output schema from"
+    )
+
+
+def plan_add_columns(snapshot: Snapshot, transforms, read_columns: list[str] | None = None) -> ColumnsPlan:
+    """Check ``{"name": "SQL expression"}`` or a UDF (``RecordBatch -> new columns``) against
+    ``snapshot`` and fix the new fields and what each fragment reads."""
+    if callable(transforms) and not isinstance(transforms, (dict, pa.Schema, pa.Field)):
+        output = _udf_schema(snapshot, transforms, read_columns)
+        added = _new_fields(snapshot, list(output))
+        needed = list(read_columns) if read_columns else list(snapshot.schema.names)
+        transform: dict[str, str] | Callable[[pa.RecordBatch], Any] = transforms
+    elif isinstance(transforms, dict) and transforms:
+        from lance_fw.query.projection import Projection
+
+        transform = {str(k): v for k, v in transforms.items()}
+        projection = Projection(transform, snapshot.schema, require_column=False)
+        added = _new_fields(snapshot, _stored_fields(projection, transform, snapshot.schema))
+        # a constant expression reads no column, but still needs one to know how many rows there are
+        needed = list(read_columns or projection.columns or snapshot.schema.names[:1])
+        output = None
+    else:
+        raise InvalidArgumentError(
+            "add_columns takes {name: SQL expression}, a function of a RecordBatch, a pyarrow field, fields or schema"
+        )
+    for name in needed:
+        snapshot.lance_schema.field(name)  # an unknown column fails here, before any task runs
+    fields = snapshot.lance_schema.to_protos() + added.to_protos()
+    return ColumnsPlan(
+        snapshot.version,
+        tuple(needed),
+        tuple(f.SerializeToString() for f in added.to_protos()),
+        tuple(f.SerializeToString() for f in fields),
+        transform,
+        output,
+    )
+
+
 def add_columns(
     snapshot: Snapshot, transforms, read_columns: list[str] | None = None, batch_size: int | None = None
 ) -> int:
-    """``{"name": "SQL expression"}``, or ``pa.Field`` / list of fields / ``pa.Schema`` (all-null
-    columns, no data written). Returns the new version."""
+    """``{"name": "SQL expression"}``, a UDF (``RecordBatch -> RecordBatch``), or ``pa.Field`` /
+    list of fields / ``pa.Schema`` (all-null columns, no data written). Returns the new version."""
     if isinstance(transforms, pa.Field):
         transforms = [transforms]
     if isinstance(transforms, (pa.Schema, list)):
         if not all(isinstance(f, pa.Field) for f in transforms):
             raise InvalidArgumentError("add_columns: a list must hold pyarrow fields")
         return _commit_schema(snapshot, _new_fields(snapshot, [f.with_nullable(True) for f in transforms]))
-    if not isinstance(transforms, dict) or not transforms:
-        raise InvalidArgumentError(
-            "add_columns takes {name: SQL expression}, a pyarrow field, fields or schema"
-        )
-    from lance_fw.query.projection import Projection
-
-    transforms = {str(k): v for k, v in transforms.items()}
-    projection = Projection(transforms, snapshot.schema, require_column=False)
-    added = _new_fields(snapshot, _stored_fields(projection, transforms, snapshot.schema))
-    # a constant expression reads no column, but still needs one to know how many rows there are
-    needed = [
-        snapshot.lance_schema.field(n)
-        for n in (read_columns or projection.columns or snapshot.schema.names[:1])
-    ]
-    fields = snapshot.lance_schema.to_protos() + added.to_protos()
-    return _write_columns(snapshot, needed, added, projection.apply, fields, batch_size)
+    plan = plan_add_columns(snapshot, transforms, read_columns)
+    needed = [snapshot.lance_schema.field(n) for n in plan.needed]
+    return _write_columns(
+        snapshot, needed, plan.added_schema(), plan.compute(snapshot), plan.fields(), batch_size
+    )
 
 
-def _write_columns(
-    snapshot: Snapshot, needed, added: LanceSchema, compute, schema_fields, batch_size: int | None = None
-) -> int:
-    """Per fragment, one data file of ``added`` columns computed (``compute(table) -> table``) from
-    the ``needed`` columns of every physical row; then one Merge with ``schema_fields``."""
+def write_fragment_columns(
+    snapshot: Snapshot,
+    frag: table_pb2.DataFragment,
+    needed: list,
+    added: LanceSchema,
+    compute: Callable[[pa.Table], pa.Table],
+    batch_size: int | None = None,
+) -> table_pb2.DataFragment:
+    """One data file of ``added`` columns computed from the ``needed`` columns of every physical
+    row of ``frag`` (deleted rows included, so offsets line up); returns ``frag`` with that file
+    added (nothing committed). If this fails, the file is deleted."""
     target = added.to_arrow()
     source_schema = pa.schema([f.to_arrow() for f in needed])
-    version = parse_version(snapshot.data_storage_version)
     size = batch_size or DEFAULT_BATCH_SIZE
-    updated: list[table_pb2.DataFragment] = []
-    written: list[table_pb2.DataFragment] = []
-    with undo_unless_published(lambda: delete_fragment_files(snapshot.storage, snapshot.uri, written)):
-        for frag in snapshot.manifest.fragments:
-            reader = snapshot.fragment_reader(frag)
+    reader = snapshot.fragment_reader(frag)
 
-            def computed(reader=reader, frag=frag) -> Iterator[pa.RecordBatch]:
-                for start in range(0, frag.physical_rows, size):
-                    stop = min(start + size, frag.physical_rows)
-                    rows = pa.Table.from_arrays(reader.read_range(needed, start, stop), schema=source_schema)
-                    yield from conform(compute(rows), target, "new column").to_batches()
+    def computed() -> Iterator[pa.RecordBatch]:
+        for start in range(0, frag.physical_rows, size):
+            stop = min(start + size, frag.physical_rows)
+            rows = pa.Table.from_arrays(reader.read_range(needed, start, stop), schema=source_schema)
+            yield from conform(compute(rows), target, "new column").to_batches()
 
-            try:
-                files = write_fragments(
-                    snapshot.storage,
-                    snapshot.uri,
-                    computed(),
-                    target,
-                    added,
-                    version,
-                    _ALL_ROWS,
-                    _ALL_ROWS,
-                    {},
-                )
-            finally:
-                reader.close()
-            written.extend(files)
-            copy = table_pb2.DataFragment()
-            copy.CopyFrom(frag)
-            for made in files:
-                copy.files.extend(made.files)
-            updated.append(copy)
-        op = Merge(
-            fragments=updated,
-            schema_fields=schema_fields,
-            schema_metadata=snapshot.lance_schema.metadata,
-            read_fields=snapshot.lance_schema.to_protos(),
+    try:  # write_fragments removes a file it fails to finish
+        files = write_fragments(
+            snapshot.storage,
+            snapshot.uri,
+            computed(),
+            target,
+            added,
+            parse_version(snapshot.data_storage_version),
+            _ALL_ROWS,
+            _ALL_ROWS,
+            {},
         )
+    finally:
+        reader.close()
+    copy = table_pb2.DataFragment()
+    copy.CopyFrom(frag)
+    for made in files:
+        copy.files.extend(made.files)
+    return copy
+
+
+def added_files(snapshot: Snapshot, updated: list[table_pb2.DataFragment]) -> list[table_pb2.DataFragment]:
+    """The new data files of ``updated`` (fragments of ``snapshot`` with columns added), as
+    fragments, for ``delete_fragment_files``."""
+    before = {f.id: len(f.files) for f in snapshot.manifest.fragments}
+    out = []
+    for frag in updated:
+        only = table_pb2.DataFragment()
+        only.files.extend(frag.files[before.get(frag.id, 0) :])
+        out.append(only)
+    return out
+
+
+def commit_columns(snapshot: Snapshot, updated: list[table_pb2.DataFragment], schema_fields: list) -> int:
+    """One Merge: every fragment of ``snapshot`` with its new file, the schema ``schema_fields``.
+    If the commit fails before it is published, the new files are deleted."""
+    op = Merge(
+        fragments=updated,
+        schema_fields=schema_fields,
+        schema_metadata=snapshot.lance_schema.metadata,
+        read_fields=snapshot.lance_schema.to_protos(),
+    )
+    with undo_unless_published(
+        lambda: delete_fragment_files(snapshot.storage, snapshot.uri, added_files(snapshot, updated))
+    ):
         return commit(
             snapshot.storage,
             snapshot.uri,
@@ -150,6 +274,20 @@ def _write_columns(
             read_version=snapshot.version,
             commit_lock=snapshot.commit_lock,
         )
+
+
+def _write_columns(
+    snapshot: Snapshot, needed, added: LanceSchema, compute, schema_fields, batch_size: int | None = None
+) -> int:
+    """Per fragment, one data file of ``added`` columns computed (``compute(table) -> table``) from
+    the ``needed`` columns of every physical row; then one Merge with ``schema_fields``."""
+    updated: list[table_pb2.DataFragment] = []
+    with undo_unless_published(
+        lambda: delete_fragment_files(snapshot.storage, snapshot.uri, added_files(snapshot, updated))
+    ):
+        for frag in snapshot.manifest.fragments:
+            updated.append(write_fragment_columns(snapshot, frag, needed, added, compute, batch_size))
+    return commit_columns(snapshot, updated, schema_fields)
 
 
 def alter_columns(snapshot: Snapshot, *alterations: dict) -> int:
