@@ -14,10 +14,15 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:  # the kernel's interfaces, named for readers of this file
-    from lance_fw.file.encoding import ColumnEncoder, ColumnSpec, KindDecoder, PageDecoder
+    from lance_fw.interfaces import (
+        ColumnEncoder,
+        ColumnSpec,
+        CommitHandler,
+        DeletionCodec,
+        KindDecoder,
+        PageDecoder,
+    )
     from lance_fw.io.storage import Storage
-    from lance_fw.table.commit import CommitHandler
-    from lance_fw.table.deletion import DeletionCodec
 
 hookspec = pluggy.HookspecMarker("lance_fw")
 hookimpl = pluggy.HookimplMarker("lance_fw")

@@ -97,7 +97,7 @@ def _is_storage(value: object) -> bool:
 
 
 def _is_commit_handler(value: object) -> bool:
-    from lance_fw.table.commit import CommitHandler
+    from lance_fw.interfaces import CommitHandler
 
     return isinstance(value, CommitHandler)
 

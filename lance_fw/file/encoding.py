@@ -6,44 +6,25 @@ Concrete encodings live in plugins; the kernel finds them through the ``lance_pa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from google.protobuf import any_pb2
 
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.io.storage import RangeReader
-from lance_fw.schema import LanceField
 
-
-@dataclass(frozen=True)
-class ColumnSpec:
-    """What an encoder-selection hook sees about one column of a data file.
-
-    ``role`` is ``"leaf"`` for a value column, ``"struct"`` / ``"list"`` for the 2.0 columns of a
-    struct or list parent (whose array is a null array / int64 list lengths, see ``file.shred``).
-    """
-
-    field: LanceField
-    arrow_type: pa.DataType
-    metadata: Mapping[str, str]
-    version: tuple[int, int]
-    role: str = "leaf"
-    #: 2.1+: the fields from the top-level field down to this leaf (their nullability matters)
-    path: tuple = ()
-
-
-@dataclass
-class EncodedPage:
-    """One encoded page: its buffers in order, the page encoding as a protobuf Any, its rows."""
-
-    buffers: list[Any]  # bytes-like
-    encoding: any_pb2.Any
-    num_rows: int
-
+# The interfaces' old home: re-exported (``X as X``) so plugins importing them from here keep working.
+from lance_fw.interfaces import ColumnEncoder as ColumnEncoder
+from lance_fw.interfaces import ColumnSpec as ColumnSpec
+from lance_fw.interfaces import EncodedPage as EncodedPage
+from lance_fw.interfaces import KindDecoder as KindDecoder
+from lance_fw.interfaces import PageBuffers as PageBuffers
+from lance_fw.interfaces import PageDecoder as PageDecoder
+from lance_fw.interfaces import PageInput as PageInput
+from lance_fw.interfaces import PageRowDecoder as PageRowDecoder
 
 #: The page-encoding type URL pylance 14 decodes at each data file version: a page with any other
 #: type URL makes pylance fail on reading the column (and, at 2.0, every column of the file).
@@ -52,23 +33,6 @@ PYLANCE_PAGE_TYPE_URLS = {
     (2, 1): "/lance.encodings21.PageLayout",
     (2, 2): "/lance.encodings21.PageLayout",
 }
-
-
-class ColumnEncoder(Protocol):
-    """Encodes the pages of one column of one data file (returned by ``lance_select_encoder``).
-
-    ``pylance_readable`` declares whether pylance 14 reads the pages this encoder writes. It
-    defaults to False (an encoder without the attribute counts as not readable), because a page
-    pylance cannot decode breaks every pylance read of the dataset; lance_fw then writes with the
-    encoder only under the write option ``allow_plugin_encodings=True`` and records the plugin in
-    the manifest (``table/flags.py``). The writer verifies a True claim: each page's type URL must
-    be the one pylance decodes at the file's version (``PYLANCE_PAGE_TYPE_URLS``).
-    """
-
-    pylance_readable: bool
-
-    def encode(self, array: pa.Array) -> EncodedPage:
-        """Encode one page worth of a column (the writer has already split pages by size)."""
 
 
 @dataclass(frozen=True)
@@ -124,87 +88,6 @@ def selecting_plugin(spec: ColumnSpec, options: Mapping[str, Any]) -> EncoderOri
             dist = next((p["distribution"] for p in plugins() if p["name"] == impl.plugin_name), None)
             return EncoderOrigin(impl.plugin_name, dist)
     return EncoderOrigin(None, None)
-
-
-class PageBuffers(Sequence):
-    """A page's buffers read on demand, so a decoder of a few rows reads only the bytes they need.
-
-    Indexing reads (and keeps) a whole buffer, so decoders written for eagerly read buffers work
-    unchanged; ``read_parts`` reads pieces of buffers in one coalesced request.
-    """
-
-    def __init__(self, reader: RangeReader, offsets: Sequence[int], sizes: Sequence[int], where: str):
-        self._reader, self._offsets, self._sizes, self.where = reader, list(offsets), list(sizes), where
-        self._whole: dict[int, memoryview] = {}
-
-    def __len__(self) -> int:
-        return len(self._offsets)
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if i not in self._whole:
-            self._whole[i] = self.read_parts([(i, 0, self._sizes[i])])[0]
-        return self._whole[i]
-
-    def size(self, i: int) -> int:
-        return self._sizes[i]
-
-    def read_parts(self, parts: Sequence[tuple[int, int, int]]) -> list[memoryview]:
-        """Bytes ``[offset, offset + length)`` of buffer ``index`` for each ``(index, offset, length)``."""
-        ranges = []
-        for index, offset, length in parts:
-            if (
-                not 0 <= index < len(self._sizes)
-                or offset < 0
-                or length < 0
-                or offset + length > self._sizes[index]
-            ):
-                raise CorruptFileError(
-                    self._reader.path,
-                    f"{self.where}: bytes [{offset}, {offset + length}) of "
-                    f"page buffer {index} lie outside the buffer",
-                )
-            ranges.append((self._offsets[index] + offset, length))
-        return self._reader.read_ranges(ranges)
-
-
-@dataclass
-class PageInput:
-    """What a page decoder receives: the page's buffers and how to read them.
-
-    ``buffers`` is either the buffers themselves or a ``PageBuffers`` (read on demand, used when
-    only some rows of the page are wanted); ``buffer_size`` and ``read_parts`` work on both.
-    """
-
-    buffers: Sequence[memoryview]
-    num_rows: int
-    arrow_type: pa.DataType
-    where: str  # "file X, column N (field f), page P" for error messages
-    extra: dict = field(default_factory=dict)
-
-    def buffer_size(self, i: int) -> int:
-        if i >= len(self.buffers):
-            raise CorruptFileError(
-                self.where, f"the page has {len(self.buffers)} buffers, buffer {i} was asked for"
-            )
-        return self.buffers.size(i) if isinstance(self.buffers, PageBuffers) else len(self.buffers[i])
-
-    def read_parts(self, parts: Sequence[tuple[int, int, int]]) -> list[memoryview]:
-        """Pieces ``(buffer index, offset, length)`` of the page's buffers, in the order asked."""
-        if isinstance(self.buffers, PageBuffers):
-            return self.buffers.read_parts(parts)
-        out = []
-        for index, offset, length in parts:
-            if offset < 0 or length < 0 or offset + length > self.buffer_size(index):
-                raise CorruptFileError(
-                    self.where,
-                    f"bytes [{offset}, {offset + length}) of page buffer {index} lie outside the buffer",
-                )
-            out.append(memoryview(self.buffers[index])[offset : offset + length])
-        return out
 
 
 #: the high bit of every byte of a u64: text is ASCII (hence valid UTF-8) when no byte has it
@@ -302,24 +185,6 @@ def _is_ascii(buf: pa.Buffer | None) -> bool:
     head = raw.size - raw.size % 8
     words = raw[:head].view(np.uint64)
     return not (np.bitwise_or.reduce(words) & _HIGH_BITS) and bool((raw[head:] < 0x80).all())
-
-
-PageDecoder = Callable[[any_pb2.Any, PageInput], pa.Array]
-KindDecoder = Callable[[Any, PageInput, int, pa.DataType], pa.Array]
-
-
-class PageRowDecoder(Protocol):
-    """A page decoder that can also decode just some rows of a page (optional capability).
-
-    ``decode_rows(encoding, page, rows)`` gets sorted, distinct page-local row numbers and returns
-    exactly those rows, in that order. ``page.buffers`` is then a ``PageBuffers``: the decoder
-    reads only the byte ranges the rows need (``page.read_parts``) so random access (``take``)
-    does not decode whole pages. Page decoders without it are run on the whole page.
-    """
-
-    def __call__(self, encoding: any_pb2.Any, page: PageInput) -> pa.Array: ...
-
-    def decode_rows(self, encoding: any_pb2.Any, page: PageInput, rows: np.ndarray) -> pa.Array: ...
 
 
 def pack_any(message, type_url: str | None = None) -> any_pb2.Any:

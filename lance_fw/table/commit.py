@@ -7,69 +7,16 @@ generic one (``commit_put_if_absent``) serves every storage with an atomic ``put
 
 from __future__ import annotations
 
-import abc
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from lance_fw.errors import CommitConflictError, InvalidArgumentError, LanceError, StorageError
+from lance_fw.interfaces import (
+    CommitHandler as CommitHandler,
+)  # re-exported: its old home, plugins import it here
 from lance_fw.io.storage import Storage
 from lance_fw.table.manifest import parse_manifest_name
-
-
-class CommitHandler(abc.ABC):
-    """Publishes manifests for one storage, each exactly once.
-
-    Thread-safety: one handler may be used by several threads (and its storage by other processes
-    and machines) at once; :meth:`commit` must be safe under that concurrency, which is its point.
-    """
-
-    def __init__(self, storage: Storage):
-        self.storage = storage
-
-    @abc.abstractmethod
-    def commit(self, path: str, data: bytes) -> None:
-        """Publish ``data`` as the manifest at ``path`` unless a manifest is already there.
-
-        Args:
-            path: the manifest's full path or URI (``<dataset>/_versions/<name>.manifest``).
-            data: the whole manifest.
-        Returns:
-            None once a reader listing ``_versions`` sees the whole manifest at ``path``.
-        Raises:
-            CommitConflictError: another writer holds this version (its manifest exists, or the
-                handler has another claim on it); nothing was published. The commit loop re-reads
-                the latest version and retries on it.
-            StorageError: anything else. The manifest may or may not be in place: the loop checks
-                (a failure after our exact manifest was published counts as committed).
-
-        Atomicity: of several concurrent calls for one ``path`` -- threads, processes, machines --
-        exactly one returns normally, and no reader ever sees a partial manifest.
-        """
-
-    def repair(self, base_uri: str, version: int) -> bool:
-        """Resolve a claim on ``version`` whose manifest never appeared (optional).
-
-        Called by the commit loop when :meth:`commit` raised ``CommitConflictError`` for
-        ``version`` but no manifest of that version is listed: a handler that claims a version
-        before writing the manifest (an external store, a lock table) may hold a claim left by a
-        writer that crashed in between. A handler that can tell a dead claim from a live one (a
-        lease that expired, a staged manifest it can finish publishing) repairs it here.
-
-        Args:
-            base_uri: the dataset's root URI.
-            version: the version that was refused.
-        Returns:
-            True when the claim was finished (the manifest is now published) or dropped, so the
-            loop should retry at once; False when nothing was repaired (the default): the claim may
-            belong to a live writer, and the loop waits, then reports the version as stuck.
-        Raises:
-            StorageError: the handler's store failed; the commit fails with it.
-
-        Thread-safety: may run concurrently with ``commit`` and ``repair`` calls of other writers;
-        it must never drop a claim whose writer can still publish.
-        """
-        return False
 
 
 def resolve_commit_handler(storage: Storage, uri: str) -> CommitHandler:

@@ -6,27 +6,17 @@ the fragment. The byte formats are plugins (``lance_deletion_codecs``), keyed by
 
 from __future__ import annotations
 
-import abc
-
 import numpy as np
 
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
+from lance_fw.interfaces import (
+    DeletionCodec as DeletionCodec,
+)  # re-exported: its old home, plugins import it here
 from lance_fw.table.paths import DELETIONS_DIR
 
 #: pylance writes a roaring bitmap, not an Arrow set, from this many deleted rows on.
 BITMAP_THRESHOLD = 5000
 ARROW_ARRAY, BITMAP = 0, 1
-
-
-class DeletionCodec(abc.ABC):
-    extension: str
-
-    @abc.abstractmethod
-    def decode(self, data: bytes, path: str) -> np.ndarray:
-        """Sorted unique uint32 row offsets."""
-
-    @abc.abstractmethod
-    def encode(self, offsets: np.ndarray) -> bytes: ...
 
 
 def deletion_file_id(frag) -> int:

@@ -1,0 +1,239 @@
+"""The interfaces plugins implement, in the plugin kernel's layer.
+
+Why here: ``hookspecs`` names what each hook returns, and the layers that *use* those objects
+(``file/`` decodes pages, ``table/`` commits manifests and reads deletion files) sit above the kernel.
+Keeping the interface types in the kernel lets ``hookspecs`` and ``plugin_manager`` name and check them
+without importing upward; ``file.encoding``, ``table.commit`` and ``table.deletion`` re-export them
+under their old names, so plugins importing them from there keep working.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+from google.protobuf import any_pb2
+
+from lance_fw.errors import CorruptFileError
+from lance_fw.io.storage import RangeReader, Storage
+from lance_fw.schema import LanceField
+
+# --- encodings (used by file/) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """What an encoder-selection hook sees about one column of a data file.
+
+    ``role`` is ``"leaf"`` for a value column, ``"struct"`` / ``"list"`` for the 2.0 columns of a
+    struct or list parent (whose array is a null array / int64 list lengths, see ``file.shred``).
+    """
+
+    field: LanceField
+    arrow_type: pa.DataType
+    metadata: Mapping[str, str]
+    version: tuple[int, int]
+    role: str = "leaf"
+    #: 2.1+: the fields from the top-level field down to this leaf (their nullability matters)
+    path: tuple = ()
+
+
+@dataclass
+class EncodedPage:
+    """One encoded page: its buffers in order, the page encoding as a protobuf Any, its rows."""
+
+    buffers: list[Any]  # bytes-like
+    encoding: any_pb2.Any
+    num_rows: int
+
+
+class ColumnEncoder(Protocol):
+    """Encodes the pages of one column of one data file (returned by ``lance_select_encoder``).
+
+    ``pylance_readable`` declares whether pylance 14 reads the pages this encoder writes. It
+    defaults to False (an encoder without the attribute counts as not readable), because a page
+    pylance cannot decode breaks every pylance read of the dataset; lance_fw then writes with the
+    encoder only under the write option ``allow_plugin_encodings=True`` and records the plugin in
+    the manifest (``table/flags.py``). The writer verifies a True claim: each page's type URL must
+    be the one pylance decodes at the file's version (``PYLANCE_PAGE_TYPE_URLS``).
+    """
+
+    pylance_readable: bool
+
+    def encode(self, array: pa.Array) -> EncodedPage:
+        """Encode one page worth of a column (the writer has already split pages by size)."""
+
+
+class PageBuffers(Sequence):
+    """A page's buffers read on demand, so a decoder of a few rows reads only the bytes they need.
+
+    Indexing reads (and keeps) a whole buffer, so decoders written for eagerly read buffers work
+    unchanged; ``read_parts`` reads pieces of buffers in one coalesced request.
+    """
+
+    def __init__(self, reader: RangeReader, offsets: Sequence[int], sizes: Sequence[int], where: str):
+        self._reader, self._offsets, self._sizes, self.where = reader, list(offsets), list(sizes), where
+        self._whole: dict[int, memoryview] = {}
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if i not in self._whole:
+            self._whole[i] = self.read_parts([(i, 0, self._sizes[i])])[0]
+        return self._whole[i]
+
+    def size(self, i: int) -> int:
+        return self._sizes[i]
+
+    def read_parts(self, parts: Sequence[tuple[int, int, int]]) -> list[memoryview]:
+        """Bytes ``[offset, offset + length)`` of buffer ``index`` for each ``(index, offset, length)``."""
+        ranges = []
+        for index, offset, length in parts:
+            if (
+                not 0 <= index < len(self._sizes)
+                or offset < 0
+                or length < 0
+                or offset + length > self._sizes[index]
+            ):
+                raise CorruptFileError(
+                    self._reader.path,
+                    f"{self.where}: bytes [{offset}, {offset + length}) of "
+                    f"page buffer {index} lie outside the buffer",
+                )
+            ranges.append((self._offsets[index] + offset, length))
+        return self._reader.read_ranges(ranges)
+
+
+@dataclass
+class PageInput:
+    """What a page decoder receives: the page's buffers and how to read them.
+
+    ``buffers`` is either the buffers themselves or a ``PageBuffers`` (read on demand, used when
+    only some rows of the page are wanted); ``buffer_size`` and ``read_parts`` work on both.
+    """
+
+    buffers: Sequence[memoryview]
+    num_rows: int
+    arrow_type: pa.DataType
+    where: str  # "file X, column N (field f), page P" for error messages
+    extra: dict = field(default_factory=dict)
+
+    def buffer_size(self, i: int) -> int:
+        if i >= len(self.buffers):
+            raise CorruptFileError(
+                self.where, f"the page has {len(self.buffers)} buffers, buffer {i} was asked for"
+            )
+        return self.buffers.size(i) if isinstance(self.buffers, PageBuffers) else len(self.buffers[i])
+
+    def read_parts(self, parts: Sequence[tuple[int, int, int]]) -> list[memoryview]:
+        """Pieces ``(buffer index, offset, length)`` of the page's buffers, in the order asked."""
+        if isinstance(self.buffers, PageBuffers):
+            return self.buffers.read_parts(parts)
+        out = []
+        for index, offset, length in parts:
+            if offset < 0 or length < 0 or offset + length > self.buffer_size(index):
+                raise CorruptFileError(
+                    self.where,
+                    f"bytes [{offset}, {offset + length}) of page buffer {index} lie outside the buffer",
+                )
+            out.append(memoryview(self.buffers[index])[offset : offset + length])
+        return out
+
+
+PageDecoder = Callable[[any_pb2.Any, PageInput], pa.Array]
+KindDecoder = Callable[[Any, PageInput, int, pa.DataType], pa.Array]
+
+
+class PageRowDecoder(Protocol):
+    """A page decoder that can also decode just some rows of a page (optional capability).
+
+    ``decode_rows(encoding, page, rows)`` gets sorted, distinct page-local row numbers and returns
+    exactly those rows, in that order. ``page.buffers`` is then a ``PageBuffers``: the decoder
+    reads only the byte ranges the rows need (``page.read_parts``) so random access (``take``)
+    does not decode whole pages. Page decoders without it are run on the whole page.
+    """
+
+    def __call__(self, encoding: any_pb2.Any, page: PageInput) -> pa.Array: ...
+
+    def decode_rows(self, encoding: any_pb2.Any, page: PageInput, rows: np.ndarray) -> pa.Array: ...
+
+
+# --- commits (used by table/commit.py) ---------------------------------------------------------
+
+
+class CommitHandler(abc.ABC):
+    """Publishes manifests for one storage, each exactly once.
+
+    Thread-safety: one handler may be used by several threads (and its storage by other processes
+    and machines) at once; :meth:`commit` must be safe under that concurrency, which is its point.
+    """
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+
+    @abc.abstractmethod
+    def commit(self, path: str, data: bytes) -> None:
+        """Publish ``data`` as the manifest at ``path`` unless a manifest is already there.
+
+        Args:
+            path: the manifest's full path or URI (``<dataset>/_versions/<name>.manifest``).
+            data: the whole manifest.
+        Returns:
+            None once a reader listing ``_versions`` sees the whole manifest at ``path``.
+        Raises:
+            CommitConflictError: another writer holds this version (its manifest exists, or the
+                handler has another claim on it); nothing was published. The commit loop re-reads
+                the latest version and retries on it.
+            StorageError: anything else. The manifest may or may not be in place: the loop checks
+                (a failure after our exact manifest was published counts as committed).
+
+        Atomicity: of several concurrent calls for one ``path`` -- threads, processes, machines --
+        exactly one returns normally, and no reader ever sees a partial manifest.
+        """
+
+    def repair(self, base_uri: str, version: int) -> bool:
+        """Resolve a claim on ``version`` whose manifest never appeared (optional).
+
+        Called by the commit loop when :meth:`commit` raised ``CommitConflictError`` for
+        ``version`` but no manifest of that version is listed: a handler that claims a version
+        before writing the manifest (an external store, a lock table) may hold a claim left by a
+        writer that crashed in between. A handler that can tell a dead claim from a live one (a
+        lease that expired, a staged manifest it can finish publishing) repairs it here.
+
+        Args:
+            base_uri: the dataset's root URI.
+            version: the version that was refused.
+        Returns:
+            True when the claim was finished (the manifest is now published) or dropped, so the
+            loop should retry at once; False when nothing was repaired (the default): the claim may
+            belong to a live writer, and the loop waits, then reports the version as stuck.
+        Raises:
+            StorageError: the handler's store failed; the commit fails with it.
+
+        Thread-safety: may run concurrently with ``commit`` and ``repair`` calls of other writers;
+        it must never drop a claim whose writer can still publish.
+        """
+        return False
+
+
+# --- deletion files (used by table/deletion.py) ------------------------------------------------
+
+
+class DeletionCodec(abc.ABC):
+    extension: str
+
+    @abc.abstractmethod
+    def decode(self, data: bytes, path: str) -> np.ndarray:
+        """Sorted unique uint32 row offsets."""
+
+    @abc.abstractmethod
+    def encode(self, offsets: np.ndarray) -> bytes: ...
