@@ -24,7 +24,7 @@ class CorruptFileError(LanceError):
     The message always names the file, so the user knows what to restore or delete.
     """
 
-    def __init__(self, path: str, detail: str):
+    def __init__(self, path: str, detail: str) -> None:
         self.path = path
         self.detail = detail
         super().__init__(f"{path}: {detail}")

@@ -75,7 +75,7 @@ class PageBuffers(Sequence):
     unchanged; ``read_parts`` reads pieces of buffers in one coalesced request.
     """
 
-    def __init__(self, reader: RangeReader, offsets: Sequence[int], sizes: Sequence[int], where: str):
+    def __init__(self, reader: RangeReader, offsets: Sequence[int], sizes: Sequence[int], where: str) -> None:
         self._reader, self._offsets, self._sizes, self.where = reader, list(offsets), list(sizes), where
         self._whole: dict[int, memoryview] = {}
 
@@ -177,7 +177,7 @@ class CommitHandler(abc.ABC):
     and machines) at once; :meth:`commit` must be safe under that concurrency, which is its point.
     """
 
-    def __init__(self, storage: Storage):
+    def __init__(self, storage: Storage) -> None:
         self.storage = storage
 
     @abc.abstractmethod

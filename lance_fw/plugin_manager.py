@@ -380,7 +380,7 @@ class Collected(dict):
     URL, not every read. ``conflicts``: key -> the conflict's message (``lance-fw plugins`` shows them).
     """
 
-    def __init__(self, items: dict, conflicts: dict[Any, str]):
+    def __init__(self, items: dict, conflicts: dict[Any, str]) -> None:
         super().__init__(items)
         self.conflicts = conflicts
 

@@ -94,7 +94,7 @@ class ExternalStoreCommitHandler(CommitHandler):
     Thread-safety: keeps no state besides the store, which is thread-safe by contract.
     """
 
-    def __init__(self, storage: Storage, store: ManifestStore):
+    def __init__(self, storage: Storage, store: ManifestStore) -> None:
         super().__init__(storage)
         self.store = store
 

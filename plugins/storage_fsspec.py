@@ -17,7 +17,7 @@ _MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated", "created")
 
 
 class FsspecReader(RangeReader):
-    def __init__(self, fs: fsspec.AbstractFileSystem, path: str):
+    def __init__(self, fs: fsspec.AbstractFileSystem, path: str) -> None:
         self.fs, self.path = fs, path
         try:
             self._size = fs.size(path)
@@ -44,7 +44,7 @@ class _MemorySnapshot(FsspecReader):
     """A ``memory://`` file as it was at open: the bytes are in memory anyway, and holding them
     keeps a replaced file from being read half old, half new (``RangeReader``'s promise)."""
 
-    def __init__(self, fs: fsspec.AbstractFileSystem, path: str):
+    def __init__(self, fs: fsspec.AbstractFileSystem, path: str) -> None:
         super().__init__(fs, path)
         self._data = fs.cat_file(path)
         self._size = len(self._data)
@@ -59,7 +59,7 @@ class FsspecStorage(Storage):
     (unknown keys never get here), and none is an fsspec argument; passing, say, pylance's
     ``aws_endpoint`` on made fsspec backends fail with "unexpected keyword argument"."""
 
-    def __init__(self, scheme: str, options: dict):
+    def __init__(self, scheme: str, options: dict) -> None:
         self.scheme = scheme
         self.options = dict(options)
         try:

@@ -36,7 +36,7 @@ def atomic_output(path: str) -> StagedOutput:
 
 
 class LocalReader(RangeReader):
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.path = path
         self._fd = -1  # so close() is safe even when open fails
         try:
@@ -79,7 +79,7 @@ class LocalStorage(Storage):
     scheme = "file"
     atomic_put_if_absent = True
 
-    def __init__(self, options: Mapping[str, Any] | None = None):
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self.options = dict(options or {})
 
     def open_reader(self, path: str) -> RangeReader:

@@ -143,7 +143,7 @@ class LanceDataset:
         default_scan_options: dict | None = None,
         commit_lock=None,
         _storage: Storage | None = None,
-    ):
+    ) -> None:
         self.uri = str(getattr(uri, "uri", uri)).rstrip("/")
         self._commit_lock = commit_lock  # pylance's CommitLock: every commit through this object uses it
         self._storage_options = storage_options
@@ -634,7 +634,7 @@ def _index_array(values, dtype, what: str) -> np.ndarray:
 class DatasetOptimizer:
     """pylance's ``ds.optimize`` namespace."""
 
-    def __init__(self, ds: LanceDataset):
+    def __init__(self, ds: LanceDataset) -> None:
         self._ds = ds
 
     def compact_files(

@@ -41,7 +41,7 @@ _DELETION_TYPES = {ARROW_ARRAY: "array", BITMAP: "bitmap"}
 class FragmentMetadata:
     """One fragment's metadata (a ``DataFragment`` message), picklable and JSON-able."""
 
-    def __init__(self, message: table_pb2.DataFragment):
+    def __init__(self, message: table_pb2.DataFragment) -> None:
         self.message = message
 
     @property

@@ -18,7 +18,7 @@ from lance_fw.table.deletion import deleted_rows, deletion_path
 class LanceFragment:
     """One fragment of a dataset version (pylance's ``LanceFragment`` names)."""
 
-    def __init__(self, ds, metadata):
+    def __init__(self, ds, metadata) -> None:
         self._ds, self.metadata = ds, metadata
 
     @property

@@ -46,7 +46,7 @@ class Connection:
         config: dict | None = None,
         *,
         connection: duckdb.DuckDBPyConnection | None = None,
-    ):
+    ) -> None:
         from lance_fw.duckdb import install
 
         if connection is None:
@@ -141,7 +141,7 @@ class _StreamedResult:
     """A result the relation layer streams to Arrow: rows are read after the statement returned, so an
     error a dataset raises surfaces in the reader (as ``OSError``); it is raised typed there."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, result):
+    def __init__(self, con: duckdb.DuckDBPyConnection, result) -> None:
         self._con = con
         self._result = result
 

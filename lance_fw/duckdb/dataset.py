@@ -22,7 +22,7 @@ class DuckDBDataset(pads.Dataset):
     its text; ``on_error`` hears it first, so the statement runner can raise the typed error instead.
     """
 
-    def __init__(self, ds, on_error: Callable[[LanceError], None] | None = None):
+    def __init__(self, ds, on_error: Callable[[LanceError], None] | None = None) -> None:
         # pyarrow's Dataset has no Python-level constructor to call.
         self._lance = ds
         self._on_error = on_error or (lambda exc: None)
@@ -52,7 +52,7 @@ class DuckDBDataset(pads.Dataset):
 class _ReportingScanner:
     """A lance_fw scanner whose reader reports a ``LanceError`` before DuckDB wraps it."""
 
-    def __init__(self, scanner, on_error: Callable[[LanceError], None]):
+    def __init__(self, scanner, on_error: Callable[[LanceError], None]) -> None:
         self._scanner = scanner
         self._on_error = on_error
 

@@ -76,7 +76,7 @@ def _in_caller_scope(call: Call) -> Any:
 class StatementDatasets:
     """The datasets one statement reads, registered on ``con`` under the names the macro computes."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self._con = con
         self._names: list[str] = []
         self._snapshots: dict[tuple[str, int | str | None], object] = {}

@@ -76,7 +76,7 @@ class LanceFileWriter:
         schema: LanceSchema,
         version: tuple[int, int],
         options: Mapping[str, Any] | None = None,
-    ):
+    ) -> None:
         if version_name(version) not in SUPPORTED_WRITE:
             raise UnsupportedFeatureError(
                 f"lance_fw cannot write data file version {version_name(version)} yet "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import uuid
 from collections.abc import Callable
+from types import TracebackType
 from typing import BinaryIO
 
 from lance_fw.errors import StorageError
@@ -47,7 +48,7 @@ class StagedOutput(io.RawIOBase):
         publish: Callable[[], None],
         discard: Callable[[], None],
         sync: Callable[[BinaryIO], None] | None = None,
-    ):
+    ) -> None:
         super().__init__()
         self.path = path
         self._stream = stream
@@ -104,7 +105,12 @@ class StagedOutput(io.RawIOBase):
     def __del__(self) -> None:  # dropped without close: nothing is published (IOBase would close)
         self.abort()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if exc_type is not None:
             self.abort()
         else:

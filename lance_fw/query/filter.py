@@ -94,7 +94,7 @@ class _Visitor:
     #: Lance reads ``regexp_match(...)`` in a filter's boolean position as "it matched"
     matched_groups_as_truth = True
 
-    def __init__(self, schema: pa.Schema, text: str):
+    def __init__(self, schema: pa.Schema, text: str) -> None:
         self.schema, self.text = schema, text
         self.lookup = {n.lower(): n for n in schema.names}
         self._empty: pa.Table | None = None

@@ -93,7 +93,7 @@ def as_stored(values: pa.Table, target: pa.Schema, what: str) -> pa.Table:
 class Projection:
     """Named SQL expressions over a dataset schema: the columns to read and how to project them."""
 
-    def __init__(self, expressions: dict[str, str], schema: pa.Schema, require_column: bool = True):
+    def __init__(self, expressions: dict[str, str], schema: pa.Schema, require_column: bool = True) -> None:
         """``require_column``: refuse expressions that read no column, as pylance's scans do
         (``add_columns({"c": "'x'"})`` reads rows anyway and allows them)."""
         if not expressions:
@@ -189,7 +189,7 @@ class _Projector(_Visitor):
     error = ProjectionError
     matched_groups_as_truth = False  # pylance refuses regexp_match(...) AND ... in a projection
 
-    def __init__(self, schema: pa.Schema, text: str):
+    def __init__(self, schema: pa.Schema, text: str) -> None:
         super().__init__(schema, text)
         self._coerced: dict[int, pa.DataType] = {}  # id(literal node) -> the column type it takes
 

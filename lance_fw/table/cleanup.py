@@ -283,7 +283,7 @@ def _stale(mtime: float | None, now: float, delete_unverified: bool | None) -> b
 class _Pace:
     """At most ``rate`` deletes per second (pylance's ``delete_rate_limit``), or no limit."""
 
-    def __init__(self, rate: int | None):
+    def __init__(self, rate: int | None) -> None:
         self.interval = 1.0 / rate if rate else 0.0
         self.next = time.monotonic()
 

@@ -73,7 +73,7 @@ class CommitLockHandler(CommitHandler):
     Thread-safety: as thread-safe as the lock; the handler keeps no state of its own.
     """
 
-    def __init__(self, storage: Storage, lock: Callable[[int], Any]):
+    def __init__(self, storage: Storage, lock: Callable[[int], Any]) -> None:
         super().__init__(storage)
         if not callable(lock):
             raise InvalidArgumentError(

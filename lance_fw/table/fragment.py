@@ -57,7 +57,7 @@ def matcher_for(expression) -> Matcher:
 
 
 class FragmentReader:
-    def __init__(self, storage: Storage, base_uri: str, fragment, schema: LanceSchema):
+    def __init__(self, storage: Storage, base_uri: str, fragment, schema: LanceSchema) -> None:
         self.storage, self.base_uri, self.fragment, self.schema = storage, base_uri, fragment, schema
 
     @property

@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from types import TracebackType
 
 from lance_fw.errors import (
     CommitConflictError,
@@ -177,7 +178,7 @@ class SQLiteManifestStore(ManifestStore):
     they publish, so the cost of opening does not matter).
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         """Open (creating if needed) the store at ``path``, an absolute file path.
 
         Raises:
@@ -280,7 +281,7 @@ class _Session:
     taken up front, so two writers never both read and then fail to upgrade), and every
     ``sqlite3`` failure except a key conflict becomes a ``StorageError`` naming the store."""
 
-    def __init__(self, store: SQLiteManifestStore, write: bool):
+    def __init__(self, store: SQLiteManifestStore, write: bool) -> None:
         self.store, self.write = store, write
         self.db: sqlite3.Connection | None = None
 
@@ -294,7 +295,12 @@ class _Session:
             raise StorageError(f"{self.store.url}: cannot open the manifest store: {exc}") from exc
         return self.db
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         try:
             if self.write and self.db is not None:
                 self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")

@@ -106,7 +106,9 @@ class MergeInsertBuilder:
     the dataset shows now (read again at ``execute``, so a builder made before another mutation of
     that dataset object sees it, as in pylance), ``advance`` moves the dataset to the version committed."""
 
-    def __init__(self, current: Callable[[], Snapshot], on: str | list[str], advance: Callable[[int], None]):
+    def __init__(
+        self, current: Callable[[], Snapshot], on: str | list[str], advance: Callable[[int], None]
+    ) -> None:
         self._current, self._advance = current, advance
         ds = current()
         self._on = [on] if isinstance(on, str) else list(on)

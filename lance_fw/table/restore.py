@@ -36,7 +36,7 @@ class Restore(Operation):
         new.next_row_id = max(base.next_row_id, old.next_row_id)
         self._added = []
 
-    def fill_transaction(self, txn, fragments):
+    def fill_transaction(self, txn, fragments) -> None:
         txn.restore.version = self.old.version
 
 

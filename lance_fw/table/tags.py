@@ -33,7 +33,7 @@ def _parse_time(text: str | None) -> datetime | None:
 class Tags:
     """pylance's ``ds.tags``: ``create``, ``update``, ``delete``, ``list``, ``list_ordered``, ``get_version``."""
 
-    def __init__(self, storage: Storage, uri: str):
+    def __init__(self, storage: Storage, uri: str) -> None:
         self._storage, self._uri = storage, uri
 
     def _path(self, tag: str) -> str:

@@ -149,13 +149,13 @@ class Append(Operation):
 
     schema_fields: list = field(default_factory=list)
 
-    def apply(self, base, new):
+    def apply(self, base, new) -> None:
         _check_written_schema(base, self.schema_fields, "append")
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
         if base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
             _assign_row_ids(new, self._added)
 
-    def fill_transaction(self, txn, fragments):
+    def fill_transaction(self, txn, fragments) -> None:
         txn.append.fragments.extend(fragments)
 
 
@@ -181,7 +181,7 @@ class Overwrite(Operation):
         new.data_format.version = self.data_format_version
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
 
-    def fill_transaction(self, txn, fragments):
+    def fill_transaction(self, txn, fragments) -> None:
         txn.overwrite.fragments.extend(fragments)
         txn.overwrite.schema.extend(self.schema_fields)
         for k, v in self.schema_metadata.items():
@@ -201,7 +201,7 @@ class Delete(Operation):
     expected: dict = field(default_factory=dict)
     predicate: str = ""
 
-    def apply(self, base, new):
+    def apply(self, base, new) -> None:
         _check_unchanged(base, self.expected, "delete")
         replaced = {f.id: f for f in self.updated}
         removed = set(self.removed)
@@ -218,7 +218,7 @@ class Delete(Operation):
         new.fragments.extend(kept)
         self._added = []
 
-    def fill_transaction(self, txn, fragments):
+    def fill_transaction(self, txn, fragments) -> None:
         txn.delete.updated_fragments.extend(self.updated)
         txn.delete.deleted_fragment_ids.extend(self.removed)
         txn.delete.predicate = self.predicate
@@ -232,12 +232,12 @@ class Update(Delete):
 
     schema_fields: list = field(default_factory=list)
 
-    def apply(self, base, new):
+    def apply(self, base, new) -> None:
         _check_written_schema(base, self.schema_fields if self.fragments else None, "update")
         super().apply(base, new)
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
 
-    def fill_transaction(self, txn, fragments):
+    def fill_transaction(self, txn, fragments) -> None:
         txn.update.removed_fragment_ids.extend(self.removed)
         txn.update.updated_fragments.extend(self.updated)
         txn.update.new_fragments.extend(fragments)
@@ -252,7 +252,7 @@ class Rewrite(Operation):
 
     groups: list = field(default_factory=list)  # [(old DataFragments, new DataFragments)]
 
-    def apply(self, base, new):
+    def apply(self, base, new) -> None:
         _check_unchanged(
             base,
             {f.id: _files_and_deletions(f) for old, _ in self.groups for f in old},
@@ -281,7 +281,7 @@ class Rewrite(Operation):
         new.ClearField("fragments")
         new.fragments.extend(kept + self._added)
 
-    def fill_transaction(self, txn, fragments):
+    def fill_transaction(self, txn, fragments) -> None:
         for old, assigned in self._assigned:
             group = txn.rewrite.groups.add()
             group.old_fragments.extend(old)
@@ -335,7 +335,7 @@ class Merge(Operation):
         _set_schema(new, self.schema_fields, self.schema_metadata)
         self._added = []
 
-    def fill_transaction(self, txn, fragments):
+    def fill_transaction(self, txn, fragments) -> None:
         txn.merge.fragments.extend(self.fragments if self.fragments is not None else [])
         txn.merge.schema.extend(self.schema_fields)
         for k, v in self.schema_metadata.items():
@@ -351,12 +351,12 @@ class Project(Operation):
     schema_metadata: dict = field(default_factory=dict)
     read_fields: list | None = None  # the schema the change was planned on (None: not checked)
 
-    def apply(self, base, new):
+    def apply(self, base, new) -> None:
         _check_schema_unchanged(base, self.read_fields, "alter_columns/drop_columns")
         _set_schema(new, self.schema_fields, self.schema_metadata)
         self._added = []
 
-    def fill_transaction(self, txn, fragments):
+    def fill_transaction(self, txn, fragments) -> None:
         txn.project.schema.extend(self.schema_fields)
         txn.project.preserves_nullability = True
 

@@ -104,7 +104,7 @@ class CommitHandlerConformance(PluginUnderTest):
 
     # -- the tests ------------------------------------------------------------------------------
 
-    def test_appends_from_processes(self, dataset_uri, options):
+    def test_appends_from_processes(self, dataset_uri, options) -> None:
         if not self.multiprocess:
             pytest.skip("the dataset is process-local (multiprocess = False): only the threads variant runs")
         self._create(dataset_uri, options)
@@ -127,7 +127,7 @@ class CommitHandlerConformance(PluginUnderTest):
         assert not errors, f"writers failed: {errors}"
         self._check(dataset_uri, options, {w: committed for w, committed, _ in reports}, self.appends)
 
-    def test_appends_from_threads(self, dataset_uri, options):
+    def test_appends_from_threads(self, dataset_uri, options) -> None:
         self._create(dataset_uri, options)
         barrier, reports, errors = threading.Barrier(self.threads), {}, {}
 

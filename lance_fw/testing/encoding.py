@@ -129,7 +129,7 @@ class EncodingConformance(PluginUnderTest):
 
     # -- the tests ----------------------------------------------------------------------------
 
-    def test_full_scan(self, written):
+    def test_full_scan(self, written) -> None:
         import lance_fw
 
         uri, table = written
@@ -143,7 +143,7 @@ class EncodingConformance(PluginUnderTest):
                 f"the dataset schema lost the field metadata {key!r}"
             )
 
-    def test_slices_across_pages_and_fragments(self, written):
+    def test_slices_across_pages_and_fragments(self, written) -> None:
         import lance_fw
 
         uri, table = written
@@ -156,7 +156,7 @@ class EncodingConformance(PluginUnderTest):
                 f"scan offset={offset} limit={limit}",
             )
 
-    def test_take(self, written):
+    def test_take(self, written) -> None:
         import lance_fw
 
         uri, table = written
@@ -178,7 +178,7 @@ class EncodingConformance(PluginUnderTest):
             "take of column v alone",
         )
 
-    def test_filtered_scans(self, written):
+    def test_filtered_scans(self, written) -> None:
         import lance_fw
 
         uri, table = written
@@ -199,7 +199,7 @@ class EncodingConformance(PluginUnderTest):
         for sql, mask in cases.items():
             assert_identical(table.filter(mask), ds.to_table(filter=sql), f"scan with filter {sql!r}")
 
-    def test_duckdb_lance_scan(self, written):
+    def test_duckdb_lance_scan(self, written) -> None:
         import lance_fw.duckdb
 
         uri, table = written
@@ -221,7 +221,7 @@ class EncodingConformance(PluginUnderTest):
             "DuckDB lance_scan with WHERE v IS NULL"
         )
 
-    def test_pylance_reads_it(self, written):
+    def test_pylance_reads_it(self, written) -> None:
         if not self.pylance_readable:
             pytest.skip("the encoding is not meant to be pylance-readable (pylance_readable = False)")
         lance = pytest.importorskip("lance", reason="pylance is not installed: no second reader")
@@ -231,7 +231,7 @@ class EncodingConformance(PluginUnderTest):
         indices = np.random.default_rng(self.seed).integers(0, table.num_rows, self.take_count)
         assert_identical(table.take(pa.array(indices)), ds.take(indices), "pylance take")
 
-    def test_pages_use_the_encoding(self, written):
+    def test_pages_use_the_encoding(self, written) -> None:
         if self.type_urls is None:
             pytest.skip("type_urls is not set: which pages the plugin writes is not checked")
         uri, _ = written

@@ -88,7 +88,7 @@ class StorageConformance(PluginUnderTest):
 
     # -- whole files ----------------------------------------------------------------------------
 
-    def test_write_then_read(self, storage, root):
+    def test_write_then_read(self, storage, root) -> None:
         path = f"{root}/dir/file.bin"
         storage.write_bytes(path, b"hello lance")
         assert storage.exists(path)
@@ -98,18 +98,18 @@ class StorageConformance(PluginUnderTest):
         storage.write_bytes(path, b"replaced")  # a second write replaces the file whole
         assert storage.read_bytes(path) == b"replaced"
 
-    def test_empty_file(self, storage, root):
+    def test_empty_file(self, storage, root) -> None:
         path = f"{root}/empty"
         storage.write_bytes(path, b"")
         assert storage.exists(path)
         assert storage.read_bytes(path) == b""
 
-    def test_options_are_kept(self, storage, options):
+    def test_options_are_kept(self, storage, options) -> None:
         assert dict(storage.options) == dict(options), (
             "Storage.options must be the storage_options it was opened with (commit handlers receive them)"
         )
 
-    def test_missing_file(self, storage, root):
+    def test_missing_file(self, storage, root) -> None:
         path = f"{root}/missing"
         assert not storage.exists(path)
         with pytest.raises(DatasetNotFoundError):
@@ -119,7 +119,7 @@ class StorageConformance(PluginUnderTest):
 
     # -- atomic outputs -------------------------------------------------------------------------
 
-    def test_output_appears_only_when_closed(self, storage, root):
+    def test_output_appears_only_when_closed(self, storage, root) -> None:
         path = f"{root}/out/manifest"
         data = _payload(100_000)
         out = storage.open_output(path)
@@ -137,7 +137,7 @@ class StorageConformance(PluginUnderTest):
             assert reader.size() == len(data)
         assert storage.read_bytes(path) == data
 
-    def test_replacing_output_keeps_the_old_file_until_closed(self, storage, root):
+    def test_replacing_output_keeps_the_old_file_until_closed(self, storage, root) -> None:
         path = f"{root}/replace"
         storage.write_bytes(path, b"old contents")
         out = storage.open_output(path)
@@ -148,7 +148,7 @@ class StorageConformance(PluginUnderTest):
             out.close()
         assert storage.read_bytes(path) == b"new contents, longer than the old"
 
-    def test_reader_keeps_its_snapshot(self, storage, root):
+    def test_reader_keeps_its_snapshot(self, storage, root) -> None:
         """A reader opened before the file is replaced reads the old bytes or fails with a typed
         error; never half old, half new (``open_reader``: the size is fixed when it opens)."""
         from lance_fw.errors import LanceError
@@ -181,14 +181,14 @@ class StorageConformance(PluginUnderTest):
 
     # -- listing and deleting -------------------------------------------------------------------
 
-    def test_list_dir(self, storage, root):
+    def test_list_dir(self, storage, root) -> None:
         for name in ("a.bin", "b.bin", "sub/c.bin"):
             storage.write_bytes(f"{root}/d/{name}", name.encode())
         assert sorted(storage.list_dir(f"{root}/d")) == ["a.bin", "b.bin", "sub"]
         assert storage.list_dir(f"{root}/d/sub") == ["c.bin"]
         assert storage.list_dir(f"{root}/nowhere") == []
 
-    def test_delete(self, storage, root):
+    def test_delete(self, storage, root) -> None:
         path = f"{root}/gone"
         storage.write_bytes(path, b"x")
         storage.delete(path)
@@ -196,7 +196,7 @@ class StorageConformance(PluginUnderTest):
         storage.delete(path)  # deleting a missing file is fine (deletes are retried)
         storage.delete(f"{root}/never/existed")
 
-    def test_mtime(self, storage, root):
+    def test_mtime(self, storage, root) -> None:
         path = f"{root}/timed"
         storage.write_bytes(path, b"x")
         mtime = storage.mtime(path)
@@ -206,7 +206,7 @@ class StorageConformance(PluginUnderTest):
 
     # -- range reads ----------------------------------------------------------------------------
 
-    def test_range_reads(self, storage, root):
+    def test_range_reads(self, storage, root) -> None:
         path = f"{root}/ranges"
         data = _payload(RANGE_FILE_BYTES)
         storage.write_bytes(path, data)
@@ -219,7 +219,7 @@ class StorageConformance(PluginUnderTest):
             assert [bytes(b) for b in got] == [data[o : o + n] for o, n in ranges]
             assert bytes(reader.read_exact(10, 20, "a block")) == data[10:30]
 
-    def test_read_past_the_end_is_corrupt_file_error(self, storage, root):
+    def test_read_past_the_end_is_corrupt_file_error(self, storage, root) -> None:
         path = f"{root}/short"
         storage.write_bytes(path, b"0123456789")
         with storage.open_reader(path) as reader:
@@ -227,7 +227,7 @@ class StorageConformance(PluginUnderTest):
                 with pytest.raises(CorruptFileError):
                     reader.read_exact(offset, length, "the footer")
 
-    def test_concurrent_range_reads(self, storage, root):
+    def test_concurrent_range_reads(self, storage, root) -> None:
         path = f"{root}/shared"
         data = _payload(RANGE_FILE_BYTES, salt=7)
         storage.write_bytes(path, data)
@@ -255,7 +255,7 @@ class StorageConformance(PluginUnderTest):
         if not storage.atomic_put_if_absent:
             pytest.skip(f"{type(storage).__name__} does not declare atomic_put_if_absent")
 
-    def test_put_if_absent(self, storage, root):
+    def test_put_if_absent(self, storage, root) -> None:
         self._needs_put_if_absent(storage)
         path = f"{root}/_versions/1.manifest"
         storage.put_if_absent(path, b"first")
@@ -263,7 +263,7 @@ class StorageConformance(PluginUnderTest):
             storage.put_if_absent(path, b"second")
         assert storage.read_bytes(path) == b"first"
 
-    def test_put_if_absent_race_between_threads(self, storage, root):
+    def test_put_if_absent_race_between_threads(self, storage, root) -> None:
         self._needs_put_if_absent(storage)
         path = f"{root}/_versions/2.manifest"
         barrier, outcomes, lock = threading.Barrier(RACERS), {}, threading.Lock()
@@ -287,7 +287,7 @@ class StorageConformance(PluginUnderTest):
             t.join(RACE_TIMEOUT_S)
         self._one_winner(storage, path, outcomes)
 
-    def test_put_if_absent_race_between_processes(self, storage, root, options):
+    def test_put_if_absent_race_between_processes(self, storage, root, options) -> None:
         self._needs_put_if_absent(storage)
         if not self.multiprocess:
             pytest.skip("multiprocess = False: the process race does not run for this class")

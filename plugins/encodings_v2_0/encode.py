@@ -163,7 +163,7 @@ class V20ColumnEncoder:
 
     pylance_readable = True  # pages are the trees pylance 14 decodes at this version
 
-    def __init__(self, spec: ColumnSpec):
+    def __init__(self, spec: ColumnSpec) -> None:
         self.spec = spec
 
     def encode(self, array: pa.Array) -> EncodedPage:
