@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+from numpy.typing import ArrayLike
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.io.storage import join_uri
@@ -23,7 +24,7 @@ def sidecar_name(blob_id: int) -> str:
     return f"{blob_id:032x}"[::-1] + ".blob"
 
 
-def take_blobs(snapshot: Snapshot, column: str, indices) -> list[bytes | None]:
+def take_blobs(snapshot: Snapshot, column: str, indices: ArrayLike) -> list[bytes | None]:
     """The bytes of ``column`` at row positions ``indices`` (over live rows), in order."""
     field = snapshot.lance_schema.field(column)
     if not field.is_blob_v2:

@@ -27,11 +27,13 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
+from lance_fw._proto import table_pb2
 from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.deletion import deletion_path
-from lance_fw.table.manifest import commit_time, list_versions, read_manifest
+from lance_fw.table.manifest import VersionEntry, commit_time, list_versions, read_manifest
 from lance_fw.table.paths import DATA_DIR, DELETIONS_DIR, TAGS_DIR, TRANSACTIONS_DIR, VERSIONS_DIR
 
 DEFAULT_OLDER_THAN = timedelta(days=14)
@@ -78,7 +80,7 @@ class _Policy:
         )
 
 
-def _referenced(uri: str, manifest) -> set[str]:
+def _referenced(uri: str, manifest: table_pb2.Manifest) -> set[str]:
     """Paths of the data, deletion and transaction files one manifest needs."""
     out = set()
     for frag in manifest.fragments:
@@ -92,7 +94,7 @@ def _referenced(uri: str, manifest) -> set[str]:
     return out
 
 
-def _is_count(value) -> bool:
+def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -126,15 +128,16 @@ def _tagged_versions(storage: Storage, uri: str) -> set[int]:
 
 
 def _check_options(
-    older_than,
-    retain_versions,
-    versions,
-    delete_unverified,
-    error_if_tagged_old_versions,
-    delete_rate_limit,
-    delete_concurrency,
+    older_than: Any,
+    retain_versions: Any,
+    versions: Any,
+    delete_unverified: Any,
+    error_if_tagged_old_versions: Any,
+    delete_rate_limit: Any,
+    delete_concurrency: Any,
 ) -> frozenset[int] | None:
-    """Refuse what pylance refuses (it raises ValueError/TypeError/OverflowError/OSError)."""
+    """Refuse what pylance refuses (it raises ValueError/TypeError/OverflowError/OSError).
+    The arguments are the caller's, unchecked (hence ``Any``): checking them is this function's job."""
     if older_than is not None and not isinstance(older_than, timedelta):
         raise InvalidArgumentError(
             f"older_than must be a datetime.timedelta, got {type(older_than).__name__}"
@@ -213,7 +216,9 @@ def cleanup_old_versions(
     current = entries[-1].version if read_version is None else read_version
     manifests = {e.version: read_manifest(storage, e.path)[0] for e in entries}  # CorruptFileError stops all
 
-    removed, kept, tagged_old = [], [], []
+    removed: list[VersionEntry] = []
+    kept: list[VersionEntry] = []
+    tagged_old: list[int] = []
     for entry in entries:
         manifest = manifests[entry.version]
         old = entry.version < current and policy.should_clean(entry.version, commit_time(manifest))
@@ -255,9 +260,9 @@ def cleanup_old_versions(
     for entry in removed:  # manifests first: a crash midway leaves orphans, never a version missing files
         pace.wait()
         _remove(storage, entry.path, stats, None)
-    for path, counter in doomed:
+    for path, doomed_counter in doomed:
         pace.wait()
-        _remove(storage, path, stats, counter)
+        _remove(storage, path, stats, doomed_counter)
     return stats
 
 

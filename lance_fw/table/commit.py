@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from lance_fw.errors import CommitConflictError, InvalidArgumentError, LanceError, StorageError
-from lance_fw.interfaces import (
-    CommitHandler as CommitHandler,
-)  # re-exported: its old home, plugins import it here
+
+# re-exported (``X as X``): its old home, plugins import it from here
+from lance_fw.interfaces import CommitHandler as CommitHandler
 from lance_fw.io.storage import Storage
 from lance_fw.table.manifest import parse_manifest_name
 

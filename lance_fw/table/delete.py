@@ -12,8 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow.compute as pc
 
 from lance_fw._proto import table_pb2
+from lance_fw.io.storage import Storage
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.table.deletion import (
     ARROW_ARRAY,
@@ -29,7 +31,7 @@ from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Delete, commit, undo_unless_published
 
 #: (fragment reader, fragment proto) -> uint32 offsets of live rows that match the predicate
-Matcher = Callable[[FragmentReader, object], np.ndarray]
+Matcher = Callable[[FragmentReader, table_pb2.DataFragment], np.ndarray]
 
 
 @dataclass
@@ -43,7 +45,7 @@ class StagedDeletions:
     written: list = field(default_factory=list)
     rows: int = 0
 
-    def undo(self, storage) -> None:
+    def undo(self, storage: Storage) -> None:
         for path in self.written:
             storage.delete(path)
 
@@ -110,7 +112,7 @@ def offsets_matcher(by_fragment: dict[int, np.ndarray]) -> Matcher:
     return lambda reader, frag: by_fragment.get(frag.id, np.zeros(0, np.uint32))
 
 
-def expression_matcher(snapshot: Snapshot, predicate) -> Matcher:
+def expression_matcher(snapshot: Snapshot, predicate: str | pc.Expression | None) -> Matcher:
     """Rows where a Lance SQL filter or ``pyarrow.compute.Expression`` is true (NULL counts as
     false), found by the scan's own late-materialised filter path (``query.filter_plan``)."""
     plan = filter_plan(snapshot, predicate)
@@ -118,7 +120,7 @@ def expression_matcher(snapshot: Snapshot, predicate) -> Matcher:
         raise TypeError("predicate must be a SQL string or a pyarrow.compute.Expression")
     matcher, filter_fields = plan
 
-    def match(reader: FragmentReader, frag) -> np.ndarray:
+    def match(reader: FragmentReader, frag: table_pb2.DataFragment) -> np.ndarray:
         hits = [
             batch.column("_rowaddr").to_numpy()
             for batch in reader.filtered_batches([], filter_fields, matcher, with_row_address=True)

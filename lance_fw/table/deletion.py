@@ -8,27 +8,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from lance_fw._proto import table_pb2
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
-from lance_fw.interfaces import (
-    DeletionCodec as DeletionCodec,
-)  # re-exported: its old home, plugins import it here
+
+# re-exported (``X as X``): its old home, plugins import it from here
+from lance_fw.interfaces import DeletionCodec as DeletionCodec
+from lance_fw.io.storage import Storage
 from lance_fw.table.paths import DELETIONS_DIR
 
 #: pylance writes a roaring bitmap, not an Arrow set, from this many deleted rows on.
 BITMAP_THRESHOLD = 5000
-ARROW_ARRAY, BITMAP = 0, 1
+#: ``DeletionFile.file_type`` values (the proto's enum): an Arrow IPC file of offsets, a roaring bitmap
+ARROW_ARRAY = table_pb2.DeletionFile.ARROW_ARRAY
+BITMAP = table_pb2.DeletionFile.BITMAP
 
 
-def deletion_file_id(frag) -> int:
+def deletion_file_id(frag: table_pb2.DataFragment) -> int:
     """The id of a fragment's deletion file, 0 when it has none (what conflict checks compare)."""
     return frag.deletion_file.id if frag.HasField("deletion_file") else 0
 
 
-def deleted_rows(frag) -> int:
+def deleted_rows(frag: table_pb2.DataFragment) -> int:
     return frag.deletion_file.num_deleted_rows if frag.HasField("deletion_file") else 0
 
 
-def live_rows(frag) -> int:
+def live_rows(frag: table_pb2.DataFragment) -> int:
     """Rows of a fragment a scan returns: physical rows minus deleted ones (from the manifest)."""
     return frag.physical_rows - deleted_rows(frag)
 
@@ -46,7 +50,9 @@ def codec(file_type: int) -> DeletionCodec:
     return found
 
 
-def read_deleted_offsets(storage, base: str, fragment_id: int, deletion_file) -> np.ndarray:
+def read_deleted_offsets(
+    storage: Storage, base: str, fragment_id: int, deletion_file: table_pb2.DeletionFile
+) -> np.ndarray:
     path = deletion_path(
         base, fragment_id, deletion_file.read_version, deletion_file.id, deletion_file.file_type
     )

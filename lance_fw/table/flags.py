@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from lance_fw._proto import table_pb2
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 
 DELETION_FILES = 1
@@ -113,7 +114,7 @@ def _check_plugins_installed(where: str, config: Mapping[str, str] | None, what:
         )
 
 
-def record_plugin_encodings(manifest, plugins: Mapping[str, str], replace: bool) -> None:
+def record_plugin_encodings(manifest: table_pb2.Manifest, plugins: Mapping[str, str], replace: bool) -> None:
     """Set ``PLUGIN_ENCODINGS_KEY`` in a new manifest's config: the plugins its new files use, plus
     (unless ``replace``: an overwrite drops every old file) those the base manifest recorded, whose
     files stay. ``flags_for`` derives the feature flag from the key."""
@@ -125,7 +126,7 @@ def record_plugin_encodings(manifest, plugins: Mapping[str, str], replace: bool)
         del manifest.config[PLUGIN_ENCODINGS_KEY]
 
 
-def flags_for(manifest, stable_row_ids: bool = False) -> int:
+def flags_for(manifest: table_pb2.Manifest, stable_row_ids: bool = False) -> int:
     """Writer flags a manifest needs, from what it contains (readers get the same minus TABLE_CONFIG)."""
     flags = STABLE_ROW_IDS if stable_row_ids else 0
     if any(f.HasField("deletion_file") for f in manifest.fragments):

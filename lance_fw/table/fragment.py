@@ -7,7 +7,9 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from lance_fw._proto import table_pb2
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_1
 from lance_fw.file.reader import LanceFileReader
@@ -39,7 +41,7 @@ def with_row_columns(schema: pa.Schema, with_row_id: bool, with_row_address: boo
     return schema
 
 
-def matcher_for(expression) -> Matcher:
+def matcher_for(expression: pc.Expression) -> Matcher:
     """A ``Matcher`` for a ``pyarrow.compute.Expression`` (null counts as false, as in SQL)."""
 
     def matches(batch: pa.RecordBatch) -> np.ndarray:
@@ -57,7 +59,9 @@ def matcher_for(expression) -> Matcher:
 
 
 class FragmentReader:
-    def __init__(self, storage: Storage, base_uri: str, fragment, schema: LanceSchema) -> None:
+    def __init__(
+        self, storage: Storage, base_uri: str, fragment: table_pb2.DataFragment, schema: LanceSchema
+    ) -> None:
         self.storage, self.base_uri, self.fragment, self.schema = storage, base_uri, fragment, schema
 
     @property
@@ -117,7 +121,7 @@ class FragmentReader:
         struct's column; otherwise it was added after these files were written (null)."""
         owner = structure_v2_1.packed_owner(self.schema.fields, f)
         reader = self._reader_for(owner) if owner is not None else None
-        if reader is None:
+        if reader is None or owner is None:
             return pa.nulls(rows, f.arrow_type())
         return structure_v2_1.packed_field(read(reader, owner), owner, f)
 

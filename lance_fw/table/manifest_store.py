@@ -77,9 +77,9 @@ def check_entry(where: str, version: int, entry: str) -> tuple[str, bool]:
         CorruptFileError: naming ``where`` (the store and dataset) and the entry.
     """
     directory, _, name = entry.rpartition("/")
-    final = final_name_of(name) if directory == VERSIONS_DIR else None
-    staged = final is not None
-    final = final if staged else name
+    staged_final = final_name_of(name) if directory == VERSIONS_DIR else None
+    staged = staged_final is not None
+    final = staged_final if staged_final is not None else name
     parsed = parse_manifest_name(final) if directory == VERSIONS_DIR else None
     if parsed is None or parsed[0] != version:
         raise CorruptFileError(
@@ -214,10 +214,10 @@ class SQLiteManifestStore(ManifestStore):
             raise
         return db
 
-    def _read(self):
+    def _read(self) -> _Session:
         return _Session(self, write=False)
 
-    def _write(self):
+    def _write(self) -> _Session:
         return _Session(self, write=True)
 
     def get(self, base_uri: str, version: int) -> str | None:

@@ -62,12 +62,12 @@ def rewrite(
         predicate=predicate,
         schema_fields=plan.planned_fields() if plan is not None else [],
     )
-    with undo_unless_published(
-        lambda: (
-            staged.undo(snapshot.storage),
-            delete_fragment_files(snapshot.storage, snapshot.uri, fragments),
-        )
-    ):
+
+    def undo() -> None:
+        staged.undo(snapshot.storage)
+        delete_fragment_files(snapshot.storage, snapshot.uri, fragments)
+
+    with undo_unless_published(undo):
         return commit(
             snapshot.storage,
             snapshot.uri,
@@ -147,7 +147,7 @@ class MergeInsertBuilder:
     def conflict_retries(self, retries: int) -> MergeInsertBuilder:
         return self  # the commit loop already retries; accepted for pylance compatibility
 
-    def retry_timeout(self, timeout) -> MergeInsertBuilder:
+    def retry_timeout(self, timeout: object) -> MergeInsertBuilder:
         return self
 
     # -- execution ----------------------------------------------------------------------------
@@ -193,7 +193,7 @@ class MergeInsertBuilder:
                 f"merge_insert: when_matched_fail: found a matching row with key {first}"
             )
         if self._condition is not None and len(matched_addresses):
-            keep = self._condition_mask(target, source, matched_addresses, matched_sources)
+            keep = self._condition_mask(self._condition, target, source, matched_addresses, matched_sources)
             chosen_addresses, chosen_sources = matched_addresses[keep], matched_sources[keep]
         else:
             chosen_addresses, chosen_sources = matched_addresses, matched_sources
@@ -231,7 +231,9 @@ class MergeInsertBuilder:
         self._advance(version)
         return stats
 
-    def _condition_mask(self, target, source, addresses, sources) -> np.ndarray:
+    def _condition_mask(
+        self, condition: str, target: pa.Table, source: pa.Table, addresses: np.ndarray, sources: np.ndarray
+    ) -> np.ndarray:
         """Evaluate a ``target.x < source.x`` style condition over the matched pairs: each side is
         a struct column, so the filter dialect's struct-field access does the rest."""
         by_address = pc.index_in(pa.array(addresses), target.column(ADDRESS))
@@ -247,10 +249,12 @@ class MergeInsertBuilder:
             names=list(sides),
         )
         kept = np.zeros(len(addresses), dtype=bool)
-        kept[matcher_for(parse_filter(self._condition, pair.schema))(pair)] = True
+        kept[matcher_for(parse_filter(condition, pair.schema))(pair)] = True
         return kept
 
-    def _updated_rows(self, target, source, addresses, sources) -> pa.Table:
+    def _updated_rows(
+        self, target: pa.Table, source: pa.Table, addresses: np.ndarray, sources: np.ndarray
+    ) -> pa.Table:
         rows = source.take(pa.array(sources)).drop_columns([_SOURCE_ROW])
         schema = self._current().schema
         missing = [n for n in schema.names if n not in rows.column_names]
@@ -261,7 +265,7 @@ class MergeInsertBuilder:
                 rows = rows.append_column(schema.field(name), kept.column(name))
         return rows
 
-    def _not_matched_by_source(self, target, matched_addresses) -> np.ndarray:
+    def _not_matched_by_source(self, target: pa.Table, matched_addresses: np.ndarray) -> np.ndarray:
         """Target rows no source row matched (and, given ``expr``, for which it holds)."""
         expr = self._by_source[1]
         if expr is not None:

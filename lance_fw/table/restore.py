@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lance_fw._proto import table_pb2
+from lance_fw._proto import table_pb2, transaction_pb2
 from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Operation, commit
@@ -20,8 +20,10 @@ from lance_fw.table.transaction import Operation, commit
 class Restore(Operation):
     old: table_pb2.Manifest | None = None
 
-    def apply(self, base, new):
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         old = self.old
+        # restore() always sets ``old`` and runs on an existing dataset (there is a latest version)
+        assert base is not None and old is not None
         if base.HasField("index_section") or old.HasField("index_section"):  # commit keeps base's indices
             raise UnsupportedFeatureError("restore of a dataset with indices is not supported yet")
         for name in ("fields", "fragments", "schema_metadata", "config", "table_metadata", "base_paths"):
@@ -36,7 +38,8 @@ class Restore(Operation):
         new.next_row_id = max(base.next_row_id, old.next_row_id)
         self._added = []
 
-    def fill_transaction(self, txn, fragments) -> None:
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
+        assert self.old is not None  # set by restore()
         txn.restore.version = self.old.version
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lance_fw._proto import rowids_pb2
+from lance_fw._proto import rowids_pb2, table_pb2
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.container import parse_message
 from lance_fw.io.storage import Storage, join_uri
@@ -37,7 +37,7 @@ def address_offsets(addresses: np.ndarray) -> np.ndarray:
     return np.asarray(addresses, np.uint64) & np.uint64(ADDRESS_OFFSET_MASK)
 
 
-def fragment_row_ids(storage: Storage, base_uri: str, fragment) -> np.ndarray | None:
+def fragment_row_ids(storage: Storage, base_uri: str, fragment: table_pb2.DataFragment) -> np.ndarray | None:
     """The row id of every physical row of ``fragment`` (uint64), or None when it has none."""
     where = f"{base_uri}: fragment {fragment.id} row ids"
     which = fragment.WhichOneof("row_id_sequence")
@@ -57,7 +57,7 @@ def fragment_row_ids(storage: Storage, base_uri: str, fragment) -> np.ndarray | 
     return ids
 
 
-def segment_values(segment, where: str) -> np.ndarray:
+def segment_values(segment: rowids_pb2.U64Segment, where: str) -> np.ndarray:
     kind = segment.WhichOneof("segment")
     if kind == "range":
         return _range(segment.range.start, segment.range.end, where)
@@ -76,7 +76,7 @@ def segment_values(segment, where: str) -> np.ndarray:
     raise CorruptFileError(where, f"unknown row id segment kind {kind!r}")
 
 
-def array_values(array, where: str) -> np.ndarray:
+def array_values(array: rowids_pb2.EncodedU64Array, where: str) -> np.ndarray:
     """An ``EncodedU64Array``: u16/u32 offsets from a base, or plain u64 values."""
     kind = array.WhichOneof("array")
     if kind in ("u16_array", "u32_array"):

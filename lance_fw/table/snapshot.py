@@ -92,16 +92,21 @@ class Snapshot:
         if live is not None and live[1] > live[0]:
             first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
             start, stop = int(first), int(last) + 1
-        span = {
-            "with_row_address": with_row_address,
-            "with_row_id": with_row_id,
-            "start": start,
-            "stop": stop,
-        }
         try:
             if plan is None:
-                yield from reader.batches(fields, batch_size, **span)
+                yield from reader.batches(
+                    fields, batch_size, with_row_address, with_row_id, start=start, stop=stop
+                )
             else:
-                yield from reader.filtered_batches(fields, plan[1], plan[0], batch_size, **span)
+                yield from reader.filtered_batches(
+                    fields,
+                    plan[1],
+                    plan[0],
+                    batch_size,
+                    with_row_address,
+                    with_row_id,
+                    start=start,
+                    stop=stop,
+                )
         finally:
             reader.close()

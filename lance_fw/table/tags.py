@@ -7,6 +7,7 @@ A tag keeps its version readable: ``dataset(uri, version="name")`` opens it and
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 from datetime import UTC, datetime
@@ -15,6 +16,10 @@ from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.manifest import find_version, list_versions
 from lance_fw.table.paths import TAGS_DIR
+
+#: What a tag can point at (pylance's forms): a version number, another tag's name, a
+#: ``(branch, version-or-tag)`` pair (only branch None / "main"), or None for the latest version.
+TagReference = int | str | tuple[str | None, "int | str | None"] | None
 
 _VALID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 
@@ -49,7 +54,7 @@ class Tags:
             raise InvalidArgumentError(f"{self._uri}: tag {tag!r} does not exist")
         return json.loads(self._storage.read_bytes(path))
 
-    def _resolve(self, reference) -> int:
+    def _resolve(self, reference: TagReference) -> int:
         """A version number, another tag's name, or None (the latest version)."""
         if reference is None:
             return list_versions(self._storage, self._uri)[-1].version
@@ -72,7 +77,7 @@ class Tags:
         with self._storage.open_reader(entry.path) as reader:
             size = reader.size()
         now = _now()
-        body = {
+        body: dict[str, object] = {
             "branch": None,
             "version": version,
             "createdAt": created or now,
@@ -82,12 +87,12 @@ class Tags:
         }
         self._storage.write_bytes(self._path(tag), json.dumps(body, indent=2).encode())
 
-    def create(self, tag: str, reference=None) -> None:
+    def create(self, tag: str, reference: TagReference = None) -> None:
         if self._storage.exists(self._path(tag)):
             raise InvalidArgumentError(f"{self._uri}: tag {tag!r} already exists (use update)")
         self._write(tag, self._resolve(reference))
 
-    def update(self, tag: str, reference=None) -> None:
+    def update(self, tag: str, reference: TagReference = None) -> None:
         created = self._read(tag).get("createdAt")
         self._write(tag, self._resolve(reference), created)
 
@@ -114,7 +119,7 @@ class Tags:
             }
         return out
 
-    def list_ordered(self, order: str | None = None) -> list[tuple[str, dict]]:
+    def list_ordered(self, order: str | None = None) -> builtins.list[tuple[str, dict]]:
         """Tags by version, newest first (``order="asc"`` for oldest first)."""
         items = sorted(self.list().items(), key=lambda kv: (kv[1]["version"], kv[0]), reverse=order != "asc")
         return items

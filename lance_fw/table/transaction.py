@@ -11,11 +11,11 @@ from __future__ import annotations
 import random
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from lance_fw._proto import rowids_pb2, table_pb2, transaction_pb2
+from lance_fw._proto import file_pb2, rowids_pb2, table_pb2, transaction_pb2
 from lance_fw._version import __version__
 from lance_fw.errors import CommitConflictError, CommitStuckError, DatasetExistsError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
@@ -53,6 +53,8 @@ class Operation:
     properties: dict = field(default_factory=dict)
     #: plugins (name -> distribution) whose non-pylance-readable encodings the new files use
     plugin_encodings: dict = field(default_factory=dict)
+    #: the new fragments as published (ids assigned), set by ``apply``; not an argument
+    _added: list[table_pb2.DataFragment] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         raise NotImplementedError
@@ -62,7 +64,7 @@ class Operation:
 
 
 def _check_unchanged(
-    base,
+    base: table_pb2.Manifest | None,
     expected: dict[int, object],
     what: str,
     state: Callable[[table_pb2.DataFragment], object] = deletion_file_id,
@@ -84,7 +86,7 @@ def _files_and_deletions(frag: table_pb2.DataFragment) -> tuple:
     return deletion_file_id(frag), tuple(f.path for f in frag.files)
 
 
-def _check_written_schema(base, schema_fields: list | None, what: str) -> None:
+def _check_written_schema(base: table_pb2.Manifest | None, schema_fields: list | None, what: str) -> None:
     """New fragments written with ``schema_fields`` fit only a base with that same schema: after a
     concurrent overwrite or ``add_columns`` they would lack columns or name the wrong field ids."""
     if schema_fields and base is not None and _shape(base.fields) != _shape(schema_fields):
@@ -138,7 +140,7 @@ def _check_paths(fragments: list) -> None:
                 )
 
 
-def _shape(fields) -> list[tuple]:
+def _shape(fields: Iterable[file_pb2.Field]) -> list[tuple]:
     return [(f.id, f.parent_id, f.name, f.logical_type) for f in fields]
 
 
@@ -149,13 +151,13 @@ class Append(Operation):
 
     schema_fields: list = field(default_factory=list)
 
-    def apply(self, base, new) -> None:
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_written_schema(base, self.schema_fields, "append")
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
         if base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
             _assign_row_ids(new, self._added)
 
-    def fill_transaction(self, txn, fragments) -> None:
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.append.fragments.extend(fragments)
 
 
@@ -168,7 +170,7 @@ class Overwrite(Operation):
     data_format_version: str = "2.0"
     create_only: bool = False
 
-    def apply(self, base, new):
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         if self.create_only and base is not None:
             raise DatasetExistsError(
                 "Dataset already exists (mode='create'); use mode='append' or 'overwrite'"
@@ -181,7 +183,7 @@ class Overwrite(Operation):
         new.data_format.version = self.data_format_version
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
 
-    def fill_transaction(self, txn, fragments) -> None:
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.overwrite.fragments.extend(fragments)
         txn.overwrite.schema.extend(self.schema_fields)
         for k, v in self.schema_metadata.items():
@@ -201,7 +203,7 @@ class Delete(Operation):
     expected: dict = field(default_factory=dict)
     predicate: str = ""
 
-    def apply(self, base, new) -> None:
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_unchanged(base, self.expected, "delete")
         replaced = {f.id: f for f in self.updated}
         removed = set(self.removed)
@@ -218,7 +220,7 @@ class Delete(Operation):
         new.fragments.extend(kept)
         self._added = []
 
-    def fill_transaction(self, txn, fragments) -> None:
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.delete.updated_fragments.extend(self.updated)
         txn.delete.deleted_fragment_ids.extend(self.removed)
         txn.delete.predicate = self.predicate
@@ -232,12 +234,12 @@ class Update(Delete):
 
     schema_fields: list = field(default_factory=list)
 
-    def apply(self, base, new) -> None:
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_written_schema(base, self.schema_fields if self.fragments else None, "update")
         super().apply(base, new)
         self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
 
-    def fill_transaction(self, txn, fragments) -> None:
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.update.removed_fragment_ids.extend(self.removed)
         txn.update.updated_fragments.extend(self.updated)
         txn.update.new_fragments.extend(fragments)
@@ -252,7 +254,7 @@ class Rewrite(Operation):
 
     groups: list = field(default_factory=list)  # [(old DataFragments, new DataFragments)]
 
-    def apply(self, base, new) -> None:
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_unchanged(
             base,
             {f.id: _files_and_deletions(f) for old, _ in self.groups for f in old},
@@ -260,7 +262,9 @@ class Rewrite(Operation):
             _files_and_deletions,
         )
         next_id = _next_fragment_id(base)
-        dropped, self._added, self._assigned = set(), [], []
+        dropped: set[int] = set()
+        self._added = []
+        self._assigned: list[tuple[list, list[table_pb2.DataFragment]]] = []
         for old, fresh in self.groups:
             assigned = []
             for frag in fresh:
@@ -281,14 +285,14 @@ class Rewrite(Operation):
         new.ClearField("fragments")
         new.fragments.extend(kept + self._added)
 
-    def fill_transaction(self, txn, fragments) -> None:
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         for old, assigned in self._assigned:
             group = txn.rewrite.groups.add()
             group.old_fragments.extend(old)
             group.new_fragments.extend(assigned)
 
 
-def _check_schema_unchanged(base, read_fields: list | None, what: str) -> None:
+def _check_schema_unchanged(base: table_pb2.Manifest | None, read_fields: list | None, what: str) -> None:
     """A ``Merge``/``Project`` replaces the whole schema with one derived from ``read_fields``; if
     a concurrent commit changed the schema since (added, renamed or dropped a column), publishing
     it would silently undo that change, so it is a conflict (as in pylance), never rebased."""
@@ -299,7 +303,9 @@ def _check_schema_unchanged(base, read_fields: list | None, what: str) -> None:
         )
 
 
-def _set_schema(new, fields, metadata) -> None:
+def _set_schema(
+    new: table_pb2.Manifest, fields: Iterable[file_pb2.Field], metadata: Mapping[str, str] | None
+) -> None:
     new.ClearField("fields")
     new.fields.extend(fields)
     new.schema_metadata.clear()
@@ -316,12 +322,14 @@ class Merge(Operation):
     conflict. ``fragments=None`` (columns of nulls, no data) keeps the base's fragments and rebases.
     """
 
-    fragments: list | None = None
+    # None here means "keep the base's fragments", which a plain list cannot say; apply() and
+    # fill_transaction() handle it, so the narrower base type does not hold for Merge.
+    fragments: list | None = None  # type: ignore[assignment]
     schema_fields: list = field(default_factory=list)
     schema_metadata: dict = field(default_factory=dict)
     read_fields: list | None = None  # the schema the change was planned on (None: not checked)
 
-    def apply(self, base, new):
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_schema_unchanged(base, self.read_fields, "add_columns/alter_columns")
         if self.fragments is not None:
             planned = {f.id: deletion_file_id(f) for f in self.fragments}
@@ -335,7 +343,7 @@ class Merge(Operation):
         _set_schema(new, self.schema_fields, self.schema_metadata)
         self._added = []
 
-    def fill_transaction(self, txn, fragments) -> None:
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.merge.fragments.extend(self.fragments if self.fragments is not None else [])
         txn.merge.schema.extend(self.schema_fields)
         for k, v in self.schema_metadata.items():
@@ -351,12 +359,12 @@ class Project(Operation):
     schema_metadata: dict = field(default_factory=dict)
     read_fields: list | None = None  # the schema the change was planned on (None: not checked)
 
-    def apply(self, base, new) -> None:
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_schema_unchanged(base, self.read_fields, "alter_columns/drop_columns")
         _set_schema(new, self.schema_fields, self.schema_metadata)
         self._added = []
 
-    def fill_transaction(self, txn, fragments) -> None:
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.project.schema.extend(self.schema_fields)
         txn.project.preserves_nullability = True
 
@@ -482,7 +490,7 @@ def commit(
         feature_flags.record_plugin_encodings(
             new, operation.plugin_encodings, isinstance(operation, Overwrite)
         )
-        _check_paths(operation._added)  # type: ignore[attr-defined]
+        _check_paths(operation._added)
         if new.fragments:
             new.max_fragment_id = max(max(f.id for f in new.fragments), new.max_fragment_id)
         new.writer_version.library = "lance_fw"
@@ -495,7 +503,7 @@ def commit(
         txn = transaction_pb2.Transaction(read_version=read_version, uuid=txn_uuid)
         for k, v in operation.properties.items():
             txn.transaction_properties[k] = str(v)
-        operation.fill_transaction(txn, operation._added)  # type: ignore[attr-defined]
+        operation.fill_transaction(txn, operation._added)
         txn_name = f"{read_version}-{txn_uuid}.txn"
         txn_path = join_uri(base_uri, TRANSACTIONS_DIR, txn_name)
         storage.write_bytes(txn_path, txn.SerializeToString())
@@ -528,6 +536,8 @@ def commit(
     raise CommitConflictError(f"{base_uri}: gave up after {max_retries} conflicting concurrent commits")
 
 
-def latest_manifest(storage: Storage, base_uri: str, version: int | None = None):
+def latest_manifest(
+    storage: Storage, base_uri: str, version: int | None = None
+) -> tuple[table_pb2.Manifest, table_pb2.IndexSection | None]:
     entry = find_version(storage, base_uri, version)
     return read_manifest(storage, entry.path)
