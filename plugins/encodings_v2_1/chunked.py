@@ -28,6 +28,108 @@ from .compressive import (
 )
 
 
+def decode_chunk_ranges(
+    enc: pb.CompressiveEncoding,
+    data: np.ndarray,
+    bufs: Sequence[tuple[np.ndarray, np.ndarray]],
+    counts: np.ndarray,
+    where: str = "compressive encoding",
+    needed: np.ndarray | None = None,
+) -> DecodedValues:
+    """As :func:`decode_chunks`, for chunks given as byte ranges of one page buffer ``data``:
+    ``bufs[k]`` holds the (starts, sizes) of every chunk's k-th value buffer.
+
+    The common encodings (inline bitpacking, variable) are decoded straight from ``data`` without
+    cutting it into per-chunk pieces first: that Python-level slicing cost as much as the decoding
+    on pages of a thousand chunks. Other encodings fall back to the piece-wise path."""
+    counts = np.asarray(counts, np.int64)
+    kind = _name(enc)
+    if len(bufs) == 1 and len(counts):
+        starts, sizes = (np.asarray(x, np.int64) for x in bufs[0])
+        if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
+            fast = _inline_chunks(enc, data, starts, sizes, counts, where, needed)
+            if fast is not None:
+                return fast
+        var, general = _variable_of(enc.fsst.values if kind == "fsst" else enc)
+        if var is not None:
+            if general is not None:  # each chunk's buffer is compressed on its own
+                data, starts, sizes = _laid_end_to_end(
+                    [
+                        decompress_buffer(data[a : a + n], general, where)
+                        for a, n in zip(starts.tolist(), sizes.tolist())
+                    ]
+                )
+            inner = _variable_ranges(
+                var, data, starts, sizes, counts, where, None if kind == "fsst" else needed
+            )
+            return _fsst(enc.fsst, inner, where, needed) if kind == "fsst" else inner
+    places = [(a.tolist(), b.tolist()) for a, b in bufs]
+    pieces = [[data[a[i] : a[i] + b[i]] for a, b in places] for i in range(len(counts))]
+    return decode_chunks(enc, pieces, counts, where, needed)
+
+
+def _inline_chunks(
+    enc,
+    data: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    counts: np.ndarray,
+    where: str,
+    needed: np.ndarray | None,
+) -> DecodedValues | None:
+    """Inline-bitpacked chunks (one 1024-value block each: a width word, then its packed words),
+    unpacked from where they lie in ``data``. None when a chunk holds more than one block."""
+    if not ((counts > 0) & (counts <= fastlanes.BLOCK)).all():
+        return None
+    t = int(enc.inline_bitpacking.uncompressed_bits_per_value)
+    if t not in UINT_BY_BITS:
+        raise UnsupportedEncodingError(f"{where}: inline bitpacking of {t}-bit values")
+    dt, isz, lanes = UINT_BY_BITS[t], t // 8, fastlanes.BLOCK // t
+    bad = np.flatnonzero((sizes % isz != 0) | (sizes < isz))
+    if len(bad):
+        raise CorruptFileError(
+            where,
+            f"chunk {int(bad[0])}: inline bitpacking buffer of {int(sizes[bad[0]])} bytes "
+            f"is not a whole, non-zero number of {t}-bit words",
+        )
+    if data.ctypes.data % isz or (starts % isz).any():  # chunk buffers are 8-byte aligned in a page
+        data, starts = gather_ranges(data, starts, sizes), np.cumsum(sizes) - sizes
+    words = data[: data.size - data.size % isz].view(dt)
+    first = starts // isz  # each chunk's width word
+    if len(first) and first[-1] >= words.size:
+        raise CorruptFileError(where, "inline bitpacking chunk lies past the page")
+    widths = words[first].astype(np.int64)
+    over = np.flatnonzero(widths > t)
+    if len(over):
+        raise CorruptFileError(
+            where, f"chunk {int(over[0])}: inline bitpacking width {int(widths[over[0]])} > {t}"
+        )
+    short = np.flatnonzero(sizes // isz < 1 + widths * lanes)
+    if len(short):
+        c = int(short[0])
+        raise CorruptFileError(
+            where,
+            f"chunk {c}: inline bitpacking buffer has {int(sizes[c]) // isz} {t}-bit words, "
+            f"needs {1 + int(widths[c]) * lanes}",
+        )
+    total = int(counts.sum())
+    if needed is not None and len(needed) * 8 < len(counts) * fastlanes.BLOCK:  # a few values: gather them
+        before = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=before[1:])
+        block = np.searchsorted(before, needed, side="right") - 1
+        values = np.zeros(total, dt)
+        values[needed] = fastlanes.unpack_at(words, first + 1, widths, t, block, needed - before[block])
+        return DecodedValues("fixed", total, values, t)
+    grid = np.empty((len(counts), fastlanes.BLOCK), dt)
+    fastlanes.unpack_inline_blocks(words, first + 1, widths, t, grid)
+    values = grid.reshape(-1)
+    if (counts[:-1] != fastlanes.BLOCK).any():
+        values = values[(np.arange(fastlanes.BLOCK)[None, :] < counts[:, None]).reshape(-1)]
+    else:
+        values = values[:total]
+    return DecodedValues("fixed", total, values, t)
+
+
 def decode_chunks(
     enc: pb.CompressiveEncoding,
     chunks: Sequence[Sequence],
@@ -51,102 +153,95 @@ def decode_chunks(
             else DecodedValues("fixed", 0, np.zeros(0, np.uint8), 0)
         )
     kind = _name(enc)
-    counts = [int(c) for c in counts]
-    if (
-        kind == "inline_bitpacking"
-        and not enc.inline_bitpacking.HasField("values")
-        and all(0 < c <= fastlanes.BLOCK for c in counts)
-    ):
-        t = int(enc.inline_bitpacking.uncompressed_bits_per_value)
-        if t not in UINT_BY_BITS:
-            raise UnsupportedEncodingError(f"{where}: inline bitpacking of {t}-bit values")
-        bufs = []
-        for i, b in enumerate(chunks):
-            if len(b) < 1:
-                raise CorruptFileError(where, f"chunk {i}: no value buffer for inline bitpacking")
-            raw = _u8(b[0])
-            if raw.size % (t // 8):
-                raise CorruptFileError(
-                    where,
-                    f"chunk {i}: inline bitpacking buffer of {raw.size} bytes "
-                    f"is not a whole number of {t}-bit words",
-                )
-            bufs.append(raw)
-        stream = np.concatenate(bufs).view(UINT_BY_BITS[t])
-        if (
-            needed is not None and len(needed) * 8 < len(chunks) * fastlanes.BLOCK
-        ):  # a few values: gather them
-            first = np.zeros(len(counts) + 1, np.int64)
-            np.cumsum(counts, out=first[1:])
-            block = np.searchsorted(first, needed, side="right") - 1
-            values = np.zeros(int(first[-1]), UINT_BY_BITS[t])
-            values[needed] = fastlanes.unpack_inline_at(
-                stream, t, len(chunks), block, needed - first[block], where
-            )
-            return DecodedValues("fixed", int(first[-1]), values, t)
-        values = fastlanes.unpack_inline(stream, t, len(chunks) * fastlanes.BLOCK, where)
-        if any(c != fastlanes.BLOCK for c in counts[:-1]):
-            keep = (np.arange(fastlanes.BLOCK)[None, :] < np.array(counts)[:, None]).reshape(-1)
-            values = values[keep]
-        else:
-            values = values[: sum(counts)]
-        return DecodedValues("fixed", sum(counts), values, t)
+    counts_a = np.asarray(counts, np.int64)
+    single = all(len(b) == 1 for b in chunks)
+    if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") and single:
+        data, starts, sizes = _laid_end_to_end([_u8(b[0]) for b in chunks])
+        fast = _inline_chunks(enc, data, starts, sizes, counts_a, where, needed)
+        if fast is not None:
+            return fast
+    var, general = _variable_of(enc.fsst.values if kind == "fsst" else enc)
+    if var is not None and single:
+        raws = [_u8(b[0]) for b in chunks]
+        if general is not None:
+            raws = [decompress_buffer(r, general, where) for r in raws]
+        inner = _variable_ranges(
+            var, *_laid_end_to_end(raws), counts_a, where, None if kind == "fsst" else needed
+        )
+        return _fsst(enc.fsst, inner, where, needed) if kind == "fsst" else inner
     if kind == "fsst":
-        inner = _variable_chunks(enc.fsst.values, chunks, counts, where)
-        if inner is None:
-            inner = concat(
-                [
-                    _decode_mb(enc.fsst.values, _Buffers(b, f"{where}: chunk {i}"), n, where)
-                    for i, (b, n) in enumerate(zip(chunks, counts))
-                ]
-            )
+        inner = concat(
+            [
+                _decode_mb(enc.fsst.values, _Buffers(b, f"{where}: chunk {i}"), n, where)
+                for i, (b, n) in enumerate(zip(chunks, counts_a.tolist()))
+            ]
+        )
         return _fsst(enc.fsst, inner, where, needed)
-    fast = _variable_chunks(enc, chunks, counts, where, needed)
-    if fast is not None:
-        return fast
     return concat(
         [
             _decode_mb(enc, _Buffers(b, f"{where}: chunk {i}"), n, where)
-            for i, (b, n) in enumerate(zip(chunks, counts))
+            for i, (b, n) in enumerate(zip(chunks, counts_a.tolist()))
         ]
     )
 
 
-def _variable_chunks(
-    enc, chunks: Sequence[Sequence], counts: list[int], where: str, needed: np.ndarray | None = None
-) -> DecodedValues | None:
-    """All chunks of a ``variable`` (optionally ``general``-compressed) page in one vectorised pass:
-    each chunk buffer is ``(n+1)`` offsets relative to the buffer, then bytes; the buffers are
-    concatenated and every value located by its global start. None when the page is another kind.
-    Values not in ``needed`` (when given) come back empty."""
+def _laid_end_to_end(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Byte pieces concatenated, with each one's start and size there."""
+    sizes = np.fromiter((p.size for p in pieces), np.int64, len(pieces))
+    starts = np.zeros(len(pieces), np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    data = np.concatenate(pieces) if pieces else np.zeros(0, np.uint8)
+    return data, starts, sizes
+
+
+def _variable_of(enc) -> tuple[pb.CompressiveEncoding | None, pb.BufferCompression | None]:
+    """A plain ``variable`` encoding (optionally inside ``general``) and that general compression;
+    (None, None) for anything else."""
     general = None
     if _name(enc) == "general":
         general, enc = enc.general.compression, enc.general.values
     if _name(enc) != "variable" or enc.variable.HasField("values") or _name(enc.variable.offsets) != "flat":
-        return None
+        return None, None
+    if enc.variable.offsets.flat.bits_per_value not in (32, 64):
+        return None, None
+    return enc, general
+
+
+def _variable_ranges(
+    enc,
+    big: np.ndarray,
+    base: np.ndarray,
+    sizes: np.ndarray,
+    counts_a: np.ndarray,
+    where: str,
+    needed: np.ndarray | None = None,
+) -> DecodedValues:
+    """All chunks of a ``variable`` page in one vectorised pass: chunk ``c``'s buffer is
+    ``big[base[c] : base[c] + sizes[c]]``, ``(n+1)`` offsets relative to the buffer, then bytes;
+    every value is located by its global start. Values not in ``needed`` (when given) come back
+    empty."""
     bits = enc.variable.offsets.flat.bits_per_value
-    if bits not in (32, 64) or any(len(b) != 1 for b in chunks):
-        return None
     width = bits // 8
-    raws = [decompress_buffer(b[0], general, where) if general is not None else _u8(b[0]) for b in chunks]
-    sizes = np.fromiter((r.size for r in raws), np.int64, len(raws))
     if (sizes % width).any():
         raise CorruptFileError(where, "variable chunk buffer is not padded to its offset width")
-    big = np.concatenate(raws) if raws else np.zeros(0, np.uint8)
-    words = big.view(UINT_BY_BITS[bits])
-    counts_a = np.asarray(counts, np.int64)
     if (sizes < (counts_a + 1) * width).any():
         raise CorruptFileError(where, "variable chunk buffer is shorter than its offsets")
-    base = np.zeros(len(raws), np.int64)
-    np.cumsum(sizes[:-1], out=base[1:])
+    if big.ctypes.data % width or (base % width).any():
+        big, base = gather_ranges(big, base, sizes), np.cumsum(sizes) - sizes
+    words = big[: big.size - big.size % width].view(UINT_BY_BITS[bits])
     # offsets of chunk c sit at words[base_c / width + j], j = 0..n_c
     offs = words[range_positions(base // width, counts_a + 1)].astype(np.int64)
-    bounds = np.concatenate([[0], np.cumsum(counts_a + 1)])
+    bounds = np.zeros(len(counts_a) + 1, np.int64)
+    np.cumsum(counts_a + 1, out=bounds[1:])
     if (offs[bounds[1:] - 1] > sizes).any():
         raise CorruptFileError(where, "variable chunk offsets point past their chunk")
     starts = offs + np.repeat(base, counts_a + 1)
-    value_starts = np.delete(starts, bounds[1:] - 1)  # n values: every offset but each chunk's last
-    lengths = np.delete(starts, bounds[:-1]) - value_starts
+    last = np.zeros(len(starts), bool)
+    last[bounds[1:] - 1] = True
+    value_starts = starts[~last]  # n values: every offset but each chunk's last
+    firsts = np.ones(len(starts), bool)
+    firsts[bounds[:-1]] = False
+    lengths = starts[firsts] - value_starts
     if (lengths < 0).any():
         raise CorruptFileError(where, "variable chunk offsets are out of order")
     if needed is not None:

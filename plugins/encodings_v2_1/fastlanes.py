@@ -114,26 +114,132 @@ def _as_words(data, dt: np.dtype) -> np.ndarray:
     return buf[:usable].view(dt)
 
 
-def _unpack_blocks(blocks: np.ndarray, t: int, w: int) -> np.ndarray:
-    """blocks: (nblocks, W*LANES) words -> (nblocks, 1024) values.
+def _unpack_blocks(blocks: np.ndarray, t: int, w: int, out: np.ndarray | None = None) -> np.ndarray:
+    """blocks: (nblocks, W*LANES) words (any strides) -> (nblocks, 1024) values, written to ``out``
+    when given (a C-contiguous row range of a larger output: no copy afterwards).
 
     Row ``r`` of every lane starts at the same word and shift, so each row is a few shifts over a
-    contiguous (nblocks, LANES) slice, stored to a contiguous slice of the output: T vectorised
-    steps per call, no gathers."""
+    (nblocks, LANES) slice, stored straight into its slice of the output: T vectorised steps per
+    call, no gathers and no temporaries but one."""
     dt = utype(t)
     lanes = BLOCK // t
-    words = blocks.reshape(blocks.shape[0], w, lanes)
-    out = np.empty((blocks.shape[0], BLOCK), dtype=dt)
+    nblocks = blocks.shape[0]
+    if out is None:
+        out = np.empty((nblocks, BLOCK), dtype=dt)
+    if w == 0:
+        out[...] = 0
+        return out
+    if w == t:  # stored unpacked: only the FastLanes order to undo (one strided copy)
+        _unshuffle(blocks.reshape(nblocks, t, lanes), t, out)
+        return out
+    words = blocks.reshape(nblocks, w, lanes)
     mask = dt.type((1 << w) - 1)
+    high = np.empty((nblocks, lanes), dtype=dt)
     for r in range(t):
         w0, shift = divmod(r * w, t)
-        value = words[:, w0, :] >> dt.type(shift) if shift else words[:, w0, :].copy()
-        if shift + w > t:
-            value |= words[:, w0 + 1, :] << dt.type(t - shift)
-        if w < t:
-            value &= mask
         base = FL_ORDER[r // 8] * 16 + (r % 8) * 128
-        out[:, base : base + lanes] = value
+        value = out[:, base : base + lanes]
+        if shift:
+            np.right_shift(words[:, w0, :], dt.type(shift), out=value)
+        else:
+            value[...] = words[:, w0, :]
+        if shift + w > t:
+            np.left_shift(words[:, w0 + 1, :], dt.type(t - shift), out=high)
+            np.bitwise_or(value, high, out=value)
+    np.bitwise_and(out, mask, out=out)  # bits of the next rows lie above each value's: one pass
+    return out
+
+
+def _unshuffle(rows: np.ndarray, t: int, out: np.ndarray) -> None:
+    """Values stored at full width, (nblocks, T rows, LANES): row ``r = 8a + b`` of every lane goes
+    to logical ``FL_ORDER[a] * 16 + b * 128 + lane``, i.e. output slot ``(b, FL_ORDER[a] * 16 //
+    LANES)`` of an (8, T/8, LANES) view of each block."""
+    lanes = BLOCK // t
+    grid = out.reshape(out.shape[0], 8, t // 8, lanes)
+    for a in range(t // 8):
+        grid[:, :, FL_ORDER[a] * 16 // lanes, :] = rows[:, 8 * a : 8 * a + 8, :]
+
+
+#: Groups of fewer blocks of one width than this are unpacked by a per-value gather: the row-wise
+#: unpacker's ~T numpy calls per group cost more than gathering 1024 values per block.
+GATHER_BELOW = 24
+
+
+@cache
+def _plan_table(t: int) -> tuple[np.ndarray, ...]:
+    """:func:`_plan` for every width 0..T stacked, (T+1, 1024) each: (lo, hi, shift, hshift,
+    mask), ``hi == lo`` and ``hshift`` zeroing where a value does not straddle two words."""
+    dt = utype(t)
+    rows, lane = _row_lane(t)
+    lanes = BLOCK // t
+    lo = np.zeros((t + 1, BLOCK), np.int64)
+    hi = np.zeros((t + 1, BLOCK), np.int64)
+    shift = np.zeros((t + 1, BLOCK), dt)
+    hshift = np.zeros((t + 1, BLOCK), dt)
+    keep = np.zeros((t + 1, BLOCK), dt)
+    for w in range(1, t + 1):
+        start = rows * w
+        w0, sh = start // t, start % t
+        straddle = sh + w > t
+        lo[w] = w0 * lanes + lane
+        hi[w] = np.where(straddle, w0 + 1, w0) * lanes + lane
+        shift[w] = sh
+        hshift[w] = np.where(straddle, t - sh, 0)
+        keep[w] = np.where(straddle, dt.type(~dt.type(0)), dt.type(0))
+    masks = np.array([(1 << w) - 1 for w in range(t + 1)], dtype=object).astype(dt)
+    return lo, hi, shift, hshift, keep, masks
+
+
+def _unpack_gathered(words: np.ndarray, starts: np.ndarray, widths: np.ndarray, t: int) -> np.ndarray:
+    """Whole blocks of any widths, (n, 1024), each value gathered from its one or two words."""
+    lo, hi, shift, hshift, keep, masks = _plan_table(t)
+    base = starts[:, None]
+    value = words[base + lo[widths]] >> shift[widths]
+    high = (words[base + hi[widths]] << hshift[widths]) & keep[widths]
+    value |= high
+    value &= masks[widths][:, None]
+    return value
+
+
+def unpack_inline_blocks(
+    words: np.ndarray, starts: np.ndarray, widths: np.ndarray, t: int, out: np.ndarray
+) -> np.ndarray:
+    """Unpack inline-bitpacked blocks lying anywhere in ``words`` (block ``i``'s packed words start
+    at ``starts[i]``, at width ``widths[i]``) into the rows of ``out`` (nblocks, 1024).
+
+    Blocks of one width that sit evenly spaced (consecutive mini-block chunks of equal width are
+    the common case) are read through one strided view, without copying them together first;
+    others are gathered. The caller has checked that every block lies within ``words``."""
+    lanes = BLOCK // t
+    isz = words.itemsize
+    uniq, sizes = np.unique(widths, return_counts=True)
+    small = (sizes < GATHER_BELOW) & (uniq > 0)
+    if small.any():  # one gather for all small groups
+        sel = np.flatnonzero(np.isin(widths, uniq[small]))
+        out[sel] = _unpack_gathered(words, starts[sel], widths[sel], t)
+        uniq = uniq[~small]
+    for w in uniq.tolist():
+        sel = np.flatnonzero(widths == w)
+        contiguous = sel[-1] - sel[0] + 1 == len(sel)
+        target = out[sel[0] : sel[-1] + 1] if contiguous else None
+        if w == 0:
+            if target is not None:
+                target[...] = 0
+            else:
+                out[sel] = 0
+            continue
+        s = starts[sel]
+        step = int(s[1] - s[0]) if len(s) > 1 else 0
+        if len(s) == 1 or (step > 0 and (np.diff(s) == step).all()):
+            grid = np.lib.stride_tricks.as_strided(
+                words[int(s[0]) :], shape=(len(s), w * lanes), strides=(step * isz, isz), writeable=False
+            )
+        else:
+            grid = words[s[:, None] + np.arange(w * lanes)[None, :]]
+        if target is not None:
+            _unpack_blocks(grid, t, w, target)
+        else:
+            out[sel] = _unpack_blocks(grid, t, w)
     return out
 
 
@@ -190,10 +296,19 @@ def _inline_block_offsets(words: np.ndarray, t: int, nblocks: int, where: str):
         raise CorruptFileError(
             where, f"inline bitpacking: {nblocks} blocks cannot fit {words.size} {t}-bit words"
         )
+    n = words.size
+    if nblocks and n:  # the common case, one width throughout: check it without walking
+        stride = 1 + int(words[0]) * lanes
+        if (
+            int(words[0]) <= t
+            and nblocks * stride <= n
+            and (words[: nblocks * stride : stride] == words[0]).all()
+        ):
+            starts = np.arange(nblocks, dtype=np.int64) * stride + 1
+            return starts, np.full(nblocks, int(words[0]), np.int64)
     starts = np.empty(nblocks, dtype=np.int64)
     widths = np.empty(nblocks, dtype=np.int64)
     pos = 0
-    n = words.size
     for b in range(nblocks):
         if pos >= n:
             raise CorruptFileError(
@@ -239,19 +354,8 @@ def unpack_inline(
             return np.zeros(num_values, dtype=dt)
         return _unpack_blocks(words[1 : 1 + w * lanes].reshape(1, -1), t, w).reshape(-1)[:num_values]
     starts, widths = _inline_block_offsets(words, t, nblocks, where)
-    w = int(widths[0])
-    if w and (widths == w).all():  # one width: the blocks are a strided view, no gather needed
-        stride = 1 + w * lanes
-        grid = words[starts[0] - 1 : starts[0] - 1 + nblocks * stride].reshape(nblocks, stride)
-        return _unpack_blocks(grid[:, 1:], t, w).reshape(-1)[:num_values]
-    out = np.zeros((nblocks, BLOCK), dtype=dt)
-    for w in np.unique(widths).tolist():
-        if w == 0:
-            continue
-        sel = np.flatnonzero(widths == w)
-        idx = starts[sel][:, None] + np.arange(w * lanes)[None, :]
-        out[sel] = _unpack_blocks(words[idx], t, w)
-    return out.reshape(-1)[:num_values]
+    out = np.empty((nblocks, BLOCK), dtype=dt)
+    return unpack_inline_blocks(words, starts, widths, t, out).reshape(-1)[:num_values]
 
 
 def pack_inline(values: np.ndarray, uncompressed_bits: int) -> np.ndarray:
@@ -296,11 +400,24 @@ def unpack_inline_at(
     """Only the values at ``position`` (0..1023) of blocks ``block_of`` of inline-bitpacked data:
     each is gathered from its one or two packed words (random access needs a few values of a
     block, not all 1024)."""
-    t = uncompressed_bits
+    words = _as_words(data, utype(uncompressed_bits))
+    starts, widths = _inline_block_offsets(words, uncompressed_bits, num_blocks, where)
+    return unpack_at(words, starts, widths, uncompressed_bits, block_of, position)
+
+
+def unpack_at(
+    words: np.ndarray,
+    starts: np.ndarray,
+    widths: np.ndarray,
+    t: int,
+    block_of: np.ndarray,
+    position: np.ndarray,
+) -> np.ndarray:
+    """The values at ``position`` (0..1023) of blocks ``block_of``, for inline blocks whose packed
+    words start at ``starts`` with widths ``widths`` (checked by the caller to lie in ``words``):
+    each value is gathered from its one or two words."""
     dt = utype(t)
     lanes = BLOCK // t
-    words = _as_words(data, dt)
-    starts, widths = _inline_block_offsets(words, t, num_blocks, where)
     out = np.zeros(len(position), dtype=dt)
     w_of = widths[block_of]
     for w in np.unique(w_of).tolist():

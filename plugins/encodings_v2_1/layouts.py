@@ -240,9 +240,13 @@ def chunk_levels(
         if per_list is not None:
             values = DecodedValues("fsl", n, dimension=per_list, inner=values)
     else:
-        value_chunks = [[data[a[i] : a[i] + b[i]] for a, b in chunks.bufs] for i in range(len(starts))]
-        values = chunked.decode_chunks(
-            layout.value_compression, value_chunks, counts, where, None if dictionary is not None else needed
+        values = chunked.decode_chunk_ranges(
+            layout.value_compression,
+            data,
+            chunks.bufs,
+            counts,
+            where,
+            None if dictionary is not None else needed,
         )
     if dictionary is not None:
         values = _gather(dictionary, values, where)

@@ -92,6 +92,8 @@ def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
     inside, empty = def_numbers(layers)
     list_idx = [i for i, layer in enumerate(layers) if layer in LIST_LAYERS]
     count = _level_count(levels)
+    if not list_idx and levels.rep is None and levels.defs is None and levels.values is not None:
+        return _all_valid(levels, types, count, where)
     defs = levels.defs if levels.defs is not None else np.zeros(count, np.uint16)
     rep = levels.rep
     if list_idx and rep is None:
@@ -100,15 +102,18 @@ def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
         defs = np.ones(count, np.uint16)  # all null at the innermost nullable layer (number 1)
     if len(defs) != count or (rep is not None and len(rep) != count):
         raise CorruptFileError(where, "rep and def levels differ in length")
-    slots = np.arange(count) if rep is None else np.flatnonzero(rep == len(list_idx))
-    if len(slots) != levels.num_rows:
-        raise CorruptFileError(where, f"levels describe {len(slots)} rows, the page has {levels.num_rows}")
+    # slots: the levels standing for the elements of the layer at hand (None: every level)
+    slots = None if rep is None else np.flatnonzero(rep == len(list_idx))
+    rows = count if slots is None else len(slots)
+    if rows != levels.num_rows:
+        raise CorruptFileError(where, f"levels describe {rows} rows, the page has {levels.num_rows}")
     valid_by_layer: dict[int, np.ndarray] = {}
     offsets_by_layer: dict[int, np.ndarray] = {}
     for i in range(len(layers) - 1, -1, -1):
-        d = defs[slots]
+        d = defs if slots is None else defs[slots]
         has_items = d <= inside[i]
         if layers[i] in LIST_LAYERS:
+            assert rep is not None and slots is not None  # list layers have rep levels (checked above)
             valid = has_items | (d == empty[i]) if empty[i] is not None else has_items
             r = sum(1 for j in list_idx if j <= i)
             starts = np.flatnonzero((rep >= r - 1) & (defs <= inside[i]))
@@ -120,7 +125,7 @@ def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
             slots = starts
         else:
             valid_by_layer[i] = has_items
-    leaf = _leaf(levels, types[-1], len(slots), valid_by_layer[0], where)
+    leaf = _leaf(levels, types[-1], count if slots is None else len(slots), valid_by_layer[0], where)
     array = leaf
     for i in range(1, len(layers)):
         t = types[len(layers) - 1 - i]
@@ -137,6 +142,17 @@ def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
     return array
 
 
+def _all_valid(levels: PageLevels, types: list[pa.DataType], count: int, where: str) -> pa.Array:
+    """A page without rep and def levels and without lists: every level is a valid row (the
+    common case of a non-nullable scalar column), so no per-level work at all."""
+    if count != levels.num_rows:
+        raise CorruptFileError(where, f"levels describe {count} rows, the page has {levels.num_rows}")
+    array = _leaf(levels, types[-1], count, None, where)
+    for t in reversed(types[:-1]):  # structs around the leaf, all valid
+        array = pa.Array.from_buffers(t, count, [None], null_count=0, children=[array])
+    return array
+
+
 def _is_all_null(levels: PageLevels) -> bool:
     return levels.constant is None and levels.constant_buffers is None
 
@@ -150,7 +166,7 @@ def _level_count(levels: PageLevels) -> int:
     return levels.num_rows
 
 
-def _leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: str) -> pa.Array:
+def _leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray | None, where: str) -> pa.Array:
     if levels.values is None:
         return _constant_leaf(levels, t, n, valid, where)
     if levels.values.num_values != n:
