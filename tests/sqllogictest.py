@@ -145,7 +145,9 @@ def _run_record(con: Any, record: Record, env: dict[str, str], render: _Renderer
     sql = substitute(record.sql, env)
     try:
         result = con.execute(sql)
-        table = result.to_arrow_table() if record.kind == "query" else None
+        # A statement's rows are fetched too: DuckDB runs it to the end only then (errors included), and
+        # a result left unfinished would block the connection's next statement.
+        table = result.to_arrow_table() if record.kind == "query" else result.fetchall()
     except Exception as exc:
         if record.kind == "statement" and record.expect_error:
             return _check_error(record, str(exc))
@@ -154,7 +156,6 @@ def _run_record(con: Any, record: Record, env: dict[str, str], render: _Renderer
         return Outcome(record, False, "expected an error, the statement succeeded")
     if record.kind == "statement":
         return Outcome(record, True)
-    assert table is not None
     return _compare(record, render.rows(table))
 
 

@@ -19,12 +19,16 @@ from tests.sqllogictest import CONFORMANCE_ROOT, parse, run_file, staged_suite, 
 
 #: Queries / statements passing per file today; a drop is a regression, a rise should raise the floor.
 FLOOR: dict[str, tuple[int, int]] = {
-    "lance.test": (1, 1),
+    "bigann_tiny.test": (4, 0),
+    "drop_table.test": (0, 1),
+    "lance.test": (19, 4),
     "lance_delete.test": (0, 5),
     "lance_insert.test": (0, 5),
+    "lance_query.test": (1, 0),
     "lance_update.test": (0, 9),
     "lance_write.test": (0, 1),
-    "drop_table.test": (0, 1),
+    # 17 of its queries read lineitem.lance, whose data file the suite's snapshot lacks (its README).
+    "tpch.test": (5, 8),
 }
 #: Files that cannot run here, and why.
 NOT_RUNNABLE = {

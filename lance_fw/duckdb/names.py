@@ -18,6 +18,11 @@ PREFIX = "__lance_"
 #: DuckDB's message for a ``query_table`` name that is not registered.
 _MISSING = re.compile(r"Table with name (" + PREFIX + r"([0-9A-F]*)_([0-9A-F]*)) does not exist")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+#: DuckDB's message for any unknown table name; a string literal in ``FROM`` is looked up as one.
+_MISSING_TABLE = re.compile(r"Table with name (.+?) does not exist!")
+#: The ending by which a path in ``FROM 'path'`` names a Lance dataset (DuckDB's ``lance`` extension's
+#: replacement scan goes by it too); a trailing slash is allowed.
+LANCE_SUFFIX = ".lance"
 
 
 def view_name(uri: str, version: int | str | None) -> str:
@@ -30,6 +35,20 @@ def missing_name(message: str) -> str | None:
     """The macro-computed name a DuckDB catalog error says is not registered, if it is one."""
     match = _MISSING.search(message)
     return match.group(1) if match else None
+
+
+def replacement_path(message: str) -> str | None:
+    """The dataset path of ``FROM 'path.lance'`` that a DuckDB catalog error reports missing, if it is one.
+
+    DuckDB reads a quoted path in ``FROM`` as a table name and, failing to find it, tries its replacement
+    scans; the Python API cannot add one, so lance_fw registers the dataset under that very name for the
+    statement, as it does for ``lance_scan`` names.
+    """
+    match = _MISSING_TABLE.search(message)
+    if match is None or match.group(1).startswith(PREFIX):
+        return None
+    name = match.group(1)
+    return name if name.rstrip("/").endswith(LANCE_SUFFIX) else None
 
 
 def decode(name: str) -> tuple[str, int | str | None]:

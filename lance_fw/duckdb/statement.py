@@ -28,7 +28,7 @@ import duckdb
 
 import lance_fw
 from lance_fw.duckdb.dataset import DuckDBDataset
-from lance_fw.duckdb.names import decode, missing_name, same_dataset
+from lance_fw.duckdb.names import decode, missing_name, replacement_path, same_dataset
 from lance_fw.duckdb.s3_secrets import storage_options_for
 from lance_fw.errors import LanceError, UnsupportedFeatureError
 
@@ -109,9 +109,13 @@ class StatementDatasets:
 
     def _register_missing(self, exc: duckdb.CatalogException) -> bool:
         name = missing_name(str(exc))
+        path = None if name is not None else replacement_path(str(exc))
+        if path is not None:
+            name, uri, version = path, path, None
+        elif name is not None:
+            uri, version = decode(name)
         if name is None or name in self._names:
             return False
-        uri, version = decode(name)
         key = (same_dataset(uri), version)
         snapshot = self._snapshots.get(key)
         if snapshot is None:
