@@ -22,7 +22,9 @@ _QUOTE = "`"
 
 def split_path(name: str) -> list[str]:
     """``"p.`b.c`.d"`` -> ``["p", "b.c", "d"]``."""
-    parts, current, quoted = [], [], False
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
     for ch in name:
         if ch == _QUOTE:
             quoted = not quoted

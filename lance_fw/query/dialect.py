@@ -190,7 +190,8 @@ class LanceDialect(Spark):
         # a doubled quote is the quote itself, in '...' and "..." strings alike; nothing else escapes
         STRING_ESCAPES: ClassVar[list[str]] = ["'", '"']
 
-    class Parser(Spark.Parser):
+    # sqlglot annotates Dialect.Parser as a class attribute, yet subclassing it is how a dialect is made
+    class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
         # DataFusion's log(x) is log(10, x), not Spark's natural log; log10/log2 are their own
         # kernels (correctly rounded), not log(10, x) = ln(x) / ln(10) as sqlglot rewrites them.
         LOG_DEFAULTS_TO_LN = False

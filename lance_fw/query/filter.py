@@ -51,6 +51,7 @@ from lance_fw.query.filter_literals import (
     _EPOCH,
     _PRECISION_UNIT,
     _UNIT_NS,
+    LiteralValue,
     _is_literal,
     _is_string,
     _literal_value,
@@ -99,7 +100,7 @@ class _Visitor:
         self.lookup = {n.lower(): n for n in schema.names}
         self._empty: pa.Table | None = None
 
-    def fail(self, node, why: str = "is not supported") -> ExpressionError:
+    def fail(self, node: exp.Expr, why: str = "is not supported") -> ExpressionError:
         return self.error(f"{self.noun} {self.text!r}: {node.sql(dialect='spark')!r} {why}")
 
     def type_of(self, expression: pc.Expression) -> pa.DataType:
@@ -119,11 +120,11 @@ class _Visitor:
             raise self.error(f"{self.noun} {self.text!r}: {str(exc).splitlines()[0]}") from None
 
     # -- booleans ---------------------------------------------------------------------------
-    def visit(self, node) -> pc.Expression:
+    def visit(self, node: exp.Expression) -> pc.Expression:
         """``node`` in a boolean position (a filter, an operand of AND / OR / NOT)."""
         return visitors.truth(node, self)
 
-    def compare(self, op: str, left, right) -> pc.Expression:
+    def compare(self, op: str, left: exp.Expression, right: exp.Expression) -> pc.Expression:
         if self.is_literal(left) and not self.is_literal(right):
             left, right, op = right, left, FLIPPED.get(op, op)
         if not self.is_literal(right):
@@ -167,7 +168,9 @@ class _Visitor:
             return getattr(pc, op)(*float_order.as_common_decimal(a, ta, b, tb))
         return float_order.compare_floats(op, a, b)  # total order, as DataFusion's float kernels
 
-    def unwrap_cast(self, left, right):
+    def unwrap_cast(
+        self, left: exp.Expression, right: exp.Expression
+    ) -> tuple[pc.Expression, pa.DataType, pa.Scalar] | None:
         """DataFusion compares ``CAST(col AS T)`` with a literal as ``col`` when both types are
         integers/decimals and the literal converts to the column's type without loss."""
         if (
@@ -189,7 +192,7 @@ class _Visitor:
             return None
         return expr, source, value
 
-    def not_distinct(self, left, right) -> pc.Expression:
+    def not_distinct(self, left: exp.Expression, right: exp.Expression) -> pc.Expression:
         """``left IS NOT DISTINCT FROM right``: equal, or both NULL; never NULL itself."""
         if self.is_literal(left) and not self.is_literal(right):
             left, right = right, left
@@ -202,7 +205,7 @@ class _Visitor:
         a_null, b_null = a.is_null(), b.is_null()
         return pc.if_else(a_null | b_null, a_null & b_null, self.compare("equal", left, right))
 
-    def membership(self, node) -> pc.Expression:
+    def membership(self, node: exp.Expression) -> pc.Expression:
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
             raise self.fail(node, "(subqueries) is not supported")
         values = node.expressions
@@ -228,7 +231,7 @@ class _Visitor:
                 return pc.if_else(column.is_null(), _NULL_BOOL, pc.if_else(found, True, missing))
         return reduce(lambda a, b: a | b, [self.compare("equal", node.this, v) for v in values])
 
-    def like(self, node) -> pc.Expression:
+    def like(self, node: exp.Expression) -> pc.Expression:
         if isinstance(node, exp.Escape):
             if self.string_literal(node.expression) != "\\":
                 raise self.fail(node, "uses an ESCAPE character other than '\\' (Lance supports only '\\')")
@@ -246,7 +249,7 @@ class _Visitor:
         return ~matched if node.args.get("negate") else matched
 
     # -- values -----------------------------------------------------------------------------
-    def visit_value(self, node) -> pc.Expression:
+    def visit_value(self, node: exp.Expression) -> pc.Expression:
         """``node`` as a value: columns and literals first (they are shapes of several node
         types), then by node type."""
         if isinstance(node, exp.Paren):
@@ -257,7 +260,7 @@ class _Visitor:
             return pc.scalar(self.literal(node, None))
         return visitors.value(node, self)
 
-    def is_column(self, node) -> bool:
+    def is_column(self, node: exp.Expression) -> bool:
         """A column or struct field path: ``c``, ``st.a``, ```st`.`a```, ``st['a']``, ``get_field(st, 'a')``."""
         if isinstance(node, exp.Column):
             return not isinstance(node.this, exp.Star)
@@ -271,7 +274,7 @@ class _Visitor:
             return len(args) == 2 and _is_string(args[1]) and self.is_column(args[0])
         return False
 
-    def column(self, node) -> tuple[pc.Expression, pa.DataType]:
+    def column(self, node: exp.Expression) -> tuple[pc.Expression, pa.DataType]:
         path = column_path(node)
         if not path:
             raise self.fail(node, "is not a column")
@@ -299,7 +302,7 @@ class _Visitor:
             names.append(part)
         return pc.field(*names), t
 
-    def arithmetic(self, node) -> pc.Expression:
+    def arithmetic(self, node: exp.Binary) -> pc.Expression:
         a, b = self.visit_value(node.this), self.visit_value(node.expression)
         ta, tb = self.type_of(a), self.type_of(b)
         # Acero narrows a bare literal to the other operand's type (i32 + 1 would wrap as int32);
@@ -327,7 +330,7 @@ class _Visitor:
             return pc.subtract(a, pc.multiply(pc.trunc(pc.divide(a, b)), b))
         return pc.subtract(a, pc.multiply(pc.divide(a, b), b))
 
-    def literal_type(self, node, t: pa.DataType) -> pa.DataType:
+    def literal_type(self, node: exp.Expression, t: pa.DataType) -> pa.DataType:
         """``t``, or for a literal cast to a number (``CAST(1 AS TINYINT)``) the cast's type."""
         while isinstance(node, exp.Paren):
             node = node.this
@@ -337,12 +340,15 @@ class _Visitor:
                 return target
         return t
 
-    def as_decimal(self, node, value: pc.Expression) -> pc.Expression:
+    def as_decimal(self, node: exp.Expression, value: pc.Expression) -> pc.Expression:
         if self.is_literal(node):  # a literal keeps just its own digits
-            return pc.scalar(pa.scalar(decimal.Decimal(_literal_value(node, self))))
+            number = _literal_value(node, self)
+            if not isinstance(number, (int, float, str, decimal.Decimal)):
+                raise self.fail(node, "is not a number")
+            return pc.scalar(pa.scalar(decimal.Decimal(number)))
         return value.cast(pa.decimal128(19, 0))
 
-    def cast_type(self, node) -> pa.DataType:
+    def cast_type(self, node: exp.Cast) -> pa.DataType:
         """The Arrow type of ``CAST(... AS <type>)``: the cast types Lance's planner accepts."""
         to = node.to
         T = exp.DataType.Type
@@ -375,14 +381,14 @@ class _Visitor:
             return pa.decimal128(*params)
         raise self.fail(node, "casts to a type Lance does not support")
 
-    def timestamp_unit(self, node, to, params: list[int]) -> str:
+    def timestamp_unit(self, node: exp.Expression, to: exp.DataType, params: list[int]) -> str:
         if not params:  # to_timestamp('...') parses as a plain TIMESTAMP and is nanoseconds
             return "ns" if to.this == exp.DataType.Type.TIMESTAMP else "us"
         if params[0] not in _PRECISION_UNIT:
             raise self.fail(node, "needs a precision of 0, 3, 6 or 9")
         return _PRECISION_UNIT[params[0]]
 
-    def cast(self, node) -> pc.Expression:
+    def cast(self, node: exp.Cast) -> pc.Expression:
         target = self.cast_type(node)
         value = self.visit_value(node.this)
         source = self.type_of(value)
@@ -420,7 +426,7 @@ class _Visitor:
             )
         )
 
-    def function(self, node) -> pc.Expression:
+    def function(self, node: exp.Expression) -> pc.Expression:
         if functions.call_arguments(node)[0] in functions.MATCHED_GROUPS:
             raise self.fail(
                 node,
@@ -429,10 +435,10 @@ class _Visitor:
         return functions.call(self, node)
 
     # -- literals ---------------------------------------------------------------------------
-    def is_literal(self, node) -> bool:
+    def is_literal(self, node: exp.Expression) -> bool:
         return _is_literal(node)
 
-    def literal(self, node, t: pa.DataType | None) -> pa.Scalar:
+    def literal(self, node: exp.Expression, t: pa.DataType | None) -> pa.Scalar:
         """A literal coerced to ``t`` without loss (pylance's rules for a literal next to a column).
         A decimal literal keeps its own type (pyarrow compares decimals exactly across scales)."""
         value = _literal_value(node, self)
@@ -477,7 +483,7 @@ class _Visitor:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError) as exc:
             raise self.fail(node, f"cannot be used with a {t} column: {str(exc).splitlines()[0]}") from None
 
-    def timestamp_literal(self, node, value, t: pa.TimestampType) -> pa.Scalar:
+    def timestamp_literal(self, node: exp.Expression, value: LiteralValue, t: pa.TimestampType) -> pa.Scalar:
         if isinstance(value, _Timestamp):
             ns = _truncate(value.ns, value.unit) * _UNIT_NS[value.unit]
             if t.tz is not None:  # a wall clock in the column's time zone
@@ -491,7 +497,7 @@ class _Visitor:
             raise self.fail(node, f"cannot be compared with a {t} column (use TIMESTAMP '...')")
         return pa.scalar(_truncate(ns, t.unit), t)
 
-    def loose_literal(self, node, t: pa.DataType) -> pa.Scalar:
+    def loose_literal(self, node: exp.Expression, t: pa.DataType) -> pa.Scalar:
         """A literal next to a computed value: DataFusion's coercion (``'6'`` -> 6, 1 -> 1.0)."""
         value = _literal_value(node, self)
         numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
@@ -511,7 +517,7 @@ class _Visitor:
             return self.timestamp_literal(node, value, t) if pa.types.is_timestamp(t) else _scalar(value)
         return self.literal(node, t)
 
-    def list_literal(self, node, element: pa.DataType) -> pa.Scalar:
+    def list_literal(self, node: exp.Expression, element: pa.DataType) -> pa.Scalar:
         """An element of an ``array_has*`` call: coerced to the list's element type, except that a
         float next to integer elements stays a float (the elements are compared as floats)."""
         value = _literal_value(node, self)
@@ -519,13 +525,13 @@ class _Visitor:
             return _scalar(value)
         return self.literal(node, element)
 
-    def string_literal(self, node) -> str | None:
+    def string_literal(self, node: exp.Expression) -> str | None:
         value = _literal_value(node, self) if _is_literal(node) else node
         if value is not None and not isinstance(value, str):
             raise self.fail(node, "must be a string literal")
         return value
 
-    def int_literal(self, node) -> int:
+    def int_literal(self, node: exp.Expression) -> int:
         value = _literal_value(node, self) if _is_literal(node) else None
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.fail(node, "must be an integer literal")

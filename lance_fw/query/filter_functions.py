@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -27,10 +28,16 @@ from lance_fw.query.filter_regex import (
 )
 from lance_fw.query.udfs import udf
 
+if TYPE_CHECKING:  # the visitor calls these functions with itself; filter.py imports this module
+    from lance_fw.query.filter import _Visitor
+
+#: A function's builder: (the visitor, the call node, its argument nodes) -> the Arrow expression.
+Builder = Callable[["_Visitor", exp.Expression, list[exp.Expression]], pc.Expression]
+
 # -- list kernels (registered as pyarrow UDFs) -------------------------------------------------
 
 
-def _layout(lists) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+def _layout(lists: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """Child values and each row's (start, length) in them, for list / large / fixed-size lists."""
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks()
@@ -69,7 +76,9 @@ def _numpy(array: pa.Array) -> np.ndarray:
     return np.asarray(array.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _has_kernel(ctx, lists, needle) -> pa.Array:
+def _has_kernel(
+    ctx: pc.UdfContext, lists: pa.Array | pa.ChunkedArray, needle: pa.Array | pa.Scalar
+) -> pa.Array:
     values, starts, lengths = _layout(lists)
     parents, positions = _positions(starts, lengths)
     n, valid = len(starts), _numpy(lists.is_valid())
@@ -83,7 +92,7 @@ def _has_kernel(ctx, lists, needle) -> pa.Array:
 
 
 def _set_kernel(mode: str) -> Callable:
-    def kernel(ctx, lists, needles) -> pa.Array:
+    def kernel(ctx: pc.UdfContext, lists: pa.Array | pa.ChunkedArray, needles: pa.Array) -> pa.Array:
         values, starts, lengths = _layout(lists)
         wanted = needles.values
         if len(wanted) == 0:  # pylance: [] matches no row for _any and every row (even NULL) for _all
@@ -108,7 +117,7 @@ def _set_kernel(mode: str) -> Callable:
     return kernel
 
 
-def _element_kernel(ctx, lists, index) -> pa.Array:
+def _element_kernel(ctx: pc.UdfContext, lists: pa.Array | pa.ChunkedArray, index: pa.Scalar) -> pa.Array:
     values, starts, lengths = _layout(lists)
     i = index.as_py() if isinstance(index, pa.Scalar) else None
     if i is None or i == 0:
@@ -118,14 +127,14 @@ def _element_kernel(ctx, lists, index) -> pa.Array:
     return values.take(pa.array(np.where(ok, position, 0), pa.int64(), mask=~ok))
 
 
-def _list_type(v, node, expression: pc.Expression) -> pa.DataType:
+def _list_type(v: _Visitor, node: exp.Expression, expression: pc.Expression) -> pa.DataType:
     t = v.type_of(expression)
     if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
         raise v.fail(node, f"needs a list argument, not {t}")
     return t
 
 
-def _array_has(v, node, args) -> pc.Expression:
+def _array_has(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     lists = v.visit_value(args[0])
     t = _list_type(v, node, lists)
     if v.is_literal(args[1]):
@@ -137,8 +146,8 @@ def _array_has(v, node, args) -> pc.Expression:
     return pc.Expression._call(name, [lists, needle])
 
 
-def _array_has_set(mode: str):
-    def build(v, node, args) -> pc.Expression:
+def _array_has_set(mode: str) -> Builder:
+    def build(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
         lists = v.visit_value(args[0])
         t = _list_type(v, node, lists)
         if not isinstance(args[1], exp.Array):
@@ -155,7 +164,9 @@ def _array_has_set(mode: str):
     return build
 
 
-def list_element(v, node, base, index_node) -> pc.Expression:
+def list_element(
+    v: _Visitor, node: exp.Expression, base: exp.Expression, index_node: exp.Expression
+) -> pc.Expression:
     """``base[i]`` / ``array_element(base, i)``: 1-based, negative from the end, NULL when out of range."""
     lists = v.visit_value(base)
     t = _list_type(v, node, lists)
@@ -164,7 +175,7 @@ def list_element(v, node, base, index_node) -> pc.Expression:
     return pc.Expression._call(name, [lists, pc.scalar(pa.scalar(index, pa.int64()))])
 
 
-def _array_length(v, node, args) -> pc.Expression:
+def _array_length(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     lists = v.visit_value(args[0])
     _list_type(v, node, lists)
     if len(args) == 2 and v.int_literal(args[1]) != 1:
@@ -172,7 +183,7 @@ def _array_length(v, node, args) -> pc.Expression:
     return pc.list_value_length(lists).cast(pa.uint64())
 
 
-def _array_empty(v, node, args) -> pc.Expression:
+def _array_empty(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     lists = v.visit_value(args[0])
     _list_type(v, node, lists)
     return pc.equal(pc.list_value_length(lists), 0)
@@ -181,12 +192,12 @@ def _array_empty(v, node, args) -> pc.Expression:
 # -- strings ------------------------------------------------------------------------------------
 
 
-def _unary(fn: Callable) -> Callable:
+def _unary(fn: Callable) -> Builder:
     return lambda v, node, args: fn(v.visit_value(args[0]))
 
 
-def _with_pattern(fn: Callable, key: str = "pattern") -> Callable:
-    def build(v, node, args) -> pc.Expression:
+def _with_pattern(fn: Callable, key: str = "pattern") -> Builder:
+    def build(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
         pattern = v.string_literal(args[1])
         if pattern is None:
             return pc.scalar(pa.scalar(None, pa.bool_()))
@@ -195,7 +206,7 @@ def _with_pattern(fn: Callable, key: str = "pattern") -> Callable:
     return build
 
 
-def _strpos(v, node, args) -> pc.Expression:
+def _strpos(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     """1-based position in characters (not bytes), 0 when absent, NULL for a NULL needle."""
     text, needle = v.visit_value(args[0]), v.string_literal(args[1])
     if needle is None:
@@ -208,7 +219,7 @@ def _case_kernel(upper: bool) -> Callable:
     """Rust's full Unicode case mapping (``ß`` -> ``SS``), which Arrow's utf8_upper lacks; Python's
     str methods follow the same Unicode tables. ASCII-only arrays take Arrow's kernel."""
 
-    def kernel(ctx, values):
+    def kernel(ctx: pc.UdfContext, values: pa.Array | pa.Scalar) -> pa.Array | pa.Scalar:
         fn = str.upper if upper else str.lower
         if isinstance(values, pa.Scalar):
             return pa.scalar(None if not values.is_valid else fn(values.as_py()), values.type)
@@ -219,8 +230,8 @@ def _case_kernel(upper: bool) -> Callable:
     return kernel
 
 
-def _case(upper: bool) -> Callable:
-    def build(v, node, args) -> pc.Expression:
+def _case(upper: bool) -> Builder:
+    def build(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
         value = v.visit_value(args[0])
         t = v.type_of(value)
         if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
@@ -231,7 +242,7 @@ def _case(upper: bool) -> Callable:
     return build
 
 
-def _as_string(v, node) -> pc.Expression:
+def _as_string(v: _Visitor, node: exp.Expression) -> pc.Expression:
     value = v.visit_value(node)
     t = v.type_of(value)
     if pa.types.is_floating(t) or pa.types.is_timestamp(t):
@@ -239,16 +250,16 @@ def _as_string(v, node) -> pc.Expression:
     return value if pa.types.is_string(t) or pa.types.is_large_string(t) else value.cast(pa.string())
 
 
-def _concat(v, node, args) -> pc.Expression:
+def _concat(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     parts = [_as_string(v, a) for a in args]
     return pc.binary_join_element_wise(*parts, "", null_handling="replace", null_replacement="")
 
 
-def _left(v, node, args) -> pc.Expression:
+def _left(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     return pc.utf8_slice_codeunits(v.visit_value(args[0]), start=0, stop=v.int_literal(args[1]))
 
 
-def _right(v, node, args) -> pc.Expression:
+def _right(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     n, value = v.int_literal(args[1]), v.visit_value(args[0])
     if n == 0:
         return pc.utf8_slice_codeunits(value, start=0, stop=0)
@@ -256,7 +267,7 @@ def _right(v, node, args) -> pc.Expression:
     return pc.utf8_slice_codeunits(value, start=-n)
 
 
-def _replace(v, node, args) -> pc.Expression:
+def _replace(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     if v.string_literal(args[1]) == "":  # Arrow's kernel never ends on an empty pattern
         raise v.fail(node, "with an empty pattern is not supported yet")
     if v.string_literal(args[1]) is None or v.string_literal(args[2]) is None:
@@ -266,15 +277,17 @@ def _replace(v, node, args) -> pc.Expression:
     )
 
 
-def _trim(fn: Callable) -> Callable:
-    def build(v, node, args) -> pc.Expression:  # DataFusion trims spaces only, unless told which
+def _trim(fn: Callable) -> Builder:
+    def build(
+        v: _Visitor, node: exp.Expression, args: list[exp.Expression]
+    ) -> pc.Expression:  # DataFusion trims spaces only, unless told which
         characters = v.string_literal(args[1]) if len(args) > 1 else " "
         return fn(v.visit_value(args[0]), characters=characters)
 
     return build
 
 
-def _split_part(v, node, args) -> pc.Expression:
+def _split_part(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     n = v.int_literal(args[2])
     if n <= 0:
         raise v.fail(node, "supports only a positive part number")
@@ -282,18 +295,18 @@ def _split_part(v, node, args) -> pc.Expression:
     return pc.binary_join(pc.list_slice(parts, n - 1, n), "")  # '' past the last part, as DataFusion
 
 
-def _repeat(v, node, args) -> pc.Expression:
+def _repeat(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     return pc.binary_repeat(v.visit_value(args[0]), max(v.int_literal(args[1]), 0))
 
 
 # -- numbers, nulls, dates ----------------------------------------------------------------------
 
 
-def _float(v, node) -> pc.Expression:
+def _float(v: _Visitor, node: exp.Expression) -> pc.Expression:
     return v.visit_value(node).cast(pa.float64())
 
 
-def _round(v, node, args) -> pc.Expression:
+def _round(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     """DataFusion's ``(x * 10^d).round() / 10^d`` in the argument's float type (float32 stays float32:
     pyarrow's ``round(ndigits=)`` in float64 differs in the last float32 digit)."""
     digits = v.int_literal(args[1]) if len(args) > 1 else 0
@@ -305,12 +318,12 @@ def _round(v, node, args) -> pc.Expression:
     return pc.divide(pc.round(pc.multiply(value, factor), round_mode="half_towards_infinity"), factor)
 
 
-def _log(v, node, args) -> pc.Expression:
+def _log(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     base = v.visit_value(args[0]).cast(pa.float64())
     return pc.logb(_float(v, args[1]), base)
 
 
-def _same_type(v, args) -> list[pc.Expression]:
+def _same_type(v: _Visitor, args: list[exp.Expression]) -> list[pc.Expression]:
     """Arguments of coalesce/greatest/least: literals take the type of the first non-literal."""
     anchor = next((a for a in args if not v.is_literal(a)), None)
     if anchor is None:
@@ -319,7 +332,7 @@ def _same_type(v, args) -> list[pc.Expression]:
     return [pc.scalar(v.loose_literal(a, t)) if v.is_literal(a) else v.visit_value(a) for a in args]
 
 
-def _nullif(v, node, args) -> pc.Expression:
+def _nullif(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     a, b = _same_type(v, args)
     ta, tb = v.type_of(a), v.type_of(b)
     if pa.types.is_floating(ta) or pa.types.is_floating(tb):  # DataFusion: NaN = NaN, -0.0 != 0.0
@@ -329,12 +342,12 @@ def _nullif(v, node, args) -> pc.Expression:
     return pc.if_else(pc.coalesce(equal, False), pc.scalar(pa.scalar(None, ta)), a)
 
 
-def _extreme(v, args, greatest: bool) -> pc.Expression:
+def _extreme(v: _Visitor, args: list[exp.Expression], greatest: bool) -> pc.Expression:
     values = _same_type(v, args)
     return float_order.extreme(values, [v.type_of(x) for x in values], greatest)
 
 
-def _power(v, node, args) -> pc.Expression:
+def _power(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     """DataFusion folds ``power(x, 0)`` to 1 (even for NULL x) and ``power(x, 1)`` to x (a NaN keeps its sign)."""
     if v.is_literal(args[1]) and not isinstance(args[1], exp.Neg):  # -0.0 is an expression there: not folded
         exponent = v.loose_literal(args[1], pa.float64()).as_py()
@@ -345,7 +358,7 @@ def _power(v, node, args) -> pc.Expression:
     return float_math.apply("power", _float(v, args[0]), _float(v, args[1]))
 
 
-def _isnan(v, node, args) -> pc.Expression:
+def _isnan(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     return pc.is_nan(_float(v, args[0]))
 
 
@@ -375,7 +388,7 @@ _DATE_PARTS = {
 _UNIT_SECONDS = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
 
 
-def _temporal(v, node, value: pc.Expression) -> tuple[pc.Expression, pa.DataType]:
+def _temporal(v: _Visitor, node: exp.Expression, value: pc.Expression) -> tuple[pc.Expression, pa.DataType]:
     """A date or timestamp argument; dates become timestamps (DataFusion casts them so)."""
     t = v.type_of(value)
     if pa.types.is_date(t):
@@ -385,7 +398,7 @@ def _temporal(v, node, value: pc.Expression) -> tuple[pc.Expression, pa.DataType
     return value, t
 
 
-def _date_part(v, node, args) -> pc.Expression:
+def _date_part(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     part = (v.string_literal(args[0]) or "").lower()
     value, t = _temporal(v, node, v.visit_value(args[1]))
     if part == "epoch":  # seconds since 1970 (UTC) with their fraction
@@ -409,7 +422,7 @@ _TRUNC_UNITS = (
 )
 
 
-def _date_trunc(v, node, args) -> pc.Expression:
+def _date_trunc(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     unit = (v.string_literal(args[0]) or "").lower()
     if unit not in _TRUNC_UNITS:
         raise v.fail(node, f"supports the units {list(_TRUNC_UNITS)}")
@@ -417,7 +430,7 @@ def _date_trunc(v, node, args) -> pc.Expression:
     return pc.floor_temporal(value, unit=unit, week_starts_monday=True)  # local time for zoned timestamps
 
 
-def _now(v, node, args) -> pc.Expression:
+def _now(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     now = dt.datetime.now(dt.UTC)
     if isinstance(node, exp.CurrentDate) or (
         isinstance(node, exp.Anonymous) and node.name.lower() == "today"
@@ -426,11 +439,11 @@ def _now(v, node, args) -> pc.Expression:
     return pc.scalar(pa.scalar(now, pa.timestamp("us", "UTC")))
 
 
-def _get_field(v, node, args) -> pc.Expression:
+def _get_field(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     return v.column(node)[0]
 
 
-def _element(v, node, args) -> pc.Expression:
+def _element(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     return list_element(v, node, args[0], args[1])
 
 
@@ -545,7 +558,7 @@ _NODES: dict[type, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def call_arguments(node) -> tuple[str, list]:
+def call_arguments(node: exp.Expression) -> tuple[str, list]:
     """(DataFusion function name, argument nodes) of a sqlglot function node."""
     if isinstance(node, exp.Anonymous):
         return node.name.lower(), list(node.expressions)
@@ -566,7 +579,7 @@ def call_arguments(node) -> tuple[str, list]:
     return name, args
 
 
-def call(v, node) -> pc.Expression:
+def call(v: _Visitor, node: exp.Expression) -> pc.Expression:
     """The expression of a function call; ``v`` is the filter visitor (values, literals, errors)."""
     name, args = call_arguments(node)
     if name == "log" and isinstance(node, exp.Log) and node.expression is None:

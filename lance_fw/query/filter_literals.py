@@ -13,9 +13,13 @@ import math
 import re
 import zoneinfo
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from sqlglot import exp
+
+if TYPE_CHECKING:  # the visitor calls these functions with itself; filter.py imports this module
+    from lance_fw.query.filter import _Visitor
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,9 @@ class _Timestamp:
     def scalar(self) -> pa.Scalar:
         return pa.scalar(_truncate(self.ns, self.unit), pa.timestamp(self.unit))
 
+
+#: The Python value of a SQL constant (what ``_literal_value`` answers).
+LiteralValue = int | float | str | bytes | bool | decimal.Decimal | dt.date | _Timestamp | None
 
 _UNIT_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _PRECISION_UNIT = {0: "s", 3: "ms", 6: "us", 9: "ns"}
@@ -46,11 +53,11 @@ def _truncate(ns: int, unit: str) -> int:
     return q if ns >= 0 else -q
 
 
-def _is_string(node) -> bool:
+def _is_string(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and node.is_string
 
 
-def _is_literal(node) -> bool:
+def _is_literal(node: exp.Expression) -> bool:
     """A constant: literals, NULL, booleans, X'..', and negations / casts / parentheses of them."""
     if isinstance(node, (exp.Literal, exp.Null, exp.Boolean, exp.HexString)):
         return True
@@ -59,7 +66,7 @@ def _is_literal(node) -> bool:
     return False
 
 
-def _scalar(value) -> pa.Scalar:
+def _scalar(value: LiteralValue) -> pa.Scalar:
     if isinstance(value, _Timestamp):
         return value.scalar()
     if isinstance(value, int) and not isinstance(value, bool) and value > _INT64_MAX:
@@ -67,7 +74,7 @@ def _scalar(value) -> pa.Scalar:
     return pa.scalar(value)
 
 
-def _literal_value(node, visitor):
+def _literal_value(node: exp.Expression, visitor: _Visitor) -> LiteralValue:
     """The Python value of a constant: int, float, str, bytes, bool, None, Decimal, date, _Timestamp."""
     if isinstance(node, exp.Null):
         return None
@@ -103,7 +110,7 @@ def _literal_value(node, visitor):
     raise visitor.fail(node, "is not a literal")
 
 
-def _cast_literal(node, inner, visitor):
+def _cast_literal(node: exp.Cast, inner: LiteralValue, visitor: _Visitor) -> LiteralValue:
     """``CAST(<constant> AS T)`` and typed literals (DATE '..', TIMESTAMP '..', decimal(p, s) '..')."""
     if inner is None:
         visitor.cast_type(node)  # still refuse types Lance rejects
@@ -124,6 +131,8 @@ def _cast_literal(node, inner, visitor):
             )
             return pa.scalar(number).cast(target, safe=True).as_py()
         if pa.types.is_floating(target):
+            if not isinstance(inner, (int, float, str, bytes, decimal.Decimal)):
+                raise TypeError(f"{inner!r} is not a number")  # float() refused dates alike
             return float(inner)
         if pa.types.is_boolean(target):
             text = str(inner).strip().lower()
@@ -139,7 +148,9 @@ def _cast_literal(node, inner, visitor):
     raise visitor.fail(node, "is not a supported literal")
 
 
-def _decimal(inner, target: pa.Decimal128Type, visitor, node) -> decimal.Decimal:
+def _decimal(
+    inner: LiteralValue, target: pa.Decimal128Type, visitor: _Visitor, node: exp.Expression
+) -> decimal.Decimal:
     """Rounded half away from zero to the scale (as Arrow's Rust casts); too many digits fail."""
     scale, precision = target.scale, target.precision
     if isinstance(inner, float):  # the float is scaled and rounded, as the Rust cast does
@@ -153,7 +164,7 @@ def _decimal(inner, target: pa.Decimal128Type, visitor, node) -> decimal.Decimal
     return value
 
 
-def _parse_temporal(text: str, unit: str, visitor, node):
+def _parse_temporal(text: str, unit: str, visitor: _Visitor, node: exp.Expression) -> dt.date | _Timestamp:
     """A DATE ('YYYY-MM-DD') or a TIMESTAMP literal ('YYYY-MM-DD[ HH:MM:SS[.f]][Z|+hh:mm|zone]')."""
     match = _TIMESTAMP_TEXT.fullmatch(text)
     if match is None or (unit == "date" and match.group(4) is not None):
@@ -182,4 +193,5 @@ def _offset(zone: str | None, local: dt.datetime) -> int:
         digits = zone[1:].replace(":", "")
         seconds = int(digits[:2]) * 3600 + int(digits[2:4] or 0) * 60
         return seconds if zone[0] == "+" else -seconds
-    return int(local.replace(tzinfo=zoneinfo.ZoneInfo(zone)).utcoffset().total_seconds())
+    # an aware datetime with a ZoneInfo always has an offset; the fallback only satisfies the type
+    return int((local.replace(tzinfo=zoneinfo.ZoneInfo(zone)).utcoffset() or dt.timedelta(0)).total_seconds())

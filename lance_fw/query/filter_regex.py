@@ -7,9 +7,14 @@ every function takes the visitor for its values, literals and errors.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlglot import exp
+
+if TYPE_CHECKING:  # the visitor calls these functions with itself; filter.py imports this module
+    from lance_fw.query.filter import _Visitor
 
 _UNICODE_CLASSES = {"w": r"\pL\pM\pN\p{Pc}", "d": r"\p{Nd}"}
 
@@ -42,7 +47,7 @@ def _unicode_classes(pattern: str) -> str:
 _LITERAL_BACKSLASH = re.compile(r"\\\\|\\[xuU]\{?0*5[cC]")
 
 
-def regexp_like(v, node, args) -> pc.Expression:
+def regexp_like(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     pattern = v.string_literal(args[1])
     flags = v.string_literal(args[2]) if len(args) > 2 else ""
     if pattern is None or flags is None:
@@ -67,7 +72,7 @@ def regexp_like(v, node, args) -> pc.Expression:
 MATCHED_GROUPS = {"regexp_match"}
 
 
-def regexp_match(v, node, args) -> pc.Expression:
+def regexp_match(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     """True where the pattern matches, else NULL: the NULL-ness of DataFusion's list of groups
     (``regexp_match(...) IS NULL``; a filter's ``regexp_match(...)`` is ``... IS NOT NULL``)."""
     matched = regexp_like(v, node, args)
@@ -79,7 +84,7 @@ _GROUP_REFERENCE = re.compile(r"\\(\d+)|\$\$|\$\{([^}]*)\}|\$([0-9A-Za-z_]+)")
 _RE2_MAX_GROUP = 9
 
 
-def _rust_replacement(v, node, pattern: str, replacement: str) -> str:
+def _rust_replacement(v: _Visitor, node: exp.Expression, pattern: str, replacement: str) -> str:
     r"""A DataFusion ``regexp_replace`` replacement in RE2's syntax: ``\N`` (DataFusion's POSIX
     form), ``$N``, ``${N}`` and ``$name`` are groups (an unknown one is empty), ``$$`` is ``$``; every
     other character, backslashes included, is literal (RE2 reads ``\`` as an escape: doubled)."""
@@ -110,19 +115,22 @@ def _rust_replacement(v, node, pattern: str, replacement: str) -> str:
     return "".join(out)
 
 
-def regexp_replace(v, node, args) -> pc.Expression:
+def regexp_replace(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.Expression:
     pattern, replacement = v.string_literal(args[1]), v.string_literal(args[2])
     flags = v.string_literal(args[3]) if len(args) > 3 else ""
-    if set(flags or "") - set("gimsc"):
+    if pattern is None or replacement is None or flags is None:  # DataFusion: a NULL argument, NULL rows
+        value = v.visit_value(args[0])
+        return pc.scalar(pa.scalar(None, v.type_of(value)))
+    if set(flags) - set("gimsc"):
         raise v.fail(node, "supports only the regex flags g, i, m, s and c")
-    inline = "".join(sorted(set(flags or "") - {"c", "g"}))
+    inline = "".join(sorted(set(flags) - {"c", "g"}))
     rewrite = _rust_replacement(v, node, pattern, replacement)
     pattern = (f"(?{inline})" if inline else "") + _unicode_classes(pattern)
     return pc.replace_substring_regex(
         v.visit_value(args[0]),
         pattern=pattern,
         replacement=rewrite,
-        max_replacements=None if "g" in (flags or "") else 1,
+        max_replacements=None if "g" in flags else 1,
     )
 
 

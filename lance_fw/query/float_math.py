@@ -23,10 +23,10 @@ from lance_fw.query.udfs import call, float64s, udf
 _F64 = pa.float64()
 
 
-def _kernel(fn: Callable[..., np.ndarray]) -> Callable:
+def _kernel(fn: Callable[..., np.ndarray]) -> Callable[..., pa.Array]:
     """A UDF kernel applying ``fn`` to float64 numpy arrays; NULL wherever an input is NULL."""
 
-    def kernel(ctx, *inputs):
+    def kernel(ctx: pc.UdfContext, *inputs: pa.Array | pa.Scalar) -> pa.Array:
         columns = [float64s(values, ctx.batch_length) for values in inputs]
         valid = np.logical_and.reduce([v for _, v in columns])
         with np.errstate(all="ignore"):
@@ -47,7 +47,7 @@ def _signum(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(values), np.nan, np.sign(values))  # np.nan is positive: Rust's f64::NAN
 
 
-_FUNCTIONS = {
+_FUNCTIONS: dict[str, tuple[int, Callable[..., np.ndarray]]] = {
     "sqrt": (1, lambda values, valid: np.sqrt(values)),
     "signum": (1, _signum),
     "power": (2, _power),

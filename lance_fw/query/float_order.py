@@ -31,7 +31,7 @@ def _keys(bits: np.ndarray) -> np.ndarray:
     return bits ^ ((bits >> np.int64(63)) & MAGNITUDE_BITS)
 
 
-def _key_kernel(ctx, values):
+def _key_kernel(ctx: pc.UdfContext, values: pa.Array | pa.Scalar) -> pa.Array:
     floats, valid = float64s(values, ctx.batch_length)
     return pa.array(_keys(floats.view(np.int64)), pa.int64(), mask=~valid)
 
@@ -91,12 +91,14 @@ FLOAT_AS_DECIMAL = {16: (6, 3), 32: (14, 7), 64: (30, 15)}
 MAX_DECIMAL128_PRECISION = 38
 
 
-def as_common_decimal(a: pc.Expression, ta: pa.DataType, b: pc.Expression, tb: pa.DataType):
+def as_common_decimal(
+    a: pc.Expression, ta: pa.DataType, b: pc.Expression, tb: pa.DataType
+) -> tuple[pc.Expression, pc.Expression]:
     """A float and a decimal, both cast to the decimal DataFusion compares them as. The float becomes
     ``decimal(30, 15)`` (float64) first, so NaN, infinity or a value out of range fails on the data
     (as in pylance) instead of comparing as something else."""
 
-    def as_decimal(x, t):
+    def as_decimal(x: pc.Expression, t: pa.DataType) -> tuple[pc.Expression, pa.DataType]:
         return (
             (
                 x.cast(pa.decimal128(*FLOAT_AS_DECIMAL[t.bit_width])),

@@ -26,6 +26,7 @@ Batches read with the referenced columns are projected through Acero; failures o
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.acero as acero
@@ -133,7 +134,7 @@ class Projection:
             why = str(exc).splitlines()[0]
             raise ProjectionError(f"projection of {self.names} failed on the data: {why}") from None
 
-    def batches(self, batches):
+    def batches(self, batches: Iterable[pa.RecordBatch | pa.Table]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             yield from self.apply(batch).to_batches()
 
@@ -158,7 +159,7 @@ def _project(table: pa.Table, expressions: list[pc.Expression], names: list[str]
     return plan.to_table(use_threads=False)
 
 
-def _plain_literal(node) -> bool:
+def _plain_literal(node: exp.Expression) -> bool:
     """A literal the Lance planner keeps as one (``CAST(1 AS BIGINT)`` is a cast, not coerced)."""
     if isinstance(node, exp.Paren):
         return _plain_literal(node.this)
@@ -167,7 +168,7 @@ def _plain_literal(node) -> bool:
     return isinstance(node, (exp.Literal, exp.Null, exp.Boolean))
 
 
-def _constant(node) -> bool:
+def _constant(node: exp.Expression) -> bool:
     """Arithmetic of plain literals only (DataFusion folds it to one literal)."""
     node = unwrap(node)
     if isinstance(node, ARITHMETIC_NODES):
@@ -175,7 +176,7 @@ def _constant(node) -> bool:
     return False
 
 
-def _children(node) -> list:
+def _children(node: exp.Expression) -> list:
     """The argument nodes of an operator or function call."""
     return [v for key, v in node.args.items() if isinstance(v, exp.Expression) and key != "to"] + [
         x for v in node.args.values() if isinstance(v, list) for x in v if isinstance(x, exp.Expression)
@@ -193,14 +194,14 @@ class _Projector(_Visitor):
         super().__init__(schema, text)
         self._coerced: dict[int, pa.DataType] = {}  # id(literal node) -> the column type it takes
 
-    def value(self, node) -> pc.Expression:
+    def value(self, node: exp.Expression) -> pc.Expression:
         """The expression of a whole projection (type-checked against the schema)."""
         self._resolve_literals(node)
         out = self.visit_value(node)
         self.type_of(out)
         return out
 
-    def visit_value(self, node) -> pc.Expression:
+    def visit_value(self, node: exp.Expression) -> pc.Expression:
         target = self._coerced.get(id(node))
         if target is not None:
             return self._coerced_literal(node, target)
@@ -228,7 +229,7 @@ class _Projector(_Visitor):
                 return out.cast(pa.large_string())
         return out
 
-    def _resolve_literals(self, node) -> None:
+    def _resolve_literals(self, node: exp.Expression) -> None:
         """Mark the literals Lance's planner casts to a neighbouring column's type before DataFusion
         coerces the rest: either operand of a binary operator at the top (or under AND/OR/NOT) next
         to a bare column; when that other operand is itself arithmetic, every literal inside it."""
@@ -245,14 +246,14 @@ class _Projector(_Visitor):
             elif self.is_column(right) and _plain_literal(left):
                 self._coerce(left, self.column(right)[1])
 
-    def _coerce(self, node, t: pa.DataType) -> None:
+    def _coerce(self, node: exp.Expression, t: pa.DataType) -> None:
         """DataFusion folds constant arithmetic first (``i32 + (1 + 1)`` is ``i32 + 2``), then
         Lance casts the literal; ``u8 * (1 + length(s))`` keeps its int64 literal."""
         node = unwrap(node)
         if _plain_literal(node) or _constant(node):
             self._coerced[id(node)] = t
 
-    def _coerced_literal(self, node, t: pa.DataType) -> pc.Expression:
+    def _coerced_literal(self, node: exp.Expression, t: pa.DataType) -> pc.Expression:
         if _plain_literal(node):
             return pc.scalar(self.literal(node, t))
         value = _project(pa.table({"_": [0]}), [super().visit_value(node)], ["v"]).column(0)[0]
@@ -264,7 +265,7 @@ class _Projector(_Visitor):
             raise self.fail(node, f"cannot be converted to {t}: {str(exc).splitlines()[0]}") from None
 
     # -- where a projected value's type or value would differ from pylance's -------------------
-    def function(self, node) -> pc.Expression:
+    def function(self, node: exp.Expression) -> pc.Expression:
         name, args = functions.call_arguments(node)
         if name in ("concat",) and any(isinstance(unwrap(a), exp.Null) for a in args):
             raise self.fail(node, "with a NULL argument is not supported yet (pylance returns a string_view)")
@@ -300,14 +301,14 @@ class _Projector(_Visitor):
             return out.cast(pa.string_view())  # DataFusion's kernels return string_view here
         return out.cast(common) if common is not None else out
 
-    def _arg_type(self, node) -> pa.DataType:
+    def _arg_type(self, node: exp.Expression) -> pa.DataType:
         """The type DataFusion gives an argument: a bare literal keeps its own (1 is int64)."""
         if _plain_literal(node):
             value = _literal_value(unwrap(node), self)
             return pa.null() if value is None else _LITERAL_TYPES.get(type(value), pa.null())
         return self.type_of(self.visit_value(node))
 
-    def _common_type(self, node, args) -> pa.DataType | None:
+    def _common_type(self, node: exp.Expression, args: list[exp.Expression]) -> pa.DataType | None:
         """DataFusion's common type of coalesce/nullif/greatest/least arguments (a bare literal
         counts as int64/float64). The filter functions compute in the first column's type; that
         gives the same values when every literal is exact in that type, so only the type changes."""
@@ -350,7 +351,7 @@ class _Projector(_Visitor):
             node, f"of {[str(t) for t in types]} is not supported yet (pylance's common type differs)"
         )
 
-    def _exact(self, node, t: pa.DataType) -> bool:
+    def _exact(self, node: exp.Expression, t: pa.DataType) -> bool:
         """A literal that ``t`` holds exactly (0.1 is not exact in float32, 2**60 not in float64)."""
         value = _literal_value(unwrap(node), self)
         if value is None:
@@ -362,7 +363,7 @@ class _Projector(_Visitor):
         except _DATA_ERRORS:
             return False
 
-    def arithmetic(self, node) -> pc.Expression:
+    def arithmetic(self, node: exp.Binary) -> pc.Expression:
         a, b = self.visit_value(node.this), self.visit_value(node.expression)
         ta, tb = self.type_of(a), self.type_of(b)
         if pa.types.is_boolean(ta) or pa.types.is_boolean(tb):
@@ -392,7 +393,9 @@ class _Projector(_Visitor):
             return out.cast(pa.float32())  # fmod is exact: the float64 remainder is the float32 one
         return out
 
-    def _mixed(self, node, a, ta, b, tb) -> pc.Expression:
+    def _mixed(
+        self, node: exp.Binary, a: pc.Expression, ta: pa.DataType, b: pc.Expression, tb: pa.DataType
+    ) -> pc.Expression:
         """An integer next to a float becomes that float (DataFusion: i32 + f32 is float32)."""
         t = ta if pa.types.is_floating(ta) else tb
         a, b = (x.cast(t, safe=False) for x in (a, b))
@@ -401,7 +404,7 @@ class _Projector(_Visitor):
             return out.cast(t) if t == pa.float32() else out
         return ARITHMETIC[type(node)](a, b)
 
-    def cast(self, node) -> pc.Expression:
+    def cast(self, node: exp.Cast) -> pc.Expression:
         source = self.type_of(self.visit_value(node.this))
         target = self.cast_type(node)
         if (
@@ -414,7 +417,7 @@ class _Projector(_Visitor):
             raise self.fail(node, "is not supported yet (to_timestamp of numbers counts seconds in pylance)")
         return super().cast(node)
 
-    def nullable(self, node) -> bool:
+    def nullable(self, node: exp.Expression) -> bool:
         """DataFusion's nullability of an expression, which pylance reports in the scan schema and
         stores in add_columns' fields: IS [NOT] NULL, a non-NULL constant and a coalesce with a
         non-null argument are never NULL; operators and functions are NULL when an argument may be
@@ -439,7 +442,7 @@ class _Projector(_Visitor):
             return any(self.nullable(a) for a in _children(node))
         return True  # other functions (signum(coalesce(x, 1)) is nullable in pylance)
 
-    def _column_nullable(self, node) -> bool:
+    def _column_nullable(self, node: exp.Expression) -> bool:
         try:
             parts = [name for name, _ in column_path(node)]
             field = self.schema.field(self.lookup.get(parts[0].lower(), parts[0]))
@@ -453,14 +456,14 @@ class _Projector(_Visitor):
             nullable = nullable or field.nullable
         return nullable
 
-    def folded(self, node) -> pa.Scalar | None:
+    def folded(self, node: exp.Expression) -> pa.Scalar | None:
         """The constant DataFusion's simplifier turns ``node`` into, or None when it reads data:
         constant subtrees, arithmetic/casts/functions of a NULL (NULL), functions of constants,
         coalesce starting with a non-NULL constant, ``power(x, 0)`` (1). Evaluated over one row
         of NULL columns, which the folded parts never read."""
         return self._evaluate(node) if self._foldable(unwrap(node)) else None
 
-    def _foldable(self, node) -> bool:
+    def _foldable(self, node: exp.Expression) -> bool:
         node = unwrap(node)
         if node.find(exp.Column) is None:
             return True
@@ -484,7 +487,7 @@ class _Projector(_Visitor):
             return all(folded)
         return False
 
-    def _power_exponent(self, node) -> float | None:
+    def _power_exponent(self, node: exp.Expression) -> float | None:
         """The constant exponent DataFusion's simplifier sees in ``power(x, e)`` (after folding e),
         or None. A literal ``-0.0`` is a negation there and is not folded."""
         e = unwrap(node.expression)
@@ -495,7 +498,7 @@ class _Projector(_Visitor):
             return None
         return None if math.copysign(1.0, float(value.as_py())) < 0 else float(value.as_py())
 
-    def _evaluate(self, node) -> pa.Scalar:
+    def _evaluate(self, node: exp.Expression) -> pa.Scalar:
         nulls = (
             pa.table({f.name: pa.nulls(1, f.type) for f in self.schema})
             if len(self.schema)
@@ -506,7 +509,7 @@ class _Projector(_Visitor):
         except _DATA_ERRORS as exc:  # pylance fails planning such a constant too
             raise self.fail(node, f"fails: {str(exc).splitlines()[0]}") from None
 
-    def referenced(self, node) -> list[str]:
+    def referenced(self, node: exp.Expression) -> list[str]:
         """Top-level columns read; none when DataFusion folds the expression to a constant
         (``x + NULL`` is NULL, ``power(x, 0)`` is 1): pylance then finds no column to read."""
         node = unwrap(node)

@@ -38,7 +38,7 @@ def call(name: str, *args: pc.Expression) -> pc.Expression:
     return pc.Expression._call(name, list(args))
 
 
-def float64s(values, n: int) -> tuple[np.ndarray, np.ndarray]:
+def float64s(values: pa.Array | pa.ChunkedArray | pa.Scalar, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(float64 values with nulls as 0.0, validity) of an array or a scalar broadcast to ``n`` rows."""
     if isinstance(values, pa.Scalar):
         valid = values.is_valid
