@@ -20,6 +20,7 @@ from pyspark.sql.datasource import DataSource
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import resolve_storage
+from lance_fw.spark.catalog import create_options, is_catalog_create, table_options, tag_schema, untag_schema
 from lance_fw.spark.options import (
     ALLOW_PLUGIN_ENCODINGS,
     COMMIT_MESSAGE,
@@ -59,8 +60,10 @@ class LanceDataSource(DataSource):
         return "lance"
 
     def schema(self):
+        catalog = is_catalog_create(self.options)  # CREATE TABLE ... USING lance LOCATION / OPTIONS
+        raw = create_options(self.options) if catalog else self.options
         # schema() cannot tell a batch read from a streaming one: accept the options of either
-        options = check_options(self.options, {**READ_OPTIONS, **STREAM_READ_OPTIONS}, "read")
+        options = check_options(raw, {**READ_OPTIONS, **STREAM_READ_OPTIONS}, "read")
         ds = LanceDataset(
             dataset_uri(options), storage_options=storage_options(options), **version_options(options)
         )
@@ -75,14 +78,18 @@ class LanceDataSource(DataSource):
             arrow = pa.schema([arrow.field(c) for c in columns])
         if bool_option(options, WITH_ROW_ADDRESS):
             arrow = arrow.append(pa.field(ROW_ADDRESS, pa.int64(), False))
-        return spark_schema(arrow)
+        struct = spark_schema(arrow)
+        return tag_schema(struct, options) if catalog else struct
 
     def reader(self, schema) -> LanceReader:
-        options = check_options(self.options, READ_OPTIONS, "read")
-        return LanceReader(options, schema)
+        options = check_options(table_options(schema, self.options, writing=False), READ_OPTIONS, "read")
+        return LanceReader(options, untag_schema(schema))
 
     def streamReader(self, schema) -> LanceStreamReader:
-        return LanceStreamReader(check_options(self.options, STREAM_READ_OPTIONS, "streaming read"), schema)
+        options = table_options(schema, self.options, writing=False)
+        return LanceStreamReader(
+            check_options(options, STREAM_READ_OPTIONS, "streaming read"), untag_schema(schema)
+        )
 
     def _plan(self, options: dict, schema, overwrite: bool) -> WritePlan:
         uri = dataset_uri(options)
@@ -110,13 +117,16 @@ class LanceDataSource(DataSource):
         return properties
 
     def writer(self, schema, overwrite: bool) -> LanceArrowWriter:
-        options = check_options(self.options, WRITE_OPTIONS, "write")
-        return LanceArrowWriter(self._plan(options, schema, overwrite), self._properties(options))
+        options = check_options(table_options(schema, self.options, writing=True), WRITE_OPTIONS, "write")
+        return LanceArrowWriter(
+            self._plan(options, untag_schema(schema), overwrite), self._properties(options)
+        )
 
     def streamWriter(self, schema, overwrite: bool) -> LanceStreamWriter:
-        options = check_options(self.options, STREAM_WRITE_OPTIONS, "streaming write")
+        options = table_options(schema, self.options, writing=True)
+        options = check_options(options, STREAM_WRITE_OPTIONS, "streaming write")
         return LanceStreamWriter(
-            self._plan(options, schema, overwrite),
+            self._plan(options, untag_schema(schema), overwrite),
             self._properties(options),
             StreamIdentity.from_options(options),
         )

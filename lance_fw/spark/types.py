@@ -27,6 +27,7 @@ decimal256(p <= 38)                decimal(p, s); wider is refused
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,6 +35,13 @@ from lance_fw.errors import SchemaError
 
 #: Spark field metadata naming a vector's dimension (the key lance-spark uses).
 FSL_SIZE_KEY = "arrow.fixed-size-list.size"
+#: lance-spark's Spark field metadata for a vector of half floats: ``array<float>`` with
+#: ``FSL_SIZE_KEY`` stored as ``fixed_size_list<float16>`` (values narrowed on write).
+FLOAT16_KEY = "arrow.float16"
+#: lance-spark's Spark field metadata for a string column stored with 64-bit offsets.
+LARGE_VAR_CHAR_KEY = "arrow:large-var-char"
+#: The largest finite float16; a float beyond it would silently become infinity when narrowed.
+FLOAT16_MAX = 65504.0
 
 _WIDER = {
     pa.uint8(): pa.int16(),
@@ -131,19 +139,64 @@ def write_schema(spark_struct, existing: pa.Schema | None) -> pa.Schema:
         return existing
     fields = []
     for sf in spark_struct.fields:
-        t = to_arrow_type(sf.dataType, timezone="UTC")
         metadata = dict(sf.metadata or {})
-        size = metadata.pop(FSL_SIZE_KEY, None)
-        if size is not None:
-            if not pa.types.is_list(t):
-                raise SchemaError(
-                    f"column {sf.name!r}: {FSL_SIZE_KEY} is set but the column is {sf.dataType.simpleString()}, "
-                    "not an array"
-                )
-            t = pa.list_(t.value_field, int(size))
+        t = _stored_type(sf.name, sf.dataType, to_arrow_type(sf.dataType, timezone="UTC"), metadata)
         keep = {k: str(v) for k, v in metadata.items() if k.startswith("lance-")}
         fields.append(pa.field(sf.name, t, sf.nullable, metadata=keep or None))
     return pa.schema(fields)
+
+
+def _stored_type(name: str, spark_type, t: pa.DataType, metadata: dict) -> pa.DataType:
+    """The Arrow type a new dataset stores Spark column ``name`` as, after the lance-spark column
+    properties in its ``metadata`` (vector size, float16, large strings), which are consumed."""
+    size = metadata.pop(FSL_SIZE_KEY, None)
+    float16 = str(metadata.pop(FLOAT16_KEY, "false")).strip().lower() == "true"
+    large = str(metadata.pop(LARGE_VAR_CHAR_KEY, "false")).strip().lower() == "true"
+    what = spark_type.simpleString()
+    if size is not None:
+        if not pa.types.is_list(t):
+            raise SchemaError(
+                f"column {name!r}: {FSL_SIZE_KEY} is set but the column is {what}, not an array"
+            )
+        t = pa.list_(t.value_field, int(size))
+    if float16:  # as lance-spark: only on a vector of floats
+        if size is None or t.value_type != pa.float32():
+            raise SchemaError(
+                f"column {name!r}: {FLOAT16_KEY} needs an array<float> column with {FSL_SIZE_KEY} "
+                f"(a vector), but the column is {what}"
+                + ("" if size is not None else f" without {FSL_SIZE_KEY}")
+            )
+        t = pa.list_(t.value_field.with_type(pa.float16()), t.list_size)
+    if large:
+        if t != pa.string():
+            raise SchemaError(
+                f"column {name!r}: {LARGE_VAR_CHAR_KEY} needs a string column, but it is {what}"
+            )
+        t = pa.large_string()
+    return t
+
+
+def check_float16_range(batch: pa.RecordBatch, target: pa.Schema) -> None:
+    """Refuse finite floats beyond float16's range in columns stored as float16 (top level or vector
+    elements): narrowing would silently store infinity. Precision is narrowed as lance-spark does."""
+    for f in target:
+        t = f.type
+        if pa.types.is_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t):
+            t = t.value_type
+        if t != pa.float16() or f.name not in batch.schema.names:
+            continue
+        column = batch.column(f.name)
+        if not (pa.types.is_floating(column.type) or pa.types.is_integer(column.type)):
+            column = column.flatten()
+        if column.type == pa.float16() or len(column) == 0:
+            continue
+        values = column.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        finite = values[np.isfinite(values)]
+        if len(finite) and np.abs(finite).max() > FLOAT16_MAX:
+            raise SchemaError(
+                f"column {f.name!r} is stored as float16, whose largest value is {FLOAT16_MAX:g}; "
+                f"the data holds {np.abs(finite).max():g}"
+            )
 
 
 def check_append(spark_struct, existing: pa.Schema) -> None:

@@ -41,6 +41,7 @@ from lance_fw.spark.options import (
     int_option,
 )
 from lance_fw.spark.options import STREAM_ID as STREAM_ID_OPTION
+from lance_fw.spark.types import check_float16_range
 from lance_fw.table.manifest import (
     data_files_since,
     list_versions,
@@ -84,6 +85,7 @@ def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> LanceCommi
     def counted():
         nonlocal rows
         for batch in batches:
+            check_float16_range(batch, plan.arrow_schema)
             batch = conform(batch, plan.arrow_schema, "spark write")  # UTC timestamps, vectors, ...
             rows += batch.num_rows
             yield batch

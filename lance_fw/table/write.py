@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw.errors import DatasetExistsError, InvalidArgumentError, SchemaError
+from lance_fw.errors import DatasetExistsError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_fw.file.version import SUPPORTED_WRITE, from_footer, parse_version, requested_version, version_name
 from lance_fw.file.writer import ALLOW_PLUGIN_ENCODINGS, LanceFileWriter, WrittenFile, plugin_encodings
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
@@ -31,6 +31,8 @@ DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 #: The transaction property pylance stores ``commit_message`` under.
 COMMIT_MESSAGE_KEY = "__lance_commit_message"
+#: Field metadata that makes pylance store a column as a blob (whatever its value).
+BLOB_ENCODING_KEY = "lance-encoding:blob"
 
 
 def _data_file_name() -> str:
@@ -299,6 +301,7 @@ def plan_write(
     dataset_fields = None
     if mode == "append":
         lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
+        refuse_blob_columns(lance_schema, uri)
         _check_append_schema(lance_schema.to_arrow(), schema, allow_subset)
         if len(schema.names) < len(lance_schema.fields):  # the new files hold only the given columns
             dataset_fields = lance_schema.to_protos()
@@ -318,6 +321,7 @@ def plan_write(
     else:
         version = requested_version(data_storage_version)
         lance_schema = LanceSchema.from_arrow(schema)
+        refuse_blob_columns(lance_schema, uri)
         target = lance_schema.to_arrow()
         if schema.metadata:
             target = target.with_metadata(schema.metadata)
@@ -339,6 +343,20 @@ def plan_write(
         dataset_fields,
         plugins,
     )
+
+
+def refuse_blob_columns(lance_schema: LanceSchema, uri: str) -> None:
+    """Refuse to write blob columns (``lance-encoding:blob`` metadata, or 2.2 blob descriptors):
+    pylance stores their bytes apart from the column (a blob layout on 2.1, descriptors plus sidecar
+    files on 2.2), which lance_fw does not encode; plain binary under that metadata is a dataset
+    pylance cannot read."""
+    for f in lance_schema.walk():
+        if f.is_blob_v2 or BLOB_ENCODING_KEY in f.metadata:
+            raise UnsupportedFeatureError(
+                f"{uri}: column {f.name!r} is a blob column ({BLOB_ENCODING_KEY}); lance_fw cannot write "
+                "blob columns: write it with pylance (lance.write_dataset), or drop the "
+                f"{BLOB_ENCODING_KEY} field metadata to store plain binary"
+            )
 
 
 def _plugin_encodings(
