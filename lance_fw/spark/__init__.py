@@ -12,6 +12,8 @@ import subprocess
 import sys
 import warnings
 
+from lance_fw.spark.maintenance import add_columns, compact
+from lance_fw.spark.reader import read
 from lance_fw.spark.source import LanceDataSource
 
 
@@ -49,4 +51,4 @@ def _check_worker_python(spark) -> None:
         )
 
 
-__all__ = ["LanceDataSource", "activate", "register"]
+__all__ = ["LanceDataSource", "activate", "add_columns", "compact", "read", "register"]
