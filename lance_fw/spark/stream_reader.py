@@ -20,7 +20,10 @@ everything) chooses where a new query starts; a restarted query continues from i
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSourceStreamReader
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.errors import DatasetNotFoundError, UnsupportedFeatureError
@@ -125,7 +128,7 @@ class LanceStreamReader(DataSourceStreamReader):
             "the stream already emitted; restart the query with a later starting_version"
         )
 
-    def read(self, partition: FragmentSlice):
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return self._reader.read(partition)
 
     def commit(self, end: dict) -> None:
