@@ -118,9 +118,8 @@ def _unpack_blocks(blocks: np.ndarray, t: int, w: int, out: np.ndarray | None = 
     """blocks: (nblocks, W*LANES) words (any strides) -> (nblocks, 1024) values, written to ``out``
     when given (a C-contiguous row range of a larger output: no copy afterwards).
 
-    Row ``r`` of every lane starts at the same word and shift, so each row is a few shifts over a
-    (nblocks, LANES) slice, stored straight into its slice of the output: T vectorised steps per
-    call, no gathers and no temporaries but one."""
+    Row ``r`` of every lane starts at the same word and shift, so each row is a few shifts over
+    one (nblocks, LANES) plane of words: T vectorised steps per call, no gathers."""
     dt = utype(t)
     lanes = BLOCK // t
     nblocks = blocks.shape[0]
@@ -132,21 +131,25 @@ def _unpack_blocks(blocks: np.ndarray, t: int, w: int, out: np.ndarray | None = 
     if w == t:  # stored unpacked: only the FastLanes order to undo (one strided copy)
         _unshuffle(blocks.reshape(nblocks, t, lanes), t, out)
         return out
-    words = blocks.reshape(nblocks, w, lanes)
-    mask = dt.type((1 << w) - 1)
+    # Work plane by plane: word ``j`` of every block and lane as one contiguous (nblocks, LANES)
+    # array, and each row's values likewise, so that every numpy call runs over contiguous memory
+    # (a strided (nblocks, LANES) operand costs several times more per call than the two block
+    # transposes that make them contiguous).
+    words = np.ascontiguousarray(blocks.reshape(nblocks, w, lanes).transpose(1, 0, 2))
+    planes = np.empty((t, nblocks, lanes), dtype=dt)  # plane k: values k*LANES .. of each block
     high = np.empty((nblocks, lanes), dtype=dt)
     for r in range(t):
         w0, shift = divmod(r * w, t)
-        base = FL_ORDER[r // 8] * 16 + (r % 8) * 128
-        value = out[:, base : base + lanes]
+        value = planes[(FL_ORDER[r // 8] * 16 + (r % 8) * 128) // lanes]
         if shift:
-            np.right_shift(words[:, w0, :], dt.type(shift), out=value)
+            np.right_shift(words[w0], dt.type(shift), out=value)
         else:
-            value[...] = words[:, w0, :]
+            value[...] = words[w0]
         if shift + w > t:
-            np.left_shift(words[:, w0 + 1, :], dt.type(t - shift), out=high)
+            np.left_shift(words[w0 + 1], dt.type(t - shift), out=high)
             np.bitwise_or(value, high, out=value)
-    np.bitwise_and(out, mask, out=out)  # bits of the next rows lie above each value's: one pass
+    np.bitwise_and(planes, dt.type((1 << w) - 1), out=planes)  # bits of the next rows: one pass
+    np.copyto(out.reshape(nblocks, t, lanes), planes.transpose(1, 0, 2))
     return out
 
 
@@ -160,9 +163,10 @@ def _unshuffle(rows: np.ndarray, t: int, out: np.ndarray) -> None:
         grid[:, :, FL_ORDER[a] * 16 // lanes, :] = rows[:, 8 * a : 8 * a + 8, :]
 
 
-#: Groups of fewer blocks of one width than this are unpacked by a per-value gather: the row-wise
-#: unpacker's ~T numpy calls per group cost more than gathering 1024 values per block.
-GATHER_BELOW = 24
+#: Groups of fewer than ``T * GATHER_BELOW_PER_BIT`` blocks of one width are unpacked by a per-value
+#: gather: the plane-wise unpacker's ~2T numpy calls per group cost more than gathering 1024 values
+#: per block (measured crossover: about T/2 blocks for every T).
+GATHER_BELOW_PER_BIT = 0.5
 
 
 @cache
@@ -213,7 +217,7 @@ def unpack_inline_blocks(
     lanes = BLOCK // t
     isz = words.itemsize
     uniq, sizes = np.unique(widths, return_counts=True)
-    small = (sizes < GATHER_BELOW) & (uniq > 0)
+    small = (sizes < t * GATHER_BELOW_PER_BIT) & (uniq > 0)
     if small.any():  # one gather for all small groups
         sel = np.flatnonzero(np.isin(widths, uniq[small]))
         out[sel] = _unpack_gathered(words, starts[sel], widths[sel], t)
