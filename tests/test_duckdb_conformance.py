@@ -19,14 +19,19 @@ from tests.sqllogictest import CONFORMANCE_ROOT, parse, run_file, staged_suite, 
 
 #: Queries / statements passing per file today; a drop is a regression, a rise should raise the floor.
 FLOOR: dict[str, tuple[int, int]] = {
+    "alter_table_schema_evolution.test": (0, 1),
+    "attach_namespace_create_table.test": (0, 1),
+    "attach_namespace_dynamic_discovery.test": (0, 2),
     "bigann_tiny.test": (4, 0),
-    "drop_table.test": (0, 1),
+    "drop_table.test": (1, 3),
+    "filter_ir_types.test": (6, 1),
+    "index_ddl.test": (1, 2),
     "lance.test": (19, 4),
-    "lance_delete.test": (0, 5),
-    "lance_insert.test": (0, 5),
+    "lance_delete.test": (0, 7),
+    "lance_insert.test": (0, 6),
     "lance_query.test": (1, 0),
-    "lance_update.test": (0, 9),
-    "lance_write.test": (0, 1),
+    "lance_update.test": (0, 10),
+    "lance_write.test": (6, 5),
     # 17 of its queries read lineitem.lance, whose data file the suite's snapshot lacks (its README).
     "tpch.test": (5, 8),
 }

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import duckdb
 
 import lance_fw
+from lance_fw.duckdb import copy_to
 from lance_fw.duckdb.dataset import DuckDBDataset
 from lance_fw.duckdb.names import decode, missing_name, replacement_path, same_dataset
 from lance_fw.duckdb.s3_secrets import storage_options_for
@@ -182,11 +183,20 @@ def statements(con: duckdb.DuckDBPyConnection, query) -> list:
     return parsed if len(parsed) > 1 else [query]
 
 
+#: What ``COPY … TO`` returns in DuckDB: one row, the number of rows written.
+COPY_RESULT = "SELECT ?::BIGINT AS Count"
+
+
 def execute(con: duckdb.DuckDBPyConnection, query, parameters=None) -> duckdb.DuckDBPyConnection:
     """``con.execute(query, parameters)``, each statement with its own snapshots (parameters go to the
     last statement of a script, as DuckDB's ``execute`` does)."""
     parts = statements(con, query)
     for i, statement in enumerate(parts):
         values = parameters if i == len(parts) - 1 else None
+        copy = copy_to.parse(statement)
+        if copy is not None:
+            rows = run_statement(con, Call(copy_to.run, (con, copy, values)), binder(con, copy.query, values))
+            con.execute(COPY_RESULT, [rows])
+            continue
         run_statement(con, Call(con.execute, (statement, values)), binder(con, statement, values))
     return con
