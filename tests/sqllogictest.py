@@ -32,6 +32,7 @@ CONFORMANCE_ROOT = Path(__file__).resolve().parents[2] / "shared" / "conformance
 REAL_TOLERANCE = 1e-6
 _VAR = re.compile(r"\$\{(\w+)\}")
 _REGEX_PREFIX = "<REGEX>:"
+_NOT_REGEX_PREFIX = "<!REGEX>:"
 
 
 @dataclass
@@ -196,6 +197,10 @@ def _compare(record: Record, rows: list[list[str]]) -> Outcome:
 def _same_cell(actual: str, expected: str, real: bool) -> bool:
     if actual == expected:
         return True
+    if expected.startswith(_REGEX_PREFIX):  # DuckDB's runner: the whole cell matches the pattern
+        return re.fullmatch(expected[len(_REGEX_PREFIX) :], actual, re.S) is not None
+    if expected.startswith(_NOT_REGEX_PREFIX):
+        return re.fullmatch(expected[len(_NOT_REGEX_PREFIX) :], actual, re.S) is None
     if not real:
         return False
     try:

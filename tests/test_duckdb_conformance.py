@@ -95,6 +95,11 @@ query I
 SELECT [1, 2]::INT[] = [1, 2]::INT[]
 ----
 true
+
+query IT
+SELECT 1, 'plan: SCAN t\nrows: 3'
+----
+1	<REGEX>:plan:[\s\S]*rows: \d+
 """
 
 
@@ -102,13 +107,14 @@ def test_runner_passes_and_fails_what_it_should(tmp_path: Path) -> None:
     good = tmp_path / "good.test"
     good.write_text(SELF_TEST)
     outcomes = run_file(parse(good), duckdb.connect, {})
-    assert [o.passed for o in outcomes] == [True] * 5, [o.detail for o in outcomes]
+    assert [o.passed for o in outcomes] == [True] * 6, [o.detail for o in outcomes]
 
     bad = tmp_path / "bad.test"
     bad.write_text(
         SELF_TEST.replace("3\tc\t2.5", "3\tc\t2.6")
         .replace("does not exist\n", "is missing\n")
         .replace("query I\nSELECT [1", "statement error\nSELECT [1")
+        .replace("rows: \\d+", "lines: \\d+")
     )
     outcomes = run_file(parse(bad), duckdb.connect, {})
-    assert [o.passed for o in outcomes] == [True, False, True, False, False], [o.detail for o in outcomes]
+    assert [o.passed for o in outcomes] == [True, False, True, False, False, False], [o.detail for o in outcomes]
