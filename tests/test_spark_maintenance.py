@@ -16,11 +16,11 @@ import pyarrow.compute as pc
 import pytest
 from tests.conftest import assert_tables_equal
 
+import lance_fw
 import lance_fw.spark
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import CommitConflictError, InvalidArgumentError, SchemaError
 from lance_fw.spark import maintenance
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 #: several small fragments (crossing 1024-row blocks), two of them with many deleted rows
 APPENDS = 9
@@ -99,6 +99,8 @@ def _settled(path: str, expected: set[str]) -> set[str]:
 # -- compact -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_compact_matches_pylance_compaction(spark, tmp_path):
     ours, theirs = _copies(tmp_path)
     before = lance.dataset(ours)
@@ -116,6 +118,8 @@ def test_compact_matches_pylance_compaction(spark, tmp_path):
     assert _data_files(ours) == _referenced(ours) | old_files  # nothing unreferenced but the old files
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_compact_without_candidates_commits_nothing(spark, tmp_path):
     path = str(tmp_path / "big")
     lance.write_dataset(pa.table({"id": pa.array(range(5000), pa.int64())}), path)
@@ -123,6 +127,8 @@ def test_compact_without_candidates_commits_nothing(spark, tmp_path):
     assert metrics.fragments_removed == 0 and lance.dataset(path).version == 1
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_compact_task_failing_once_is_retried_and_leaves_no_garbage(spark, tmp_path, monkeypatch):
     ours, theirs = _copies(tmp_path)
     before = lance.dataset(ours)
@@ -138,6 +144,8 @@ def test_compact_task_failing_once_is_retried_and_leaves_no_garbage(spark, tmp_p
     assert _data_files(ours) == _referenced(ours) | old_files  # the failed attempt's files are gone
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_compact_failed_job_keeps_the_old_version_and_removes_its_files(spark, tmp_path, monkeypatch):
     (path,) = _copies(tmp_path, 1)
     before = lance.dataset(path)
@@ -164,6 +172,8 @@ def _udf():
     return double_and_upper
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_add_columns_udf_matches_pylance(spark, tmp_path):
     ours, theirs = _copies(tmp_path)
     before = lance.dataset(ours).version
@@ -176,6 +186,8 @@ def test_add_columns_udf_matches_pylance(spark, tmp_path):
     assert _data_files(ours) == _referenced(ours)
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_add_columns_udf_returning_a_dict(spark, tmp_path):
     ours, theirs = _copies(tmp_path)
 
@@ -187,6 +199,8 @@ def test_add_columns_udf_returning_a_dict(spark, tmp_path):
     assert_tables_equal(lance.dataset(theirs).to_table(), lance.dataset(ours).to_table())
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_add_columns_sql_matches_pylance(spark, tmp_path):
     ours, theirs = _copies(tmp_path)
     transforms = {"plus": "id + 1", "tag": "concat(s, '!')", "c": "'x'"}
@@ -196,6 +210,8 @@ def test_add_columns_sql_matches_pylance(spark, tmp_path):
     assert_tables_equal(lance.dataset(theirs).to_table(), lance.dataset(ours).to_table())
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_add_columns_fields_only_writes_no_data(spark, tmp_path):
     (path,) = _copies(tmp_path, 1)
     files = _data_files(path)
@@ -204,6 +220,8 @@ def test_add_columns_fields_only_writes_no_data(spark, tmp_path):
     assert _data_files(path) == files
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_add_columns_udf_failing_once_mid_fragment_is_retried(spark, tmp_path):
     ours, theirs = _copies(tmp_path)
     marker = str(tmp_path / "udf-failed")
@@ -231,6 +249,8 @@ def test_add_columns_udf_failing_once_mid_fragment_is_retried(spark, tmp_path):
     assert _data_files(ours) == _referenced(ours)
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_add_columns_task_failing_once_after_writing_is_retried(spark, tmp_path, monkeypatch):
     ours, theirs = _copies(tmp_path)
     marker = str(tmp_path / "failed-")
@@ -242,6 +262,8 @@ def test_add_columns_task_failing_once_after_writing_is_retried(spark, tmp_path,
     assert _data_files(ours) == _referenced(ours)
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_add_columns_failed_job_keeps_the_old_version(spark, tmp_path, monkeypatch):
     (path,) = _copies(tmp_path, 1)
     before = lance.dataset(path)
@@ -254,9 +276,88 @@ def test_add_columns_failed_job_keeps_the_old_version(spark, tmp_path, monkeypat
     assert _settled(path, files) == files
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_add_columns_refuses_an_existing_name_before_any_task(spark, tmp_path):
     (path,) = _copies(tmp_path, 1)
     before = lance.dataset(path).version
     with pytest.raises(InvalidArgumentError, match="already exist"):
         lance_fw.spark.add_columns(spark, path, lambda b: pa.record_batch({"id": b.column("id")}))
     assert lance.dataset(path).version == before
+
+
+def _appending_run(path: str):
+    """A ``_run`` after which another writer appends to ``path`` (before the driver commits)."""
+    original = maintenance._run
+
+    def run(spark, items, task):
+        out = original(spark, items, task)
+        extra = pa.table({"id": pa.array([10**6, 10**6 + 1], pa.int64()), "s": ["late", "later"], "f": [0.5, 1.5]})
+        lance.write_dataset(extra, path, mode="append")
+        return out
+
+    return run
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_compact_rebases_over_a_concurrent_append(spark, tmp_path, monkeypatch):
+    (path,) = _copies(tmp_path, 1)
+    before = lance.dataset(path)
+    monkeypatch.setattr(maintenance, "_run", _appending_run(path))
+    lance_fw.spark.compact(spark, path, target_rows_per_fragment=TARGET)
+    after = lance.dataset(path)
+    assert after.version == before.version + 2  # the append, then the compaction on top of it
+    assert after.to_table().sort_by("id").equals(
+        pa.concat_tables([before.to_table(), after.to_table(filter="id >= 1000000")]).sort_by("id")
+    )
+    assert after.count_rows() == before.count_rows() + 2
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_add_columns_conflicting_with_a_concurrent_append_commits_nothing(spark, tmp_path, monkeypatch):
+    (path,) = _copies(tmp_path, 1)
+    before = lance.dataset(path).version
+    monkeypatch.setattr(maintenance, "_run", _appending_run(path))
+    with pytest.raises(CommitConflictError):
+        lance_fw.spark.add_columns(spark, path, {"plus": "id + 1"})
+    assert lance.dataset(path).version == before + 1  # only the append
+    assert "plus" not in lance.dataset(path).schema.names
+    assert _data_files(path) == _referenced(path)  # the new column files were removed
+
+
+# -- the single-process add_columns takes the same UDFs (one implementation) ------------------------
+
+
+def test_single_process_add_columns_udf_matches_pylance(tmp_path):
+    ours, theirs = _copies(tmp_path)
+    udf = _udf()
+    lance.dataset(theirs).add_columns(udf, read_columns=["id", "s"])
+    lance_fw.dataset(ours).add_columns(udf, read_columns=["id", "s"], batch_size=300)
+    assert lance.dataset(ours).schema == lance.dataset(theirs).schema
+    assert_tables_equal(lance.dataset(theirs).to_table(), lance.dataset(ours).to_table())
+    assert_tables_equal(lance.dataset(theirs).to_table(), lance_fw.dataset(ours).to_table())
+
+
+def test_udf_returning_the_wrong_number_of_rows_is_refused(tmp_path):
+    (path,) = _copies(tmp_path, 1)
+    before = lance.dataset(path).version
+    with pytest.raises(InvalidArgumentError, match="rows for a batch of"):
+        lance_fw.dataset(path).add_columns(lambda b: pa.record_batch({"x": pa.array([1], pa.int64())}))
+    assert lance.dataset(path).version == before
+    assert _data_files(path) == _referenced(path)
+
+
+def test_udf_changing_its_output_schema_is_refused(tmp_path):
+    (path,) = _copies(tmp_path, 1)
+
+    def shifty(batch):
+        ids = batch.column("id")
+        kind = pa.int64() if pc.min(ids).as_py() < 1000 else pa.float64()
+        return pa.record_batch({"x": ids.cast(kind)})
+
+    with pytest.raises(SchemaError, match="first batch"):
+        lance_fw.dataset(path).add_columns(shifty, read_columns=["id"])
+    assert "x" not in lance.dataset(path).schema.names
+    assert _data_files(path) == _referenced(path)

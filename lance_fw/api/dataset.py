@@ -567,9 +567,9 @@ class LanceDataset:
         reader_schema: pa.Schema | None = None,
         batch_size: int | None = None,
     ) -> None:
-        """New columns from ``{name: SQL expression}`` (one new data file per fragment, nothing
-        rewritten) or from pyarrow fields (all null, metadata only). Python UDFs and readers of
-        new data (``reader_schema``) are not supported."""
+        """New columns from ``{name: SQL expression}`` or a UDF (``RecordBatch`` -> new columns; one
+        new data file per fragment, nothing rewritten) or from pyarrow fields (all null, metadata
+        only). Readers of new data (``reader_schema``) are not supported."""
         from lance_fw.table.schema_evolution import add_columns
 
         refuse("add_columns", {"reader_schema": reader_schema})
