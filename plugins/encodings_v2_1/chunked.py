@@ -133,7 +133,7 @@ def _inline_chunks(
 def decode_chunks(
     enc: pb.CompressiveEncoding,
     chunks: Sequence[Sequence],
-    counts: Sequence[int],
+    counts: Sequence[int] | np.ndarray,
     where: str = "compressive encoding",
     needed: np.ndarray | None = None,
 ) -> DecodedValues:

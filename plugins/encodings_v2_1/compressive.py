@@ -40,6 +40,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -67,6 +68,17 @@ VARIABLE_BLOCK_HEADER_32 = struct.Struct("<II")
 VARIABLE_BLOCK_HEADER_64 = struct.Struct("<IIQ")
 #: Block-form RLE starts with the u64 byte length of its run values.
 RLE_VALUES_LENGTH = struct.Struct("<Q")
+
+
+_T = TypeVar("_T")
+
+
+def present(value: _T | None, what: str) -> _T:
+    """A ``DecodedValues`` field its kind always sets (``data`` of fixed / variable values,
+    ``offsets`` of variable ones, ``inner`` of fixed-size lists ...): None there is a decoder bug."""
+    if value is None:
+        raise TypeError(f"decoded values without their {what}")
+    return value
 
 
 @dataclass
@@ -105,7 +117,7 @@ class DecodedValues:
     def strings(self) -> list[bytes]:
         """Variable values as a list of bytes (convenience for tests; not vectorised)."""
         d = np.asarray(self.data, np.uint8).tobytes()
-        o = self.offsets.tolist()
+        o = present(self.offsets, "offsets").tolist()
         return [d[o[i] : o[i + 1]] for i in range(self.num_values)]
 
 
@@ -124,14 +136,17 @@ def concat(parts: Sequence[DecodedValues]) -> DecodedValues:
         return DecodedValues(
             "fixed",
             n,
-            np.concatenate([p.data.reshape(-1) for p in parts]),
+            np.concatenate([present(p.data, "data").reshape(-1) for p in parts]),
             first.bits_per_value,
             packed_struct_bits=first.packed_struct_bits,
         )
     if first.kind == "variable":
-        sizes = np.array([p.offsets[-1] for p in parts], np.int64)
+        offsets = [present(p.offsets, "offsets") for p in parts]
+        sizes = np.array([o[-1] for o in offsets], np.int64)
         shift = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        offs = np.concatenate([[0]] + [p.offsets[1:] + s for p, s in zip(parts, shift)]).astype(np.int64)
+        offs = np.concatenate([np.zeros(1, np.int64)] + [o[1:] + s for o, s in zip(offsets, shift)]).astype(
+            np.int64
+        )
         return DecodedValues(
             "variable", n, np.concatenate([np.asarray(p.data, np.uint8) for p in parts]), offsets=offs
         )
@@ -145,7 +160,11 @@ def concat(parts: Sequence[DecodedValues]) -> DecodedValues:
                 ]
             )
         return DecodedValues(
-            "fsl", n, dimension=first.dimension, validity=validity, inner=concat([p.inner for p in parts])
+            "fsl",
+            n,
+            dimension=first.dimension,
+            validity=validity,
+            inner=concat([present(p.inner, "items") for p in parts]),
         )
     raise ValueError(f"unknown kind {first.kind!r}")
 
@@ -319,7 +338,7 @@ def _rle_expand(vals: DecodedValues, runs: np.ndarray, n: int, where: str) -> De
     total = int(runs.sum(dtype=np.int64))
     if total < n:
         raise CorruptFileError(where, f"rle: run lengths cover {total} values, expected {n}")
-    data = vals.data
+    data = present(vals.data, "data")
     if data.ndim == 1 and data.dtype == np.uint8 and vals.bits_per_value > 8:
         data = data.reshape(nruns, -1)
     out = np.repeat(data, runs, axis=0)[:n]
@@ -499,7 +518,7 @@ def _fsst(msg, inner: DecodedValues, where: str, needed: np.ndarray | None = Non
     coming back empty (random access decompresses a few strings of a chunk, not all)."""
     if inner.kind != "variable":
         raise CorruptFileError(where, f"FSST values decoded to {inner.kind}, expected variable")
-    offsets, data = inner.offsets, inner.data
+    offsets, data = present(inner.offsets, "offsets"), present(inner.data, "data")
     if needed is not None:
         keep = np.zeros(inner.num_values, bool)
         keep[needed] = True
@@ -619,7 +638,7 @@ def decode_levels(
         dv = _decode_block(enc, raw, num_levels, where)
     if dv.kind != "fixed" or dv.bits_per_value not in (8, 16, 32, 64):
         raise CorruptFileError(where, f"levels decoded to {dv.kind} of {dv.bits_per_value} bits")
-    out = dv.data
+    out = present(dv.data, "data")
     if out.dtype != np.uint16:
         if out.size and int(out.max()) > 0xFFFF:
             raise CorruptFileError(where, "level value does not fit in u16")

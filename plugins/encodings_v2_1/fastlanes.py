@@ -28,7 +28,12 @@ from lance_fw.errors import CorruptFileError
 
 BLOCK = 1024
 FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
-_UTYPES = {8: np.dtype("<u1"), 16: np.dtype("<u2"), 32: np.dtype("<u4"), 64: np.dtype("<u8")}
+_UTYPES: dict[int, np.dtype] = {
+    8: np.dtype("<u1"),
+    16: np.dtype("<u2"),
+    32: np.dtype("<u4"),
+    64: np.dtype("<u8"),
+}
 
 
 def utype(bits: int) -> np.dtype:

@@ -8,6 +8,7 @@ levels into Arrow nesting is ``repdef``'s job.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,7 @@ from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, range_positions
 
 from . import chunked, compressive, fullzip_values
-from .compressive import DecodedValues
+from .compressive import DecodedValues, present
 
 
 @dataclass
@@ -51,7 +52,7 @@ CHUNK_LOG2_BITS = 4
 CHUNK_LOG2_MASK = (1 << CHUNK_LOG2_BITS) - 1
 CHUNK_SIZE_UNIT = 8
 #: Metadata word dtype by ``has_large_chunk``.
-CHUNK_META_DTYPE = {False: np.dtype("<u2"), True: np.dtype("<u4")}
+CHUNK_META_DTYPE: dict[bool, np.dtype] = {False: np.dtype("<u2"), True: np.dtype("<u4")}
 
 
 def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, where: str):
@@ -284,7 +285,7 @@ def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> De
             data = data.view(UINT_BY_BYTES[width])
         return DecodedValues("fixed", len(idx), data, dictionary.bits_per_value)
     if dictionary.kind == "variable":
-        offs = dictionary.offsets
+        offs = present(dictionary.offsets, "offsets")
         lengths = (offs[1:] - offs[:-1])[idx]
         out_offs = np.zeros(len(idx) + 1, np.int64)
         np.cumsum(lengths, out=out_offs[1:])
@@ -375,7 +376,7 @@ def zipped_levels(
                 ctrl,
                 num_rows,
                 where,
-                lambda defs: np.where(_visible_mask(layers, defs, len(defs)), width, 0),
+                lambda defs, _: np.where(_visible_mask(layers, defs, len(defs)), width, 0),
             )
             n = len(starts)
         words = _ctrl_words(_gather_bytes(data, starts, ctrl, where), ctrl)
@@ -390,12 +391,12 @@ def zipped_levels(
         raise CorruptFileError(where, f"full-zip value lengths of {layout.bits_per_offset} bits (32 or 64)")
     len_bytes = layout.bits_per_offset // 8
 
-    def value_size(defs: np.ndarray) -> np.ndarray:
+    def value_size(defs: np.ndarray, pos: np.ndarray) -> np.ndarray:
         sizes = np.zeros(len(defs), np.int64)
         p = np.flatnonzero(defs == 0)
         if len(p):
             sizes[p] = len_bytes + _ctrl_words(
-                _gather_bytes(data, value_size.pos[p] + ctrl, len_bytes, where), len_bytes
+                _gather_bytes(data, pos[p] + ctrl, len_bytes, where), len_bytes
             )
         return sizes
 
@@ -419,14 +420,25 @@ def zipped_levels(
     return PageLevels(layers, num_rows, rep, defs, values)
 
 
-def _level_starts(layout, row_starts, data, n, ctrl, num_rows, where, value_size) -> np.ndarray:
+def _level_starts(
+    layout: pb.FullZipLayout,
+    row_starts: np.ndarray | None,
+    data: np.ndarray,
+    n: int | None,
+    ctrl: int,
+    num_rows: int,
+    where: str,
+    value_size: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
     """Byte offset of every level in the zipped stream.
 
     Without repetition each row is one level and the repetition index gives every start
     directly; with lists, all rows are walked in lockstep (one pass per level within a row).
-    ``value_size(defs)`` says how many bytes follow each control word (``value_size.pos`` holds the
-    levels' positions while it runs).
+    ``value_size(defs, positions)`` says how many bytes follow the control words of the levels at
+    ``positions``.
     """
+    if row_starts is None:
+        raise CorruptFileError(where, "full-zip page of variable-size rows without a repetition index")
     if layout.bits_rep == 0:
         return row_starts[:-1]
     out: list[np.ndarray] = []
@@ -443,8 +455,7 @@ def _level_starts(layout, row_starts, data, n, ctrl, num_rows, where, value_size
         order.append(row_ids[active])
         words = _ctrl_words(_gather_bytes(data, p, ctrl, where), ctrl)
         defs = (words & ((1 << bits_def) - 1)) if bits_def else np.zeros(len(p), np.int64)
-        value_size.pos = p
-        pos[active] = p + ctrl + value_size(defs)
+        pos[active] = p + ctrl + value_size(defs, p)
     if not out:
         return np.zeros(0, np.int64)
     starts = np.concatenate(out)
@@ -504,10 +515,11 @@ def _spread_variable(decoded: DecodedValues, has_value: np.ndarray, visible: np.
         return decoded
     if decoded.kind == "arrow":  # null rows take any row; the def levels make them null
         index = (np.cumsum(has_value) - 1)[visible].clip(0)
-        source = decoded.array if len(decoded.array) else pa.nulls(1, decoded.array.type)
+        array = present(decoded.array, "array")
+        source = array if len(array) else pa.nulls(1, array.type)
         return DecodedValues("arrow", len(index), array=source.take(pa.array(index)))
     lengths = np.zeros(len(has_value), np.int64)
-    lengths[has_value] = np.diff(decoded.offsets)
+    lengths[has_value] = np.diff(present(decoded.offsets, "offsets"))
     lengths = lengths[visible]
     offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])

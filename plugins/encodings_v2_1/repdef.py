@@ -20,7 +20,7 @@ from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import fixed_bits, validity_or_none
 
-from .compressive import DecodedValues, split_packed_struct
+from .compressive import DecodedValues, present, split_packed_struct
 from .layouts import PageLevels
 
 ITEM_LAYERS = (pb.REPDEF_ALL_VALID_ITEM, pb.REPDEF_NULLABLE_ITEM)
@@ -34,7 +34,8 @@ LIST_LAYERS = (
 
 def def_numbers(layers: list[int]) -> tuple[list[int], list[int | None]]:
     """Per layer: the highest def number used strictly inside it, and its empty-list number."""
-    inside, empty = [], []
+    inside: list[int] = []
+    empty: list[int | None] = []
     n = 0
     for layer in layers:
         inside.append(n)
@@ -193,31 +194,32 @@ def _values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | 
     if values.kind == "null":
         return pa.nulls(n, t)
     if values.kind == "arrow":  # packed structs: relabel the decoded children to the column's fields
-        if not pa.types.is_struct(t) or t.num_fields != values.array.type.num_fields:
+        array = present(values.array, "array")
+        if not pa.types.is_struct(t) or t.num_fields != array.type.num_fields:
             raise CorruptFileError(where, f"packed struct values for a {t} column")
         try:
-            children = [c.cast(t.field(i).type) for i, c in enumerate(values.array.flatten())]
+            children = [c.cast(t.field(i).type) for i, c in enumerate(array.flatten())]
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise CorruptFileError(where, f"packed struct values do not fit {t}: {exc}") from None
         return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=children)
     if values.kind == "fsl":
+        items = present(values.inner, "items")
         if (
             not pa.types.is_fixed_size_list(t)
             or values.dimension != t.list_size
-            or values.inner.num_values != n * t.list_size
+            or items.num_values != n * t.list_size
         ):
             raise CorruptFileError(
                 where,
-                f"{n} fixed-size lists of {values.dimension} "
-                f"({values.inner.num_values} items) for a {t} column",
+                f"{n} fixed-size lists of {values.dimension} ({items.num_values} items) for a {t} column",
             )
-        inner = values_to_arrow(values.inner, t.value_type, values.validity, where)
+        inner = values_to_arrow(items, t.value_type, values.validity, where)
         return pa.Array.from_buffers(t, n, [bitmap], null_count=nulls, children=[inner])
     if values.kind == "variable":
         large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
         if not (large or pa.types.is_string(t) or pa.types.is_binary(t)):
             raise CorruptFileError(where, f"variable-width values for a {t} column")
-        offs = values.offsets.astype(np.int64 if large else np.int32)
+        offs = present(values.offsets, "offsets").astype(np.int64 if large else np.int32)
         data = pa.py_buffer(np.ascontiguousarray(values.data, dtype=np.uint8))
         return pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(offs), data], null_count=nulls)
     if pa.types.is_null(t):
@@ -250,7 +252,9 @@ def _packed_struct(values: DecodedValues, t: pa.StructType, bitmap, nulls: int, 
     return pa.Array.from_buffers(t, values.num_values, [bitmap], null_count=nulls, children=children)
 
 
-def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray, where: str) -> pa.Array:
+def _constant_leaf(
+    levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray | None, where: str
+) -> pa.Array:
     if levels.constant is None and levels.constant_buffers is None:
         return pa.nulls(n, t)
     if levels.constant is not None:
@@ -262,7 +266,7 @@ def _constant_leaf(levels: PageLevels, t: pa.DataType, n: int, valid: np.ndarray
         else:
             one = pa.Array.from_buffers(t, 1, [None, pa.py_buffer(raw)], null_count=0)
     else:
-        bufs = [pa.py_buffer(b) for b in levels.constant_buffers]
+        bufs = [pa.py_buffer(b) for b in present(levels.constant_buffers, "constant buffers")]
         try:
             if pa.types.is_fixed_size_list(t):
                 inner = pa.Array.from_buffers(t.value_type, t.list_size, [None] + bufs, null_count=0)

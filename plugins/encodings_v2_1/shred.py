@@ -16,6 +16,7 @@ import pyarrow as pa
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.file.buffers import range_positions
 
+from .compressive import present
 from .repdef import LIST_LAYERS, def_numbers, visible_levels
 
 
@@ -39,7 +40,7 @@ class _Node:
 def _nodes(array: pa.Array, depth: int | None = None) -> tuple[list[_Node], pa.Array]:
     """Top-down: the structure of every layer and the (whole) leaf array; with ``depth`` the
     layer at that depth is the leaf whatever its type (a packed struct)."""
-    nodes = []
+    nodes: list[_Node] = []
     a = array
     while True:
         t = a.type
@@ -81,7 +82,7 @@ def _layer(node: _Node, nullable: bool | None = None) -> int:
             if node.valid is not None and not node.valid.all()
             else pb.REPDEF_ALL_VALID_ITEM
         )
-    lengths = np.diff(node.offsets)
+    lengths = np.diff(present(node.offsets, "offsets"))
     valid = node.valid if node.valid is not None else np.ones(node.length, bool)
     has_null = not valid.all()
     has_empty = bool(((lengths == 0) & valid).any())
@@ -123,7 +124,8 @@ def shred(array: pa.Array, path: tuple = ()) -> Shredded:
         node = nodes[i]
         valid = node.valid if node.valid is not None else np.ones(node.length, bool)
         if node.is_list:
-            lo, hi = node.offsets[:-1], node.offsets[1:]
+            offsets = present(node.offsets, "offsets")
+            lo, hi = offsets[:-1], offsets[1:]
             keep = valid & (hi > lo)
             synth_def = np.where(valid, empty[i] or 0, inside[i] + 1).astype(np.uint16)
             r = int(lists_below[i + 1])

@@ -139,6 +139,8 @@ def _rep_positions(
     not read: it becomes a row of its own), then place each wanted row among the decoded rows:
     the rows of a run starting at chunk f are those from ``completed[f]`` on."""
     depth = sum(1 for layer in layout.layers if layer in LIST_LAYERS)
+    if levels.rep is None:
+        raise CorruptFileError(where, "a list column's mini-block chunks without repetition levels")
     rep = levels.rep.astype(np.uint16, copy=True)
     level_start = _exclusive_cumsum(num_levels)
     run_level = level_start[np.searchsorted(chosen, run_start)]
