@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import BinaryIO
+from collections.abc import Mapping
+from typing import Any, BinaryIO
 
 import fsspec
 from fsspec.implementations.memory import MemoryFileSystem
@@ -127,12 +128,13 @@ class FsspecStorage(Storage):
 
 
 #: Schemes a dedicated plugin serves with the configuration, freshness and atomic commits it needs
-#: (storage_s3); answering them here too would make the answer depend on hook order.
-_SERVED_ELSEWHERE = ("s3", "s3a")
+#: (storage_s3, storage_gcs, storage_azure); answering them here too would make the answer depend
+#: on hook order.
+_SERVED_ELSEWHERE = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
 
 
 @hookimpl(trylast=True)
-def lance_storage(uri: str, options) -> Storage | None:
+def lance_storage(uri: str, options: Mapping[str, Any]) -> Storage | None:
     if "://" not in uri or uri.startswith("file://"):
         return None
     if uri.split("://", 1)[0].lower() in _SERVED_ELSEWHERE:

@@ -1,0 +1,248 @@
+"""What the Google Cloud Storage and Azure Blob plugins share: reading pylance's option families
+and creating a manifest exactly once through an fsspec backend.
+
+**Options.** pylance hands ``storage_options`` to object_store, which reads a key from the options
+first and otherwise from an environment variable spelt as the key in capitals (``GOOGLE_*`` for
+Google, ``AZURE_*`` for Azure). The key namespace is shared by every store: one dict may carry
+keys of several plugins (commit handlers read their own). A key another *store* declares
+(``aws_endpoint`` on a ``gs://`` URI) configures nothing here, so it is refused rather than
+ignored; keys of non-store plugins pass through untouched.
+
+**Create if absent.** Both backends send a real server-side precondition for fsspec's
+``mode="create"``: gcsfs uploads with ``ifGenerationMatch=0`` and adlfs with ``If-None-Match: *``.
+The server creates the object only if no object has the name, atomically against every other
+client (the same preconditions pylance's object_store sends for its own commits), so these
+storages set ``atomic_put_if_absent`` and the generic put-if-absent commit handler is safe.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, BinaryIO
+
+from lance_fw.errors import (
+    CommitConflictError,
+    DatasetNotFoundError,
+    InvalidArgumentError,
+    StorageError,
+    UnsupportedFeatureError,
+)
+from lance_fw_plugins.s3_options import Setting, parse_bool, parse_duration
+from lance_fw_plugins.storage_fsspec import FsspecStorage
+
+__all__ = ["Setting", "parse_bool", "parse_duration"]
+
+#: The option tables of the built-in object stores, by the URI form they configure: a key in one
+#: of them but not in the store's own configures another store.
+_STORE_TABLES = {
+    "s3://": "lance_fw_plugins.s3_options",
+    "gs://": "lance_fw_plugins.gcs_options",
+    "az://": "lance_fw_plugins.azure_options",
+}
+
+
+def env_names(keys: tuple[str, ...], prefix: str) -> tuple[str, ...]:
+    """The environment variables object_store reads for a setting: every spelling of the key that
+    starts with the store's prefix, in capitals (it lower-cases ``GOOGLE_*``/``AZURE_*`` names and
+    parses them as keys)."""
+    return tuple(k.upper() for k in keys if k.startswith(prefix))
+
+
+def lookup(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, str]) -> Any:
+    """The setting's value from ``options`` (any alias; aliases that disagree are an error), else
+    from the first of its environment variables that is set, else None."""
+    given = {k: options[k] for k in setting.keys if options.get(k) is not None}
+    if len({str(v) for v in given.values()}) > 1:
+        raise InvalidArgumentError(
+            f"storage_options {sorted(given)} name the same setting with different values; give one"
+        )
+    if given:
+        return next(iter(given.values()))
+    for name in setting.env:
+        if environ.get(name):
+            return environ[name]
+    return None
+
+
+def flag(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, str], default: bool) -> bool:
+    value = lookup(options, setting, environ)
+    return default if value is None else parse_bool(value, setting.keys[0])
+
+
+def seconds(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, str]) -> float | None:
+    value = lookup(options, setting, environ)
+    return None if value is None else parse_duration(value, setting.keys[0])
+
+
+def refuse_keys(
+    options: Mapping[str, Any],
+    environ: Mapping[str, str],
+    store: str,
+    own: Mapping[str, str],
+    unsupported: Mapping[str, str],
+    prefix: str,
+    options_only: frozenset[str] = frozenset(),
+) -> None:
+    """Raise for keys this store cannot honour, given as options or as environment variables, and
+    for option keys that configure another store.
+
+    Args:
+        store: the URI form for messages (``gs://``).
+        own: every key the store reads (supported and unsupported).
+        unsupported: key -> why lance_fw cannot honour it.
+        prefix: the store's key prefix (``google_``); ``PREFIX_KEY`` variables are read as keys.
+        options_only: unsupported keys object_store would not read from the environment.
+    Raises:
+        UnsupportedFeatureError: a pylance key (or its variable) lance_fw does not implement is set.
+        InvalidArgumentError: a key of another store is given.
+    """
+    named = sorted(k for k in options if k in unsupported and options[k] is not None)
+    named += sorted(
+        f"{k.upper()} (environment)"
+        for k in unsupported
+        if k.startswith(prefix) and k not in options_only and environ.get(k.upper())
+    )
+    if named:
+        reasons = sorted({unsupported[n.split(" ")[0].lower()] for n in named})
+        raise UnsupportedFeatureError(
+            f"{named}: pylance {store} options lance_fw does not support: {'; '.join(reasons)}"
+        )
+    for other, module in _STORE_TABLES.items():
+        if other == store:
+            continue
+        table = importlib.import_module(module).OPTION_DESCRIPTIONS
+        foreign = sorted(k for k in options if k in table and k not in own)
+        if foreign:
+            raise InvalidArgumentError(
+                f"storage_options {foreign} configure {other} URIs, not {store} ones; remove them"
+            )
+
+
+def same_as_uri(value: Any, from_uri: str, key: str) -> None:
+    """object_store takes the bucket/container from the URI whatever the option says; a different
+    value would be silently ignored there, so it is refused here."""
+    if value is not None and str(value) != from_uri:
+        raise InvalidArgumentError(
+            f"storage option {key}={value!r} differs from {from_uri!r} in the URI; the URI names it"
+        )
+
+
+def import_backend(module: str, scheme: str, extra: str) -> Any:
+    """The fsspec backend module, or a ``StorageError`` naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise StorageError(
+            f"{scheme}:// URIs need {module}, which is not installed: pip install lance_fw[{extra}]"
+        ) from exc
+
+
+class ObjectOutput:
+    """A writable stream straight to the object: both backends publish it whole at ``close`` (one
+    upload, or a resumable upload / block list finalized at close), so nothing is visible before;
+    ``abort`` -- or leaving a ``with`` block by an exception -- publishes nothing. (The generic
+    fsspec output writes a temp object and moves it, which on an object store is a second copy.)"""
+
+    def __init__(self, file: Any, path: str, errors: tuple[type[BaseException], ...]):
+        self._file, self.path = file, path
+        self._errors = errors
+        self.closed = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        try:
+            return int(self._file.write(data))
+        except self._errors as exc:
+            raise StorageError(f"{self.path}: cannot write: {exc}") from exc
+
+    def tell(self) -> int:
+        return int(self._file.tell())
+
+    def flush(self) -> None:
+        """Nothing to do: the object is published whole at ``close``."""
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._file.close()
+        except self._errors as exc:
+            self._discard()
+            raise StorageError(f"{self.path}: cannot publish the object: {exc}") from exc
+
+    def abort(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._discard()
+
+    def _discard(self) -> None:
+        try:
+            self._file.discard()  # cancels a started resumable upload (uncommitted blocks expire)
+        except Exception:
+            pass
+        self._file.closed = True  # fsspec would otherwise publish it when the file is collected
+
+    def __enter__(self) -> ObjectOutput:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.abort()
+        else:
+            self.close()
+
+
+class CloudStorage(FsspecStorage):
+    """An fsspec object store opened with translated options, with no listing cache (other
+    processes commit, and a cached ``_versions/`` listing would hide their versions) and an atomic
+    create-if-absent (see the module docstring). Reads, outputs and listings are the generic
+    fsspec storage's; outputs go straight to the object (see ``ObjectOutput``)."""
+
+    atomic_put_if_absent = True
+    #: Exceptions the backend raises for a failed request besides ``OSError`` (set per store).
+    backend_errors: tuple[type[BaseException], ...] = ()
+
+    @property
+    def failures(self) -> tuple[type[BaseException], ...]:
+        """What a failed request raises: ``OSError`` (fsspec's mapping) or a backend error."""
+        return (OSError, *self.backend_errors)
+
+    def __init__(self, scheme: str, fs: Any, options: Mapping[str, Any]):
+        # FsspecStorage.__init__ would open fsspec's default, unconfigured filesystem: not called.
+        self.scheme = scheme
+        self.options = dict(options)
+        self.fs = fs
+
+    def open_output(self, path: str) -> BinaryIO:
+        """No directories on an object store: a name's "parents" exist once it does."""
+        try:
+            file = self.fs.open(path, "wb")
+        except self.failures as exc:
+            raise StorageError(f"{path}: cannot create the object: {exc}") from exc
+        return ObjectOutput(file, path, self.failures)  # type: ignore[return-value]
+
+    def put_if_absent(self, path: str, data: bytes) -> None:
+        """One upload with the store's "must not exist" precondition (``mode="create"``).
+
+        A refusal where the object already holds exactly ``data`` is this call's own success: the
+        client library retries an upload whose response was lost, and the retry finds the object
+        the first attempt created. (Another writer cannot have written the same bytes: a manifest
+        names its own transaction.)"""
+        try:
+            self.fs.pipe_file(path, data, mode="create")
+        except FileExistsError as exc:
+            if self._holds(path, data):
+                return
+            raise CommitConflictError(f"{path} already exists: another writer created it first") from exc
+        except self.failures as exc:
+            raise StorageError(f"{path}: conditional create failed: {exc}") from exc
+
+    def _holds(self, path: str, data: bytes) -> bool:
+        try:
+            return self.read_bytes(path) == data
+        except (StorageError, DatasetNotFoundError, OSError):
+            return False

@@ -1,0 +1,82 @@
+"""Storage for ``az://`` and ``abfs[s]://`` over adlfs, configured as pylance users configure it.
+
+Why a plugin of its own instead of the generic fsspec one:
+
+* **Configuration.** pylance's ``azure_*`` keys and ``AZURE_*`` variables are translated into
+  adlfs arguments (:mod:`lance_fw_plugins.azure_options`); keys lance_fw cannot honour raise.
+* **Freshness.** No listing cache: other processes' commits are seen at once.
+* **Safe commits.** ``put_if_absent`` uploads with ``If-None-Match: *`` (adlfs's
+  ``overwrite=False``): Azure creates the blob only if none has the name, atomically for every
+  client (pylance commits with the same condition), so ``atomic_put_if_absent`` is true and the
+  generic put-if-absent handler is safe.
+
+URIs: ``az://container/path`` and ``abfs[s]://container/path`` (account from the options), or
+``abfs[s]://container@account.dfs.core.windows.net/path`` (account from the URI), as pylance takes
+them. adlfs is imported only when such a URI is opened; without it a ``StorageError`` names the
+extra to install (``pip install lance_fw[azure]``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from lance_fw.errors import StorageError
+from lance_fw.hookspecs import hookimpl
+from lance_fw.io.storage import Storage
+from lance_fw_plugins.azure_options import OPTION_DESCRIPTIONS, adlfs_kwargs
+from lance_fw_plugins.fsspec_cloud import CloudStorage, import_backend
+
+#: URI schemes this plugin answers (pylance's spellings that adlfs also registers).
+SCHEMES = ("az", "abfs", "abfss")
+#: The pip extra that installs adlfs.
+EXTRA = "azure"
+#: ``container@account.dfs.core.windows.net`` (or ``.blob.``): the Hadoop driver's form.
+_ACCOUNT_HOST = re.compile(r"^(?P<container>[^@/]+)@(?P<account>[^./]+)\.(dfs|blob)\.core\.windows\.net$")
+
+
+def container_and_account(uri: str) -> tuple[str, str | None]:
+    """The container a URI names, and the account when the URI names one."""
+    authority = uri.split("://", 1)[1].split("/", 1)[0]
+    if "@" in authority:
+        match = _ACCOUNT_HOST.match(authority)
+        if not match:
+            raise StorageError(
+                f"{uri!r}: expected abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PATH "
+                "(or az://CONTAINER/PATH with azure_storage_account_name)"
+            )
+        return match["container"], match["account"]
+    if not authority or "." in authority:
+        raise StorageError(f"{uri!r}: expected az://CONTAINER/PATH (a container name has no dots)")
+    return authority, None
+
+
+class AzureStorage(CloudStorage):
+    """Blobs in Azure Blob Storage (or Azurite, with ``azure_storage_use_emulator``)."""
+
+    def __init__(self, uri: str, options: Mapping[str, Any]):
+        scheme = uri.split("://", 1)[0].lower()
+        container, account = container_and_account(uri)
+        kwargs = adlfs_kwargs(options, container, account)
+        adlfs = import_backend("adlfs", scheme, EXTRA)
+        from azure.core.exceptions import AzureError
+
+        try:
+            fs = adlfs.AzureBlobFileSystem(**kwargs)
+        except (ValueError, TypeError, AzureError) as exc:
+            raise StorageError(f"adlfs refused the Azure configuration: {exc}") from exc
+        super().__init__(scheme, fs, options)
+        self.backend_errors = (AzureError,)
+
+
+@hookimpl
+def lance_storage(uri: str, options: Mapping[str, Any]) -> Storage | None:
+    if "://" not in uri or uri.split("://", 1)[0].lower() not in SCHEMES:
+        return None
+    return AzureStorage(uri, options)
+
+
+@hookimpl
+def lance_storage_options() -> Mapping[str, str]:
+    return OPTION_DESCRIPTIONS
