@@ -8,6 +8,7 @@ Choices follow pylance 14 where it matters for size and random access:
 * otherwise mini-block chunks (power-of-two value counts, <= 4096 values, ~4 KiB of values):
   integers and floats that fit in fewer bits use FastLanes inline bitpacking, others flat;
   strings use ``variable`` offsets; fixed-size lists ``fixed_size_list``.
+* strings (not binary) get FSST in both layouts under pylance's rule (:func:`_fsst_applies`).
 Rep/def levels are stored ``flat16`` (valid in both grammars).
 """
 
@@ -22,7 +23,7 @@ from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.file.buffers import UINT_BY_BYTES, fixed_bits, gather_ranges, range_positions
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
-from . import fastlanes
+from . import fastlanes, fsst
 from .compressive import RLE_VALUES_LENGTH, VARIABLE_BLOCK_HEADER_32, ZSTD_SIZE_PREFIX
 from .layouts import CHUNK_LOG2_BITS, CHUNK_META_DTYPE, CHUNK_SIZE_UNIT
 from .shred import Shredded, shred
@@ -34,6 +35,13 @@ COMPRESSED_CHUNK_BYTES = 16 * 1024  # zstd string chunks (2.2): fewer, larger fr
 MAX_CHUNK_VALUES = 4096
 MAX_CHUNK_LEVELS = {False: 4096, True: 8192}  # 2.1 chunks are capped at 32 KiB in all
 CHUNK_PAD = b"\xfe"
+#: pylance's FSST rule (lance-encoding, both layouts): string pages of at least this many bytes
+#: whose longest value has at least FSST_MIN_LONGEST bytes; below that FSST does not pay.
+FSST_MIN_PAGE_BYTES = 32 * 1024
+FSST_MIN_LONGEST = 5
+#: Field metadata naming a column's compression, as pylance reads it: "none" stores values as
+#: they are, "fsst" asks for FSST whatever the rule says.
+COMPRESSION_META_KEY = "lance-encoding:compression"
 
 
 def _flat(bits: int) -> pb.CompressiveEncoding:
@@ -146,7 +154,15 @@ class V21ColumnEncoder:
     # -- mini-block -------------------------------------------------------------------------
     def _mini_block(self, sh: Shredded, num_rows: int) -> EncodedPage:
         values, dictionary = _dictionary_of(sh.values)
-        value_enc, chunk_values, encode_chunks = _value_plan(values)
+        symbol_table = None
+        compression = self.spec.metadata.get(COMPRESSION_META_KEY)
+        if dictionary is None and _fsst_applies(values, compression):  # chunks cut by compressed size
+            values, symbol_table = _fsst_compressed(values)
+        value_enc, chunk_values, encode_chunks = _value_plan(
+            values, general=symbol_table is None and compression != "none"
+        )
+        if symbol_table is not None:
+            value_enc = pb.CompressiveEncoding(fsst=pb.Fsst(symbol_table=symbol_table, values=value_enc))
         levels_count = (
             len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
         )
@@ -236,8 +252,19 @@ class V21ColumnEncoder:
             has_value = np.zeros(n_levels, bool)
             has_value[visible[values.is_valid().to_numpy(zero_copy_only=False)]] = True
             offsets, data = _offsets_and_data(values)
+            longest = int(np.diff(offsets).max()) if len(offsets) > 1 else 0
+            compression = self.spec.metadata.get(COMPRESSION_META_KEY)
+            if compression == "none":
+                pass
+            elif longest < ZSTD_VALUE_BYTES and _fsst_applies(values, compression):
+                symbol_table, offsets, data = fsst.compress_strings(offsets, data)
+                layout.value_compression.CopyFrom(
+                    pb.CompressiveEncoding(
+                        fsst=pb.Fsst(symbol_table=symbol_table, values=layout.value_compression)
+                    )
+                )
             # long values are few per page, so one zstd frame each is affordable when it pays
-            if len(offsets) > 1 and (int(np.diff(offsets).max()) >= ZSTD_VALUE_BYTES or _zstd_pays(values)):
+            elif len(offsets) > 1 and (longest >= ZSTD_VALUE_BYTES or _zstd_pays(values)):
                 offsets, data = _zstd_per_value(offsets, data)
                 layout.value_compression.CopyFrom(
                     pb.CompressiveEncoding(
@@ -486,9 +513,10 @@ def _dictionary_block(dictionary: pa.Array) -> tuple[pb.CompressiveEncoding, byt
     return pb.CompressiveEncoding(variable=pb.Variable(offsets=_flat(32))), body
 
 
-def _value_plan(values: pa.Array):
+def _value_plan(values: pa.Array, general: bool = True):
     """(value encoding, values per chunk or None for byte-sized chunks, ``(page, spans) -> value
-    buffers of each chunk``) for a mini-block page."""
+    buffers of each chunk``) for a mini-block page. ``general=False``: strings stay plain
+    ``variable`` (FSST's grammar wants Variable values, not zstd over them)."""
     t = values.type
     if pa.types.is_struct(t):
         return _packed_struct_plan(values)
@@ -560,7 +588,7 @@ def _value_plan(values: pa.Array):
         buf = rel.tobytes() + body
         return [buf + b"\x00" * (-len(buf) % (off_bits // 8))]  # padded to the offset width
 
-    if not _zstd_pays(values):
+    if not general or not _zstd_pays(values):
         return enc, None, _per_chunk(variable_chunk)
     codec = pa.Codec("zstd")
 
@@ -609,9 +637,40 @@ def _packed_struct_plan(values: pa.StructArray):
     return enc, _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, total)), packed_page
 
 
+def _fsst_applies(values: pa.Array, compression: str | None) -> bool:
+    """pylance's rule: FSST for string (not binary) pages of >= 32 KiB whose longest value has
+    >= 5 bytes, unless the field names another compression; always when it names "fsst"."""
+    t = values.type
+    text = pa.types.is_string(t) or pa.types.is_large_string(t)
+    if not len(values) or not (text or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        return False
+    if compression is not None:
+        return compression == "fsst"
+    if not text:
+        return False
+    offs, _ = _offsets_and_data(values)
+    if int(offs[-1] - offs[0]) < FSST_MIN_PAGE_BYTES:
+        return False
+    return int(np.diff(offs).max()) >= FSST_MIN_LONGEST
+
+
+def _fsst_compressed(values: pa.Array) -> tuple[pa.Array, bytes]:
+    """The page's strings FSST-compressed, as a binary array of the same length and offset width
+    (nulls travel in the def levels), and the symbol table."""
+    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+    offs, data = _offsets_and_data(values)
+    table, new_offs, codes = fsst.compress_strings(offs, data)
+    compressed = pa.Array.from_buffers(
+        pa.large_binary() if large else pa.binary(),
+        len(values),
+        [None, pa.py_buffer(new_offs.astype(np.int64 if large else np.int32)), pa.py_buffer(codes)],
+    )
+    return compressed, table
+
+
 def _zstd_pays(values: pa.Array) -> bool:
-    """Compress string chunks (in place of FSST, which lance_fw does not write) when a sample of
-    the data shrinks by at least a quarter."""
+    """Compress string chunks (binary, or strings FSST leaves out) when a sample of the data
+    shrinks by at least a quarter."""
     offs, data = _offsets_and_data(values.slice(0, 2048))
     sample = data[offs[0] : min(int(offs[-1]), int(offs[0]) + 64 * 1024)].tobytes()  # not the whole buffer
     if len(sample) < 1024:

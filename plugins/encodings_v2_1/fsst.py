@@ -1,4 +1,4 @@
-"""Vectorised FSST decompression (spec §5.4, ``Fsst{symbol_table, values}``).
+"""FSST (spec §5.4, ``Fsst{symbol_table, values}``): whole-array numpy decoder and encoder.
 
 Symbol table (always 2312 bytes)::
 
@@ -11,10 +11,18 @@ Compressed bytes: a code ``c != 255`` emits ``symbol[c][:len[c]]``; ``255`` is t
 and emits the following byte literally.  With ``encoder_switch == 0`` the strings are
 stored raw.
 
-Escapes make a byte stream sequential, but only locally: inside a run of 255 bytes the
-even positions are escapes and the odd ones literals, and the byte after an escape is a
-literal.  Those masks, per-byte output lengths, a cumsum and one gather decode the whole
-buffer without a Python loop over values.
+Decoding: escapes make a byte stream sequential only locally (inside a run of 255 bytes the
+even positions are escapes and the odd ones literals), so the escapes are found from the few
+255 bytes alone; every code then has an output length (a table lookup), a cumsum gives where
+its symbol lands, and one scatter of 8-byte words writes all symbols in order, each word's
+tail being overwritten by the symbols after it (as the reference decoder's unaligned stores).
+
+Encoding (the reader's only contract is the table and the codes, so the table need not be
+pylance's): :func:`train` builds a table from a sample of the page by a few deterministic
+rounds of "tokenise, count tokens and adjacent token pairs, keep the 255 best by
+count x length"; :func:`compress` tokenises every string in parallel, one token per string
+segment per numpy step (segments of at most :data:`SEGMENT_BYTES`, so the number of steps is
+bounded whatever the string lengths).
 """
 
 from __future__ import annotations
@@ -27,16 +35,30 @@ import numpy as np
 from lance_fw.errors import CorruptFileError
 
 SYMBOL_TABLE_SIZE = 2312
-_COLS = np.arange(8)
+MAGIC = b"TSSF"
 ESCAPE = 255
+#: Bytes one code may expand to (a symbol is at most one 8-byte word).
+MAX_SYMBOL_LEN = 8
+#: Rows of the decode table: 256 codes, then the 256 literal bytes (escaped byte b is row 256 + b).
+_TABLE_ROWS = 512
+#: ``_MASKS[k]`` keeps the low k bytes of a little-endian u64.
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(MAX_SYMBOL_LEN + 1)], np.uint64)
+
+
+# --- decoding --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class SymbolTable:
+    """A parsed table: ``words[c]`` is code c's symbol as a little-endian u64 (row 256 + b is the
+    literal byte b) and ``lengths[c]`` its length. The escape and the codes past ``n_symbols``
+    have length 0: a well-formed stream emits nothing for an escape, and a code without a symbol
+    is found by counting the zero lengths."""
+
     n_symbols: int
     encoder_switch: bool
-    table: np.ndarray  # (512, 8) uint8: rows 0..255 symbols, 256 + b = literal byte b
-    lengths: np.ndarray  # (512,) int64: symbol lengths; 256.. -> 1; ESCAPE -> 0
+    words: np.ndarray  # (512,) uint64
+    lengths: np.ndarray  # (512,) uint8
 
 
 def parse_symbol_table(raw: bytes, where: str = "fsst symbol table") -> SymbolTable:
@@ -52,24 +74,27 @@ def _parse_cached(raw: bytes) -> SymbolTable:
     where = "fsst symbol table"
     if len(raw) != SYMBOL_TABLE_SIZE:
         raise CorruptFileError(where, f"FSST symbol table is {len(raw)} bytes, expected {SYMBOL_TABLE_SIZE}")
-    if raw[4:8] != b"TSSF":
-        raise CorruptFileError(where, f"FSST symbol table has bad magic {raw[4:8]!r} (expected b'TSSF')")
+    if raw[4:8] != MAGIC:
+        raise CorruptFileError(where, f"FSST symbol table has bad magic {raw[4:8]!r} (expected {MAGIC!r})")
     n_symbols, encoder_switch = raw[0], raw[3]
-    # n symbols back to back, then their n lengths; the rest of the 2312 bytes is zero
-    syms = np.frombuffer(raw, np.uint8, 8 * n_symbols, 8).reshape(n_symbols, 8)
-    lens = np.frombuffer(raw, np.uint8, n_symbols, 8 + 8 * n_symbols).astype(np.int64)
-    if lens.max(initial=0) > 8:
-        raise CorruptFileError(where, f"FSST symbol length {int(lens.max())} > 8")
-    table = np.zeros((512, 8), np.uint8)
-    table[:n_symbols] = syms
-    table[256:, 0] = np.arange(256, dtype=np.uint8)
-    lengths = np.ones(512, np.int64)
+    if n_symbols > ESCAPE:
+        raise CorruptFileError(where, f"FSST symbol table claims {n_symbols} symbols (at most {ESCAPE})")
+    syms = np.frombuffer(raw, "<u8", n_symbols, 8)
+    lens = np.frombuffer(raw, np.uint8, n_symbols, 8 + 8 * n_symbols)
+    if lens.max(initial=0) > MAX_SYMBOL_LEN:
+        raise CorruptFileError(where, f"FSST symbol length {int(lens.max())} > {MAX_SYMBOL_LEN}")
+    words = np.zeros(_TABLE_ROWS, np.uint64)
+    words[:n_symbols] = syms & _MASKS[lens]
+    words[256:] = np.arange(256, dtype=np.uint64)
+    lengths = np.ones(_TABLE_ROWS, np.uint8)
     lengths[:256] = 0
     lengths[:n_symbols] = lens
-    return SymbolTable(int(n_symbols), bool(encoder_switch), table, lengths)
+    return SymbolTable(int(n_symbols), bool(encoder_switch), words, lengths)
 
 
-def decompress(symbol_table, offsets: np.ndarray, data, where: str = "fsst") -> tuple[np.ndarray, np.ndarray]:
+def decompress(
+    symbol_table: bytes | SymbolTable, offsets: np.ndarray, data, where: str = "fsst"
+) -> tuple[np.ndarray, np.ndarray]:
     """Decompress FSST strings.
 
     ``symbol_table``: the 2312 raw bytes or a :class:`SymbolTable`.
@@ -83,45 +108,278 @@ def decompress(symbol_table, offsets: np.ndarray, data, where: str = "fsst") -> 
     if offsets.size == 0:
         return np.zeros(1, np.int64), np.zeros(0, np.uint8)
     lo, hi = int(offsets[0]), int(offsets[-1])
-    if lo < 0 or hi > buf.size or (offsets.size > 1 and np.any(np.diff(offsets) < 0)):
+    if lo < 0 or hi > buf.size or (offsets.size > 1 and np.any(offsets[1:] < offsets[:-1])):
         raise CorruptFileError(
             where, f"FSST offsets [{lo}, {hi}] are not monotone within the {buf.size}-byte data"
         )
-    c = buf[lo:hi]
+    codes = buf[lo:hi]
     rel = offsets - lo
     if not st.encoder_switch:
-        return rel, c.copy()
-    n = c.size
-    if n == 0:
+        return rel, codes.copy()
+    if codes.size == 0:
         return rel, np.zeros(0, np.uint8)
-    is_esc_byte = c == ESCAPE
-    # position of each byte inside its run of 255s: k = i - run_start
-    idx = np.arange(n, dtype=np.int64)
-    prev = np.empty(n, bool)
-    prev[0] = False
-    prev[1:] = is_esc_byte[:-1]
-    run_start = np.where(is_esc_byte & ~prev, idx, 0)
-    np.maximum.accumulate(run_start, out=run_start)
-    escape = is_esc_byte & (((idx - run_start) & 1) == 0)
-    literal = np.empty(n, bool)
-    literal[0] = False
-    literal[1:] = escape[:-1]
-    # an escape may not be the last byte of a string
-    ends = rel[1:][rel[1:] > rel[:-1]] - 1
-    if escape[ends].any():
-        raise CorruptFileError(where, "FSST data has an escape byte (255) at the end of a string")
-    key = c.astype(np.int64)
-    if st.n_symbols < ESCAPE and np.any((c >= st.n_symbols) & ~escape & ~literal):
-        raise CorruptFileError(where, f"FSST data uses a code beyond the {st.n_symbols} symbols of its table")
-    key[literal] += 256
+    key, n_escapes = _decode_keys(codes, rel, where)
     out_len = st.lengths[key]
-    starts = np.zeros(n + 1, np.int64)
+    if np.count_nonzero(out_len) != codes.size - n_escapes:
+        raise CorruptFileError(where, f"FSST data uses a code beyond the {st.n_symbols} symbols of its table")
+    starts = np.zeros(codes.size + 1, np.int64)
     np.cumsum(out_len, out=starts[1:])
-    # every input byte expands to its (<= 8 byte) symbol row; keep the first len bytes
-    rows = st.table[key]
-    keep = _COLS[None, :] < out_len[:, None]
-    out = rows[keep]
-    return starts[rel], out
+    return starts[rel], _expand(st.words[key], starts)
+
+
+def _decode_keys(codes: np.ndarray, rel: np.ndarray, where: str) -> tuple[np.ndarray, int]:
+    """Decode-table rows of the codes (the codes themselves when there is no escape; an escaped
+    byte b becomes row 256 + b) and the number of escapes."""
+    esc_candidates = np.flatnonzero(codes == ESCAPE)
+    if not esc_candidates.size:
+        return codes, 0
+    # runs of consecutive 255 bytes: the first of a run is an escape (the byte before it is not
+    # one, or it would be in the run), then they alternate escape / literal
+    new_run = np.ones(esc_candidates.size, bool)
+    new_run[1:] = esc_candidates[1:] != esc_candidates[:-1] + 1
+    run_first = np.flatnonzero(new_run)
+    k = np.arange(esc_candidates.size) - np.repeat(run_first, np.diff(np.append(run_first, new_run.size)))
+    escapes = esc_candidates[(k & 1) == 0]
+    ends = rel[1:][rel[1:] > rel[:-1]] - 1  # last byte of each non-empty string
+    is_end = np.zeros(codes.size, bool)
+    is_end[ends] = True
+    if is_end[escapes].any():
+        raise CorruptFileError(where, "FSST data has an escape byte (255) at the end of a string")
+    key = codes.astype(np.uint16)
+    key[escapes + 1] += 256
+    return key, int(escapes.size)
+
+
+def _write_is_sequential() -> bool:
+    """Whether numpy applies a fancy-indexed assignment in index order, as :func:`_expand`'s
+    overlapping stores need (checked once; otherwise the slower masked copy is used)."""
+    out = np.zeros(16, np.uint8)
+    words = np.ndarray((9,), "<u8", out, 0, (1,))
+    words[np.array([0, 1, 2])] = np.array([0x0101010101010101, 0x0202020202020202, 0x03], np.uint64)
+    return out[:3].tolist() == [1, 2, 3] and out[3:9].tolist() == [0] * 6
+
+
+_SEQUENTIAL = _write_is_sequential()
+
+
+def _expand(words: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Write each code's symbol word at its output position, in order: a later store overwrites
+    the bytes past the previous symbol's length, so only the ``starts[-1]`` valid bytes remain."""
+    total = int(starts[-1])
+    if _SEQUENTIAL:
+        out = np.empty(total + MAX_SYMBOL_LEN, np.uint8)
+        view = np.ndarray((total + 1,), "<u8", out, 0, (1,))
+        view[starts[:-1]] = words
+        return out[:total]
+    rows = words.astype("<u8").view(np.uint8).reshape(-1, MAX_SYMBOL_LEN)
+    lengths = np.diff(starts)
+    return rows[np.arange(MAX_SYMBOL_LEN)[None, :] < lengths[:, None]]
+
+
+# --- encoding --------------------------------------------------------------------------------
+
+#: Longest string piece tokenised on its own (bounds the numpy steps; a symbol never spans two).
+SEGMENT_BYTES = 256
+#: Bytes of sample the table is trained on, and the longest piece of one string in it.
+SAMPLE_BYTES = 32 * 1024
+SAMPLE_STRING_BYTES = 512
+TRAIN_ROUNDS = 5
+MAX_SYMBOLS = 255
+#: Token code of an escaped byte (never a symbol's code: a table holds at most 255 symbols).
+_ESC_TOKEN = ESCAPE
+_NO_TOKEN = 0xFFFF
+#: ``_IMASKS[k]`` keeps the low k bytes of a little-endian i64 (the tokeniser works on int64
+#: windows so that masked words index tables without a conversion).
+_IMASKS = _MASKS.view(np.int64)
+_PREFIX3 = (1 << 24) - 1
+_PREFIX2 = (1 << 16) - 1
+
+
+@dataclass(frozen=True)
+class Codebook:
+    """An encoder's table and the lookups its tokeniser uses.
+
+    A token is chosen from the first three bytes: ``prefix_code`` gives the one symbol of >= 3
+    bytes starting with them, or else the best code of <= 2 bytes (``short_code`` of the first
+    two); when the long symbol does not match in full, ``short_code`` decides. Bytes past the
+    end of a string read as 0, so no multi-byte symbol ends in a 0 byte (it could match there).
+    """
+
+    words: np.ndarray  # (n,) uint64, bytes past the length are 0
+    lengths: np.ndarray  # (n,) uint8
+    prefix_code: np.ndarray  # (2**24,) uint8
+    short_code: np.ndarray  # (2**16,) uint8
+    token_lengths: np.ndarray  # (256,) uint8: bytes a token consumes (_ESC_TOKEN: 1)
+    token_words: np.ndarray  # (256,) int64
+    token_masks: np.ndarray  # (256,) int64: _IMASKS of the token's length
+
+    def symbol_table(self) -> bytes:
+        """The 2312-byte table (encoder switch on; terminator and suffix limit are encoder-only)."""
+        n = len(self.words)
+        raw = bytearray(SYMBOL_TABLE_SIZE)
+        raw[0] = n
+        raw[3] = 1
+        raw[4:8] = MAGIC
+        raw[8 : 8 + 8 * n] = self.words.astype("<u8").tobytes()
+        raw[8 + 8 * n : 8 + 9 * n] = self.lengths.tobytes()
+        return bytes(raw)
+
+
+def _usable(words: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate symbols (best first) a codebook can hold: no multi-byte symbol ending in 0, and
+    of the >= 3-byte symbols sharing their first 3 bytes only the first."""
+    last = (words >> (np.uint64(8) * (lengths.astype(np.uint64) - np.uint64(1)))) & np.uint64(0xFF)
+    keep = (lengths == 1) | (last != 0)
+    long_idx = np.flatnonzero(keep & (lengths >= 3))
+    if long_idx.size:
+        _, first = np.unique(words[long_idx] & np.uint64(_PREFIX3), return_index=True)
+        keep[long_idx] = False
+        keep[long_idx[first]] = True
+    return words[keep], lengths[keep]
+
+
+def _codebook(words: np.ndarray, lengths: np.ndarray) -> Codebook:
+    """Lookups for at most 255 symbols that :func:`_usable` keeps."""
+    words = np.asarray(words, np.uint64)
+    lengths = np.asarray(lengths, np.uint8)
+    n = len(words)
+    assert n <= MAX_SYMBOLS
+    byte_code = np.full(256, _ESC_TOKEN, np.uint8)
+    one = np.flatnonzero(lengths == 1)
+    byte_code[words[one].astype(np.int64)] = one
+    short_code = np.tile(byte_code, 256)  # b0 | b1 << 8 -> the 1-byte symbol of b0
+    two = np.flatnonzero(lengths == 2)
+    short_code[words[two].astype(np.int64)] = two
+    prefix_code = np.tile(short_code, 256)  # b0 | b1 << 8 | b2 << 16 -> short code of b0 b1
+    long_idx = np.flatnonzero(lengths >= 3)
+    prefix_code[(words[long_idx] & np.uint64(_PREFIX3)).astype(np.int64)] = long_idx
+    token_lengths = np.ones(256, np.uint8)
+    token_lengths[:n] = lengths
+    token_words = np.zeros(256, np.int64)
+    token_words[:n] = words.view(np.int64)
+    token_masks = _IMASKS[token_lengths]
+    token_words[_ESC_TOKEN] = -1  # never matches a masked 1-byte window: falls to short_code
+    return Codebook(words, lengths, prefix_code, short_code, token_lengths, token_words, token_masks)
+
+
+def _segments(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of every piece of at most SEGMENT_BYTES of every string, in order."""
+    starts, ends = offsets[:-1], offsets[1:]
+    pieces = (ends - starts + SEGMENT_BYTES - 1) // SEGMENT_BYTES
+    first = np.repeat(starts, pieces)
+    k = np.arange(first.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    seg_start = first + k * SEGMENT_BYTES
+    return seg_start, np.minimum(seg_start + SEGMENT_BYTES, np.repeat(ends, pieces))
+
+
+def _windows(data: np.ndarray) -> np.ndarray:
+    """``w[p]``: the 8 bytes from position p as a little-endian int64 (zeros past the end)."""
+    padded = np.zeros(data.size + MAX_SYMBOL_LEN, np.uint8)
+    padded[: data.size] = data
+    return np.ndarray((data.size + 1,), "<i8", padded, 0, (1,))
+
+
+def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``tokens[p]``: the code of the token starting at byte p (``_ESC_TOKEN`` for an escaped
+    byte), ``_NO_TOKEN`` where no token starts. Every segment advances one token per step."""
+    window = _windows(data)
+    tokens = np.full(data.size, _NO_TOKEN, np.uint16)
+    pos, end = _segments(offsets)
+    while pos.size:
+        word = window[pos]
+        word &= _IMASKS[np.minimum(end - pos, MAX_SYMBOL_LEN)]
+        code = book.prefix_code[word & _PREFIX3]
+        full = (word & book.token_masks[code]) == book.token_words[code]
+        code = np.where(full, code, book.short_code[word & _PREFIX2])
+        tokens[pos] = code
+        pos = pos + book.token_lengths[code]
+        more = pos < end
+        pos, end = pos[more], end[more]
+    return tokens
+
+
+def compress(book: Codebook, offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """FSST-compress the strings ``data[offsets[i]:offsets[i+1]]`` with ``book``: (offsets int64
+    from 0, codes uint8)."""
+    offsets = np.asarray(offsets, np.int64)
+    data = np.asarray(data, np.uint8)
+    base = offsets - offsets[0]
+    body = data[int(offsets[0]) : int(offsets[-1])]
+    tokens = _tokenise(book, body, base)
+    pos = np.flatnonzero(tokens != _NO_TOKEN)
+    code = tokens[pos].astype(np.uint8)
+    escaped = np.flatnonzero(code == _ESC_TOKEN)
+    at = np.arange(pos.size + 1, dtype=np.int64)  # where each token's output starts
+    if escaped.size:
+        size = np.ones(pos.size, np.int64)
+        size[escaped] = 2
+        np.cumsum(size, out=at[1:])
+    out = np.empty(int(at[-1]), np.uint8)
+    out[at[:-1]] = code
+    out[at[escaped] + 1] = body[pos[escaped]]
+    return at[np.searchsorted(pos, base)], out
+
+
+def _sample(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Evenly spaced strings (each cut to SAMPLE_STRING_BYTES) adding up to about SAMPLE_BYTES."""
+    n = len(offsets) - 1
+    lengths = np.minimum(offsets[1:] - offsets[:-1], SAMPLE_STRING_BYTES)
+    total = int(lengths.sum())
+    if total > SAMPLE_BYTES:
+        step = total / SAMPLE_BYTES
+        pick = np.unique(np.minimum((np.arange(int(n / step) + 1) * step).astype(np.int64), n - 1))
+    else:
+        pick = np.arange(n)
+    lens = lengths[pick]
+    starts = offsets[:-1][pick]
+    at = np.zeros(pick.size + 1, np.int64)
+    np.cumsum(lens, out=at[1:])
+    idx = np.repeat(starts - at[:-1], lens) + np.arange(int(at[-1]))
+    return at, data[idx]
+
+
+def train(offsets: np.ndarray, data: np.ndarray) -> Codebook:
+    """A codebook for the strings ``data[offsets[i]:offsets[i+1]]``, deterministic for the data.
+
+    Each round tokenises the sample with the current table and scores every token and every
+    pair of adjacent tokens of a segment (when together <= 8 bytes) by count x length; the best
+    255 become the next table, so symbols grow by merging across rounds."""
+    offsets = np.asarray(offsets, np.int64)
+    s_off, sample = _sample(offsets, np.asarray(data, np.uint8))
+    book = _codebook(np.zeros(0, np.uint64), np.zeros(0, np.uint8))
+    if not sample.size:
+        return book
+    window = _windows(sample)
+    seg_start, _ = _segments(s_off)
+    is_seg_start = np.zeros(sample.size, bool)
+    is_seg_start[seg_start] = True
+    for _ in range(TRAIN_ROUNDS):
+        tokens = _tokenise(book, sample, s_off)
+        pos = np.flatnonzero(tokens != _NO_TOKEN)
+        lens = book.token_lengths[tokens[pos]].astype(np.int64)
+        pair = ~is_seg_start[pos[1:]] & (lens[:-1] + lens[1:] <= MAX_SYMBOL_LEN)
+        all_pos = np.concatenate([pos, pos[:-1][pair]])
+        all_lens = np.concatenate([lens, (lens[:-1] + lens[1:])[pair]])
+        all_vals = (window[all_pos] & _IMASKS[all_lens]).view(np.uint64)
+        srt = np.lexsort((all_vals, all_lens))
+        s_vals, s_lens = all_vals[srt], all_lens[srt]
+        first = np.ones(srt.size, bool)
+        first[1:] = (s_vals[1:] != s_vals[:-1]) | (s_lens[1:] != s_lens[:-1])
+        starts = np.flatnonzero(first)
+        u_vals, u_lens = s_vals[starts], s_lens[starts]
+        gain = np.diff(np.append(starts, srt.size)) * u_lens
+        # best gain first; ties: longer, then smaller value (deterministic)
+        order = np.lexsort((u_vals, -u_lens, -gain))
+        words, lengths = _usable(u_vals[order], u_lens[order].astype(np.uint8))
+        book = _codebook(words[:MAX_SYMBOLS], lengths[:MAX_SYMBOLS])
+    return book
+
+
+def compress_strings(offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """Train on the strings and compress them: (symbol table bytes, offsets from 0, codes)."""
+    book = train(offsets, data)
+    new_offsets, codes = compress(book, offsets, data)
+    return book.symbol_table(), new_offsets, codes
 
 
 def compress_simple(strings: list[bytes], symbols: list[bytes]) -> tuple[bytes, np.ndarray, bytes]:
@@ -133,7 +391,7 @@ def compress_simple(strings: list[bytes], symbols: list[bytes]) -> tuple[bytes, 
     raw = bytearray(SYMBOL_TABLE_SIZE)
     raw[0] = len(symbols)
     raw[3] = 1
-    raw[4:8] = b"TSSF"
+    raw[4:8] = MAGIC
     for i, s in enumerate(symbols):
         raw[8 + 8 * i : 8 + 8 * i + len(s)] = s
         raw[8 + 8 * len(symbols) + i] = len(s)

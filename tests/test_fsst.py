@@ -1,0 +1,231 @@
+"""FSST (spec §5.4): the vectorised decoder and encoder, and FSST pages both ways with pylance.
+
+pylance writes FSST for string pages of >= 32 KiB whose longest value has >= 5 bytes (mini-block
+and full-zip); lance_fw must read those and write the same kind of pages, which pylance must read
+back equal. The unit properties check the numpy kernels against a byte-at-a-time reference
+decoder on arbitrary bytes (0xFF included, so escapes and runs of 255 occur)."""
+
+from __future__ import annotations
+
+import glob
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from google.protobuf import any_pb2
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lance_fw
+from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.errors import CorruptFileError
+from lance_fw.file.container import read_tail
+from lance_fw.io.storage import resolve_storage
+from lance_fw_plugins.encodings_v2_1 import fsst
+from tests.conftest import assert_tables_equal
+
+lance = pytest.importorskip("lance")
+
+VERSIONS = ["2.1", "2.2"]
+
+
+def reference_decode(table: bytes, offsets, data: bytes) -> list[bytes]:
+    """Byte-at-a-time FSST decoding, straight from the spec."""
+    n = table[0]
+    syms = [table[8 + 8 * i : 8 + 8 * i + table[8 + 8 * n + i]] for i in range(n)]
+    out = []
+    for a, b in zip(list(offsets[:-1]), list(offsets[1:])):
+        s, i = bytearray(), a
+        while i < b:
+            if data[i] == fsst.ESCAPE:
+                s.append(data[i + 1])
+                i += 2
+            else:
+                s += syms[data[i]]
+                i += 1
+        out.append(bytes(s))
+    return out
+
+
+def _split(offsets: np.ndarray, data: np.ndarray) -> list[bytes]:
+    raw = data.tobytes()
+    return [raw[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+
+def _arrays(strings: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(strings) + 1, np.int64)
+    np.cumsum([len(s) for s in strings], out=offsets[1:])
+    return offsets, np.frombuffer(b"".join(strings), np.uint8)
+
+
+# bytes biased to a small alphabet (so symbols form) with 0xFF and high bytes mixed in
+_BYTES = st.lists(st.one_of(st.sampled_from(b"ab \xff\xfe"), st.integers(0, 255)), max_size=600).map(bytes)
+
+
+@given(st.lists(_BYTES, max_size=40), st.integers(0, 3))
+def test_trained_round_trip(strings, prefix):
+    """train + compress + decompress gives the strings back, the codes decode the same through
+    the reference decoder, and offsets not starting at 0 are honoured."""
+    strings = [b"x" * prefix, *strings]  # the first string is skipped below
+    offsets, data = _arrays(strings)
+    book = fsst.train(offsets[1:], data)
+    table = book.symbol_table()
+    comp_offsets, codes = fsst.compress(book, offsets[1:], data)
+    assert reference_decode(table, comp_offsets, codes.tobytes()) == strings[1:]
+    padded = np.concatenate([np.full(5, 7, np.uint8), codes])
+    out_offsets, out = fsst.decompress(table, comp_offsets + 5, padded)
+    assert _split(out_offsets, out) == strings[1:]
+
+
+@given(st.lists(_BYTES, max_size=30), st.lists(st.binary(min_size=1, max_size=8), max_size=255))
+def test_decoder_matches_reference(strings, symbols):
+    """Any symbol set (escape-heavy streams, runs of 255 codes and literals) decodes as the spec."""
+    table, offsets, data = fsst.compress_simple(strings, symbols)
+    out_offsets, out = fsst.decompress(table, offsets, data)
+    assert _split(out_offsets, out) == reference_decode(table, offsets, data) == strings
+
+
+def test_strings_crossing_segments_and_all_byte_values():
+    """Strings longer than a tokeniser segment, every byte value, runs of 0xFF, empty strings."""
+    rng = np.random.default_rng(3)
+    words = [b"lance ", b"\xff\xff\xff", b"col", bytes(range(256)), b""]
+    strings = [b"".join(words[j] for j in rng.integers(0, 5, int(k))) for k in rng.integers(0, 400, 300)]
+    offsets, data = _arrays(strings)
+    table, comp_offsets, codes = fsst.compress_strings(offsets, data)
+    assert codes.size < data.size  # it compresses
+    out_offsets, out = fsst.decompress(table, comp_offsets, codes)
+    assert _split(out_offsets, out) == strings
+
+
+def test_code_without_symbol_is_corrupt():
+    table, _, _ = fsst.compress_simple([b"ab"], [b"ab", b"c"])
+    with pytest.raises(CorruptFileError, match="beyond"):
+        fsst.decompress(table, np.array([0, 2]), b"\x00\x05")
+
+
+def test_escape_run_at_the_end_is_corrupt():
+    table, _, _ = fsst.compress_simple([b"ab"], [b"ab"])
+    fsst.decompress(table, np.array([0, 2]), b"\xff\xff")  # escaped 0xFF: fine
+    with pytest.raises(CorruptFileError, match="escape"):
+        fsst.decompress(table, np.array([0, 3]), b"\xff\xff\xff")
+
+
+# --- pages, both ways ------------------------------------------------------------------------
+
+
+def value_encodings(path: str, column: int = 0) -> list[tuple[str, str]]:
+    """(layout, value compression) of every page of one column of every data file."""
+    out = []
+    for f in sorted(glob.glob(f"{path}/data/*.lance")):
+        tail = read_tail(resolve_storage(f).open_reader(f))
+        for page in tail.columns[column].pages:
+            a = any_pb2.Any()
+            a.ParseFromString(page.encoding.direct.encoding)
+            layout = pb.PageLayout()
+            a.Unpack(layout)
+            kind = layout.WhichOneof("layout")
+            msg = getattr(layout, kind)
+            comp = msg.value_compression.WhichOneof("compression") if kind != "constant_layout" else ""
+            out.append((kind, comp))
+    return out
+
+
+def _text(n: int, seed: int, words_per_value: tuple[int, int] = (2, 12), nulls: bool = True) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    vocab = ["lance", "columnar", "größe", "日本語", "ünïcödé", "x", "", "format", "😀 emoji", "a\u00ffb"]
+    counts = rng.integers(*words_per_value, n)
+    values: list[str | None] = [
+        " ".join(vocab[j] for j in rng.integers(0, len(vocab), int(c))) for c in counts
+    ]
+    for i in range(0, n, 97):
+        values[i] = ""
+    if nulls:
+        for i in rng.choice(n, n // 20, replace=False):
+            values[int(i)] = None
+    return pa.array(values)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("large", [False, True])
+def test_pylance_fsst_pages_read_equal(uri, version, large):
+    """pylance's FSST mini-block pages (9000 values: several 4096-value chunks; nulls, empty
+    strings, non-ASCII) read equal through lance_fw."""
+    arr = _text(9000, 1)
+    if large:
+        arr = arr.cast(pa.large_string())
+    table = pa.table({"s": arr})
+    lance.write_dataset(table, uri, data_storage_version=version)
+    assert {c for _, c in value_encodings(uri)} == {"fsst"}
+    assert_tables_equal(lance.dataset(uri).to_table(), lance_fw.dataset(uri).to_table())
+    rows = [0, 1, 4095, 4096, 4097, 8999]
+    assert lance_fw.dataset(uri).take(rows).equals(lance.dataset(uri).take(rows))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("large", [False, True])
+def test_lance_fw_writes_fsst_mini_block(uri, version, large):
+    """Strings of >= 32 KiB a page get FSST mini-block pages (several pages and 4096-value
+    chunks), which pylance reads back equal."""
+    arr = _text(60_000, 2)
+    if large:
+        arr = arr.cast(pa.large_string())
+    table = pa.table({"s": arr})
+    lance_fw.write_dataset(table, uri, data_storage_version=version)
+    encodings = value_encodings(uri)
+    assert ("mini_block_layout", "fsst") in encodings
+    assert_tables_equal(table, lance.dataset(uri).to_table())
+    assert_tables_equal(table, lance_fw.dataset(uri).to_table())
+    rows = [0, 4095, 4096, 30_001, 59_999]
+    assert lance.dataset(uri).take(rows).equals(table.take(rows))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("large", [False, True])
+def test_lance_fw_writes_fsst_full_zip(uri, version, large):
+    """Long strings go full-zip with per-value FSST (as pylance): pylance reads them equal."""
+    arr = _text(3000, 3, words_per_value=(40, 120))
+    table = pa.table({"s": arr.cast(pa.large_string()) if large else arr})
+    lance_fw.write_dataset(table, uri, data_storage_version=version)
+    assert ("full_zip_layout", "fsst") in value_encodings(uri)
+    assert_tables_equal(table, lance.dataset(uri).to_table())
+    assert_tables_equal(table, lance_fw.dataset(uri).to_table())
+    assert lance.dataset(uri).take([0, 1500, 2999]).equals(table.take([0, 1500, 2999]))
+
+
+@pytest.mark.parametrize(
+    "arr",
+    [
+        pa.array([b"\xff\x00abc" * 20] * 2000, pa.binary()),  # binary: pylance never uses FSST
+        pa.array(["abcd"] * 20_000),  # longest value < 5 bytes
+        pa.array(["lance format"] * 100),  # < 32 KiB
+    ],
+    ids=["binary", "short-values", "small-page"],
+)
+def test_no_fsst_where_pylance_uses_none(uri, arr):
+    lance_fw.write_dataset(pa.table({"s": arr}), uri, data_storage_version="2.2")
+    assert all(c != "fsst" for _, c in value_encodings(uri))
+    assert_tables_equal(pa.table({"s": arr}), lance.dataset(uri).to_table())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize(
+    ("compression", "arr", "expect_fsst"),
+    [
+        ("none", _text(4000, 4, nulls=False), False),
+        ("fsst", pa.array([b"\xff\x00lance %d" % i for i in range(3000)], pa.binary()), True),
+        ("fsst", pa.array(["ab", None, ""] * 10), True),  # tiny page: FSST when asked
+    ],
+    ids=["none-text", "fsst-binary", "fsst-tiny"],
+)
+def test_field_compression_metadata(uri, version, compression, arr, expect_fsst):
+    """``lance-encoding:compression`` is honoured as pylance does: "none" stores the strings as
+    they are (no FSST, no zstd), "fsst" asks for FSST even where the size rule says no."""
+    field = pa.field("s", arr.type, metadata={"lance-encoding:compression": compression})
+    table = pa.table([arr], schema=pa.schema([field]))
+    lance_fw.write_dataset(table, uri, data_storage_version=version)
+    comps = {c for _, c in value_encodings(uri)}
+    assert ("fsst" in comps) == expect_fsst
+    if compression == "none":
+        assert comps == {"variable"}
+    assert_tables_equal(table, lance.dataset(uri).to_table())
+    assert_tables_equal(table, lance_fw.dataset(uri).to_table())
