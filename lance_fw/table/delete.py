@@ -26,7 +26,7 @@ from lance_fw.table.deletion import (
     deletion_path,
 )
 from lance_fw.table.fragment import FragmentReader
-from lance_fw.table.row_ids import address_offsets
+from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Delete, commit, undo_unless_published
 
@@ -107,6 +107,15 @@ def delete_rows(snapshot: Snapshot, matcher: Matcher, predicate_text: str) -> tu
         return version, staged.rows
 
 
+def addresses_matcher(addresses: np.ndarray) -> Matcher:
+    """Rows given as row addresses (``fragment id << 32 | offset``), as a scan with ``_rowaddr`` or an
+    engine evaluating the predicate itself (DuckDB's ``UPDATE``/``DELETE``) finds them."""
+    addresses = np.asarray(addresses, dtype=np.uint64)
+    fragments = address_fragments(addresses).astype(np.int64)
+    offsets = address_offsets(addresses).astype(np.uint32)
+    return offsets_matcher({int(f): np.sort(offsets[fragments == f]) for f in np.unique(fragments)})
+
+
 def offsets_matcher(by_fragment: dict[int, np.ndarray]) -> Matcher:
     """Rows given as physical offsets per fragment id (from row addresses found by a scan)."""
     return lambda reader, frag: by_fragment.get(frag.id, np.zeros(0, np.uint32))
@@ -131,4 +140,11 @@ def expression_matcher(snapshot: Snapshot, predicate: str | pc.Expression | None
     return match
 
 
-__all__ = ["StagedDeletions", "delete_rows", "expression_matcher", "offsets_matcher", "stage_deletions"]
+__all__ = [
+    "StagedDeletions",
+    "addresses_matcher",
+    "delete_rows",
+    "expression_matcher",
+    "offsets_matcher",
+    "stage_deletions",
+]

@@ -22,22 +22,14 @@ from lance_fw.query.filter import parse_filter
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import conform
 from lance_fw.table import flags as feature_flags
-from lance_fw.table.delete import offsets_matcher, stage_deletions
+from lance_fw.table.delete import addresses_matcher, stage_deletions
 from lance_fw.table.fragment import matcher_for
-from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Update, commit, undo_unless_published
 from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
 
 ADDRESS = "_rowaddr"
 _SOURCE_ROW = "__lance_fw_source_row"
-
-
-def _by_fragment(addresses: np.ndarray) -> dict[int, np.ndarray]:
-    addresses = np.asarray(addresses, dtype=np.uint64)
-    fragments = address_fragments(addresses).astype(np.int64)
-    offsets = address_offsets(addresses).astype(np.uint32)
-    return {int(f): np.sort(offsets[fragments == f]) for f in np.unique(fragments)}
 
 
 def rewrite(
@@ -53,7 +45,7 @@ def rewrite(
     if new_rows is not None and new_rows.num_rows:
         plan = plan_write(snapshot.uri, snapshot.schema, "append", storage_options=snapshot.storage_options)
         fragments = plan.write(new_rows)
-    staged = stage_deletions(snapshot, offsets_matcher(_by_fragment(delete_addresses)))
+    staged = stage_deletions(snapshot, addresses_matcher(delete_addresses))
     op = Update(
         fragments=fragments,
         updated=staged.updated,
