@@ -82,7 +82,7 @@ class PageBuffers(Sequence):
     def __len__(self) -> int:
         return len(self._offsets)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if i < 0:

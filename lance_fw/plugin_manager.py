@@ -33,7 +33,7 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -124,7 +124,13 @@ class _Manager(pluggy.PluginManager):
 
     state: _State
 
-    def _hookexec(self, hook_name, methods, kwargs, firstresult):
+    def _hookexec(
+        self,
+        hook_name: str,
+        methods: Sequence[pluggy.HookImpl],
+        kwargs: Mapping[str, object],
+        firstresult: bool,
+    ) -> object | list[object]:
         if not (firstresult and hook_name in RESULT_CHECKS) or any(
             m.wrapper or m.hookwrapper for m in methods
         ):
@@ -155,7 +161,9 @@ class _Manager(pluggy.PluginManager):
             )
         return answer
 
-    def _answers(self, hook_name, methods, kwargs, every: bool) -> list[tuple[str, Any]]:
+    def _answers(
+        self, hook_name: str, methods: Sequence[pluggy.HookImpl], kwargs: Mapping[str, object], every: bool
+    ) -> list[tuple[str, Any]]:
         """(plugin name, answer) of the implementations that answer, in pluggy's call order: only the
         first unless ``every``. With ``every``, one that raises after an earlier one answered counts
         as not answering (pluggy would never have called it)."""
@@ -263,11 +271,11 @@ def _load() -> _State:
             continue
         if len(eps) > 1:
             both = " and ".join(f"{e.value!r} ({lab})" for e, lab, _ in eps)
-            error = PluginConflictError(
+            conflict = PluginConflictError(
                 f"entry point {name!r} of group {ENTRY_POINT_GROUP!r} is provided by "
                 f"{both}; neither is loaded: uninstall one"
             )
-            state.failures.append(PluginFailure(name, ", ".join(lab for _, lab, _ in eps), error))
+            state.failures.append(PluginFailure(name, ", ".join(lab for _, lab, _ in eps), conflict))
             continue
         ep, label, builtin = eps[0]
         try:
@@ -424,6 +432,7 @@ class _Registry:
             name = impl.plugin_name
             try:
                 answered = state.pm._hookexec(hook_name, [impl], {}, False)  # one plugin, traced
+                assert isinstance(answered, list)  # firstresult=False: pluggy answers a list
             except Exception as exc:
                 raise PluginLoadError(
                     f"plugin {state.label(name)}: {hook_name} raised {type(exc).__name__}: {exc}"
@@ -525,6 +534,7 @@ def provides() -> dict[str, dict[str, list[str]]]:
         for impl in getattr(state.pm.hook, hook_name).get_hookimpls():
             try:
                 answered = state.pm._hookexec(hook_name, [impl], {}, False)
+                assert isinstance(answered, list)  # firstresult=False: pluggy answers a list
                 keys = sorted(map(str, answered[0])) if answered else []
             except Exception as exc:
                 keys = [f"<error: {type(exc).__name__}: {exc}>"]
@@ -553,6 +563,8 @@ def plugins() -> list[dict[str, Any]]:
     out = []
     for plugin in pm.get_plugins():
         name = pm.get_name(plugin)
+        if name is None:  # every plugin is registered under its entry-point name
+            continue
         hooks = sorted(h.name for h in (pm.get_hookcallers(plugin) or []))
         out.append(
             {

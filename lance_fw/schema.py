@@ -8,16 +8,21 @@ original protobuf of each field so unknown fields written by other writers survi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import pyarrow as pa
 
 from lance_fw._proto import file_pb2
 from lance_fw.errors import SchemaError
 
+_BatchOrTable = TypeVar("_BatchOrTable", pa.RecordBatch, pa.Table)
+
 # lance.file.Field.Encoding values pylance still writes (legacy, but readers of old files use them).
-_ENC_NONE, _ENC_PLAIN, _ENC_VAR_BINARY, _ENC_DICTIONARY = 0, 1, 2, 3
+#: ``Field.encoding`` of the 0.1 (legacy) file format, written on every field as pylance does
+_ENC_NONE, _ENC_PLAIN = file_pb2.NONE, file_pb2.PLAIN
+_ENC_VAR_BINARY, _ENC_DICTIONARY = file_pb2.VAR_BINARY, file_pb2.DICTIONARY
 
 _SIMPLE: dict[str, pa.DataType] = {
     "null": pa.null(),
@@ -230,7 +235,9 @@ class LanceSchema:
         return out
 
     @classmethod
-    def from_protos(cls, pbs, metadata=None) -> LanceSchema:
+    def from_protos(
+        cls, pbs: Iterable[file_pb2.Field], metadata: Mapping[str, bytes] | None = None
+    ) -> LanceSchema:
         """Rebuild the tree from a flat pre-order list linked by ``parent_id``."""
         by_id: dict[int, LanceField] = {}
         roots: list[LanceField] = []
@@ -281,7 +288,7 @@ class LanceSchema:
                 pb.CopyFrom(f.pb)
             pb.name, pb.id, pb.parent_id = f.name, f.id, parent
             pb.logical_type, pb.nullable = f.logical_type, f.nullable
-            pb.type = 0
+            pb.type = file_pb2.Field.PARENT  # pylance writes PARENT (0) on every field
             if f.pb is None:
                 pb.encoding = _legacy_encoding(f.logical_type)
                 if f.logical_type.startswith("dict:"):
@@ -316,7 +323,7 @@ def check_names(fields: list[LanceField], parent: str = "") -> None:
         check_names(f.children, where)
 
 
-def _legacy_encoding(logical_type: str) -> int:
+def _legacy_encoding(logical_type: str) -> file_pb2.Encoding:
     if logical_type in ("struct", "null"):
         return _ENC_NONE
     if logical_type in ("string", "large_string", "binary", "large_binary"):
@@ -367,7 +374,7 @@ def check_nullability(array: pa.Array | pa.ChunkedArray, f: pa.Field, what: str,
                 check_nullability(values, child_field, what, path)
 
 
-def conform(data, target: pa.Schema, what: str = "data"):
+def conform(data: _BatchOrTable, target: pa.Schema, what: str = "data") -> _BatchOrTable:
     """Cast a RecordBatch or Table to ``target`` column by column (by name): the one place data
     meets a stored schema (writes, Spark batches, merge_insert sources). A column that is missing
     or cannot be cast, or that holds nulls where ``target`` allows none, is a ``SchemaError``
@@ -398,7 +405,7 @@ def conform(data, target: pa.Schema, what: str = "data"):
     return out
 
 
-def _check_target_nullability(data, target: pa.Schema, what: str) -> None:
+def _check_target_nullability(data: pa.RecordBatch | pa.Table, target: pa.Schema, what: str) -> None:
     for i, f in enumerate(target):
         if _requires_values(f):
             check_nullability(data.column(i), f, what)

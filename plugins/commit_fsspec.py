@@ -41,7 +41,7 @@ class LockingCommitHandler(CommitHandler):
                 raise
 
 
-def _drop_partial(storage, path: str, data: bytes) -> None:
+def _drop_partial(storage: Storage, path: str, data: bytes) -> None:
     """A write that failed part way leaves a manifest readers would take as the newest version:
     remove it unless it is complete (then the version is published, and stays)."""
     try:

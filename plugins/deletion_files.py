@@ -52,5 +52,5 @@ class RoaringDeletionCodec(DeletionCodec):
 
 
 @hookimpl
-def lance_deletion_codecs():
+def lance_deletion_codecs() -> dict[int, DeletionCodec]:
     return {ARROW_ARRAY: ArrowDeletionCodec(), BITMAP: RoaringDeletionCodec()}

@@ -155,7 +155,7 @@ def _remove_quietly(path: str) -> None:
 
 
 @hookimpl(trylast=True)
-def lance_storage(uri: str, options) -> Storage | None:
+def lance_storage(uri: str, options: Mapping[str, Any]) -> Storage | None:
     if "://" in uri and not uri.startswith("file://"):
         return None
     return LocalStorage(options)

@@ -6,13 +6,14 @@ Concrete encodings live in plugins; the kernel finds them through the ``lance_pa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from google.protobuf import any_pb2
+from google.protobuf.message import Message
 
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 
@@ -148,10 +149,10 @@ def _utf8_as_binary(t: pa.DataType) -> pa.DataType | None:
         return pa.large_binary()
     if pa.types.is_struct(t):
         fields = [t.field(i) for i in range(t.num_fields)]
-        inner = [_utf8_as_binary(f.type) for f in fields]
-        if all(i is None for i in inner):
+        children = [_utf8_as_binary(f.type) for f in fields]
+        if all(i is None for i in children):
             return None
-        return pa.struct([f if i is None else f.with_type(i) for f, i in zip(fields, inner)])
+        return pa.struct([f if i is None else f.with_type(i) for f, i in zip(fields, children)])
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         if pa.types.is_map(t):
             return None
@@ -165,7 +166,7 @@ def _utf8_as_binary(t: pa.DataType) -> pa.DataType | None:
     return None
 
 
-def _utf8_data(array: pa.Array):
+def _utf8_data(array: pa.Array) -> Iterator[pa.Buffer | None]:
     """The data buffers of every utf8 array inside ``array`` (whole buffers, not just the
     referenced bytes: ASCII there is sufficient, never necessary)."""
     t = array.type
@@ -187,7 +188,7 @@ def _is_ascii(buf: pa.Buffer | None) -> bool:
     return not (np.bitwise_or.reduce(words) & _HIGH_BITS) and bool((raw[head:] < 0x80).all())
 
 
-def pack_any(message, type_url: str | None = None) -> any_pb2.Any:
+def pack_any(message: Message, type_url: str | None = None) -> any_pb2.Any:
     """Pack a message the way Lance does: type URL with a leading slash and no domain."""
     out = any_pb2.Any()
     out.type_url = type_url or "/" + message.DESCRIPTOR.full_name
@@ -217,7 +218,9 @@ def row_decoder(encoding: any_pb2.Any) -> Callable[[any_pb2.Any, PageInput, np.n
     return getattr(registry.page_decoders.get(encoding.type_url), "decode_rows", None)
 
 
-def decode_kind(family: str, message, page: PageInput, num_rows: int, arrow_type: pa.DataType) -> pa.Array:
+def decode_kind(
+    family: str, message: Message, page: PageInput, num_rows: int, arrow_type: pa.DataType
+) -> pa.Array:
     """Decode one node of a built-in encoding tree by its oneof kind."""
     from lance_fw.plugin_manager import failure_note, registry
 

@@ -198,7 +198,7 @@ class LanceFileWriter:
                 f"it declares pylance_readable but wrote a page of type URL {page.encoding.type_url!r}; "
                 f"pylance decodes only {pylance_url!r} pages at file version {version_name(self.version)}"
             )
-        datas = []
+        datas: list[bytes | bytearray | memoryview] = []
         for i, buf in enumerate(getattr(page, "buffers", None) or ()):
             if isinstance(buf, (bytes, bytearray)):
                 datas.append(buf)
@@ -214,7 +214,7 @@ class LanceFileWriter:
         if pad:
             self._write(PAD_BYTE * pad)
 
-    def _write(self, data) -> None:
+    def _write(self, data: bytes | bytearray | memoryview) -> None:
         self._out.write(data)
         self._pos += len(data)
 

@@ -57,7 +57,7 @@ class StagedOutput(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data) -> int:  # type: ignore[override]
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
         return self._stream.write(data)
 
     def tell(self) -> int:

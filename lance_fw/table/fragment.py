@@ -110,6 +110,10 @@ class FragmentReader:
                 )
         return out
 
+    def open_files(self) -> None:
+        """Open the data files now: callers about to read from several threads open them once."""
+        _ = self._readers
+
     def _reader_for(self, field: LanceField) -> LanceFileReader | None:
         for ids, reader in self._readers:
             if field.id in ids or any(c.id in ids for c in field.walk()):
@@ -126,13 +130,16 @@ class FragmentReader:
         return structure_v2_1.packed_field(read(reader, owner), owner, f)
 
     def read_range(self, fields: list[LanceField], start: int, stop: int) -> list[pa.Array]:
-        """Physical rows [start, stop) of each field (deleted rows still included)."""
+        """Physical rows [start, stop) of each field (deleted rows still included). Each data
+        file first fetches the pages all its fields need at once (``LanceFileReader.prefetch``)."""
+        for _, reader in self._readers:
+            reader.prefetch([f for f in fields if self._reader_for(f) is reader], start, stop)
         out = []
         for f in fields:
-            reader = self._reader_for(f)
+            found = self._reader_for(f)
             out.append(
-                reader.read_field(f, start, stop)
-                if reader
+                found.read_field(f, start, stop)
+                if found
                 else self._without_column(f, stop - start, lambda r, g: r.read_field(g, start, stop))
             )
         return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw.errors import CorruptFileError
@@ -24,11 +25,11 @@ TYPE_URL = "/" + FAMILY
 class ArrayPageDecoder:
     """The family's page decoder; ``decode_rows`` reads only the requested rows where it can."""
 
-    def __call__(self, encoding, page: PageInput) -> pa.Array:
+    def __call__(self, encoding: any_pb2.Any, page: PageInput) -> pa.Array:
         enc = parse_message(pb.ArrayEncoding, encoding.value, page.where, "page encoding")
         return decode_kind(FAMILY, enc, page, page.num_rows, page.arrow_type)
 
-    def decode_rows(self, encoding, page: PageInput, rows: np.ndarray) -> pa.Array:
+    def decode_rows(self, encoding: any_pb2.Any, page: PageInput, rows: np.ndarray) -> pa.Array:
         from .take import take
 
         enc = parse_message(pb.ArrayEncoding, encoding.value, page.where, "page encoding")
@@ -44,7 +45,7 @@ class ArrayPageDecoder:
 decode_array_page = ArrayPageDecoder()
 
 
-def _buffer(msg_buffer, page: PageInput, has_field: bool) -> memoryview:
+def _buffer(msg_buffer: pb.Buffer, page: PageInput, has_field: bool) -> memoryview:
     if has_field and msg_buffer.buffer_type != pb.Buffer.page:
         raise CorruptFileError(page.where, "only page buffers are supported in 2.0 encodings")
     index = msg_buffer.buffer_index if has_field else 0
@@ -63,7 +64,7 @@ def _need(buf: memoryview, nbytes: int, page: PageInput, what: str) -> None:
 # --- leaves -------------------------------------------------------------------------------------
 
 
-def _flat(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def _flat(msg: pb.Flat, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     if msg.HasField("compression") and msg.compression.scheme:
         raise CorruptFileError(page.where, f"flat compression {msg.compression.scheme!r} is not supported")
     buf = _buffer(msg.buffer, page, msg.HasField("buffer"))
@@ -82,7 +83,7 @@ def _flat(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(arrow_type, n, [None, pa.py_buffer(buf)], null_count=0)
 
 
-def _constant(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def _constant(msg: pb.Constant, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     bits = fixed_bits(arrow_type)
     if bits is None or pa.types.is_dictionary(arrow_type) or len(msg.value) * 8 < bits:
         raise CorruptFileError(
@@ -124,7 +125,7 @@ def _with_validity(values: pa.Array, validity: pa.Array, where: str) -> pa.Array
     return pa.Array.from_buffers(t, n, [bitmap] + values.buffers()[1:], null_count=nulls)
 
 
-def _nullable(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def _nullable(msg: pb.Nullable, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     kind = msg.WhichOneof("nullability")
     if kind == "no_nulls":
         return decode_kind(FAMILY, msg.no_nulls.values, page, n, arrow_type)
@@ -137,7 +138,7 @@ def _nullable(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array
     raise CorruptFileError(page.where, "nullable encoding without a nullability kind")
 
 
-def _fixed_size_list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def _fixed_size_list(msg: pb.FixedSizeList, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     if not pa.types.is_fixed_size_list(arrow_type):
         raise CorruptFileError(page.where, f"fixed_size_list encoding for a {arrow_type} column")
     dim = msg.dimension
@@ -147,7 +148,7 @@ def _fixed_size_list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> p
     return pa.FixedSizeListArray.from_arrays(items, type=arrow_type)
 
 
-def _fixed_size_binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def _fixed_size_binary(msg: pb.FixedSizeBinary, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     if not pa.types.is_fixed_size_binary(arrow_type) or msg.byte_width != arrow_type.byte_width:
         raise CorruptFileError(
             page.where, f"fixed_size_binary of width {msg.byte_width} for a {arrow_type} column"
@@ -160,7 +161,12 @@ def _fixed_size_binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) ->
 
 
 def _end_offsets(
-    enc, page: PageInput, n: int, adjustment: int, limit: int | None = None, what: str = "offsets"
+    enc: pb.ArrayEncoding,
+    page: PageInput,
+    n: int,
+    adjustment: int,
+    limit: int | None = None,
+    what: str = "offsets",
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Decode 2.0 end offsets: returns (n+1 start offsets, validity or None).
 
@@ -188,7 +194,7 @@ def _end_offsets(
     return offsets, valid
 
 
-def _binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def _binary(msg: pb.Binary, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
     if not (
         pa.types.is_string(value_type)
@@ -212,7 +218,7 @@ def _binary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(arrow_type, n, [bitmap, offs, data], null_count=nulls)
 
 
-def _list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def _list(msg: pb.List, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     """A 2.0 list page decodes to per-row item counts with the list validity (``LIST_PAGE_TYPE``);
     the items come from the next column."""
     if arrow_type != LIST_PAGE_TYPE:
@@ -225,7 +231,7 @@ def _list(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     return list_page_rows(np.diff(offsets), valid)
 
 
-def _dictionary(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def _dictionary(msg: pb.Dictionary, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     """Two forms, told apart by the column's type (as pylance does).
 
     * Arrow dictionary columns: 0-based indices; a null value is an index of a null item.
@@ -262,7 +268,7 @@ def dictionary_values(
     return items.take(indices)
 
 
-def _index_type(enc, where: str) -> pa.DataType:
+def _index_type(enc: pb.ArrayEncoding, where: str) -> pa.DataType:
     """The unsigned type matching the innermost flat width of an index encoding."""
     while True:
         kind = enc.WhichOneof("array_encoding")
@@ -278,7 +284,7 @@ def _index_type(enc, where: str) -> pa.DataType:
             return pa.uint32()
 
 
-def _struct(msg, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def _struct(msg: pb.SimpleStruct, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     """A 2.0 struct column holds no data, only its row count."""
     if not pa.types.is_null(arrow_type):
         raise CorruptFileError(page.where, f"struct encoding for a {arrow_type} column")

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +27,7 @@ class _Buffers:
     def __init__(self) -> None:
         self.items: list = []
 
-    def add(self, data) -> pb.Buffer:
+    def add(self, data: bytes | memoryview | pa.Buffer) -> pb.Buffer:
         self.items.append(data)
         return pb.Buffer(buffer_index=len(self.items) - 1, buffer_type=pb.Buffer.page)
 
@@ -57,7 +59,9 @@ def _flat_values(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     return pb.ArrayEncoding(flat=pb.Flat(bits_per_value=_bit_width(t), buffer=buffers.add(data)))
 
 
-def _nullable(array: pa.Array, buffers: _Buffers, values_fn) -> pb.ArrayEncoding:
+def _nullable(
+    array: pa.Array, buffers: _Buffers, values_fn: Callable[[pa.Array, _Buffers], pb.ArrayEncoding]
+) -> pb.ArrayEncoding:
     n, nulls = len(array), array.null_count
     if n and nulls == n:
         return pb.ArrayEncoding(nullable=pb.Nullable(all_nulls=pb.Nullable.AllNull()))

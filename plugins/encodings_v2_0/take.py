@@ -24,7 +24,7 @@ def _ours(kind: str) -> bool:
     return registry.kind_decoders.get((decode.FAMILY, kind)) is decode.KIND_DECODERS.get(kind)
 
 
-def _joined(parts) -> np.ndarray:
+def _joined(parts: list[memoryview]) -> np.ndarray:
     """The parts' bytes end to end, as one read-only uint8 array (one copy, however many parts:
     a take of many rows reads one part per row)."""
     if not parts:
@@ -83,7 +83,9 @@ def take(
     return None
 
 
-def _flat(msg, page: PageInput, rows: np.ndarray, group: int, arrow_type: pa.DataType) -> pa.Array | None:
+def _flat(
+    msg: pb.Flat, page: PageInput, rows: np.ndarray, group: int, arrow_type: pa.DataType
+) -> pa.Array | None:
     if msg.HasField("compression") and msg.compression.scheme:
         return None
     n = len(rows) * group
@@ -119,7 +121,9 @@ def _flat(msg, page: PageInput, rows: np.ndarray, group: int, arrow_type: pa.Dat
     return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(packed)], null_count=0)
 
 
-def _end_offsets(enc, page: PageInput, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _end_offsets(
+    enc: pb.ArrayEncoding, page: PageInput, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The stored end offsets of the row before and of each of ``rows`` as (len(rows), 2) (0 before
     row 0), and whether each row has a row before it."""
     wanted = np.unique(np.concatenate([rows - 1, rows]))
@@ -133,7 +137,7 @@ def _end_offsets(enc, page: PageInput, rows: np.ndarray) -> tuple[np.ndarray, np
     return np.stack([before, values[at]], axis=1), rows > 0
 
 
-def _binary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
+def _binary(msg: pb.Binary, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
     value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
     if not (
         pa.types.is_string(value_type)
@@ -176,7 +180,9 @@ def _binary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> 
     )
 
 
-def _dictionary(msg, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
+def _dictionary(
+    msg: pb.Dictionary, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType
+) -> pa.Array | None:
     """Indices row by row; the dictionary items (small) are decoded whole."""
     from lance_fw.file.encoding import decode_kind
 
