@@ -59,9 +59,7 @@ def decode_chunk_ranges(
                         for a, n in zip(starts.tolist(), sizes.tolist())
                     ]
                 )
-            inner = _variable_ranges(
-                var, data, starts, sizes, counts, where, None if kind == "fsst" else needed
-            )
+            inner = _variable_ranges(var, data, starts, sizes, counts, where, needed)
             return _fsst(enc.fsst, inner, where, needed) if kind == "fsst" else inner
     places = [(a.tolist(), b.tolist()) for a, b in bufs]
     pieces = [[data[a[i] : a[i] + b[i]] for a, b in places] for i in range(len(counts))]
@@ -165,9 +163,7 @@ def decode_chunks(
         raws = [_u8(b[0]) for b in chunks]
         if general is not None:
             raws = [decompress_buffer(r, general, where) for r in raws]
-        inner = _variable_ranges(
-            var, *_laid_end_to_end(raws), counts_a, where, None if kind == "fsst" else needed
-        )
+        inner = _variable_ranges(var, *_laid_end_to_end(raws), counts_a, where, needed)
         return _fsst(enc.fsst, inner, where, needed) if kind == "fsst" else inner
     if kind == "fsst":
         inner = concat(
@@ -229,6 +225,8 @@ def _variable_ranges(
     if big.ctypes.data % width or (base % width).any():
         big, base = gather_ranges(big, base, sizes), np.cumsum(sizes) - sizes
     words = big[: big.size - big.size % width].view(UINT_BY_BITS[bits])
+    if needed is not None:
+        return _variable_needed(words, width, big, base, sizes, counts_a, where, needed)
     # offsets of chunk c sit at words[base_c / width + j], j = 0..n_c
     offs = words[range_positions(base // width, counts_a + 1)].astype(np.int64)
     bounds = np.zeros(len(counts_a) + 1, np.int64)
@@ -244,13 +242,37 @@ def _variable_ranges(
     lengths = starts[firsts] - value_starts
     if (lengths < 0).any():
         raise CorruptFileError(where, "variable chunk offsets are out of order")
-    if needed is not None:
-        keep = np.zeros(len(lengths), bool)
-        keep[needed] = True
-        lengths = np.where(keep, lengths, 0)
-        data = gather_ranges(big, value_starts, lengths)
-    else:  # a chunk's values lie back to back: copy one range per chunk, not one per value
-        data = gather_ranges(big, starts[bounds[:-1]], starts[bounds[1:] - 1] - starts[bounds[:-1]])
+    # a chunk's values lie back to back: copy one range per chunk, not one per value
+    data = gather_ranges(big, starts[bounds[:-1]], starts[bounds[1:] - 1] - starts[bounds[:-1]])
     out_offs = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=out_offs[1:])
     return DecodedValues("variable", len(lengths), data, offsets=out_offs)
+
+
+def _variable_needed(
+    words: np.ndarray,
+    width: int,
+    big: np.ndarray,
+    base: np.ndarray,
+    sizes: np.ndarray,
+    counts_a: np.ndarray,
+    where: str,
+    needed: np.ndarray,
+) -> DecodedValues:
+    """Only the ``needed`` values of variable chunks (the others empty): each one's two offsets are
+    read and checked on their own, so random access costs per wanted value, not per value of every
+    chunk read."""
+    total = int(counts_a.sum())
+    first = np.zeros(len(counts_a) + 1, np.int64)
+    np.cumsum(counts_a, out=first[1:])
+    want = np.unique(needed)
+    chunk = np.searchsorted(first, want, side="right") - 1
+    at = base[chunk] // width + (want - first[chunk])
+    lo, hi = words[at].astype(np.int64), words[at + 1].astype(np.int64)
+    if (hi < lo).any() or (hi > sizes[chunk]).any():
+        raise CorruptFileError(where, "variable chunk offsets are out of order or point past their chunk")
+    lengths = np.zeros(total, np.int64)
+    lengths[want] = hi - lo
+    out_offs = np.zeros(total + 1, np.int64)
+    np.cumsum(lengths, out=out_offs[1:])
+    return DecodedValues("variable", total, gather_ranges(big, base[chunk] + lo, hi - lo), offsets=out_offs)
