@@ -14,6 +14,8 @@ Rep/def levels are stored ``flat16`` (valid in both grammars).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,6 +44,7 @@ FSST_MIN_LONGEST = 5
 #: Field metadata naming a column's compression, as pylance reads it: "none" stores values as
 #: they are, "fsst" asks for FSST whatever the rule says.
 COMPRESSION_META_KEY = "lance-encoding:compression"
+_UINT_DTYPE: dict[int, type[np.unsignedinteger]] = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def _flat(bits: int) -> pb.CompressiveEncoding:
@@ -81,7 +84,7 @@ def _assemble_chunks(
     log2 = np.zeros(n, np.int64)
     log2[:-1] = np.log2(counts[:-1]).astype(np.int64)
     meta = ((chunk_bytes // CHUNK_SIZE_UNIT - 1) << CHUNK_LOG2_BITS) | log2
-    headers = memoryview(header.reshape(-1))
+    headers = header.reshape(-1).data
     out: list = []
     for c in range(n):
         out.append(headers[c * head_padded : (c + 1) * head_padded])
@@ -122,7 +125,9 @@ class V21ColumnEncoder:
         if self.large_chunks and sh.rep is None and sh.defs is None:
             inline = _constant_value(values)
             if inline is not None:
-                page = pb.PageLayout(constant_layout=pb.ConstantLayout(layers=sh.layers, inline_value=inline))
+                page = pb.PageLayout(
+                    constant_layout=pb.ConstantLayout(layers=_layers(sh), inline_value=inline)
+                )
                 return EncodedPage([], pack_any(page), num_rows)
         if not pa.types.is_dictionary(values.type) and _is_wide(values, self.large_chunks):
             return self._full_zip(sh, num_rows)
@@ -132,7 +137,7 @@ class V21ColumnEncoder:
     def _all_null(self, sh: Shredded):
         """A page without values. Levels are written unless the page is one plain nullable item
         layer whose every level is null (pylance writes them as soon as there are two layers)."""
-        layout = pb.ConstantLayout(layers=sh.layers)
+        layout = pb.ConstantLayout(layers=_layers(sh))
         count = len(sh.defs) if sh.defs is not None else len(sh.rep) if sh.rep is not None else len(sh.values)
         defs = sh.defs if sh.defs is not None else np.zeros(count, np.uint16)
         if sh.rep is None and len(sh.layers) == 1 and (defs == 1).all():
@@ -193,7 +198,7 @@ class V21ColumnEncoder:
         nbuf = len(chunk_buffers[0]) if chunk_buffers else 0
         rep_index = _repetition_index(sh, level_spans) if sh.rep is not None else None
         layout = pb.MiniBlockLayout(
-            value_compression=value_enc, layers=sh.layers, num_buffers=nbuf, num_items=len(values)
+            value_compression=value_enc, layers=_layers(sh), num_buffers=nbuf, num_items=len(values)
         )
         if sh.rep is not None:
             layout.rep_compression.CopyFrom(rep_enc)
@@ -234,7 +239,7 @@ class V21ColumnEncoder:
             bits_def=bits_def,
             num_items=n_levels,
             num_visible_items=len(values),
-            layers=sh.layers,
+            layers=_layers(sh),
         )
         if pa.types.is_fixed_size_list(values.type) or _fixed_bits(values.type):
             enc, raw, width = _fixed_full_zip_values(values)
@@ -299,6 +304,11 @@ class V21ColumnEncoder:
 
 
 # --- values ---------------------------------------------------------------------------------------
+
+
+def _layers(sh: Shredded) -> list[pb.RepDefLayer]:
+    """The shredded layers (ints) typed as the protobuf enum values they are."""
+    return cast("list[pb.RepDefLayer]", sh.layers)
 
 
 def _fixed_bits(t: pa.DataType) -> int:
@@ -467,7 +477,7 @@ def _level_block(levels: np.ndarray) -> tuple[pb.CompressiveEncoding, bytes]:
 
 def _rle_plan(values: pa.Array, bits: int):
     """RLE (flat values + u8 run lengths, runs split at 255) when runs are long enough to pay."""
-    raw = _fixed_bytes(values).view({8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits])
+    raw = _fixed_bytes(values).view(_UINT_DTYPE[bits])
     if len(raw) < 64:
         return None
     changes = int(np.count_nonzero(raw[1:] != raw[:-1])) + 1
@@ -539,7 +549,7 @@ def _value_plan(values: pa.Array, general: bool = True):
         if not has_validity and item_bits % 8 == 0:
             width = item_bits * dim // 8
 
-            def fsl_page(page: pa.Array, spans: list) -> list[list[bytes]]:
+            def fsl_page(page: pa.Array, spans: list) -> list[list[memoryview]]:
                 return _slice_bytes(_fixed_bytes(page), spans, width)
 
             per_chunk = _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, item_bits * dim))
@@ -555,7 +565,7 @@ def _value_plan(values: pa.Array, general: bool = True):
             enc = pb.CompressiveEncoding(
                 inline_bitpacking=pb.InlineBitpacking(uncompressed_bits_per_value=bits)
             )
-            dtype = {8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits]
+            dtype = _UINT_DTYPE[bits]
 
             def packed_page(page: pa.Array, spans: list) -> list[list[bytes]]:
                 raw = _fixed_bytes(page).view(dtype)
@@ -631,7 +641,7 @@ def _packed_struct_plan(values: pa.StructArray):
     total = sum(widths)
     enc = pb.CompressiveEncoding(packed_struct=pb.PackedStruct(bits_per_value=widths, values=_flat(total)))
 
-    def packed_page(page: pa.Array, spans: list) -> list[list[bytes]]:
+    def packed_page(page: pa.Array, spans: list) -> list[list[memoryview]]:
         return _slice_bytes(rows.reshape(-1), spans, total // 8)
 
     return enc, _pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, total)), packed_page
@@ -684,14 +694,14 @@ def _per_chunk(encode):
     return lambda page, spans: [encode(page.slice(a, b - a)) for a, b in spans]
 
 
-def _slice_bytes(raw: np.ndarray, spans: list[tuple[int, int]], width: int) -> list[list[bytes]]:
+def _slice_bytes(raw: np.ndarray, spans: list[tuple[int, int]], width: int) -> list[list[memoryview]]:
     """Plain fixed-width chunks: consecutive byte ranges of the page's values."""
-    view = memoryview(np.ascontiguousarray(raw)).cast("B")
+    view = np.ascontiguousarray(raw).data.cast("B")
     return [[view[a * width : b * width]] for a, b in spans]
 
 
 def _bitpacking_pays(values: pa.Array, bits: int) -> bool:
-    raw = _fixed_bytes(values).view({8: np.uint8, 16: "<u2", 32: "<u4", 64: "<u8"}[bits])
+    raw = _fixed_bytes(values).view(_UINT_DTYPE[bits])
     return bool(len(raw)) and int(raw.max()).bit_length() < bits  # one width word per 1024 values
 
 
@@ -736,6 +746,7 @@ def _chunk_bounds(
             fits = int(np.searchsorted(cum, cum[v0] + target_bytes, side="right")) - 1 - v0
             count = _pow2_at_most(min(fits, 1024 if max_levels <= 4096 else MAX_CHUNK_VALUES))
         else:
+            assert per_chunk is not None  # fixed-width values: a count per chunk
             count = per_chunk
         while count > 2 and levels(v0, min(v0 + count, n)) > max_levels:
             count //= 2

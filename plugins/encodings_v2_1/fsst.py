@@ -128,11 +128,12 @@ def decompress(
 
 
 def _decode_keys(codes: np.ndarray, rel: np.ndarray, where: str) -> tuple[np.ndarray, int]:
-    """Decode-table rows of the codes (the codes themselves when there is no escape; an escaped
-    byte b becomes row 256 + b) and the number of escapes."""
+    """Decode-table rows of the codes (an escaped byte b becomes row 256 + b), as intp so that the
+    two table lookups index without converting, and the number of escapes."""
+    key = codes.astype(np.intp)
     esc_candidates = np.flatnonzero(codes == ESCAPE)
     if not esc_candidates.size:
-        return codes, 0
+        return key, 0
     # runs of consecutive 255 bytes: the first of a run is an escape (the byte before it is not
     # one, or it would be in the run), then they alternate escape / literal
     new_run = np.ones(esc_candidates.size, bool)
@@ -145,7 +146,6 @@ def _decode_keys(codes: np.ndarray, rel: np.ndarray, where: str) -> tuple[np.nda
     is_end[ends] = True
     if is_end[escapes].any():
         raise CorruptFileError(where, "FSST data has an escape byte (255) at the end of a string")
-    key = codes.astype(np.uint16)
     key[escapes + 1] += 256
     return key, int(escapes.size)
 
@@ -199,15 +199,15 @@ _PREFIX2 = (1 << 16) - 1
 class Codebook:
     """An encoder's table and the lookups its tokeniser uses.
 
-    A token is chosen from the first three bytes: ``prefix_code`` gives the one symbol of >= 3
-    bytes starting with them, or else the best code of <= 2 bytes (``short_code`` of the first
-    two); when the long symbol does not match in full, ``short_code`` decides. Bytes past the
-    end of a string read as 0, so no multi-byte symbol ends in a 0 byte (it could match there).
+    A token is the one symbol of >= 3 bytes starting with the next three bytes (``long_code``)
+    when it matches in full, else the best code of <= 2 bytes for the next two (``short_code``).
+    Bytes past the end of a string read as 0, so no multi-byte symbol ends in a 0 byte (it
+    could match there). ``long_code`` (16 MiB) is reused from round to round of training.
     """
 
     words: np.ndarray  # (n,) uint64, bytes past the length are 0
     lengths: np.ndarray  # (n,) uint8
-    prefix_code: np.ndarray  # (2**24,) uint8
+    long_code: np.ndarray  # (2**24,) uint8, _ESC_TOKEN where no symbol of >= 3 bytes starts so
     short_code: np.ndarray  # (2**16,) uint8
     token_lengths: np.ndarray  # (256,) uint8: bytes a token consumes (_ESC_TOKEN: 1)
     token_words: np.ndarray  # (256,) int64
@@ -238,8 +238,9 @@ def _usable(words: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     return words[keep], lengths[keep]
 
 
-def _codebook(words: np.ndarray, lengths: np.ndarray) -> Codebook:
-    """Lookups for at most 255 symbols that :func:`_usable` keeps."""
+def _codebook(words: np.ndarray, lengths: np.ndarray, previous: Codebook | None = None) -> Codebook:
+    """Lookups for at most 255 symbols that :func:`_usable` keeps (taking over, and so
+    invalidating, ``previous``'s long-symbol table)."""
     words = np.asarray(words, np.uint64)
     lengths = np.asarray(lengths, np.uint8)
     n = len(words)
@@ -250,16 +251,21 @@ def _codebook(words: np.ndarray, lengths: np.ndarray) -> Codebook:
     short_code = np.tile(byte_code, 256)  # b0 | b1 << 8 -> the 1-byte symbol of b0
     two = np.flatnonzero(lengths == 2)
     short_code[words[two].astype(np.int64)] = two
-    prefix_code = np.tile(short_code, 256)  # b0 | b1 << 8 | b2 << 16 -> short code of b0 b1
+    if previous is None:
+        long_code = np.full(_PREFIX3 + 1, _ESC_TOKEN, np.uint8)
+    else:
+        long_code = previous.long_code
+        old = previous.lengths >= 3
+        long_code[(previous.words[old] & np.uint64(_PREFIX3)).astype(np.int64)] = _ESC_TOKEN
     long_idx = np.flatnonzero(lengths >= 3)
-    prefix_code[(words[long_idx] & np.uint64(_PREFIX3)).astype(np.int64)] = long_idx
+    long_code[(words[long_idx] & np.uint64(_PREFIX3)).astype(np.int64)] = long_idx
     token_lengths = np.ones(256, np.uint8)
     token_lengths[:n] = lengths
     token_words = np.zeros(256, np.int64)
     token_words[:n] = words.view(np.int64)
     token_masks = _IMASKS[token_lengths]
     token_words[_ESC_TOKEN] = -1  # never matches a masked 1-byte window: falls to short_code
-    return Codebook(words, lengths, prefix_code, short_code, token_lengths, token_words, token_masks)
+    return Codebook(words, lengths, long_code, short_code, token_lengths, token_words, token_masks)
 
 
 def _segments(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -288,7 +294,7 @@ def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray) -> np.ndarr
     while pos.size:
         word = window[pos]
         word &= _IMASKS[np.minimum(end - pos, MAX_SYMBOL_LEN)]
-        code = book.prefix_code[word & _PREFIX3]
+        code = book.long_code[word & _PREFIX3]
         full = (word & book.token_masks[code]) == book.token_words[code]
         code = np.where(full, code, book.short_code[word & _PREFIX2])
         tokens[pos] = code
@@ -371,7 +377,7 @@ def train(offsets: np.ndarray, data: np.ndarray) -> Codebook:
         # best gain first; ties: longer, then smaller value (deterministic)
         order = np.lexsort((u_vals, -u_lens, -gain))
         words, lengths = _usable(u_vals[order], u_lens[order].astype(np.uint8))
-        book = _codebook(words[:MAX_SYMBOLS], lengths[:MAX_SYMBOLS])
+        book = _codebook(words[:MAX_SYMBOLS], lengths[:MAX_SYMBOLS], book)
     return book
 
 
