@@ -9,24 +9,26 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Iterator
-from datetime import datetime
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
 from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
 
+from lance_fw._proto import table_pb2
 from lance_fw.api.fragment import LanceFragment
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
-from lance_fw.options import refuse
+from lance_fw.options import Columns, CommitLock, Filter, Unsupported, Uri, refuse, uri_string
 from lance_fw.plugin_manager import get_plugin_manager
 from lance_fw.query.column_paths import has_nested_paths, prune_to_paths, top_level_columns
 from lance_fw.query.filter_plan import FilterPlan, filter_plan
 from lance_fw.query.projection import Projection
 from lance_fw.query.scanner import LanceScanner
-from lance_fw.schema import LanceSchema
+from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler
 from lance_fw.table.deletion import live_rows
@@ -51,20 +53,30 @@ DEFAULT_SCAN_OPTIONS = (
 )
 
 
+if TYPE_CHECKING:
+    from lance_fw.api.distributed import _Append, _Overwrite
+    from lance_fw.table.cleanup import CleanupStats
+    from lance_fw.table.compaction import CompactionMetrics
+    from lance_fw.table.merge_insert import MergeInsertBuilder
+
+#: Row positions / ids for take: a list, numpy array or Arrow array of integers (checked by _index_array)
+IndexArg: TypeAlias = Sequence[int] | np.ndarray | pa.Array | pa.ChunkedArray
+
+
 def dataset(
-    uri,
+    uri: Uri | None,
     version: int | str | None = None,
     asof: datetime | str | None = None,
     block_size: int | None = None,
-    commit_lock=None,
+    commit_lock: CommitLock | None = None,
     index_cache_size: int | None = None,
     storage_options: dict | None = None,
     default_scan_options: dict | None = None,
     metadata_cache_size_bytes: int | None = None,
     index_cache_size_bytes: int | None = None,
     read_params: dict | None = None,
-    session=None,
-    namespace_client=None,
+    session: Unsupported = None,
+    namespace_client: Unsupported = None,
     table_id: list | None = None,
     base_store_params: dict | None = None,
 ) -> LanceDataset:
@@ -136,15 +148,15 @@ class LanceDataset:
 
     def __init__(
         self,
-        uri: str,
+        uri: Uri,
         version: int | str | None = None,
         asof: datetime | str | None = None,
         storage_options: dict | None = None,
         default_scan_options: dict | None = None,
-        commit_lock=None,
+        commit_lock: CommitLock | None = None,
         _storage: Storage | None = None,
     ) -> None:
-        self.uri = str(getattr(uri, "uri", uri)).rstrip("/")
+        self.uri = uri_string(uri).rstrip("/")
         self._commit_lock = commit_lock  # pylance's CommitLock: every commit through this object uses it
         self._storage_options = storage_options
         self._default_scan_options = _check_default_scan_options(default_scan_options)
@@ -237,10 +249,10 @@ class LanceDataset:
 
     @staticmethod
     def commit(
-        base_uri,
-        operation,
+        base_uri: Uri,
+        operation: _Append | _Overwrite,
         read_version: int | None = None,
-        commit_lock=None,
+        commit_lock: CommitLock | None = None,
         storage_options: dict | None = None,
         enable_v2_manifest_paths: bool | None = None,
         detached: bool | None = False,
@@ -248,11 +260,11 @@ class LanceDataset:
         *,
         commit_message: str | None = None,
         enable_stable_row_ids: bool | None = None,
-        namespace_client=None,
+        namespace_client: Unsupported = None,
         table_id: list | None = None,
         namespace_client_managed_versioning: bool = False,
         base_store_params: dict | None = None,
-        commit_timeout=None,
+        commit_timeout: Unsupported = None,
     ) -> LanceDataset:
         """Commit ``LanceOperation.Append(fragments)`` / ``Overwrite(schema, fragments)`` of fragments
         from ``lance_fw.fragment.write_fragments`` (pylance's distributed write) as one version.
@@ -286,9 +298,7 @@ class LanceDataset:
             max_retries=max_retries,
             commit_lock=commit_lock,
         )
-        return LanceDataset(
-            getattr(base_uri, "uri", None) or str(base_uri), version=version, storage_options=storage_options
-        )
+        return LanceDataset(uri_string(base_uri), version=version, storage_options=storage_options)
 
     @cached_property
     def _snapshot(self) -> Snapshot:
@@ -321,7 +331,7 @@ class LanceDataset:
         return self._snapshot.max_field_id
 
     # -- fragments --------------------------------------------------------------------------
-    def get_fragments(self, filter=None) -> list[LanceFragment]:
+    def get_fragments(self, filter: Filter | None = None) -> list[LanceFragment]:
         if filter is not None:
             raise InvalidArgumentError("get_fragments() does not support filter yet")  # as pylance
         snapshot = copy.copy(self)  # fragments keep this version when the object moves on
@@ -334,7 +344,7 @@ class LanceDataset:
         return None
 
     # -- reading ----------------------------------------------------------------------------
-    def count_rows(self, filter=None) -> int:
+    def count_rows(self, filter: Filter | None = None) -> int:
         if filter is not None:
             return LanceScanner(self._snapshot, columns=[], filter=filter).count_rows()
         return sum(live_rows(f) for f in self._manifest.fragments)
@@ -342,24 +352,24 @@ class LanceDataset:
     def __len__(self) -> int:
         return self.count_rows()
 
-    def _fields(self, columns):
+    def _fields(self, columns: Sequence[str] | None) -> list[LanceField]:
         return self._snapshot.fields(columns)
 
     def scanner(
         self,
-        columns=None,
-        filter=None,
+        columns: Columns | None = None,
+        filter: Filter | None = None,
         limit: int | None = None,
         offset: int | None = None,
-        nearest=None,
+        nearest: Unsupported = None,
         batch_size: int | None = None,
         batch_size_bytes: int | None = None,
         batch_readahead: int | None = None,
         fragment_readahead: int | None = None,
         scan_in_order: bool | None = None,
-        fragments=None,
-        index_segments=None,
-        full_text_query=None,
+        fragments: Unsupported = None,
+        index_segments: Unsupported = None,
+        full_text_query: Unsupported = None,
         *,
         prefilter: bool | None = None,
         with_row_id: bool | None = None,
@@ -367,13 +377,13 @@ class LanceDataset:
         use_stats: bool | None = None,
         fast_search: bool | None = None,
         io_buffer_size: int | None = None,
-        late_materialization=None,
+        late_materialization: Unsupported = None,
         blob_handling: str | None = None,
         use_scalar_index: bool | None = None,
         include_deleted_rows: bool | None = None,
-        scan_stats_callback=None,
+        scan_stats_callback: Unsupported = None,
         strict_batch_size: bool | None = None,
-        order_by=None,
+        order_by: Unsupported = None,
         disable_scoring_autoprojection: bool | None = None,
         row_addr_allowlist: bytes | None = None,
         row_addr_blocklist: bytes | None = None,
@@ -388,11 +398,11 @@ class LanceDataset:
 
     def to_batches(
         self,
-        columns=None,
-        filter=None,
+        columns: Columns | None = None,
+        filter: Filter | None = None,
         limit: int | None = None,
         offset: int | None = None,
-        nearest=None,
+        nearest: Unsupported = None,
         batch_size: int | None = None,
         batch_size_bytes: int | None = None,
         batch_readahead: int | None = None,
@@ -403,24 +413,24 @@ class LanceDataset:
         with_row_id: bool | None = None,
         with_row_address: bool | None = None,
         use_stats: bool | None = None,
-        full_text_query=None,
+        full_text_query: Unsupported = None,
         io_buffer_size: int | None = None,
-        late_materialization=None,
+        late_materialization: Unsupported = None,
         blob_handling: str | None = None,
         use_scalar_index: bool | None = None,
         strict_batch_size: bool | None = None,
-        order_by=None,
+        order_by: Unsupported = None,
         disable_scoring_autoprojection: bool | None = None,
     ) -> Iterator[pa.RecordBatch]:
         return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_batches()
 
     def to_table(
         self,
-        columns=None,
-        filter=None,
+        columns: Columns | None = None,
+        filter: Filter | None = None,
         limit: int | None = None,
         offset: int | None = None,
-        nearest=None,
+        nearest: Unsupported = None,
         batch_size: int | None = None,
         batch_size_bytes: int | None = None,
         batch_readahead: int | None = None,
@@ -432,13 +442,13 @@ class LanceDataset:
         with_row_address: bool | None = None,
         use_stats: bool | None = None,
         fast_search: bool | None = None,
-        full_text_query=None,
+        full_text_query: Unsupported = None,
         io_buffer_size: int | None = None,
-        late_materialization=None,
+        late_materialization: Unsupported = None,
         blob_handling: str | None = None,
         use_scalar_index: bool | None = None,
         include_deleted_rows: bool | None = None,
-        order_by=None,
+        order_by: Unsupported = None,
         disable_scoring_autoprojection: bool | None = None,
     ) -> pa.Table:
         table = self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_table()
@@ -447,18 +457,18 @@ class LanceDataset:
     def head(
         self,
         num_rows: int,
-        columns=None,
-        filter=None,
+        columns: Columns | None = None,
+        filter: Filter | None = None,
         offset: int | None = None,
-        nearest=None,
+        nearest: Unsupported = None,
         batch_size: int | None = None,
         batch_size_bytes: int | None = None,
         batch_readahead: int | None = None,
         fragment_readahead: int | None = None,
         scan_in_order: bool | None = None,
-        fragments=None,
-        index_segments=None,
-        full_text_query=None,
+        fragments: Unsupported = None,
+        index_segments: Unsupported = None,
+        full_text_query: Unsupported = None,
         *,
         prefilter: bool | None = None,
         with_row_id: bool | None = None,
@@ -466,13 +476,13 @@ class LanceDataset:
         use_stats: bool | None = None,
         fast_search: bool | None = None,
         io_buffer_size: int | None = None,
-        late_materialization=None,
+        late_materialization: Unsupported = None,
         blob_handling: str | None = None,
         use_scalar_index: bool | None = None,
         include_deleted_rows: bool | None = None,
-        scan_stats_callback=None,
+        scan_stats_callback: Unsupported = None,
         strict_batch_size: bool | None = None,
-        order_by=None,
+        order_by: Unsupported = None,
         disable_scoring_autoprojection: bool | None = None,
         row_addr_allowlist: bytes | None = None,
         row_addr_blocklist: bytes | None = None,
@@ -481,7 +491,7 @@ class LanceDataset:
         options = {k: v for k, v in locals().items() if k not in ("self", "num_rows")}
         return self.scanner(limit=num_rows, **options).to_table()
 
-    def take(self, indices, columns=None) -> pa.Table:
+    def take(self, indices: IndexArg, columns: Columns | None = None) -> pa.Table:
         """Rows at positions ``indices`` over the live rows (any order, repeats allowed); ``columns``
         may be names or ``{name: SQL expression}`` as in ``scanner``."""
         wanted = _index_array(indices, np.int64, "take: indices")
@@ -492,7 +502,9 @@ class LanceDataset:
             )
         return self._projected_take(wanted, columns, by_address=False)
 
-    def _take_rows(self, row_ids, columns=None, *, ignore_deletions: bool = False) -> pa.Table:
+    def _take_rows(
+        self, row_ids: IndexArg, columns: Columns | None = None, *, ignore_deletions: bool = False
+    ) -> pa.Table:
         """Rows by row id: the row address (``fragment_id << 32 | offset``) without stable row ids;
         with them, ids are looked up in the fragments' sequences. Ids of deleted rows give nothing
         unless ``ignore_deletions`` (then their stored values come back, as in pylance)."""
@@ -503,24 +515,25 @@ class LanceDataset:
             wanted = live_addresses(self._snapshot, wanted)
         return self._projected_take(wanted, columns, by_address=True)
 
-    def _projected_take(self, wanted: np.ndarray, columns, by_address: bool) -> pa.Table:
-        if has_nested_paths(columns, self.schema):  # "p.a": struct p pruned to a, as pylance's take
-            whole = take_rows(self._snapshot, wanted, top_level_columns(columns, self.schema), by_address)
-            return prune_to_paths(whole, columns, self.schema)
-        if not isinstance(columns, dict):
-            return take_rows(self._snapshot, wanted, columns, by_address)
-        projection = Projection(columns, self.schema)
-        return projection.apply(take_rows(self._snapshot, wanted, projection.columns, by_address))
+    def _projected_take(self, wanted: np.ndarray, columns: Columns | None, by_address: bool) -> pa.Table:
+        if isinstance(columns, dict):
+            projection = Projection(columns, self.schema)
+            return projection.apply(take_rows(self._snapshot, wanted, projection.columns, by_address))
+        names = columns if columns is None or isinstance(columns, list) else list(columns)
+        if names is not None and has_nested_paths(names, self.schema):  # "p.a": struct p pruned to a
+            whole = take_rows(self._snapshot, wanted, top_level_columns(names, self.schema), by_address)
+            return prune_to_paths(whole, names, self.schema)
+        return take_rows(self._snapshot, wanted, names, by_address)
 
-    def _filter_plan(self, filter) -> FilterPlan | None:
+    def _filter_plan(self, filter: Filter | None) -> FilterPlan | None:
         """query.filter_plan over this version (kept for callers not yet given the snapshot)."""
         return filter_plan(self._snapshot, filter)
 
     def _read_fragment(
         self,
-        frag,
-        fields,
-        plan,
+        frag: table_pb2.DataFragment,
+        fields: list[LanceField],
+        plan: FilterPlan | None,
         batch_size: int,
         with_row_address: bool = False,
         with_row_id: bool = False,
@@ -533,7 +546,7 @@ class LanceDataset:
             frag, fields, plan, batch_size, with_row_address, with_row_id, start, stop, live
         )
 
-    def delete(self, predicate) -> dict:
+    def delete(self, predicate: Filter) -> dict:
         """Delete the rows matching ``predicate`` (a Lance SQL string or pyarrow expression) in a
         new version; this object then shows that version, as in pylance."""
         from lance_fw.table.delete import delete_rows, expression_matcher
@@ -554,7 +567,7 @@ class LanceDataset:
         self._move_to(version)
         return {"num_rows_updated": rows}
 
-    def merge_insert(self, on: str | list[str]):
+    def merge_insert(self, on: str | list[str]) -> MergeInsertBuilder:
         """Upsert builder: ``.when_matched_update_all().when_not_matched_insert_all().execute(data)``."""
         from lance_fw.table.merge_insert import MergeInsertBuilder
 
@@ -562,7 +575,7 @@ class LanceDataset:
 
     def add_columns(
         self,
-        transforms,
+        transforms: Any,
         read_columns: list[str] | None = None,
         reader_schema: pa.Schema | None = None,
         batch_size: int | None = None,
@@ -594,7 +607,7 @@ class LanceDataset:
 
     def cleanup_old_versions(
         self,
-        older_than=None,
+        older_than: timedelta | None = None,
         retain_versions: int | None = None,
         *,
         delete_unverified: bool = False,
@@ -602,7 +615,7 @@ class LanceDataset:
         delete_rate_limit: int | None = None,
         versions: list[int] | None = None,
         delete_concurrency: int | None = None,
-    ):
+    ) -> CleanupStats:
         """pylance's signature and semantics: the given limits combine with AND (none: two weeks);
         this object's version and later ones are never removed. See ``lance_fw.table.cleanup``."""
         from lance_fw.table.cleanup import cleanup_old_versions
@@ -621,7 +634,7 @@ class LanceDataset:
         )
 
 
-def _index_array(values, dtype, what: str) -> np.ndarray:
+def _index_array(values: IndexArg, dtype: type[np.integer], what: str) -> np.ndarray:
     """A flat array of integer positions or ids (pylance refuses nested lists and non-integers)."""
     array = np.asarray(
         values.to_numpy(zero_copy_only=False) if isinstance(values, (pa.Array, pa.ChunkedArray)) else values
@@ -655,7 +668,7 @@ class DatasetOptimizer:
         max_source_bytes: int | None = None,
         excluded_fragment_ids: list[int] | None = None,
         data_storage_version: str | None = None,
-    ):
+    ) -> CompactionMetrics:
         """Merge small fragments and drop deleted rows in one new version; returns the metrics and
         moves this dataset object to that version. Options the compaction planner takes are passed
         on; thread counts, read batch sizes, row groups and index-remap deferral (lance_fw has no

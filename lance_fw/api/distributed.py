@@ -10,7 +10,7 @@ lance_fw and the other way round (Ray, Daft and Spark drivers pass these around)
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from lance_fw.api.write import legacy_version, refuse_write_options
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import from_footer, version_name
 from lance_fw.io.storage import resolve_storage
-from lance_fw.options import refuse
+from lance_fw.options import CommitLock, Unsupported, Uri, refuse, uri_string
 from lance_fw.schema import LanceSchema
 from lance_fw.table import transaction
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
@@ -56,7 +56,7 @@ class FragmentMetadata:
     def files(self) -> list:
         return list(self.message.files)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[bytes], FragmentMetadata], tuple[bytes]]:
         return _from_bytes, (self.message.SerializeToString(),)
 
     def __repr__(self) -> str:
@@ -136,7 +136,7 @@ def _from_bytes(raw: bytes) -> FragmentMetadata:
 
 def write_fragments(
     data: Any,
-    dataset_uri,
+    dataset_uri: Uri,
     schema: pa.Schema | None = None,
     *,
     return_transaction: bool = False,
@@ -146,20 +146,20 @@ def write_fragments(
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     data_cache_bytes: int | None = None,
     max_page_bytes: int | None = None,
-    progress=None,
+    progress: Unsupported = None,
     data_storage_version: str | None = None,
     use_legacy_format: bool | None = None,
     storage_options: dict | None = None,
     enable_stable_row_ids: bool = False,
-    target_bases=None,
-    target_all_bases=None,
-    initial_bases=None,
-    base_store_params=None,
+    target_bases: Unsupported = None,
+    target_all_bases: Unsupported = None,
+    initial_bases: Unsupported = None,
+    base_store_params: Unsupported = None,
     external_blob_mode: str = "reference",
     allow_external_blob_outside_bases: bool = False,
-    namespace_client=None,
-    table_id=None,
-    session=None,
+    namespace_client: Unsupported = None,
+    table_id: Unsupported = None,
+    session: Unsupported = None,
     allow_plugin_encodings: bool = False,
 ) -> list[FragmentMetadata]:
     """Write ``data`` into new data files of ``dataset_uri`` and return their metadata, uncommitted.
@@ -180,7 +180,7 @@ def write_fragments(
         table_id=table_id,
         session=session,
     )
-    uri = getattr(dataset_uri, "uri", None) or os.fspath(dataset_uri)
+    uri = uri_string(dataset_uri)
     arrow_schema, batches = as_reader(data, schema)
     plan = plan_write(
         uri,
@@ -218,16 +218,16 @@ class LanceOperation:
 
 
 def commit(
-    base_uri,
-    operation,
+    base_uri: Uri,
+    operation: _Append | _Overwrite,
     read_version: int | None = None,
     storage_options: dict | None = None,
     commit_message: str | None = None,
     max_retries: int = transaction.MAX_RETRIES,
-    commit_lock=None,
+    commit_lock: CommitLock | None = None,
 ) -> int:
     """Commit ``operation`` as one new version of ``base_uri``; returns the version."""
-    uri = getattr(base_uri, "uri", None) or os.fspath(base_uri)
+    uri = uri_string(base_uri)
     storage = resolve_storage(uri, storage_options)
     fragments = [
         f.message
@@ -238,6 +238,7 @@ def commit(
         for f in operation.fragments
     ]
     properties = {COMMIT_MESSAGE_KEY: commit_message} if commit_message else {}
+    op: transaction.Operation
     if isinstance(operation, _Append):
         if not list_versions(storage, uri):
             raise DatasetNotFoundError(f"{uri}: no dataset to append to; commit an Overwrite to create it")

@@ -8,17 +8,23 @@ take pylance's fragment-scan options and ignore the dataset's ``default_scan_opt
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from lance_fw._proto import table_pb2
+from lance_fw.options import Columns, Filter, Unsupported
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.deletion import deleted_rows, deletion_path
+
+if TYPE_CHECKING:
+    from lance_fw.api.dataset import LanceDataset
 
 
 class LanceFragment:
     """One fragment of a dataset version (pylance's ``LanceFragment`` names)."""
 
-    def __init__(self, ds, metadata) -> None:
+    def __init__(self, ds: LanceDataset, metadata: table_pb2.DataFragment) -> None:
         self._ds, self.metadata = ds, metadata
 
     @property
@@ -33,7 +39,7 @@ class LanceFragment:
     def num_deletions(self) -> int:
         return deleted_rows(self.metadata)
 
-    def count_rows(self, filter=None) -> int:
+    def count_rows(self, filter: Filter | None = None) -> int:
         if filter is not None:
             return self.scanner(columns=[], filter=filter).count_rows()
         return self.physical_rows - self.num_deletions
@@ -54,19 +60,19 @@ class LanceFragment:
     def scanner(
         self,
         *,
-        columns=None,
+        columns: Columns | None = None,
         batch_size: int | None = None,
-        filter=None,
+        filter: Filter | None = None,
         limit: int | None = None,
         offset: int | None = None,
         with_row_id: bool = False,
         with_row_address: bool = False,
         batch_readahead: int = 16,
         blob_handling: str | None = None,
-        order_by=None,
+        order_by: Unsupported = None,
         use_scalar_index: bool | None = None,
         io_buffer_size: int | None = None,
-        late_materialization=None,
+        late_materialization: Unsupported = None,
         include_deleted_rows: bool | None = None,
         batch_size_bytes: int | None = None,
         strict_batch_size: bool | None = None,
@@ -96,19 +102,19 @@ class LanceFragment:
     def to_batches(
         self,
         *,
-        columns=None,
+        columns: Columns | None = None,
         batch_size: int | None = None,
-        filter=None,
+        filter: Filter | None = None,
         limit: int | None = None,
         offset: int | None = None,
         with_row_id: bool = False,
         with_row_address: bool = False,
         batch_readahead: int = 16,
         blob_handling: str | None = None,
-        order_by=None,
+        order_by: Unsupported = None,
         use_scalar_index: bool | None = None,
         io_buffer_size: int | None = None,
-        late_materialization=None,
+        late_materialization: Unsupported = None,
         include_deleted_rows: bool | None = None,
         batch_size_bytes: int | None = None,
         strict_batch_size: bool | None = None,
@@ -117,17 +123,17 @@ class LanceFragment:
 
     def to_table(
         self,
-        columns=None,
-        filter=None,
+        columns: Columns | None = None,
+        filter: Filter | None = None,
         limit: int | None = None,
         offset: int | None = None,
         with_row_id: bool = False,
         with_row_address: bool = False,
         blob_handling: str | None = None,
-        order_by=None,
+        order_by: Unsupported = None,
         use_scalar_index: bool | None = None,
         io_buffer_size: int | None = None,
-        late_materialization=None,
+        late_materialization: Unsupported = None,
         include_deleted_rows: bool | None = None,
         batch_size_bytes: int | None = None,
         strict_batch_size: bool | None = None,

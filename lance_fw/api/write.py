@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError
-from lance_fw.options import refuse
+from lance_fw.options import CommitLock, Unsupported, Uri, refuse, uri_string
 from lance_fw.table.write import (
     COMMIT_MESSAGE_KEY,
     DEFAULT_MAX_BYTES_PER_FILE,
@@ -16,6 +16,9 @@ from lance_fw.table.write import (
     as_reader,
     plan_write,
 )
+
+if TYPE_CHECKING:
+    from lance_fw.api.dataset import LanceDataset
 
 
 def legacy_version(use_legacy_format: bool | None, data_storage_version: str | None) -> str | None:
@@ -27,21 +30,21 @@ def legacy_version(use_legacy_format: bool | None, data_storage_version: str | N
 
 def refuse_write_options(
     function: str,
-    commit_lock=None,
-    progress=None,
+    commit_lock: CommitLock | None = None,
+    progress: Unsupported = None,
     enable_v2_manifest_paths: bool = True,
     enable_stable_row_ids: bool = False,
-    auto_cleanup_options=None,
-    initial_bases=None,
-    target_bases=None,
-    target_all_bases=None,
-    base_store_params=None,
+    auto_cleanup_options: Unsupported = None,
+    initial_bases: Unsupported = None,
+    target_bases: Unsupported = None,
+    target_all_bases: Unsupported = None,
+    base_store_params: Unsupported = None,
     external_blob_mode: str = "reference",
     allow_external_blob_outside_bases: bool = False,
     blob_pack_file_size_threshold: int | None = None,
-    namespace_client=None,
-    table_id=None,
-    session=None,
+    namespace_client: Unsupported = None,
+    table_id: Unsupported = None,
+    session: Unsupported = None,
 ) -> None:
     """The write options of pylance's ``write_dataset``/``write_fragments`` lance_fw does not
     implement: each is accepted only at pylance's default."""
@@ -61,7 +64,7 @@ def refuse_write_options(
 
 def write_dataset(
     data_obj: Any,
-    uri=None,
+    uri: Uri | None = None,
     schema: pa.Schema | None = None,
     mode: str = "create",
     *,
@@ -70,28 +73,28 @@ def write_dataset(
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     data_cache_bytes: int | None = None,
     max_page_bytes: int | None = None,
-    commit_lock=None,
-    progress=None,
+    commit_lock: CommitLock | None = None,
+    progress: Unsupported = None,
     storage_options: dict | None = None,
     data_storage_version: str | None = None,
     use_legacy_format: bool | None = None,
     enable_v2_manifest_paths: bool = True,
     enable_stable_row_ids: bool = False,
-    auto_cleanup_options=None,
+    auto_cleanup_options: Unsupported = None,
     commit_message: str | None = None,
     transaction_properties: dict | None = None,
-    initial_bases=None,
-    target_bases=None,
-    target_all_bases=None,
-    base_store_params=None,
+    initial_bases: Unsupported = None,
+    target_bases: Unsupported = None,
+    target_all_bases: Unsupported = None,
+    base_store_params: Unsupported = None,
     external_blob_mode: str = "reference",
     allow_external_blob_outside_bases: bool = False,
     blob_pack_file_size_threshold: int | None = None,
-    namespace_client=None,
-    table_id=None,
-    session=None,
+    namespace_client: Unsupported = None,
+    table_id: Unsupported = None,
+    session: Unsupported = None,
     allow_plugin_encodings: bool = False,
-):
+) -> LanceDataset:
     """Write ``data_obj`` as a new dataset (``create``), more rows (``append``) or a replacement
     (``overwrite``). ``max_rows_per_group`` (a 0.1-format setting) and ``data_cache_bytes`` (a
     write cache) do not change what v2 files hold; options lance_fw lacks raise by name.
@@ -121,10 +124,9 @@ def write_dataset(
         raise InvalidArgumentError(
             "write_dataset: uri is required (namespace_client/table_id are not supported)"
         )
-    uri = getattr(uri, "uri", uri)
     arrow_schema, batches = as_reader(data_obj, schema)
     plan = plan_write(
-        uri,
+        uri_string(uri),
         schema if schema is not None else arrow_schema,
         mode,
         legacy_version(use_legacy_format, data_storage_version),
