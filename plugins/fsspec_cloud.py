@@ -116,6 +116,13 @@ def refuse_keys(
         raise UnsupportedFeatureError(
             f"{named}: pylance {store} options lance_fw does not support: {'; '.join(reasons)}"
         )
+    refuse_foreign_keys(options, store, own)
+
+
+def refuse_foreign_keys(options: Mapping[str, Any], store: str, own: Mapping[str, str]) -> None:
+    """Raise ``InvalidArgumentError`` for option keys another built-in store reads and ``store``
+    (``s3://``, ``gs://``, ``az://``) does not: the kernel accepts them (some plugin declares them),
+    but this store would ignore them."""
     for other, module in _STORE_TABLES.items():
         if other == store:
             continue

@@ -205,6 +205,9 @@ def s3fs_kwargs(options: Mapping[str, Any], environ: Mapping[str, str] | None = 
             f"storage_options {unsupported} are pylance S3 options lance_fw does "
             f"not support: {'; '.join(UNSUPPORTED[k] for k in unsupported)}"
         )
+    from lance_fw_plugins.fsspec_cloud import refuse_foreign_keys  # it imports this module
+
+    refuse_foreign_keys(options, "s3://", OPTION_DESCRIPTIONS)  # google_*/azure_* keys: not ignored
 
     def get(setting: Setting) -> Any:
         return _lookup(options, setting, environ)

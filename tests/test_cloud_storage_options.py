@@ -426,6 +426,17 @@ def test_azure_malformed_uris_raise(uri):
         resolve_storage(uri, {"azure_storage_use_emulator": "1"})
 
 
+@pytest.mark.parametrize(
+    "options",
+    [{"google_service_account": "/sa.json"}, {"azure_storage_account_key": FAKE_KEY}, {"sas_token": "sig=x"}],
+)
+def test_s3_refuses_keys_of_the_other_stores(options):
+    """Declaring the google_*/azure_* keys makes the kernel accept them for every URI; s3:// must
+    still refuse them rather than ignore them."""
+    with pytest.raises(InvalidArgumentError, match="not s3://"):
+        resolve_storage("s3://bkt/ds", {"aws_region": "us-east-1", **options})
+
+
 # ---------------------------------------------------------------------------------------------
 # Both: commits, and a missing backend
 # ---------------------------------------------------------------------------------------------
