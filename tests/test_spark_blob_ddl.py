@@ -193,3 +193,8 @@ def test_tables_spark_cannot_hand_a_location_fail_loudly(spark, tmp_path):
     assert not os.path.exists(os.path.join(path, "_versions"))
     with pytest.raises(Exception, match="DatasetNotFoundError"):  # no dataset there to describe
         spark.sql(f"CREATE TABLE {_name()} USING lance LOCATION '{path}'")
+    # TBLPROPERTIES reach the data source as options: lance-spark's dataset-creation properties
+    # cannot apply to an existing dataset, so they are refused, not ignored
+    with pytest.raises(Exception, match="unknown read option 'v.arrow.fixed-size-list.size'"):
+        spark.sql(f"CREATE TABLE {_name()} USING lance LOCATION '{path}' "
+                  "TBLPROPERTIES ('v.arrow.fixed-size-list.size' = '8')")
