@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from lance_fw.errors import (
@@ -46,6 +49,17 @@ MAX_PARALLEL_RANGES = 32
 #: before the first byte, in which time ~1 MiB more could have streamed; object_store (pylance)
 #: coalesces at the same distance. Local files use the kernel's smaller COALESCE_GAP.
 S3_COALESCE_GAP = 1024 * 1024
+#: A coalesced range longer than this is fetched as several GETs in parallel: one connection
+#: streams far below what the store serves to several.
+PART_BYTES = 4 * 1024 * 1024
+#: Bytes of an object's end read when it is opened (a Lance file's footer, offset tables and
+#: column metadata live there; the file reader reads the same amount, TAIL_PREFETCH).
+OPEN_TAIL_BYTES = 64 * 1024
+#: Objects whose opening (size, ETag, tail) an ``S3Storage`` remembers, so re-reading a dataset's
+#: files (every scan and take opens them) costs no request.
+OPENED_CACHE_ENTRIES = 512
+#: Fragments a scan of an ``s3://`` dataset reads at once by default (pylance reads several too).
+SCAN_READAHEAD = 4
 #: S3 error codes meaning "an object already exists / a concurrent conditional write won".
 _CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
 _CONFLICT_STATUSES = frozenset({412, 409})
@@ -93,6 +107,20 @@ async def _s3fs_retrying(call, retries: int):
     return await _error_wrapper(call, retries=retries)
 
 
+async def _get_object_meta(fs, bucket: str, key: str, span: str) -> tuple[bytes, dict[str, Any]]:
+    """One ranged GET's body and response fields (``ContentRange``, ``ETag``), retried as s3fs
+    retries its own reads."""
+
+    async def call_and_read() -> tuple[bytes, dict[str, Any]]:
+        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=span)
+        try:
+            return await response["Body"].read(), response
+        finally:
+            response["Body"].close()
+
+    return await _s3fs_retrying(call_and_read, retries=fs.retries)
+
+
 async def _get_object(fs, bucket: str, key: str, **request: str) -> bytes:
     """The body of one GET (``request``: Range, IfMatch), retried as s3fs retries its own reads."""
 
@@ -104,6 +132,41 @@ async def _get_object(fs, bucket: str, key: str, **request: str) -> bytes:
             response["Body"].close()
 
     return await _s3fs_retrying(call_and_read, retries=fs.retries)
+
+
+async def _get_object_into(fs, bucket: str, key: str, out: memoryview, **request: str) -> int:
+    """One GET's body written into ``out``; returns how many bytes came (more than ``len(out)``
+    raises ``CorruptFileError`` through the caller's length check: it counts, never overflows).
+
+    The body is copied chunk by chunk as it arrives, straight into the caller's buffer: reading
+    it whole first (``Body.read()``) joins the chunks into a new object, and a scan's megabytes
+    then cost two extra copies, which on a loaded machine took longer than the transfer."""
+
+    async def call_and_fill() -> int:
+        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **request)
+        body = response["Body"]
+        try:
+            content = getattr(getattr(body, "raw_stream", None), "content", None)
+            if content is None or not hasattr(content, "readchunk"):  # another HTTP backend
+                data = await body.read()
+                out[: min(len(data), len(out))] = data[: len(out)]
+                return len(data)
+            filled = 0
+            while True:
+                chunk, end_of_http_chunk = await content.readchunk()
+                if not chunk:
+                    if end_of_http_chunk:
+                        continue
+                    return filled
+                end = filled + len(chunk)
+                if end > len(out):
+                    return end
+                out[filled:end] = chunk
+                filled = end
+        finally:
+            body.close()
+
+    return await _s3fs_retrying(call_and_fill, retries=fs.retries)
 
 
 def _is_conflict(exc: BaseException) -> bool:
@@ -120,32 +183,85 @@ def _is_conflict(exc: BaseException) -> bool:
     return code in _CONFLICT_CODES or status in _CONFLICT_STATUSES
 
 
+@dataclass(frozen=True)
+class OpenedObject:
+    """What opening an object learnt: its size, its ETag (None when the store sends none) and its
+    last ``len(tail)`` bytes. Enough to open it again without a request (``S3Storage`` keeps these
+    per path): Lance data files are written once under unique names, and every later GET carries
+    ``If-Match`` on this ETag, so a replaced object fails the read instead of mixing two objects."""
+
+    size: int
+    etag: str | None
+    tail: bytes
+
+
+def _total_size(content_range: str | None, body: bytes) -> int | None:
+    """The object size from a ranged GET's ``Content-Range: bytes a-b/total`` (None if absent)."""
+    if not content_range or "/" not in content_range:
+        return None
+    total = content_range.rsplit("/", 1)[1].strip()
+    return int(total) if total.isdigit() else None
+
+
 class S3Reader(RangeReader):
     """Positional reads of one object, as it was when the reader opened.
 
-    The open is one HEAD: it fixes the size and the ETag. Every GET then carries ``If-Match:
-    <etag>``, so an object replaced while the reader is open (``open_output`` on the same key)
-    fails the read with a ``StorageError`` instead of returning the new object's bytes at the old
-    object's offsets (the kernel's snapshot promise; S3 has no file handles to keep the old bytes).
+    The open is one suffix-range GET of the object's last OPEN_TAIL_BYTES (no HEAD): its
+    ``Content-Range`` gives the size, its ETag fixes the version, and the bytes (where a Lance file
+    keeps its footer and metadata) are kept for ``tail``, so reading the file's metadata costs no
+    further request. (``read``/``read_ranges`` always ask the server, conditionally.)
+    Every later GET carries ``If-Match: <etag>``, so an object replaced while the reader is open
+    (``open_output`` on the same key) fails the read with a ``StorageError`` instead of returning
+    the new object's bytes at the old object's offsets (the kernel's snapshot promise; S3 has no
+    file handles to keep the old bytes).
     """
 
-    def __init__(self, fs, path: str):
+    def __init__(self, fs, path: str, opened: OpenedObject | None = None, on_replaced=None):
         self.fs, self.path = fs, path
-        try:
-            info = fs.info(path)
-        except FileNotFoundError as exc:
-            raise DatasetNotFoundError(f"{path}: no such object") from exc
-        except _client_errors() as exc:
-            raise StorageError(f"{path}: {exc}") from exc
-        if info.get("type") != "file":
-            raise StorageError(f"{path}: not an object (a prefix)")
-        self._size = int(info["size"])
         self._bucket, self._key, _ = fs.split_path(path)
-        etag = info.get("ETag")
-        self._condition = {"IfMatch": etag} if etag else {}
+        self._on_replaced = on_replaced
+        self.opened = opened if opened is not None else self._open()
+        self._size = self.opened.size
+        self._condition = {"IfMatch": self.opened.etag} if self.opened.etag else {}
+
+    def _open(self) -> OpenedObject:
+        from fsspec.asyn import sync
+
+        try:
+            body, meta = sync(
+                self.fs.loop, _get_object_meta, self.fs, self._bucket, self._key, f"bytes=-{OPEN_TAIL_BYTES}"
+            )
+        except FileNotFoundError as exc:
+            raise DatasetNotFoundError(f"{self.path}: no such object") from exc
+        except _client_errors():
+            return self._open_by_head()  # e.g. 416 for an empty object: HEAD says what it is
+        size = _total_size(meta.get("ContentRange"), body)
+        if size is None:  # a whole-object answer (some stores ignore a suffix range on small objects)
+            size = len(body)
+        if len(body) > size:
+            raise CorruptFileError(self.path, f"the store sent {len(body)} bytes of a {size}-byte object")
+        return OpenedObject(size, meta.get("ETag"), bytes(body))
+
+    def _open_by_head(self) -> OpenedObject:
+        try:
+            info = self.fs.info(self.path)
+        except FileNotFoundError as exc:
+            raise DatasetNotFoundError(f"{self.path}: no such object") from exc
+        except _client_errors() as exc:
+            raise StorageError(f"{self.path}: {exc}") from exc
+        if info.get("type") != "file":
+            raise StorageError(f"{self.path}: not an object (a prefix)")
+        return OpenedObject(int(info["size"]), info.get("ETag"), b"")
 
     def size(self) -> int:
         return self._size
+
+    def tail(self, length: int) -> bytes:
+        """The object's last ``length`` bytes, from what the open kept when it holds them."""
+        length = min(length, self._size)
+        if length <= len(self.opened.tail):
+            return self.opened.tail[len(self.opened.tail) - length :]
+        return super().tail(length)
 
     def read(self, offset: int, length: int) -> bytes:
         if length == 0:
@@ -153,17 +269,22 @@ class S3Reader(RangeReader):
         return self._run(self._get_all, [(offset, length)], f"{length} bytes at {offset}")[0]
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
-        """Coalesce nearby ranges, then GET the merged ranges concurrently (at most
-        MAX_PARALLEL_RANGES in flight): one round trip's latency instead of one per range."""
+        """Coalesce nearby ranges, split long ones into parts, then GET them all concurrently (at
+        most MAX_PARALLEL_RANGES in flight): one round trip's latency instead of one per range, and
+        a large read streams over several connections."""
         merged = [m for m in coalesce_ranges(ranges, S3_COALESCE_GAP) if m[1] > 0]
-        blobs = (
-            self._run(self._get_all, [(s, n) for s, n, _ in merged], f"{len(merged)} ranges")
-            if merged
-            else []
-        )
-        return self._slices(ranges, merged, blobs)
+        if not merged:
+            return [memoryview(b"")] * len(ranges)
+        buffers = [memoryview(bytearray(n)) for _, n, _ in merged]
+        jobs = [
+            (part_start, buffer[part_start - start : part_start - start + part_length])
+            for (start, length, _), buffer in zip(merged, buffers)
+            for part_start, part_length in _split(start, length)
+        ]
+        self._run(self._fill_all, jobs, f"{len(jobs)} ranges")
+        return self._slices(ranges, merged, buffers)
 
-    def _run(self, coroutine_function, spans: list[tuple[int, int]], what: str) -> list[bytes]:
+    def _run(self, coroutine_function, spans: list[Any], what: str) -> Any:
         """Run the GETs on s3fs's event loop (thread-safe: any thread may call in)."""
         from fsspec.asyn import sync
 
@@ -171,6 +292,8 @@ class S3Reader(RangeReader):
             return sync(self.fs.loop, coroutine_function, spans)
         except _client_errors() as exc:
             if _is_conflict(exc):
+                if self._on_replaced is not None:
+                    self._on_replaced(self.path)
                 raise StorageError(
                     f"{self.path} was replaced after it was opened (its ETag changed); "
                     "reopen it to read the new object"
@@ -186,29 +309,48 @@ class S3Reader(RangeReader):
 
         return list(await asyncio.gather(*(one(s, n) for s, n in spans)))
 
+    async def _fill_all(self, jobs: list[tuple[int, memoryview]]) -> None:
+        """Fill each ``(offset, view)`` with the object's bytes at ``offset`` (ranged, conditional
+        GETs, at most MAX_PARALLEL_RANGES in flight); a short or long answer means the object is
+        not as long as the ranges asked of it: truncated or not what the manifest says it is."""
+        limit = asyncio.Semaphore(MAX_PARALLEL_RANGES)
+
+        async def one(start: int, view: memoryview) -> None:
+            async with limit:
+                span = f"bytes={start}-{start + len(view) - 1}"
+                got = await _get_object_into(
+                    self.fs, self._bucket, self._key, view, Range=span, **self._condition
+                )
+            if got != len(view):
+                raise CorruptFileError(
+                    self.path,
+                    f"{got} bytes at [{start}, {start + len(view)}) where "
+                    f"{len(view)} were asked for; the object is truncated",
+                )
+
+        await asyncio.gather(*(one(start, view) for start, view in jobs))
+
     async def _get(self, start: int, end: int) -> bytes:
         """One ranged, conditional GET."""
         return await _get_object(
             self.fs, self._bucket, self._key, Range=f"bytes={start}-{end - 1}", **self._condition
         )
 
-    def _slices(self, ranges, merged, blobs) -> list[memoryview]:
-        """Each requested range as a view into the merged blob that covers it (empty ranges,
-        dropped from the requests, are empty views). A short blob means the object is shorter
-        than the ranges asked of it: truncated or not what the manifest says it is."""
+    @staticmethod
+    def _slices(ranges, merged, buffers: list[memoryview]) -> list[memoryview]:
+        """Each requested range as a view into the merged buffer that covers it (empty ranges,
+        dropped from the requests, are empty views)."""
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
-        for (start, length, idx), blob in zip(merged, blobs):
-            if len(blob) != length:
-                raise CorruptFileError(
-                    self.path,
-                    f"{len(blob)} bytes at [{start}, {start + length}) where "
-                    f"{length} were asked for; the object is truncated",
-                )
-            view = memoryview(blob)
+        for (start, _, idx), view in zip(merged, buffers):
             for i in idx:
                 off, ln = ranges[i]
                 out[i] = view[off - start : off - start + ln]
         return out
+
+
+def _split(start: int, length: int) -> list[tuple[int, int]]:
+    """``[start, start + length)`` as GETs of at most PART_BYTES each."""
+    return [(s, min(PART_BYTES, start + length - s)) for s in range(start, start + length, PART_BYTES)]
 
 
 class S3Output:
@@ -273,6 +415,7 @@ class S3Storage(Storage):
     """Objects in S3-compatible stores. Thread-safe: s3fs runs every request on its own event loop."""
 
     scheme = "s3"
+    default_readahead = SCAN_READAHEAD
 
     def __init__(self, options: Mapping[str, Any]):
         self.options = dict(options)
@@ -281,6 +424,8 @@ class S3Storage(Storage):
         #: False only with a botocore too old to send If-None-Match: then no commit handler takes
         #: this storage and commits fail (``StorageError``) instead of racing.
         self.atomic_put_if_absent = botocore_sends_if_none_match()
+        self._opened: OrderedDict[str, OpenedObject] = OrderedDict()
+        self._lock = threading.Lock()
         try:
             # fsspec shares one instance per distinct kwargs (and per process); with no listing
             # cache a shared instance holds no state that could go stale.
@@ -289,10 +434,28 @@ class S3Storage(Storage):
             raise StorageError(f"s3fs refused the S3 configuration: {exc}") from exc
 
     def open_reader(self, path: str) -> RangeReader:
-        return S3Reader(self.fs, path)
+        """A reader of ``path``; a path opened before reuses what that open learnt (no request
+        until a page is read, and that read is conditional on the remembered ETag)."""
+        with self._lock:
+            opened = self._opened.get(path)
+            if opened is not None:
+                self._opened.move_to_end(path)
+        reader = S3Reader(self.fs, path, opened, on_replaced=self._forget)
+        if opened is None and reader.opened.tail:
+            with self._lock:
+                self._opened[path] = reader.opened
+                while len(self._opened) > OPENED_CACHE_ENTRIES:
+                    self._opened.popitem(last=False)
+        return reader
+
+    def _forget(self, path: str) -> None:
+        """Drop what an open of ``path`` learnt (the object was replaced: the next open asks again)."""
+        with self._lock:
+            self._opened.pop(path, None)
 
     def open_output(self, path: str) -> BinaryIO:
         """No directories to create on S3: a key's "parents" exist once it does."""
+        self._forget(path)
         try:
             return S3Output(self.fs.open(path, "wb"), path)  # type: ignore[return-value]
         except _client_errors() as exc:
@@ -315,6 +478,7 @@ class S3Storage(Storage):
             raise StorageError(f"{path}: cannot check whether it exists: {exc}") from exc
 
     def delete(self, path: str) -> None:
+        self._forget(path)
         try:
             self.fs.rm_file(path)
         except FileNotFoundError:

@@ -24,9 +24,11 @@ _DONE = object()
 class _Ahead:
     """One item's batches, produced by pool tasks at most ``depth`` ahead of the consumer.
 
-    Invariants (under ``_lock``): ``_pending`` holds the submitted steps oldest first, at most one of
-    them not yet done (``_running``); once the generator ends or fails, its last step stays in
-    ``_pending`` until the consumer takes it, so the consumer never waits on an empty queue.
+    Invariants (under ``_lock``): ``_pending`` holds the submitted steps oldest first, and a step is
+    submitted only once the one before it is done (``Future.done``), so one thread at a time
+    advances the generator. "Running" is read off the futures, not kept in a flag a done-callback
+    clears: ``Future.result`` wakes the consumer before the callbacks run, and a flag still set
+    then made the consumer skip its submit and find the queue empty on its next call.
     """
 
     def __init__(
@@ -36,19 +38,21 @@ class _Ahead:
         self._batches: Iterator[T] | None = None  # made by the first step, in a worker
         self._lock = threading.RLock()  # a step done before add_done_callback calls back at once
         self._pending: deque[Future] = deque()
-        self._running = self._finished = self._closed = False
+        self._finished = self._closed = False
         with self._lock:
             self._submit()
 
+    def _running(self) -> bool:
+        return bool(self._pending) and not self._pending[-1].done()
+
     def _submit(self) -> None:
-        if self._running or self._finished or self._closed or len(self._pending) >= self._depth:
+        if self._finished or self._closed or len(self._pending) >= self._depth or self._running():
             return
         try:
             step = self._pool.submit(self._step)
-        except RuntimeError:  # the pool or the interpreter is shutting down: produce no more
+        except RuntimeError:  # the pool or the interpreter is shutting down: the consumer steps itself
             self._closed = True
             return
-        self._running = True
         self._pending.append(step)
         step.add_done_callback(self._stepped)
 
@@ -59,22 +63,33 @@ class _Ahead:
 
     def _stepped(self, step: Future) -> None:
         with self._lock:
-            self._running = False
             if step.cancelled() or step.exception() is not None or step.result() is _DONE:
                 self._finished = True
             if self._closed:
-                self._close_batches()
+                if not self._running():
+                    self._close_batches()
             else:
                 self._submit()
 
     def next(self) -> Any:
         """The item's next batch (``_DONE`` after its last); raises what producing it raised."""
         with self._lock:
-            step = self._pending[0]
-        value = step.result()
+            step = self._pending[0] if self._pending else None
+        if step is None:  # no worker could be started: produce it here, never end early
+            return self._step() if not self._finished else _DONE
+        try:
+            value = step.result()
+        except BaseException:
+            with self._lock:
+                self._finished = True
+                self._pending.popleft()
+            raise
         with self._lock:
             self._pending.popleft()
-            self._submit()
+            if value is _DONE:
+                self._finished = True
+            else:
+                self._submit()
         return value
 
     def close(self) -> None:
@@ -83,7 +98,7 @@ class _Ahead:
             self._closed = True
             for step in self._pending:
                 step.cancel()
-            if not self._running:
+            if not self._running():
                 self._close_batches()
 
     def _close_batches(self) -> None:

@@ -55,8 +55,10 @@ def read_tail(reader: RangeReader) -> FileTail:
     path, size = reader.path, reader.size()
     if size < FOOTER.size:
         raise CorruptFileError(path, f"file is {size} bytes, smaller than the {FOOTER.size}-byte footer")
-    start = max(0, size - TAIL_PREFETCH)
-    tail = reader.read_exact(start, size - start, "file tail")
+    tail = reader.tail(TAIL_PREFETCH)
+    if len(tail) != min(size, TAIL_PREFETCH):
+        raise CorruptFileError(path, "short read of the file tail")
+    start = size - len(tail)
 
     def grab(pos: int, length: int, what: str) -> bytes:
         if pos < 0 or length < 0 or pos + length > size:

@@ -76,6 +76,8 @@ class LanceFileReader:
         self._parent = {child.id: f for f in self.schema.walk() for child in f.children}
         self._page_starts: dict[int, list[int]] = {}
         self._cache: dict[int, tuple[int, pa.Array]] = {}
+        #: Buffers of pages fetched ahead (``prefetch``), by (column, page); taken when decoded.
+        self._prefetched: dict[tuple[int, int], list[memoryview]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -91,6 +93,50 @@ class LanceFileReader:
     ) -> list[pa.Array]:
         stop = self.num_rows if stop is None else min(stop, self.num_rows)
         return [self.read_field(f, start, stop) for f in fields]
+
+    def prefetch(self, fields: list[LanceField], start: int, stop: int) -> None:
+        """Fetch, in one ``read_ranges`` call, the buffers of every page the columns of ``fields``
+        need for rows [start, stop) that is not decoded yet; the next reads of those rows decode
+        from them. Reading column by column costs a round trip per column and page, which on an
+        object store dominates a scan; together the ranges coalesce across columns (adjacent in
+        the file) and the store fetches them concurrently.
+
+        Columns whose rows are not the file's rows (under a 2.0 list) are left to the read."""
+        stop = min(stop, self.num_rows)
+        if stop <= start:
+            return
+        wanted: list[tuple[int, int]] = []  # (column, page)
+        for col, field in self._row_columns(fields):
+            starts = self._starts(col, field)
+            first = bisect.bisect_right(starts, start) - 1
+            last = bisect.bisect_left(starts, stop) - 1
+            wanted += [
+                (col, p)
+                for p in range(max(first, 0), min(last, len(starts) - 2) + 1)
+                if (col, p) not in self._prefetched and self._cached(col, p) is None
+            ]
+        if not wanted:
+            return
+        metas = [self.tail.columns[col].pages[p] for col, p in wanted]
+        for (col, p), meta in zip(wanted, metas):
+            self._check_page(col, p, meta)
+        ranges = [(off, size) for m in metas for off, size in zip(m.buffer_offsets, m.buffer_sizes)]
+        blobs = iter(self._reader.read_ranges(ranges))
+        fetched = {key: [next(blobs) for _ in meta.buffer_offsets] for key, meta in zip(wanted, metas)}
+        with self._lock:
+            self._prefetched.update(fetched)
+
+    def _row_columns(self, fields: list[LanceField]) -> list[tuple[int, LanceField]]:
+        """(column, field) of each column holding ``fields``' values row for row."""
+        out: list[tuple[int, LanceField]] = []
+        for field in fields:
+            if self.tail.version != (2, 0):
+                out += [(self._column(chain[-1]), chain[-1]) for chain in structure_v2_1.leaf_paths(field)]
+            elif field.is_struct:
+                out += self._row_columns(field.children)
+            elif not field.is_list:
+                out.append((self._column(field), field))
+        return out
 
     def read_field(self, field: LanceField, start: int, stop: int) -> pa.Array:
         if self.tail.version != (2, 0):
@@ -320,11 +366,18 @@ class LanceFileReader:
         metas = [self.tail.columns[col].pages[p] for p in pages]
         for p, m in zip(pages, metas):
             self._check_page(col, p, m)
-        ranges = [(off, size) for m in metas for off, size in zip(m.buffer_offsets, m.buffer_sizes)]
-        blobs = iter(self._reader.read_ranges(ranges))
+        with self._lock:
+            ahead = {p: self._prefetched.pop((col, p)) for p in pages if (col, p) in self._prefetched}
+        ranges = [
+            (off, size)
+            for p, m in zip(pages, metas)
+            if p not in ahead
+            for off, size in zip(m.buffer_offsets, m.buffer_sizes)
+        ]
+        blobs = iter(self._reader.read_ranges(ranges) if ranges else ())
         out = []
         for p, meta in zip(pages, metas):
-            buffers = [next(blobs) for _ in meta.buffer_offsets]
+            buffers = ahead[p] if p in ahead else [next(blobs) for _ in meta.buffer_offsets]
             where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
             encoding = self._page_encoding(meta, where)
             page = PageInput(buffers, meta.length, arrow_type, where)

@@ -102,6 +102,14 @@ class RangeReader(abc.ABC):
                 out[i] = blob[off - start : off - start + ln]
         return out  # type: ignore[return-value]
 
+    def tail(self, length: int) -> bytes:
+        """The file's last ``min(length, size)`` bytes (a Lance file's footer and metadata).
+
+        A backend whose open already fetched them (an object store answers a suffix-range GET
+        with the size) returns them without another request."""
+        start = max(0, self.size() - length)
+        return self.read_exact(start, self.size() - start, "file tail")
+
     def read_exact(self, offset: int, length: int, what: str) -> bytes:
         """Read and check the length, so truncation becomes a CorruptFileError naming the file."""
         if offset < 0 or length < 0 or offset + length > self.size():
@@ -147,6 +155,11 @@ class Storage(abc.ABC):
     scheme: str = ""
     #: Whether :meth:`put_if_absent` is atomic against other processes and machines.
     atomic_put_if_absent: bool = False
+    #: Fragments a scan reads at once when its caller does not say (``fragment_readahead``). On an
+    #: object store every fragment's first read waits a round trip, which reading the next
+    #: fragments meanwhile hides; local files answer at once, so the default there stays 0 (one
+    #: fragment at a time, no worker threads).
+    default_readahead: int = 0
     #: The ``storage_options`` this storage was opened with; commit handlers receive them too.
     options: Mapping[str, Any] = types.MappingProxyType({})
 

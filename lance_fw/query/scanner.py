@@ -107,7 +107,9 @@ class LanceScanner:
         self.limit, self.offset = limit, offset or 0
         self.with_row_id, self.with_row_address = bool(with_row_id), bool(with_row_address)
         self.batch_size, self.fragments = batch_size or DEFAULT_BATCH_SIZE, fragments
-        self.fragment_readahead = fragment_readahead or 0
+        self.fragment_readahead = (
+            snapshot.storage.default_readahead if fragment_readahead is None else fragment_readahead
+        )
         self._fields = snapshot.fields(self._read_columns)  # unknown columns fail here, before any read
         self._plan = filter_plan(snapshot, filter)
 

@@ -8,13 +8,20 @@ need without a ``LanceDataset``.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError
+from lance_fw.schema import LanceField
 from lance_fw.table.deletion import live_rows
+from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
 from lance_fw.table.snapshot import Snapshot
+
+#: Concurrent (fragment, column) gathers per fragment the storage reads at once.
+TAKE_TASKS_PER_READAHEAD = 4
 
 
 def live_addresses(snapshot: Snapshot, addresses: np.ndarray) -> np.ndarray:
@@ -50,14 +57,20 @@ def addresses_of(snapshot: Snapshot, row_ids: np.ndarray) -> np.ndarray:
 
 def take(snapshot: Snapshot, wanted: np.ndarray, columns: list[str] | None, by_address: bool) -> pa.Table:
     """Rows of ``columns`` at ``wanted``: row addresses (``by_address``) or positions over the live
-    rows, in the order asked (repeats allowed)."""
+    rows, in the order asked (repeats allowed).
+
+    On a storage that reads several fragments at once (``Storage.default_readahead``: object
+    stores) every (fragment, column) is gathered concurrently: each is a chain of dependent range
+    reads (page metadata, then chunks), and one after another they cost a round trip each."""
     fields = snapshot.fields(columns)
     schema = pa.schema([f.to_arrow() for f in fields])
-    parts, order = [], []
+    jobs: list[tuple[FragmentReader, np.ndarray, np.ndarray]] = []  # reader, distinct offsets, inverse
+    order = []
     base = 0
-    for frag in snapshot.fragments:
-        reader = snapshot.fragment_reader(frag)
-        try:
+    try:
+        for frag in snapshot.fragments:
+            reader = snapshot.fragment_reader(frag)
+            jobs.append((reader, np.zeros(0, np.int64), np.zeros(0, np.int64)))
             if by_address:
                 hit = np.flatnonzero(address_fragments(wanted) == frag.id)
                 offsets = address_offsets(wanted[hit]).astype(np.int64)
@@ -74,14 +87,44 @@ def take(snapshot: Snapshot, wanted: np.ndarray, columns: list[str] | None, by_a
             if not len(hit):
                 continue
             unique, inverse = np.unique(offsets, return_inverse=True)
-            arrays = reader.take_physical(fields, unique)
-            parts.append(pa.Table.from_arrays(arrays, schema=schema).take(pa.array(inverse)))
+            jobs[-1] = (reader, unique, inverse)
             order.append(hit)
-        finally:
+        parts = _gather(
+            [(r, u, i) for r, u, i in jobs if len(u)], fields, schema, snapshot.storage.default_readahead
+        )
+    finally:
+        for reader, _, _ in jobs:
             reader.close()
     if not parts:
         return schema.empty_table()
     return _in_request_order(parts, np.argsort(np.concatenate(order), kind="stable"))
+
+
+def _gather(
+    jobs: list[tuple[FragmentReader, np.ndarray, np.ndarray]],
+    fields: list[LanceField],
+    schema: pa.Schema,
+    parallel: int,
+) -> list[pa.Table]:
+    """Each job's rows (distinct offsets, then ``inverse`` restores repeats and order) as a table."""
+
+    def one(job: tuple[FragmentReader, np.ndarray, np.ndarray], field: LanceField) -> pa.Array:
+        return job[0].take_physical([field], job[1])[0]
+
+    tasks = [(job, f) for job in jobs for f in fields]
+    if parallel > 0 and len(tasks) > 1:
+        for job in jobs:
+            job[0].open_files()  # once, here, not raced by the tasks
+        workers = min(len(tasks), parallel * TAKE_TASKS_PER_READAHEAD)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lance_fw-take") as pool:
+            arrays = list(pool.map(lambda t: one(*t), tasks))
+    else:
+        arrays = [one(job, f) for job, f in tasks]
+    width = len(fields)
+    return [
+        pa.Table.from_arrays(arrays[k * width : (k + 1) * width], schema=schema).take(pa.array(job[2]))
+        for k, job in enumerate(jobs)
+    ]
 
 
 def _in_request_order(parts: list[pa.Table], order: np.ndarray) -> pa.Table:
