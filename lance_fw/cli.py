@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from google.protobuf import any_pb2, text_format
+
+_T = TypeVar("_T")
 
 
 def plugin_report() -> dict:
@@ -28,15 +32,17 @@ def plugin_report() -> dict:
 
     problems: list[str] = []
 
-    def attempt(part: str, compute, default):
+    def attempt(part: str, compute: Callable[[], _T], default: _T) -> _T:
         try:
             return compute()
         except Exception as exc:
             problems.append(f"{part}: {type(exc).__name__}: {exc}")
             return default
 
-    listed = attempt("listing plugins", plugin_manager.plugins, [])
-    provided = attempt("collecting what plugins provide", plugin_manager.provides, {})
+    listed: list[dict[str, Any]] = attempt("listing plugins", plugin_manager.plugins, [])
+    provided: dict[str, dict[str, list[str]]] = attempt(
+        "collecting what plugins provide", plugin_manager.provides, {}
+    )
     problems += attempt("checking for conflicts", plugin_manager.problems, [])
     out = []
     for p in listed:
@@ -51,7 +57,7 @@ def plugin_report() -> dict:
     return {"plugins": out, "problems": problems}
 
 
-def _plugins(args) -> int:
+def _plugins(args: argparse.Namespace) -> int:
     report = plugin_report()
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
@@ -73,7 +79,7 @@ def _plugins(args) -> int:
     return 0
 
 
-def _versions(args) -> int:
+def _versions(args: argparse.Namespace) -> int:
     import lance_fw
 
     for v in lance_fw.dataset(args.uri).versions():
@@ -114,7 +120,7 @@ def _decoded_by(type_url: str) -> str:
     )
 
 
-def _inspect(args) -> int:
+def _inspect(args: argparse.Namespace) -> int:
     from lance_fw.file.container import read_tail
     from lance_fw.io.storage import resolve_storage
 
@@ -140,7 +146,7 @@ def _inspect(args) -> int:
     return 0
 
 
-def _sql(args) -> int:
+def _sql(args: argparse.Namespace) -> int:
     import duckdb
 
     from lance_fw.duckdb import connect

@@ -38,7 +38,7 @@ from importlib import resources
 
 import duckdb
 
-from lance_fw.duckdb.connection import Connection, connect
+from lance_fw.duckdb.connection import Connection, Parameters, connect
 from lance_fw.duckdb.dataset import READAHEAD, DuckDBDataset
 from lance_fw.duckdb.statement import execute
 
@@ -56,7 +56,7 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def sql(con: duckdb.DuckDBPyConnection, query: str, params=None):
+def sql(con: duckdb.DuckDBPyConnection, query: str, params: Parameters = None) -> duckdb.DuckDBPyRelation:
     """A relation over ``query`` on a connection prepared with :func:`install`."""
     return Connection(connection=con).sql(query, params=params)
 

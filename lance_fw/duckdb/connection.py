@@ -9,6 +9,9 @@ DuckDB: it runs again on every read) binds and runs through here as well, and re
 from __future__ import annotations
 
 import functools
+import types
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -17,13 +20,20 @@ from lance_fw.duckdb.s3_secrets import UNREDACTED_SETTING
 from lance_fw.duckdb.statement import Call, binder, execute, run_statement, statements, typed
 from lance_fw.errors import UnsupportedFeatureError
 
+_T = TypeVar("_T")
+#: A statement: SQL text, or one DuckDB parsed (``extract_statements``)
+Query = str | duckdb.Statement
+#: DuckDB's statement parameters: positional (a sequence) or named (a mapping), or none
+Parameters = Sequence[Any] | dict[str, Any] | None
+
+_relation: types.ModuleType | None
 try:  # DuckDB >= 2.0 builds relations in Python, over the connection object they are given
     from duckdb import _relation
 except ImportError:  # pragma: no cover - older DuckDB
     _relation = None
 
 
-def _relation_layer():
+def _relation_layer() -> types.ModuleType:
     if _relation is None or not hasattr(_relation, "CONNECTION_METHODS"):
         raise UnsupportedFeatureError(
             f"relations over lance_scan with duckdb {duckdb.__version__}: use "
@@ -58,11 +68,11 @@ class Connection:
 
     # -- statements -----------------------------------------------------------------------------
 
-    def execute(self, query, parameters=None) -> Connection:
+    def execute(self, query: Query, parameters: Parameters = None) -> Connection:
         execute(self.con, query, parameters)
         return self
 
-    def executemany(self, query, parameters=None) -> Connection:
+    def executemany(self, query: Query, parameters: Sequence[Parameters] | None = None) -> Connection:
         """Each parameter set is its own statement, with its own snapshots (DuckDB would bind once)."""
         if not parameters:
             self.con.executemany(query, parameters)
@@ -71,7 +81,7 @@ class Connection:
             execute(self.con, query, values)
         return self
 
-    def sql(self, query, *, alias: str = "", params=None):
+    def sql(self, query: Query, *, alias: str = "", params: Parameters = None) -> duckdb.DuckDBPyRelation:
         """A relation (lazy: each fetch runs it again, with the latest version of each dataset)."""
         layer = _relation_layer()
         parts = statements(self.con, query)
@@ -91,21 +101,21 @@ class Connection:
     def __enter__(self) -> Connection:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     # -- what DuckDB's relation layer calls on its connection ------------------------------------
 
-    def _bind(self, sql, **options):
+    def _bind(self, sql: Query, **options: Any) -> Any:
         return run_statement(self.con, Call(self.con._bind, (sql,), options))
 
-    def _submit(self, sql, values, *rest):
+    def _submit(self, sql: Query, values: Parameters, *rest: Any) -> Any:
         result = run_statement(
             self.con, Call(self.con._submit, (sql, values, *rest)), binder(self.con, sql, values)
         )
         return _StreamedResult(self.con, result) if _STREAM in rest else result
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         if _relation is not None and name in getattr(_relation, "CONNECTION_METHODS", {}):
             method = _relation.CONNECTION_METHODS[name]
             return lambda *args, **kwargs: method(self, *args, **kwargs)
@@ -117,11 +127,11 @@ class Connection:
         return attribute
 
 
-def _typing_errors(con: duckdb.DuckDBPyConnection, function):
+def _typing_errors(con: duckdb.DuckDBPyConnection, function: Callable[..., _T]) -> Callable[..., _T]:
     """``function`` raising the typed error behind a DuckDB error, when a dataset raised one."""
 
     @functools.wraps(function)
-    def call(*args, **kwargs):
+    def call(*args: Any, **kwargs: Any) -> _T:
         try:
             return function(*args, **kwargs)
         except (duckdb.Error, OSError) as exc:
@@ -141,14 +151,14 @@ class _StreamedResult:
     """A result the relation layer streams to Arrow: rows are read after the statement returned, so an
     error a dataset raises surfaces in the reader (as ``OSError``); it is raised typed there."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, result) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, result: Any) -> None:
         self._con = con
         self._result = result
 
     def arrow_reader(self) -> pa.RecordBatchReader:
         reader = _typing_errors(self._con, self._result.arrow_reader)()
 
-        def batches():
+        def batches() -> Iterator[pa.RecordBatch]:
             next_batch = _typing_errors(self._con, reader.read_next_batch)
             while True:
                 try:
@@ -158,7 +168,7 @@ class _StreamedResult:
 
         return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._result, name)
 
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from lance_fw.api.dataset import LanceDataset
 from lance_fw.errors import LanceError
+from lance_fw.options import Columns, Filter
+from lance_fw.query.scanner import LanceScanner
 
 #: Fragments DuckDB scans decode at once (worker threads; see ``query.scanner.readahead``).
 READAHEAD = min(4, os.cpu_count() or 1)
@@ -22,7 +26,7 @@ class DuckDBDataset(pads.Dataset):
     its text; ``on_error`` hears it first, so the statement runner can raise the typed error instead.
     """
 
-    def __init__(self, ds, on_error: Callable[[LanceError], None] | None = None) -> None:
+    def __init__(self, ds: LanceDataset, on_error: Callable[[LanceError], None] | None = None) -> None:
         # pyarrow's Dataset has no Python-level constructor to call.
         self._lance = ds
         self._on_error = on_error or (lambda exc: None)
@@ -31,7 +35,9 @@ class DuckDBDataset(pads.Dataset):
     def schema(self) -> pa.Schema:
         return self._lance.schema
 
-    def scanner(self, columns=None, filter=None, batch_size=None):
+    def scanner(
+        self, columns: Columns | None = None, filter: Filter | None = None, batch_size: int | None = None
+    ) -> _ReportingScanner:
         """Fragments are decoded up to ``READAHEAD`` at a time in worker threads, lazily and with
         bounded buffers (DuckDB stops pulling at a LIMIT, so little is read ahead)."""
         try:
@@ -43,7 +49,7 @@ class DuckDBDataset(pads.Dataset):
             raise
         return _ReportingScanner(scanner, self._on_error)
 
-    def count_rows(self, filter=None) -> int:
+    def count_rows(self, filter: Filter | None = None) -> int:
         if filter is None:
             return self._lance.count_rows()
         return sum(batch.num_rows for batch in self.scanner(columns=[], filter=filter).to_reader())
@@ -52,7 +58,7 @@ class DuckDBDataset(pads.Dataset):
 class _ReportingScanner:
     """A lance_fw scanner whose reader reports a ``LanceError`` before DuckDB wraps it."""
 
-    def __init__(self, scanner, on_error: Callable[[LanceError], None]) -> None:
+    def __init__(self, scanner: LanceScanner, on_error: Callable[[LanceError], None]) -> None:
         self._scanner = scanner
         self._on_error = on_error
 
@@ -64,16 +70,18 @@ class _ReportingScanner:
         # the scanner's own batches, not its pyarrow reader, which would turn a LanceError into OSError
         inner = self._scanner.to_batches()
 
-        def batches():
+        def batches() -> Iterator[pa.RecordBatch]:
             try:
                 yield from inner
             except LanceError as exc:
                 self._on_error(exc)
                 raise
-            finally:
-                inner.close()
+            finally:  # a generator: closing it stops its fragment readahead now, not when collected
+                close = getattr(inner, "close", None)
+                if close is not None:
+                    close()
 
         return pa.RecordBatchReader.from_batches(self._scanner.projected_schema, batches())
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._scanner, name)
