@@ -157,7 +157,7 @@ def _run_record(con: Any, record: Record, env: dict[str, str], render: _Renderer
         return Outcome(record, False, "expected an error, the statement succeeded")
     if record.kind == "statement":
         return Outcome(record, True)
-    return _compare(record, render.rows(table))
+    return _compare(record, render.rows(table, record.types))
 
 
 def _check_error(record: Record, message: str) -> Outcome:
@@ -218,12 +218,21 @@ class _Renderer:
 
         self._con = duckdb.connect()
 
-    def rows(self, table: Any) -> list[list[str]]:
+    def rows(self, table: Any, types: str) -> list[list[str]]:
+        import pyarrow as pa
+
         if table.num_columns == 0:
             return []
         names = [f"c{i}" for i in range(table.num_columns)]
         self._con.register("__slt_result", table.rename_columns(names))
-        casts = ", ".join(f"CAST({n} AS VARCHAR)" for n in names)
+        # DuckDB's runner converts each cell to the column type the file declares: a boolean in an
+        # ``I`` column prints as 0 / 1.
+        casts = ", ".join(
+            f"CAST(CAST({n} AS INTEGER) AS VARCHAR)"
+            if i < len(types) and types[i] == "I" and pa.types.is_boolean(table.schema.field(i).type)
+            else f"CAST({n} AS VARCHAR)"
+            for i, n in enumerate(names)
+        )
         values = self._con.execute(f"SELECT {casts} FROM __slt_result").fetchall()
         self._con.unregister("__slt_result")
         return [[_cell(v) for v in row] for row in values]

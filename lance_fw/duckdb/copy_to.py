@@ -19,6 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 import lance_fw
+from lance_fw.duckdb.catalog import node_text
 from lance_fw.duckdb.s3_secrets import storage_options_for
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 
@@ -63,7 +64,7 @@ def parse(statement: object) -> CopyToLance | None:
         return None
     params = {_param_name(p): p.args.get("expression") for p in tree.args.get("params") or []}
     fmt = params.pop("format", None)
-    if fmt is None or _text(fmt).lower() != LANCE_FORMAT:
+    if fmt is None or node_text(fmt).lower() != LANCE_FORMAT:
         return None
     files = tree.args.get("files") or []
     if len(files) != 1 or not isinstance(files[0], exp.Literal) or not files[0].is_string:
@@ -75,15 +76,7 @@ def parse(statement: object) -> CopyToLance | None:
 
 
 def _param_name(param: exp.Expression) -> str:
-    return _text(param.this).lower()
-
-
-def _text(node: exp.Expression | None) -> str:
-    if node is None:
-        return ""
-    if isinstance(node, exp.Literal | exp.Var | exp.Identifier):
-        return str(node.this)
-    return node.sql(dialect="duckdb")
+    return node_text(param.this).lower()
 
 
 def _query_sql(source: exp.Expression) -> str:
@@ -99,28 +92,30 @@ def _apply_option(plan: CopyToLance, name: str, value: exp.Expression | None) ->
     if value is None:
         raise InvalidArgumentError(f"{where} needs a value")
     if name == "mode":
-        mode = _text(value).lower()
+        mode = node_text(value).lower()
         if mode not in MODES:
-            raise InvalidArgumentError(f"{where} must be one of {list(MODES)}, not {_text(value)!r}")
+            raise InvalidArgumentError(f"{where} must be one of {list(MODES)}, not {node_text(value)!r}")
         plan.mode = mode
     elif name == "data_storage_version":
-        version = _text(value)
+        version = node_text(value)
         if not version:
             raise InvalidArgumentError(f"{where} cannot be empty")
         plan.options[name] = version
     elif name in INT_OPTIONS:
         try:
-            number = int(_text(value))
+            number = int(node_text(value))
         except ValueError:
-            raise InvalidArgumentError(f"{where} must be a positive integer, not {_text(value)!r}") from None
+            raise InvalidArgumentError(
+                f"{where} must be a positive integer, not {node_text(value)!r}"
+            ) from None
         if number <= 0:
             raise InvalidArgumentError(f"{where} must be a positive integer, not {number}")
         plan.options[name] = number
     elif name == WRITE_EMPTY_FILE:
         if isinstance(value, exp.Boolean):
             plan.write_empty_file = bool(value.this)
-        elif _text(value).lower() in ("true", "false", "1", "0"):
-            plan.write_empty_file = _text(value).lower() in ("true", "1")
+        elif node_text(value).lower() in ("true", "false", "1", "0"):
+            plan.write_empty_file = node_text(value).lower() in ("true", "1")
         else:
             raise InvalidArgumentError(f"{where} must be true or false")
     else:

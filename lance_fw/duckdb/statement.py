@@ -21,13 +21,14 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable, Mapping
+from functools import partial
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import duckdb
 
 import lance_fw
-from lance_fw.duckdb import copy_to
+from lance_fw.duckdb import copy_to, dml
 from lance_fw.duckdb.dataset import DuckDBDataset
 from lance_fw.duckdb.names import decode, missing_name, replacement_path, same_dataset
 from lance_fw.duckdb.s3_secrets import storage_options_for
@@ -183,6 +184,20 @@ def statements(con: duckdb.DuckDBPyConnection, query) -> list:
     return parsed if len(parsed) > 1 else [query]
 
 
+def _query_table(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
+    """The rows of ``sql`` as an Arrow table, its datasets registered for it."""
+
+    def fetch() -> Any:
+        return con.sql(sql, params=values).to_arrow_table()
+
+    con.abort()  # a new statement ends the previous result, as ``execute`` would (``sql`` refuses to)
+    return run_statement(con, Call(fetch), binder(con, sql, values))
+
+
+def _run_sql(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
+    return run_statement(con, Call(con.execute, (sql, values)), binder(con, sql, values))
+
+
 #: What ``COPY … TO`` returns in DuckDB: one row, the number of rows written.
 COPY_RESULT = "SELECT ?::BIGINT AS Count"
 
@@ -193,6 +208,15 @@ def execute(con: duckdb.DuckDBPyConnection, query, parameters=None) -> duckdb.Du
     parts = statements(con, query)
     for i, statement in enumerate(parts):
         values = parameters if i == len(parts) - 1 else None
+        if dml.route(
+            con,
+            statement,
+            values,
+            partial(_query_table, con),
+            partial(_run_sql, con),
+            partial(storage_options_for, con),
+        ):
+            continue
         copy = copy_to.parse(statement)
         if copy is not None:
             rows = run_statement(con, Call(copy_to.run, (con, copy, values)), binder(con, copy.query, values))
