@@ -1,8 +1,12 @@
-"""Spark data path: ``format("lance")`` against Spark's native Parquet, in one local session.
+"""Spark data path: ``format("lance")`` and ``lance_fw.spark.read`` against Spark's native Parquet.
 
-Measures write, full read + aggregate, and a one-column aggregate (Python sources get no column
-pruning, so the ``columns`` option is measured too). Minimum of ``--repeats`` runs after a warm-up
-that starts the Python workers. Prints ratios lance/parquet; writes bench/results/spark-*.json.
+One local session, the same rows in both formats (an id, an int key, a double, a string and a
+128-d float vector, as issue 20 measures). Each query runs three ways: Parquet, the plain Lance
+data source (``spark.read.format("lance").load(p)`` then Spark's own ``select`` / ``filter``: Python
+sources get neither column pruning nor filter pushdown), and the pruned read
+(``lance_fw.spark.read(spark, p, columns=..., filter=...)``). Reads end in Spark's ``noop`` sink or a
+small aggregate, so no rows travel to the driver. Minimum of ``--repeats`` runs after a warm-up that
+starts the Python workers. Prints ratios lance/parquet; writes bench/results/spark-*.json.
 """
 
 from __future__ import annotations
@@ -14,13 +18,19 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-SQL = """SELECT id, CAST(id % 1000 AS INT) AS x, rand(1) AS f, concat('s', CAST(id % 9973 AS STRING)) AS s,
-                timestamp_seconds(1767225600 + id) AS ts FROM range({rows})"""
+#: The vector width issue 20 measures with.
+DIM = 128
+SQL = """SELECT id, CAST(id % 1000 AS INT) AS x, CAST(id % 7919 AS DOUBLE) / 7.0 AS f,
+                concat('s', CAST(id % 9973 AS STRING)) AS s,
+                transform(sequence(0, {dim} - 1), i -> CAST((id * 31 + i) % 1000 AS FLOAT) / 1000) AS vec
+         FROM range({rows})"""
 
 
-def timed(fn, repeats: int) -> float:
+def timed(fn: Callable[[], Any], repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -31,55 +41,89 @@ def timed(fn, repeats: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--rows", type=int, default=500_000, help="rows (issue 20 uses 2,000,000)")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--partitions", type=int, default=2, help="Spark partitions of the written data")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
 
     import lance_fw.spark
 
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "3g")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     lance_fw.spark.register(spark)
     root = Path(tempfile.mkdtemp(prefix="lance_fw_spark_bench_"))
-    df = spark.sql(SQL.format(rows=args.rows)).repartition(2).cache()
-    df.count()
-    results = {}
+    paths = {fmt: str(root / fmt) for fmt in ("parquet", "lance", "source")}
+    source = spark.sql(SQL.format(rows=args.rows, dim=DIM)).withMetadata(
+        "vec", {"arrow.fixed-size-list.size": DIM}
+    )
+    source.repartition(args.partitions).write.mode("overwrite").parquet(paths["source"])
+    data = spark.read.parquet(paths["source"]).withMetadata("vec", {"arrow.fixed-size-list.size": DIM})
+
+    def write(fmt: str) -> Callable[[], None]:
+        return lambda: data.write.format(fmt).mode("overwrite").save(paths[fmt])
+
+    def parquet() -> Any:
+        return spark.read.parquet(paths["parquet"])
+
+    def plain() -> Any:
+        return spark.read.format("lance").load(paths["lance"])
+
+    def pruned(columns: list[str] | None = None, filter: str | None = None) -> Any:
+        return lance_fw.spark.read(spark, paths["lance"], columns=columns, filter=filter)
+
+    def noop(df: Any) -> None:
+        df.write.format("noop").mode("overwrite").save()
+
+    # name -> (parquet run, plain lance run, pruned lance run)
+    cases: dict[str, tuple[Callable[[], Any], ...]] = {
+        "write": (write("parquet"), write("lance")),
+        "count()": (lambda: parquet().count(), lambda: plain().count(), lambda: pruned().count()),
+        "group-by x, sum(f)": (
+            lambda: parquet().groupBy("x").agg(F.sum("f")).collect(),
+            lambda: plain().groupBy("x").agg(F.sum("f")).collect(),
+            lambda: pruned(["x", "f"]).groupBy("x").agg(F.sum("f")).collect(),
+        ),
+        "sum(id)": (
+            lambda: parquet().agg(F.sum("id")).collect(),
+            lambda: plain().agg(F.sum("id")).collect(),
+            lambda: pruned(["id"]).agg(F.sum("id")).collect(),
+        ),
+        "id < 1000, all columns": (
+            lambda: noop(parquet().filter("id < 1000")),
+            lambda: noop(plain().filter("id < 1000")),
+            lambda: noop(pruned(filter="id < 1000")),
+        ),
+        "one column (s)": (
+            lambda: noop(parquet().select("s")),
+            lambda: noop(plain().select("s")),
+            lambda: noop(pruned(["s"])),
+        ),
+    }
+    results: dict[str, Any] = {"rows": args.rows, "dim": DIM, "repeats": args.repeats, "cases": {}}
     try:
-        def write(fmt):
-            def run():
-                target = root / fmt
-                shutil.rmtree(target, ignore_errors=True)
-                df.write.format(fmt).mode("overwrite").save(str(target))
-            return run
-
-        def query(fmt, aggregate, **options):
-            def run():
-                aggregate(spark.read.format(fmt).options(**options).load(str(root / fmt))).collect()
-            return run
-
-        def read_all(fmt, **options):
-            return query(fmt, lambda d: d.groupBy("x").agg({"f": "sum", "s": "max"}), **options)
-
-        def sum_x(fmt, **options):
-            return query(fmt, lambda d: d.groupBy().sum("x"), **options)
-
-        for fmt in ("parquet", "lance"):
-            write(fmt)()  # warm-up: starts workers, creates the target
-            read_all(fmt)()
-        cases = {
-            "write": (write("lance"), write("parquet")),
-            "read all + group-by": (read_all("lance"), read_all("parquet")),
-            "sum(x), full schema": (sum_x("lance"), sum_x("parquet")),
-            "sum(x), columns=x": (sum_x("lance", columns="x"), sum_x("parquet")),
-        }
-        print(f"[spark bench] {args.rows:,} rows, local[2], min of {args.repeats}")
-        for name, (lance_run, parquet_run) in cases.items():
-            ours, theirs = timed(lance_run, args.repeats), timed(parquet_run, args.repeats)
-            results[name] = {"lance_s": ours, "parquet_s": theirs, "ratio": ours / theirs}
-            print(f"{name:<24} lance {ours:7.2f} s  parquet {theirs:7.2f} s  | lance/parquet {ours / theirs:5.2f}x")
+        write("parquet")()  # warm-up: starts the Python workers, creates both targets
+        write("lance")()
+        noop(plain())
+        print(f"[spark bench] {args.rows:,} rows incl. {DIM}-d vectors, local[2], min of {args.repeats}")
+        for name, runs in cases.items():
+            base = timed(runs[0], args.repeats)
+            row: dict[str, float] = {"parquet_s": base}
+            line = f"{name:<24} parquet {base:7.2f} s"
+            for label, run in zip(("lance", "pruned"), runs[1:], strict=False):
+                took = timed(run, args.repeats)
+                row[f"{label}_s"], row[f"{label}_ratio"] = took, took / base
+                line += f" | {label} {took:7.2f} s {took / base:6.2f}x"
+            results["cases"][name] = row
+            print(line, flush=True)
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
