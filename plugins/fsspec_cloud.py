@@ -48,6 +48,8 @@ _STORE_TABLES = {
 #: milliseconds before the first byte, in which ~1 MiB more could have streamed (object_store, and
 #: the S3 plugin, coalesce at the same distance).
 CLOUD_COALESCE_GAP = 1024 * 1024
+#: Fragments read at once by a scan that does not say (as on S3).
+CLOUD_SCAN_READAHEAD = 4
 
 
 def env_names(keys: tuple[str, ...], prefix: str) -> tuple[str, ...]:
@@ -270,6 +272,10 @@ class CloudStorage(FsspecStorage):
     (``ObjectOutput``), and backend errors become ``StorageError``s naming the path."""
 
     atomic_put_if_absent = True
+    #: Fragments a scan reads at once by default: every fragment's first read waits a round trip,
+    #: which reading the next ones meanwhile hides (the backends run requests from any thread on
+    #: their own event loop).
+    default_readahead = CLOUD_SCAN_READAHEAD
     #: Exceptions the backend raises for a failed request besides ``OSError`` (set per store).
     backend_errors: tuple[type[BaseException], ...] = ()
 
