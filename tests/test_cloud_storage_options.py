@@ -639,35 +639,43 @@ def test_azurite_interop_with_pylance_and_atomic_create(azurite):
     check_put_if_absent(resolve_storage(uri, azurite), f"{uri}/race")
 
 
-def test_azurite_concurrent_appends_from_processes(azurite):
-    """Two processes append at once: every reported commit is present exactly once."""
+@pytest.mark.parametrize("engines", [("lance_fw", "lance_fw"), ("lance_fw", "lance")])
+def test_azurite_concurrent_appends_from_processes(azurite, engines):
+    """Two processes append at once (one of them pylance, in the second run): every reported commit
+    is present exactly once, and pylance reads every version."""
+    import lance
+
     uri = f"az://cont/{uuid.uuid4().hex}"
     lance_fw.write_dataset(table(0, 10), uri, storage_options=azurite)
     script = textwrap.dedent(
         """
-        import json, sys
+        import importlib, json, sys
         import pyarrow as pa
-        import lance_fw
-        uri, options, first = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+        uri, options, first, engine = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+        writer = importlib.import_module(engine)
         for i in range(first, first + 4):
             t = pa.table({"id": pa.array([i], pa.int64()), "name": pa.array([f"row-{i}"])})
-            lance_fw.write_dataset(t, uri, mode="append", storage_options=options)
+            writer.write_dataset(t, uri, mode="append", storage_options=options)
             print(i, flush=True)
         """
     )
     procs = [
-        subprocess.Popen([sys.executable, "-c", script, uri, json.dumps(azurite), str(first)],
+        subprocess.Popen([sys.executable, "-c", script, uri, json.dumps(azurite), str(first), engine],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
-        for first in (1000, 2000)
+        for first, engine in zip((1000, 2000), engines)
     ]  # fmt: skip
     reported = []
     for proc in procs:
         out, err = proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
         assert proc.returncode == 0, err
         reported += [int(line) for line in out.split()]
-    ids = lance_fw.dataset(uri, storage_options=azurite).to_table().column("id").to_pylist()
+    ours = lance_fw.dataset(uri, storage_options=azurite)
+    ids = ours.to_table().column("id").to_pylist()
     assert sorted(i for i in ids if i >= 1000) == sorted(reported) == [*range(1000, 1004), *range(2000, 2004)]
-    assert lance_fw.dataset(uri, storage_options=azurite).version == 9
+    assert ours.version == 9
+    for version in range(1, 10):
+        theirs = lance.dataset(uri, version=version, storage_options=azurite)
+        assert theirs.count_rows() == 10 + version - 1
 
 
 def check_range_reads(storage, path: str) -> None:
