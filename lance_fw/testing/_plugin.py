@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -18,7 +19,7 @@ class PluginUnderTest:
 
     @pytest.fixture(scope="class", autouse=True)
     @classmethod
-    def registered_plugin(cls):
+    def registered_plugin(cls) -> Iterator[Any]:
         from lance_fw.plugin_manager import get_plugin_manager, register, unregister
 
         plugin = cls.plugin

@@ -23,8 +23,11 @@ version identically.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.queues
+import multiprocessing.synchronize
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -40,7 +43,11 @@ SCHEMA = pa.schema([pa.field("writer", pa.int64()), pa.field("append", pa.int64(
 
 
 def append_rows(
-    uri: str, options: Mapping[str, Any], writer: int, appends: int, barrier
+    uri: str,
+    options: Mapping[str, Any],
+    writer: int,
+    appends: int,
+    barrier: threading.Barrier | multiprocessing.synchronize.Barrier | None,
 ) -> list[tuple[int, int]]:
     """Append ``appends`` one-row batches as ``writer``; returns (append, version it committed)."""
     import lance_fw
@@ -56,7 +63,12 @@ def append_rows(
 
 
 def appender_process(
-    uri: str, options: Mapping[str, Any], writer: int, appends: int, barrier, results
+    uri: str,
+    options: Mapping[str, Any],
+    writer: int,
+    appends: int,
+    barrier: threading.Barrier | multiprocessing.synchronize.Barrier | None,
+    results: multiprocessing.queues.Queue,
 ) -> None:
     """One writer process: report ``(writer, [(append, version), ...], error or None)``. Module
     level so that ``spawn`` can import it (the plugin must be installed there: an entry point)."""
@@ -85,7 +97,7 @@ class CommitHandlerConformance(PluginUnderTest):
     data_storage_version: ClassVar[str] = "2.0"
 
     @pytest.fixture
-    def dataset_uri(self, tmp_path) -> str:
+    def dataset_uri(self, tmp_path: Path) -> str:
         """A fresh URI where no dataset exists yet (default: a local temp directory)."""
         return str(tmp_path / "ds")
 
@@ -104,7 +116,7 @@ class CommitHandlerConformance(PluginUnderTest):
 
     # -- the tests ------------------------------------------------------------------------------
 
-    def test_appends_from_processes(self, dataset_uri, options) -> None:
+    def test_appends_from_processes(self, dataset_uri: str, options: Mapping[str, Any]) -> None:
         if not self.multiprocess:
             pytest.skip("the dataset is process-local (multiprocess = False): only the threads variant runs")
         self._create(dataset_uri, options)
@@ -127,7 +139,7 @@ class CommitHandlerConformance(PluginUnderTest):
         assert not errors, f"writers failed: {errors}"
         self._check(dataset_uri, options, {w: committed for w, committed, _ in reports}, self.appends)
 
-    def test_appends_from_threads(self, dataset_uri, options) -> None:
+    def test_appends_from_threads(self, dataset_uri: str, options: Mapping[str, Any]) -> None:
         self._create(dataset_uri, options)
         barrier, reports, errors = threading.Barrier(self.threads), {}, {}
 
@@ -197,7 +209,7 @@ class CommitHandlerConformance(PluginUnderTest):
         target = self.pylance_target(uri, options)
         if target is None:
             return
-        path, options = target
-        ds = lance.dataset(path, storage_options=options)
+        path, pylance_options = target
+        ds = lance.dataset(path, storage_options=pylance_options)
         assert ds.version == 1 + expected.num_rows
         assert_identical(expected, ds.to_table(), "pylance reading the final version")

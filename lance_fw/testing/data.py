@@ -158,7 +158,7 @@ def _storage_type(t: pa.DataType) -> pa.DataType:
     return pa.int32() if t.bit_width == 32 else pa.int64()
 
 
-def _values(t: pa.DataType, n: int, rng: np.random.Generator):
+def _values(t: pa.DataType, n: int, rng: np.random.Generator) -> np.ndarray | list:
     if pa.types.is_integer(t):
         info = np.iinfo(t.to_pandas_dtype())
         return rng.integers(info.min, info.max, size=n, endpoint=True, dtype=info.dtype)
@@ -186,7 +186,7 @@ def _values(t: pa.DataType, n: int, rng: np.random.Generator):
 
 
 def _temporal_values(t: pa.DataType, n: int, rng: np.random.Generator) -> np.ndarray:
-    unit = getattr(t, "unit", None)
+    unit: str = getattr(t, "unit", "")  # every temporal type but date32/64 has one
     key = (str(t).split("[")[0], unit if pa.types.is_time(t) else None)
     if key in _TEMPORAL_RANGE:
         low, high = _TEMPORAL_RANGE[key]

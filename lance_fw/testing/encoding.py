@@ -82,7 +82,7 @@ class EncodingConformance(PluginUnderTest):
 
     # -- parametrisation and fixtures ---------------------------------------------------------
 
-    def pytest_generate_tests(self, metafunc) -> None:
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         """One dataset per (file version, Arrow type), shared by the tests of the class."""
         if "file_version" in metafunc.fixturenames:
             metafunc.parametrize("file_version", list(self.file_versions), scope="class")
@@ -93,7 +93,13 @@ class EncodingConformance(PluginUnderTest):
 
     @pytest.fixture(scope="class")
     @classmethod
-    def written(cls, registered_plugin, tmp_path_factory, file_version: str, arrow_type: pa.DataType):
+    def written(
+        cls,
+        registered_plugin: Any,
+        tmp_path_factory: pytest.TempPathFactory,
+        file_version: str,
+        arrow_type: pa.DataType,
+    ) -> tuple[str, pa.Table]:
         """(dataset URI, the table written): a create in small pages, then an append."""
         import lance_fw
 
@@ -129,7 +135,7 @@ class EncodingConformance(PluginUnderTest):
 
     # -- the tests ----------------------------------------------------------------------------
 
-    def test_full_scan(self, written) -> None:
+    def test_full_scan(self, written: tuple[str, pa.Table]) -> None:
         import lance_fw
 
         uri, table = written
@@ -143,7 +149,7 @@ class EncodingConformance(PluginUnderTest):
                 f"the dataset schema lost the field metadata {key!r}"
             )
 
-    def test_slices_across_pages_and_fragments(self, written) -> None:
+    def test_slices_across_pages_and_fragments(self, written: tuple[str, pa.Table]) -> None:
         import lance_fw
 
         uri, table = written
@@ -156,7 +162,7 @@ class EncodingConformance(PluginUnderTest):
                 f"scan offset={offset} limit={limit}",
             )
 
-    def test_take(self, written) -> None:
+    def test_take(self, written: tuple[str, pa.Table]) -> None:
         import lance_fw
 
         uri, table = written
@@ -178,7 +184,7 @@ class EncodingConformance(PluginUnderTest):
             "take of column v alone",
         )
 
-    def test_filtered_scans(self, written) -> None:
+    def test_filtered_scans(self, written: tuple[str, pa.Table]) -> None:
         import lance_fw
 
         uri, table = written
@@ -199,7 +205,7 @@ class EncodingConformance(PluginUnderTest):
         for sql, mask in cases.items():
             assert_identical(table.filter(mask), ds.to_table(filter=sql), f"scan with filter {sql!r}")
 
-    def test_duckdb_lance_scan(self, written) -> None:
+    def test_duckdb_lance_scan(self, written: tuple[str, pa.Table]) -> None:
         import lance_fw.duckdb
 
         uri, table = written
@@ -221,7 +227,7 @@ class EncodingConformance(PluginUnderTest):
             "DuckDB lance_scan with WHERE v IS NULL"
         )
 
-    def test_pylance_reads_it(self, written) -> None:
+    def test_pylance_reads_it(self, written: tuple[str, pa.Table]) -> None:
         if not self.pylance_readable:
             pytest.skip("the encoding is not meant to be pylance-readable (pylance_readable = False)")
         lance = pytest.importorskip("lance", reason="pylance is not installed: no second reader")
@@ -231,7 +237,7 @@ class EncodingConformance(PluginUnderTest):
         indices = np.random.default_rng(self.seed).integers(0, table.num_rows, self.take_count)
         assert_identical(table.take(pa.array(indices)), ds.take(indices), "pylance take")
 
-    def test_pages_use_the_encoding(self, written) -> None:
+    def test_pages_use_the_encoding(self, written: tuple[str, pa.Table]) -> None:
         if self.type_urls is None:
             pytest.skip("type_urls is not set: which pages the plugin writes is not checked")
         uri, _ = written

@@ -21,14 +21,20 @@ options the storage was opened with, and -- for a backend that declares ``atomic
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.queues
+import multiprocessing.synchronize
 import threading
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 
 from lance_fw.errors import CommitConflictError, CorruptFileError, DatasetNotFoundError
 from lance_fw.testing._plugin import PluginUnderTest
+
+if TYPE_CHECKING:
+    from lance_fw.io.storage import Storage
 
 #: Size of the file the range-read tests write: several coalescing gaps (64 KiB) long.
 RANGE_FILE_BYTES = 300_000
@@ -43,7 +49,14 @@ def _payload(n: int, salt: int = 0) -> bytes:
     return bytes((i * 31 + salt + (i >> 8)) & 0xFF for i in range(n))
 
 
-def race_put_if_absent(uri: str, options: Mapping[str, Any], path: str, racer: int, barrier, results) -> None:
+def race_put_if_absent(
+    uri: str,
+    options: Mapping[str, Any],
+    path: str,
+    racer: int,
+    barrier: multiprocessing.synchronize.Barrier,
+    results: multiprocessing.queues.Queue,
+) -> None:
     """One racing process: open the storage, wait at ``barrier``, try ``put_if_absent``; report
     ``(racer, "won" | "conflict" | repr(other error))`` on ``results``. Module level so that
     ``spawn`` can import it in the child (the plugin must be installed there: an entry point)."""
@@ -71,7 +84,7 @@ class StorageConformance(PluginUnderTest):
     multiprocess: ClassVar[bool] = True
 
     @pytest.fixture
-    def root(self, tmp_path) -> str:
+    def root(self, tmp_path: Path) -> str:
         """A fresh, empty URI prefix for one test (default: a local temp directory)."""
         return str(tmp_path / "storage")
 
@@ -81,14 +94,14 @@ class StorageConformance(PluginUnderTest):
         return dict(self.storage_options)
 
     @pytest.fixture
-    def storage(self, root, options):
+    def storage(self, root: str, options: Mapping[str, Any]) -> Storage:
         from lance_fw.io.storage import resolve_storage
 
         return resolve_storage(root, dict(options))
 
     # -- whole files ----------------------------------------------------------------------------
 
-    def test_write_then_read(self, storage, root) -> None:
+    def test_write_then_read(self, storage: Storage, root: str) -> None:
         path = f"{root}/dir/file.bin"
         storage.write_bytes(path, b"hello lance")
         assert storage.exists(path)
@@ -98,18 +111,18 @@ class StorageConformance(PluginUnderTest):
         storage.write_bytes(path, b"replaced")  # a second write replaces the file whole
         assert storage.read_bytes(path) == b"replaced"
 
-    def test_empty_file(self, storage, root) -> None:
+    def test_empty_file(self, storage: Storage, root: str) -> None:
         path = f"{root}/empty"
         storage.write_bytes(path, b"")
         assert storage.exists(path)
         assert storage.read_bytes(path) == b""
 
-    def test_options_are_kept(self, storage, options) -> None:
+    def test_options_are_kept(self, storage: Storage, options: Mapping[str, Any]) -> None:
         assert dict(storage.options) == dict(options), (
             "Storage.options must be the storage_options it was opened with (commit handlers receive them)"
         )
 
-    def test_missing_file(self, storage, root) -> None:
+    def test_missing_file(self, storage: Storage, root: str) -> None:
         path = f"{root}/missing"
         assert not storage.exists(path)
         with pytest.raises(DatasetNotFoundError):
@@ -119,7 +132,7 @@ class StorageConformance(PluginUnderTest):
 
     # -- atomic outputs -------------------------------------------------------------------------
 
-    def test_output_appears_only_when_closed(self, storage, root) -> None:
+    def test_output_appears_only_when_closed(self, storage: Storage, root: str) -> None:
         path = f"{root}/out/manifest"
         data = _payload(100_000)
         out = storage.open_output(path)
@@ -137,7 +150,7 @@ class StorageConformance(PluginUnderTest):
             assert reader.size() == len(data)
         assert storage.read_bytes(path) == data
 
-    def test_replacing_output_keeps_the_old_file_until_closed(self, storage, root) -> None:
+    def test_replacing_output_keeps_the_old_file_until_closed(self, storage: Storage, root: str) -> None:
         path = f"{root}/replace"
         storage.write_bytes(path, b"old contents")
         out = storage.open_output(path)
@@ -148,7 +161,7 @@ class StorageConformance(PluginUnderTest):
             out.close()
         assert storage.read_bytes(path) == b"new contents, longer than the old"
 
-    def test_reader_keeps_its_snapshot(self, storage, root) -> None:
+    def test_reader_keeps_its_snapshot(self, storage: Storage, root: str) -> None:
         """A reader opened before the file is replaced reads the old bytes or fails with a typed
         error; never half old, half new (``open_reader``: the size is fixed when it opens)."""
         from lance_fw.errors import LanceError
@@ -165,7 +178,7 @@ class StorageConformance(PluginUnderTest):
                 return
             assert first + rest == old, "a reader opened before a replacement read part of the new file"
 
-    def test_aborted_output_publishes_nothing(self, storage, root):
+    def test_aborted_output_publishes_nothing(self, storage: Storage, root: str) -> None:
         path = f"{root}/aborted"
         out = storage.open_output(path)
         if not hasattr(out, "abort"):
@@ -181,14 +194,14 @@ class StorageConformance(PluginUnderTest):
 
     # -- listing and deleting -------------------------------------------------------------------
 
-    def test_list_dir(self, storage, root) -> None:
+    def test_list_dir(self, storage: Storage, root: str) -> None:
         for name in ("a.bin", "b.bin", "sub/c.bin"):
             storage.write_bytes(f"{root}/d/{name}", name.encode())
         assert sorted(storage.list_dir(f"{root}/d")) == ["a.bin", "b.bin", "sub"]
         assert storage.list_dir(f"{root}/d/sub") == ["c.bin"]
         assert storage.list_dir(f"{root}/nowhere") == []
 
-    def test_delete(self, storage, root) -> None:
+    def test_delete(self, storage: Storage, root: str) -> None:
         path = f"{root}/gone"
         storage.write_bytes(path, b"x")
         storage.delete(path)
@@ -196,7 +209,7 @@ class StorageConformance(PluginUnderTest):
         storage.delete(path)  # deleting a missing file is fine (deletes are retried)
         storage.delete(f"{root}/never/existed")
 
-    def test_mtime(self, storage, root) -> None:
+    def test_mtime(self, storage: Storage, root: str) -> None:
         path = f"{root}/timed"
         storage.write_bytes(path, b"x")
         mtime = storage.mtime(path)
@@ -206,7 +219,7 @@ class StorageConformance(PluginUnderTest):
 
     # -- range reads ----------------------------------------------------------------------------
 
-    def test_range_reads(self, storage, root) -> None:
+    def test_range_reads(self, storage: Storage, root: str) -> None:
         path = f"{root}/ranges"
         data = _payload(RANGE_FILE_BYTES)
         storage.write_bytes(path, data)
@@ -219,7 +232,7 @@ class StorageConformance(PluginUnderTest):
             assert [bytes(b) for b in got] == [data[o : o + n] for o, n in ranges]
             assert bytes(reader.read_exact(10, 20, "a block")) == data[10:30]
 
-    def test_read_past_the_end_is_corrupt_file_error(self, storage, root) -> None:
+    def test_read_past_the_end_is_corrupt_file_error(self, storage: Storage, root: str) -> None:
         path = f"{root}/short"
         storage.write_bytes(path, b"0123456789")
         with storage.open_reader(path) as reader:
@@ -227,7 +240,7 @@ class StorageConformance(PluginUnderTest):
                 with pytest.raises(CorruptFileError):
                     reader.read_exact(offset, length, "the footer")
 
-    def test_concurrent_range_reads(self, storage, root) -> None:
+    def test_concurrent_range_reads(self, storage: Storage, root: str) -> None:
         path = f"{root}/shared"
         data = _payload(RANGE_FILE_BYTES, salt=7)
         storage.write_bytes(path, data)
@@ -251,11 +264,11 @@ class StorageConformance(PluginUnderTest):
 
     # -- put if absent --------------------------------------------------------------------------
 
-    def _needs_put_if_absent(self, storage) -> None:
+    def _needs_put_if_absent(self, storage: Storage) -> None:
         if not storage.atomic_put_if_absent:
             pytest.skip(f"{type(storage).__name__} does not declare atomic_put_if_absent")
 
-    def test_put_if_absent(self, storage, root) -> None:
+    def test_put_if_absent(self, storage: Storage, root: str) -> None:
         self._needs_put_if_absent(storage)
         path = f"{root}/_versions/1.manifest"
         storage.put_if_absent(path, b"first")
@@ -263,7 +276,7 @@ class StorageConformance(PluginUnderTest):
             storage.put_if_absent(path, b"second")
         assert storage.read_bytes(path) == b"first"
 
-    def test_put_if_absent_race_between_threads(self, storage, root) -> None:
+    def test_put_if_absent_race_between_threads(self, storage: Storage, root: str) -> None:
         self._needs_put_if_absent(storage)
         path = f"{root}/_versions/2.manifest"
         barrier, outcomes, lock = threading.Barrier(RACERS), {}, threading.Lock()
@@ -287,7 +300,9 @@ class StorageConformance(PluginUnderTest):
             t.join(RACE_TIMEOUT_S)
         self._one_winner(storage, path, outcomes)
 
-    def test_put_if_absent_race_between_processes(self, storage, root, options) -> None:
+    def test_put_if_absent_race_between_processes(
+        self, storage: Storage, root: str, options: Mapping[str, Any]
+    ) -> None:
         self._needs_put_if_absent(storage)
         if not self.multiprocess:
             pytest.skip("multiprocess = False: the process race does not run for this class")
@@ -308,7 +323,7 @@ class StorageConformance(PluginUnderTest):
         self._one_winner(storage, path, outcomes)
 
     @staticmethod
-    def _one_winner(storage, path: str, outcomes: dict[int, str]) -> None:
+    def _one_winner(storage: Storage, path: str, outcomes: dict[int, str]) -> None:
         assert len(outcomes) == RACERS, outcomes
         winners = [r for r, outcome in outcomes.items() if outcome == "won"]
         others = {r: o for r, o in outcomes.items() if o not in ("won", "conflict")}
