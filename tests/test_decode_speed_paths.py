@@ -23,6 +23,7 @@ from lance_fw.errors import CorruptFileError
 from lance_fw.file.container import read_tail
 from lance_fw.io.storage import resolve_storage
 from lance_fw_plugins.encodings_v2_1 import chunked, fastlanes, layouts
+from lance_fw_plugins.encodings_v2_1 import compressive as cz
 
 from tests.conftest import assert_tables_equal
 
@@ -107,9 +108,15 @@ def _table(rng: np.random.Generator, rows_blocks: int) -> pa.Table:
         [pa.array(np.arange(n, dtype=np.int32)), pa.array(rng.random(n))], ["a", "b"]
     )
     cols["nullable_no_nulls"] = pa.array(np.arange(n, dtype=np.int64), pa.int64())
-    schema = pa.schema(
-        [pa.field(k, v.type, nullable=(k == "nullable_no_nulls")) for k, v in cols.items()]
-    )
+    cols["with_nulls"] = pa.array(rng.integers(0, 1000, n), mask=rng.random(n) < 0.1)
+    cols["s_nulls"] = pa.array([f"v{int(x)}" for x in rng.integers(0, 90, n)], mask=rng.random(n) < 0.2)
+    lengths = rng.integers(0, 4, n)
+    items = pa.array(rng.integers(0, 1 << 40, int(lengths.sum())))
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    cols["lists"] = pa.ListArray.from_arrays(pa.array(offsets), items, mask=pa.array(rng.random(n) < 0.05))
+    nullable = ("nullable_no_nulls", "with_nulls", "s_nulls", "lists")
+    schema = pa.schema([pa.field(k, v.type, nullable=k in nullable) for k, v in cols.items()])
     return pa.table(cols, schema=schema)
 
 
@@ -141,7 +148,7 @@ def test_scan_take_filter_match_pylance(varying, ver, writer):
     for rows in (np.sort(rng.choice(table.num_rows, 50, replace=False)), np.arange(1020, 1030),
                  np.array([0, table.num_rows - 1]), np.sort(rng.choice(table.num_rows, 30_000, replace=False))):
         assert_tables_equal(expected.take(rows.tolist()), got.take(rows.tolist()))
-    for text in ("i64 < 1000", "u8 = 3", "seq = 3003", "i32 > 5 and i16 < 0"):
+    for text in ("i64 < 1000", "u8 = 3", "seq = 3003", "i32 > 5 and i16 < 0", "with_nulls < 10"):
         assert_tables_equal(expected.to_table(filter=text), got.to_table(filter=text))
 
 
@@ -193,6 +200,61 @@ def test_chunk_ranges_equal_piecewise_decode(varying, ver, writer):
         sparse = chunked.decode_chunk_ranges(enc, data, places, counts, "test", needed)
         _assert_same(whole, sparse, needed)
     assert seen & {"inline_bitpacking", "general", "variable", "fsst"}
+
+
+@pytest.mark.parametrize("ver", VERSIONS)
+@pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
+def test_level_chunks_equal_per_chunk_decode(varying, ver, writer):
+    """The rep/def levels of every mini-block page, decoded for all chunks at once, equal the
+    chunk-by-chunk decode."""
+    _, paths = varying
+    pages = 0
+    for mb, bufs in _mini_block_pages(paths[(writer, ver)]):
+        data, _, _ = _chunk_places(mb, bufs)
+        starts, sizes, _ = layouts.chunk_table(mb, np.frombuffer(bufs[0], np.uint8), len(data), "test")
+        chunks = layouts._parse_chunks(
+            data, starts, sizes, mb.HasField("rep_compression"), mb.HasField("def_compression"),
+            mb.num_buffers, mb.has_large_chunk, "test",
+        )
+        for field, place in (("rep_compression", chunks.rep), ("def_compression", chunks.defs)):
+            if not mb.HasField(field):
+                continue
+            pages += 1
+            enc = getattr(mb, field)
+            a, b = place
+            one_by_one = [cz.decode_levels(enc, data[x : x + y], int(n), "miniblock")
+                          for x, y, n in zip(a.tolist(), b.tolist(), chunks.num_levels.tolist())]
+            expected = np.concatenate(one_by_one) if one_by_one else np.zeros(0, np.uint16)
+            got = chunked.decode_level_chunks(enc, data, a, b, chunks.num_levels, "test")
+            assert got.dtype == np.uint16 and np.array_equal(got, expected)
+    assert pages
+
+
+def test_level_chunks_with_raw_tails():
+    """Out-of-line bitpacked level chunks whose last partial block is stored raw (pylance's rule
+    for a short tail) mixed with fully packed ones, and a zero-width chunk, decode as one by one."""
+    rng = np.random.default_rng(3)
+    enc = pb.CompressiveEncoding(
+        out_of_line_bitpacking=pb.OutOfLineBitpacking(
+            uncompressed_bits_per_value=16, values=pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=3))
+        )
+    )
+    counts = [1024, 2048, 30, 1024, 700, 5, 192, 1024 + 192]  # 192 = 64 * width: raw, packed size
+    pieces, starts, pos = [], [], 0
+    expected = []
+    for i, n in enumerate(counts):
+        levels = rng.integers(0, 8, n).astype(np.uint16)
+        expected.append(levels)
+        raw = fastlanes.pack_out_of_line(levels, 3, 16).tobytes()
+        starts.append(pos)
+        pieces.append(raw + b"\0" * (-len(raw) % 8))
+        pos += len(pieces[-1])
+    data = np.frombuffer(b"".join(pieces), np.uint8)
+    sizes = np.array([len(fastlanes.pack_out_of_line(np.zeros(n, np.uint16), 3, 16).tobytes()) for n in counts])
+    got = chunked.decode_level_chunks(enc, data, np.array(starts), sizes, np.array(counts), "test")
+    assert np.array_equal(got, np.concatenate(expected))
+    with pytest.raises(CorruptFileError):  # a chunk claiming more levels than its bytes hold
+        chunked.decode_level_chunks(enc, data, np.array(starts), sizes, np.array(counts) * 40, "test")
 
 
 def _assert_same(a, b, at=None):

@@ -23,6 +23,7 @@ from .compressive import (
     _name,
     _u8,
     concat,
+    decode_levels,
     decode_values,
     decompress_buffer,
 )
@@ -276,3 +277,77 @@ def _variable_needed(
     out_offs = np.zeros(total + 1, np.int64)
     np.cumsum(lengths, out=out_offs[1:])
     return DecodedValues("variable", total, gather_ranges(big, base[chunk] + lo, hi - lo), offsets=out_offs)
+
+
+def decode_level_chunks(
+    enc: pb.CompressiveEncoding,
+    data: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    num_levels: np.ndarray,
+    where: str,
+) -> np.ndarray:
+    """The rep or def levels of many mini-block chunks (chunk ``c``'s level buffer is
+    ``data[starts[c] : starts[c] + sizes[c]]``, ``num_levels[c]`` levels), concatenated as u16.
+
+    Out-of-line bitpacking (what pylance and lance_fw write for levels: one width for all blocks
+    of a chunk) is unpacked for all fully packed chunks of one width at once; other encodings, and
+    chunks whose last partial block is stored raw, are decoded chunk by chunk."""
+    if not len(starts):
+        return np.zeros(0, np.uint16)
+    starts, sizes, counts = (np.asarray(x, np.int64) for x in (starts, sizes, num_levels))
+    done = np.zeros(len(starts), bool)
+    out = np.zeros(int(counts.sum()), np.uint16)
+    first = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=first[1:])
+    if _name(enc) == "out_of_line_bitpacking":
+        done = _packed_level_chunks(enc.out_of_line_bitpacking, data, starts, sizes, counts, first, out)
+    for c in np.flatnonzero(~done).tolist():
+        a, b = int(starts[c]), int(sizes[c])
+        out[first[c] : first[c + 1]] = decode_levels(
+            enc, data[a : a + b], int(counts[c]), "miniblock", f"{where}, chunk {c}"
+        )
+    return out
+
+
+def _packed_level_chunks(
+    ob,
+    data: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    counts: np.ndarray,
+    first: np.ndarray,
+    out: np.ndarray,
+) -> np.ndarray:
+    """Unpack into ``out`` the chunks whose out-of-line level buffer is exactly whole packed
+    16-bit FastLanes blocks of the encoding's width; returns which chunks it did."""
+    t = int(ob.uncompressed_bits_per_value)
+    w = int(ob.values.flat.bits_per_value) if _name(ob.values) == "flat" else -1
+    if t != 16 or not 0 <= w <= t:
+        return np.zeros(len(starts), bool)
+    isz, block_words = t // 8, w * (fastlanes.BLOCK // t)
+    nblocks = -(-counts // fastlanes.BLOCK)
+    rest = counts % fastlanes.BLOCK
+    raw_tail = (rest > 0) & (sizes == ((counts - rest) // fastlanes.BLOCK * block_words + rest) * isz)
+    # a raw tail of the packed length is read as raw (fastlanes.unpack's rule, pylance's tie)
+    packed = (sizes == nblocks * block_words * isz) & ~raw_tail & (counts > 0) & (starts % isz == 0)
+    if data.ctypes.data % isz:
+        return np.zeros(len(starts), bool)
+    chosen = np.flatnonzero(packed)
+    if not len(chosen) or w == 0:  # zero width: every level 0, as ``out`` already holds
+        return packed
+    words = data[: data.size - data.size % isz].view(fastlanes.utype(t))
+    block_of_chunk = nblocks[chosen]
+    block_starts = range_positions(np.zeros(len(chosen), np.int64), block_of_chunk) * block_words
+    block_starts += np.repeat(starts[chosen] // isz, block_of_chunk)
+    grid = np.empty((len(block_starts), fastlanes.BLOCK), fastlanes.utype(t))
+    fastlanes.unpack_inline_blocks(words, block_starts, np.full(len(block_starts), w), t, grid)
+    # chunk c's levels are the first counts[c] values of its blocks
+    n = counts[chosen]
+    if len(chosen) == len(starts) and not (n[:-1] % fastlanes.BLOCK).any():  # all, back to back
+        out[:] = grid.reshape(-1)[: len(out)]
+        return packed
+    grid_first = np.zeros(len(chosen), np.int64)
+    np.cumsum(block_of_chunk[:-1] * fastlanes.BLOCK, out=grid_first[1:])
+    out[range_positions(first[chosen], n)] = grid.reshape(-1)[range_positions(grid_first, n)]
+    return packed

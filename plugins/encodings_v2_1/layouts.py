@@ -150,16 +150,7 @@ def _chunk_levels(
         if (sizes != 2 * num_levels).any():
             raise CorruptFileError(where, "flat16 level buffers do not match the chunks' level counts")
         return gather_ranges(data, starts, sizes).view("<u2")
-    return (
-        np.concatenate(
-            [
-                compressive.decode_levels(enc, data[a : a + b], int(n), "miniblock", f"{where}, chunk {i}")
-                for i, (a, b, n) in enumerate(zip(starts.tolist(), sizes.tolist(), num_levels.tolist()))
-            ]
-        )
-        if len(starts)
-        else np.zeros(0, np.uint16)
-    )
+    return chunked.decode_level_chunks(enc, data, starts, sizes, num_levels, where)
 
 
 def _plain_fixed(enc) -> tuple[int, int | None] | None:
