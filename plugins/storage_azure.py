@@ -58,8 +58,8 @@ class AzureStorage(CloudStorage):
     def __init__(self, uri: str, options: Mapping[str, Any]):
         scheme = uri.split("://", 1)[0].lower()
         container, account = container_and_account(uri)
+        adlfs = import_backend("adlfs", scheme, EXTRA)  # first: translating options imports its dependencies
         kwargs = adlfs_kwargs(options, container, account)
-        adlfs = import_backend("adlfs", scheme, EXTRA)
         from azure.core.exceptions import AzureError
 
         try:

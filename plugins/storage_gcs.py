@@ -43,8 +43,8 @@ class GcsStorage(CloudStorage):
 
     def __init__(self, uri: str, options: Mapping[str, Any]):
         scheme = uri.split("://", 1)[0].lower()
+        import_backend("gcsfs", scheme, EXTRA)  # first: translating options imports its dependencies
         kwargs = gcsfs_kwargs(options, bucket_of(uri))
-        import_backend("gcsfs", scheme, EXTRA)
         # The JSON-API filesystem itself: recent gcsfs exports an "extended" class that first asks
         # a gRPC control API for the bucket's layout (a minute of retries where that API is not
         # reachable, e.g. an emulator); object reads, writes and preconditions need none of it.
