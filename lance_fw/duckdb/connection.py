@@ -17,14 +17,19 @@ import duckdb
 import pyarrow as pa
 
 from lance_fw.duckdb.s3_secrets import UNREDACTED_SETTING
-from lance_fw.duckdb.statement import Call, binder, execute, run_statement, statements, typed
+from lance_fw.duckdb.statement import (
+    Call,
+    Parameters,
+    Query,
+    binder,
+    execute,
+    run_statement,
+    statements,
+    typed,
+)
 from lance_fw.errors import UnsupportedFeatureError
 
 _T = TypeVar("_T")
-#: A statement: SQL text, or one DuckDB parsed (``extract_statements``)
-Query = str | duckdb.Statement
-#: DuckDB's statement parameters: positional (a sequence) or named (a mapping), or none
-Parameters = Sequence[Any] | dict[str, Any] | None
 
 _relation: types.ModuleType | None
 try:  # DuckDB >= 2.0 builds relations in Python, over the connection object they are given

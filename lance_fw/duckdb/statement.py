@@ -20,19 +20,25 @@ from __future__ import annotations
 
 import sys
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from types import MappingProxyType
-from typing import Any, NamedTuple
+from types import FrameType, MappingProxyType
+from typing import Any, NamedTuple, NoReturn
 
 import duckdb
 
 import lance_fw
+from lance_fw.api.dataset import LanceDataset
 from lance_fw.duckdb import copy_to, dml
 from lance_fw.duckdb.dataset import DuckDBDataset
 from lance_fw.duckdb.names import decode, missing_name, replacement_path, same_dataset
 from lance_fw.duckdb.s3_secrets import storage_options_for
 from lance_fw.errors import LanceError, UnsupportedFeatureError
+
+#: A statement: SQL text, or one DuckDB parsed (``extract_statements``)
+Query = str | duckdb.Statement
+#: DuckDB's statement parameters: positional (a sequence) or named (a mapping), or none
+Parameters = Sequence[Any] | dict[str, Any] | None
 
 #: More distinct ``lance_scan`` calls than this in one statement is refused (each costs one more bind).
 MAX_DATASETS_PER_STATEMENT = 256
@@ -66,7 +72,7 @@ def _in_caller_scope(call: Call) -> Any:
     outside its own package; through this module that would be one of ours, where the user's variables
     are not. So the call runs from a frame whose namespace is the user's frame's globals and locals.
     """
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and _skipped(frame.f_globals.get("__name__", "")):
         frame = frame.f_back
     namespace = {} if frame is None else {**frame.f_globals, **frame.f_locals}
@@ -81,7 +87,7 @@ class StatementDatasets:
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self._con = con
         self._names: list[str] = []
-        self._snapshots: dict[tuple[str, int | str | None], object] = {}
+        self._snapshots: dict[tuple[str, int | str | None], LanceDataset] = {}
 
     def call(self, step: Call) -> Any:
         """``step``, registering each dataset it reports missing and trying again."""
@@ -131,7 +137,7 @@ class StatementDatasets:
     def _record(self, exc: LanceError) -> None:
         _FAILURES.setdefault(self._con, exc)
 
-    def _raise(self, exc: duckdb.Error):
+    def _raise(self, exc: duckdb.Error) -> NoReturn:
         raise typed(self._con, exc) from exc
 
 
@@ -167,7 +173,7 @@ def run_statement(con: duckdb.DuckDBPyConnection, run: Call, bind: Call | None =
             _LEFT_REGISTERED[con] = left
 
 
-def binder(con: duckdb.DuckDBPyConnection, statement, parameters) -> Call | None:
+def binder(con: duckdb.DuckDBPyConnection, statement: Query, parameters: Parameters) -> Call | None:
     """A call that binds ``statement`` with ``parameters`` without running it, where DuckDB offers one."""
     bind = getattr(con, "_bind", None)
     if bind is None:
@@ -175,12 +181,12 @@ def binder(con: duckdb.DuckDBPyConnection, statement, parameters) -> Call | None
     return Call(bind, (statement,), {"values": parameters})
 
 
-def statements(con: duckdb.DuckDBPyConnection, query) -> list:
+def statements(con: duckdb.DuckDBPyConnection, query: Query) -> list[Query]:
     """The statements of a script, each run (and so resolved) on its own: a statement bound before the
     one ahead of it ran would not see what that one created."""
     if not isinstance(query, str):
         return [query]
-    parsed = con.extract_statements(query)
+    parsed: list[Query] = list(con.extract_statements(query))
     return parsed if len(parsed) > 1 else [query]
 
 
@@ -202,7 +208,9 @@ def _run_sql(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
 COPY_RESULT = "SELECT ?::BIGINT AS Count"
 
 
-def execute(con: duckdb.DuckDBPyConnection, query, parameters=None) -> duckdb.DuckDBPyConnection:
+def execute(
+    con: duckdb.DuckDBPyConnection, query: Query, parameters: Parameters = None
+) -> duckdb.DuckDBPyConnection:
     """``con.execute(query, parameters)``, each statement with its own snapshots (parameters go to the
     last statement of a script, as DuckDB's ``execute`` does)."""
     parts = statements(con, query)

@@ -20,11 +20,12 @@ from lance_fw.errors import DatasetExistsError, InvalidArgumentError, SchemaErro
 from lance_fw.file.version import SUPPORTED_WRITE, from_footer, parse_version, requested_version, version_name
 from lance_fw.file.writer import ALLOW_PLUGIN_ENCODINGS, LanceFileWriter, WrittenFile, plugin_encodings
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
+from lance_fw.options import CommitLock
 from lance_fw.schema import LanceSchema, conform
 from lance_fw.table.flags import recorded_plugins
 from lance_fw.table.manifest import list_versions, read_manifest
 from lance_fw.table.paths import DATA_DIR
-from lance_fw.table.transaction import Append, Overwrite, commit, undo_unless_published
+from lance_fw.table.transaction import Append, Operation, Overwrite, commit, undo_unless_published
 
 MODES = ("create", "append", "overwrite")
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
@@ -66,7 +67,7 @@ def as_reader(data: Any, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator[
     raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}")
 
 
-def _chain(first, rest):
+def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     yield first
     yield from rest
 
@@ -229,12 +230,16 @@ class WritePlan:
         )
 
     def commit(
-        self, fragments: list[table_pb2.DataFragment], properties: dict | None = None, commit_lock=None
+        self,
+        fragments: list[table_pb2.DataFragment],
+        properties: dict | None = None,
+        commit_lock: CommitLock | None = None,
     ) -> int:
         """Commit ``fragments`` as one new version (under pylance's ``commit_lock`` if given). If the
         commit fails, their files are deleted."""
         storage = self.storage()
         properties = dict(properties or {})
+        op: Operation
         if self.mode == "append":
             op = Append(
                 fragments=fragments,
@@ -299,7 +304,7 @@ def plan_write(
     if mode == "append" and base is None:
         mode = "create"  # pylance creates the dataset when appending to nothing
     dataset_fields = None
-    if mode == "append":
+    if mode == "append" and base is not None:  # (an append to nothing became a create above)
         lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
         refuse_blob_columns(lance_schema, uri)
         _check_append_schema(lance_schema.to_arrow(), schema, allow_subset)
@@ -360,7 +365,12 @@ def refuse_blob_columns(lance_schema: LanceSchema, uri: str) -> None:
 
 
 def _plugin_encodings(
-    uri: str, base, lance_schema: LanceSchema, version: tuple[int, int], options: dict, allow: bool | None
+    uri: str,
+    base: table_pb2.Manifest | None,
+    lance_schema: LanceSchema,
+    version: tuple[int, int],
+    options: dict,
+    allow: bool | None,
 ) -> dict[str, str]:
     """The plugins whose non-pylance-readable encodings the planned files would use, once allowed
     (see ``plan_write``); raises ``PluginEncodingNotAllowedError`` before anything is written."""
