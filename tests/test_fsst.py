@@ -229,3 +229,22 @@ def test_field_compression_metadata(uri, version, compression, arr, expect_fsst)
         assert comps == {"variable"}
     assert_tables_equal(table, lance.dataset(uri).to_table())
     assert_tables_equal(table, lance_fw.dataset(uri).to_table())
+
+
+def test_column_compressor_reuses_then_retrains():
+    """A column's codebook carries over to a like page and is retrained for a page it does badly
+    on; every page decodes with the table returned for it."""
+    rng = np.random.default_rng(6)
+    words = [b"lance ", b"columnar ", b"format "]
+    like = [[b"".join(words[j] for j in rng.integers(0, 3, 8)) for _ in range(500)] for _ in range(2)]
+    other = [bytes(rng.integers(0x30, 0x3A, 40).astype(np.uint8)) for _ in range(500)]  # digits
+    comp = fsst.ColumnCompressor()
+    tables = []
+    for strings in (like[0], like[1], other):
+        offsets, data = _arrays(strings)
+        table, comp_offsets, codes = comp.compress(offsets, data)
+        out_offsets, out = fsst.decompress(table, comp_offsets, codes)
+        assert _split(out_offsets, out) == strings
+        tables.append(table)
+    assert tables[0] == tables[1]  # reused
+    assert tables[2] != tables[1]  # retrained

@@ -114,6 +114,7 @@ class V21ColumnEncoder:
     def __init__(self, spec: ColumnSpec):
         self.spec = spec
         self.large_chunks = spec.version >= (2, 2)
+        self.fsst = fsst.ColumnCompressor()  # the column's pages share a trained codebook
 
     def encode(self, array: pa.Array) -> EncodedPage:
         sh = shred(array, self.spec.path)
@@ -162,7 +163,7 @@ class V21ColumnEncoder:
         symbol_table = None
         compression = self.spec.metadata.get(COMPRESSION_META_KEY)
         if dictionary is None and _fsst_applies(values, compression):  # chunks cut by compressed size
-            values, symbol_table = _fsst_compressed(values)
+            values, symbol_table = _fsst_compressed(values, self.fsst)
         value_enc, chunk_values, encode_chunks = _value_plan(
             values, general=symbol_table is None and compression != "none"
         )
@@ -262,7 +263,7 @@ class V21ColumnEncoder:
             if compression == "none":
                 pass
             elif longest < ZSTD_VALUE_BYTES and _fsst_applies(values, compression):
-                symbol_table, offsets, data = fsst.compress_strings(offsets, data)
+                symbol_table, offsets, data = self.fsst.compress(offsets, data)
                 layout.value_compression.CopyFrom(
                     pb.CompressiveEncoding(
                         fsst=pb.Fsst(symbol_table=symbol_table, values=layout.value_compression)
@@ -664,12 +665,12 @@ def _fsst_applies(values: pa.Array, compression: str | None) -> bool:
     return int(np.diff(offs).max()) >= FSST_MIN_LONGEST
 
 
-def _fsst_compressed(values: pa.Array) -> tuple[pa.Array, bytes]:
+def _fsst_compressed(values: pa.Array, compressor: fsst.ColumnCompressor) -> tuple[pa.Array, bytes]:
     """The page's strings FSST-compressed, as a binary array of the same length and offset width
     (nulls travel in the def levels), and the symbol table."""
     large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
     offs, data = _offsets_and_data(values)
-    table, new_offs, codes = fsst.compress_strings(offs, data)
+    table, new_offs, codes = compressor.compress(offs, data)
     compressed = pa.Array.from_buffers(
         pa.large_binary() if large else pa.binary(),
         len(values),

@@ -395,6 +395,34 @@ def compress_strings(offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.n
     return book.symbol_table(), new_offsets, codes
 
 
+#: A column's last codebook is kept for its next page while it compresses that page to no more
+#: than this factor of what it achieved on the page it was trained on.
+REUSE_SLACK = 1.1
+
+
+class ColumnCompressor:
+    """FSST for the pages of one column: pages of a column are alike, so the codebook trained on
+    one page is reused for the next ones until it does noticeably worse (then it is retrained).
+    Safe to share between threads: the worst a race does is train once more."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Codebook, float] | None = None
+
+    def compress(self, offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """(symbol table bytes, offsets from 0, codes) of the strings ``data[offsets[i]:offsets[i+1]]``."""
+        offsets = np.asarray(offsets, np.int64)
+        size = max(1, int(offsets[-1] - offsets[0]))
+        last = self._last
+        if last is not None:
+            new_offsets, codes = compress(last[0], offsets, data)
+            if codes.size / size <= last[1] * REUSE_SLACK:
+                return last[0].symbol_table(), new_offsets, codes
+        book = train(offsets, data)
+        new_offsets, codes = compress(book, offsets, data)
+        self._last = (book, codes.size / size)
+        return book.symbol_table(), new_offsets, codes
+
+
 def compress_simple(strings: list[bytes], symbols: list[bytes]) -> tuple[bytes, np.ndarray, bytes]:
     """Test helper: greedy longest-match encoder with a given symbol list (<= 255 symbols).
 
