@@ -115,6 +115,8 @@ def _table(rng: np.random.Generator, rows_blocks: int) -> pa.Table:
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(lengths, out=offsets[1:])
     cols["lists"] = pa.ListArray.from_arrays(pa.array(offsets), items, mask=pa.array(rng.random(n) < 0.05))
+    cols["lowcard"] = pa.array(rng.choice([7, 1 << 40, -3, 12345], n))  # dictionary-encoded by pylance
+    cols["same_lists"] = pa.array([[1, 2]] * n, pa.list_(pa.int64()))  # items through a dictionary
     nullable = ("nullable_no_nulls", "with_nulls", "s_nulls", "lists")
     schema = pa.schema([pa.field(k, v.type, nullable=k in nullable) for k, v in cols.items()])
     return pa.table(cols, schema=schema)
@@ -200,6 +202,12 @@ def test_chunk_ranges_equal_piecewise_decode(varying, ver, writer):
         sparse = chunked.decode_chunk_ranges(enc, data, places, counts, "test", needed)
         _assert_same(whole, sparse, needed)
     assert seen & {"inline_bitpacking", "general", "variable", "fsst"}
+
+
+def test_pylance_pages_include_dictionaries(varying):
+    """The fixture reaches the dictionary gather (fixed-width values) the scans above check."""
+    _, paths = varying
+    assert any(mb.HasField("dictionary") for mb, _ in _mini_block_pages(paths[("pylance", "2.2")]))
 
 
 @pytest.mark.parametrize("ver", VERSIONS)

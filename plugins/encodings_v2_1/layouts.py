@@ -265,15 +265,17 @@ def _chunk_bytes(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.
 
 def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> DecodedValues:
     """Replace dictionary indices by the dictionary's values (vectorised)."""
-    idx = np.asarray(indices.data).astype(np.int64)
-    if idx.size and (idx.max() >= dictionary.num_values or idx.min() < 0):
+    idx = np.asarray(present(indices.data, "data"))
+    if idx.dtype.kind != "u":  # stored unsigned; anything else is checked for negatives too
+        idx = idx.astype(np.int64)
+    if idx.size and (idx.max() >= dictionary.num_values or (idx.dtype.kind != "u" and idx.min() < 0)):
         raise CorruptFileError(where, f"dictionary index out of range ({dictionary.num_values} items)")
     if dictionary.kind == "fixed" and dictionary.bits_per_value % 8 == 0:
         width = dictionary.bits_per_value // 8
-        rows = dictionary.fixed_bytes().reshape(-1, width)[idx]
-        data = rows.reshape(-1)
-        if width in (1, 2, 4, 8):
-            data = data.view(UINT_BY_BYTES[width])
+        if width in UINT_BY_BYTES:  # one value per index, not a row of bytes
+            data = dictionary.fixed_bytes().view(UINT_BY_BYTES[width])[idx]
+        else:
+            data = dictionary.fixed_bytes().reshape(-1, width)[idx].reshape(-1)
         return DecodedValues("fixed", len(idx), data, dictionary.bits_per_value)
     if dictionary.kind == "variable":
         offs = present(dictionary.offsets, "offsets")

@@ -117,9 +117,13 @@ def build(levels: PageLevels, arrow_type: pa.DataType, where: str) -> pa.Array:
             assert rep is not None and slots is not None  # list layers have rep levels (checked above)
             valid = has_items | (d == empty[i]) if empty[i] is not None else has_items
             r = sum(1 for j in list_idx if j <= i)
-            starts = np.flatnonzero((rep >= r - 1) & (defs <= inside[i]))
+            is_start = (rep >= r - 1) & (defs <= inside[i])
+            starts = np.flatnonzero(is_start)
+            # a list's offset: the item starts before its slot (a running count, not a search)
+            before = np.cumsum(is_start, dtype=np.int64)
+            before -= is_start
             offsets = np.empty(len(slots) + 1, np.int64)
-            offsets[:-1] = np.searchsorted(starts, slots)
+            offsets[:-1] = before[slots]
             offsets[-1] = len(starts)
             offsets_by_layer[i] = offsets
             valid_by_layer[i] = valid
