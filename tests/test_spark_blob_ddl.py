@@ -198,3 +198,30 @@ def test_tables_spark_cannot_hand_a_location_fail_loudly(spark, tmp_path):
     with pytest.raises(Exception, match="unknown read option 'v.arrow.fixed-size-list.size'"):
         spark.sql(f"CREATE TABLE {_name()} USING lance LOCATION '{path}' "
                   "TBLPROPERTIES ('v.arrow.fixed-size-list.size' = '8')")
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_inserts_that_lose_the_table_metadata_fail_loudly(spark, tmp_path):
+    path = str(tmp_path / "ins")
+    lance_fw.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}), path)
+    name, view = _name(), _name()
+    spark.sql(f"CREATE TABLE {name} USING lance LOCATION '{path}'")
+    spark.range(10, 12).selectExpr("id", "'z' AS s").createOrReplaceTempView(view)
+    try:
+        # columns Spark must compute or cast carry the table's column metadata (and so its location)
+        spark.sql(f"INSERT INTO {name} SELECT id + 100, upper(s) FROM {view}")
+        assert lance.dataset(path).count_rows() == 4
+        # columns that already have the table's names and types reach the writer with the source's
+        # schema, without the location: refused, never written elsewhere
+        for write in (
+            lambda: spark.sql(f"INSERT INTO {name} SELECT * FROM {view}"),
+            lambda: spark.table(view).write.insertInto(name),
+            lambda: spark.table(view).writeTo(name).append(),
+        ):
+            with pytest.raises(Exception, match="InvalidArgumentError.*catalog table.*LOCATION"):
+                write()
+        assert lance.dataset(path).count_rows() == 4 and lance.dataset(path).version == 2
+    finally:
+        spark.sql(f"DROP TABLE {name}")
+        spark.catalog.dropTempView(view)

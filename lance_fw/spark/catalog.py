@@ -12,7 +12,10 @@ take it from there.
 recorded column list then no longer matches the catalog's schema, and the statement that next uses
 the table fails naming the lance_fw call that changes the dataset instead of reading or writing
 something else. ``CREATE TABLE t (cols) USING lance``, CTAS and ``saveAsTable`` never call
-``schema()``, so their tables carry no location: using them fails with ``NO_LOCATION``.
+``schema()``, so their tables carry no location: using them fails with ``NO_LOCATION``. So do
+inserts whose columns Spark passes through unchanged (same names and types: ``INSERT ... SELECT *``,
+``insertInto``, ``writeTo``, ``writeStream.toTable``): Spark then hands the writer the source's schema,
+not the table's, and the location is lost with the table's metadata.
 """
 
 from __future__ import annotations
@@ -37,7 +40,10 @@ NO_LOCATION = (
     "(path ...)) on an existing dataset, with no column list and no AS SELECT: only then does Spark hand a "
     "Python data source the table's LOCATION, so tables made by CREATE TABLE t (cols) USING lance, "
     "CREATE TABLE ... AS SELECT or saveAsTable cannot be used. Create the dataset first "
-    "(df.write.format('lance').save(path) or lance_fw.write_dataset); see docs/spark.md"
+    "(df.write.format('lance').save(path) or lance_fw.write_dataset). An INSERT whose columns already have "
+    "the table's names and types (INSERT ... SELECT *, insertInto, writeTo, writeStream.toTable) reaches the "
+    "data source without the table's schema, so without its location: append with "
+    "df.write.format('lance').mode('append').save(path); see docs/spark.md"
 )
 
 
