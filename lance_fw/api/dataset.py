@@ -32,7 +32,7 @@ from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler
 from lance_fw.table.deletion import live_rows
-from lance_fw.table.manifest import commit_time, find_version, list_versions, read_manifest
+from lance_fw.table.manifest import commit_datetime, find_version, list_versions, read_manifest
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.tags import Tags
 from lance_fw.table.take import addresses_of, live_addresses
@@ -209,7 +209,7 @@ class LanceDataset:
             out.append(
                 {
                     "version": manifest.version,
-                    "timestamp": datetime.fromtimestamp(commit_time(manifest)),
+                    "timestamp": commit_datetime(manifest),
                     "metadata": dict((manifest.tag and {"tag": manifest.tag}) or {}),
                 }
             )

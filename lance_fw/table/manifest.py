@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from lance_fw._proto import table_pb2, transaction_pb2
 from lance_fw.errors import CorruptFileError, DatasetNotFoundError, SchemaError, UnsupportedFeatureError
@@ -79,9 +80,23 @@ def find_version(storage: Storage, base: str, version: int | None) -> VersionEnt
     )
 
 
+#: Manifest timestamps are a protobuf Timestamp (seconds + nanos).
+NANOS_PER_SECOND = 1_000_000_000
+
+
 def commit_time(manifest: table_pb2.Manifest) -> float:
     """When ``manifest`` was committed, in seconds since the epoch."""
     return manifest.timestamp.seconds + manifest.timestamp.nanos / 1e9
+
+
+def commit_datetime(manifest: table_pb2.Manifest) -> datetime:
+    """When ``manifest`` was committed, as pylance's ``versions()`` reports it: local naive time.
+
+    pylance 14 converts the nanosecond count with float arithmetic (``ns // 1e9`` and
+    ``(ns % 1e9) // 1e3``), which is up to 1 µs off the exact value for some stamps; the same
+    arithmetic here gives the same ``datetime`` for every manifest (exact truncation would not)."""
+    ns = manifest.timestamp.seconds * NANOS_PER_SECOND + manifest.timestamp.nanos
+    return datetime.fromtimestamp(ns // 1e9) + timedelta(microseconds=(ns % 1e9) // 1e3)
 
 
 def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, table_pb2.IndexSection | None]:
