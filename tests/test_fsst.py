@@ -170,9 +170,9 @@ def test_lance_fw_writes_fsst_mini_block(uri, version, large):
     if large:
         arr = arr.cast(pa.large_string())
     table = pa.table({"s": arr})
-    lance_fw.write_dataset(table, uri, data_storage_version=version)
+    lance_fw.write_dataset(table, uri, data_storage_version=version, max_page_bytes=512 * 1024)
     encodings = value_encodings(uri)
-    assert ("mini_block_layout", "fsst") in encodings
+    assert encodings.count(("mini_block_layout", "fsst")) >= 3  # a short last page may differ
     assert_tables_equal(table, lance.dataset(uri).to_table())
     assert_tables_equal(table, lance_fw.dataset(uri).to_table())
     rows = [0, 4095, 4096, 30_001, 59_999]
@@ -185,8 +185,9 @@ def test_lance_fw_writes_fsst_full_zip(uri, version, large):
     """Long strings go full-zip with per-value FSST (as pylance): pylance reads them equal."""
     arr = _text(3000, 3, words_per_value=(40, 120))
     table = pa.table({"s": arr.cast(pa.large_string()) if large else arr})
-    lance_fw.write_dataset(table, uri, data_storage_version=version)
-    assert ("full_zip_layout", "fsst") in value_encodings(uri)
+    lance_fw.write_dataset(table, uri, data_storage_version=version, max_page_bytes=512 * 1024)
+    encodings = value_encodings(uri)
+    assert encodings.count(("full_zip_layout", "fsst")) >= 2  # a short last page may differ
     assert_tables_equal(table, lance.dataset(uri).to_table())
     assert_tables_equal(table, lance_fw.dataset(uri).to_table())
     assert lance.dataset(uri).take([0, 1500, 2999]).equals(table.take([0, 1500, 2999]))
