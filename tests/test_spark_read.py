@@ -75,6 +75,17 @@ def test_pruned_read_equals_pylance(spark, dataset, columns, filter):
     assert df.groupBy().count().collect()[0][0] == expected_count  # Spark's own count agrees
 
 
+def test_no_columns_still_counts_every_row(spark, dataset):
+    """A read of no columns yields row-count-only batches; empty batches made every count 0."""
+    below = lance.dataset(dataset).count_rows(filter="id < 1000")
+    assert lance_fw.spark.read(spark, dataset, columns=[], filter="id < 1000").count() == below
+    assert lance_fw.spark.read(spark, dataset, columns=[]).count() == lance.dataset(dataset).count_rows()
+    plain = spark.read.format("lance").option("columns", "[]").option("filter", "id < 1000").load(dataset)
+    assert plain.columns == []
+    assert plain.count() == below
+    assert plain.groupBy().count().collect()[0][0] == below
+
+
 def test_pruned_read_decodes_only_the_chosen_columns(spark, dataset):
     """What Spark hands the reader is the pruned schema: the executors decode only those columns."""
     df = lance_fw.spark.read(spark, dataset, columns=["id"], filter="x > 3")

@@ -120,16 +120,27 @@ class LanceReader(DataSourceReader):
         fragment = next((f for f in snapshot.fragments if f.id == partition.fragment_id), None)
         if fragment is None:
             return
+        # A schema of no columns (``columns=[]``, ``.schema("")``): read the row addresses so the
+        # batches know their rows, then hand Spark batches of no columns with that many rows
+        # (``from_arrays([])`` would make every batch, and so the DataFrame, empty).
+        bare = not self.target.names
         for batch in snapshot.read_fragment(
             fragment,
             snapshot.fields(self.columns),
             filter_plan(snapshot, self.filter),
             self.batch_size,
-            self.with_row_address,
+            self.with_row_address or bare,
             start=partition.start,
             stop=partition.stop,
         ):
-            yield relabel(batch, self.target)
+            yield _rows_only(batch.num_rows) if bare else relabel(batch, self.target)
+
+
+def _rows_only(rows: int) -> pa.RecordBatch:
+    """A batch of ``rows`` rows and no columns."""
+    return pa.RecordBatch.from_struct_array(
+        pa.StructArray.from_buffers(pa.struct([]), rows, [None], children=[])
+    )
 
 
 def check_read_schema(ds: LanceDataset, schema: StructType, columns: list[str]) -> None:
