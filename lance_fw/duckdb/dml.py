@@ -29,6 +29,7 @@ from sqlglot import exp
 
 import lance_fw
 from lance_fw.api.dataset import LanceDataset
+from lance_fw.duckdb import table_functions
 from lance_fw.duckdb.catalog import (
     VERSIONS_DIR,
     LanceCatalog,
@@ -38,14 +39,17 @@ from lance_fw.duckdb.catalog import (
     rewrite_reads,
     session,
 )
-from lance_fw.duckdb.dataset import READAHEAD, DuckDBDataset
+from lance_fw.duckdb.dataset import READAHEAD, DuckDBDataset, _ReportingScanner
+from lance_fw.duckdb.ddl import alter_table
 from lance_fw.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
     InvalidArgumentError,
+    LanceError,
     UnsupportedFeatureError,
 )
 from lance_fw.io.storage import Storage, resolve_storage
+from lance_fw.options import Columns, Filter
 from lance_fw.schema import conform
 from lance_fw.table.delete import addresses_matcher, delete_rows
 from lance_fw.table.merge_insert import rewrite
@@ -76,8 +80,8 @@ class AddressedDataset(DuckDBDataset):
         return self._lance.schema.append(pa.field(ROW_ADDRESS, pa.uint64()))
 
     def scanner(
-        self, columns: list[str] | None = None, filter: Any = None, batch_size: int | None = None
-    ) -> _Selecting:
+        self, columns: Columns | None = None, filter: Filter | None = None, batch_size: int | None = None
+    ) -> _ReportingScanner:
         wanted = list(self.schema.names) if columns is None else list(columns)
         data_columns = [c for c in wanted if c != ROW_ADDRESS]
         scanner = self._lance.scanner(
@@ -87,14 +91,15 @@ class AddressedDataset(DuckDBDataset):
             with_row_address=True,
             fragment_readahead=READAHEAD,
         )
-        return _Selecting(scanner, wanted)
+        return _Selecting(scanner, self._on_error, wanted)
 
 
-class _Selecting:
+class _Selecting(_ReportingScanner):
     """A scanner whose batches carry exactly the columns DuckDB asked for, in its order."""
 
-    def __init__(self, scanner: Any, columns: list[str]) -> None:
-        self._scanner, self._columns = scanner, columns
+    def __init__(self, scanner: Any, on_error: Callable[[LanceError], None], columns: list[str]) -> None:
+        super().__init__(scanner, on_error)
+        self._columns = columns
 
     @property
     def projected_schema(self) -> pa.Schema:
@@ -102,7 +107,7 @@ class _Selecting:
         return pa.schema([schema.field(c) for c in self._columns])
 
     def to_reader(self) -> pa.RecordBatchReader:
-        batches = (b.select(self._columns) for b in self._scanner.to_batches())
+        batches = (b.select(self._columns) for b in super().to_reader())
         return pa.RecordBatchReader.from_batches(self.projected_schema, batches)
 
 
@@ -130,6 +135,8 @@ class WriteRouter:
             return self._create(tree, values)
         if isinstance(tree, exp.Drop) and str(tree.args.get("kind")).upper() == "TABLE":
             return self._drop(tree)
+        if isinstance(tree, exp.Alter) and str(tree.args.get("kind")).upper() == "TABLE":
+            return self._alter(tree)
         if isinstance(tree, exp.Show) and str(tree.this).upper() == "TABLES":
             return self._show_tables(tree)
         return False
@@ -274,6 +281,15 @@ class WriteRouter:
                     continue
                 raise DatasetNotFoundError(f"DROP TABLE {catalog.name}.main.{name}: no dataset at {path}")
             remove_dataset(path, catalog.storage_options)
+        self.con.execute(EMPTY_RESULT)
+        return True
+
+    def _alter(self, tree: exp.Alter) -> bool:
+        found = self._target(tree.this)
+        if found is None:
+            return False
+        catalog, name, path = found
+        alter_table(self.con, tree, self._open(catalog, path), name, self._require_no_transaction)
         self.con.execute(EMPTY_RESULT)
         return True
 
@@ -431,7 +447,8 @@ def route(
             con.execute(EMPTY_RESULT)
             return True
         return False
-    if not state.catalogs:
+    calls = table_functions.may_call(statement)
+    if not state.catalogs and not calls:
         return False
     tree = _parse(statement)
     if tree is None:
@@ -450,9 +467,10 @@ def route(
     if isinstance(tree, exp.Rollback):
         router.rollback()
         return False
+    changed = calls and table_functions.replace_calls(con, tree, storage_options)
     if router.handle(tree, values):
         return True
-    if rewrite_reads(con, tree, router.busy_paths()):
+    if rewrite_reads(con, tree, router.busy_paths()) or changed:
         run(tree.sql(dialect="duckdb"), values)
         return True
     return False
