@@ -91,10 +91,14 @@ class LanceField:
     def to_arrow(self) -> pa.Field:
         md = {k.encode(): v for k, v in self.metadata.items()} or None
         if self.is_blob_v2:  # what pylance returns for a blob column: its descriptors
-            md = {b"lance-encoding:blob": b"true", b"lance-encoding:packed": b"true"}
+            md = {BLOB_ENCODING_KEY.encode(): b"true", PACKED_KEY.encode(): b"true"}
         return pa.field(self.name, self.arrow_type(), self.nullable, metadata=md)
 
 
+#: Field metadata that makes pylance store a column as a blob (its bytes apart from the column)
+BLOB_ENCODING_KEY = "lance-encoding:blob"
+#: Field metadata asking for a struct of fixed-width fields stored row by row in one column
+PACKED_KEY = "lance-encoding:packed"
 EXTENSION_KEY = "ARROW:extension:name"
 BLOB_V2 = "lance.blob.v2"
 #: The descriptor of one 2.2 blob: inline (kind 0) or in a sidecar file (kind 1, ``blob_id``).

@@ -19,7 +19,7 @@ import pyarrow as pa
 from lance_fw._proto import table_pb2
 from lance_fw.api.write import legacy_version, refuse_write_options
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
-from lance_fw.file.version import from_footer, version_name
+from lance_fw.file.version import V2_2, from_footer, version_name
 from lance_fw.io.storage import resolve_storage
 from lance_fw.options import CommitLock, Unsupported, Uri, refuse, uri_string
 from lance_fw.schema import LanceSchema
@@ -252,7 +252,7 @@ def commit(
             raise InvalidArgumentError("LanceOperation.Overwrite needs new_schema")
         lance_schema = LanceSchema.from_arrow(operation.new_schema)
         files = [f for frag in fragments for f in frag.files]
-        version = from_footer(files[0].file_major_version, files[0].file_minor_version) if files else (2, 2)
+        version = from_footer(files[0].file_major_version, files[0].file_minor_version) if files else V2_2
         op = transaction.Overwrite(
             fragments=fragments,
             properties=properties,

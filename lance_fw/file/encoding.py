@@ -16,6 +16,7 @@ from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.file.version import V2_0, V2_1, V2_2
 
 # The interfaces' old home: re-exported (``X as X``) so plugins importing them from here keep working.
 from lance_fw.interfaces import ColumnEncoder as ColumnEncoder
@@ -30,9 +31,9 @@ from lance_fw.interfaces import PageRowDecoder as PageRowDecoder
 #: The page-encoding type URL pylance 14 decodes at each data file version: a page with any other
 #: type URL makes pylance fail on reading the column (and, at 2.0, every column of the file).
 PYLANCE_PAGE_TYPE_URLS = {
-    (2, 0): "/lance.encodings.ArrayEncoding",
-    (2, 1): "/lance.encodings21.PageLayout",
-    (2, 2): "/lance.encodings21.PageLayout",
+    V2_0: "/lance.encodings.ArrayEncoding",
+    V2_1: "/lance.encodings21.PageLayout",
+    V2_2: "/lance.encodings21.PageLayout",
 }
 
 

@@ -14,10 +14,8 @@ import pyarrow.compute as pc
 
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import validity_bitmap
+from lance_fw.schema import PACKED_KEY as PACKED_KEY  # re-exported: its home before schema.py
 from lance_fw.schema import LanceField
-
-#: field metadata asking for a struct of fixed-width fields stored row by row in one column
-PACKED_KEY = "lance-encoding:packed"
 
 
 def is_packed(field: LanceField) -> bool:

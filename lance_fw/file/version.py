@@ -13,6 +13,11 @@ SUPPORTED_WRITE = ("2.0", "2.1", "2.2")
 #: (pylance: ValueError), one inside them that lance_fw cannot write is an unsupported feature.
 KNOWN_VERSIONS = ("0.1", "2.0", "2.1", "2.2", "2.3")
 
+#: The data file versions as (major, minor), the form code compares (``ColumnSpec.version`` ...).
+V2_0, V2_1, V2_2 = (2, 0), (2, 1), (2, 2)
+#: What the footer of a 2.0 file says instead of 2.0 (the version numbers of 2.0 were renamed late).
+V2_0_FOOTER = (0, 3)
+
 
 def parse_version(name: str | None) -> tuple[int, int]:
     """``"2.0"`` -> ``(2, 0)``; ``None`` -> the default; aliases as in pylance."""
@@ -42,8 +47,8 @@ def version_name(version: tuple[int, int]) -> str:
 
 def footer_version(version: tuple[int, int]) -> tuple[int, int]:
     """What the 40-byte footer says: 2.0 files say 0.3 (history), later ones their own number."""
-    return (0, 3) if version == (2, 0) else version
+    return V2_0_FOOTER if version == V2_0 else version
 
 
 def from_footer(major: int, minor: int) -> tuple[int, int]:
-    return (2, 0) if (major, minor) == (0, 3) else (major, minor)
+    return V2_0 if (major, minor) == V2_0_FOOTER else (major, minor)

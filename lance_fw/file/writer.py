@@ -34,7 +34,7 @@ from lance_fw.file.encoding import (
     select_encoder,
     selecting_plugin,
 )
-from lance_fw.file.version import SUPPORTED_WRITE, footer_version, version_name
+from lance_fw.file.version import SUPPORTED_WRITE, V2_0, footer_version, version_name
 from lance_fw.io.storage import Storage
 from lance_fw.plugin_manager import ENV_DISABLE
 from lance_fw.schema import LanceField, LanceSchema
@@ -42,6 +42,8 @@ from lance_fw.schema import LanceField, LanceSchema
 DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
 #: Write option: write with encoders that do not declare ``pylance_readable`` (see ``check_encoders``).
 ALLOW_PLUGIN_ENCODINGS = "allow_plugin_encodings"
+#: Write option: the most bytes of one page of a column (``DEFAULT_MAX_PAGE_BYTES`` when unset).
+MAX_PAGE_BYTES = "max_page_bytes"
 #: Field-metadata prefix of encoding hints (what usually makes a plugin claim a column).
 ENCODING_HINT_PREFIX = "lance-encoding:"
 
@@ -84,7 +86,7 @@ class LanceFileWriter:
             )
         self.path, self.schema, self.version = path, schema, version
         self.options = dict(options or {})
-        self.max_page_bytes = int(self.options.get("max_page_bytes") or DEFAULT_MAX_PAGE_BYTES)
+        self.max_page_bytes = int(self.options.get(MAX_PAGE_BYTES) or DEFAULT_MAX_PAGE_BYTES)
         self.max_buffered_bytes = int(self.options.get("max_buffered_bytes") or 8 * self.max_page_bytes)
         self._columns = [
             _Column(spec, select_encoder(spec, self.options)) for spec in column_specs(schema, version)
@@ -105,7 +107,7 @@ class LanceFileWriter:
         """One array per column: 2.0 shreds fields into their columns, 2.1+ prunes path arrays."""
         out: list[pa.Array] = []
         for f, arr in zip(self.schema.fields, batch.columns):
-            if self.version == (2, 0):
+            if self.version == V2_0:
                 out.extend(a for _, _, a in structure_v2_0.shred(f, arr))
             else:
                 out.extend(structure_v2_1.prune(arr, chain) for chain in structure_v2_1.leaf_paths(f))
@@ -163,7 +165,7 @@ class LanceFileWriter:
         pb = file2_pb2.ColumnMetadata.Page(buffer_offsets=offsets, buffer_sizes=sizes, length=page.num_rows)
         pb.encoding.direct.encoding = page.encoding.SerializeToString()
         # 2.0 pages say 0; from 2.1 on the priority is the page's first row
-        pb.priority = 0 if self.version == (2, 0) else col.rows_written
+        pb.priority = 0 if self.version == V2_0 else col.rows_written
         col.rows_written += page.num_rows
         col.pages.append(pb)
 
@@ -279,7 +281,7 @@ def column_specs(schema: LanceSchema, version: tuple[int, int]) -> list[ColumnSp
         md = {k: v.decode("utf-8", "replace") for k, v in f.metadata.items()}
         return ColumnSpec(f, arrow_type, md, version, role, path)
 
-    if version == (2, 0):
+    if version == V2_0:
         roles = {True: "struct", False: "leaf"}
         return [
             spec(

@@ -18,10 +18,16 @@ import pyarrow as pa
 from lance_fw._proto import table_pb2
 from lance_fw.errors import DatasetExistsError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_fw.file.version import SUPPORTED_WRITE, from_footer, parse_version, requested_version, version_name
-from lance_fw.file.writer import ALLOW_PLUGIN_ENCODINGS, LanceFileWriter, WrittenFile, plugin_encodings
+from lance_fw.file.writer import (
+    ALLOW_PLUGIN_ENCODINGS,
+    MAX_PAGE_BYTES,
+    LanceFileWriter,
+    WrittenFile,
+    plugin_encodings,
+)
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
 from lance_fw.options import CommitLock
-from lance_fw.schema import LanceSchema, conform
+from lance_fw.schema import BLOB_ENCODING_KEY, LanceSchema, conform
 from lance_fw.table.flags import recorded_plugins
 from lance_fw.table.manifest import list_versions, read_manifest
 from lance_fw.table.paths import DATA_DIR
@@ -32,8 +38,6 @@ DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 #: The transaction property pylance stores ``commit_message`` under.
 COMMIT_MESSAGE_KEY = "__lance_commit_message"
-#: Field metadata that makes pylance store a column as a blob (whatever its value).
-BLOB_ENCODING_KEY = "lance-encoding:blob"
 
 
 def _data_file_name() -> str:
@@ -330,7 +334,7 @@ def plan_write(
         target = lance_schema.to_arrow()
         if schema.metadata:
             target = target.with_metadata(schema.metadata)
-    options: dict = {"max_page_bytes": max_page_bytes} if max_page_bytes else {}
+    options: dict = {MAX_PAGE_BYTES: max_page_bytes} if max_page_bytes else {}
     plugins = _plugin_encodings(uri, base, lance_schema, version, options, allow_plugin_encodings)
     if plugins:
         options[ALLOW_PLUGIN_ENCODINGS] = True  # checked here: the writer of each file may use them

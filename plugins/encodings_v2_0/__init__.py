@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lance_fw.file.encoding import ColumnSpec, KindDecoder, PageDecoder
+from lance_fw.file.version import V2_0
 from lance_fw.hookspecs import hookimpl
 from lance_fw_plugins.encodings_v2_0 import decode, encode
 
@@ -26,6 +27,6 @@ def lance_kind_decoders() -> Mapping[tuple[str, str], KindDecoder]:
 
 @hookimpl(trylast=True)
 def lance_select_encoder(column: ColumnSpec, options: Mapping[str, Any]) -> encode.V20ColumnEncoder | None:
-    if column.version != (2, 0):
+    if column.version != V2_0:
         return None
     return encode.V20ColumnEncoder(column)
