@@ -51,8 +51,23 @@ class InvalidArgumentError(LanceError, ValueError):
     """A bad option or argument (names the option)."""
 
 
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong Python type (a non-string key or value); also a ``TypeError``, as
+    pylance raises for those."""
+
+
+class FieldNotFoundError(SchemaError, OSError):
+    """A field path names no field of the schema (pylance raises ``OSError`` from metadata updates)."""
+
+
 class CommitConflictError(LanceError):
     """A concurrent writer committed a version this transaction cannot be rebased on."""
+
+
+class IncompatibleTransactionError(CommitConflictError, OSError):
+    """A concurrent commit changed what this transaction changes (the same config or metadata key,
+    the schema under a schema/field metadata update); retrying the same call on the new version may
+    succeed. Also an ``OSError``: pylance raises ``OSError`` ("Incompatible transaction") there."""
 
 
 class CommitStuckError(CommitConflictError):
