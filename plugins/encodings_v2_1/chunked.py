@@ -338,16 +338,16 @@ def _packed_level_chunks(
         return packed
     words = data[: data.size - data.size % isz].view(fastlanes.utype(t))
     block_of_chunk = nblocks[chosen]
-    block_starts = range_positions(np.zeros(len(chosen), np.int64), block_of_chunk) * block_words
-    block_starts += np.repeat(starts[chosen] // isz, block_of_chunk)
+    block_in_chunk = range_positions(np.zeros(len(chosen), np.int64), block_of_chunk)
+    block_starts = block_in_chunk * block_words + np.repeat(starts[chosen] // isz, block_of_chunk)
     grid = np.empty((len(block_starts), fastlanes.BLOCK), fastlanes.utype(t))
     fastlanes.unpack_inline_blocks(words, block_starts, np.full(len(block_starts), w), t, grid)
-    # chunk c's levels are the first counts[c] values of its blocks
+    # chunk c's levels are the first counts[c] values of its blocks: a per-block count to keep
     n = counts[chosen]
-    if len(chosen) == len(starts) and not (n[:-1] % fastlanes.BLOCK).any():  # all, back to back
-        out[:] = grid.reshape(-1)[: len(out)]
-        return packed
-    grid_first = np.zeros(len(chosen), np.int64)
-    np.cumsum(block_of_chunk[:-1] * fastlanes.BLOCK, out=grid_first[1:])
-    out[range_positions(first[chosen], n)] = grid.reshape(-1)[range_positions(grid_first, n)]
+    keep = np.clip(np.repeat(n, block_of_chunk) - block_in_chunk * fastlanes.BLOCK, 0, fastlanes.BLOCK)
+    levels = grid[np.arange(fastlanes.BLOCK)[None, :] < keep[:, None]]
+    if len(chosen) == len(starts):  # every chunk: their levels are all of ``out``, in order
+        out[:] = levels
+    else:
+        out[range_positions(first[chosen], n)] = levels
     return packed
