@@ -349,3 +349,57 @@ def test_pylance_rebases_over_lance_fw_updates(
     first(lance_fw.dataset(right))
     assert _outcome(second, stale_right) == _outcome(second, stale_left)
     assert _state(right) == _state(left)
+
+
+#: schema changes by a handle opened before a concurrent metadata update (pylance: add_columns, a
+#: Merge, conflicts; drop/alter, a Project, go through and drop the update, in pylance as here)
+SCHEMA_AFTER_METADATA: list[tuple[str, Call, Call]] = [
+    (
+        "schema md, add_columns",
+        lambda d: d.update_schema_metadata({"k": "1"}),
+        lambda d: d.add_columns({"c": "a * 2"}),
+    ),
+    (
+        "field md, add_columns",
+        lambda d: d.update_field_metadata({"a": {"k": "1"}}),
+        lambda d: d.add_columns({"c": "a * 2"}),
+    ),
+    ("config, add_columns", lambda d: d.update_config({"k": "1"}), lambda d: d.add_columns({"c": "a * 2"})),
+    (
+        "field md, drop_columns",
+        lambda d: d.update_field_metadata({"a": {"k": "1"}}),
+        lambda d: d.drop_columns(["l"]),
+    ),
+    (
+        "field md, alter_columns",
+        lambda d: d.update_field_metadata({"a": {"k": "1"}}),
+        lambda d: d.alter_columns({"path": "l", "name": "ll"}),
+    ),
+]
+
+
+def _schema_outcome(call: Call, ds: Any) -> str:
+    from lance_fw.table.commit import is_conflict
+
+    try:
+        call(ds)
+    except Exception as exc:
+        assert is_conflict(exc), exc
+        return "conflict"
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    "name,first,second", SCHEMA_AFTER_METADATA, ids=[c[0] for c in SCHEMA_AFTER_METADATA]
+)
+def test_schema_change_over_metadata_update(
+    pair: tuple[str, str], name: str, first: Call, second: Call
+) -> None:
+    """lance_fw's add_columns over a concurrent schema/field metadata update conflicts as pylance's
+    (before: it committed and silently undid the update)."""
+    left, right = pair
+    stale_theirs, stale_ours = lance.dataset(left), lance_fw.dataset(right)
+    first(lance.dataset(left))
+    first(lance.dataset(right))
+    assert _schema_outcome(second, stale_ours) == _schema_outcome(second, stale_theirs)
+    assert _state(right) == _state(left)

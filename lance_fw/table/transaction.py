@@ -30,7 +30,7 @@ from lance_fw.table.manifest import (
     read_manifest,
     write_hint,
 )
-from lance_fw.table.paths import TRANSACTIONS_DIR, VERSIONS_DIR
+from lance_fw.table.paths import TRANSACTION_SUFFIX, TRANSACTIONS_DIR, VERSIONS_DIR
 
 MAX_RETRIES = 100
 
@@ -303,6 +303,25 @@ def _check_schema_unchanged(base: table_pb2.Manifest | None, read_fields: list |
         )
 
 
+def _check_metadata_unchanged(
+    base: table_pb2.Manifest | None, read_fields: list | None, read_metadata: Mapping[str, bytes]
+) -> None:
+    """A ``Merge`` republishes the schema and field metadata it planned on: a concurrent schema or
+    field metadata update (``UpdateConfig``) would be silently undone, so it is a conflict, as in
+    pylance (which refuses a ``Merge`` over such an update)."""
+    if read_fields is None or base is None:
+        return
+    planned = {f.id: dict(f.metadata) for f in read_fields}
+    changed = dict(base.schema_metadata) != dict(read_metadata) or any(
+        f.id in planned and dict(f.metadata) != planned[f.id] for f in base.fields
+    )
+    if changed:
+        raise CommitConflictError(
+            "the schema or field metadata changed since these columns were planned (a concurrent "
+            "metadata update); re-open the dataset and retry"
+        )
+
+
 def _set_schema(
     new: table_pb2.Manifest, fields: Iterable[file_pb2.Field], metadata: Mapping[str, str] | None
 ) -> None:
@@ -331,6 +350,7 @@ class Merge(Operation):
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_schema_unchanged(base, self.read_fields, "add_columns/alter_columns")
+        _check_metadata_unchanged(base, self.read_fields, self.schema_metadata)
         if self.fragments is not None:
             planned = {f.id: deletion_file_id(f) for f in self.fragments}
             if base is None or {f.id: deletion_file_id(f) for f in base.fragments} != planned:
@@ -504,7 +524,7 @@ def commit(
         for k, v in operation.properties.items():
             txn.transaction_properties[k] = str(v)
         operation.fill_transaction(txn, operation._added)
-        txn_name = f"{read_version}-{txn_uuid}.txn"
+        txn_name = f"{read_version}-{txn_uuid}{TRANSACTION_SUFFIX}"
         txn_path = join_uri(base_uri, TRANSACTIONS_DIR, txn_name)
         storage.write_bytes(txn_path, txn.SerializeToString())
         new.transaction_file = txn_name
