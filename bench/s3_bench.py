@@ -62,7 +62,7 @@ class RequestCounter:
                 counter.bytes += int(hi) - int(lo) + 1
             return await original(session, request)
 
-        AIOHTTPSession.send = counted  # type: ignore[method-assign]
+        AIOHTTPSession.send = counted
 
     def snapshot(self) -> tuple[dict[str, int], int]:
         return dict(self.calls), self.bytes
