@@ -401,12 +401,13 @@ REUSE_SLACK = 1.1
 
 
 class ColumnCompressor:
-    """FSST for the pages of one column: pages of a column are alike, so the codebook trained on
-    one page is reused for the next ones until it does noticeably worse (then it is retrained).
-    Safe to share between threads: the worst a race does is train once more."""
+    """FSST for the pages of one column: pages of a column are alike, so the symbols trained on
+    one page are reused for the next ones until they do noticeably worse (then retrained). Only
+    the symbols are kept between pages (a codebook's lookup tables take 16 MiB), and a race
+    between threads at worst trains once more."""
 
     def __init__(self) -> None:
-        self._last: tuple[Codebook, float] | None = None
+        self._last: tuple[np.ndarray, np.ndarray, float] | None = None  # words, lengths, ratio
 
     def compress(self, offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
         """(symbol table bytes, offsets from 0, codes) of the strings ``data[offsets[i]:offsets[i+1]]``."""
@@ -414,12 +415,13 @@ class ColumnCompressor:
         size = max(1, int(offsets[-1] - offsets[0]))
         last = self._last
         if last is not None:
-            new_offsets, codes = compress(last[0], offsets, data)
-            if codes.size / size <= last[1] * REUSE_SLACK:
-                return last[0].symbol_table(), new_offsets, codes
+            book = _codebook(last[0], last[1])
+            new_offsets, codes = compress(book, offsets, data)
+            if codes.size / size <= last[2] * REUSE_SLACK:
+                return book.symbol_table(), new_offsets, codes
         book = train(offsets, data)
         new_offsets, codes = compress(book, offsets, data)
-        self._last = (book, codes.size / size)
+        self._last = (book.words, book.lengths, codes.size / size)
         return book.symbol_table(), new_offsets, codes
 
 
