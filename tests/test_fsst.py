@@ -249,3 +249,18 @@ def test_column_compressor_reuses_then_retrains():
         tables.append(table)
     assert tables[0] == tables[1]  # reused
     assert tables[2] != tables[1]  # retrained
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_nested_strings_get_fsst(uri, version):
+    """list<string> and struct<string> leaves (rep/def levels, null and empty lists) take the same
+    FSST pages; pylance reads them back equal."""
+    words = _text(20_000, 7)
+    offsets = np.arange(0, 20_001, 4, dtype=np.int32)
+    lists = pa.ListArray.from_arrays(pa.array(offsets), words, mask=pa.array(np.arange(5000) % 11 == 0))
+    structs = pa.StructArray.from_arrays([words], names=["w"], mask=pa.array(np.arange(20_000) % 13 == 0))
+    table = pa.table({"l": pa.concat_arrays([lists, pa.array([[]] * 100, lists.type)]), "s": structs[:5100]})
+    lance_fw.write_dataset(table, uri, data_storage_version=version)
+    assert ("mini_block_layout", "fsst") in value_encodings(uri, 0)
+    assert_tables_equal(table, lance.dataset(uri).to_table())
+    assert_tables_equal(table, lance_fw.dataset(uri).to_table())
