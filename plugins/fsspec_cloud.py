@@ -31,7 +31,7 @@ from lance_fw.errors import (
 )
 from lance_fw.io.storage import RangeReader, coalesce_ranges
 from lance_fw_plugins.s3_options import Setting, parse_bool, parse_duration
-from lance_fw_plugins.storage_fsspec import FsspecReader, FsspecStorage
+from lance_fw_plugins.storage_fsspec import FsspecStorage
 
 __all__ = ["Setting", "parse_bool", "parse_duration"]
 
@@ -155,43 +155,47 @@ def import_backend(module: str, scheme: str, extra: str) -> Any:
         ) from exc
 
 
-class CloudReader(FsspecReader):
-    """Positional reads of one object. ``read_ranges`` merges ranges closer than
-    ``CLOUD_COALESCE_GAP`` and fetches the merged ranges concurrently on the backend's event loop
-    (fsspec's ``cat_ranges``, a bounded batch at a time): one round trip's latency, not one per
-    range. Every backend failure becomes a ``StorageError`` naming the object."""
+class CloudReader(RangeReader):
+    """Positional reads of one object as it was when the reader opened.
+
+    The open is one metadata request: it fixes the size and the object's version (GCS generation,
+    Azure ETag; ``version_of``). Every read asks for that version (``_fetch``), so an object
+    replaced while the reader is open fails the read with a ``StorageError`` instead of returning
+    the new object's bytes at the old object's offsets (``RangeReader``'s snapshot promise).
+    ``read_ranges`` merges ranges closer than ``CLOUD_COALESCE_GAP`` and fetches the merged
+    ranges concurrently on the backend's event loop. Every backend failure becomes a
+    ``StorageError`` naming the object."""
+
+    #: The ``info`` field holding the object's version, and how a read asks for it (set per store).
+    version_field = ""
 
     def __init__(self, fs: Any, path: str, failures: tuple[type[BaseException], ...]):
-        self._failures = failures
+        self.fs, self.path, self._failures = fs, path, failures
         try:
-            super().__init__(fs, path)
-        except (StorageError, DatasetNotFoundError):
-            raise
+            info = fs.info(path)
+        except FileNotFoundError as exc:
+            raise DatasetNotFoundError(f"{path}: no such object") from exc
         except failures as exc:
             raise StorageError(f"{path}: {exc}") from exc
+        if info.get("type") != "file":
+            raise StorageError(f"{path}: not an object (a prefix)")
+        self._size = int(info["size"])
+        self._version = info.get(self.version_field) if self.version_field else None
+
+    def size(self) -> int:
+        return self._size
 
     def read(self, offset: int, length: int) -> bytes:
         if length == 0:
             return b""
-        try:
-            return bytes(self.fs.cat_file(self.path, start=offset, end=offset + length))
-        except self._failures as exc:
-            raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
+        return self._fetch_typed([(offset, length)], f"{length} bytes at {offset}")[0]
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         merged = [m for m in coalesce_ranges(ranges, CLOUD_COALESCE_GAP) if m[1] > 0]
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
         if not merged:
             return out
-        try:
-            blobs = self.fs.cat_ranges(
-                [self.path] * len(merged),
-                [start for start, _, _ in merged],
-                [start + length for start, length, _ in merged],
-                on_error="raise",
-            )
-        except self._failures as exc:
-            raise StorageError(f"{self.path}: reading {len(merged)} ranges: {exc}") from exc
+        blobs = self._fetch_typed([(start, length) for start, length, _ in merged], f"{len(merged)} ranges")
         for (start, length, members), blob in zip(merged, blobs):
             if len(blob) != length:
                 raise CorruptFileError(
@@ -204,6 +208,31 @@ class CloudReader(FsspecReader):
                 offset, size = ranges[i]
                 out[i] = view[offset - start : offset - start + size]
         return out
+
+    def _fetch_typed(self, spans: list[tuple[int, int]], what: str) -> list[bytes]:
+        try:
+            return self._fetch(spans)
+        except self._failures as exc:
+            if self._version is not None and self._replaced(exc):
+                raise StorageError(
+                    f"{self.path} was replaced after it was opened; reopen it to read the new object"
+                ) from exc
+            raise StorageError(f"{self.path}: reading {what}: {exc}") from exc
+
+    def _fetch(self, spans: list[tuple[int, int]]) -> list[bytes]:
+        """The bytes of each ``(offset, length)`` span of the opened version, fetched concurrently."""
+        return list(
+            self.fs.cat_ranges(
+                [self.path] * len(spans),
+                [start for start, _ in spans],
+                [start + length for start, length in spans],
+                on_error="raise",
+            )
+        )
+
+    def _replaced(self, exc: BaseException) -> bool:
+        """Whether a failed read means the opened version is gone (set per store)."""
+        return False
 
 
 class ObjectOutput:
@@ -298,8 +327,11 @@ class CloudStorage(FsspecStorage):
             raise StorageError(f"{path}: cannot create the object: {exc}") from exc
         return ObjectOutput(file, path, self.failures)  # type: ignore[return-value]
 
+    #: The reader class (pins the object's version the store's way).
+    reader_class: type[CloudReader] = CloudReader
+
     def open_reader(self, path: str) -> RangeReader:
-        return CloudReader(self.fs, path, self.failures)
+        return self.reader_class(self.fs, path, self.failures)
 
     def list_dir(self, path: str) -> list[str]:
         try:

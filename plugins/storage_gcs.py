@@ -21,7 +21,7 @@ from typing import Any
 from lance_fw.errors import StorageError
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import Storage
-from lance_fw_plugins.fsspec_cloud import CloudStorage, import_backend
+from lance_fw_plugins.fsspec_cloud import CloudReader, CloudStorage, import_backend
 from lance_fw_plugins.gcs_options import OPTION_DESCRIPTIONS, gcsfs_kwargs
 
 #: URI schemes this plugin answers (``gs`` is pylance's; fsspec also registers ``gcs`` for gcsfs).
@@ -38,8 +38,31 @@ def bucket_of(uri: str) -> str:
     return bucket
 
 
+class GcsReader(CloudReader):
+    """Reads ask for the generation the open saw (``generation=`` on every GET): once the object
+    is replaced that generation is gone (404), and the read fails instead of mixing objects."""
+
+    version_field = "generation"
+
+    def _fetch(self, spans: list[tuple[int, int]]) -> list[bytes]:
+        return list(
+            self.fs.cat_ranges(
+                [self.path] * len(spans),
+                [start for start, _ in spans],
+                [start + length for start, length in spans],
+                on_error="raise",
+                generation=self._version,
+            )
+        )
+
+    def _replaced(self, exc: BaseException) -> bool:
+        return isinstance(exc, FileNotFoundError)
+
+
 class GcsStorage(CloudStorage):
     """Objects in Google Cloud Storage (or an emulator reached through ``google_base_url``)."""
+
+    reader_class = GcsReader
 
     def __init__(self, uri: str, options: Mapping[str, Any]):
         scheme = uri.split("://", 1)[0].lower()
