@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from lance_fw.api.distributed import _Append, _Overwrite
     from lance_fw.table.cleanup import CleanupStats
     from lance_fw.table.compaction import CompactionMetrics
+    from lance_fw.table.index_list import IndexDescription
     from lance_fw.table.merge_insert import MergeInsertBuilder
 
 #: Row positions / ids for take: a list, numpy array or Arrow array of integers (checked by _index_array)
@@ -676,6 +677,29 @@ class LanceDataset:
         )
         values: dict[str, str | None] = dict(new_metadata)
         self.update_field_metadata({field_name: values}, replace=True)
+
+    # -- indices (read only: listed from the manifest; see lance_fw.table.index_list) ---------
+    def describe_indices(self) -> list[IndexDescription]:
+        """Every index of this version (pylance's ``IndexDescription`` attributes), by name."""
+        from lance_fw.table.index_list import describe_indices
+
+        return describe_indices(self._snapshot)
+
+    def list_indices(self) -> list[dict[str, Any]]:
+        """Deprecated in pylance (as here): one dict per index segment; use ``describe_indices``."""
+        from lance_fw.table.index_list import list_indices
+
+        warnings.warn(
+            "The 'list_indices' method is deprecated. It may be removed in a future "
+            "version. Use describe_indices() instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return list_indices(self._snapshot)
+
+    @property
+    def has_index(self) -> bool:
+        return len(self.describe_indices()) > 0
 
     @property
     def optimize(self) -> DatasetOptimizer:
