@@ -34,7 +34,15 @@ from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.deletion import deletion_path
 from lance_fw.table.manifest import VersionEntry, commit_time, list_versions, read_manifest
-from lance_fw.table.paths import DATA_DIR, DELETIONS_DIR, TAGS_DIR, TRANSACTIONS_DIR, VERSIONS_DIR
+from lance_fw.table.paths import (
+    DATA_DIR,
+    DATA_FILE_SUFFIX,
+    DELETIONS_DIR,
+    TAGS_DIR,
+    TRANSACTION_SUFFIX,
+    TRANSACTIONS_DIR,
+    VERSIONS_DIR,
+)
 
 DEFAULT_OLDER_THAN = timedelta(days=14)
 UNVERIFIED_GRACE = timedelta(days=7)
@@ -45,9 +53,9 @@ TAG_REQUIRED_COUNTS = ("version", "manifestSize")  # unsigned integers every tag
 
 # (directory, file name suffixes cleanup may remove there, CleanupStats counter)
 _MANAGED_DIRS = (
-    (DATA_DIR, (".lance",), "data_files_removed"),
+    (DATA_DIR, (DATA_FILE_SUFFIX,), "data_files_removed"),
     (DELETIONS_DIR, (".arrow", ".bin"), "deletion_files_removed"),
-    (TRANSACTIONS_DIR, (".txn",), "transaction_files_removed"),
+    (TRANSACTIONS_DIR, (TRANSACTION_SUFFIX,), "transaction_files_removed"),
 )
 
 

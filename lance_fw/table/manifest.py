@@ -20,7 +20,7 @@ from lance_fw.errors import CorruptFileError, DatasetNotFoundError, SchemaError,
 from lance_fw.file.container import MAGIC, parse_message
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceSchema
-from lance_fw.table.paths import TRANSACTIONS_DIR, VERSIONS_DIR
+from lance_fw.table.paths import MANIFEST_SUFFIX, TRANSACTIONS_DIR, VERSIONS_DIR
 
 U64_MAX = 2**64 - 1
 #: u64 manifest position | u16 major | u16 minor | magic.
@@ -30,20 +30,24 @@ FOOTER_VERSION = (0, 2)
 #: The u32 length that precedes each section (index, transaction, manifest).
 SECTION_LENGTH = struct.Struct("<I")
 HINT_FILE = "latest_version_hint.json"
+#: Digits of a v2 manifest name (``u64::MAX - version``, zero-padded)
+V2_NAME_DIGITS = 20
 
 
 def manifest_name(version: int, v2: bool = True) -> str:
-    return f"{U64_MAX - version:020d}.manifest" if v2 else f"{version}.manifest"
+    if v2:  # counts down, so the newest version lists first
+        return f"{U64_MAX - version:0{V2_NAME_DIGITS}d}{MANIFEST_SUFFIX}"
+    return f"{version}{MANIFEST_SUFFIX}"
 
 
 def parse_manifest_name(name: str) -> tuple[int, bool] | None:
     """(version, is_v2_name) for a manifest file name; None for anything else."""
-    if not name.endswith(".manifest") or name.startswith(("d", ".")):
+    if not name.endswith(MANIFEST_SUFFIX) or name.startswith(("d", ".")):
         return None
-    stem = name[: -len(".manifest")]
+    stem = name[: -len(MANIFEST_SUFFIX)]
     if not stem.isdigit():
         return None
-    if len(stem) == 20:
+    if len(stem) == V2_NAME_DIGITS:
         return U64_MAX - int(stem), True
     return int(stem), False
 

@@ -35,7 +35,7 @@ from lance_fw.errors import (
     StorageError,
 )
 from lance_fw.table.manifest import parse_manifest_name
-from lance_fw.table.paths import VERSIONS_DIR
+from lance_fw.table.paths import MANIFEST_SUFFIX, VERSIONS_DIR
 
 #: The ``storage_options`` key that selects the external manifest store for commits.
 MANIFEST_STORE_OPTION = "manifest_store"
@@ -57,14 +57,14 @@ def staging_name(final_name: str) -> str:
 
 def final_name_of(name: str) -> str | None:
     """The final manifest name a staging name stands for; None if ``name`` is not a staging name."""
-    head, sep, tail = name.partition(".manifest" + STAGING_SEPARATOR)
+    head, sep, tail = name.partition(MANIFEST_SUFFIX + STAGING_SEPARATOR)
     if not sep:
         return None
     try:
         uuid.UUID(tail)
     except ValueError:
         return None
-    return head + ".manifest"
+    return head + MANIFEST_SUFFIX
 
 
 def check_entry(where: str, version: int, entry: str) -> tuple[str, bool]:

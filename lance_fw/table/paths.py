@@ -18,3 +18,8 @@ VERSIONS_DIR = "_versions"
 INDICES_DIR = "_indices"
 #: Tag files (``<tag>.json``), as path parts below the root.
 TAGS_DIR = ("_refs", "tags")
+
+#: File name suffixes of what those directories hold.
+MANIFEST_SUFFIX = ".manifest"
+TRANSACTION_SUFFIX = ".txn"
+DATA_FILE_SUFFIX = ".lance"

@@ -30,7 +30,7 @@ from lance_fw.options import CommitLock
 from lance_fw.schema import BLOB_ENCODING_KEY, LanceSchema, conform
 from lance_fw.table.flags import recorded_plugins
 from lance_fw.table.manifest import list_versions, read_manifest
-from lance_fw.table.paths import DATA_DIR
+from lance_fw.table.paths import DATA_DIR, DATA_FILE_SUFFIX
 from lance_fw.table.transaction import Append, Operation, Overwrite, commit, undo_unless_published
 
 MODES = ("create", "append", "overwrite")
@@ -43,7 +43,7 @@ COMMIT_MESSAGE_KEY = "__lance_commit_message"
 def _data_file_name() -> str:
     """pylance's style: the first 3 uuid bytes in binary, then 26 hex digits."""
     raw = uuid.uuid4().bytes
-    return "".join(f"{b:08b}" for b in raw[:3]) + raw[3:].hex() + ".lance"
+    return "".join(f"{b:08b}" for b in raw[:3]) + raw[3:].hex() + DATA_FILE_SUFFIX
 
 
 def as_reader(data: Any, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:

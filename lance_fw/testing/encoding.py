@@ -258,10 +258,11 @@ def leaf_page_type_urls(uri: str, column: str) -> dict[str, list[str]]:
 
     from lance_fw.file.reader import LanceFileReader
     from lance_fw.io.storage import join_uri, resolve_storage
+    from lance_fw.table.paths import DATA_DIR
 
     storage = resolve_storage(uri)
     out: dict[str, list[str]] = {}
-    data = join_uri(uri, "data")
+    data = join_uri(uri, DATA_DIR)
     for name in sorted(storage.list_dir(data)):
         if name.startswith(".") or os.path.splitext(name)[1] != ".lance":
             continue
