@@ -227,6 +227,18 @@ def test_gcs_unsupported_key_in_the_environment_raises():
         gcsfs_kwargs({}, "bkt", {"GOOGLE_PROXY_URL": "http://proxy:3128"})
 
 
+def test_gcs_without_credentials_fails_instead_of_going_anonymous(monkeypatch, tmp_path):
+    """gcsfs on its own falls back to anonymous requests; pylance's default chain fails. No
+    credentials anywhere (no ADC file, no metadata server) is a StorageError at open."""
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_SERVICE_ACCOUNT", "SERVICE_ACCOUNT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))  # no gcloud well-known file
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    with pytest.raises(StorageError, match="credentials"):
+        resolve_storage(f"gs://bkt-{uuid.uuid4().hex[:8]}/ds", {})
+
+
 def test_gcs_bucket_matching_the_uri_is_accepted():
     assert gcsfs_kwargs({"google_bucket": "bkt", "google_skip_signature": "1"}, "bkt", {})["token"] == "anon"
 
