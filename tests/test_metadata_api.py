@@ -506,3 +506,25 @@ def test_metadata_updates_keep_indices(indexed: str) -> None:
     assert _describe(after) == before
     assert _describe(ours) == before
     assert after.to_table(filter="a = 70").num_rows == 2
+
+
+def test_plugin_encodings_record_is_kept(pair: tuple[str, str]) -> None:
+    """lance_fw's config record of plugin encodings cannot be set or deleted by hand, and survives
+    ``update_config(replace=True)`` (before: a replace dropped it, and with it the feature flag that
+    keeps readers without the plugin away)."""
+    from lance_fw.errors import InvalidArgumentError
+    from lance_fw.table.flags import PLUGIN_ENCODINGS_KEY
+
+    _, right = pair
+    record = '{"encodings_v2_0":"lance_fw test"}'  # a plugin that is always loaded
+    lance.dataset(right).update_config({PLUGIN_ENCODINGS_KEY: record})
+    ours = lance_fw.dataset(right)
+    for call in (
+        lambda: ours.update_config({PLUGIN_ENCODINGS_KEY: "{}"}),
+        lambda: ours.update_config({PLUGIN_ENCODINGS_KEY: None}),
+        lambda: ours.delete_config_keys([PLUGIN_ENCODINGS_KEY]),
+    ):
+        with pytest.raises(InvalidArgumentError):
+            call()
+    assert ours.update_config({"k": "v"}, replace=True) == {"k": "v", PLUGIN_ENCODINGS_KEY: record}
+    assert lance_fw.dataset(right).config() == {"k": "v", PLUGIN_ENCODINGS_KEY: record}

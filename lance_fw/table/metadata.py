@@ -19,10 +19,12 @@ from lance_fw.errors import (
     CorruptFileError,
     FieldNotFoundError,
     IncompatibleTransactionError,
+    InvalidArgumentError,
     InvalidArgumentTypeError,
 )
 from lance_fw.io.storage import Storage
 from lance_fw.query.column_paths import split_path
+from lance_fw.table.flags import PLUGIN_ENCODINGS_KEY
 from lance_fw.table.manifest import list_versions, read_transaction
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Operation, commit
@@ -92,6 +94,8 @@ class UpdateConfig(Operation):
         self._check_concurrent(base.version)
         if self.config is not None:
             self.config.apply(new.config)
+            if PLUGIN_ENCODINGS_KEY in base.config:  # lance_fw's record survives a replace
+                new.config[PLUGIN_ENCODINGS_KEY] = base.config[PLUGIN_ENCODINGS_KEY]
         if self.table_metadata is not None:
             self.table_metadata.apply(new.table_metadata)
         if self.schema_metadata is not None:
@@ -237,16 +241,28 @@ def _commit(snapshot: Snapshot, op: UpdateConfig) -> int:
     )
 
 
+def _check_not_managed(entries: Entries) -> Entries:
+    """lance_fw's own config key (the plugins whose encodings the data files use) is never set or
+    deleted by hand: without it pylance and lance_fw would take those files for readable."""
+    if any(key == PLUGIN_ENCODINGS_KEY for key, _ in entries):
+        raise InvalidArgumentError(
+            f"config key {PLUGIN_ENCODINGS_KEY!r} is managed by lance_fw (it records the plugins whose "
+            "encodings the data files use); it cannot be set or deleted"
+        )
+    return entries
+
+
 def update_config(snapshot: Snapshot, values: Mapping[str, str | None], replace: bool = False) -> int:
     """Set (str) or delete (None) config keys, or (``replace``) make the config exactly ``values``'
-    non-None entries. One ``UpdateConfig`` commit; returns its version."""
-    return _commit(snapshot, UpdateConfig(config=UpdateMap(_entries(values, "values"), bool(replace))))
+    non-None entries (lance_fw's plugin record kept). One ``UpdateConfig`` commit; returns its version."""
+    entries = _check_not_managed(_entries(values, "values"))
+    return _commit(snapshot, UpdateConfig(config=UpdateMap(entries, bool(replace))))
 
 
 def delete_config_keys(snapshot: Snapshot, keys: Sequence[str]) -> int:
     """Delete config keys (absent ones ignored): pylance commits a version even for no keys."""
     entries: Entries = [(k, None) for k in dict.fromkeys(_keys(keys, "keys"))]
-    return _commit(snapshot, UpdateConfig(config=UpdateMap(entries)))
+    return _commit(snapshot, UpdateConfig(config=UpdateMap(_check_not_managed(entries))))
 
 
 def update_table_metadata(snapshot: Snapshot, values: Mapping[str, str | None], replace: bool = False) -> int:
