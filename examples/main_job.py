@@ -4,8 +4,10 @@
    free text and an 8-dimensional embedding) and writes them with ``df.write.format("lance")``
    in several appends (one Lance version each).
 2. Spark reads the dataset back through the same data source (a count and an aggregate).
-3. Spark stops. DuckDB answers analyst queries through ``lance_scan('path')``, and the official
-   pylance opens the same dataset and must agree on rows and totals.
+3. Spark stops. DuckDB answers analyst queries (``FROM 'path.lance'``, ``lance_scan('path')``), and the
+   official pylance opens the same dataset and must agree on rows and totals.
+4. The analyst writes in SQL: ``COPY (…) TO 'lake/card_trips.lance' (FORMAT lance)``, ``ATTACH 'lake'
+   AS lake (TYPE LANCE)`` and an ``UPDATE`` (``lake/`` sits next to the dataset); pylance checks both.
 
 ``python examples/main_job.py [--rows N] [--appends K] [--out PATH]``; the defaults are embedded.
 """
@@ -84,7 +86,7 @@ QUERIES = {
     "trips and revenue per vendor": """
         SELECT vendor, count(*) AS trips, round(avg(fare), 2) AS avg_fare, sum(fare) AS revenue,
                round(avg(distance_km), 2) AS avg_km
-        FROM lance_scan('{uri}') GROUP BY vendor ORDER BY vendor""",
+        FROM '{uri}' GROUP BY vendor ORDER BY vendor""",
     "busiest pickup hours (UTC)": """
         SELECT hour(pickup_at) AS hour, count(*) AS trips FROM lance_scan('{uri}')
         GROUP BY hour ORDER BY trips DESC LIMIT 3""",
@@ -116,6 +118,23 @@ def analyst_queries(uri: str) -> float:
     return float(con.sql(f"SELECT sum(fare) FROM lance_scan('{uri}')").fetchall()[0][0])
 
 
+def sql_writes(uri: str, lake: str) -> tuple[int, int]:
+    """The analyst's writes in SQL: COPY a slice to a new dataset, attach its directory, UPDATE it.
+    Returns (rows copied, rows updated) as DuckDB reports them."""
+    from lance_fw.duckdb import connect
+
+    con = connect()
+    copied = con.execute(
+        f"COPY (SELECT trip_id, vendor, fare, note FROM '{uri}' WHERE payment = 'card') "
+        f"TO '{lake}/card_trips.lance' (FORMAT lance, mode 'overwrite')"
+    ).fetchall()[0][0]
+    log(f"[duckdb] COPY … TO '{lake}/card_trips.lance' (FORMAT lance): {copied:,} rows")
+    con.execute(f"ATTACH '{lake}' AS lake (TYPE LANCE)")
+    updated = con.execute("UPDATE lake.main.card_trips SET note = 'audited' WHERE fare > 60").fetchall()[0][0]
+    log(f"[duckdb] UPDATE lake.main.card_trips SET note = 'audited' WHERE fare > 60: {updated:,} rows")
+    return copied, updated
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=DEFAULT_ROWS)
@@ -135,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         log("[spark] stopped; from here on nothing uses Spark")
 
         duck_fare = analyst_queries(uri)
+        lake = os.path.join(os.path.dirname(os.path.abspath(uri)), "lake")
+        copied, updated = sql_writes(uri, lake)
 
         import lance  # the official pylance opens what Spark wrote
         import pyarrow.compute as pc
@@ -144,8 +165,13 @@ def main(argv: list[str] | None = None) -> int:
         log(f"[pylance] version {ds.version}, {ds.count_rows():,} rows, {len(ds.get_fragments())} fragments, "
             f"embedding {ds.schema.field('embedding').type}; total fare {pylance_fare:,.2f} "
             f"(DuckDB via lance_scan: {duck_fare:,.2f})")
+        card = lance.dataset(os.path.join(lake, "card_trips.lance"))
+        audited = card.count_rows("note = 'audited'")
+        log(f"[pylance] card_trips: version {card.version}, {card.count_rows():,} rows, {audited:,} audited")
         ok = ds.count_rows() == spark_rows == args.rows and ds.version == args.appends \
-            and abs(pylance_fare - duck_fare) < 0.01
+            and abs(pylance_fare - duck_fare) < 0.01 \
+            and card.count_rows() == copied == ds.count_rows("payment = 'card'") \
+            and audited == updated == card.count_rows("fare > 60") and card.version == 2
         log(f"[done] {'OK' if ok else 'MISMATCH'} in {time.perf_counter() - t0:.1f}s")
         return 0 if ok else 1
     finally:
