@@ -305,6 +305,9 @@ BAD: list[tuple[str, Call]] = [
     ("field int key", lambda d: d.update_field_metadata({0: {"a": "1"}})),
     ("field updates list", lambda d: d.update_field_metadata([("a", {})])),
     ("replace field unknown", lambda d: d.replace_field_metadata("nope", {"a": "1"})),
+    ("field dotted unquoted", lambda d: d.update_field_metadata({"s.y.z": {"a": "1"}})),
+    ("field unbalanced backtick", lambda d: d.update_field_metadata({"s.`y.z": {"a": "1"}})),
+    ("field empty path", lambda d: d.update_field_metadata({"": {"a": "1"}})),
 ]
 
 

@@ -207,10 +207,6 @@ def field_paths(fields: Iterable[file_pb2.Field]) -> dict[tuple[str, ...], int]:
     return out
 
 
-def _path_text(path: tuple[str, ...]) -> str:
-    return ".".join(f"`{p}`" if "." in p else p for p in path)
-
-
 # -- argument checks (pylance raises TypeError for each) -------------------------------------
 def _check_str(value: object, arg: str) -> str:
     if not isinstance(value, str):
@@ -294,9 +290,12 @@ def update_field_metadata(
     updates: dict[int, UpdateMap] = {}
     for path, values in field_updates.items():
         entries = _entries(values, "field_updates")
-        field_id = paths.get(tuple(split_path(_check_str(path, "field_updates"))))
+        try:
+            field_id = paths.get(tuple(split_path(_check_str(path, "field_updates"))))
+        except InvalidArgumentError:  # an unbalanced backtick: no field has that path
+            field_id = None
         if field_id is None:
-            known = [_path_text(p) for p in paths]
+            known = [".".join(p) for p in paths]  # pylance lists paths unquoted
             raise FieldNotFoundError(f"Field {path!r} not found.\nAvailable fields: {known}")
         updates[field_id] = UpdateMap(entries, bool(replace))
     return _commit(snapshot, UpdateConfig(field_metadata=updates))
