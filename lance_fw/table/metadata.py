@@ -290,8 +290,9 @@ def update_field_metadata(
     updates: dict[int, UpdateMap] = {}
     for path, values in field_updates.items():
         entries = _entries(values, "field_updates")
+        _check_str(path, "field_updates")
         try:
-            field_id = paths.get(tuple(split_path(_check_str(path, "field_updates"))))
+            field_id = paths.get(tuple(split_path(path)))
         except InvalidArgumentError:  # an unbalanced backtick: no field has that path
             field_id = None
         if field_id is None:
