@@ -149,9 +149,7 @@ def _segment(snapshot: Snapshot, meta: table_pb2.IndexMetadata) -> IndexSegmentD
             snapshot.uri, f"index {meta.name!r}: fragment bitmap does not parse: {exc}"
         ) from exc
     created = (
-        datetime.fromtimestamp(meta.created_at / _MS_PER_S, tz=UTC)
-        if meta.HasField("created_at")
-        else None
+        datetime.fromtimestamp(meta.created_at / _MS_PER_S, tz=UTC) if meta.HasField("created_at") else None
     )
     return IndexSegmentDescription(
         uuid=str(uuidlib.UUID(bytes=meta.uuid.uuid)),
