@@ -321,16 +321,13 @@ def compress(book: Codebook, offsets: np.ndarray, data: np.ndarray) -> tuple[np.
     tokens = _tokenise(book, body, base)
     pos = np.flatnonzero(tokens != _NO_TOKEN)
     code = tokens[pos].astype(np.uint8)
+    first = np.searchsorted(pos, base)  # each string's first token
     escaped = np.flatnonzero(code == _ESC_TOKEN)
-    at = np.arange(pos.size + 1, dtype=np.int64)  # where each token's output starts
-    if escaped.size:
-        size = np.ones(pos.size, np.int64)
-        size[escaped] = 2
-        np.cumsum(size, out=at[1:])
-    out = np.empty(int(at[-1]), np.uint8)
-    out[at[:-1]] = code
-    out[at[escaped] + 1] = body[pos[escaped]]
-    return at[np.searchsorted(pos, base)], out
+    if not escaped.size:  # one byte per token
+        return first, code
+    # an escaped byte follows its escape code; strings start later by the escapes before them
+    out = np.insert(code, escaped + 1, body[pos[escaped]])
+    return first + np.searchsorted(escaped, first), out
 
 
 def _sample(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
