@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 
-from lance_fw._proto import table_pb2
 from lance_fw.api.fragment import LanceFragment
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
@@ -530,23 +529,6 @@ class LanceDataset:
     def _filter_plan(self, filter: Filter | None) -> FilterPlan | None:
         """query.filter_plan over this version (kept for callers not yet given the snapshot)."""
         return filter_plan(self._snapshot, filter)
-
-    def _read_fragment(
-        self,
-        frag: table_pb2.DataFragment,
-        fields: list[LanceField],
-        plan: FilterPlan | None,
-        batch_size: int,
-        with_row_address: bool = False,
-        with_row_id: bool = False,
-        start: int = 0,
-        stop: int | None = None,
-        live: tuple[int, int] | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        """``Snapshot.read_fragment`` of this version (kept for callers not yet given the snapshot)."""
-        return self._snapshot.read_fragment(
-            frag, fields, plan, batch_size, with_row_address, with_row_id, start, stop, live
-        )
 
     def delete(self, predicate: Filter) -> dict:
         """Delete the rows matching ``predicate`` (a Lance SQL string or pyarrow expression) in a

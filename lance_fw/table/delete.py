@@ -28,7 +28,7 @@ from lance_fw.table.deletion import (
 from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.snapshot import Snapshot
-from lance_fw.table.transaction import Delete, commit, undo_unless_published
+from lance_fw.table.transaction import Delete
 
 #: (fragment reader, fragment proto) -> uint32 offsets of live rows that match the predicate
 Matcher = Callable[[FragmentReader, table_pb2.DataFragment], np.ndarray]
@@ -96,15 +96,8 @@ def delete_rows(snapshot: Snapshot, matcher: Matcher, predicate_text: str) -> tu
     op = Delete(
         updated=staged.updated, removed=staged.removed, expected=staged.expected, predicate=predicate_text
     )
-    with undo_unless_published(lambda: staged.undo(snapshot.storage)):
-        version = commit(
-            snapshot.storage,
-            snapshot.uri,
-            op,
-            commit_lock=snapshot.commit_lock,
-            read_version=staged.read_version,
-        )
-        return version, staged.rows
+    version = snapshot.commit(op, lambda: staged.undo(snapshot.storage), staged.read_version)
+    return version, staged.rows
 
 
 def addresses_matcher(addresses: np.ndarray) -> Matcher:

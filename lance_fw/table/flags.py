@@ -49,26 +49,25 @@ def _describe(bits: int) -> str:
 def check_readable(where: str, reader_flags: int, config: Mapping[str, str] | None = None) -> None:
     """Refuse a manifest whose reader flags need what lance_fw lacks. ``PLUGIN_ENCODINGS`` is
     honoured when every plugin the manifest's ``config`` records is installed."""
-    missing = reader_flags & ~READABLE
-    if missing & PLUGIN_ENCODINGS:
-        _check_plugins_installed(where, config, "read")
-        missing &= ~PLUGIN_ENCODINGS
-    if missing:
-        raise UnsupportedFeatureError(
-            f"{where}: the dataset needs reader features lance_fw does not support: {_describe(missing)}"
-        )
+    _check_flags(where, reader_flags, READABLE, config, "read")
 
 
 def check_writable(where: str, writer_flags: int, config: Mapping[str, str] | None = None) -> None:
     """As ``check_readable``, for writers: a writer rewrites and copies data files, so it needs the
     plugins too."""
-    missing = writer_flags & ~WRITABLE
+    _check_flags(where, writer_flags, WRITABLE, config, "write")
+
+
+def _check_flags(where: str, flags: int, supported: int, config: Mapping[str, str] | None, what: str) -> None:
+    """``flags`` beyond ``supported`` are refused, but for ``PLUGIN_ENCODINGS`` when its plugins are
+    installed; ``what`` ("read" / "write") names the side in the errors."""
+    missing = flags & ~supported
     if missing & PLUGIN_ENCODINGS:
-        _check_plugins_installed(where, config, "write")
+        _check_plugins_installed(where, config, what)
         missing &= ~PLUGIN_ENCODINGS
     if missing:
         raise UnsupportedFeatureError(
-            f"{where}: the dataset needs writer features lance_fw does not support: {_describe(missing)}"
+            f"{where}: the dataset needs {what}r features lance_fw does not support: {_describe(missing)}"
         )
 
 

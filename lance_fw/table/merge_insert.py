@@ -25,7 +25,7 @@ from lance_fw.table import flags as feature_flags
 from lance_fw.table.delete import addresses_matcher, stage_deletions
 from lance_fw.table.fragment import matcher_for
 from lance_fw.table.snapshot import Snapshot
-from lance_fw.table.transaction import Update, commit, undo_unless_published
+from lance_fw.table.transaction import Update
 from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
 
 ADDRESS = "_rowaddr"
@@ -59,14 +59,7 @@ def rewrite(
         staged.undo(snapshot.storage)
         delete_fragment_files(snapshot.storage, snapshot.uri, fragments)
 
-    with undo_unless_published(undo):
-        return commit(
-            snapshot.storage,
-            snapshot.uri,
-            op,
-            commit_lock=snapshot.commit_lock,
-            read_version=staged.read_version,
-        )
+    return snapshot.commit(op, undo, staged.read_version)
 
 
 def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:

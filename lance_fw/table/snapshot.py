@@ -9,7 +9,7 @@ Nothing in it changes when the ``LanceDataset`` that made it moves to another ve
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -22,6 +22,7 @@ from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import Storage
 from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.fragment import FragmentReader, Matcher
+from lance_fw.table.transaction import Operation, commit, undo_unless_published
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +53,19 @@ class Snapshot:
     @cached_property
     def schema(self) -> pa.Schema:
         return self.lance_schema.to_arrow()
+
+    def commit(self, operation: Operation, undo: Callable[[], None], read_version: int | None = None) -> int:
+        """Commit ``operation`` on top of this version (or ``read_version``), under this snapshot's
+        ``commit_lock``; ``undo`` removes the files the operation wrote unless the version may have
+        been published (``transaction.undo_unless_published``). Returns the version created."""
+        with undo_unless_published(undo):
+            return commit(
+                self.storage,
+                self.uri,
+                operation,
+                commit_lock=self.commit_lock,
+                read_version=self.version if read_version is None else read_version,
+            )
 
     @property
     def data_storage_version(self) -> str:

@@ -194,14 +194,23 @@ def _end_offsets(
     return offsets, valid
 
 
-def _binary(msg: pb.Binary, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+def binary_value_type(arrow_type: pa.DataType) -> pa.DataType | None:
+    """The string/binary type a ``binary`` encoding holds for a column of ``arrow_type`` (its
+    dictionary's value type for a dictionary column), or None when the column cannot hold one."""
     value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
-    if not (
+    if (
         pa.types.is_string(value_type)
         or pa.types.is_binary(value_type)
         or pa.types.is_large_string(value_type)
         or pa.types.is_large_binary(value_type)
     ):
+        return value_type
+    return None
+
+
+def _binary(msg: pb.Binary, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    value_type = binary_value_type(arrow_type)
+    if value_type is None:
         raise CorruptFileError(page.where, f"binary encoding for a {arrow_type} column")
     offsets, valid = _end_offsets(msg.indices, page, n, msg.null_adjustment)
     total = int(offsets[-1])

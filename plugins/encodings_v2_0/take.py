@@ -138,13 +138,8 @@ def _end_offsets(
 
 
 def _binary(msg: pb.Binary, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
-    value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
-    if not (
-        pa.types.is_string(value_type)
-        or pa.types.is_binary(value_type)
-        or pa.types.is_large_string(value_type)
-        or pa.types.is_large_binary(value_type)
-    ):
+    value_type = decode.binary_value_type(arrow_type)
+    if value_type is None:
         return None
     if (
         msg.bytes.WhichOneof("array_encoding") != "flat"
