@@ -171,3 +171,63 @@ def test_detach_forgets_the_directory(root, con):
     con.execute("DETACH ns")
     with pytest.raises(duckdb.CatalogException):
         con.execute("SELECT count(*) FROM ns.main.t")
+
+
+def _source_table() -> pa.Table:
+    ids = list(range(8990, 9010))  # 10 match the tail of t, 10 are new
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "x": pa.array([-1.0 if i % 3 == 0 else i * 10.0 for i in ids], pa.float64()),
+            "s": pa.array([f"src{i}" for i in ids], pa.string()),
+        }
+    )
+
+
+def test_merge_upsert_matches_pylance_merge_insert(root, con):
+    copy = _copy(root)
+    con.register("src", _source_table())
+    got = con.execute(
+        "MERGE INTO ns.main.t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE WHEN NOT MATCHED THEN INSERT"
+    ).fetchall()
+    assert got == [(20,)]
+    lance.dataset(copy).merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+        _source_table()
+    )
+    ours, theirs = lance.dataset(str(root / "t.lance")), lance.dataset(copy)
+    assert ours.to_table().sort_by("id").equals(theirs.to_table().sort_by("id"))
+    assert ours.version == theirs.version
+
+
+MERGES = [
+    "MERGE INTO {t} AS t USING src AS s ON t.id = s.id "
+    "WHEN MATCHED AND s.x < 0 THEN DELETE "
+    "WHEN MATCHED THEN UPDATE SET x = s.x + t.x, s = upper(s.s) "
+    "WHEN NOT MATCHED AND s.id % 2 = 0 THEN INSERT (id, s) VALUES (s.id, 'even') "
+    "WHEN NOT MATCHED BY SOURCE AND t.id < 5 THEN DELETE",
+    "MERGE INTO {t} AS t USING (SELECT * FROM src WHERE id < 9000) AS s ON t.id = s.id "
+    "WHEN NOT MATCHED BY SOURCE AND t.id % 1000 = 0 THEN UPDATE SET s = 'orphan'",
+]
+
+
+@pytest.mark.parametrize("merge", MERGES)
+def test_merge_clauses_match_duckdbs_own_merge(root, con, merge):
+    native = duckdb.connect()
+    native.register("src", _source_table())
+    native.register("lance_t", lance.dataset(str(root / "t.lance")).to_table())
+    native.execute("CREATE TABLE t AS SELECT * FROM lance_t")
+    expected_count = native.execute(merge.format(t="t")).fetchall()
+    expected = native.execute("SELECT * FROM t ORDER BY id").fetchall()
+
+    con.register("src", _source_table())
+    assert con.execute(merge.format(t="ns.main.t")).fetchall() == expected_count
+    got = duckdb.connect()
+    got.register("ours", lance.dataset(str(root / "t.lance")).to_table())
+    assert got.execute("SELECT * FROM ours ORDER BY id").fetchall() == expected
+
+
+def test_merge_with_a_target_row_matched_twice_is_refused(root, con):
+    con.register("src", pa.table({"id": pa.array([5, 5], pa.int64()), "x": [1.0, 2.0], "s": ["a", "b"]}))
+    with pytest.raises(InvalidArgumentError, match="more than one source row"):
+        con.execute("MERGE INTO ns.main.t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE")
+    assert lance.dataset(str(root / "t.lance")).version == 1

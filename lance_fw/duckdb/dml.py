@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
@@ -41,6 +42,7 @@ from lance_fw.duckdb.catalog import (
 )
 from lance_fw.duckdb.dataset import READAHEAD, DuckDBDataset, _ReportingScanner
 from lance_fw.duckdb.ddl import alter_table
+from lance_fw.duckdb.merge import SOURCE_NAME, plan_merge
 from lance_fw.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
@@ -135,6 +137,8 @@ class WriteRouter:
             return self._create(tree, values)
         if isinstance(tree, exp.Drop) and str(tree.args.get("kind")).upper() == "TABLE":
             return self._drop(tree)
+        if isinstance(tree, exp.Merge):
+            return self._merge(tree, values)
         if isinstance(tree, exp.Alter) and str(tree.args.get("kind")).upper() == "TABLE":
             return self._alter(tree)
         if isinstance(tree, exp.Show) and str(tree.this).upper() == "TABLES":
@@ -282,6 +286,47 @@ class WriteRouter:
                 raise DatasetNotFoundError(f"DROP TABLE {catalog.name}.main.{name}: no dataset at {path}")
             remove_dataset(path, catalog.storage_options)
         self.con.execute(EMPTY_RESULT)
+        return True
+
+    def _merge(self, tree: exp.Merge, values: object) -> bool:
+        found = self._target(tree.this)
+        if found is None:
+            return False
+        catalog, _name, path = found
+        ds = self._open(catalog, path)
+        using = tree.args["using"]
+        if isinstance(using, exp.Subquery):
+            source_query = using.this.copy()
+        else:
+            source_table = using.copy()
+            source_table.set("alias", None)
+            source_query = exp.select("*").from_(source_table)
+        source = self.run_query(self._sql(source_query), values)
+
+        def target(alias: str) -> exp.Table:
+            return exp.Table(
+                this=exp.to_identifier(TARGET_NAME, quoted=True),
+                alias=exp.TableAlias(this=exp.to_identifier(alias)),
+            )
+
+        self.con.register(TARGET_NAME, AddressedDataset(ds))
+        self.con.register(SOURCE_NAME, source)
+        try:
+            result = plan_merge(
+                tree, ds, target, lambda select: self.run_query(self._sql(select), None), source
+            )
+        finally:
+            self.con.unregister(SOURCE_NAME)
+            self.con.unregister(TARGET_NAME)
+        addresses = np.concatenate(result.addresses) if result.addresses else np.zeros(0, np.uint64)
+        new = pa.concat_tables(result.rows) if result.rows else None
+        snapshot = ds._snapshot
+
+        def commit() -> object:
+            return rewrite(snapshot, addresses, new, "MERGE INTO")
+
+        changes = len(addresses) or (new is not None and new.num_rows)
+        self._write(path, commit if changes else None, result.changed)
         return True
 
     def _alter(self, tree: exp.Alter) -> bool:
