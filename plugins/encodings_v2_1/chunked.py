@@ -232,22 +232,21 @@ def _variable_ranges(
     offs = words[range_positions(base // width, counts_a + 1)].astype(np.int64)
     bounds = np.zeros(len(counts_a) + 1, np.int64)
     np.cumsum(counts_a + 1, out=bounds[1:])
-    if (offs[bounds[1:] - 1] > sizes).any():
-        raise CorruptFileError(where, "variable chunk offsets point past their chunk")
-    starts = offs + np.repeat(base, counts_a + 1)
-    last = np.zeros(len(starts), bool)
-    last[bounds[1:] - 1] = True
-    value_starts = starts[~last]  # n values: every offset but each chunk's last
-    firsts = np.ones(len(starts), bool)
-    firsts[bounds[:-1]] = False
-    lengths = starts[firsts] - value_starts
-    if (lengths < 0).any():
+    first, last = offs[bounds[:-1]], offs[bounds[1:] - 1]
+    if (last > sizes).any() or (last < first).any():
+        raise CorruptFileError(where, "variable chunk offsets point past their chunk or are out of order")
+    # a chunk's values lie back to back: copy one range per chunk, not one per value; in the
+    # output, chunk c's offsets move by (bytes of the chunks before it) - (its first offset)
+    data = gather_ranges(big, base + first, last - first)
+    before = np.zeros(len(counts_a), np.int64)
+    np.cumsum((last - first)[:-1], out=before[1:])
+    offs += np.repeat(before - first, counts_a + 1)
+    keep = np.ones(len(offs), bool)
+    keep[bounds[1:-1] - 1] = False  # each chunk's end offset is the next one's start
+    out_offs = offs[keep]
+    if (out_offs[1:] < out_offs[:-1]).any():
         raise CorruptFileError(where, "variable chunk offsets are out of order")
-    # a chunk's values lie back to back: copy one range per chunk, not one per value
-    data = gather_ranges(big, starts[bounds[:-1]], starts[bounds[1:] - 1] - starts[bounds[:-1]])
-    out_offs = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=out_offs[1:])
-    return DecodedValues("variable", len(lengths), data, offsets=out_offs)
+    return DecodedValues("variable", len(out_offs) - 1, data, offsets=out_offs)
 
 
 def _variable_needed(
