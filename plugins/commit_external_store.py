@@ -39,8 +39,8 @@ from lance_fw.errors import (
     StorageError,
 )
 from lance_fw.hookspecs import hookimpl
+from lance_fw.interfaces import CommitHandler
 from lance_fw.io.storage import Storage, join_uri
-from lance_fw.table.commit import CommitHandler
 from lance_fw.table.manifest import VERSIONS_DIR, parse_manifest_name
 from lance_fw.table.manifest_store import (
     MANIFEST_STORE_OPTION,

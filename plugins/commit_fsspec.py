@@ -17,8 +17,8 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from lance_fw.errors import CommitConflictError
 from lance_fw.hookspecs import hookimpl
+from lance_fw.interfaces import CommitHandler
 from lance_fw.io.storage import Storage
-from lance_fw.table.commit import CommitHandler
 from lance_fw_plugins.storage_fsspec import FsspecStorage
 
 #: fsspec filesystem classes whose whole content lives in this process.

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from lance_fw.hookspecs import hookimpl
+from lance_fw.interfaces import CommitHandler
 from lance_fw.io.storage import Storage
-from lance_fw.table.commit import CommitHandler
 
 
 class PutIfAbsentCommitHandler(CommitHandler):

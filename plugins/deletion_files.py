@@ -12,7 +12,8 @@ import pyroaring
 
 from lance_fw.errors import CorruptFileError
 from lance_fw.hookspecs import hookimpl
-from lance_fw.table.deletion import ARROW_ARRAY, BITMAP, DeletionCodec
+from lance_fw.interfaces import DeletionCodec
+from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
 
 _SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 
