@@ -135,3 +135,43 @@ def test_table_function_argument_errors(con):
         con.execute("SELECT * FROM lance_cleanup_old_versions('ns.main.t')")
     with pytest.raises(InvalidArgumentError, match="NULL or empty"):
         con.execute("SELECT * FROM lance_versions(NULL)")
+
+
+def test_config_functions_match_pylance(root, con):
+    path = str(root / "t.lance")
+    assert con.execute("SELECT Count FROM lance_set_config('ns.main.t', 'k1', 'v1')").fetchall() == [(1,)]
+    con.execute("SELECT * FROM lance_set_config('ns.t', 'k2', 42)").fetchall()  # a value is VARCHAR, as in the extension
+    assert lance.dataset(path).config() == {"k1": "v1", "k2": "42"}
+    assert con.execute("SELECT Key, Value FROM lance_config('ns.main.t')").fetchall() == sorted(lance.dataset(path).config().items())
+    con.execute("SELECT * FROM lance_unset_config('ns.main.t', 'k1')").fetchall()
+    assert lance.dataset(path).config() == {"k2": "42"}
+
+
+def test_table_schema_and_column_metadata_match_pylance(root, con):
+    path = str(root / "t.lance")
+    con.execute("SELECT * FROM lance_set_table_metadata('ns.main.t', 'owner', 'ana')").fetchall()
+    con.execute("COMMENT ON TABLE ns.main.t IS 'trips'")
+    assert lance.dataset(path).metadata == {"owner": "ana", "comment": "trips"}
+    assert con.execute("SELECT * FROM lance_table_metadata('ns.main.t')").fetchall() == [("comment", "trips"), ("owner", "ana")]
+
+    con.execute("SELECT * FROM lance_set_schema_metadata('ns.main.t', 'sk', 'sv')").fetchall()
+    assert lance.dataset(path).schema_metadata == {"sk": "sv"}
+    con.execute("SELECT * FROM lance_unset_schema_metadata('ns.main.t', 'sk')").fetchall()
+    assert lance.dataset(path).schema_metadata == {}
+
+    con.execute("COMMENT ON COLUMN ns.main.t.age IS 'years'")
+    con.execute("SELECT * FROM lance_set_column_metadata('ns.main.t', 'age', 'unit', 'y')").fetchall()
+    assert lance.dataset(path).schema.field("age").metadata == {b"comment": b"years", b"unit": b"y"}
+    rows = con.execute("SELECT * FROM lance_column_metadata('ns.main.t', 'age')").fetchall()
+    assert rows == [("comment", "years"), ("unit", "y")]
+    con.execute("SELECT * FROM lance_unset_column_metadata('ns.main.t', 'age', 'unit')").fetchall()
+    assert lance.dataset(path).schema.field("age").metadata == {b"comment": b"years"}
+    with pytest.raises(InvalidArgumentError, match="nope"):
+        con.execute("COMMENT ON COLUMN ns.main.t.nope IS 'x'")
+
+
+def test_indices_listing_matches_pylance(root, con):
+    path = str(root / "t.lance")
+    lance.dataset(path).create_scalar_index("age", "BTREE", name="age_idx")
+    expected = [(d.name, ",".join(d.field_names)) for d in lance.dataset(path).describe_indices()]
+    assert con.execute("SELECT * FROM lance_indices('ns.main.t')").fetchall() == expected == [("age_idx", "age")]

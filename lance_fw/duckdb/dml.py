@@ -43,6 +43,7 @@ from lance_fw.duckdb.catalog import (
 from lance_fw.duckdb.dataset import READAHEAD, DuckDBDataset, _ReportingScanner
 from lance_fw.duckdb.ddl import alter_table
 from lance_fw.duckdb.merge import SOURCE_NAME, plan_merge
+from lance_fw.duckdb.metadata_functions import set_comment  # also registers the metadata table functions
 from lance_fw.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
@@ -139,6 +140,8 @@ class WriteRouter:
             return self._drop(tree)
         if isinstance(tree, exp.Merge):
             return self._merge(tree, values)
+        if isinstance(tree, exp.Comment):
+            return self._comment(tree)
         if isinstance(tree, exp.Alter) and str(tree.args.get("kind")).upper() == "TABLE":
             return self._alter(tree)
         if isinstance(tree, exp.Show) and str(tree.this).upper() == "TABLES":
@@ -327,6 +330,30 @@ class WriteRouter:
 
         changes = len(addresses) or (new is not None and new.num_rows)
         self._write(path, commit if changes else None, result.changed)
+        return True
+
+    def _comment(self, tree: exp.Comment) -> bool:
+        kind = str(tree.args.get("kind")).upper()
+        target = tree.this
+        column = None
+        if kind == "COLUMN" and isinstance(target, exp.Column):
+            # ns.main.t.c parses as a column c of table t in db main, catalog ns
+            column = target.name
+            target = exp.Table(
+                this=exp.to_identifier(target.table),
+                db=exp.to_identifier(target.db),
+                catalog=exp.to_identifier(target.catalog),
+            )
+        elif kind != "TABLE":
+            return False
+        found = self._target(target)
+        if found is None:
+            return False
+        catalog, name, path = found
+        self._require_no_transaction(f"COMMENT ON {kind} {name}")
+        text = tree.expression
+        set_comment(self._open(catalog, path), column, None if isinstance(text, exp.Null) else text.name)
+        self.con.execute(EMPTY_RESULT)
         return True
 
     def _alter(self, tree: exp.Alter) -> bool:
