@@ -102,10 +102,12 @@ def test_take_matches_pylance_and_reads_fragments_concurrently(two_datasets):
     import lance
 
     _, uris, opts = two_datasets
-    rows = [3, 4_999, 5_000, 12_345, 19_999, 7]
+    rows = [3, 4_999, 5_000, 12_345, 19_999, 7, 5_000, 3]  # unsorted, repeats, across fragments
     for uri in uris.values():
-        expect = lance.dataset(uri, storage_options=opts).take(rows)
-        assert lance_fw.dataset(uri, storage_options=opts).take(rows).equals(expect)
+        pl, fw = lance.dataset(uri, storage_options=opts), lance_fw.dataset(uri, storage_options=opts)
+        assert fw.take(rows).equals(pl.take(rows))
+        assert fw.take(rows, columns=["vec", "name"]).equals(pl.take(rows, columns=["vec", "name"]))
+        assert fw.take(list(range(0, 20_000, 97))).equals(pl.take(list(range(0, 20_000, 97))))
 
 
 def test_a_remembered_open_of_a_replaced_object_fails_then_reopens(s3_server):

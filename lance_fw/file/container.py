@@ -33,8 +33,8 @@ class FileTail:
     """Everything in a data file except the page data."""
 
     version: tuple[int, int]
-    columns: list  # file2_pb2.ColumnMetadata
-    descriptor: object  # file2_pb2.FileDescriptor
+    columns: list[file2_pb2.ColumnMetadata]
+    descriptor: file2_pb2.FileDescriptor
     global_buffers: list[tuple[int, int]]
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import struct
 import threading
+from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
@@ -39,6 +40,10 @@ DECODE_FAILURES = (
 
 #: A page is decoded whole (not row by row) once more than this share of its rows is wanted.
 WHOLE_PAGE_SHARE = 0.25
+
+#: Page buffers up to this size are fetched ahead for a take (``prefetch_small_buffers``):
+#: metadata-like buffers a row decoder reads before it knows which chunks to read.
+SMALL_BUFFER = 64 * 1024
 
 
 class LanceFileReader:
@@ -78,6 +83,8 @@ class LanceFileReader:
         self._cache: dict[int, tuple[int, pa.Array]] = {}
         #: Buffers of pages fetched ahead (``prefetch``), by (column, page); taken when decoded.
         self._prefetched: dict[tuple[int, int], list[memoryview]] = {}
+        #: Small page buffers fetched ahead for a take (``prefetch_small_buffers``), by offset.
+        self._small: dict[int, memoryview] = {}
         self._lock = threading.Lock()
 
     @property
@@ -125,6 +132,35 @@ class LanceFileReader:
         fetched = {key: [next(blobs) for _ in meta.buffer_offsets] for key, meta in zip(wanted, metas)}
         with self._lock:
             self._prefetched.update(fetched)
+
+    def prefetch_small_buffers(self, fields: list[LanceField], rows: np.ndarray) -> None:
+        """Fetch, in one ``read_ranges`` call, every buffer of at most SMALL_BUFFER bytes of the
+        pages holding ``rows`` (sorted) in the columns of ``fields``; ``take_field`` then finds
+        them in memory.
+
+        A take decodes each page row by row in two dependent rounds: first a small buffer (chunk
+        metadata, repetition index, dictionary), then the chunks it points to. Fetching the
+        small buffers of every column together turns a round trip per column into one per file."""
+        if not len(rows):
+            return
+        ranges: list[tuple[int, int]] = []
+        for col, field in self._row_columns(fields):
+            starts = np.asarray(self._starts(col, field), np.int64)
+            pages = np.unique(np.searchsorted(starts, rows, side="right") - 1)
+            for p in pages.tolist():
+                if not 0 <= p < len(self.tail.columns[col].pages):
+                    continue
+                meta = self.tail.columns[col].pages[p]
+                self._check_page(col, p, meta)
+                ranges += [
+                    (off, size)
+                    for off, size in zip(meta.buffer_offsets, meta.buffer_sizes)
+                    if 0 < size <= SMALL_BUFFER and off not in self._small
+                ]
+        if ranges:
+            held = dict(zip((off for off, _ in ranges), self._reader.read_ranges(ranges)))
+            with self._lock:
+                self._small.update(held)
 
     def _row_columns(self, fields: list[LanceField]) -> list[tuple[int, LanceField]]:
         """(column, field) of each column holding ``fields``' values row for row."""
@@ -268,13 +304,15 @@ class LanceFileReader:
         todo = [p for p in range(first, last + 1) if self._cached(col, p) is None]
         decoded = dict(zip(todo, self._decode_pages(col, todo, arrow_type, field)))
         for p in range(first, last + 1):
-            page = decoded.get(p) or self._cached(col, p)
+            page = decoded[p] if p in decoded else self._cached(col, p)
+            if page is None:  # neither decoded now nor the cached page: a bookkeeping bug
+                raise AssertionError(f"{self.path}: column {col} page {p} was neither decoded nor cached")
             lo = max(start, starts[p]) - starts[p]
             hi = min(stop, starts[p + 1]) - starts[p]
             pieces.append(page.slice(lo, hi - lo))
         if todo:
             with self._lock:
-                self._cache[col] = (last, decoded.get(last) or self._cached(col, last))
+                self._cache[col] = (last, decoded[last] if last in decoded else self._cached(col, last))
         return _concat(pieces, arrow_type)
 
     def _take_column(
@@ -311,8 +349,9 @@ class LanceFileReader:
         meta = self.tail.columns[col].pages[p]
         self._check_page(col, p, meta)
         where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
+        source = _HeldFirst(self._reader, self._small) if self._small else self._reader
         page = PageInput(
-            PageBuffers(self._reader, meta.buffer_offsets, meta.buffer_sizes, where),
+            PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where),
             meta.length,
             arrow_type,
             where,
@@ -459,6 +498,35 @@ class LanceFileReader:
         return enc.list.num_items
 
 
+class _HeldFirst(RangeReader):
+    """A file's reader that answers ranges lying inside buffers already held (by start offset)
+    from memory, and asks the file for the others."""
+
+    def __init__(self, reader: RangeReader, held: dict[int, memoryview]) -> None:
+        self.path, self._reader, self._held = reader.path, reader, held
+
+    def size(self) -> int:
+        return self._reader.size()
+
+    def read(self, offset: int, length: int) -> bytes:
+        return self._reader.read(offset, length)
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+        out: list[memoryview] = []
+        missing: list[int] = []
+        for i, (off, length) in enumerate(ranges):
+            held = self._held.get(off)
+            if held is not None and length <= len(held):
+                out.append(held[:length])
+            else:
+                out.append(memoryview(b""))
+                missing.append(i)
+        if missing:
+            for i, view in zip(missing, self._reader.read_ranges([ranges[i] for i in missing])):
+                out[i] = view
+        return out
+
+
 def _decoded_by(encoding: any_pb2.Any) -> str:
     """Who decoded a page, for errors about its output: the plugin (and distribution) providing the
     page decoder of its type URL, and any other plugins whose kind decoders replace members of that
@@ -470,10 +538,8 @@ def _decoded_by(encoding: any_pb2.Any) -> str:
     text = f"the page decoder of plugin {page_owner}" if page_owner else f"the page decoder of {url!r}"
     try:
         family = url.lstrip("/")
-        kinds = sorted(
-            {owner("lance_kind_decoders", k) for k in registry.kind_decoders if k[0] == family}
-            - {page_owner, None}
-        )
+        owners = {owner("lance_kind_decoders", k) for k in registry.kind_decoders if k[0] == family}
+        kinds = sorted(o for o in owners if o is not None and o != page_owner)
     except LanceError:  # a conflict among kind decoders is reported where they are used
         kinds = []
     if kinds:

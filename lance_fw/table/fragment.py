@@ -114,6 +114,12 @@ class FragmentReader:
         """Open the data files now: callers about to read from several threads open them once."""
         _ = self._readers
 
+    def prefetch_small_buffers(self, fields: list[LanceField], offsets: np.ndarray) -> None:
+        """Each data file fetches at once the small buffers a take of ``offsets`` (sorted,
+        distinct) will read first (``LanceFileReader.prefetch_small_buffers``)."""
+        for _, reader in self._readers:
+            reader.prefetch_small_buffers([f for f in fields if self._reader_for(f) is reader], offsets)
+
     def _reader_for(self, field: LanceField) -> LanceFileReader | None:
         for ids, reader in self._readers:
             if field.id in ids or any(c.id in ids for c in field.walk()):

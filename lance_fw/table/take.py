@@ -113,10 +113,11 @@ def _gather(
 
     tasks = [(job, f) for job in jobs for f in fields]
     if parallel > 0 and len(tasks) > 1:
-        for job in jobs:
-            job[0].open_files()  # once, here, not raced by the tasks
         workers = min(len(tasks), parallel * TAKE_TASKS_PER_READAHEAD)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lance_fw-take") as pool:
+            # first every file's small buffers, one round per file (this also opens each file
+            # once, before the tasks could race to), then each (fragment, column) reads its chunks
+            list(pool.map(lambda job: job[0].prefetch_small_buffers(fields, job[1]), jobs))
             arrays = list(pool.map(lambda t: one(*t), tasks))
     else:
         arrays = [one(job, f) for job, f in tasks]
