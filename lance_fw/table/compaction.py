@@ -22,17 +22,18 @@ the Spark runner (lance_fw.spark.maintenance) share one implementation.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 
 import pyarrow as pa
 
-from lance_fw._proto import table_pb2
+from lance_fw._proto import table_pb2, transaction_pb2
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows, live_rows
 from lance_fw.table.snapshot import Snapshot
-from lance_fw.table.transaction import Rewrite, commit, undo_unless_published
+from lance_fw.table.transaction import Operation, Rewrite, next_fragment_id, undo_unless_published
 from lance_fw.table.write import DEFAULT_MAX_BYTES_PER_FILE, WritePlan, delete_fragment_files, plan_write
 
 DEFAULT_TARGET_ROWS = 1024 * 1024
@@ -245,6 +246,27 @@ def delete_written(snapshot: Snapshot, results: list[RewriteResult]) -> None:
         delete_fragment_files(snapshot.storage, snapshot.uri, result.groups()[1])
 
 
+@dataclass
+class ReserveFragments(Operation):
+    """Reserve ``num_fragments`` fragment ids (``max_fragment_id`` moves past them) and change nothing
+    else: pylance 14 commits one before each compaction's ``Rewrite``, whose new fragments then take
+    the reserved ids -- so a compaction makes two versions there, and here too."""
+
+    num_fragments: int = 0
+    #: the ids reserved, set by ``apply`` (of the attempt that published)
+    reserved: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
+        start = next_fragment_id(base)
+        self._added = []
+        self.reserved = list(range(start, start + self.num_fragments))
+        if self.num_fragments:
+            new.max_fragment_id = start + self.num_fragments - 1
+
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
+        txn.reserve_fragments.num_fragments = self.num_fragments
+
+
 def commit_compaction(snapshot: Snapshot, results: list[RewriteResult]) -> tuple[CompactionMetrics, int]:
     """One ``Rewrite`` of every result (retried on conflict by ``commit``); returns the metrics and
     the version created (``snapshot``'s own if there is no result). If the commit fails before it is
@@ -258,14 +280,11 @@ def commit_compaction(snapshot: Snapshot, results: list[RewriteResult]) -> tuple
             f"compaction results of different versions {sorted(versions)} cannot commit together"
         )
     groups = [r.groups() for r in results]
-    with undo_unless_published(lambda: delete_written(snapshot, results)):
-        version = commit(
-            snapshot.storage,
-            snapshot.uri,
-            Rewrite(groups=groups),
-            commit_lock=snapshot.commit_lock,
-            read_version=versions.pop(),
-        )
+    read_version = versions.pop()
+    reserve = ReserveFragments(num_fragments=sum(len(fresh) for _, fresh in groups))
+    undo = partial(delete_written, snapshot, results)
+    snapshot.commit(reserve, undo, read_version)
+    version = snapshot.commit(Rewrite(groups=groups, fragment_ids=reserve.reserved), undo, read_version)
     for old, fresh in groups:
         metrics.fragments_removed += len(old)
         metrics.fragments_added += len(fresh)

@@ -8,6 +8,7 @@ now exists fails) and retried, so no concurrent append is ever lost or overwritt
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 import uuid as uuidlib
@@ -106,7 +107,8 @@ def _assign_ids(manifest: table_pb2.Manifest, fragments: list, next_id: int) -> 
     return out
 
 
-def _next_fragment_id(base: table_pb2.Manifest | None) -> int:
+def next_fragment_id(base: table_pb2.Manifest | None) -> int:
+    """The first fragment id no fragment of ``base`` has ever used (``max_fragment_id`` + 1)."""
     if base is None or (not base.HasField("max_fragment_id") and not len(base.fragments)):
         return 0
     known = max([f.id for f in base.fragments], default=-1)
@@ -153,7 +155,7 @@ class Append(Operation):
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_written_schema(base, self.schema_fields, "append")
-        self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
+        self._added = _assign_ids(new, self.fragments, next_fragment_id(base))
         if base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
             _assign_row_ids(new, self._added)
 
@@ -181,7 +183,7 @@ class Overwrite(Operation):
         _set_schema(new, self.schema_fields, self.schema_metadata)
         new.data_format.file_format = "lance"
         new.data_format.version = self.data_format_version
-        self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
+        self._added = _assign_ids(new, self.fragments, next_fragment_id(base))
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.overwrite.fragments.extend(fragments)
@@ -237,7 +239,7 @@ class Update(Delete):
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_written_schema(base, self.schema_fields if self.fragments else None, "update")
         super().apply(base, new)
-        self._added = _assign_ids(new, self.fragments, _next_fragment_id(base))
+        self._added = _assign_ids(new, self.fragments, next_fragment_id(base))
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.update.removed_fragment_ids.extend(self.removed)
@@ -253,6 +255,9 @@ class Rewrite(Operation):
     deletions) is a conflict; concurrent appends rebase."""
 
     groups: list = field(default_factory=list)  # [(old DataFragments, new DataFragments)]
+    #: ids reserved for the new fragments by an earlier ``ReserveFragments`` commit (pylance's way),
+    #: in order; None: the next free ids at commit
+    fragment_ids: list[int] | None = None
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_unchanged(
@@ -261,7 +266,11 @@ class Rewrite(Operation):
             "compaction",
             _files_and_deletions,
         )
-        next_id = _next_fragment_id(base)
+        ids = (
+            iter(self.fragment_ids)
+            if self.fragment_ids is not None
+            else itertools.count(next_fragment_id(base))
+        )
         dropped: set[int] = set()
         self._added = []
         self._assigned: list[tuple[list, list[table_pb2.DataFragment]]] = []
@@ -270,8 +279,7 @@ class Rewrite(Operation):
             for frag in fresh:
                 copy = table_pb2.DataFragment()
                 copy.CopyFrom(frag)
-                copy.id = next_id
-                next_id += 1
+                copy.id = next(ids)
                 assigned.append(copy)
             dropped.update(f.id for f in old)
             self._added.extend(assigned)
