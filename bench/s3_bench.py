@@ -57,7 +57,8 @@ class RequestCounter:
 
         async def counted(session: Any, request: Any) -> Any:
             counter.calls[request.method] += 1
-            span = str(dict(request.headers.items()).get("Range", ""))
+            span = dict(request.headers.items()).get("Range", "")
+            span = span.decode() if isinstance(span, bytes) else str(span)  # botocore sends bytes
             if span.startswith("bytes=") and not span[6:].startswith("-"):
                 lo, hi = span[6:].split("-")
                 counter.bytes += int(hi) - int(lo) + 1
