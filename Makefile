@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast protos protos-check bench clean
+.PHONY: setup demo test test-fast lint protos protos-check bench clean
 
 $(STAMP): pyproject.toml examples/lance_fw_delta/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -20,8 +20,14 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python examples/main_job.py
 
-## The whole test suite (slow suites included; select with -m "not slow" locally).
-test: $(STAMP)
+## Lint, format check and types of lance_fw/ and plugins/ (ruff, mypy; config in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check lance_fw plugins
+	$(BIN)/ruff format --check lance_fw plugins
+	$(BIN)/mypy
+
+## The whole test suite (slow suites included; select with -m "not slow" locally), after the lint.
+test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-fast: $(STAMP)

@@ -119,11 +119,8 @@ class LanceScanner:
 
     @property
     def projected_schema(self) -> pa.Schema:
-        fields = (
-            list(self.projection.schema)
-            if self.projection is not None
-            else [f.to_arrow() for f in self._fields]
-        )
+        projected = self.projection.schema if self.projection is not None else None  # set once built
+        fields = list(projected) if projected is not None else [f.to_arrow() for f in self._fields]
         return with_row_columns(pa.schema(fields), self.with_row_id, self.with_row_address)
 
     def _chosen(self) -> list:

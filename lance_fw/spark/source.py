@@ -5,7 +5,9 @@ deliberately no ``pushFilters``: Spark 4.3 either refuses it (the default) or re
 pushed filters for later queries (wrong results).
 
 Spark calls ``schema()`` once, when the DataFrame (or temporary view) is created, and ``reader()``
-for each query planned on it. The reader resolves the version once for the whole query (every task
+when it plans a query on it -- Spark 4.3 keeps that planned reader per DataFrame and reuses it for
+later queries without a pushable filter, so a later query may read the version an earlier one
+resolved (docs/spark.md). The reader resolves the version once for the whole query (every task
 reads that snapshot) and checks that its columns still have the types ``schema()`` reported: an
 overwrite in between that changed a type is a ``SchemaError``, never a lossy cast of the new values
 to the old type. (Pinning the version in ``schema()`` instead would make every reader Spark plans
