@@ -30,7 +30,7 @@ from lance_fw.errors import (
     UnsupportedFeatureError,
 )
 from lance_fw.io.storage import RangeReader, coalesce_ranges
-from lance_fw_plugins.s3_options import Setting, parse_bool, parse_duration
+from lance_fw_plugins.s3_options import Setting, lookup, parse_bool, parse_duration
 from lance_fw_plugins.storage_fsspec import FsspecStorage
 
 __all__ = ["Setting", "parse_bool", "parse_duration"]
@@ -57,22 +57,6 @@ def env_names(keys: tuple[str, ...], prefix: str) -> tuple[str, ...]:
     starts with the store's prefix, in capitals (it lower-cases ``GOOGLE_*``/``AZURE_*`` names and
     parses them as keys)."""
     return tuple(k.upper() for k in keys if k.startswith(prefix))
-
-
-def lookup(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, str]) -> Any:
-    """The setting's value from ``options`` (any alias; aliases that disagree are an error), else
-    from the first of its environment variables that is set, else None."""
-    given = {k: options[k] for k in setting.keys if options.get(k) is not None}
-    if len({str(v) for v in given.values()}) > 1:
-        raise InvalidArgumentError(
-            f"storage_options {sorted(given)} name the same setting with different values; give one"
-        )
-    if given:
-        return next(iter(given.values()))
-    for name in setting.env:
-        if environ.get(name):
-            return environ[name]
-    return None
 
 
 def flag(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, str], default: bool) -> bool:

@@ -155,9 +155,10 @@ OPTION_DESCRIPTIONS: dict[str, str] = {
 }
 
 
-def _lookup(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, str]) -> Any:
+def lookup(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, str]) -> Any:
     """The setting's value from ``options`` (any alias; two aliases disagreeing is an error),
-    else from the environment, else None."""
+    else from the first of its environment variables that is set, else None. Every store's option
+    plugin reads its settings through this one function."""
     given = {k: options[k] for k in setting.keys if k in options and options[k] is not None}
     if len(set(map(str, given.values()))) > 1:
         raise InvalidArgumentError(
@@ -210,7 +211,7 @@ def s3fs_kwargs(options: Mapping[str, Any], environ: Mapping[str, str] | None = 
     refuse_foreign_keys(options, "s3://", OPTION_DESCRIPTIONS)  # google_*/azure_* keys: not ignored
 
     def get(setting: Setting) -> Any:
-        return _lookup(options, setting, environ)
+        return lookup(options, setting, environ)
 
     def flag(setting: Setting) -> bool:
         value = get(setting)
