@@ -231,3 +231,18 @@ def test_merge_with_a_target_row_matched_twice_is_refused(root, con):
     with pytest.raises(InvalidArgumentError, match="more than one source row"):
         con.execute("MERGE INTO ns.main.t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE")
     assert lance.dataset(str(root / "t.lance")).version == 1
+
+
+@pytest.mark.parametrize(
+    ("statement", "clause"),
+    [
+        ("DELETE FROM ns.main.t WHERE id = 1 RETURNING id", "RETURNING"),
+        ("UPDATE ns.main.t SET x = 1 WHERE id = 1 RETURNING id", "RETURNING"),
+        ("UPDATE ns.main.t SET x = o.x FROM (SELECT 1 AS id, 2.0 AS x) o WHERE t.id = o.id", "FROM"),
+        ("DELETE FROM ns.main.t USING (SELECT 1 AS id) o WHERE t.id = o.id", "USING"),
+    ],
+)
+def test_clauses_lance_fw_cannot_carry_out_are_refused_by_name(root, con, statement, clause):
+    with pytest.raises(UnsupportedFeatureError, match=clause):
+        con.execute(statement)
+    assert lance.dataset(str(root / "t.lance")).version == 1

@@ -187,14 +187,25 @@ class WriteRouter:
         self._write(path, append, data.num_rows)
         return True
 
-    def _update(self, tree: exp.Update, values: object) -> bool:
+    def _row_write_target(
+        self, tree: exp.Update | exp.Delete, what: str, refused: tuple[str, ...]
+    ) -> tuple[str, str, LanceDataset] | None:
+        """(name, path, dataset) of an UPDATE / DELETE on an attached table; clauses it cannot
+        carry out (``FROM``, ``USING``, ``RETURNING``) are refused by name."""
         found = self._target(tree.this)
         if found is None:
-            return False
+            return None
         catalog, name, path = found
-        if tree.args.get("from_") or tree.args.get("from") or tree.args.get("returning"):
-            raise UnsupportedFeatureError(f"UPDATE {name}: FROM / RETURNING")
-        ds = self._open(catalog, path)
+        present = [clause.upper().rstrip("_") for clause in refused if tree.args.get(clause)]
+        if present:
+            raise UnsupportedFeatureError(f"{what} {name}: {' / '.join(present)}")
+        return name, path, self._open(catalog, path)
+
+    def _update(self, tree: exp.Update, values: object) -> bool:
+        target = self._row_write_target(tree, "UPDATE", ("from_", "from", "returning"))
+        if target is None:
+            return False
+        name, path, ds = target
         sets: dict[str, exp.Expression] = {}
         for assignment in tree.expressions:
             column = assignment.this.name
@@ -216,13 +227,10 @@ class WriteRouter:
         return True
 
     def _delete(self, tree: exp.Delete, values: object) -> bool:
-        found = self._target(tree.this)
-        if found is None:
+        target = self._row_write_target(tree, "DELETE FROM", ("using", "returning"))
+        if target is None:
             return False
-        catalog, name, path = found
-        if tree.args.get("using") or tree.args.get("returning"):
-            raise UnsupportedFeatureError(f"DELETE FROM {name}: USING / RETURNING")
-        ds = self._open(catalog, path)
+        _name, path, ds = target
         rows = self._select_target(tree, ds, [exp.column(ROW_ADDRESS)], values)
         addresses = rows.column(ROW_ADDRESS).to_numpy()
         snapshot, where = ds._snapshot, self._where_sql(tree)
