@@ -78,3 +78,25 @@ def test_lance_scan_equals_duckdb_over_pylance(paths, writer, query):
         assert len(ours) == 3 and {r[0] for r in ours} <= set(range(ROWS))
     else:
         assert ours == theirs
+
+
+def test_wide_rows_get_smaller_batches(tmp_path):
+    """Batches stay near ``BATCH_BYTES``: a 1536-float vector (6 KiB a row) falls back to the scanner's
+    8192 rows, while its narrow columns alone still get ``BATCH_SIZE`` rows; DuckDB's answers equal
+    DuckDB over pylance. Failed before the byte bound: 65536-row batches of 384 MiB."""
+    rows, dim = 20_000, 1536
+    rng = np.random.default_rng(3)
+    table = pa.table({
+        "id": pa.array(np.arange(rows, dtype=np.int64)),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(rows * dim, dtype=np.float32)), dim),
+    })
+    path = str(tmp_path / "wide")
+    lance_fw.write_dataset(table, path)
+    ds = DuckDBDataset(lance_fw.dataset(path))
+    assert [b.num_rows for b in ds.scanner().to_reader()] == [8192, 8192, rows - 2 * 8192]
+    assert [b.num_rows for b in ds.scanner(columns=["id"]).to_reader()] == [rows]
+    query = "SELECT id, vec[7] FROM {t} WHERE id % 997 = 5 ORDER BY id"
+    plain = fw_duckdb.duckdb.connect()
+    plain.register("pl", lance.dataset(path))
+    assert fw_duckdb.connect().sql(query.format(t=f"lance_scan('{path}')")).fetchall() == \
+        plain.sql(query.format(t="pl")).fetchall()

@@ -13,17 +13,44 @@ from lance_fw.api.dataset import LanceDataset
 from lance_fw.errors import LanceError
 from lance_fw.options import Columns, Filter
 from lance_fw.query.scanner import LanceScanner
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
 
 #: Fragments DuckDB scans decode at once (worker threads; see ``query.scanner.readahead``).
 READAHEAD = min(4, os.cpu_count() or 1)
-#: Rows per batch handed to DuckDB when it does not ask for a size (it never does). DuckDB needs no
-#: pylance batch boundaries, and every batch costs a Python round trip (a pull under the GIL, a
+#: Most rows per batch handed to DuckDB when it does not ask for a size (it never does). DuckDB needs
+#: no pylance batch boundaries, and every batch costs a Python round trip (a pull under the GIL, a
 #: readahead handoff, a decode call per column), which 8192-row batches paid ~250 times per 2M rows:
-#: ``ORDER BY value DESC LIMIT 10`` over 2M rows went from ~40 to ~31 ms with 64Ki rows. Larger gained
-#: nothing measurable and cost memory (64Ki rows of a 32-float vector column are 8 MiB); it is also
-#: the filter's probe size (``table.fragment.PROBE_ROWS``), so filtered scans decode no more per pull.
-#: A ``LIMIT`` still stops after the first batch that fills it.
+#: ``ORDER BY value DESC LIMIT 10`` over 2M rows went from ~40 to ~31 ms with 64Ki rows. 256Ki rows
+#: gained another ~20% on full scans but made ``SELECT * ... LIMIT 10`` 4x slower (its first batch
+#: decodes more pages). 64Ki is also the filter's probe size (``table.fragment.PROBE_ROWS``).
 BATCH_SIZE = 65536
+#: Bytes a DuckDB batch aims at: wide rows (a 1536-float vector is 6 KiB a row) get fewer rows, so
+#: the batches readahead holds (``READAHEAD`` fragments, two batches each) stay bounded.
+BATCH_BYTES = 16 * 2**20
+#: Fewest rows per batch: the scanner's default, what DuckDB was given before ``BATCH_SIZE``.
+MIN_BATCH_SIZE = DEFAULT_BATCH_SIZE
+#: Bytes assumed for one value of a variable-width type (string, binary, list): only an estimate
+#: for sizing batches, never used to read.
+VARIABLE_WIDTH_BYTES = 32
+
+
+def batch_rows(schema: pa.Schema, columns: Columns | None) -> int:
+    """Rows per batch for a DuckDB scan of ``columns``: ``BATCH_BYTES`` of estimated row width,
+    within [``MIN_BATCH_SIZE``, ``BATCH_SIZE``]."""
+    names = columns if isinstance(columns, list) else schema.names
+    width = sum(_value_bytes(schema.field(n).type) for n in names if schema.get_field_index(n) >= 0)
+    return max(MIN_BATCH_SIZE, min(BATCH_SIZE, BATCH_BYTES // max(width, 1)))
+
+
+def _value_bytes(t: pa.DataType) -> int:
+    if isinstance(t, pa.FixedSizeListType):
+        return t.list_size * _value_bytes(t.value_type)
+    if isinstance(t, pa.StructType):
+        return sum(_value_bytes(t.field(i).type) for i in range(t.num_fields))
+    try:
+        return (t.bit_width + 7) // 8
+    except ValueError:  # not fixed width
+        return VARIABLE_WIDTH_BYTES
 
 
 class DuckDBDataset(pads.Dataset):
@@ -52,7 +79,7 @@ class DuckDBDataset(pads.Dataset):
             scanner = self._lance.scanner(
                 columns=columns,
                 filter=filter,
-                batch_size=batch_size or BATCH_SIZE,
+                batch_size=batch_size or batch_rows(self.schema, columns),
                 fragment_readahead=READAHEAD,
             )
         except LanceError as exc:
