@@ -3,33 +3,54 @@
 A page is a ``PageLayout``; each layout kind (mini-block, full-zip, constant) is a kind decoder
 that parses the page into rep/def levels and values (``layouts``), which ``repdef`` turns into the
 nested Arrow array of the column's path. Compressive encodings live in ``compressive``,
-``fastlanes`` and ``fsst``.
+``fastlanes`` and ``fsst``; the values they decode to (``DecodedValues``) in ``decoded_values``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
+from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.file.container import parse_message
-from lance_fw.file.encoding import PageInput, check_decoded, decode_kind, validate_decoded
+from lance_fw.file.encoding import (
+    ColumnSpec,
+    KindDecoder,
+    PageDecoder,
+    PageInput,
+    check_decoded,
+    decode_kind,
+    validate_decoded,
+)
+from lance_fw.file.version import V2_1
 from lance_fw.hookspecs import hookimpl
 
 from . import encode, layouts, repdef, take
+from .decoded_values import RawBytes
+from .layouts import PageLevels
 
 FAMILY = "lance.encodings21.PageLayout"
 TYPE_URL = "/" + FAMILY
 
 
-def _structural(parse):
-    def decode(layout, page: PageInput, num_rows: int, arrow_type):
+#: A layout kind's parser: (layout message, page buffers, row count, where) -> rep/def levels and values.
+LayoutParser = Callable[[Any, Sequence[RawBytes], int, str], PageLevels]
+
+
+def _structural(parse: LayoutParser) -> KindDecoder:
+    """The kind decoder of one layout: parse it to levels, then build the nested Arrow array."""
+
+    def decode(layout: Any, page: PageInput, num_rows: int, arrow_type: pa.DataType) -> pa.Array:
         return repdef.build(parse(layout, page.buffers, num_rows, page.where), arrow_type, page.where)
 
     return decode
 
 
-KIND_DECODERS = {
+KIND_DECODERS: dict[str, KindDecoder] = {
     "mini_block_layout": _structural(layouts.mini_block),
     "full_zip_layout": _structural(layouts.full_zip),
     "constant_layout": _structural(layouts.constant),
@@ -39,13 +60,13 @@ KIND_DECODERS = {
 class PageLayoutDecoder:
     """The page decoder of the family; ``decode_rows`` reads only the chunks / rows asked for."""
 
-    def __call__(self, encoding, page: PageInput) -> pa.Array:
+    def __call__(self, encoding: any_pb2.Any, page: PageInput) -> pa.Array:
         """The page's array; the kernel's reader validates it (``validate_decoded``), as it does
         every plugin's pages, before anything indexes into it."""
         layout = parse_message(pb.PageLayout, encoding.value, page.where, "page layout")
         return decode_kind(FAMILY, layout, page, page.num_rows, page.arrow_type)
 
-    def decode_rows(self, encoding, page: PageInput, rows: np.ndarray) -> pa.Array:
+    def decode_rows(self, encoding: any_pb2.Any, page: PageInput, rows: np.ndarray) -> pa.Array:
         from lance_fw.plugin_manager import registry
 
         layout = parse_message(pb.PageLayout, encoding.value, page.where, "page layout")
@@ -73,17 +94,17 @@ decode_page_layout = PageLayoutDecoder()
 
 
 @hookimpl
-def lance_page_decoders():
+def lance_page_decoders() -> Mapping[str, PageDecoder]:
     return {TYPE_URL: decode_page_layout}
 
 
 @hookimpl
-def lance_kind_decoders():
+def lance_kind_decoders() -> Mapping[tuple[str, str], KindDecoder]:
     return {(FAMILY, kind): fn for kind, fn in KIND_DECODERS.items()}
 
 
 @hookimpl(trylast=True)
-def lance_select_encoder(column, options):
-    if column.version < (2, 1):
+def lance_select_encoder(column: ColumnSpec, options: Mapping[str, Any]) -> encode.V21ColumnEncoder | None:
+    if column.version < V2_1:
         return None
     return encode.V21ColumnEncoder(column)

@@ -16,17 +16,16 @@ from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges, range_positions
 
 from . import fastlanes
 from .compressive import (
-    DecodedValues,
     _Buffers,
     _decode_mb,
     _fsst,
     _name,
     _u8,
-    concat,
     decode_levels,
     decode_values,
     decompress_buffer,
 )
+from .decoded_values import DecodedValues, concat
 
 
 def decode_chunk_ranges(
@@ -68,7 +67,7 @@ def decode_chunk_ranges(
 
 
 def _inline_chunks(
-    enc,
+    enc: pb.CompressiveEncoding,
     data: np.ndarray,
     starts: np.ndarray,
     sizes: np.ndarray,
@@ -191,7 +190,9 @@ def _laid_end_to_end(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarr
     return data, starts, sizes
 
 
-def _variable_of(enc) -> tuple[pb.CompressiveEncoding | None, pb.BufferCompression | None]:
+def _variable_of(
+    enc: pb.CompressiveEncoding,
+) -> tuple[pb.CompressiveEncoding | None, pb.BufferCompression | None]:
     """A plain ``variable`` encoding (optionally inside ``general``) and that general compression;
     (None, None) for anything else."""
     general = None
@@ -205,7 +206,7 @@ def _variable_of(enc) -> tuple[pb.CompressiveEncoding | None, pb.BufferCompressi
 
 
 def _variable_ranges(
-    enc,
+    enc: pb.CompressiveEncoding,
     big: np.ndarray,
     base: np.ndarray,
     sizes: np.ndarray,
@@ -310,7 +311,7 @@ def decode_level_chunks(
 
 
 def _packed_level_chunks(
-    ob,
+    ob: pb.OutOfLineBitpacking,
     data: np.ndarray,
     starts: np.ndarray,
     sizes: np.ndarray,

@@ -1,4 +1,5 @@
-"""Decoders for the 2.1/2.2 compressive encodings (``lance.encodings21.CompressiveEncoding``).
+"""Decoders for the 2.1/2.2 compressive encodings (``lance.encodings21.CompressiveEncoding``):
+encoded buffers in, ``DecodedValues`` (``decoded_values``) out.
 
 Spec: lance-format.md §5.3-5.5.  Everything here is vectorised with numpy / pyarrow; the
 only Python loops run over encoding-tree nodes, FastLanes blocks or full-zip values that
@@ -39,8 +40,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -50,6 +49,11 @@ from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges
 
 from . import fastlanes, fsst
+from .decoded_values import DecodedValues as DecodedValues
+from .decoded_values import RawBytes
+from .decoded_values import concat as concat
+from .decoded_values import present as present
+from .decoded_values import split_packed_struct as split_packed_struct
 
 CONTEXTS = ("miniblock", "block")
 
@@ -70,111 +74,12 @@ VARIABLE_BLOCK_HEADER_64 = struct.Struct("<IIQ")
 RLE_VALUES_LENGTH = struct.Struct("<Q")
 
 
-_T = TypeVar("_T")
-
-
-def present(value: _T | None, what: str) -> _T:
-    """A ``DecodedValues`` field its kind always sets (``data`` of fixed / variable values,
-    ``offsets`` of variable ones, ``inner`` of fixed-size lists ...): None there is a decoder bug."""
-    if value is None:
-        raise TypeError(f"decoded values without their {what}")
-    return value
-
-
-@dataclass
-class DecodedValues:
-    """The decoded value stream of one chunk / block.
-
-    ``kind == "fixed"``: ``data`` holds ``num_values`` raw values of ``bits_per_value``
-    bits: a ``uint8/16/32/64`` array for 8/16/32/64 bits, a bit-packed (LSB first) uint8
-    array of ``ceil(n/8)`` bytes for 1 bit, otherwise a flat uint8 array of
-    ``n * bits/8`` bytes (e.g. 96-bit packed structs, 128-bit decimals).
-
-    ``kind == "variable"``: ``offsets`` int64 (``num_values + 1``, starting at 0) into
-    ``data`` (uint8 array).
-
-    ``kind == "fsl"``: ``dimension`` items per value, ``inner`` holds the
-    ``num_values * dimension`` items, ``validity`` (np.bool_, one per item) or None.
-    """
-
-    kind: str
-    num_values: int
-    data: np.ndarray | None = None
-    bits_per_value: int = 0
-    offsets: np.ndarray | None = None
-    dimension: int = 0
-    validity: np.ndarray | None = None
-    inner: DecodedValues | None = None
-    packed_struct_bits: tuple[int, ...] = field(default=())
-    array: pa.Array | None = None  # kind "arrow": values that decode straight to Arrow
-
-    def fixed_bytes(self) -> np.ndarray:
-        """The fixed values as a flat uint8 array (``ceil(n * bits / 8)`` bytes)."""
-        if self.kind != "fixed":
-            raise TypeError(f"fixed_bytes() on a {self.kind} DecodedValues")
-        return np.ascontiguousarray(self.data).reshape(-1).view(np.uint8)
-
-    def strings(self) -> list[bytes]:
-        """Variable values as a list of bytes (convenience for tests; not vectorised)."""
-        d = np.asarray(self.data, np.uint8).tobytes()
-        o = present(self.offsets, "offsets").tolist()
-        return [d[o[i] : o[i + 1]] for i in range(self.num_values)]
-
-
-def concat(parts: Sequence[DecodedValues]) -> DecodedValues:
-    """Concatenate the chunks of a page (same kind and width)."""
-    if not parts:
-        raise ValueError("concat() of no DecodedValues")
-    first = parts[0]
-    n = sum(p.num_values for p in parts)
-    if first.kind == "fixed":
-        if first.bits_per_value == 1:
-            bits = np.concatenate(
-                [np.unpackbits(p.fixed_bytes(), bitorder="little")[: p.num_values] for p in parts]
-            )
-            return DecodedValues("fixed", n, np.packbits(bits, bitorder="little"), 1)
-        return DecodedValues(
-            "fixed",
-            n,
-            np.concatenate([present(p.data, "data").reshape(-1) for p in parts]),
-            first.bits_per_value,
-            packed_struct_bits=first.packed_struct_bits,
-        )
-    if first.kind == "variable":
-        offsets = [present(p.offsets, "offsets") for p in parts]
-        sizes = np.array([o[-1] for o in offsets], np.int64)
-        shift = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        offs = np.concatenate([np.zeros(1, np.int64)] + [o[1:] + s for o, s in zip(offsets, shift)]).astype(
-            np.int64
-        )
-        return DecodedValues(
-            "variable", n, np.concatenate([np.asarray(p.data, np.uint8) for p in parts]), offsets=offs
-        )
-    if first.kind == "fsl":
-        validity = None
-        if any(p.validity is not None for p in parts):
-            validity = np.concatenate(
-                [
-                    p.validity if p.validity is not None else np.ones(p.num_values * p.dimension, bool)
-                    for p in parts
-                ]
-            )
-        return DecodedValues(
-            "fsl",
-            n,
-            dimension=first.dimension,
-            validity=validity,
-            inner=concat([present(p.inner, "items") for p in parts]),
-        )
-    raise ValueError(f"unknown kind {first.kind!r}")
-
-
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
 
 
-def _u8(buf) -> np.ndarray:
+def _u8(buf: RawBytes) -> np.ndarray:
     if isinstance(buf, np.ndarray):
         return buf.reshape(-1).view(np.uint8)
     return np.frombuffer(buf, np.uint8)
@@ -183,8 +88,8 @@ def _u8(buf) -> np.ndarray:
 class _Buffers:
     """Hands out the buffers of a chunk in order."""
 
-    def __init__(self, buffers, where: str):
-        self.buffers = list(buffers)
+    def __init__(self, buffers: Sequence[RawBytes], where: str) -> None:
+        self.buffers: list[RawBytes] = list(buffers)
         self.pos = 0
         self.where = where
 
@@ -198,7 +103,7 @@ class _Buffers:
         return _u8(b)
 
 
-def _name(enc) -> str:
+def _name(enc: pb.CompressiveEncoding) -> str:
     return enc.WhichOneof("compression") or "<unset>"
 
 
@@ -212,7 +117,7 @@ def _check_size(size: int, compressed: int, where: str, what: str) -> None:
         )
 
 
-def decompress_buffer(data, compression: pb.BufferCompression, where: str) -> np.ndarray:
+def decompress_buffer(data: RawBytes, compression: pb.BufferCompression, where: str) -> np.ndarray:
     """General (LZ4 / ZSTD) decompression of one buffer, per Lance's BufferCompressor framing."""
     raw = _u8(data)
     scheme = compression.scheme
@@ -278,7 +183,7 @@ def _fixed(raw: np.ndarray, bits: int, n: int, where: str, what: str = "flat") -
     return DecodedValues("fixed", n, raw, bits)
 
 
-def _flat_bits(enc, where: str, what: str) -> int:
+def _flat_bits(enc: pb.CompressiveEncoding, where: str, what: str) -> int:
     if _name(enc) != "flat":
         raise UnsupportedEncodingError(f"{where}: {what} must be Flat, not {_name(enc)}")
     return int(enc.flat.bits_per_value)
@@ -289,7 +194,7 @@ def _check_offsets(offs: np.ndarray, size: int, where: str, what: str) -> None:
         raise CorruptFileError(where, f"{what}: offsets are not monotone within the {size}-byte buffer")
 
 
-def _variable_offsets_bits(var, where: str) -> int:
+def _variable_offsets_bits(var: pb.Variable, where: str) -> int:
     bits = _flat_bits(var.offsets, where, "Variable offsets") if var.HasField("offsets") else 32
     if bits not in (32, 64):
         raise UnsupportedEncodingError(f"{where}: Variable offsets of {bits} bits")
@@ -352,7 +257,7 @@ def _rle_expand(vals: DecodedValues, runs: np.ndarray, n: int, where: str) -> De
 
 def decode_values(
     enc: pb.CompressiveEncoding,
-    buffers: Sequence,
+    buffers: Sequence[RawBytes],
     num_values: int,
     context: str,
     where: str = "compressive encoding",
@@ -370,7 +275,9 @@ def decode_values(
     return _decode_block(enc, raw, num_values, where)
 
 
-def _flat_or_inline(enc, kind: str, raw: np.ndarray, n: int, where: str) -> DecodedValues:
+def _flat_or_inline(
+    enc: pb.CompressiveEncoding, kind: str, raw: np.ndarray, n: int, where: str
+) -> DecodedValues:
     """A flat or inline-bitpacked buffer, decompressed first when it says so: the same bytes
     whether it is a mini-block chunk's buffer or a whole block."""
     if kind == "flat":
@@ -383,7 +290,7 @@ def _flat_or_inline(enc, kind: str, raw: np.ndarray, n: int, where: str) -> Deco
     return _inline(raw, int(ib.uncompressed_bits_per_value), n, where)
 
 
-def _decode_mb(enc, bufs: _Buffers, n: int, where: str) -> DecodedValues:
+def _decode_mb(enc: pb.CompressiveEncoding, bufs: _Buffers, n: int, where: str) -> DecodedValues:
     kind = _name(enc)
     if kind == "flat":
         return _flat_or_inline(enc, kind, bufs.take("flat"), n, where)
@@ -442,7 +349,7 @@ def _decode_mb(enc, bufs: _Buffers, n: int, where: str) -> DecodedValues:
     raise UnsupportedEncodingError(f"{where}: {kind} is not supported in a mini-block chunk")
 
 
-def _decode_block(enc, raw: np.ndarray, n: int, where: str) -> DecodedValues:
+def _decode_block(enc: pb.CompressiveEncoding, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     kind = _name(enc)
     if kind in ("flat", "inline_bitpacking"):
         return _flat_or_inline(enc, kind, raw, n, where)
@@ -503,7 +410,7 @@ def _inline(raw: np.ndarray, t: int, n: int, where: str) -> DecodedValues:
     return DecodedValues("fixed", n, fastlanes.unpack_inline(raw, t, n, where), t)
 
 
-def _out_of_line(ob, raw: np.ndarray, n: int, where: str) -> DecodedValues:
+def _out_of_line(ob: pb.OutOfLineBitpacking, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     t = int(ob.uncompressed_bits_per_value)
     if t not in UINT_BY_BITS:
         raise UnsupportedEncodingError(f"{where}: out-of-line bitpacking of {t}-bit values")
@@ -513,7 +420,7 @@ def _out_of_line(ob, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     return DecodedValues("fixed", n, fastlanes.unpack(raw, w, t, n, where), t)
 
 
-def _fsst(msg, inner: DecodedValues, where: str, needed: np.ndarray | None = None) -> DecodedValues:
+def _fsst(msg: pb.Fsst, inner: DecodedValues, where: str, needed: np.ndarray | None = None) -> DecodedValues:
     """FSST-decompress ``inner``'s strings; with ``needed`` (value indices) only those, the others
     coming back empty (random access decompresses a few strings of a chunk, not all)."""
     if inner.kind != "variable":
@@ -539,7 +446,7 @@ def _bitmap(raw: np.ndarray, nbits: int, where: str) -> np.ndarray:
     return np.unpackbits(raw[:need], count=nbits, bitorder="little").astype(bool)
 
 
-def _bss(msg, raw: np.ndarray, n: int, where: str) -> DecodedValues:
+def _bss(msg: pb.ByteStreamSplit, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     bits = _flat_bits(msg.values, where, "ByteStreamSplit values")
     if bits not in (16, 32, 64):
         raise UnsupportedEncodingError(f"{where}: ByteStreamSplit of {bits}-bit values")
@@ -554,7 +461,7 @@ def _bss(msg, raw: np.ndarray, n: int, where: str) -> DecodedValues:
     )
 
 
-def _packed_struct(msg, inner: DecodedValues, where: str) -> DecodedValues:
+def _packed_struct(msg: pb.PackedStruct, inner: DecodedValues, where: str) -> DecodedValues:
     widths = tuple(int(x) for x in msg.bits_per_value)
     if inner.kind != "fixed" or sum(widths) != inner.bits_per_value:
         raise CorruptFileError(
@@ -566,21 +473,7 @@ def _packed_struct(msg, inner: DecodedValues, where: str) -> DecodedValues:
     return inner
 
 
-def split_packed_struct(dv: DecodedValues) -> list[np.ndarray]:
-    """Split row-major packed-struct rows into per-field arrays (byte-aligned fields)."""
-    widths = dv.packed_struct_bits
-    if any(w % 8 for w in widths):
-        raise UnsupportedEncodingError("packed struct with a field that is not byte aligned")
-    rows = dv.fixed_bytes().reshape(dv.num_values, -1)
-    out, pos = [], 0
-    for w in widths:
-        col = np.ascontiguousarray(rows[:, pos : pos + w // 8]).reshape(-1)
-        out.append(col.view(UINT_BY_BITS[w]) if w in UINT_BY_BITS else col)
-        pos += w // 8
-    return out
-
-
-def _constant(msg, n: int, where: str) -> DecodedValues:
+def _constant(msg: pb.Constant, n: int, where: str) -> DecodedValues:
     if not msg.HasField("value"):  # every value is null (e.g. the items of an all-null vector)
         return DecodedValues("null", n)
     v = np.frombuffer(msg.value, np.uint8)
@@ -611,7 +504,7 @@ def _most_levels(enc: pb.CompressiveEncoding, kind: str, nbytes: int) -> int | N
 
 def decode_levels(
     enc: pb.CompressiveEncoding,
-    buffer,
+    buffer: RawBytes,
     num_levels: int,
     context: str = "miniblock",
     where: str = "rep/def levels",

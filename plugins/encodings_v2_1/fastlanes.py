@@ -26,6 +26,8 @@ import numpy as np
 
 from lance_fw.errors import CorruptFileError
 
+from .decoded_values import RawBytes
+
 BLOCK = 1024
 FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
 _UTYPES: dict[int, np.dtype] = {
@@ -58,7 +60,9 @@ def _row_lane(t: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @cache
-def _plan(t: int, w: int):
+def _plan(
+    t: int, w: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.generic, bool]:
     """Gather plan for unpacking one block: lo/hi word index, shifts, mask (logical order)."""
     lanes = BLOCK // t
     rows, lane = _row_lane(t)
@@ -111,7 +115,7 @@ def unpack(
     return _unpack_blocks(blocks, t, w).reshape(-1)[:num_values]
 
 
-def _as_words(data, dt: np.dtype) -> np.ndarray:
+def _as_words(data: RawBytes, dt: np.dtype) -> np.ndarray:
     if isinstance(data, np.ndarray) and data.dtype == dt:
         return data.reshape(-1)
     buf = data.view(np.uint8).reshape(-1) if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)
@@ -298,7 +302,9 @@ def _pack_blocks(vals: np.ndarray, t: int, w: int) -> np.ndarray:
     return out.reshape(nblocks, w * lanes)
 
 
-def _inline_block_offsets(words: np.ndarray, t: int, nblocks: int, where: str):
+def _inline_block_offsets(
+    words: np.ndarray, t: int, nblocks: int, where: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Walk the per-block bit-width words of the inline form (a loop over blocks only)."""
     lanes = BLOCK // t
     if nblocks > words.size:  # each block has at least its width word: refuse before allocating
@@ -339,7 +345,7 @@ def _inline_block_offsets(words: np.ndarray, t: int, nblocks: int, where: str):
 
 
 def unpack_inline(
-    data, uncompressed_bits: int, num_values: int, where: str = "inline bitpacking"
+    data: RawBytes, uncompressed_bits: int, num_values: int, where: str = "inline bitpacking"
 ) -> np.ndarray:
     """Decode the inline form: per 1024 values one T-bit width word, then the packed words."""
     t = uncompressed_bits
@@ -399,7 +405,7 @@ def pack_inline_blocks(values: np.ndarray, uncompressed_bits: int) -> list[bytes
 
 
 def unpack_inline_at(
-    data,
+    data: RawBytes,
     uncompressed_bits: int,
     num_blocks: int,
     block_of: np.ndarray,

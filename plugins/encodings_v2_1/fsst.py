@@ -34,6 +34,8 @@ import numpy as np
 
 from lance_fw.errors import CorruptFileError
 
+from .decoded_values import RawBytes
+
 SYMBOL_TABLE_SIZE = 2312
 MAGIC = b"TSSF"
 ESCAPE = 255
@@ -93,7 +95,7 @@ def _parse_cached(raw: bytes) -> SymbolTable:
 
 
 def decompress(
-    symbol_table: bytes | SymbolTable, offsets: np.ndarray, data, where: str = "fsst"
+    symbol_table: bytes | SymbolTable, offsets: np.ndarray, data: RawBytes, where: str = "fsst"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decompress FSST strings.
 

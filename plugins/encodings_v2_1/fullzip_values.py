@@ -15,11 +15,12 @@ from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import ARROW_UINT_BY_BITS, range_positions
 
 from . import fsst
-from .compressive import DecodedValues, _check_offsets, _decode_block, _name, _u8, decompress_buffer
+from .compressive import _check_offsets, _decode_block, _name, _u8, decompress_buffer
+from .decoded_values import DecodedValues, RawBytes
 
 
 def decode_fullzip_variable(
-    enc: pb.CompressiveEncoding, offsets: np.ndarray, data, where: str = "full-zip values"
+    enc: pb.CompressiveEncoding, offsets: np.ndarray, data: RawBytes, where: str = "full-zip values"
 ) -> DecodedValues:
     """Decode the per-value payloads of a variable-width FullZip page.
 
@@ -53,7 +54,9 @@ def decode_fullzip_variable(
     raise UnsupportedEncodingError(f"{where}: {kind} is not supported for full-zip variable values")
 
 
-def _variable_packed_struct(msg, offs: np.ndarray, raw: np.ndarray, where: str) -> DecodedValues:
+def _variable_packed_struct(
+    msg: pb.VariablePackedStruct, offs: np.ndarray, raw: np.ndarray, where: str
+) -> DecodedValues:
     """Rows of fixed-width fields and length-prefixed variable fields, one row per value (the 2.2
     blob descriptor). Decoded column by column over all rows at once."""
     n = offs.size - 1
@@ -101,7 +104,7 @@ def _variable_packed_struct(msg, offs: np.ndarray, raw: np.ndarray, where: str) 
 
 
 def decode_fullzip_fixed(
-    enc: pb.CompressiveEncoding, data, num_values: int, where: str = "full-zip values"
+    enc: pb.CompressiveEncoding, data: RawBytes, num_values: int, where: str = "full-zip values"
 ) -> DecodedValues:
     """Decode the concatenated fixed-width values of a FullZip page (flat / fixed_size_list)."""
     return _decode_block(enc, _u8(data), num_values, where)

@@ -8,7 +8,7 @@ levels into Arrow nesting is ``repdef``'s job.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +19,7 @@ from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, range_positions
 
 from . import chunked, compressive, fullzip_values
-from .compressive import DecodedValues, present
+from .decoded_values import DecodedValues, RawBytes, present
 
 
 @dataclass
@@ -33,7 +33,7 @@ class PageLevels:
     constant_buffers: list[bytes] | None = None
 
 
-def _u8(buf) -> np.ndarray:
+def _u8(buf: RawBytes) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.uint8)
 
 
@@ -55,7 +55,9 @@ CHUNK_SIZE_UNIT = 8
 CHUNK_META_DTYPE: dict[bool, np.dtype] = {False: np.dtype("<u2"), True: np.dtype("<u4")}
 
 
-def _chunk_table(meta: np.ndarray, large: bool, num_items: int, total: int, where: str):
+def _chunk_table(
+    meta: np.ndarray, large: bool, num_items: int, total: int, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     width = CHUNK_META_DTYPE[large].itemsize
     if len(meta) % width:
         raise CorruptFileError(
@@ -101,8 +103,8 @@ class _Chunks:
 
 def _parse_chunks(
     data: np.ndarray,
-    starts: list,
-    sizes: list,
+    starts: np.ndarray,
+    sizes: np.ndarray,
     has_rep: bool,
     has_def: bool,
     nbuf: int,
@@ -143,7 +145,11 @@ def _parse_chunks(
 
 
 def _chunk_levels(
-    enc, data: np.ndarray, place: tuple[np.ndarray, np.ndarray], num_levels: np.ndarray, where: str
+    enc: pb.CompressiveEncoding,
+    data: np.ndarray,
+    place: tuple[np.ndarray, np.ndarray],
+    num_levels: np.ndarray,
+    where: str,
 ) -> np.ndarray:
     starts, sizes = place
     if enc.WhichOneof("compression") == "flat" and enc.flat.bits_per_value == 16:
@@ -153,7 +159,7 @@ def _chunk_levels(
     return chunked.decode_level_chunks(enc, data, starts, sizes, num_levels, where)
 
 
-def _plain_fixed(enc) -> tuple[int, int | None] | None:
+def _plain_fixed(enc: pb.CompressiveEncoding) -> tuple[int, int | None] | None:
     """(bits per item, items per list or None for scalars) when chunks can simply be concatenated:
     flat values of whole bytes, or a fixed-size list of them without item validity."""
     kind = enc.WhichOneof("compression")
@@ -166,7 +172,9 @@ def _plain_fixed(enc) -> tuple[int, int | None] | None:
     return None
 
 
-def mini_block(layout: pb.MiniBlockLayout, buffers, num_rows: int, where: str) -> PageLevels:
+def mini_block(
+    layout: pb.MiniBlockLayout, buffers: Sequence[RawBytes], num_rows: int, where: str
+) -> PageLevels:
     if len(buffers) < 2:
         raise CorruptFileError(where, f"mini-block page has {len(buffers)} buffers, needs at least 2")
     data = _u8(buffers[1])
@@ -179,12 +187,14 @@ def mini_block(layout: pb.MiniBlockLayout, buffers, num_rows: int, where: str) -
     return chunk_levels(layout, data, starts, sizes, counts, dictionary, num_rows, where)[0]
 
 
-def chunk_table(layout: pb.MiniBlockLayout, meta: np.ndarray, total: int, where: str):
+def chunk_table(
+    layout: pb.MiniBlockLayout, meta: np.ndarray, total: int, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(byte start, byte size, value count) of every chunk, from the chunk metadata words."""
     return _chunk_table(meta, layout.has_large_chunk, layout.num_items, total, where)
 
 
-def mini_block_dictionary(layout: pb.MiniBlockLayout, buffer, where: str) -> DecodedValues:
+def mini_block_dictionary(layout: pb.MiniBlockLayout, buffer: RawBytes, where: str) -> DecodedValues:
     if layout.num_dictionary_items > 8 * len(buffer):  # every item takes at least a bit
         raise CorruptFileError(
             where, f"a dictionary of {layout.num_dictionary_items} items in {len(buffer)} bytes"
@@ -197,9 +207,9 @@ def mini_block_dictionary(layout: pb.MiniBlockLayout, buffer, where: str) -> Dec
 def chunk_levels(
     layout: pb.MiniBlockLayout,
     data: np.ndarray,
-    starts,
-    sizes,
-    counts,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    counts: np.ndarray,
     dictionary: DecodedValues | None,
     num_rows: int,
     where: str,
@@ -301,7 +311,7 @@ def _ctrl_bytes(bits: int, where: str = "full-zip page") -> int:
     raise CorruptFileError(where, f"{bits} control bits do not fit a control word")
 
 
-def full_zip(layout: pb.FullZipLayout, buffers, num_rows: int, where: str) -> PageLevels:
+def full_zip(layout: pb.FullZipLayout, buffers: Sequence[RawBytes], num_rows: int, where: str) -> PageLevels:
     if not buffers:
         raise CorruptFileError(where, "full-zip page without a data buffer")
     data = _u8(buffers[0])
@@ -459,7 +469,9 @@ def _level_starts(
     return result
 
 
-def _fixed_values(enc, raw: np.ndarray, count: int, width: int, where: str) -> DecodedValues:
+def _fixed_values(
+    enc: pb.CompressiveEncoding, raw: np.ndarray, count: int, width: int, where: str
+) -> DecodedValues:
     """Fixed-width full-zip values; a fixed-size list with item validity carries its bitmap first."""
     if enc.WhichOneof("compression") == "fixed_size_list" and enc.fixed_size_list.has_validity:
         fsl = enc.fixed_size_list
@@ -490,7 +502,9 @@ def _ctrl_words(grid: np.ndarray, width: int) -> np.ndarray:
     return np.ascontiguousarray(grid).view(UINT_BY_BYTES[width]).reshape(-1).astype(np.int64)
 
 
-def _split_ctrl(words: np.ndarray, bits_rep: int, bits_def: int):
+def _split_ctrl(
+    words: np.ndarray, bits_rep: int, bits_def: int
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     rep = (words >> bits_def).astype(np.uint16) if bits_rep else None
     defs = (words & ((1 << bits_def) - 1)).astype(np.uint16) if bits_def else None
     return rep, defs
@@ -522,7 +536,7 @@ def _spread_variable(decoded: DecodedValues, has_value: np.ndarray, visible: np.
 # --- constant -----------------------------------------------------------------------------------
 
 
-def constant(layout: pb.ConstantLayout, buffers, num_rows: int, where: str) -> PageLevels:
+def constant(layout: pb.ConstantLayout, buffers: Sequence[RawBytes], num_rows: int, where: str) -> PageLevels:
     """Buffers are ``[value] [rep def]``: a value buffer only for a non-inline constant, so an
     odd count means one is there; rep and def come as a pair when the column is nested."""
     buffers = list(buffers)
@@ -538,7 +552,7 @@ def constant(layout: pb.ConstantLayout, buffers, num_rows: int, where: str) -> P
     return PageLevels(list(layout.layers), num_rows, rep, defs, None, value, value_buffers)
 
 
-def _levels(layout, which: str, buf, where: str) -> np.ndarray | None:
+def _levels(layout: pb.ConstantLayout, which: str, buf: RawBytes, where: str) -> np.ndarray | None:
     raw = _u8(buf)
     if not len(raw):
         return None

@@ -20,7 +20,7 @@ from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import fixed_bits, validity_or_none
 
-from .compressive import DecodedValues, present, split_packed_struct
+from .decoded_values import DecodedValues, present, split_packed_struct
 from .layouts import PageLevels
 
 ITEM_LAYERS = (pb.REPDEF_ALL_VALID_ITEM, pb.REPDEF_NULLABLE_ITEM)
@@ -240,7 +240,9 @@ def _values_to_arrow(values: DecodedValues, t: pa.DataType, valid: np.ndarray | 
     return pa.Array.from_buffers(t, n, [bitmap, pa.py_buffer(raw)], null_count=nulls)
 
 
-def _packed_struct(values: DecodedValues, t: pa.StructType, bitmap, nulls: int, where: str) -> pa.Array:
+def _packed_struct(
+    values: DecodedValues, t: pa.StructType, bitmap: pa.Buffer | None, nulls: int, where: str
+) -> pa.Array:
     """Row-major packed-struct rows (``lance-encoding:packed``) as a struct of their fields."""
     widths = [fixed_bits(t.field(i).type) for i in range(t.num_fields)]
     if values.kind != "fixed" or list(values.packed_struct_bits) != widths:

@@ -16,7 +16,7 @@ import pyarrow as pa
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.file.buffers import range_positions
 
-from .compressive import present
+from .decoded_values import present
 from .repdef import LIST_LAYERS, def_numbers, visible_levels
 
 
@@ -148,7 +148,18 @@ def shred(array: pa.Array, path: tuple = ()) -> Shredded:
     return Shredded(layers, rep if lists_below[-1] else None, defs if has_defs else None, values, starts)
 
 
-def _regroup(starts, lo, hi, keep, synth_def, r, is_list, rep, defs, elem):
+def _regroup(
+    starts: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    keep: np.ndarray,
+    synth_def: np.ndarray,
+    r: int,
+    is_list: bool,
+    rep: np.ndarray,
+    defs: np.ndarray,
+    elem: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """New elements made of child-element ranges [lo, hi); those not kept become one level."""
     lo_lvl, hi_lvl = starts[lo], starts[hi]
     counts = np.where(keep, hi_lvl - lo_lvl, 1)

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
@@ -17,15 +19,16 @@ from lance_fw.file.buffers import UINT_BY_BYTES
 from lance_fw.file.encoding import PageInput
 
 from . import layouts
+from .decoded_values import RawBytes
 from .layouts import PageLevels
 from .repdef import LIST_LAYERS
 
 
-def _u8(buf) -> np.ndarray:
+def _u8(buf: RawBytes) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.uint8)
 
 
-def _joined(parts) -> np.ndarray:
+def _joined(parts: Sequence[RawBytes]) -> np.ndarray:
     """Byte pieces laid end to end as one array."""
     if len(parts) == 1:
         return _u8(parts[0])
@@ -93,7 +96,9 @@ def _read_chunks(page: PageInput, starts: np.ndarray, sizes: np.ndarray) -> tupl
     return _joined(blobs), _exclusive_cumsum(sizes)[:-1]
 
 
-def _chunks_by_rep_index(index: np.ndarray, nchunks: int, rows: np.ndarray, num_rows: int, where: str):
+def _chunks_by_rep_index(
+    index: np.ndarray, nchunks: int, rows: np.ndarray, num_rows: int, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Chunks holding ``rows`` of a list column, from the repetition index.
 
     Per chunk the index holds the rows completing in it and the levels left over after its last
@@ -126,7 +131,7 @@ def _chunks_by_rep_index(index: np.ndarray, nchunks: int, rows: np.ndarray, num_
 
 def _rep_positions(
     levels: PageLevels,
-    layout,
+    layout: pb.MiniBlockLayout,
     chosen: np.ndarray,
     num_levels: np.ndarray,
     completed: np.ndarray,
