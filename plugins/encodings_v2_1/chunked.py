@@ -20,12 +20,11 @@ from .compressive import (
     _decode_mb,
     _fsst,
     _name,
-    _u8,
     decode_levels,
     decode_values,
     decompress_buffer,
 )
-from .decoded_values import DecodedValues, concat
+from .decoded_values import DecodedValues, as_u8, concat
 
 
 def decode_chunk_ranges(
@@ -154,13 +153,13 @@ def decode_chunks(
     counts_a = np.asarray(counts, np.int64)
     single = all(len(b) == 1 for b in chunks)
     if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") and single:
-        data, starts, sizes = _laid_end_to_end([_u8(b[0]) for b in chunks])
+        data, starts, sizes = _laid_end_to_end([as_u8(b[0]) for b in chunks])
         fast = _inline_chunks(enc, data, starts, sizes, counts_a, where, needed)
         if fast is not None:
             return fast
     var, general = _variable_of(enc.fsst.values if kind == "fsst" else enc)
     if var is not None and single:
-        raws = [_u8(b[0]) for b in chunks]
+        raws = [as_u8(b[0]) for b in chunks]
         if general is not None:
             raws = [decompress_buffer(r, general, where) for r in raws]
         inner = _variable_ranges(var, *_laid_end_to_end(raws), counts_a, where, needed)

@@ -50,7 +50,7 @@ from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges
 
 from . import fastlanes, fsst
 from .decoded_values import DecodedValues as DecodedValues
-from .decoded_values import RawBytes
+from .decoded_values import RawBytes, as_u8
 from .decoded_values import concat as concat
 from .decoded_values import present as present
 from .decoded_values import split_packed_struct as split_packed_struct
@@ -79,12 +79,6 @@ RLE_VALUES_LENGTH = struct.Struct("<Q")
 # ---------------------------------------------------------------------------
 
 
-def _u8(buf: RawBytes) -> np.ndarray:
-    if isinstance(buf, np.ndarray):
-        return buf.reshape(-1).view(np.uint8)
-    return np.frombuffer(buf, np.uint8)
-
-
 class _Buffers:
     """Hands out the buffers of a chunk in order."""
 
@@ -100,7 +94,7 @@ class _Buffers:
             )
         b = self.buffers[self.pos]
         self.pos += 1
-        return _u8(b)
+        return as_u8(b)
 
 
 def _name(enc: pb.CompressiveEncoding) -> str:
@@ -119,7 +113,7 @@ def _check_size(size: int, compressed: int, where: str, what: str) -> None:
 
 def decompress_buffer(data: RawBytes, compression: pb.BufferCompression, where: str) -> np.ndarray:
     """General (LZ4 / ZSTD) decompression of one buffer, per Lance's BufferCompressor framing."""
-    raw = _u8(data)
+    raw = as_u8(data)
     scheme = compression.scheme
     try:
         if scheme == LZ4:
@@ -271,7 +265,7 @@ def decode_values(
         return _decode_mb(enc, _Buffers(buffers, where), num_values, where)
     if len(buffers) > 1:
         raise ValueError(f"block context takes one buffer, got {len(buffers)}")
-    raw = _u8(buffers[0]) if buffers else np.zeros(0, np.uint8)
+    raw = as_u8(buffers[0]) if buffers else np.zeros(0, np.uint8)
     return _decode_block(enc, raw, num_values, where)
 
 
@@ -515,7 +509,7 @@ def decode_levels(
     ``rle`` (block form ``u64 values_len | values | u8 runs``, which is what a level
     buffer holds in either context) and ``general`` around any of them.
     """
-    raw = _u8(buffer)
+    raw = as_u8(buffer)
     kind = _name(enc)
     most = _most_levels(enc, kind, raw.size)
     if most is not None and num_levels > most:  # before allocating them

@@ -21,6 +21,14 @@ from lance_fw.file.buffers import UINT_BY_BITS
 #: already cut from one (what ``np.frombuffer`` takes).
 RawBytes: TypeAlias = bytes | bytearray | memoryview | np.ndarray
 
+
+def as_u8(buf: RawBytes) -> np.ndarray:
+    """``buf``'s bytes as a flat uint8 array; a contiguous array is viewed, not copied."""
+    if isinstance(buf, np.ndarray):
+        return buf.reshape(-1).view(np.uint8)
+    return np.frombuffer(buf, np.uint8)
+
+
 _T = TypeVar("_T")
 
 

@@ -15,8 +15,8 @@ from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import ARROW_UINT_BY_BITS, range_positions
 
 from . import fsst
-from .compressive import _check_offsets, _decode_block, _name, _u8, decompress_buffer
-from .decoded_values import DecodedValues, RawBytes
+from .compressive import _check_offsets, _decode_block, _name, decompress_buffer
+from .decoded_values import DecodedValues, RawBytes, as_u8
 
 
 def decode_fullzip_variable(
@@ -28,7 +28,7 @@ def decode_fullzip_variable(
     stripped) in ``data``.  ``variable`` passes through, ``fsst`` decompresses with the
     symbol table, ``general`` decompresses each value (one zstd/LZ4 frame per value).
     """
-    raw = _u8(data)
+    raw = as_u8(data)
     offs = np.asarray(offsets, np.int64)
     _check_offsets(offs, raw.size, where, "full-zip")
     n = offs.size - 1
@@ -107,4 +107,4 @@ def decode_fullzip_fixed(
     enc: pb.CompressiveEncoding, data: RawBytes, num_values: int, where: str = "full-zip values"
 ) -> DecodedValues:
     """Decode the concatenated fixed-width values of a FullZip page (flat / fixed_size_list)."""
-    return _decode_block(enc, _u8(data), num_values, where)
+    return _decode_block(enc, as_u8(data), num_values, where)

@@ -19,7 +19,7 @@ from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, range_positions
 
 from . import chunked, compressive, fullzip_values
-from .decoded_values import DecodedValues, RawBytes, present
+from .decoded_values import DecodedValues, RawBytes, as_u8, present
 
 
 @dataclass
@@ -31,10 +31,6 @@ class PageLevels:
     values: DecodedValues | None  # None: no visible values stored (all-null constant page)
     constant: bytes | None = None  # a constant page's one value (raw bytes or Arrow-IPC-like buffers)
     constant_buffers: list[bytes] | None = None
-
-
-def _u8(buf: RawBytes) -> np.ndarray:
-    return np.frombuffer(buf, dtype=np.uint8)
 
 
 def _pad8(n: int) -> int:
@@ -177,8 +173,8 @@ def mini_block(
 ) -> PageLevels:
     if len(buffers) < 2:
         raise CorruptFileError(where, f"mini-block page has {len(buffers)} buffers, needs at least 2")
-    data = _u8(buffers[1])
-    starts, sizes, counts = chunk_table(layout, _u8(buffers[0]), len(data), where)
+    data = as_u8(buffers[1])
+    starts, sizes, counts = chunk_table(layout, as_u8(buffers[0]), len(data), where)
     dictionary = None
     if layout.HasField("dictionary"):
         if len(buffers) < 3:
@@ -314,12 +310,12 @@ def _ctrl_bytes(bits: int, where: str = "full-zip page") -> int:
 def full_zip(layout: pb.FullZipLayout, buffers: Sequence[RawBytes], num_rows: int, where: str) -> PageLevels:
     if not buffers:
         raise CorruptFileError(where, "full-zip page without a data buffer")
-    data = _u8(buffers[0])
+    data = as_u8(buffers[0])
     row_starts = None
     if layout.WhichOneof("details") != "bits_per_value" or layout.bits_rep:
         if len(buffers) < 2:
             raise CorruptFileError(where, "full-zip page without its repetition index")
-        row_starts = rep_index_offsets(_u8(buffers[1]), num_rows, where)
+        row_starts = rep_index_offsets(as_u8(buffers[1]), num_rows, where)
     return zipped_levels(layout, data, row_starts, num_rows, where, layout.num_items)
 
 
@@ -553,7 +549,7 @@ def constant(layout: pb.ConstantLayout, buffers: Sequence[RawBytes], num_rows: i
 
 
 def _levels(layout: pb.ConstantLayout, which: str, buf: RawBytes, where: str) -> np.ndarray | None:
-    raw = _u8(buf)
+    raw = as_u8(buf)
     if not len(raw):
         return None
     field = f"{which}_compression"

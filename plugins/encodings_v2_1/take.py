@@ -19,20 +19,16 @@ from lance_fw.file.buffers import UINT_BY_BYTES
 from lance_fw.file.encoding import PageInput
 
 from . import layouts
-from .decoded_values import RawBytes
+from .decoded_values import RawBytes, as_u8
 from .layouts import PageLevels
 from .repdef import LIST_LAYERS
-
-
-def _u8(buf: RawBytes) -> np.ndarray:
-    return np.frombuffer(buf, dtype=np.uint8)
 
 
 def _joined(parts: Sequence[RawBytes]) -> np.ndarray:
     """Byte pieces laid end to end as one array."""
     if len(parts) == 1:
-        return _u8(parts[0])
-    return np.concatenate([_u8(p) for p in parts]) if parts else np.zeros(0, np.uint8)
+        return as_u8(parts[0])
+    return np.concatenate([as_u8(p) for p in parts]) if parts else np.zeros(0, np.uint8)
 
 
 def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
@@ -59,11 +55,11 @@ def mini_block_rows(
             where, f"mini-block page has {len(page.buffers)} buffers, needs {max(wanted) + 1}"
         )
     small = dict(zip(wanted, page.read_parts([(i, 0, page.buffer_size(i)) for i in wanted])))
-    starts, sizes, counts = layouts.chunk_table(layout, _u8(small[0]), page.buffer_size(1), where)
+    starts, sizes, counts = layouts.chunk_table(layout, as_u8(small[0]), page.buffer_size(1), where)
     dictionary = layouts.mini_block_dictionary(layout, small[2], where) if has_dict else None
     if has_rep:
         chosen, completed, run_start, start_chunk = _chunks_by_rep_index(
-            _u8(small[wanted[-1]]), len(starts), rows, page.num_rows, where
+            as_u8(small[wanted[-1]]), len(starts), rows, page.num_rows, where
         )
         data, local_starts = _read_chunks(page, starts[chosen], sizes[chosen])
         levels, num_levels = layouts.chunk_levels(
