@@ -110,4 +110,6 @@ def lance_deletion_codecs() -> Mapping[int, DeletionCodec]:
 
 @hookspec
 def lance_index_types() -> Mapping[str, Any]:
-    """Index types keyed by name (``"BTREE"``, ``"BITMAP"`` ...); implementations come later."""
+    """Scalar index types keyed by pylance's ``index_type`` name (``"BTREE"``, ``"BITMAP"`` ...): each
+    value a ``lance_fw.interfaces.ScalarIndexType``. The kernel matches an index in a manifest to its
+    plugin by ``type_url``; two plugins claiming one name or type url conflict."""

@@ -10,7 +10,7 @@ under their old names, so plugins importing them from there keep working.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -237,3 +237,171 @@ class DeletionCodec(abc.ABC):
 
     @abc.abstractmethod
     def encode(self, offsets: np.ndarray) -> bytes: ...
+
+
+# --- scalar indices (used by table/indices.py and query/index_plan.py) ------------------------------
+#
+# An index type is a plugin returned by ``lance_index_types`` (keyed by pylance's upper-case name,
+# e.g. "BTREE"). The kernel owns everything around the index files: which rows are indexed (live rows of
+# the covered fragments, deleted rows excluded), the ``_indices/<uuid>/`` directory, the manifest's
+# ``IndexMetadata`` and ``fragment_bitmap``, the ``CreateIndex`` commit, and re-checking every candidate
+# row against the full filter. A plugin only turns (value, row address) pairs into files and answers
+# ``ScalarQuery`` objects from them.
+
+
+class ScalarQuery:
+    """A question one index answers about one column; values are Python scalars as ``as_py()`` gives
+    them for the column's Arrow type, never ``None`` (nulls are asked with ``IsNullQuery``)."""
+
+
+@dataclass(frozen=True)
+class EqualsQuery(ScalarQuery):
+    """``column = value``."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class InQuery(ScalarQuery):
+    """``column IN (values...)``."""
+
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class RangeQuery(ScalarQuery):
+    """``lower <(=) column <(=) upper``; a ``None`` bound is unbounded (``BETWEEN`` is both inclusive)."""
+
+    lower: Any = None
+    lower_inclusive: bool = True
+    upper: Any = None
+    upper_inclusive: bool = True
+
+
+@dataclass(frozen=True)
+class IsNullQuery(ScalarQuery):
+    """``column IS NULL``."""
+
+
+@dataclass(frozen=True)
+class PrefixQuery(ScalarQuery):
+    """``column LIKE 'prefix%'`` (no other wildcard in ``prefix``; string columns)."""
+
+    prefix: str
+
+
+@dataclass(frozen=True)
+class ContainsAnyQuery(ScalarQuery):
+    """``array_has_any(column, [values])`` / ``array_contains(column, value)`` on a list column."""
+
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class ContainsAllQuery(ScalarQuery):
+    """``array_has_all(column, [values])`` on a list column."""
+
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class IndexSearchResult:
+    """Row addresses (``fragment_id << 32 | offset``) an index found for a query.
+
+    ``addresses``: sorted, unique ``uint64``; may name rows deleted since the index was built (the
+    kernel drops them). ``exact``: every address matches and no indexed row that matches is missing;
+    ``False`` means a superset (a zone map), which the kernel narrows by re-checking the filter.
+    """
+
+    addresses: np.ndarray
+    exact: bool
+
+
+class IndexFileStore(Protocol):
+    """One index's directory (``_indices/<uuid>/``), given to a plugin by the kernel.
+
+    Files are ordinary Lance files written in the version pylance 14 uses for index files; names are
+    relative to the directory (``"page_data.lance"``) and must not contain ``/`` or ``..``.
+    """
+
+    def write_table(self, name: str, table: pa.Table, metadata: Mapping[str, str] | None = None) -> None:
+        """Write ``table`` (and schema ``metadata``) as Lance file ``name``.
+
+        Raises: ``StorageError`` on I/O failure; the file is not part of any version until the
+        kernel commits the index, so a failed build leaves only unreferenced files.
+        """
+
+    def read_table(self, name: str, columns: Sequence[str] | None = None) -> pa.Table:
+        """Read all rows of Lance file ``name`` (``columns``: a subset, in that order).
+
+        Raises: ``CorruptFileError`` / ``StorageError`` naming the file.
+        """
+
+    def take_rows(self, name: str, rows: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows at positions ``rows`` (sorted ``int64``) of Lance file ``name``, reading only the
+        pages they live in (a B-tree reads one page of ``page_data.lance`` per lookup)."""
+
+    def schema_metadata(self, name: str) -> dict[str, str]:
+        """The schema metadata of Lance file ``name``."""
+
+    def num_rows(self, name: str) -> int:
+        """The row count of Lance file ``name``."""
+
+    def exists(self, name: str) -> bool:
+        """Whether file ``name`` exists in the directory."""
+
+
+class ScalarIndexReader(Protocol):
+    """An opened index: answers queries from its files (caching what it read)."""
+
+    def supports(self, query: ScalarQuery) -> bool:
+        """Whether ``search(query)`` can answer (the planner scans for what it cannot)."""
+
+    def search(self, query: ScalarQuery) -> IndexSearchResult:
+        """The rows matching ``query`` among the indexed rows.
+
+        Raises: ``UnsupportedFeatureError`` only when ``supports`` said ``False``.
+        """
+
+    def statistics(self) -> dict[str, Any]:
+        """The type-specific part of pylance's ``index_statistics`` (e.g. ``{"num_pages": 3}``)."""
+
+
+class ScalarIndexType(Protocol):
+    """One index type (a plugin's value from ``lance_index_types``)."""
+
+    #: pylance's ``index_type`` argument ("BTREE") and ``describe_indices`` name ("BTree").
+    name: str
+    display_name: str
+    #: ``IndexMetadata.index_details`` type url, e.g. ``"/lance.table.BTreeIndexDetails"``: how an
+    #: index in a manifest is matched to its plugin.
+    type_url: str
+    #: ``IndexMetadata.index_version`` pylance 14 writes for this type.
+    index_version: int
+
+    def details(self, params: Mapping[str, Any]) -> bytes:
+        """The serialized ``index_details`` message (``b""`` for the empty scalar details)."""
+
+    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+        """Refuse a column type or a parameter this type does not implement.
+
+        Raises: ``UnsupportedFeatureError`` (type), ``InvalidArgumentError`` (unknown or bad
+        parameter): never ignore a parameter.
+        """
+
+    def train(
+        self,
+        batches: Iterable[pa.RecordBatch],
+        field: pa.Field,
+        params: Mapping[str, Any],
+        store: IndexFileStore,
+    ) -> None:
+        """Write the index files for ``batches``: columns ``value`` (the column, type ``field.type``)
+        and ``_rowaddr`` (``uint64``), every live row of the covered fragments once, in row-address
+        order. Files go to ``store``; nothing else may be written."""
+
+    def load(self, store: IndexFileStore, field: pa.Field) -> ScalarIndexReader:
+        """Open an index of this type (built by lance_fw or pylance) from ``store``.
+
+        Raises: ``CorruptFileError`` naming the file when the files are not this type's.
+        """

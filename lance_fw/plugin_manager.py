@@ -480,7 +480,7 @@ class _Registry:
 
     @cached_property
     def index_types(self) -> Collected:
-        """Index types by name; none are built in yet (BTREE/BITMAP/IVF_PQ come as plugins)."""
+        """Scalar index types by name (``ScalarIndexType``; the built-ins are BTREE, BITMAP, LABEL_LIST, ZONEMAP)."""
         return self._collect("lance_index_types")
 
     @cached_property
