@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import BinaryIO, TypeVar
 
 import numpy as np
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from lance_fw._proto import file2_pb2
 from lance_fw.errors import CorruptFileError
@@ -26,6 +27,8 @@ FOOTER = struct.Struct("<QQQIIHH4s")
 ALIGN = 64
 PAD_BYTE = b"H"  # what pylance pads with; readers never look at it
 TAIL_PREFETCH = 64 * 1024
+
+MessageT = TypeVar("MessageT", bound=Message)
 
 
 @dataclass
@@ -42,7 +45,8 @@ class FileTail:
         return self.descriptor.length
 
 
-def parse_message(cls, data: bytes, path: str, what: str):
+def parse_message(cls: type[MessageT], data: bytes, path: str, what: str) -> MessageT:
+    """Parse ``data`` as a ``cls`` message; a decode failure is a ``CorruptFileError`` naming ``what``."""
     msg = cls()
     try:
         msg.ParseFromString(bytes(data))
@@ -99,7 +103,11 @@ def read_tail(reader: RangeReader) -> FileTail:
 
 
 def write_tail(
-    out, position: int, columns: list, global_buffers: list[tuple[int, int]], footer_version: tuple[int, int]
+    out: BinaryIO,
+    position: int,
+    columns: list[file2_pb2.ColumnMetadata],
+    global_buffers: list[tuple[int, int]],
+    footer_version: tuple[int, int],
 ) -> int:
     """Write column metadata, offset tables and footer at ``position``; return the new end."""
     col_start = position
