@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import any_pb2
 
-from lance_fw._proto import encodings_v2_0_pb2
+from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.buffers import range_positions
@@ -426,7 +426,12 @@ class LanceFileReader:
         return out
 
     def _checked(
-        self, decode, where: str, arrow_type: pa.DataType, length: int, encoding: any_pb2.Any
+        self,
+        decode: Callable[[], pa.Array],
+        where: str,
+        arrow_type: pa.DataType,
+        length: int,
+        encoding: any_pb2.Any,
     ) -> pa.Array:
         """Run a page decoder (whole page or ``decode_rows``) and check what it built, so that a
         damaged page or a lying plugin raises ``CorruptFileError`` naming the plugin, file, column
@@ -451,7 +456,7 @@ class LanceFileReader:
             exc.add_note(f"raised by {_decoded_by(encoding)} on {where}")
             raise
 
-    def _check_page(self, col: int, p: int, meta) -> None:
+    def _check_page(self, col: int, p: int, meta: file2_pb2.ColumnMetadata.Page) -> None:
         if len(meta.buffer_offsets) != len(meta.buffer_sizes):
             raise CorruptFileError(
                 self.path,
@@ -466,7 +471,7 @@ class LanceFileReader:
                     f"the end of the file ({self._reader.size()} bytes)",
                 )
 
-    def _page_encoding(self, meta, where: str) -> any_pb2.Any:
+    def _page_encoding(self, meta: file2_pb2.ColumnMetadata.Page, where: str) -> any_pb2.Any:
         if meta.encoding.WhichOneof("location") != "direct":
             raise CorruptFileError(self.path, f"{where}: only direct page encodings are supported")
         return parse_message(any_pb2.Any, meta.encoding.direct.encoding, self.path, f"{where} encoding")

@@ -129,7 +129,7 @@ class RangeReader(abc.ABC):
     def __enter__(self) -> RangeReader:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

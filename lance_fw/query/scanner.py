@@ -10,15 +10,16 @@ fragment shorter; a scan of no columns yields batches that carry only their row 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from lance_fw._proto import table_pb2
 from lance_fw._util.readahead import readahead
 from lance_fw.errors import InvalidArgumentError
-from lance_fw.options import refuse
+from lance_fw.options import Columns, Filter, Unsupported, refuse
 from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.query.projection import Projection
@@ -43,19 +44,19 @@ class LanceScanner:
     def __init__(
         self,
         snapshot: Snapshot,
-        columns=None,
-        filter=None,
+        columns: Columns | None = None,
+        filter: Filter | None = None,
         limit: int | None = None,
         offset: int | None = None,
-        nearest=None,
+        nearest: Unsupported = None,
         batch_size: int | None = None,
         batch_size_bytes: int | None = None,
         batch_readahead: int | None = None,
         fragment_readahead: int | None = None,
         scan_in_order: bool | None = None,
-        fragments=None,
-        index_segments=None,
-        full_text_query=None,
+        fragments: Iterable[Any] | None = None,
+        index_segments: Unsupported = None,
+        full_text_query: Unsupported = None,
         *,
         prefilter: bool | None = None,
         with_row_id: bool | None = None,
@@ -63,17 +64,17 @@ class LanceScanner:
         use_stats: bool | None = None,
         fast_search: bool | None = None,
         io_buffer_size: int | None = None,
-        late_materialization=None,
+        late_materialization: Unsupported = None,
         blob_handling: str | None = None,
         use_scalar_index: bool | None = None,
         include_deleted_rows: bool | None = None,
-        scan_stats_callback=None,
+        scan_stats_callback: Unsupported = None,
         strict_batch_size: bool | None = None,
-        order_by=None,
+        order_by: Unsupported = None,
         disable_scoring_autoprojection: bool | None = None,
         row_addr_allowlist: bytes | None = None,
         row_addr_blocklist: bytes | None = None,
-    ):
+    ) -> None:
         refuse(
             "scanner",
             {
@@ -100,9 +101,12 @@ class LanceScanner:
         _check_count("batch_readahead", batch_readahead, 1)
         _check_count("io_buffer_size", io_buffer_size, 0)
         schema = snapshot.schema
-        if has_nested_paths(columns, schema):  # "p.a": a flat column named "p.a", as in pylance
-            columns = as_projection(columns, schema)
-        self.projection = Projection(columns, schema) if isinstance(columns, dict) else None
+        if columns is not None and not isinstance(columns, Mapping) and has_nested_paths(columns, schema):
+            columns = as_projection(columns, schema)  # "p.a": a flat column named "p.a", as in pylance
+        # {name: SQL} (any mapping, not only a dict: a mapping read as a list of names would scan its
+        # keys and drop the expressions silently)
+        self.projection = Projection(dict(columns), schema) if isinstance(columns, Mapping) else None
+        self._names = None if isinstance(columns, Mapping) else columns
         self._snapshot, self.columns, self.filter = snapshot, columns, filter
         self.limit, self.offset = limit, offset or 0
         self.with_row_id, self.with_row_address = bool(with_row_id), bool(with_row_address)
@@ -114,8 +118,8 @@ class LanceScanner:
         self._plan = filter_plan(snapshot, filter)
 
     @property
-    def _read_columns(self) -> list[str] | None:
-        return self.projection.columns if self.projection is not None else self.columns
+    def _read_columns(self) -> Sequence[str] | None:
+        return self.projection.columns if self.projection is not None else self._names
 
     @property
     def projected_schema(self) -> pa.Schema:
@@ -163,7 +167,9 @@ class LanceScanner:
         bare = not self._fields and not self.with_row_id and not self.with_row_address
         with_address = self.with_row_address or bare
 
-        def produce(item) -> Iterator[tuple[int, pa.RecordBatch]]:
+        def produce(
+            item: tuple[table_pb2.DataFragment, int, int | None],
+        ) -> Iterator[tuple[int, pa.RecordBatch]]:
             frag, lo, hi = item
             live = (lo, hi) if hi is not None and (lo > 0 or hi < live_rows(frag)) else None
             for batch in snapshot.read_fragment(
@@ -212,7 +218,7 @@ class LanceScanner:
         return sum(b.num_rows for b in self.to_batches())
 
 
-def _check_count(name: str, value, least: int) -> None:
+def _check_count(name: str, value: object, least: int) -> None:
     """pylance's checks of integer options: an integer (bools pass, as there) of at least ``least``."""
     if value is None:
         return
