@@ -21,7 +21,7 @@ the Spark runner (lance_fw.spark.maintenance) share one implementation.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -40,6 +40,8 @@ DEFAULT_TARGET_ROWS = 1024 * 1024
 #: New fragments are cut by ``output_sizes``, not by a per-file row cap.
 _NO_ROW_LIMIT = 2**62
 
+Fragment = table_pb2.DataFragment
+
 
 @dataclass
 class CompactionMetrics:
@@ -51,17 +53,20 @@ class CompactionMetrics:
     files_added: int = 0
 
 
-def _compacts_itself(frag, materialize_deletions: bool, threshold: float) -> bool:
+def _compacts_itself(frag: Fragment, materialize_deletions: bool, threshold: float) -> bool:
     return bool(
         materialize_deletions and frag.physical_rows and deleted_rows(frag) / frag.physical_rows > threshold
     )
 
 
-def candidate_bins(fragments, target: int, materialize_deletions: bool, threshold: float) -> list[list]:
+def candidate_bins(
+    fragments: Iterable[Fragment], target: int, materialize_deletions: bool, threshold: float
+) -> list[list[Fragment]]:
     """Runs of adjacent candidates, without the runs that are one fragment with nothing to gain."""
     if threshold >= 1.0:  # nothing can be more than everything deleted
         materialize_deletions = False
-    bins, current = [], []
+    bins: list[list[Fragment]] = []
+    current: list[Fragment] = []
     for frag in fragments:
         if _compacts_itself(frag, materialize_deletions, threshold) or frag.physical_rows < target:
             current.append(frag)
@@ -73,10 +78,11 @@ def candidate_bins(fragments, target: int, materialize_deletions: bool, threshol
     return [b for b in bins if len(b) > 1 or _compacts_itself(b[0], materialize_deletions, threshold)]
 
 
-def split_for_size(fragments: list, target: int) -> list[list]:
+def split_for_size(fragments: list[Fragment], target: int) -> list[list[Fragment]]:
     """Cut a bin front to back into groups of at least ``target`` live rows; a remainder too small
     to make a group of its own stays with the last one."""
-    groups, rest = [], list(fragments)
+    groups: list[list[Fragment]] = []
+    rest = list(fragments)
     while rest:
         taken, rows = 0, 0
         while rows < target and taken < len(rest):
@@ -91,7 +97,9 @@ def split_for_size(fragments: list, target: int) -> list[list]:
     return groups
 
 
-def plan_groups(fragments, target: int, materialize_deletions: bool, threshold: float) -> list[list]:
+def plan_groups(
+    fragments: Iterable[Fragment], target: int, materialize_deletions: bool, threshold: float
+) -> list[list[Fragment]]:
     """The groups of fragments one compaction rewrites, each into new fragments of its own."""
     return [
         group

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
@@ -19,13 +19,21 @@ from lance_fw._proto import file_pb2, table_pb2
 from lance_fw.errors import InvalidArgumentError, SchemaError
 from lance_fw.file.version import parse_version
 from lance_fw.query.scanner import LanceScanner
-from lance_fw.schema import LanceSchema, check_names, conform
+from lance_fw.schema import LanceField, LanceSchema, check_names, conform
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Merge, Project, commit, undo_unless_published
 from lance_fw.table.write import delete_fragment_files, write_fragments
 
+if TYPE_CHECKING:
+    from lance_fw.query.projection import Projection
+
 _ALL_ROWS = 2**62  # one data file per fragment: never roll over
+
+#: a UDF of ``add_columns``: read rows in, new columns out (RecordBatch, Table, dict or DataFrame)
+BatchUdf = Callable[[pa.RecordBatch], Any]
+#: what ``add_columns`` takes: ``{name: SQL}``, a UDF, or pyarrow field(s) / a schema of null columns
+Transforms: TypeAlias = dict[str, str] | BatchUdf | pa.Field | list[pa.Field] | pa.Schema
 
 
 def _new_fields(snapshot: Snapshot, arrow_fields: list[pa.Field]) -> LanceSchema:
@@ -40,15 +48,17 @@ def _new_fields(snapshot: Snapshot, arrow_fields: list[pa.Field]) -> LanceSchema
 _STORED_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 
 
-def _stored_fields(projection, transforms: dict[str, str], schema: pa.Schema) -> list[pa.Field]:
+def _stored_fields(projection: Projection, transforms: dict[str, str], schema: pa.Schema) -> list[pa.Field]:
     """Nullable, except constants that are not NULL (pylance stores ``{"c": "'x'"}`` as not null).
     A string_view / binary_view result (``left(s, 3)``) is stored as string / binary, as pylance does."""
     probe = pa.table({c: pa.nulls(1, schema.field(c).type) for c in (projection.columns or schema.names[:1])})
     values = projection.apply(probe)
+    built = projection.schema
+    assert built is not None  # None only while the Projection is being constructed
     out = []
     for name in projection.names:
         constant = name in projection.constants
-        field = projection.schema.field(name)  # its nullability is DataFusion's (coalesce(x, 0): not null)
+        field = built.field(name)  # its nullability is DataFusion's (coalesce(x, 0): not null)
         field = field.with_type(_STORED_VIEWS.get(field.type, field.type))
         out.append(
             field.with_nullable(field.nullable and (not constant or values.column(name).null_count > 0))
@@ -148,7 +158,9 @@ def _udf_schema(
     )
 
 
-def plan_add_columns(snapshot: Snapshot, transforms, read_columns: list[str] | None = None) -> ColumnsPlan:
+def plan_add_columns(
+    snapshot: Snapshot, transforms: Transforms, read_columns: list[str] | None = None
+) -> ColumnsPlan:
     """Check ``{"name": "SQL expression"}`` or a UDF (``RecordBatch -> new columns``) against
     ``snapshot`` and fix the new fields and what each fragment reads."""
     if callable(transforms) and not isinstance(transforms, (dict, pa.Schema, pa.Field)):
@@ -183,7 +195,10 @@ def plan_add_columns(snapshot: Snapshot, transforms, read_columns: list[str] | N
 
 
 def add_columns(
-    snapshot: Snapshot, transforms, read_columns: list[str] | None = None, batch_size: int | None = None
+    snapshot: Snapshot,
+    transforms: Transforms,
+    read_columns: list[str] | None = None,
+    batch_size: int | None = None,
 ) -> int:
     """``{"name": "SQL expression"}``, a UDF (``RecordBatch -> RecordBatch``), or ``pa.Field`` /
     list of fields / ``pa.Schema`` (all-null columns, no data written). Returns the new version."""
@@ -277,7 +292,12 @@ def commit_columns(snapshot: Snapshot, updated: list[table_pb2.DataFragment], sc
 
 
 def _write_columns(
-    snapshot: Snapshot, needed, added: LanceSchema, compute, schema_fields, batch_size: int | None = None
+    snapshot: Snapshot,
+    needed: list[LanceField],
+    added: LanceSchema,
+    compute: Callable[[pa.Table], pa.Table],
+    schema_fields: list[file_pb2.Field],
+    batch_size: int | None = None,
 ) -> int:
     """Per fragment, one data file of ``added`` columns computed (``compute(table) -> table``) from
     the ``needed`` columns of every physical row; then one Merge with ``schema_fields``."""
