@@ -95,3 +95,9 @@ class PluginLoadError(LanceError):
 class EncoderContractError(LanceError):
     """A column encoder (a plugin) returned a page that does not keep the encoder contract (rows,
     buffers, encoding message); the write fails before anything is committed, naming the plugin."""
+
+
+class IndexContractError(LanceError):
+    """An index plugin returned something outside the index contract (``lance_fw.interfaces``:
+    a missing attribute, a non-uint64 or unsorted search result, no files written); the query or
+    build fails naming the plugin instead of trusting the answer."""

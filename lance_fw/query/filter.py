@@ -79,6 +79,12 @@ def parse_filter(text: str, schema: pa.Schema) -> pc.Expression:
     return expression
 
 
+def filter_visitor(text: str, schema: pa.Schema) -> _Visitor:
+    """The visitor ``parse_filter`` uses, for planners that must read literals exactly as the filter
+    does (``query/index_plan.py`` turns ``col = <literal>`` into an index query)."""
+    return _Visitor(schema, text)
+
+
 def filter_columns(text: str, schema: pa.Schema) -> list[str]:
     """Top-level columns a filter reads (so scans can read them first)."""
     names = {c.parts[0].name for c in parse_where(text, FilterError).find_all(exp.Column)}

@@ -7,27 +7,43 @@ reaching into ``LanceDataset``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.query.filter import filter_columns, parse_filter
+from lance_fw.query.index_plan import IndexPlan, index_plan
 from lance_fw.schema import LanceField
 from lance_fw.table.fragment import Matcher, matcher_for, with_row_columns
 from lance_fw.table.snapshot import Snapshot
 
-FilterPlan = tuple[Matcher, list[LanceField]]
+
+class FilterPlan(NamedTuple):
+    """A filter's evaluation: the matcher per batch, the fields it reads, and (when scalar indices
+    answer part of it) the candidate rows of the fragments they cover."""
+
+    matcher: Matcher
+    fields: list[LanceField]
+    scalar_index: IndexPlan | None = None
 
 
-def filter_plan(snapshot: Snapshot, filter: str | pc.Expression | None) -> FilterPlan | None:
-    """How a filter is evaluated per batch, and the fields it reads (None: no filter)."""
+def filter_plan(
+    snapshot: Snapshot, filter: str | pc.Expression | None, use_scalar_index: bool = True
+) -> FilterPlan | None:
+    """How a filter is evaluated per batch, and the fields it reads (None: no filter).
+
+    ``use_scalar_index`` (pylance's scanner option): consult the version's scalar indices for a SQL
+    filter; the matcher still re-checks every candidate row, so results never depend on it."""
     if filter is None:
         return None
     expression = filter_expression(filter, snapshot.schema)
     filter_fields = snapshot.fields(_filter_columns(filter, snapshot.schema))
     if not _binds(expression, filter_fields):  # columns guessed from an expression's text fell short
         filter_fields = list(snapshot.lance_schema.fields)
-    return matcher_for(expression), filter_fields
+    index = index_plan(snapshot, filter) if use_scalar_index and isinstance(filter, str) else None
+    return FilterPlan(matcher_for(expression), filter_fields, index)
 
 
 def filter_expression(filter: str | pc.Expression, schema: pa.Schema) -> pc.Expression:

@@ -115,7 +115,7 @@ class LanceScanner:
             snapshot.storage.default_readahead if fragment_readahead is None else fragment_readahead
         )
         self._fields = snapshot.fields(self._read_columns)  # unknown columns fail here, before any read
-        self._plan = filter_plan(snapshot, filter)
+        self._plan = filter_plan(snapshot, filter, use_scalar_index is not False)
 
     @property
     def _read_columns(self) -> Sequence[str] | None:
@@ -213,6 +213,40 @@ class LanceScanner:
 
     def to_table(self) -> pa.Table:
         return pa.Table.from_batches(list(self.to_batches()), schema=self.projected_schema)
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        """pylance's plan text for this scan: the ``LanceRead`` line and, when scalar indices
+        answer part of the filter, the ``ScalarIndexQuery`` they answer (``verbose`` adds nothing)."""
+        return "\n".join(self._plan_lines()) + "\n"
+
+    def analyze_plan(self) -> str:
+        """``explain_plan`` after running the scan, with the rows it read and returned."""
+        rows = self.count_rows()
+        index = self._plan.scalar_index if self._plan is not None else None
+        lines = self._plan_lines()
+        lines[0] += f", metrics=[output_rows={rows}]"
+        if index is not None:
+            covered = sum(len(c) for f in self._chosen() if (c := index.candidates(f.id)) is not None)
+            lines[1] += f", metrics=[index_candidates={covered}, fragments_covered={len(index.coverage)}]"
+        return "\n".join(lines) + "\n"
+
+    def _plan_lines(self) -> list[str]:
+        index = self._plan.scalar_index if self._plan is not None else None
+        names = [f.name for f in self._fields]
+        text = (
+            self.filter
+            if isinstance(self.filter, str)
+            else (str(self.filter) if self.filter is not None else "--")
+        )
+        lines = [
+            f"LanceRead: uri={self._snapshot.uri}/data, projection=[{', '.join(names)}], "
+            f"num_fragments={len(self._chosen())}, row_id={str(self.with_row_id).lower()}, "
+            f"row_addr={str(self.with_row_address).lower()}, full_filter={text}, "
+            f"refine_filter={text if self.filter is not None else '--'}"
+        ]
+        if index is not None:
+            lines.append(f"  ScalarIndexQuery: query={index.describe()}")
+        return lines
 
     def count_rows(self) -> int:
         return sum(b.num_rows for b in self.to_batches())

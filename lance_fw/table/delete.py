@@ -120,7 +120,7 @@ def expression_matcher(snapshot: Snapshot, predicate: str | pc.Expression | None
     plan = filter_plan(snapshot, predicate)
     if plan is None:  # pylance's error class for delete(None)
         raise TypeError("predicate must be a SQL string or a pyarrow.compute.Expression")
-    matcher, filter_fields = plan
+    matcher, filter_fields = plan.matcher, plan.fields
 
     def match(reader: FragmentReader, frag: table_pb2.DataFragment) -> np.ndarray:
         hits = [

@@ -25,6 +25,10 @@ DEFAULT_BATCH_SIZE = 8192
 #: this share of its rows match, else read as a range.
 TAKE_SHARE = 1 / 64
 
+#: An index's candidates are read row by row up to this share of a fragment's rows; more are read
+#: as ranges with the filter (whole pages then cost less than many row lookups).
+CANDIDATE_SHARE = 1 / 8
+
 #: A filtered scan evaluates its filter over this many rows at a time (at least one batch).
 PROBE_ROWS = 65536
 
@@ -299,6 +303,58 @@ class FragmentReader:
             out = pa.RecordBatch.from_arrays(arrays, schema=schema)
             for lo in range(0, out.num_rows, batch_size):
                 yield out.slice(lo, batch_size)
+
+    def candidate_batches(
+        self,
+        fields: list[LanceField],
+        filter_fields: list[LanceField],
+        matcher: Matcher,
+        candidates: np.ndarray,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        with_row_address: bool = False,
+        with_row_id: bool = False,
+        start: int = 0,
+        stop: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """``filtered_batches`` over only the physical rows ``candidates`` (sorted; an index's
+        answer, deleted rows included): live candidates are taken, the filter re-checks them, and
+        the other columns are taken for the matches. Many candidates read as ranges instead."""
+        first, last = self._span(start, stop)
+        rows = np.asarray(candidates, np.int64)
+        rows = rows[(rows >= first) & (rows < last)]
+        if len(self.deleted):
+            rows = rows[~np.isin(rows, self.deleted.astype(np.int64), assume_unique=True)]
+        if len(rows) > CANDIDATE_SHARE * max(last - first, 1):
+            yield from self.filtered_batches(
+                fields, filter_fields, matcher, batch_size, with_row_address, with_row_id, first, last
+            )
+            return
+        if not len(rows):
+            return
+        schema = self._schema(fields, with_row_id, with_row_address)
+        filter_ids = [f.id for f in filter_fields]
+        ids = self.row_ids
+        address = pa.array(row_addresses(self.fragment.id, rows.astype(np.uint64)))
+        row_id = address if ids is None else pa.array(ids[rows])
+        probe = pa.RecordBatch.from_arrays(
+            self.take_physical(filter_fields, rows) + [row_id, address],
+            schema=self._schema(filter_fields, True, True),
+        )
+        hits = np.asarray(matcher(probe), np.int64)
+        if not len(hits):
+            return
+        chosen = pa.array(hits)
+        others = [f for f in fields if f.id not in filter_ids]
+        by_id = dict(zip((f.id for f in others), self.take_physical(others, rows[hits]) if others else []))
+        arrays = [
+            probe.column(filter_ids.index(f.id)).take(chosen) if f.id in filter_ids else by_id[f.id]
+            for f in fields
+        ]
+        arrays += [row_id.take(chosen)] if with_row_id else []
+        arrays += [address.take(chosen)] if with_row_address else []
+        out = pa.RecordBatch.from_arrays(arrays, schema=schema)
+        for lo in range(0, out.num_rows, batch_size):
+            yield out.slice(lo, batch_size)
 
     def close(self) -> None:
         if "_readers" in self.__dict__:

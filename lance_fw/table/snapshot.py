@@ -91,7 +91,7 @@ class Snapshot:
         self,
         frag: table_pb2.DataFragment,
         fields: list[LanceField],
-        plan: tuple[Matcher, list[LanceField]] | None,
+        plan: tuple[Matcher, list[LanceField]] | tuple[Matcher, list[LanceField], Any] | None,
         batch_size: int,
         with_row_address: bool = False,
         with_row_id: bool = False,
@@ -101,7 +101,8 @@ class Snapshot:
     ) -> Iterator[pa.RecordBatch]:
         """Live rows of physical rows [start, stop) of one fragment, or its live rows [lo, hi) given
         as ``live``; with a filter ``plan`` (query.filter_plan), late materialised (the filter's
-        columns first, the rest only for matches)."""
+        columns first, the rest only for matches). When the plan's scalar indices cover the
+        fragment, only their candidate rows are read (and re-checked by the filter)."""
         reader = self.fragment_reader(frag)
         if live is not None and live[1] > live[0]:
             first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
@@ -110,6 +111,18 @@ class Snapshot:
             if plan is None:
                 yield from reader.batches(
                     fields, batch_size, with_row_address, with_row_id, start=start, stop=stop
+                )
+            elif (candidates := _candidates(plan, frag.id)) is not None:
+                yield from reader.candidate_batches(
+                    fields,
+                    plan[1],
+                    plan[0],
+                    candidates,
+                    batch_size,
+                    with_row_address,
+                    with_row_id,
+                    start,
+                    stop,
                 )
             else:
                 yield from reader.filtered_batches(
@@ -124,3 +137,9 @@ class Snapshot:
                 )
         finally:
             reader.close()
+
+
+def _candidates(plan: tuple, fragment_id: int) -> np.ndarray | None:
+    """The candidate offsets a filter plan's index part gives for a fragment (None: scan it)."""
+    index = plan[2] if len(plan) > 2 else None
+    return None if index is None else index.candidates(fragment_id)

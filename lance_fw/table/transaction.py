@@ -63,6 +63,13 @@ class Operation:
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         raise NotImplementedError
 
+    def apply_indices(
+        self, base: table_pb2.Manifest | None, indices: table_pb2.IndexSection | None
+    ) -> table_pb2.IndexSection | None:
+        """The index section of the new version, from the base's (kept as is by default: an
+        index answers for the fragments in its ``fragment_bitmap``; newer rows are scanned)."""
+        return indices
+
 
 def _check_unchanged(
     base: table_pb2.Manifest | None,
@@ -184,6 +191,11 @@ class Overwrite(Operation):
         new.data_format.file_format = "lance"
         new.data_format.version = self.data_format_version
         self._added = _assign_ids(new, self.fragments, next_fragment_id(base))
+
+    def apply_indices(
+        self, base: table_pb2.Manifest | None, indices: table_pb2.IndexSection | None
+    ) -> table_pb2.IndexSection | None:
+        return None  # pylance 14 drops every index of an overwritten dataset
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.overwrite.fragments.extend(fragments)
@@ -515,6 +527,7 @@ def commit(
             new.CopyFrom(base)
         new.version = (base.version if base is not None else 0) + 1
         operation.apply(base, new)
+        new_indices = operation.apply_indices(base, index_section)
         feature_flags.record_plugin_encodings(
             new, operation.plugin_encodings, isinstance(operation, Overwrite)
         )
@@ -536,7 +549,7 @@ def commit(
         txn_path = join_uri(base_uri, TRANSACTIONS_DIR, txn_name)
         storage.write_bytes(txn_path, txn.SerializeToString())
         new.transaction_file = txn_name
-        data = encode_manifest(new, txn, index_section)
+        data = encode_manifest(new, txn, new_indices)
         path = join_uri(base_uri, VERSIONS_DIR, manifest_name(new.version, use_v2_names))
         try:
             handler.commit(path, data)

@@ -1,0 +1,360 @@
+"""Which rows a filter can be answered for from scalar indices, before any data is read.
+
+Why a separate planner: the filter itself (``query/filter.py``) is always evaluated on the rows a scan
+reads, so an index only has to narrow *which* rows are read. The planner turns the parts of a
+filter's SQL tree that an index can answer (``=``, ``IN``, ranges, ``BETWEEN``, ``IS NULL``,
+``LIKE 'p%'``, ``array_has_any/all``, and ``AND`` / ``OR`` / ``NOT`` over them) into a tree of
+``ScalarQuery`` leaves; parts it cannot answer are dropped from an ``AND`` (the result is then a
+superset) and make an ``OR`` unanswerable. Every candidate row is re-checked by the full filter, so
+a superset is always safe, and ``NOT`` is taken only over a subtree that is exact.
+
+The candidate rows are limited to the fragments every index used covers (``coverage``): other
+fragments, appended after the index was built, are scanned as usual.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from lance_fw.errors import LanceError
+from lance_fw.interfaces import (
+    ContainsAllQuery,
+    ContainsAnyQuery,
+    EqualsQuery,
+    InQuery,
+    IsNullQuery,
+    PrefixQuery,
+    RangeQuery,
+    ScalarQuery,
+)
+from lance_fw.query.dialect import column_path, parse_where, unwrap
+from lance_fw.query.filter import filter_visitor
+from lance_fw.table.indices import IndexHandle, open_index, search, usable_indices
+from lance_fw.table.row_ids import row_addresses
+from lance_fw.table.snapshot import Snapshot
+
+#: Comparison node -> (RangeQuery for ``column OP literal``), bounds as (lower?, inclusive).
+_RANGES: dict[type, tuple[bool, bool]] = {
+    exp.GT: (True, False),
+    exp.GTE: (True, True),
+    exp.LT: (False, False),
+    exp.LTE: (False, True),
+}
+_FLIP: dict[type, type] = {
+    exp.GT: exp.LT,
+    exp.GTE: exp.LTE,
+    exp.LT: exp.GT,
+    exp.LTE: exp.GTE,
+    exp.EQ: exp.EQ,
+    exp.NEQ: exp.NEQ,
+}
+#: Index types whose answers are supersets: consulted only when no other index answers.
+_INEXACT_LAST = ("ZONEMAP",)
+_LIKE_WILDCARDS = ("%", "_", "\\")
+
+
+@dataclass
+class Leaf:
+    """One query on one index (all segments of that name)."""
+
+    handles: list[IndexHandle]
+    query: ScalarQuery
+    text: str
+
+    @property
+    def coverage(self) -> frozenset[int]:
+        return frozenset().union(*(h.fragments for h in self.handles))
+
+
+@dataclass
+class Node:
+    """``AND`` / ``OR`` over children, or ``NOT`` over one (only over a complete subtree)."""
+
+    op: str
+    children: list[Leaf | Node] = field(default_factory=list)
+
+
+Tree = Leaf | Node
+
+
+def describe(tree: Tree) -> str:
+    """pylance's ``ScalarIndexQuery`` text: ``AND([id > 5]@id_idx(BTree),[s = s3]@s_idx(Bitmap))``."""
+    if isinstance(tree, Leaf):
+        handle = tree.handles[0]
+        return f"[{tree.text}]@{handle.name}({handle.kind.display_name})"
+    return f"{tree.op}({','.join(describe(c) for c in tree.children)})"
+
+
+def _leaves(tree: Tree) -> list[Leaf]:
+    return [tree] if isinstance(tree, Leaf) else [x for c in tree.children for x in _leaves(c)]
+
+
+class IndexPlan:
+    """The index part of a filtered scan: candidate rows per covered fragment, searched once."""
+
+    def __init__(self, snapshot: Snapshot, tree: Tree) -> None:
+        self.snapshot, self.tree = snapshot, tree
+        coverage = frozenset(f.id for f in snapshot.fragments)
+        for leaf in _leaves(tree):
+            coverage &= leaf.coverage
+        self.coverage = coverage
+        self._candidates: dict[int, np.ndarray] | None = None
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        return describe(self.tree)
+
+    def candidates(self, fragment_id: int) -> np.ndarray | None:
+        """Sorted physical offsets of fragment ``fragment_id`` that may match (deleted rows
+        included), or None when the fragment is not covered (scan it)."""
+        if fragment_id not in self.coverage:
+            return None
+        with self._lock:
+            if self._candidates is None:
+                self._candidates = self._search()
+        return self._candidates.get(fragment_id, np.zeros(0, np.int64))
+
+    def _search(self) -> dict[int, np.ndarray]:
+        addresses, _ = self._evaluate(self.tree)
+        fragments = (addresses >> np.uint64(32)).astype(np.int64)
+        offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        out: dict[int, np.ndarray] = {}
+        if len(addresses):
+            cuts = np.flatnonzero(np.diff(fragments)) + 1
+            for frag, offs in zip(fragments[np.r_[0, cuts]], np.split(offsets, cuts)):
+                if int(frag) in self.coverage:
+                    out[int(frag)] = offs
+        return out
+
+    def _universe(self) -> np.ndarray:
+        parts = [
+            row_addresses(f.id, np.arange(f.physical_rows, dtype=np.uint64))
+            for f in self.snapshot.fragments
+            if f.id in self.coverage
+        ]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+
+    def _evaluate(self, tree: Tree) -> tuple[np.ndarray, bool]:
+        if isinstance(tree, Leaf):
+            results = [search(self.snapshot, h, tree.query) for h in tree.handles]
+            addresses = (
+                results[0].addresses
+                if len(results) == 1
+                else np.unique(np.concatenate([r.addresses for r in results]))
+            )
+            return addresses, all(r.exact for r in results)
+        parts = [self._evaluate(c) for c in tree.children]
+        if tree.op == "AND":
+            out = parts[0][0]
+            for addresses, _ in parts[1:]:
+                out = np.intersect1d(out, addresses, assume_unique=True)
+            return out, all(e for _, e in parts)
+        if tree.op == "OR":
+            return np.unique(np.concatenate([a for a, _ in parts])), all(e for _, e in parts)
+        addresses, exact = parts[0]  # NOT: the complement is a superset (it keeps null rows)
+        universe = self._universe()
+        if not exact:
+            return universe, False
+        return np.setdiff1d(universe, addresses, assume_unique=True), False
+
+
+def index_plan(snapshot: Snapshot, text: str) -> IndexPlan | None:
+    """The index plan for the filter ``text``, or None when no index helps. Never raises for a
+    filter the scan accepts: a part the planner cannot read is left to the scan."""
+    handles = usable_indices(snapshot)
+    if not handles:
+        return None
+    try:
+        planner = _Planner(snapshot, text, handles)
+        tree, _ = planner.plan(parse_where(text))
+    except LanceError:
+        return None  # the filter's own parse reports the error
+    if tree is None:
+        return None
+    plan = IndexPlan(snapshot, tree)
+    return plan if plan.coverage else None
+
+
+class _Planner:
+    def __init__(self, snapshot: Snapshot, text: str, handles: list[IndexHandle]) -> None:
+        self.snapshot, self.text = snapshot, text
+        self.schema = snapshot.schema
+        self.visitor = filter_visitor(text, self.schema)
+        self.by_column: dict[str, list[list[IndexHandle]]] = {}
+        groups: dict[str, list[IndexHandle]] = {}
+        for h in handles:
+            groups.setdefault(h.name, []).append(h)
+        ordered = sorted(groups.values(), key=lambda g: (g[0].kind.name in _INEXACT_LAST, g[0].name))
+        for group in ordered:
+            self.by_column.setdefault(group[0].field.name, []).append(group)
+
+    # (tree, complete): complete means the tree's rows are exactly the node's truth (given exact
+    # leaf results), so a NOT over it may be taken.
+    def plan(self, node: exp.Expression) -> tuple[Tree | None, bool]:
+        node = unwrap(node)
+        if isinstance(node, exp.And):
+            parts = [self.plan(c) for c in (node.this, node.expression)]
+            kept = [(t, c) for t, c in parts if t is not None]
+            complete = len(kept) == 2 and all(c for _, c in kept)
+            if not kept:
+                return None, False
+            if len(kept) == 1:
+                return kept[0][0], complete
+            return Node("AND", [t for t, _ in kept]), complete
+        if isinstance(node, exp.Or):
+            parts = [self.plan(c) for c in (node.this, node.expression)]
+            if any(t is None for t, _ in parts):
+                return None, False
+            return Node("OR", [t for t, _ in parts if t is not None]), all(c for _, c in parts)
+        if isinstance(node, exp.Not):
+            inner, complete = self.plan(node.this)
+            if inner is None or not complete:
+                return None, False
+            return Node("NOT", [inner]), False
+        leaf = self.leaf(node)
+        return (leaf, True) if leaf is not None else (None, False)
+
+    def column(self, node: exp.Expression) -> str | None:
+        path = column_path(node)
+        if len(path) != 1:
+            return None
+        head, quoted = path[0]
+        if quoted:
+            return head if head in self.schema.names else None
+        return self.visitor.lookup.get(head.lower())
+
+    def literal(self, node: exp.Expression, t: pa.DataType) -> Any:
+        """The literal's value coerced as the filter coerces it; ``_NO`` when it is not a usable one."""
+        if not self.visitor.is_literal(node):
+            return _NO
+        try:
+            scalar = self.visitor.literal(node, t)
+        except LanceError:
+            return _NO
+        if not scalar.is_valid or scalar.type != t:
+            return _NO
+        value = scalar.as_py()
+        if isinstance(value, float) and math.isnan(value):
+            return _NO
+        return value
+
+    def leaf(self, node: exp.Expression) -> Leaf | None:
+        found = self.query(node)
+        if found is None:
+            return None
+        column, query = found
+        for group in self.by_column.get(column, []):
+            try:
+                if open_index(self.snapshot, group[0]).supports(query):
+                    return Leaf(group, query, node.sql(dialect="spark"))
+            except LanceError:
+                continue
+        return None
+
+    def query(self, node: exp.Expression) -> tuple[str, ScalarQuery] | None:
+        if isinstance(node, (exp.EQ, exp.NEQ, *_RANGES)):
+            left, right, kind = node.this, node.expression, type(node)
+            if self.column(left) is None:
+                left, right, kind = right, left, _FLIP[kind]
+            return self.compare(kind, left, right)
+        if isinstance(node, exp.Between):
+            name = self.column(node.this)
+            if name is None:
+                return None
+            t = self.schema.field(name).type
+            lo, hi = self.literal(node.args["low"], t), self.literal(node.args["high"], t)
+            return None if _NO in (lo, hi) else (name, RangeQuery(lo, True, hi, True))
+        if isinstance(node, exp.In):
+            name = self.column(node.this)
+            if name is None or node.args.get("query") is not None or not node.expressions:
+                return None
+            t = self.schema.field(name).type
+            values = [self.literal(v, t) for v in node.expressions if not isinstance(unwrap(v), exp.Null)]
+            return None if _NO in values else (name, InQuery(tuple(values)))
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            name = self.column(node.this)
+            return None if name is None else (name, IsNullQuery())
+        if isinstance(node, exp.Like):
+            return self.prefix(node)
+        if isinstance(node, (exp.ArrayContains, exp.ArrayContainsAll)) or (
+            isinstance(node, exp.Anonymous)
+            and node.name.lower() in ("array_has_any", "list_has_any", "arrays_overlap")
+        ):
+            return self.contains(node)
+        name = self.column(node)
+        if name is not None and pa.types.is_boolean(self.schema.field(name).type):
+            return name, EqualsQuery(True)
+        return None
+
+    def compare(
+        self, kind: type, left: exp.Expression, right: exp.Expression
+    ) -> tuple[str, ScalarQuery] | None:
+        name = self.column(left)
+        if name is None:
+            return None
+        value = self.literal(right, self.schema.field(name).type)
+        if value is _NO:
+            return None
+        if kind is exp.EQ:
+            return name, EqualsQuery(value)
+        if kind is exp.NEQ:
+            return None  # the planner's NOT handles NOT (x = v); x != v alone selects most rows
+        lower, inclusive = _RANGES[kind]
+        return name, (
+            RangeQuery(value, inclusive, None, True) if lower else RangeQuery(None, True, value, inclusive)
+        )
+
+    def prefix(self, node: exp.Like) -> tuple[str, ScalarQuery] | None:
+        name = self.column(node.this)
+        pattern = node.expression
+        if name is None or node.args.get("escape") is not None or not isinstance(pattern, exp.Literal):
+            return None
+        if not pattern.is_string or not pa.types.is_string(self.schema.field(name).type):
+            return None
+        text = pattern.this
+        head = text[:-1]
+        if not text.endswith("%") or any(w in head for w in _LIKE_WILDCARDS):
+            return None
+        return name, PrefixQuery(head)
+
+    def contains(self, node: exp.Expression) -> tuple[str, ScalarQuery] | None:
+        args = [node.this, node.expression] if not isinstance(node, exp.Anonymous) else list(node.expressions)
+        if len(args) != 2:
+            return None
+        name = self.column(args[0])
+        if name is None:
+            return None
+        t = self.schema.field(name).type
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+            return None
+        needles = args[1]
+        items = needles.expressions if isinstance(needles, exp.Array) else [needles]
+        if isinstance(node, exp.ArrayContains) and isinstance(needles, exp.Array):
+            return None
+        values = [self.literal(v, t.value_type) for v in items]
+        if _NO in values or not values:
+            return None
+        if isinstance(node, exp.ArrayContainsAll):
+            return name, ContainsAllQuery(tuple(values))
+        return name, ContainsAnyQuery(tuple(values))
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<no literal>"
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+_NO: Any = _Missing()

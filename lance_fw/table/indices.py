@@ -1,0 +1,463 @@
+"""Scalar indices of a table: build, drop, optimize and open them through the index-type plugins.
+
+Why the kernel owns this and not the plugins: which rows an index covers (the live rows of the
+fragments in its ``fragment_bitmap``), the ``_indices/<uuid>/`` directory, the manifest's
+``IndexMetadata`` and the ``CreateIndex`` transaction are the same for every index type and decide
+whether results stay exact after appends, deletes and updates. A plugin (``ScalarIndexType``) only
+turns (value, row address) pairs into files and answers queries from them; everything it returns is
+checked here before a scan trusts it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid as uuidlib
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyroaring
+
+from lance_fw._proto import table_pb2, transaction_pb2
+from lance_fw.errors import (
+    CommitConflictError,
+    CorruptFileError,
+    IndexContractError,
+    InvalidArgumentError,
+    PluginConflictError,
+    UnsupportedFeatureError,
+)
+from lance_fw.interfaces import IndexSearchResult, ScalarIndexReader, ScalarIndexType, ScalarQuery
+from lance_fw.plugin_manager import owner, registry
+from lance_fw.schema import LanceField
+from lance_fw.table import flags as feature_flags
+from lance_fw.table.deletion import live_rows
+from lance_fw.table.index_files import IndexFiles, index_dir
+from lance_fw.table.snapshot import Snapshot
+from lance_fw.table.transaction import Operation
+
+#: ``IndexMetadata`` default name: pylance's ``<column>_idx``.
+DEFAULT_NAME_SUFFIX = "_idx"
+#: Rows per training batch handed to a plugin.
+TRAIN_BATCH_ROWS = 1 << 16
+#: Opened indices kept per process (index files never change: a uuid names one build).
+OPEN_CACHE_SIZE = 32
+_MS_PER_S = 1000
+_HOOK = "lance_index_types"
+
+
+# --- the plugins -------------------------------------------------------------------------------
+
+
+def index_types() -> dict[str, ScalarIndexType]:
+    """Every registered index type by upper-case name, each checked against the contract.
+
+    Raises: ``IndexContractError`` naming the plugin whose value lacks what the kernel needs;
+    ``PluginConflictError`` when two names claim one ``type_url``.
+    """
+    out: dict[str, ScalarIndexType] = {}
+    by_url: dict[str, str] = {}
+    for name, kind in registry.index_types.items():
+        who = owner(_HOOK, name) or "an index plugin"
+        for attr in ("name", "display_name", "type_url"):
+            if not isinstance(getattr(kind, attr, None), str):
+                raise IndexContractError(f"{who}: index type {name!r} has no string {attr!r}")
+        if not isinstance(getattr(kind, "index_version", None), int):
+            raise IndexContractError(f"{who}: index type {name!r} has no integer 'index_version'")
+        for method in ("details", "check", "train", "load"):
+            if not callable(getattr(kind, method, None)):
+                raise IndexContractError(f"{who}: index type {name!r} has no method {method!r}")
+        if kind.name.upper() != str(name).upper():
+            raise IndexContractError(f"{who}: index type registered as {name!r} calls itself {kind.name!r}")
+        if kind.type_url in by_url:
+            raise PluginConflictError(
+                f"index types {by_url[kind.type_url]!r} ({owner(_HOOK, by_url[kind.type_url])}) and "
+                f"{name!r} ({who}) both claim index details {kind.type_url!r}"
+            )
+        by_url[kind.type_url] = str(name)
+        out[str(name).upper()] = kind
+    return out
+
+
+def index_type_named(index_type: str) -> ScalarIndexType:
+    """The plugin for pylance's ``index_type`` argument (any case)."""
+    if not isinstance(index_type, str):
+        raise InvalidArgumentError(f"index_type must be a string, got {index_type!r}")
+    types = index_types()
+    kind = types.get(index_type.upper())
+    if kind is None:
+        raise UnsupportedFeatureError(
+            f"index type {index_type!r} is not supported by lance_fw (installed: {', '.join(sorted(types))})"
+        )
+    return kind
+
+
+def type_url_of(meta: table_pb2.IndexMetadata) -> str:
+    return meta.index_details.type_url if meta.HasField("index_details") else ""
+
+
+# --- what a version has -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexHandle:
+    """One index segment of a version that a plugin can open: its metadata, type and column."""
+
+    meta: table_pb2.IndexMetadata
+    kind: ScalarIndexType
+    field: LanceField
+    #: fragment ids the index answers for (its bitmap, limited to the version's fragments)
+    fragments: frozenset[int]
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def uuid(self) -> str:
+        return str(uuidlib.UUID(bytes=self.meta.uuid.uuid))
+
+
+def fragment_bitmap(meta: table_pb2.IndexMetadata, where: str) -> pyroaring.BitMap:
+    try:
+        return (
+            pyroaring.BitMap.deserialize(meta.fragment_bitmap) if meta.fragment_bitmap else pyroaring.BitMap()
+        )
+    except Exception as exc:
+        raise CorruptFileError(where, f"index {meta.name!r}: fragment bitmap does not parse: {exc}") from exc
+
+
+def usable_indices(snapshot: Snapshot) -> list[IndexHandle]:
+    """The version's indices a scan may consult: a known scalar type on one top-level column.
+
+    Others (vector, full-text, a type no plugin provides, nested columns) are skipped: the scan then
+    reads the data, which is always exact. Datasets with stable row ids index row ids, not
+    addresses; lance_fw does not map them yet, so their indices are skipped too.
+    """
+    section = snapshot.index_section
+    if section is None or not len(section.indices) or _stable_row_ids(snapshot):
+        return []
+    by_url = {k.type_url: k for k in index_types().values()}
+    top = {f.id: f for f in snapshot.lance_schema.fields}
+    live = {f.id for f in snapshot.fragments}
+    out = []
+    for meta in section.indices:
+        kind = by_url.get(type_url_of(meta))
+        if kind is None or len(meta.fields) != 1 or meta.fields[0] not in top:
+            continue
+        covered = frozenset(int(i) for i in fragment_bitmap(meta, snapshot.uri)) & live
+        out.append(IndexHandle(meta, kind, top[meta.fields[0]], frozenset(covered)))
+    return out
+
+
+def _stable_row_ids(snapshot: Snapshot) -> bool:
+    return bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
+
+
+_OPEN: OrderedDict[tuple[str, str], ScalarIndexReader] = OrderedDict()
+_OPEN_LOCK = threading.Lock()
+
+
+def open_index(snapshot: Snapshot, handle: IndexHandle) -> ScalarIndexReader:
+    """The opened index (cached per dataset and uuid: index files are immutable)."""
+    key = (snapshot.uri, handle.uuid)
+    with _OPEN_LOCK:
+        found = _OPEN.get(key)
+        if found is not None:
+            _OPEN.move_to_end(key)
+            return found
+    store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, handle.uuid))
+    reader = handle.kind.load(store, handle.field.to_arrow())
+    with _OPEN_LOCK:
+        _OPEN[key] = reader
+        while len(_OPEN) > OPEN_CACHE_SIZE:
+            _OPEN.popitem(last=False)
+    return reader
+
+
+def search(snapshot: Snapshot, handle: IndexHandle, query: ScalarQuery) -> IndexSearchResult:
+    """``query`` answered by the index, checked: sorted unique ``uint64`` addresses of covered fragments."""
+    result = open_index(snapshot, handle).search(query)
+    who = owner(_HOOK, handle.kind.name) or "an index plugin"
+    if not isinstance(result, IndexSearchResult) or not isinstance(result.exact, bool):
+        raise IndexContractError(f"{who}: search on index {handle.name!r} returned {type(result).__name__}")
+    addresses = result.addresses
+    if not isinstance(addresses, np.ndarray) or addresses.dtype != np.uint64 or addresses.ndim != 1:
+        raise IndexContractError(
+            f"{who}: search on index {handle.name!r} must return a 1-d uint64 array of row addresses"
+        )
+    if len(addresses) > 1 and not bool((addresses[1:] > addresses[:-1]).all()):
+        raise IndexContractError(f"{who}: search on index {handle.name!r} returned unsorted or repeated rows")
+    return result
+
+
+# --- building -----------------------------------------------------------------------------------
+
+
+@dataclass
+class CreateIndex(Operation):
+    """pylance's ``CreateIndex`` transaction: add ``new`` index segments, remove ``removed`` ones
+    (by uuid). A concurrent commit that removed one of ``removed`` (or added an index of the same
+    name) is a conflict; concurrent appends rebase (their fragments are simply not covered)."""
+
+    new: list[table_pb2.IndexMetadata] = field(default_factory=list)
+    removed: list[table_pb2.IndexMetadata] = field(default_factory=list)
+    #: index names present when the build was planned (a concurrent new index of one of the new
+    #: names conflicts instead of giving two indices one name)
+    planned_names: frozenset[str] = frozenset()
+
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
+        if base is None:
+            raise CommitConflictError("the dataset was removed while an index was being built")
+        self._added = []
+
+    def apply_indices(
+        self, base: table_pb2.Manifest | None, indices: table_pb2.IndexSection | None
+    ) -> table_pb2.IndexSection | None:
+        current = list(indices.indices) if indices is not None else []
+        present = {m.uuid.uuid for m in current}
+        for meta in self.removed:
+            if meta.uuid.uuid not in present:
+                raise CommitConflictError(
+                    f"index {meta.name!r} was changed by a concurrent commit; re-run the index operation"
+                )
+        gone = {m.uuid.uuid for m in self.removed}
+        kept = [m for m in current if m.uuid.uuid not in gone]
+        clash = {m.name for m in kept} & {m.name for m in self.new}
+        if clash - self.planned_names or (clash and not self.removed):
+            raise CommitConflictError(
+                f"an index named {sorted(clash)[0]!r} was created by a concurrent commit"
+            )
+        out = table_pb2.IndexSection()
+        out.indices.extend(kept + list(self.new))
+        return out
+
+    def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
+        txn.create_index.new_indices.extend(self.new)
+        txn.create_index.removed_indices.extend(self.removed)
+
+
+def training_batches(snapshot: Snapshot, field: LanceField, fragments: list) -> Iterator[pa.RecordBatch]:
+    """``value`` and ``_rowaddr`` of every live row of ``fragments``, in row-address order."""
+    schema = pa.schema([pa.field("value", field.arrow_type()), pa.field("_rowaddr", pa.uint64(), False)])
+    for frag in fragments:
+        for batch in snapshot.read_fragment(frag, [field], None, TRAIN_BATCH_ROWS, with_row_address=True):
+            yield pa.RecordBatch.from_arrays([batch.column(0), batch.column(1)], schema=schema)
+
+
+def _check_column(snapshot: Snapshot, column: Any) -> LanceField:
+    if isinstance(column, (list, tuple)):
+        if len(column) != 1:
+            raise UnsupportedFeatureError("lance_fw builds scalar indices on one column only")
+        column = column[0]
+    if not isinstance(column, str):
+        raise InvalidArgumentError(f"column must be a column name, got {column!r}")
+    if column not in snapshot.schema.names:
+        found = [f.name for f in snapshot.lance_schema.fields if f.name.lower() == column.lower()]
+        if not found:
+            raise InvalidArgumentError(f"column {column!r} is not in the dataset's schema")
+        column = found[0]
+    return snapshot.lance_schema.field(column)
+
+
+def _metadata(
+    snapshot: Snapshot,
+    kind: ScalarIndexType,
+    params: Mapping[str, Any],
+    name: str,
+    field_id: int,
+    uuid: uuidlib.UUID,
+    fragments: pyroaring.BitMap,
+    dataset_version: int,
+    files: list[tuple[str, int]],
+) -> table_pb2.IndexMetadata:
+    meta = table_pb2.IndexMetadata(name=name, dataset_version=dataset_version)
+    meta.uuid.uuid = uuid.bytes
+    meta.fields.append(field_id)
+    meta.fragment_bitmap = fragments.serialize()
+    meta.index_details.type_url = kind.type_url
+    details = kind.details(params)
+    if not isinstance(details, bytes):
+        raise IndexContractError(f"{owner(_HOOK, kind.name)}: details() must return bytes")
+    meta.index_details.value = details
+    meta.index_version = kind.index_version
+    meta.created_at = int(time.time() * _MS_PER_S)
+    for path, size in files:
+        meta.files.add(path=path, size_bytes=size)
+    return meta
+
+
+def build_index(
+    snapshot: Snapshot,
+    kind: ScalarIndexType,
+    field: LanceField,
+    name: str,
+    params: Mapping[str, Any],
+    dataset_version: int | None = None,
+    run_optimized: bool = False,
+) -> tuple[table_pb2.IndexMetadata, IndexFiles]:
+    """Train ``kind`` over every live row of the version's fragments into a new ``_indices/<uuid>/``.
+    Returns the metadata to commit and the store (whose files the caller removes if the commit fails)."""
+    uuid = uuidlib.uuid4()
+    store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, str(uuid)))
+    fragments = list(snapshot.fragments)
+    try:
+        kind.train(training_batches(snapshot, field, fragments), field.to_arrow(), params, store)
+    except BaseException:
+        remove_index_files(store)
+        raise
+    if not store.written:
+        raise IndexContractError(f"{owner(_HOOK, kind.name)}: train() wrote no index file")
+    bitmap = pyroaring.BitMap(f.id for f in fragments)
+    if run_optimized:
+        bitmap.run_optimize()
+    meta = _metadata(
+        snapshot,
+        kind,
+        params,
+        name,
+        field.id,
+        uuid,
+        bitmap,
+        snapshot.version if dataset_version is None else dataset_version,
+        store.written,
+    )
+    return meta, store
+
+
+def remove_index_files(store: IndexFiles) -> None:
+    store.close()
+    for name, _ in store.written:
+        try:
+            store.storage.delete(store._path(name))
+        except Exception:  # best effort: an unreferenced file is harmless, cleanup removes it later
+            pass
+
+
+def create_scalar_index(
+    snapshot: Snapshot,
+    column: Any,
+    index_type: str,
+    name: str | None,
+    replace: bool,
+    params: Mapping[str, Any],
+) -> int:
+    """pylance's ``create_scalar_index``: build and commit; returns the new version."""
+    if _stable_row_ids(snapshot):
+        raise UnsupportedFeatureError(
+            f"{snapshot.uri}: indices on datasets with stable row ids are not supported by lance_fw yet"
+        )
+    kind = index_type_named(index_type)
+    field = _check_column(snapshot, column)
+    if name is None:
+        name = field.name + DEFAULT_NAME_SUFFIX
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
+    kind.check(field.to_arrow(), params)
+    existing = [
+        m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name
+    ]
+    if existing and not replace:
+        raise InvalidArgumentError(f"Index name '{name}' already exists")
+    if existing and any(list(m.fields) != [field.id] for m in existing):
+        raise InvalidArgumentError(f"Index name '{name}' already exists on another column")
+    if not len(snapshot.fragments):
+        raise InvalidArgumentError(f"{snapshot.uri}: cannot create an index on a dataset with no rows")
+    meta, store = build_index(snapshot, kind, field, name, params)
+    planned = (
+        frozenset(m.name for m in snapshot.index_section.indices) if snapshot.index_section else frozenset()
+    )
+    operation = CreateIndex(new=[meta], removed=existing, planned_names=planned)
+    return snapshot.commit(operation, lambda: remove_index_files(store))
+
+
+def drop_index(snapshot: Snapshot, name: str) -> int:
+    """pylance's ``drop_index``: a ``CreateIndex`` removing every segment named ``name``."""
+    existing = [
+        m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name
+    ]
+    if not existing:
+        raise InvalidArgumentError(f"Index not found: {name!r}")
+    return snapshot.commit(CreateIndex(removed=existing), lambda: None)
+
+
+def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -> int | None:
+    """pylance's ``optimize_indices`` for scalar indices: each index that misses some fragment is
+    rebuilt over every fragment as one new segment (pylance merges old and new rows; the rows
+    indexed, and so every answer, are the same). Returns the new version, or None (nothing to do)."""
+    by_url = {k.type_url: k for k in index_types().values()}
+    groups: dict[str, list[table_pb2.IndexMetadata]] = {}
+    for meta in snapshot.index_section.indices if snapshot.index_section else []:
+        if index_names is None or meta.name in index_names:
+            groups.setdefault(meta.name, []).append(meta)
+    live = {f.id for f in snapshot.fragments}
+    new, removed, stores = [], [], []
+    try:
+        for name, metas in sorted(groups.items()):
+            kind = by_url.get(type_url_of(metas[0]))
+            if kind is None:
+                raise UnsupportedFeatureError(
+                    f"index {name!r} ({type_url_of(metas[0]) or 'no details'}): lance_fw cannot optimize it"
+                )
+            covered = set().union(*(set(fragment_bitmap(m, snapshot.uri)) for m in metas))
+            if live <= covered and len(metas) == 1:
+                continue
+            field = next((f for f in snapshot.lance_schema.fields if f.id == metas[0].fields[0]), None)
+            if field is None:
+                raise UnsupportedFeatureError(f"index {name!r}: its column is not a top-level column")
+            meta, store = build_index(
+                snapshot, kind, field, name, {}, dataset_version=metas[0].dataset_version, run_optimized=True
+            )
+            new.append(meta)
+            removed.extend(metas)
+            stores.append(store)
+    except BaseException:
+        for store in stores:
+            remove_index_files(store)
+        raise
+    if not new:
+        return None
+
+    def undo() -> None:
+        for store in stores:
+            remove_index_files(store)
+
+    return snapshot.commit(CreateIndex(new=new, removed=removed, planned_names=frozenset(groups)), undo)
+
+
+def index_statistics(snapshot: Snapshot, name: str) -> dict[str, Any]:
+    """pylance's ``stats.index_stats(name)`` for a scalar index."""
+    metas = [m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name]
+    if not metas:
+        raise InvalidArgumentError(f"Index not found: {name!r}")
+    handles = [h for h in usable_indices(snapshot) if h.name == name]
+    if len(handles) != len(metas):
+        raise UnsupportedFeatureError(f"index {name!r}: lance_fw cannot open this index type")
+    kind = handles[0].kind
+    per_segment = [open_index(snapshot, h).statistics() for h in handles]
+    covered: set[int] = set()
+    for meta in metas:
+        covered |= set(fragment_bitmap(meta, snapshot.uri))
+    indexed = [f for f in snapshot.fragments if f.id in covered]
+    unindexed = [f for f in snapshot.fragments if f.id not in covered]
+    return {
+        "index_type": kind.display_name,
+        "name": name,
+        "num_indices": len(metas),
+        "num_segments": len(metas),
+        "indices": per_segment,
+        "segments": per_segment,
+        "num_indexed_fragments": len(indexed),
+        "num_indexed_rows": sum(live_rows(f) for f in indexed),
+        "num_unindexed_fragments": len(unindexed),
+        "num_unindexed_rows": sum(live_rows(f) for f in unindexed),
+        "num_indexed_rows_per_delta": [
+            sum(live_rows(f) for f in snapshot.fragments if f.id in set(fragment_bitmap(m, snapshot.uri)))
+            for m in metas
+        ],
+        "updated_at_timestamp_ms": max(m.created_at for m in metas),
+    }
