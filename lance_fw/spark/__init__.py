@@ -12,28 +12,32 @@ import subprocess
 import sys
 import warnings
 
+from pyspark.sql import SparkSession
+
 from lance_fw.spark.maintenance import add_columns, compact
 from lance_fw.spark.reader import read
 from lance_fw.spark.source import LanceDataSource
 
 
-def register(spark) -> None:
+def register(spark: SparkSession) -> None:
     """Register the ``lance`` format with ``spark`` (warns if its workers cannot import lance_fw)."""
     _check_worker_python(spark)
     spark.dataSource.register(LanceDataSource)
 
 
-def activate(spark) -> None:
+def activate(spark: SparkSession) -> None:
     """Make ``spark`` the active session of the calling thread.
 
     PySpark 4.3 finds Python data sources for *writes* through the JVM thread's active session,
     which a new Python thread does not have (reads are unaffected): ``df.write.format("lance")``
     from a worker thread fails with DATA_SOURCE_NOT_FOUND unless the thread calls this first.
     """
-    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+    jvm = spark._jvm
+    assert jvm is not None  # set by every classic session's constructor (pyspark asserts it too)
+    jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
-def _check_worker_python(spark) -> None:
+def _check_worker_python(spark: SparkSession) -> None:
     python = (
         os.environ.get("PYSPARK_PYTHON")
         or spark.conf.get("spark.pyspark.python", None)

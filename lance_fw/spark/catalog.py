@@ -22,9 +22,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.spark.options import PATH, STORAGE_OPTIONS, URI, is_storage_option
+
+if TYPE_CHECKING:  # pyspark is imported where it is used
+    from pyspark.sql.types import StructType
 
 #: Field metadata key holding ``{"options": {...}, "columns": [...]}`` of a catalog table.
 TABLE_KEY = "lance_fw.spark.table"
@@ -67,7 +71,7 @@ def create_options(options: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def tag_schema(struct, options: Mapping[str, str]):
+def tag_schema(struct: StructType, options: Mapping[str, str]) -> StructType:
     """``struct`` with the table's options and column names recorded in every column's metadata."""
     from pyspark.sql.types import StructField, StructType
 
@@ -80,7 +84,7 @@ def tag_schema(struct, options: Mapping[str, str]):
     )
 
 
-def untag_schema(struct):
+def untag_schema(struct: StructType) -> StructType:
     """``struct`` without ``TABLE_KEY`` (what the reader and writer plan with)."""
     from pyspark.sql.types import StructField, StructType
 
@@ -97,7 +101,7 @@ def untag_schema(struct):
     )
 
 
-def table_options(struct, options: Mapping[str, str], writing: bool) -> dict[str, str]:
+def table_options(struct: StructType, options: Mapping[str, str], writing: bool) -> dict[str, str]:
     """The options to read or write with: ``options`` as given if they name a dataset, else those
     recorded in ``struct`` by ``tag_schema`` (a catalog table) overlaid with ``options``. Writes take
     only the location and storage options of the table (its read options select what to read).

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
 
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.errors import InvalidArgumentError
@@ -61,7 +62,7 @@ class LanceDataSource(DataSource):
     def name(cls) -> str:
         return "lance"
 
-    def schema(self):
+    def schema(self) -> StructType:
         catalog = is_catalog_create(self.options)  # CREATE TABLE ... USING lance LOCATION / OPTIONS
         raw = create_options(self.options) if catalog else self.options
         # schema() cannot tell a batch read from a streaming one: accept the options of either
@@ -83,17 +84,17 @@ class LanceDataSource(DataSource):
         struct = spark_schema(arrow)
         return tag_schema(struct, options) if catalog else struct
 
-    def reader(self, schema) -> LanceReader:
+    def reader(self, schema: StructType) -> LanceReader:
         options = check_options(table_options(schema, self.options, writing=False), READ_OPTIONS, "read")
         return LanceReader(options, untag_schema(schema))
 
-    def streamReader(self, schema) -> LanceStreamReader:
+    def streamReader(self, schema: StructType) -> LanceStreamReader:
         options = table_options(schema, self.options, writing=False)
         return LanceStreamReader(
             check_options(options, STREAM_READ_OPTIONS, "streaming read"), untag_schema(schema)
         )
 
-    def _plan(self, options: dict, schema, overwrite: bool) -> WritePlan:
+    def _plan(self, options: dict[str, str], schema: StructType, overwrite: bool) -> WritePlan:
         uri = dataset_uri(options)
         storage = storage_options(options)
         existing = None
@@ -112,19 +113,19 @@ class LanceDataSource(DataSource):
         )
 
     @staticmethod
-    def _properties(options: dict) -> dict:
+    def _properties(options: dict[str, str]) -> dict[str, str]:
         properties = {"lance_fw.writer": "spark"}
         if options.get(COMMIT_MESSAGE):
             properties[COMMIT_MESSAGE_KEY] = options[COMMIT_MESSAGE]
         return properties
 
-    def writer(self, schema, overwrite: bool) -> LanceArrowWriter:
+    def writer(self, schema: StructType, overwrite: bool) -> LanceArrowWriter:
         options = check_options(table_options(schema, self.options, writing=True), WRITE_OPTIONS, "write")
         return LanceArrowWriter(
             self._plan(options, untag_schema(schema), overwrite), self._properties(options)
         )
 
-    def streamWriter(self, schema, overwrite: bool) -> LanceStreamWriter:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> LanceStreamWriter:
         options = table_options(schema, self.options, writing=True)
         options = check_options(options, STREAM_WRITE_OPTIONS, "streaming write")
         return LanceStreamWriter(

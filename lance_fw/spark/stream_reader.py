@@ -24,10 +24,12 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit
+from pyspark.sql.types import StructType
 
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.errors import DatasetNotFoundError, UnsupportedFeatureError
-from lance_fw.io.storage import resolve_storage
+from lance_fw.io.storage import Storage, resolve_storage
 from lance_fw.spark.options import STARTING_VERSION, int_option
 from lance_fw.spark.reader import FragmentSlice, LanceReader, check_read_schema
 from lance_fw.table.manifest import list_versions, read_manifest, read_transaction
@@ -52,7 +54,7 @@ _REWRITE_COLUMNS = 1
 
 
 class LanceStreamReader(DataSourceStreamReader):
-    def __init__(self, options: dict, schema):
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self._reader = LanceReader(options, schema)  # column/filter/batch options, and the Arrow target
         self._start = int_option(options, STARTING_VERSION, 0) or 0
 
@@ -64,7 +66,7 @@ class LanceStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict:
         return {"version": self._start}
 
-    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         return {"version": self._latest()}
 
     def reportLatestOffset(self) -> dict:
@@ -103,7 +105,9 @@ class LanceStreamReader(DataSourceStreamReader):
             seen = ids
         return out
 
-    def _emitted(self, storage, path: str, version: int, ids: set[int], before: set[int]) -> set[int]:
+    def _emitted(
+        self, storage: Storage, path: str, version: int, ids: set[int], before: set[int]
+    ) -> set[int]:
         """Ids of the fragments of ``version`` whose rows the stream emits (see the module docstring)."""
         txn = read_transaction(storage, self._reader.uri, path)
         if txn is None:

@@ -27,11 +27,16 @@ decimal256(p <= 38)                decimal(p, s); wider is refused
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw.errors import SchemaError
+
+if TYPE_CHECKING:  # pyspark is imported where it is used: the Arrow half needs no Spark
+    from pyspark.sql.types import DataType, StructType
 
 #: Spark field metadata naming a vector's dimension (the key lance-spark uses).
 FSL_SIZE_KEY = "arrow.fixed-size-list.size"
@@ -92,7 +97,7 @@ def spark_arrow_type(t: pa.DataType, where: str = "") -> pa.DataType:
     return t
 
 
-def spark_schema(schema: pa.Schema):
+def spark_schema(schema: pa.Schema) -> StructType:
     """The Spark ``StructType`` a reader of ``schema`` declares; vector sizes go into field metadata."""
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType
@@ -125,7 +130,7 @@ def relabel(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-def write_schema(spark_struct, existing: pa.Schema | None) -> pa.Schema:
+def write_schema(spark_struct: StructType, existing: pa.Schema | None) -> pa.Schema:
     """The Arrow schema Spark rows are stored as.
 
     Appends keep the dataset's schema (after a compatibility check naming the column); a new
@@ -146,7 +151,7 @@ def write_schema(spark_struct, existing: pa.Schema | None) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _stored_type(name: str, spark_type, t: pa.DataType, metadata: dict) -> pa.DataType:
+def _stored_type(name: str, spark_type: DataType, t: pa.DataType, metadata: dict[str, Any]) -> pa.DataType:
     """The Arrow type a new dataset stores Spark column ``name`` as, after the lance-spark column
     properties in its ``metadata`` (vector size, float16, large strings), which are consumed."""
     size = metadata.pop(FSL_SIZE_KEY, None)
@@ -199,7 +204,7 @@ def check_float16_range(batch: pa.RecordBatch, target: pa.Schema) -> None:
             )
 
 
-def check_append(spark_struct, existing: pa.Schema) -> None:
+def check_append(spark_struct: StructType, existing: pa.Schema) -> None:
     """Refuse an append whose columns differ from the dataset's, naming the first mismatch."""
     theirs = {sf.name: sf for sf in spark_struct.fields}
     if sorted(theirs) != sorted(existing.names):
@@ -217,7 +222,7 @@ def check_append(spark_struct, existing: pa.Schema) -> None:
             )
 
 
-def same_spark_type(a, b) -> bool:
+def same_spark_type(a: DataType, b: DataType) -> bool:
     """Equal up to nullability (Spark marks literals and aggregates non-null freely)."""
     from pyspark.sql.types import ArrayType, MapType, StructType
 

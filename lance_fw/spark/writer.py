@@ -15,7 +15,7 @@ came from the option or from ``spark.sql.streaming.checkpointLocation``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -57,6 +57,9 @@ STREAM_LOOKBACK = 100
 #: The TaskContext local property in which Spark hands every task of a streaming query its id.
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 
+#: What Spark hands ``commit`` / ``abort``: one message per task, None for a task it did not hear from.
+Messages = Sequence[WriterCommitMessage | None]
+
 
 @dataclass
 class LanceCommitMessage(WriterCommitMessage):
@@ -82,7 +85,7 @@ def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> LanceCommi
     partition_id, attempt, query_id = _task_identity()
     rows = 0
 
-    def counted():
+    def counted() -> Iterator[pa.RecordBatch]:
         nonlocal rows
         for batch in batches:
             check_float16_range(batch, plan.arrow_schema)
@@ -96,7 +99,7 @@ def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> LanceCommi
     )
 
 
-def received_fragments(plan: WritePlan, messages) -> list[table_pb2.DataFragment]:
+def received_fragments(plan: WritePlan, messages: Messages) -> list[table_pb2.DataFragment]:
     """Fragments of the delivered messages, one message per partition; the files of any extra
     attempt for the same partition are deleted, never committed."""
     chosen: dict[int, LanceCommitMessage] = {}
@@ -118,7 +121,7 @@ def _decode(message: LanceCommitMessage) -> list[table_pb2.DataFragment]:
     return [table_pb2.DataFragment.FromString(raw) for raw in message.fragments]
 
 
-def abort_messages(plan: WritePlan, messages) -> set[str]:
+def abort_messages(plan: WritePlan, messages: Messages) -> set[str]:
     """Delete the files of the delivered messages (Spark passes None for tasks it did not hear
     from: batch writes find those through their ``JobLedger``). Spark also aborts after a commit
     that failed once its version may be published: files a newer version references are kept.
@@ -136,7 +139,7 @@ def abort_messages(plan: WritePlan, messages) -> set[str]:
 
 
 class LanceArrowWriter(DataSourceArrowWriter):
-    def __init__(self, plan: WritePlan, properties: dict):
+    def __init__(self, plan: WritePlan, properties: dict[str, str]) -> None:
         self.plan, self.properties = plan, properties
         self.ledger = JobLedger(plan.uri)  # one per job: the tasks and the commit share this object
 
@@ -147,24 +150,24 @@ class LanceArrowWriter(DataSourceArrowWriter):
             return LanceCommitMessage(message.partition_id, message.attempt, query_id=message.query_id)
         return message
 
-    def commit(self, messages) -> None:
+    def commit(self, messages: Messages) -> None:
         fragments = received_fragments(self.plan, messages)
         rows = sum(m.rows for m in messages if isinstance(m, LanceCommitMessage))
         commit_planned(self.plan, fragments, {**self.properties, "lance_fw.spark.rows": str(rows)})
         self.ledger.close(self.plan.storage(), {d.path for frag in fragments for d in frag.files})
 
-    def abort(self, messages) -> None:
+    def abort(self, messages: Messages) -> None:
         self.ledger.close(self.plan.storage(), abort_messages(self.plan, messages))
 
 
 class LanceStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, plan: WritePlan, properties: dict, identity: StreamIdentity):
+    def __init__(self, plan: WritePlan, properties: dict[str, str], identity: StreamIdentity) -> None:
         self.plan, self.properties, self.identity = plan, properties, identity
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
         return write_task(self.plan, iterator)
 
-    def commit(self, messages, batchId: int) -> None:
+    def commit(self, messages: Messages, batchId: int) -> None:
         fragments = received_fragments(self.plan, messages)
         storage = self.plan.storage()
         stream_id = self.identity.resolve(messages)
@@ -182,11 +185,13 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
             properties[STREAM_ID] = stream_id
         commit_planned(self.plan, fragments, properties)
 
-    def abort(self, messages, batchId: int) -> None:
+    def abort(self, messages: Messages, batchId: int) -> None:
         abort_messages(self.plan, messages)
 
 
-def commit_planned(plan: WritePlan, fragments: list[table_pb2.DataFragment], properties: dict) -> int:
+def commit_planned(
+    plan: WritePlan, fragments: list[table_pb2.DataFragment], properties: dict[str, str]
+) -> int:
     """Commit a Spark write. Spark's append mode creates a missing dataset; if it exists by commit
     time (another application, or an earlier batch of this stream, created it while the tasks
     ran), the write commits as an append instead of failing with "use mode='append'". The append
@@ -240,11 +245,11 @@ class StreamIdentity:
     lookback: int = STREAM_LOOKBACK
 
     @classmethod
-    def from_options(cls, options: dict) -> StreamIdentity:
+    def from_options(cls, options: dict[str, str]) -> StreamIdentity:
         lookback = int_option(options, MAX_RECOVERY_LOOKBACK, STREAM_LOOKBACK) or STREAM_LOOKBACK
         return cls(options.get(STREAM_ID_OPTION) or None, options.get(CHECKPOINT_LOCATION) or None, lookback)
 
-    def resolve(self, messages) -> str | None:
+    def resolve(self, messages: Messages) -> str | None:
         """``stream_id`` if given, else the query id the tasks saw, else the one Spark keeps in
         ``<checkpointLocation>/metadata``; None if none is known (no task reported)."""
         if self.option:
