@@ -10,14 +10,16 @@ from __future__ import annotations
 import copy
 import inspect
 import warnings
-from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
 import numpy as np
 import pyarrow as pa
 
+from lance_fw.api._forwarding import derived_method, same_options
+from lance_fw.api.distributed import commit
 from lance_fw.api.fragment import LanceFragment
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
@@ -28,7 +30,8 @@ from lance_fw.query.column_paths import has_nested_paths, prune_to_paths, top_le
 from lance_fw.query.filter_plan import FilterPlan, filter_plan
 from lance_fw.query.projection import Projection
 from lance_fw.query.scanner import LanceScanner
-from lance_fw.schema import LanceField, LanceSchema
+from lance_fw.schema import LanceField
+from lance_fw.table import cleanup as table_cleanup
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler
 from lance_fw.table.deletion import live_rows
@@ -54,11 +57,11 @@ DEFAULT_SCAN_OPTIONS = (
 
 
 if TYPE_CHECKING:
-    from lance_fw.api.distributed import _Append, _Overwrite
-    from lance_fw.table.cleanup import CleanupStats
     from lance_fw.table.compaction import CompactionMetrics
     from lance_fw.table.index_list import IndexDescription
     from lance_fw.table.merge_insert import MergeInsertBuilder
+
+T = TypeVar("T")
 
 #: Row positions / ids for take: a list, numpy array or Arrow array of integers (checked by _index_array)
 IndexArg: TypeAlias = Sequence[int] | np.ndarray | pa.Array | pa.ChunkedArray
@@ -142,6 +145,59 @@ def _check_default_scan_options(options: dict | None) -> dict:
         if key not in DEFAULT_SCAN_OPTIONS:
             refuse("dataset", {f"default_scan_options[{key!r}]": options[key]})
     return options
+
+
+def _deprecated(name: str, instead: str) -> None:
+    """pylance's ``DeprecationWarning`` text for a method kept for old callers, aimed at their call."""
+    warnings.warn(f"{name} is deprecated. Use {instead} instead.", DeprecationWarning, stacklevel=3)
+
+
+class _FromSnapshot(Generic[T]):
+    """A read-only attribute of this version that the ``Snapshot`` already holds (``ds.schema`` ...)."""
+
+    def __init__(self, read: Callable[[Snapshot], T]) -> None:
+        self._read, self._name = read, ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __set__(self, ds: LanceDataset, value: object) -> None:
+        raise AttributeError(
+            f"property {self._name!r} of 'LanceDataset' object has no setter"
+        )  # as @property
+
+    @overload
+    def __get__(self, ds: None, owner: type | None = None) -> _FromSnapshot[T]: ...
+    @overload
+    def __get__(self, ds: LanceDataset, owner: type | None = None) -> T: ...
+    def __get__(self, ds: LanceDataset | None, owner: type | None = None) -> T | _FromSnapshot[T]:
+        return self if ds is None else self._read(ds._snapshot)
+
+
+def _cleanup_old_versions(ds: LanceDataset, options: dict[str, Any]) -> table_cleanup.CleanupStats:
+    return table_cleanup.cleanup_old_versions(ds._storage, ds.uri, read_version=ds.version, **options)
+
+
+def _scan(ds: LanceDataset, options: dict[str, Any]) -> LanceScanner:
+    """``LanceScanner(**options)`` over ``ds``'s version, its ``default_scan_options`` filling those None."""
+    for key, value in ds._default_scan_options.items():
+        if options[key] is None:
+            options[key] = value
+    return LanceScanner(ds._snapshot, **options)
+
+
+def _scan_batches(ds: LanceDataset, options: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    return ds.scanner(**options).to_batches()
+
+
+def _scan_table(ds: LanceDataset, options: dict[str, Any]) -> pa.Table:
+    """A table of every column carries the schema metadata, as pylance's ``to_table``."""
+    table = ds.scanner(**options).to_table()
+    return table.replace_schema_metadata(ds.schema.metadata) if options["columns"] is None else table
+
+
+def _scan_head(ds: LanceDataset, options: dict[str, Any]) -> pa.Table:
+    return ds.scanner(limit=options.pop("num_rows"), **options).to_table()
 
 
 class LanceDataset:
@@ -248,58 +304,9 @@ class LanceDataset:
         """Move this object to the latest version (pylance's in-place checkout; returns None)."""
         self._move_to(None)
 
-    @staticmethod
-    def commit(
-        base_uri: Uri,
-        operation: _Append | _Overwrite,
-        read_version: int | None = None,
-        commit_lock: CommitLock | None = None,
-        storage_options: dict | None = None,
-        enable_v2_manifest_paths: bool | None = None,
-        detached: bool | None = False,
-        max_retries: int = 20,
-        *,
-        commit_message: str | None = None,
-        enable_stable_row_ids: bool | None = None,
-        namespace_client: Unsupported = None,
-        table_id: list | None = None,
-        namespace_client_managed_versioning: bool = False,
-        base_store_params: dict | None = None,
-        commit_timeout: Unsupported = None,
-    ) -> LanceDataset:
-        """Commit ``LanceOperation.Append(fragments)`` / ``Overwrite(schema, fragments)`` of fragments
-        from ``lance_fw.fragment.write_fragments`` (pylance's distributed write) as one version.
-        ``commit_timeout`` bounds pylance's retry loop; lance_fw's is bounded by ``max_retries``."""
-        from lance_fw.api.distributed import commit
-
-        refuse(
-            "LanceDataset.commit",
-            {
-                "enable_v2_manifest_paths": enable_v2_manifest_paths,
-                "detached": detached,
-                "enable_stable_row_ids": enable_stable_row_ids,
-                "namespace_client": namespace_client,
-                "table_id": table_id,
-                "namespace_client_managed_versioning": namespace_client_managed_versioning,
-                "base_store_params": base_store_params,
-            },
-            {
-                "enable_v2_manifest_paths": True,
-                "detached": False,
-                "enable_stable_row_ids": False,
-                "namespace_client_managed_versioning": False,
-            },
-        )
-        version = commit(
-            base_uri,
-            operation,
-            read_version,
-            storage_options,
-            commit_message=commit_message,
-            max_retries=max_retries,
-            commit_lock=commit_lock,
-        )
-        return LanceDataset(uri_string(base_uri), version=version, storage_options=storage_options)
+    #: pylance's ``LanceDataset.commit`` (``lance_fw.api.distributed.commit``: the distributed write's
+    #: driver side, next to ``write_fragments`` and ``LanceOperation``)
+    commit = staticmethod(commit)
 
     @cached_property
     def _snapshot(self) -> Snapshot:
@@ -315,21 +322,10 @@ class LanceDataset:
         )
 
     # -- schema -----------------------------------------------------------------------------
-    @property
-    def lance_schema(self) -> LanceSchema:
-        return self._snapshot.lance_schema
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self._snapshot.schema
-
-    @property
-    def data_storage_version(self) -> str:
-        return self._snapshot.data_storage_version
-
-    @property
-    def max_field_id(self) -> int:
-        return self._snapshot.max_field_id
+    lance_schema = _FromSnapshot(lambda snapshot: snapshot.lance_schema)
+    schema = _FromSnapshot(lambda snapshot: snapshot.schema)
+    data_storage_version = _FromSnapshot(lambda snapshot: snapshot.data_storage_version)
+    max_field_id = _FromSnapshot(lambda snapshot: snapshot.max_field_id)
 
     # -- fragments --------------------------------------------------------------------------
     def get_fragments(self, filter: Filter | None = None) -> list[LanceFragment]:
@@ -356,141 +352,33 @@ class LanceDataset:
     def _fields(self, columns: Sequence[str] | None) -> list[LanceField]:
         return self._snapshot.fields(columns)
 
-    def scanner(
-        self,
-        columns: Columns | None = None,
-        filter: Filter | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        nearest: Unsupported = None,
-        batch_size: int | None = None,
-        batch_size_bytes: int | None = None,
-        batch_readahead: int | None = None,
-        fragment_readahead: int | None = None,
-        scan_in_order: bool | None = None,
-        fragments: Unsupported = None,
-        index_segments: Unsupported = None,
-        full_text_query: Unsupported = None,
-        *,
-        prefilter: bool | None = None,
-        with_row_id: bool | None = None,
-        with_row_address: bool | None = None,
-        use_stats: bool | None = None,
-        fast_search: bool | None = None,
-        io_buffer_size: int | None = None,
-        late_materialization: Unsupported = None,
-        blob_handling: str | None = None,
-        use_scalar_index: bool | None = None,
-        include_deleted_rows: bool | None = None,
-        scan_stats_callback: Unsupported = None,
-        strict_batch_size: bool | None = None,
-        order_by: Unsupported = None,
-        disable_scoring_autoprojection: bool | None = None,
-        row_addr_allowlist: bytes | None = None,
-        row_addr_blocklist: bytes | None = None,
-    ) -> LanceScanner:
+    scanner = same_options(
+        LanceScanner,
+        _scan,
+        "scanner",
         """pylance's scanner (see ``LanceScanner`` for what is refused); ``default_scan_options``
-        given to ``dataset()`` fill the options left None."""
-        options = {k: v for k, v in locals().items() if k != "self"}
-        for key, value in self._default_scan_options.items():
-            if options[key] is None:
-                options[key] = value
-        return LanceScanner(self._snapshot, **options)
-
-    def to_batches(
-        self,
-        columns: Columns | None = None,
-        filter: Filter | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        nearest: Unsupported = None,
-        batch_size: int | None = None,
-        batch_size_bytes: int | None = None,
-        batch_readahead: int | None = None,
-        fragment_readahead: int | None = None,
-        scan_in_order: bool | None = None,
-        *,
-        prefilter: bool | None = None,
-        with_row_id: bool | None = None,
-        with_row_address: bool | None = None,
-        use_stats: bool | None = None,
-        full_text_query: Unsupported = None,
-        io_buffer_size: int | None = None,
-        late_materialization: Unsupported = None,
-        blob_handling: str | None = None,
-        use_scalar_index: bool | None = None,
-        strict_batch_size: bool | None = None,
-        order_by: Unsupported = None,
-        disable_scoring_autoprojection: bool | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_batches()
-
-    def to_table(
-        self,
-        columns: Columns | None = None,
-        filter: Filter | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        nearest: Unsupported = None,
-        batch_size: int | None = None,
-        batch_size_bytes: int | None = None,
-        batch_readahead: int | None = None,
-        fragment_readahead: int | None = None,
-        scan_in_order: bool | None = None,
-        *,
-        prefilter: bool | None = None,
-        with_row_id: bool | None = None,
-        with_row_address: bool | None = None,
-        use_stats: bool | None = None,
-        fast_search: bool | None = None,
-        full_text_query: Unsupported = None,
-        io_buffer_size: int | None = None,
-        late_materialization: Unsupported = None,
-        blob_handling: str | None = None,
-        use_scalar_index: bool | None = None,
-        include_deleted_rows: bool | None = None,
-        order_by: Unsupported = None,
-        disable_scoring_autoprojection: bool | None = None,
-    ) -> pa.Table:
-        table = self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_table()
-        return table.replace_schema_metadata(self.schema.metadata) if columns is None else table
-
-    def head(
-        self,
-        num_rows: int,
-        columns: Columns | None = None,
-        filter: Filter | None = None,
-        offset: int | None = None,
-        nearest: Unsupported = None,
-        batch_size: int | None = None,
-        batch_size_bytes: int | None = None,
-        batch_readahead: int | None = None,
-        fragment_readahead: int | None = None,
-        scan_in_order: bool | None = None,
-        fragments: Unsupported = None,
-        index_segments: Unsupported = None,
-        full_text_query: Unsupported = None,
-        *,
-        prefilter: bool | None = None,
-        with_row_id: bool | None = None,
-        with_row_address: bool | None = None,
-        use_stats: bool | None = None,
-        fast_search: bool | None = None,
-        io_buffer_size: int | None = None,
-        late_materialization: Unsupported = None,
-        blob_handling: str | None = None,
-        use_scalar_index: bool | None = None,
-        include_deleted_rows: bool | None = None,
-        scan_stats_callback: Unsupported = None,
-        strict_batch_size: bool | None = None,
-        order_by: Unsupported = None,
-        disable_scoring_autoprojection: bool | None = None,
-        row_addr_allowlist: bytes | None = None,
-        row_addr_blocklist: bytes | None = None,
-    ) -> pa.Table:
-        """The first ``num_rows`` rows; the other arguments are ``scanner()``'s (pylance passes them on)."""
-        options = {k: v for k, v in locals().items() if k not in ("self", "num_rows")}
-        return self.scanner(limit=num_rows, **options).to_table()
+        given to ``dataset()`` fill the options left None.""",
+    )
+    to_batches = same_options(
+        scanner,
+        _scan_batches,
+        "to_batches",
+        "``scanner(...).to_batches()`` (pylance's list, or more: every ``scanner()`` option).",
+    )
+    to_table = same_options(
+        scanner,
+        _scan_table,
+        "to_table",
+        "``scanner(...).to_table()`` (pylance's list, or more: every ``scanner()`` option).",
+    )
+    head = derived_method(
+        scanner,
+        _scan_head,
+        "head",
+        "The first ``num_rows`` rows; the other arguments are ``scanner()``'s (pylance passes them on).",
+        drop=("limit",),
+        first=(inspect.Parameter("num_rows", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="int"),),
+    )
 
     def take(self, indices: IndexArg, columns: Columns | None = None) -> pa.Table:
         """Rows at positions ``indices`` over the live rows (any order, repeats allowed); ``columns``
@@ -622,7 +510,7 @@ class LanceDataset:
         return schema_metadata(self._snapshot)
 
     def update_schema_metadata(
-        self, values: dict[str, str | None], *, replace: bool = False
+        self, values: Mapping[str, str | None], *, replace: bool = False
     ) -> dict[str, str]:
         """As ``update_config``, for the schema metadata; returns the new schema metadata."""
         from lance_fw.table.metadata import update_schema_metadata
@@ -632,17 +520,11 @@ class LanceDataset:
 
     def replace_schema_metadata(self, new_metadata: dict[str, str]) -> None:
         """Deprecated in pylance (as here): ``update_schema_metadata(new_metadata, replace=True)``."""
-        warnings.warn(
-            "replace_schema_metadata is deprecated. "
-            "Use update_schema_metadata(metadata, replace=True) instead.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        values: dict[str, str | None] = dict(new_metadata)
-        self.update_schema_metadata(values, replace=True)
+        _deprecated("replace_schema_metadata", "update_schema_metadata(metadata, replace=True)")
+        self.update_schema_metadata(new_metadata, replace=True)
 
     def update_field_metadata(
-        self, field_updates: dict[str, dict[str, str | None]], *, replace: bool = False
+        self, field_updates: Mapping[str, Mapping[str, str | None]], *, replace: bool = False
     ) -> None:
         """Field metadata by field path (``"struct.child"``), each field as ``update_config``."""
         from lance_fw.table.metadata import update_field_metadata
@@ -651,14 +533,8 @@ class LanceDataset:
 
     def replace_field_metadata(self, field_name: str, new_metadata: dict[str, str]) -> None:
         """Deprecated in pylance (as here): ``update_field_metadata({field_name: md}, replace=True)``."""
-        warnings.warn(
-            "replace_field_metadata is deprecated. "
-            "Use update_field_metadata with field paths and replace=True instead.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        values: dict[str, str | None] = dict(new_metadata)
-        self.update_field_metadata({field_name: values}, replace=True)
+        _deprecated("replace_field_metadata", "update_field_metadata with field paths and replace=True")
+        self.update_field_metadata({field_name: new_metadata}, replace=True)
 
     # -- indices (read only: listed from the manifest; see lance_fw.table.index_list) ---------
     def describe_indices(self) -> list[IndexDescription]:
@@ -688,33 +564,15 @@ class LanceDataset:
         """``ds.optimize.compact_files(target_rows_per_fragment=..., materialize_deletions=...)``."""
         return DatasetOptimizer(self)
 
-    def cleanup_old_versions(
-        self,
-        older_than: timedelta | None = None,
-        retain_versions: int | None = None,
-        *,
-        delete_unverified: bool = False,
-        error_if_tagged_old_versions: bool = True,
-        delete_rate_limit: int | None = None,
-        versions: list[int] | None = None,
-        delete_concurrency: int | None = None,
-    ) -> CleanupStats:
+    cleanup_old_versions = derived_method(
+        table_cleanup.cleanup_old_versions,
+        _cleanup_old_versions,
+        "cleanup_old_versions",
         """pylance's signature and semantics: the given limits combine with AND (none: two weeks);
-        this object's version and later ones are never removed. See ``lance_fw.table.cleanup``."""
-        from lance_fw.table.cleanup import cleanup_old_versions
-
-        return cleanup_old_versions(
-            self._storage,
-            self.uri,
-            older_than,
-            retain_versions,
-            delete_unverified=delete_unverified,
-            error_if_tagged_old_versions=error_if_tagged_old_versions,
-            delete_rate_limit=delete_rate_limit,
-            versions=versions,
-            delete_concurrency=delete_concurrency,
-            read_version=self.version,
-        )
+        this object's version and later ones are never removed. See ``lance_fw.table.cleanup``.""",
+        skip=2,  # the storage and uri: this dataset's
+        drop=("read_version",),  # this object's version
+    )
 
 
 def _index_array(values: IndexArg, dtype: type[np.integer], what: str) -> np.ndarray:

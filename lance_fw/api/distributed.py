@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -34,6 +34,9 @@ from lance_fw.table.write import (
     committed_plugin_encodings,
     plan_write,
 )
+
+if TYPE_CHECKING:
+    from lance_fw.api.dataset import LanceDataset
 
 _DELETION_TYPES = {ARROW_ARRAY: "array", BITMAP: "bitmap"}
 
@@ -221,12 +224,43 @@ def commit(
     base_uri: Uri,
     operation: _Append | _Overwrite,
     read_version: int | None = None,
-    storage_options: dict | None = None,
-    commit_message: str | None = None,
-    max_retries: int = transaction.MAX_RETRIES,
     commit_lock: CommitLock | None = None,
-) -> int:
-    """Commit ``operation`` as one new version of ``base_uri``; returns the version."""
+    storage_options: dict | None = None,
+    enable_v2_manifest_paths: bool | None = None,
+    detached: bool | None = False,
+    max_retries: int = 20,
+    *,
+    commit_message: str | None = None,
+    enable_stable_row_ids: bool | None = None,
+    namespace_client: Unsupported = None,
+    table_id: list | None = None,
+    namespace_client_managed_versioning: bool = False,
+    base_store_params: dict | None = None,
+    commit_timeout: Unsupported = None,
+) -> LanceDataset:
+    """``LanceDataset.commit``: commit ``LanceOperation.Append(fragments)`` / ``Overwrite(schema,
+    fragments)`` of fragments from ``write_fragments`` (pylance's distributed write) as one version.
+    ``commit_timeout`` bounds pylance's retry loop; lance_fw's is bounded by ``max_retries``."""
+    from lance_fw.api.dataset import LanceDataset
+
+    refuse(
+        "LanceDataset.commit",
+        {
+            "enable_v2_manifest_paths": enable_v2_manifest_paths,
+            "detached": detached,
+            "enable_stable_row_ids": enable_stable_row_ids,
+            "namespace_client": namespace_client,
+            "table_id": table_id,
+            "namespace_client_managed_versioning": namespace_client_managed_versioning,
+            "base_store_params": base_store_params,
+        },
+        {
+            "enable_v2_manifest_paths": True,
+            "detached": False,
+            "enable_stable_row_ids": False,
+            "namespace_client_managed_versioning": False,
+        },
+    )
     uri = uri_string(base_uri)
     storage = resolve_storage(uri, storage_options)
     fragments = [
@@ -268,6 +302,7 @@ def commit(
         )
     if max_retries < 1:
         raise InvalidArgumentError(f"max_retries must be at least 1, got {max_retries}")
-    return transaction.commit(
+    committed = transaction.commit(
         storage, uri, op, read_version=read_version, max_retries=max_retries, commit_lock=commit_lock
     )
+    return LanceDataset(uri, version=committed, storage_options=storage_options)
