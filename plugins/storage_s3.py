@@ -17,19 +17,20 @@ Why a plugin of its own instead of the generic fsspec one:
   s3fs's event loop, a bounded number at a time.
 
 s3fs is imported only when an ``s3://`` URI is opened; without it a ``StorageError`` names the
-extra to install (``pip install lance_fw[s3]``).
+extra to install (``pip install lance_fw[s3]``). The requests themselves (retried GETs into the
+caller's buffer, telling a lost conditional PUT from a failure) are :mod:`lance_fw_plugins.s3_requests`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lance_fw.errors import (
     CommitConflictError,
@@ -41,6 +42,18 @@ from lance_fw.errors import (
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import RangeReader, Storage, coalesce_ranges
 from lance_fw_plugins.s3_options import OPTION_DESCRIPTIONS, s3fs_kwargs
+from lance_fw_plugins.s3_requests import (
+    botocore_sends_if_none_match,
+    client_errors,
+    fill_from,
+    get_object,
+    get_object_into,
+    get_object_meta,
+    is_conflict,
+)
+
+if TYPE_CHECKING:  # s3fs is imported when an s3:// URI is opened (it ships no type hints)
+    from s3fs import S3FileSystem
 
 #: URI schemes this plugin answers (s3a is Hadoop's spelling; s3fs and pylance accept both).
 SCHEMES = ("s3", "s3a")
@@ -66,133 +79,16 @@ PRESIGN_REUSE_S = 300
 HTTP_PARTIAL_CONTENT = 206
 #: Fragments a scan of an ``s3://`` dataset reads at once by default (pylance reads several too).
 SCAN_READAHEAD = 4
-#: S3 error codes meaning "an object already exists / a concurrent conditional write won".
-_CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
-_CONFLICT_STATUSES = frozenset({412, 409})
 #: Where s3fs reports an object's modification time.
 _MTIME_KEY = "LastModified"
 
 
-def _import_s3fs():
+def _import_s3fs() -> ModuleType:
     try:
         import s3fs
     except ImportError as exc:
         raise StorageError("s3:// URIs need s3fs, which is not installed: pip install lance_fw[s3]") from exc
     return s3fs
-
-
-def _client_errors() -> tuple[type[BaseException], ...]:
-    """What a failed request raises: s3fs turns S3 error responses into ``OSError``s, but botocore's
-    own failures (no credentials found, endpoint unreachable, bad configuration) come through as
-    ``BotoCoreError``s; both become ``StorageError`` naming the path. (botocore is imported once
-    s3fs is, so this costs a dict lookup.)"""
-    from botocore.exceptions import BotoCoreError
-
-    return (OSError, BotoCoreError)
-
-
-@functools.lru_cache(maxsize=1)
-def botocore_sends_if_none_match() -> bool:
-    """Whether this botocore knows PutObject's ``IfNoneMatch`` (added in 1.35, August 2024).
-
-    It must be checked, not assumed: s3fs drops request arguments the installed botocore does not
-    know, so with an older botocore a conditional PUT would silently become a plain PUT, and two
-    racing commits would both "succeed"."""
-    import botocore.session
-
-    model = botocore.session.get_session().get_service_model("s3")
-    return "IfNoneMatch" in model.operation_model("PutObject").input_shape.members
-
-
-async def _s3fs_retrying(call, retries: int):
-    """``call()`` with s3fs's retry policy for throttling and dropped connections; its ClientErrors
-    come out as s3fs's ``OSError``s (with the botocore error as ``__cause__``), like every other
-    s3fs call."""
-    from s3fs.core import _error_wrapper
-
-    return await _error_wrapper(call, retries=retries)
-
-
-async def _get_object_meta(fs, bucket: str, key: str, span: str) -> tuple[bytes, dict[str, Any]]:
-    """One ranged GET's body and response fields (``ContentRange``, ``ETag``), retried as s3fs
-    retries its own reads."""
-
-    async def call_and_read() -> tuple[bytes, dict[str, Any]]:
-        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, Range=span)
-        try:
-            return await response["Body"].read(), response
-        finally:
-            response["Body"].close()
-
-    return await _s3fs_retrying(call_and_read, retries=fs.retries)
-
-
-async def _get_object(fs, bucket: str, key: str, **request: str) -> bytes:
-    """The body of one GET (``request``: Range, IfMatch), retried as s3fs retries its own reads."""
-
-    async def call_and_read() -> bytes:
-        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **request)
-        try:
-            return await response["Body"].read()
-        finally:
-            response["Body"].close()
-
-    return await _s3fs_retrying(call_and_read, retries=fs.retries)
-
-
-async def _fill_from(content: Any, out: memoryview) -> int:
-    """Copy an aiohttp body stream into ``out`` chunk by chunk; returns the bytes that came (past
-    ``len(out)`` it stops and returns more than ``len(out)``: the caller's length check fails)."""
-    filled = 0
-    while True:
-        chunk, end_of_http_chunk = await content.readchunk()
-        if not chunk:
-            if end_of_http_chunk:
-                continue
-            return filled
-        end = filled + len(chunk)
-        if end > len(out):
-            return end
-        out[filled:end] = chunk
-        filled = end
-
-
-async def _get_object_into(fs, bucket: str, key: str, out: memoryview, **request: str) -> int:
-    """One GET's body written into ``out``; returns how many bytes came (more than ``len(out)``
-    raises ``CorruptFileError`` through the caller's length check: it counts, never overflows).
-
-    The body is copied chunk by chunk as it arrives, straight into the caller's buffer: reading
-    it whole first (``Body.read()``) joins the chunks into a new object, and a scan's megabytes
-    then cost two extra copies, which on a loaded machine took longer than the transfer."""
-
-    async def call_and_fill() -> int:
-        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **request)
-        body = response["Body"]
-        try:
-            content = getattr(getattr(body, "raw_stream", None), "content", None)
-            if content is None or not hasattr(content, "readchunk"):  # another HTTP backend
-                data = await body.read()
-                out[: min(len(data), len(out))] = data[: len(out)]
-                return len(data)
-            return await _fill_from(content, out)
-        finally:
-            body.close()
-
-    return await _s3fs_retrying(call_and_fill, retries=fs.retries)
-
-
-def _is_conflict(exc: BaseException) -> bool:
-    """Whether a failed conditional PUT lost the race (rather than failing for another reason).
-
-    s3fs turns a 412 into ``FileExistsError`` only when the server names the condition (AWS does,
-    SeaweedFS does not); the botocore error it chains says it either way."""
-    if isinstance(exc, FileExistsError):
-        return True
-    cause = exc.__cause__
-    response = getattr(cause, "response", None) or {}
-    code = response.get("Error", {}).get("Code")
-    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return code in _CONFLICT_CODES or status in _CONFLICT_STATUSES
 
 
 @dataclass(frozen=True)
@@ -228,7 +124,13 @@ class S3Reader(RangeReader):
     file handles to keep the old bytes).
     """
 
-    def __init__(self, fs, path: str, opened: OpenedObject | None = None, on_replaced=None):
+    def __init__(
+        self,
+        fs: S3FileSystem,
+        path: str,
+        opened: OpenedObject | None = None,
+        on_replaced: Callable[[str], None] | None = None,
+    ) -> None:
         self.fs, self.path = fs, path
         self._bucket, self._key, _ = fs.split_path(path)
         self._on_replaced = on_replaced
@@ -243,11 +145,11 @@ class S3Reader(RangeReader):
 
         try:
             body, meta = sync(
-                self.fs.loop, _get_object_meta, self.fs, self._bucket, self._key, f"bytes=-{OPEN_TAIL_BYTES}"
+                self.fs.loop, get_object_meta, self.fs, self._bucket, self._key, f"bytes=-{OPEN_TAIL_BYTES}"
             )
         except FileNotFoundError as exc:
             raise DatasetNotFoundError(f"{self.path}: no such object") from exc
-        except _client_errors():
+        except client_errors():
             return self._open_by_head()  # e.g. 416 for an empty object: HEAD says what it is
         size = _total_size(meta.get("ContentRange"), body)
         if size is None:  # a whole-object answer (some stores ignore a suffix range on small objects)
@@ -261,7 +163,7 @@ class S3Reader(RangeReader):
             info = self.fs.info(self.path)
         except FileNotFoundError as exc:
             raise DatasetNotFoundError(f"{self.path}: no such object") from exc
-        except _client_errors() as exc:
+        except client_errors() as exc:
             raise StorageError(f"{self.path}: {exc}") from exc
         if info.get("type") != "file":
             raise StorageError(f"{self.path}: not an object (a prefix)")
@@ -298,14 +200,14 @@ class S3Reader(RangeReader):
         self._run(self._fill_all, jobs, f"{len(jobs)} ranges")
         return self._slices(ranges, merged, buffers)
 
-    def _run(self, coroutine_function, spans: list[Any], what: str) -> Any:
+    def _run(self, coroutine_function: Callable[[Any], Awaitable[Any]], spans: list[Any], what: str) -> Any:
         """Run the GETs on s3fs's event loop (thread-safe: any thread may call in)."""
         from fsspec.asyn import sync
 
         try:
             return sync(self.fs.loop, coroutine_function, spans)
-        except _client_errors() as exc:
-            if _is_conflict(exc):
+        except client_errors() as exc:
+            if is_conflict(exc):
                 if self._on_replaced is not None:
                     self._on_replaced(self.path)
                 raise StorageError(
@@ -369,7 +271,7 @@ class S3Reader(RangeReader):
         try:
             if response.status_code != HTTP_PARTIAL_CONTENT:
                 return None
-            return await _fill_from(raw.content, out)
+            return await fill_from(raw.content, out)
         except Exception:
             return None
         finally:
@@ -386,7 +288,7 @@ class S3Reader(RangeReader):
                 span = f"bytes={start}-{start + len(view) - 1}"
                 got = await self._fast_fill(span, view)
                 if got is None:
-                    got = await _get_object_into(
+                    got = await get_object_into(
                         self.fs, self._bucket, self._key, view, Range=span, **self._condition
                     )
             if got != len(view):
@@ -400,12 +302,14 @@ class S3Reader(RangeReader):
 
     async def _get(self, start: int, end: int) -> bytes:
         """One ranged, conditional GET."""
-        return await _get_object(
+        return await get_object(
             self.fs, self._bucket, self._key, Range=f"bytes={start}-{end - 1}", **self._condition
         )
 
     @staticmethod
-    def _slices(ranges, merged, buffers: list[memoryview]) -> list[memoryview]:
+    def _slices(
+        ranges: Sequence[tuple[int, int]], merged: list[tuple[int, int, list[int]]], buffers: list[memoryview]
+    ) -> list[memoryview]:
         """Each requested range as a view into the merged buffer that covers it (empty ranges,
         dropped from the requests, are empty views)."""
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
@@ -426,17 +330,17 @@ class S3Output:
     objects go up as a multipart upload completed at close) and publishes nothing on ``abort`` or
     when its ``with`` block exits by an exception."""
 
-    def __init__(self, file, path: str):
+    def __init__(self, file: Any, path: str) -> None:  # file: s3fs's S3File (untyped)
         self._file, self.path = file, path
         self.closed = False
 
     def writable(self) -> bool:
         return True
 
-    def write(self, data) -> int:
+    def write(self, data: bytes | bytearray | memoryview) -> int:
         try:
             return self._file.write(data)
-        except _client_errors() as exc:
+        except client_errors() as exc:
             raise StorageError(f"{self.path}: cannot write: {exc}") from exc
 
     def tell(self) -> int:
@@ -452,7 +356,7 @@ class S3Output:
         self.closed = True
         try:
             self._file.close()
-        except _client_errors() as exc:
+        except client_errors() as exc:
             self._discard()
             raise StorageError(f"{self.path}: cannot publish the object: {exc}") from exc
 
@@ -472,7 +376,9 @@ class S3Output:
     def __enter__(self) -> S3Output:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is not None:
             self.abort()
         else:
@@ -485,7 +391,7 @@ class S3Storage(Storage):
     scheme = "s3"
     default_readahead = SCAN_READAHEAD
 
-    def __init__(self, options: Mapping[str, Any]):
+    def __init__(self, options: Mapping[str, Any]) -> None:
         self.options = dict(options)
         kwargs = s3fs_kwargs(self.options)
         s3fs = _import_s3fs()
@@ -525,8 +431,9 @@ class S3Storage(Storage):
         """No directories to create on S3: a key's "parents" exist once it does."""
         self._forget(path)
         try:
+            # S3Output has the part of BinaryIO the writers use (write, tell, close, abort, with)
             return S3Output(self.fs.open(path, "wb"), path)  # type: ignore[return-value]
-        except _client_errors() as exc:
+        except client_errors() as exc:
             raise StorageError(f"{path}: cannot create the object: {exc}") from exc
 
     def list_dir(self, path: str) -> list[str]:
@@ -534,7 +441,7 @@ class S3Storage(Storage):
             entries = self.fs.ls(path, detail=False, refresh=True)
         except FileNotFoundError:
             return []
-        except _client_errors() as exc:
+        except client_errors() as exc:
             raise StorageError(f"{path}: cannot list: {exc}") from exc
         prefix = self.fs._strip_protocol(path).rstrip("/") + "/"
         return [e.rstrip("/")[len(prefix) :] for e in entries if e.startswith(prefix)]
@@ -542,7 +449,7 @@ class S3Storage(Storage):
     def exists(self, path: str) -> bool:
         try:
             return self.fs.exists(path)
-        except _client_errors() as exc:
+        except client_errors() as exc:
             raise StorageError(f"{path}: cannot check whether it exists: {exc}") from exc
 
     def delete(self, path: str) -> None:
@@ -551,7 +458,7 @@ class S3Storage(Storage):
             self.fs.rm_file(path)
         except FileNotFoundError:
             pass
-        except _client_errors() as exc:
+        except client_errors() as exc:
             raise StorageError(f"{path}: cannot delete: {exc}") from exc
 
     def mtime(self, path: str) -> float | None:
@@ -559,7 +466,7 @@ class S3Storage(Storage):
             value = self.fs.info(path).get(_MTIME_KEY)
         except FileNotFoundError:
             raise
-        except _client_errors() as exc:
+        except client_errors() as exc:
             raise StorageError(f"{path}: cannot read its modification time: {exc}") from exc
         return value.timestamp() if hasattr(value, "timestamp") else None
 
@@ -570,10 +477,10 @@ class S3Storage(Storage):
 
         bucket, key, _ = self.fs.split_path(path)
         try:
-            return sync(self.fs.loop, _get_object, self.fs, bucket, key)
+            return sync(self.fs.loop, get_object, self.fs, bucket, key)
         except FileNotFoundError as exc:
             raise DatasetNotFoundError(f"{path}: no such object") from exc
-        except _client_errors() as exc:
+        except client_errors() as exc:
             raise StorageError(f"{path}: cannot read: {exc}") from exc
 
     def put_if_absent(self, path: str, data: bytes) -> None:
@@ -596,8 +503,8 @@ class S3Storage(Storage):
         bucket, key, _ = self.fs.split_path(path)
         try:
             self.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
-        except _client_errors() as exc:
-            if _is_conflict(exc):
+        except client_errors() as exc:
+            if is_conflict(exc):
                 if self._holds(path, data):
                     return
                 raise CommitConflictError(f"{path} already exists: another writer created it first") from exc
