@@ -8,17 +8,26 @@ take pylance's fragment-scan options and ignore the dataset's ``default_scan_opt
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
+from lance_fw.api._forwarding import derived_method, same_options
 from lance_fw.options import Columns, Filter, Unsupported
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.deletion import deleted_rows, deletion_path
 
 if TYPE_CHECKING:
     from lance_fw.api.dataset import LanceDataset
+
+
+def _scan_batches(fragment: LanceFragment, options: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    return fragment.scanner(**options).to_batches()
+
+
+def _scan_table(fragment: LanceFragment, options: dict[str, Any]) -> pa.Table:
+    return fragment.scanner(**options).to_table()
 
 
 class LanceFragment:
@@ -78,67 +87,20 @@ class LanceFragment:
         strict_batch_size: bool | None = None,
     ) -> LanceScanner:
         """A scan of this fragment only; ``offset``/``limit`` count its live (or matching) rows."""
-        return LanceScanner(
-            self._ds._snapshot,
-            columns,
-            filter,
-            limit,
-            offset,
-            batch_size=batch_size,
-            batch_size_bytes=batch_size_bytes,
-            batch_readahead=batch_readahead,
-            fragments=[self],
-            with_row_id=with_row_id,
-            with_row_address=with_row_address,
-            io_buffer_size=io_buffer_size,
-            late_materialization=late_materialization,
-            blob_handling=blob_handling,
-            use_scalar_index=use_scalar_index,
-            include_deleted_rows=include_deleted_rows,
-            strict_batch_size=strict_batch_size,
-            order_by=order_by,
-        )
+        options = {k: v for k, v in locals().items() if k != "self"}
+        return LanceScanner(self._ds._snapshot, fragments=[self], **options)
 
-    def to_batches(
-        self,
-        *,
-        columns: Columns | None = None,
-        batch_size: int | None = None,
-        filter: Filter | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        batch_readahead: int = 16,
-        blob_handling: str | None = None,
-        order_by: Unsupported = None,
-        use_scalar_index: bool | None = None,
-        io_buffer_size: int | None = None,
-        late_materialization: Unsupported = None,
-        include_deleted_rows: bool | None = None,
-        batch_size_bytes: int | None = None,
-        strict_batch_size: bool | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_batches()
-
-    def to_table(
-        self,
-        columns: Columns | None = None,
-        filter: Filter | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        blob_handling: str | None = None,
-        order_by: Unsupported = None,
-        use_scalar_index: bool | None = None,
-        io_buffer_size: int | None = None,
-        late_materialization: Unsupported = None,
-        include_deleted_rows: bool | None = None,
-        batch_size_bytes: int | None = None,
-        strict_batch_size: bool | None = None,
-    ) -> pa.Table:
-        return self.scanner(**{k: v for k, v in locals().items() if k != "self"}).to_table()
+    to_batches = same_options(
+        scanner, _scan_batches, "to_batches", "``scanner(...).to_batches()``, with pylance's options."
+    )
+    to_table = derived_method(
+        scanner,
+        _scan_table,
+        "to_table",
+        "``scanner(...).to_table()``: pylance's list is ``scanner``'s, positional, less the batch sizes.",
+        drop=("batch_size", "batch_readahead"),
+        positional=True,
+    )
 
     def __repr__(self) -> str:
         return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
