@@ -1,14 +1,449 @@
-"""Placeholder: the bitmap scalar index type (issue 13); filled in by its plugin module."""
+"""The BITMAP and LABEL_LIST scalar index types, byte-compatible with pylance 14.
+
+Both write one file, ``bitmap_page_lookup.lance``: column ``keys`` (the column's type; for LABEL_LIST
+the list's item type), one row per distinct value with the null key first and the rest ascending, and
+column ``bitmaps`` (binary): each key's row addresses as a ``RowAddrTreeMap`` (see
+``index_bitmap_format``). Schema metadata ``lance:index_stats = {"num_bitmaps":K}``. LABEL_LIST also
+records the rows whose *list* is null (a null item is the null key; an empty list is in no bitmap) as a
+``RowAddrTreeMap`` in global buffer 1, named by the metadata ``lance:label_list_nulls = "1"``: pylance
+answers ``NOT array_has_any(...)`` from it, so a file without it would give wrong answers there.
+
+Why load reads only ``keys``: a query touches a few keys, and their bitmaps are taken by row, so an index
+over millions of rows opens without decoding every bitmap.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import io
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.file.container import ALIGN, FOOTER, PAD_BYTE, read_tail, write_tail
+from lance_fw.file.version import footer_version
 from lance_fw.hookspecs import hookimpl
+from lance_fw.interfaces import (
+    ContainsAllQuery,
+    ContainsAnyQuery,
+    EqualsQuery,
+    IndexFileStore,
+    IndexSearchResult,
+    InQuery,
+    IsNullQuery,
+    PrefixQuery,
+    RangeQuery,
+    ScalarQuery,
+)
+from lance_fw.io.storage import join_uri
+from lance_fw_plugins.index_bitmap_format import (
+    decode_row_addr_map,
+    encode_row_addr_map,
+    encode_row_addr_maps,
+    group_keys,
+    sortable,
+)
+
+#: The one file of a bitmap / label-list index.
+LOOKUP_FILE = "bitmap_page_lookup.lance"
+KEYS_COLUMN = "keys"
+BITMAPS_COLUMN = "bitmaps"
+#: Schema metadata: ``{"num_bitmaps":K}``.
+INDEX_STATS_KEY = "lance:index_stats"
+#: Schema metadata of LABEL_LIST: the global buffer number holding the null lists' row addresses.
+LABEL_LIST_NULLS_KEY = "lance:label_list_nulls"
+#: Global buffer 0 is the file descriptor; the null-lists map is appended as the next one.
+LABEL_LIST_NULLS_BUFFER = 1
+#: ``IndexMetadata.index_version`` pylance 14 writes (read from its manifests).
+BITMAP_INDEX_VERSION = 0
+LABEL_LIST_INDEX_VERSION = 1
+#: Binary offsets are int32: all bitmaps of one index file must fit below this many bytes.
+MAX_BINARY_BYTES = 2**31 - 1
+
+_EMPTY = np.zeros(0, dtype=np.uint64)
+
+
+def _is_key_type(t: pa.DataType) -> bool:
+    """The column types pylance 14 builds a bitmap over (its BTREE/BITMAP type list)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_fixed_size_binary(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_duration(t)
+    )
+
+
+def _refuse_params(name: str, params: Mapping[str, Any]) -> None:
+    if params:
+        raise InvalidArgumentError(
+            f"{name} index takes no parameters; lance_fw does not implement {', '.join(sorted(params))}"
+        )
+
+
+def _stats_metadata(num_bitmaps: int) -> dict[str, str]:
+    return {INDEX_STATS_KEY: json.dumps({"num_bitmaps": num_bitmaps}, separators=(",", ":"))}
+
+
+def _training_table(batches: Iterable[pa.RecordBatch], field: pa.Field) -> tuple[pa.Array, np.ndarray]:
+    """The ``value`` column (one array) and the ``_rowaddr`` column as uint64, in row-address order."""
+    batches = list(batches)
+    if not batches:
+        return pa.array([], field.type), _EMPTY
+    table = pa.Table.from_batches(batches)
+    values = table.column("value").combine_chunks()
+    addrs = np.asarray(table.column("_rowaddr").to_numpy(), dtype=np.uint64)
+    if len(addrs) > 1 and not bool(np.all(addrs[1:] > addrs[:-1])):
+        order = np.argsort(addrs, kind="stable")
+        values, addrs = values.take(pa.array(order)), addrs[order]
+    return values, addrs
+
+
+def _write_bitmaps(
+    store: IndexFileStore,
+    codes: np.ndarray,
+    addrs: np.ndarray,
+    keys: pa.Array,
+    metadata: dict[str, str],
+) -> None:
+    """Group ``addrs`` by key number ``codes`` and write the lookup file (duplicate pairs dropped)."""
+    order = np.lexsort((addrs, codes))
+    codes, addrs = codes[order], addrs[order]
+    if len(codes) > 1:
+        keep = np.ones(len(codes), dtype=bool)
+        keep[1:] = (codes[1:] != codes[:-1]) | (addrs[1:] != addrs[:-1])
+        codes, addrs = codes[keep], addrs[keep]
+    offsets, data = encode_row_addr_maps(codes, addrs, len(keys))
+    if offsets[-1] > MAX_BINARY_BYTES:
+        raise UnsupportedFeatureError(
+            f"bitmap index: {int(offsets[-1])} bytes of bitmaps exceed one binary column (2 GiB)"
+        )
+    bitmaps = pa.Array.from_buffers(
+        pa.binary(), len(keys), [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
+    )
+    schema = pa.schema([pa.field(KEYS_COLUMN, keys.type), pa.field(BITMAPS_COLUMN, pa.binary())])
+    store.write_table(LOOKUP_FILE, pa.Table.from_arrays([keys, bitmaps], schema=schema), metadata)
+
+
+# --- global buffers (not in the IndexFileStore contract yet) ------------------------------------
+
+
+def _store_path(store: IndexFileStore, name: str) -> tuple[Any, str]:
+    storage, directory = getattr(store, "storage", None), getattr(store, "directory", None)
+    if storage is None or directory is None:
+        raise UnsupportedFeatureError(
+            "LABEL_LIST index: this index store cannot hold a second global buffer (the null lists); "
+            "it needs the kernel's IndexFiles store"
+        )
+    return storage, join_uri(directory, name)
+
+
+def _append_global_buffer(store: IndexFileStore, name: str, buffer: bytes) -> int:
+    """Add ``buffer`` as the next global buffer of the written file ``name``; return its number.
+
+    The file is re-emitted as pages + descriptor, the buffer (64-byte aligned), then the same column
+    metadata with the longer global-buffer table, so every page keeps its offset.
+    """
+    storage, path = _store_path(store, name)
+    data = storage.read_bytes(path)
+    with storage.open_reader(path) as reader:
+        tail = read_tail(reader)
+    column_start = FOOTER.unpack_from(data, len(data) - FOOTER.size)[0]
+    out = io.BytesIO()
+    out.write(data[:column_start])
+    out.write(PAD_BYTE * (-column_start % ALIGN))
+    position = out.tell()
+    out.write(buffer)
+    buffers = [*tail.global_buffers, (position, len(buffer))]
+    end = write_tail(out, out.tell(), tail.columns, buffers, footer_version(tail.version))
+    storage.write_bytes(path, out.getvalue())
+    written = getattr(store, "written", None)
+    if isinstance(written, list):
+        written[:] = [(n, end if n == name else size) for n, size in written]
+    return len(buffers) - 1
+
+
+def _read_global_buffer(store: IndexFileStore, name: str, number: int) -> bytes:
+    storage, path = _store_path(store, name)
+    with storage.open_reader(path) as reader:
+        buffers = read_tail(reader).global_buffers
+        if not 0 <= number < len(buffers):
+            raise CorruptFileError(path, f"global buffer {number} named by {LABEL_LIST_NULLS_KEY} is missing")
+        pos, size = buffers[number]
+        return reader.read_exact(pos, size, f"global buffer {number}")
+
+
+# --- the reader ---------------------------------------------------------------------------------
+
+
+class BitmapIndexReader:
+    """An opened BITMAP or LABEL_LIST index: the keys in memory, bitmaps taken per query."""
+
+    def __init__(self, store: IndexFileStore, keys: pa.Array, label_list: bool) -> None:
+        self.store = store
+        self.label_list = label_list
+        self.key_type = keys.type
+        self.num_bitmaps = len(keys)
+        nulls = np.flatnonzero(np.asarray(keys.is_null(), dtype=bool))
+        #: File row of the null key (rows whose value, or for LABEL_LIST an item, is null).
+        self.null_row: int | None = int(nulls[0]) if len(nulls) else None
+        present = np.flatnonzero(~np.asarray(keys.is_null(), dtype=bool))
+        values = sortable(keys.take(pa.array(present)))
+        order = np.argsort(values, kind="stable")
+        self._rows = present[order]
+        self._sorted = values[order]
+        self._list_nulls: np.ndarray | None = None
+
+    # -- keys ---------------------------------------------------------------------------------
+    def _probe(self, value: Any) -> Any | None:
+        """``value`` in the keys' sortable form, or None when the key type cannot hold it exactly."""
+        try:
+            converted = pa.array([value], self.key_type)
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowTypeError,
+            pa.ArrowNotImplementedError,
+            TypeError,
+            ValueError,
+            OverflowError,
+        ):
+            return None
+        if converted.null_count:
+            return None
+        return sortable(converted)[0]
+
+    def _search(self, probe: Any, side: Literal["left", "right"]) -> int:
+        """Where ``probe`` goes among the sorted keys (NaN last, -0.0 equal to 0.0)."""
+        return int(np.searchsorted(self._sorted, probe, side))
+
+    def _equal_rows(self, value: Any) -> np.ndarray:
+        if value is None:
+            return np.array([] if self.null_row is None else [self.null_row], dtype=np.int64)
+        probe = self._probe(value)
+        lo = self._search(probe, "left")
+        hi = self._search(probe, "right")
+        return self._rows[lo:hi]
+
+    def _range_rows(self, q: RangeQuery) -> np.ndarray:
+        lo, hi = 0, len(self._sorted)
+        if q.lower is not None:
+            lo = int(self._search(self._probe(q.lower), "left" if q.lower_inclusive else "right"))
+        if q.upper is not None:
+            hi = int(self._search(self._probe(q.upper), "right" if q.upper_inclusive else "left"))
+        return self._rows[lo:hi] if hi > lo else self._rows[:0]
+
+    def _prefix_rows(self, prefix: str) -> np.ndarray:
+        lo = int(self._search(prefix, "left"))
+        stem = prefix.rstrip(chr(0x10FFFF))
+        hi = len(self._sorted)
+        if stem:  # the least string above every string that starts with the prefix (code-point order)
+            hi = int(self._search(stem[:-1] + chr(ord(stem[-1]) + 1), "left"))
+        return self._rows[lo:hi] if hi > lo else self._rows[:0]
+
+    def _addresses(self, rows: np.ndarray) -> list[np.ndarray]:
+        """The row addresses of each key row in ``rows`` (in the order of sorted ``rows``)."""
+        if not len(rows):
+            return []
+        wanted = np.unique(np.asarray(rows, dtype=np.int64))
+        column = self.store.take_rows(LOOKUP_FILE, wanted, [BITMAPS_COLUMN]).column(BITMAPS_COLUMN)
+        out = []
+        for value in column.combine_chunks():
+            buffer = value.as_buffer()
+            if buffer is None:
+                raise CorruptFileError(LOOKUP_FILE, "a key has a null bitmap")
+            out.append(decode_row_addr_map(memoryview(buffer), LOOKUP_FILE))
+        return out
+
+    def _union(self, rows: np.ndarray) -> np.ndarray:
+        parts = self._addresses(rows)
+        return np.unique(np.concatenate(parts)) if parts else _EMPTY
+
+    # -- ScalarIndexReader ----------------------------------------------------------------------
+    def supports(self, query: ScalarQuery) -> bool:
+        """Which queries the index answers exactly (values the key type cannot hold: scan instead)."""
+        if self.label_list:
+            if isinstance(query, ContainsAnyQuery | ContainsAllQuery):
+                return bool(query.values) and all(
+                    v is None or self._probe(v) is not None for v in query.values
+                )
+            return False
+        if isinstance(query, EqualsQuery):
+            return self._probe(query.value) is not None
+        if isinstance(query, InQuery):
+            return bool(query.values) and all(self._probe(v) is not None for v in query.values)
+        if isinstance(query, RangeQuery):
+            return all(b is None or self._probe(b) is not None for b in (query.lower, query.upper))
+        if isinstance(query, IsNullQuery):
+            return True
+        if isinstance(query, PrefixQuery):
+            return pa.types.is_string(self.key_type) or pa.types.is_large_string(self.key_type)
+        return False
+
+    def search(self, query: ScalarQuery) -> IndexSearchResult:
+        """Rows matching ``query`` among the indexed rows (exact)."""
+        if not self.supports(query):
+            raise UnsupportedFeatureError(
+                f"{'LABEL_LIST' if self.label_list else 'BITMAP'} index cannot answer {query!r}"
+            )
+        if isinstance(query, ContainsAllQuery):
+            result: np.ndarray | None = None
+            for value in dict.fromkeys(query.values):
+                found = self._union(self._equal_rows(value))
+                result = found if result is None else np.intersect1d(result, found, assume_unique=True)
+                if not len(result):
+                    break
+            return IndexSearchResult(_EMPTY if result is None else result.astype(np.uint64), True)
+        if isinstance(query, ContainsAnyQuery | InQuery):
+            rows = np.concatenate([self._equal_rows(v) for v in query.values])
+        elif isinstance(query, EqualsQuery):
+            rows = self._equal_rows(query.value)
+        elif isinstance(query, RangeQuery):
+            rows = self._range_rows(query)
+        elif isinstance(query, IsNullQuery):
+            rows = self._equal_rows(None)
+        else:
+            assert isinstance(query, PrefixQuery)
+            rows = self._prefix_rows(query.prefix)
+        return IndexSearchResult(self._union(rows), True)
+
+    def statistics(self) -> dict[str, Any]:
+        """pylance's ``{"num_bitmaps": K}`` (the null key counts); an empty index reports ``{}``."""
+        return {"num_bitmaps": self.num_bitmaps} if self.num_bitmaps else {}
+
+    def list_null_addresses(self) -> np.ndarray:
+        """LABEL_LIST: row addresses whose list is null (pylance's ``NOT array_has_any`` leaves them
+        out as NULL); empty for BITMAP or a file without the buffer."""
+        if self._list_nulls is None:
+            number = self.store.schema_metadata(LOOKUP_FILE).get(LABEL_LIST_NULLS_KEY)
+            if not self.label_list or number is None:
+                self._list_nulls = _EMPTY
+            else:
+                try:
+                    index = int(number)
+                except ValueError:
+                    raise CorruptFileError(
+                        LOOKUP_FILE, f"{LABEL_LIST_NULLS_KEY} = {number!r} is no buffer number"
+                    ) from None
+                self._list_nulls = decode_row_addr_map(
+                    _read_global_buffer(self.store, LOOKUP_FILE, index), LOOKUP_FILE
+                )
+        return self._list_nulls
+
+
+def _load(store: IndexFileStore, label_list: bool) -> BitmapIndexReader:
+    if not store.exists(LOOKUP_FILE):
+        raise CorruptFileError(LOOKUP_FILE, "missing: not a bitmap / label-list index directory")
+    table = store.read_table(LOOKUP_FILE, [KEYS_COLUMN])
+    return BitmapIndexReader(store, table.column(KEYS_COLUMN).combine_chunks(), label_list)
+
+
+# --- the types ----------------------------------------------------------------------------------
+
+
+class BitmapIndexType:
+    """``create_scalar_index(col, "BITMAP")``: one bitmap of row addresses per distinct value."""
+
+    name = "BITMAP"
+    display_name = "Bitmap"
+    type_url = "/lance.table.BitmapIndexDetails"
+    index_version = BITMAP_INDEX_VERSION
+
+    def details(self, params: Mapping[str, Any]) -> bytes:
+        """``BitmapIndexDetails`` is an empty message."""
+        return b""
+
+    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+        """Scalar columns only (pylance's list); no parameters."""
+        if not _is_key_type(field.type):
+            raise UnsupportedFeatureError(
+                f"BITMAP index column {field.name} has type {field.type}; it must be an integer, float, "
+                "bool, string, binary, decimal, fixed-size binary or temporal column"
+            )
+        _refuse_params(self.name, params)
+
+    def train(
+        self,
+        batches: Iterable[pa.RecordBatch],
+        field: pa.Field,
+        params: Mapping[str, Any],
+        store: IndexFileStore,
+    ) -> None:
+        """Group the row addresses by value and write ``bitmap_page_lookup.lance``."""
+        self.check(field, params)
+        values, addrs = _training_table(batches, field)
+        codes, keys = group_keys(values)
+        _write_bitmaps(store, codes, addrs, keys, _stats_metadata(len(keys)))
+
+    def load(self, store: IndexFileStore, field: pa.Field) -> BitmapIndexReader:
+        """Open a bitmap index (reads the keys)."""
+        return _load(store, label_list=False)
+
+
+class LabelListIndexType:
+    """``create_scalar_index(col, "LABEL_LIST")`` on a list column: one bitmap per distinct item."""
+
+    name = "LABEL_LIST"
+    display_name = "LabelList"
+    type_url = "/lance.table.LabelListIndexDetails"
+    index_version = LABEL_LIST_INDEX_VERSION
+
+    def details(self, params: Mapping[str, Any]) -> bytes:
+        """``LabelListIndexDetails`` is an empty message."""
+        return b""
+
+    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+        """A list or large list of a scalar type BITMAP takes; no parameters."""
+        t = field.type
+        if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+            raise UnsupportedFeatureError(
+                f"LABEL_LIST index column {field.name} has type {t}; it must be a list or large list"
+            )
+        if not _is_key_type(t.value_type):
+            raise UnsupportedFeatureError(
+                f"LABEL_LIST index column {field.name} has items of type {t.value_type}; lance_fw indexes "
+                "lists of integer, float, bool, string, binary, decimal or temporal items"
+            )
+        _refuse_params(self.name, params)
+
+    def train(
+        self,
+        batches: Iterable[pa.RecordBatch],
+        field: pa.Field,
+        params: Mapping[str, Any],
+        store: IndexFileStore,
+    ) -> None:
+        """Group row addresses by list item (a row once per distinct item), record the null lists."""
+        self.check(field, params)
+        values, addrs = _training_table(batches, field)
+        items = pc.list_flatten(values)
+        parents = np.asarray(pc.list_parent_indices(values).to_numpy(zero_copy_only=False), dtype=np.int64)
+        codes, keys = group_keys(items)
+        list_nulls = addrs[np.asarray(values.is_null(), dtype=bool)] if values.null_count else _EMPTY
+        metadata = _stats_metadata(len(keys))
+        metadata[LABEL_LIST_NULLS_KEY] = str(LABEL_LIST_NULLS_BUFFER)
+        _write_bitmaps(store, codes, addrs[parents], keys, metadata)
+        number = _append_global_buffer(store, LOOKUP_FILE, encode_row_addr_map(list_nulls))
+        if number != LABEL_LIST_NULLS_BUFFER:
+            raise CorruptFileError(LOOKUP_FILE, f"the null lists went to global buffer {number}, not 1")
+
+    def load(self, store: IndexFileStore, field: pa.Field) -> BitmapIndexReader:
+        """Open a label-list index (reads the keys; the null lists on demand)."""
+        return _load(store, label_list=True)
 
 
 @hookimpl
 def lance_index_types() -> Mapping[str, Any]:
-    """No index type yet."""
-    return {}
+    """BITMAP and LABEL_LIST."""
+    return {"BITMAP": BitmapIndexType(), "LABEL_LIST": LabelListIndexType()}
