@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw.api.write import legacy_version, refuse_write_options
+from lance_fw.api.write import plan_data_write, refuse_write_options
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import V2_2, from_footer, version_name
 from lance_fw.io.storage import resolve_storage
@@ -30,9 +30,7 @@ from lance_fw.table.write import (
     COMMIT_MESSAGE_KEY,
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
-    as_reader,
     committed_plugin_encodings,
-    plan_write,
 )
 
 if TYPE_CHECKING:
@@ -168,37 +166,10 @@ def write_fragments(
     """Write ``data`` into new data files of ``dataset_uri`` and return their metadata, uncommitted.
     ``mode="append"`` uses the existing dataset's schema; ``create``/``overwrite`` the data's.
     ``return_transaction=True`` (a pylance Transaction object) is not supported."""
-    refuse("write_fragments", {"return_transaction": return_transaction}, {"return_transaction": False})
-    refuse_write_options(
-        "write_fragments",
-        progress=progress,
-        enable_stable_row_ids=enable_stable_row_ids,
-        initial_bases=initial_bases,
-        target_bases=target_bases,
-        target_all_bases=target_all_bases,
-        base_store_params=base_store_params,
-        external_blob_mode=external_blob_mode,
-        allow_external_blob_outside_bases=allow_external_blob_outside_bases,
-        namespace_client=namespace_client,
-        table_id=table_id,
-        session=session,
-    )
-    uri = uri_string(dataset_uri)
-    arrow_schema, batches = as_reader(data, schema)
-    plan = plan_write(
-        uri,
-        schema or arrow_schema,
-        mode if mode != "create" else "overwrite",
-        legacy_version(use_legacy_format, data_storage_version),
-        storage_options,
-        max_rows_per_file,
-        max_bytes_per_file,
-        max_page_bytes,
-        allow_subset=True,
-        allow_plugin_encodings=bool(allow_plugin_encodings)
-        if allow_plugin_encodings is None
-        else allow_plugin_encodings,
-    )  # None is plan_write's "inherit" (rewrites only)
+    arguments = dict(locals())
+    refuse_write_options("write_fragments", arguments)
+    create = mode if mode != "create" else "overwrite"  # no version is committed: create is overwrite
+    plan, batches = plan_data_write(data, uri_string(dataset_uri), schema, create, arguments)
     return [FragmentMetadata(f) for f in plan.write(batches)]
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -13,6 +14,7 @@ from lance_fw.table.write import (
     COMMIT_MESSAGE_KEY,
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
+    WritePlan,
     as_reader,
     plan_write,
 )
@@ -28,38 +30,60 @@ def legacy_version(use_legacy_format: bool | None, data_storage_version: str | N
     return "legacy" if use_legacy_format else "stable"
 
 
-def refuse_write_options(
-    function: str,
-    commit_lock: CommitLock | None = None,
-    progress: Unsupported = None,
-    enable_v2_manifest_paths: bool = True,
-    enable_stable_row_ids: bool = False,
-    auto_cleanup_options: Unsupported = None,
-    initial_bases: Unsupported = None,
-    target_bases: Unsupported = None,
-    target_all_bases: Unsupported = None,
-    base_store_params: Unsupported = None,
-    external_blob_mode: str = "reference",
-    allow_external_blob_outside_bases: bool = False,
-    blob_pack_file_size_threshold: int | None = None,
-    namespace_client: Unsupported = None,
-    table_id: Unsupported = None,
-    session: Unsupported = None,
-) -> None:
-    """The write options of pylance's ``write_dataset``/``write_fragments`` lance_fw does not
-    implement: each is accepted only at pylance's default."""
-    given = dict(locals())
-    del given["function"]
-    refuse(
-        function,
-        given,
-        {
-            "enable_v2_manifest_paths": True,
-            "enable_stable_row_ids": False,
-            "external_blob_mode": "reference",
-            "allow_external_blob_outside_bases": False,
-        },
+#: pylance's write options lance_fw does not implement (``write_dataset`` / ``write_fragments``
+#: take some of them each), with the one value it accepts: pylance's default.
+UNSUPPORTED_WRITE_OPTIONS: dict[str, Any] = {
+    "return_transaction": False,
+    "progress": None,
+    "enable_v2_manifest_paths": True,
+    "enable_stable_row_ids": False,
+    "auto_cleanup_options": None,
+    "initial_bases": None,
+    "target_bases": None,
+    "target_all_bases": None,
+    "base_store_params": None,
+    "external_blob_mode": "reference",
+    "allow_external_blob_outside_bases": False,
+    "blob_pack_file_size_threshold": None,
+    "namespace_client": None,
+    "table_id": None,
+    "session": None,
+}
+#: Of those, the ones pylance applies only to a dataset the write creates (``write_dataset``
+#: checks them once it knows whether it appends).
+NEW_DATASET_OPTIONS = ("enable_v2_manifest_paths", "enable_stable_row_ids")
+
+
+def refuse_write_options(function: str, arguments: Mapping[str, Any], skip: Collection[str] = ()) -> None:
+    """Raise for the first unsupported write option among ``function``'s ``arguments`` (its
+    parameters by name) set to something other than pylance's default; ``skip`` names those not
+    checked (yet)."""
+    given = {k: arguments[k] for k in UNSUPPORTED_WRITE_OPTIONS if k in arguments and k not in skip}
+    refuse(function, given, UNSUPPORTED_WRITE_OPTIONS)
+
+
+def plan_data_write(
+    data: Any, uri: str, schema: pa.Schema | None, mode: str, arguments: Mapping[str, Any]
+) -> tuple[WritePlan, Iterator[pa.RecordBatch]]:
+    """The table layer's plan for writing ``data`` (and its batches) from the file-shaping options
+    ``write_dataset`` and ``write_fragments`` share, read from their ``arguments`` by name."""
+    arrow_schema, batches = as_reader(data, schema)
+    plan = plan_write(
+        uri,
+        schema if schema is not None else arrow_schema,
+        mode,
+        legacy_version(arguments["use_legacy_format"], arguments["data_storage_version"]),
+        arguments["storage_options"],
+        arguments["max_rows_per_file"],
+        arguments["max_bytes_per_file"],
+        arguments["max_page_bytes"],
+        allow_subset=True,
+        # None is plan_write's "inherit" (rewrites only): a user's None means False
+        allow_plugin_encodings=False
+        if arguments["allow_plugin_encodings"] is None
+        else arguments["allow_plugin_encodings"],
     )
+    return plan, batches
 
 
 def write_dataset(
@@ -100,51 +124,17 @@ def write_dataset(
     write cache) do not change what v2 files hold; options lance_fw lacks raise by name.
     ``allow_plugin_encodings`` (lance_fw's own): let plugin encodings pylance cannot read write
     columns; the manifest then records the plugins and pylance refuses the dataset at open."""
+    arguments = dict(locals())  # every option by name, before any other local exists
     from lance_fw.api.dataset import LanceDataset
 
-    refuse_write_options(
-        "write_dataset",
-        None,
-        progress,
-        True,
-        False,
-        auto_cleanup_options,
-        initial_bases,
-        target_bases,
-        target_all_bases,
-        base_store_params,
-        external_blob_mode,
-        allow_external_blob_outside_bases,
-        blob_pack_file_size_threshold,
-        namespace_client,
-        table_id,
-        session,
-    )
+    refuse_write_options("write_dataset", arguments, skip=NEW_DATASET_OPTIONS)
     if uri is None:
         raise InvalidArgumentError(
             "write_dataset: uri is required (namespace_client/table_id are not supported)"
         )
-    arrow_schema, batches = as_reader(data_obj, schema)
-    plan = plan_write(
-        uri_string(uri),
-        schema if schema is not None else arrow_schema,
-        mode,
-        legacy_version(use_legacy_format, data_storage_version),
-        storage_options,
-        max_rows_per_file,
-        max_bytes_per_file,
-        max_page_bytes,
-        allow_subset=True,
-        allow_plugin_encodings=bool(allow_plugin_encodings)
-        if allow_plugin_encodings is None
-        else allow_plugin_encodings,
-    )  # None is plan_write's "inherit" (rewrites only)
+    plan, batches = plan_data_write(data_obj, uri_string(uri), schema, mode, arguments)
     if plan.mode != "append":  # pylance applies these two only to a dataset the write creates
-        refuse_write_options(
-            "write_dataset",
-            enable_v2_manifest_paths=enable_v2_manifest_paths,
-            enable_stable_row_ids=enable_stable_row_ids,
-        )
+        refuse_write_options("write_dataset", {k: arguments[k] for k in NEW_DATASET_OPTIONS})
     fragments = plan.write(batches)
     properties = dict(transaction_properties or {})
     if commit_message:
