@@ -62,6 +62,31 @@ def matcher_for(expression: pc.Expression) -> Matcher:
     return matches
 
 
+def _matched_batches(
+    fields: list[LanceField],
+    filter_ids: list[int],
+    probe: pa.RecordBatch,
+    hits: np.ndarray,
+    fetched: list[pa.Array],
+    schema: pa.Schema,
+    batch_size: int,
+) -> Iterator[pa.RecordBatch]:
+    """The rows ``hits`` of a late-materialised read, in ``schema`` (``fields`` then the row columns
+    asked for) and batches of ``batch_size``: the filter's columns and the row columns come from
+    ``probe`` (filter columns, ``_rowid``, ``_rowaddr``), the other fields from ``fetched`` (those
+    fields' values at the hits, in ``fields`` order)."""
+    chosen = pa.array(hits)
+    by_id = dict(zip((f.id for f in fields if f.id not in filter_ids), fetched))
+    arrays = [
+        probe.column(filter_ids.index(f.id)).take(chosen) if f.id in filter_ids else by_id[f.id]
+        for f in fields
+    ]
+    arrays += [probe.column(name).take(chosen) for name in schema.names[len(fields) :]]
+    out = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    for lo in range(0, out.num_rows, batch_size):
+        yield out.slice(lo, batch_size)
+
+
 class FragmentReader:
     def __init__(
         self, storage: Storage, base_uri: str, fragment: table_pb2.DataFragment, schema: LanceSchema
@@ -286,23 +311,13 @@ class FragmentReader:
                 hits = hits[mask[hits]]
             if not len(hits):
                 continue
-            chosen = pa.array(hits)
             if not others:
                 fetched = []
             elif len(hits) <= TAKE_SHARE * (stop - start):
                 fetched = self.take_physical(others, hits + start)
             else:
-                fetched = [a.take(chosen) for a in self.read_range(others, start, stop)]
-            by_id = dict(zip((f.id for f in others), fetched))
-            arrays = [
-                probe.column(filter_ids.index(f.id)).take(chosen) if f.id in filter_ids else by_id[f.id]
-                for f in fields
-            ]
-            arrays += [row_id.take(chosen)] if with_row_id else []
-            arrays += [address.take(chosen)] if with_row_address else []
-            out = pa.RecordBatch.from_arrays(arrays, schema=schema)
-            for lo in range(0, out.num_rows, batch_size):
-                yield out.slice(lo, batch_size)
+                fetched = [a.take(pa.array(hits)) for a in self.read_range(others, start, stop)]
+            yield from _matched_batches(fields, filter_ids, probe, hits, fetched, schema, batch_size)
 
     def candidate_batches(
         self,
@@ -343,18 +358,9 @@ class FragmentReader:
         hits = np.asarray(matcher(probe), np.int64)
         if not len(hits):
             return
-        chosen = pa.array(hits)
         others = [f for f in fields if f.id not in filter_ids]
-        by_id = dict(zip((f.id for f in others), self.take_physical(others, rows[hits]) if others else []))
-        arrays = [
-            probe.column(filter_ids.index(f.id)).take(chosen) if f.id in filter_ids else by_id[f.id]
-            for f in fields
-        ]
-        arrays += [row_id.take(chosen)] if with_row_id else []
-        arrays += [address.take(chosen)] if with_row_address else []
-        out = pa.RecordBatch.from_arrays(arrays, schema=schema)
-        for lo in range(0, out.num_rows, batch_size):
-            yield out.slice(lo, batch_size)
+        fetched = self.take_physical(others, rows[hits]) if others else []
+        yield from _matched_batches(fields, filter_ids, probe, hits, fetched, schema, batch_size)
 
     def close(self) -> None:
         if "_readers" in self.__dict__:
