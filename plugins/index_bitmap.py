@@ -86,6 +86,16 @@ def _is_key_type(t: pa.DataType) -> bool:
     )
 
 
+def _same_value(stored: Any, value: Any) -> bool:
+    """Whether converting ``value`` to the key type kept it (NaN stays NaN)."""
+    if isinstance(value, float) and value != value:
+        return isinstance(stored, float) and stored != stored
+    try:
+        return bool(stored == value)
+    except TypeError:  # e.g. an aware and a naive datetime
+        return False
+
+
 def _refuse_params(name: str, params: Mapping[str, Any]) -> None:
     if params:
         raise InvalidArgumentError(
@@ -220,8 +230,8 @@ class BitmapIndexReader:
             OverflowError,
         ):
             return None
-        if converted.null_count:
-            return None
+        if converted.null_count or not _same_value(converted[0].as_py(), value):
+            return None  # e.g. 1.5 on an int column: pyarrow would truncate it
         return sortable(converted)[0]
 
     def _search(self, probe: Any, side: Literal["left", "right"]) -> int:
