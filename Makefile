@@ -7,11 +7,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test test-fast lint protos protos-check bench clean
 
-$(STAMP): pyproject.toml examples/lance_fw_delta/pyproject.toml
+$(STAMP): pyproject.toml examples/lance_fw_delta/pyproject.toml examples/lance_fw_bloom/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[test]"
 	$(BIN)/pip install -q -e examples/lance_fw_delta
+	$(BIN)/pip install -q -e examples/lance_fw_bloom
 	touch $(STAMP)
 
 setup: $(STAMP)

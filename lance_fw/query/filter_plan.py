@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw.errors import InvalidArgumentError
+from lance_fw.query.arrow_filter import lance_sql
 from lance_fw.query.filter import filter_columns, parse_filter
 from lance_fw.query.index_plan import IndexPlan, index_plan
 from lance_fw.schema import LanceField
@@ -42,7 +43,10 @@ def filter_plan(
     filter_fields = snapshot.fields(_filter_columns(filter, snapshot.schema))
     if not _binds(expression, filter_fields):  # columns guessed from an expression's text fell short
         filter_fields = list(snapshot.lance_schema.fields)
-    index = index_plan(snapshot, filter) if use_scalar_index and isinstance(filter, str) else None
+    index = None
+    if use_scalar_index:
+        text = filter if isinstance(filter, str) else lance_sql(filter, snapshot.schema)
+        index = index_plan(snapshot, text) if text is not None else None
     return FilterPlan(matcher_for(expression), filter_fields, index)
 
 

@@ -28,6 +28,9 @@ TAKE_SHARE = 1 / 64
 #: An index's candidates are read row by row up to this share of a fragment's rows; more are read
 #: as ranges with the filter (whole pages then cost less than many row lookups).
 CANDIDATE_SHARE = 1 / 8
+#: Beyond that share, candidates further apart than this many rows are read as separate spans (a
+#: zone map's or bloom filter's zones), the rows between them skipped.
+SPAN_GAP = 4096
 
 #: A filtered scan evaluates its filter over this many rows at a time (at least one batch).
 PROBE_ROWS = 65536
@@ -333,16 +336,26 @@ class FragmentReader:
     ) -> Iterator[pa.RecordBatch]:
         """``filtered_batches`` over only the physical rows ``candidates`` (sorted; an index's
         answer, deleted rows included): live candidates are taken, the filter re-checks them, and
-        the other columns are taken for the matches. Many candidates read as ranges instead."""
+        the other columns are taken for the matches. Many candidates are read as the spans of rows
+        holding them (``SPAN_GAP``), filtered as a scan would, skipping the rows between spans."""
         first, last = self._span(start, stop)
         rows = np.asarray(candidates, np.int64)
         rows = rows[(rows >= first) & (rows < last)]
         if len(self.deleted):
             rows = rows[~np.isin(rows, self.deleted.astype(np.int64), assume_unique=True)]
-        if len(rows) > CANDIDATE_SHARE * max(last - first, 1):
-            yield from self.filtered_batches(
-                fields, filter_fields, matcher, batch_size, with_row_address, with_row_id, first, last
-            )
+        if len(rows) > CANDIDATE_SHARE * max(last - first, 1):  # many: scan the spans holding them
+            cuts = np.flatnonzero(np.diff(rows) > SPAN_GAP) + 1
+            for lo, hi in zip(rows[np.r_[0, cuts]], rows[np.r_[cuts - 1, len(rows) - 1]]):
+                yield from self.filtered_batches(
+                    fields,
+                    filter_fields,
+                    matcher,
+                    batch_size,
+                    with_row_address,
+                    with_row_id,
+                    int(lo),
+                    int(hi) + 1,
+                )
             return
         if not len(rows):
             return

@@ -1,7 +1,7 @@
 """The indices a version's manifest lists, described as pylance 14's ``describe_indices`` does.
 
-Why read-only: lance_fw neither builds nor searches indices, but a pylance user (and the DuckDB
-front end) asks which exist. Everything here comes from the manifest's index section: no index
+Why from the manifest alone: a pylance user (and the DuckDB front end) asks which indices exist
+without wanting any index opened. Everything here comes from the manifest's index section: no index
 file is opened. An index whose type lance_fw cannot name from its details (a type newer than this
 module, or a vector index written without details) raises ``UnsupportedFeatureError`` rather than
 being described wrongly; ``details`` that lance_fw does not reproduce (full-text indices) raise
@@ -21,6 +21,7 @@ import pyroaring
 from lance_fw._proto import table_pb2, vector_index_pb2
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.table.deletion import live_rows
+from lance_fw.table.indices import index_types
 from lance_fw.table.metadata import field_paths
 from lance_fw.table.snapshot import Snapshot
 
@@ -170,6 +171,9 @@ def _type_and_details(
         return SCALAR_TYPES[type_url], {}
     if type_url in OPAQUE_TYPES:
         return OPAQUE_TYPES[type_url], None
+    plugin = next((k for k in index_types().values() if k.type_url == type_url), None)
+    if plugin is not None:  # a third-party index type: its own name, no details lance_fw decodes
+        return plugin.display_name, {}
     if type_url == VECTOR_TYPE_URL and meta.index_details.value:
         details = vector_index_pb2.VectorIndexDetails()
         details.ParseFromString(meta.index_details.value)

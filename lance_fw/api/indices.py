@@ -1,0 +1,160 @@
+"""pylance's scalar-index calls: argument checks, then ``table/indices.py``.
+
+Why a module of its own: ``LanceDataset`` only forwards to these functions, so ``api/dataset.py``
+stays small and the checks of pylance's index arguments live in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.options import refuse
+from lance_fw.table import indices as table_indices
+
+if TYPE_CHECKING:
+    from lance_fw.api.dataset import LanceDataset
+
+
+def create_scalar_index(
+    ds: LanceDataset,
+    column: str,
+    index_type: str,
+    name: str | None,
+    replace: bool,
+    train: bool,
+    fragment_ids: list[int] | None,
+    index_uuid: str | None,
+    progress_callback: Any,
+    format_version: int | str | None,
+    params: Mapping[str, Any],
+) -> None:
+    """Build and commit the index; ``ds`` moves to the version created."""
+    refuse(
+        "create_scalar_index",
+        {
+            "train": train,
+            "fragment_ids": fragment_ids,
+            "index_uuid": index_uuid,
+            "progress_callback": progress_callback,
+            "format_version": format_version,
+        },
+        {"train": True},
+    )
+    if not isinstance(replace, bool):
+        raise InvalidArgumentError(f"replace must be a bool, got {replace!r}")
+    version = table_indices.create_scalar_index(ds._snapshot, column, index_type, name, replace, dict(params))
+    ds._move_to(version)
+
+
+def drop_index(ds: LanceDataset, name: str) -> None:
+    """Remove every segment of index ``name``; ``ds`` moves to the version created."""
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"name must be a string, got {name!r}")
+    ds._move_to(table_indices.drop_index(ds._snapshot, name))
+
+
+def optimize_indices(ds: LanceDataset, options: Mapping[str, Any]) -> None:
+    """``ds.optimize.optimize_indices(index_names=[...])``: bring each index up to every fragment."""
+    options = dict(options)
+    names = options.pop("index_names", None)
+    known = {"num_indices_to_merge": 1, "retrain": False}
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        raise UnsupportedFeatureError(f"optimize_indices: option {unknown[0]!r} is not supported by lance_fw")
+    refuse("optimize_indices", options, known)
+    if names is not None and (isinstance(names, str) or not isinstance(names, Iterable)):
+        raise InvalidArgumentError(f"index_names must be a list of names, got {names!r}")
+    version = table_indices.optimize_indices(ds._snapshot, None if names is None else list(names))
+    if version is not None:
+        ds._move_to(version)
+
+
+def index_statistics(ds: LanceDataset, name: str) -> dict[str, Any]:
+    """pylance's ``ds.stats.index_stats(name)``."""
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"index name must be a string, got {name!r}")
+    return table_indices.index_statistics(ds._snapshot, name)
+
+
+def prewarm_index(ds: LanceDataset, name: str, with_position: bool, index_segments: Any) -> None:
+    """Open (and cache) every segment of index ``name``: the first query then reads no index metadata."""
+    refuse(
+        "prewarm_index",
+        {"with_position": with_position, "index_segments": index_segments},
+        {"with_position": False},
+    )
+    handles = [h for h in table_indices.usable_indices(ds._snapshot) if h.name == name]
+    if not handles:
+        raise InvalidArgumentError(f"Index not found: {name!r}")
+    for handle in handles:
+        table_indices.open_index(ds._snapshot, handle)
+
+
+class DatasetStats:
+    """pylance's ``ds.stats`` namespace (index statistics)."""
+
+    def __init__(self, ds: LanceDataset) -> None:
+        self._ds = ds
+
+    def index_stats(self, index_name: str) -> dict[str, Any]:
+        """Statistics of one index (see ``index_statistics``)."""
+        return index_statistics(self._ds, index_name)
+
+
+class IndexMethods:
+    """``LanceDataset``'s index methods (pylance's names and signatures), kept out of ``dataset.py``."""
+
+    _snapshot: Any
+
+    def _move_to(self, version: int | None) -> None:  # provided by LanceDataset
+        raise NotImplementedError
+
+    def create_scalar_index(
+        self,
+        column: str,
+        index_type: str,
+        name: str | None = None,
+        *,
+        replace: bool = True,
+        train: bool = True,
+        fragment_ids: list[int] | None = None,
+        index_uuid: str | None = None,
+        progress_callback: Any = None,
+        format_version: int | str | None = None,
+        **params: Any,
+    ) -> None:
+        """Build a scalar index (``BTREE``, ``BITMAP``, ``LABEL_LIST``, ``ZONEMAP`` or a plugin's type)
+        on ``column`` and commit it. ``params`` are the index type's parameters; each type refuses
+        any it does not implement (``InvalidArgumentError``), so none is ignored."""
+        create_scalar_index(
+            self,  # type: ignore[arg-type]
+            column,
+            index_type,
+            name,
+            replace,
+            train,
+            fragment_ids,
+            index_uuid,
+            progress_callback,
+            format_version,
+            params,
+        )
+
+    def drop_index(self, name: str) -> None:
+        """Remove the index ``name`` (a new version; its files stay for ``cleanup_old_versions``)."""
+        drop_index(self, name)  # type: ignore[arg-type]
+
+    def prewarm_index(self, name: str, *, with_position: bool = False, index_segments: Any = None) -> None:
+        """Open index ``name`` now, so the first query using it reads no index metadata."""
+        prewarm_index(self, name, with_position, index_segments)  # type: ignore[arg-type]
+
+    def index_statistics(self, index_name: str) -> dict[str, Any]:
+        """Statistics of one index, as ``ds.stats.index_stats(index_name)``."""
+        return index_statistics(self, index_name)  # type: ignore[arg-type]
+
+    @property
+    def stats(self) -> DatasetStats:
+        """pylance's ``ds.stats`` (``index_stats(name)``)."""
+        return DatasetStats(self)  # type: ignore[arg-type]
