@@ -14,6 +14,7 @@ Listings return ``Key``/``Value`` rows (sorted by key); the setters make one com
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -72,19 +73,36 @@ def _value(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _unset_config(ds: LanceDataset, args: list[Any]) -> list[tuple[Any, ...]]:
-    ds.delete_config_keys([_key(args[0])])
-    return DONE
+#: What a family of key/value functions reads and updates: the map of the dataset, or with a
+#: column name (``lance_*column_metadata``) that column's.
+Read = Callable[[LanceDataset, str | None], dict[Any, Any]]
+Update = Callable[[LanceDataset, str | None, dict[str, str | None]], object]
 
 
-def _set_column(ds: LanceDataset, args: list[Any]) -> list[tuple[Any, ...]]:
-    ds.update_field_metadata({_key(args[0], "column name"): {_key(args[1]): _value(args[2])}})
-    return DONE
+def _key_value_functions(name: str, per_column: bool, read: Read, update: Update) -> list[TableFunction]:
+    """``lance_<name>`` (list), ``lance_set_<name>`` and ``lance_unset_<name>`` (one commit each; a
+    NULL value removes the key, as unsetting it does) for one metadata map; ``per_column``: the
+    first argument names the column, the key and value follow."""
+    scope = int(per_column)
 
+    def column(args: list[Any]) -> str | None:
+        return _key(args[0], "column name") if per_column else None
 
-def _unset_column(ds: LanceDataset, args: list[Any]) -> list[tuple[Any, ...]]:
-    ds.update_field_metadata({_key(args[0], "column name"): {_key(args[1]): None}})
-    return DONE
+    return [
+        TableFunction(f"lance_{name}", (scope, scope), KV_COLUMNS, lambda ds, a: _rows(read(ds, column(a)))),
+        TableFunction(
+            f"lance_set_{name}",
+            (scope + 2, scope + 2),
+            COUNT_COLUMNS,
+            lambda ds, a: _done(update(ds, column(a), {_key(a[scope]): _value(a[scope + 1])})),
+        ),
+        TableFunction(
+            f"lance_unset_{name}",
+            (scope + 1, scope + 1),
+            COUNT_COLUMNS,
+            lambda ds, a: _done(update(ds, column(a), {_key(a[scope]): None})),
+        ),
+    ]
 
 
 def _indices(ds: LanceDataset) -> list[tuple[Any, ...]]:
@@ -92,57 +110,21 @@ def _indices(ds: LanceDataset) -> list[tuple[Any, ...]]:
 
 
 _FUNCTIONS = [
-    TableFunction("lance_config", (0, 0), KV_COLUMNS, lambda ds, a: _rows(ds.config())),
-    TableFunction(
-        "lance_set_config",
-        (2, 2),
-        COUNT_COLUMNS,
-        lambda ds, a: _done(ds.update_config({_key(a[0]): _value(a[1])})),
+    *_key_value_functions("config", False, lambda ds, _: ds.config(), lambda ds, _, kv: ds.update_config(kv)),
+    *_key_value_functions(
+        "table_metadata", False, lambda ds, _: ds.metadata, lambda ds, _, kv: ds.update_metadata(kv)
     ),
-    TableFunction("lance_unset_config", (1, 1), COUNT_COLUMNS, _unset_config),
-    TableFunction("lance_table_metadata", (0, 0), KV_COLUMNS, lambda ds, a: _rows(ds.metadata)),
-    TableFunction(
-        "lance_set_table_metadata",
-        (2, 2),
-        COUNT_COLUMNS,
-        lambda ds, a: _done(ds.update_metadata({_key(a[0]): _value(a[1])})),
+    *_key_value_functions(
+        "schema_metadata",
+        False,
+        lambda ds, _: ds.schema_metadata,
+        lambda ds, _, kv: ds.update_schema_metadata(kv),
     ),
-    TableFunction(
-        "lance_unset_table_metadata",
-        (1, 1),
-        COUNT_COLUMNS,
-        lambda ds, a: _done(ds.update_metadata({_key(a[0]): None})),
-    ),
-    TableFunction("lance_schema_metadata", (0, 0), KV_COLUMNS, lambda ds, a: _rows(ds.schema_metadata)),
-    TableFunction(
-        "lance_set_schema_metadata",
-        (2, 2),
-        COUNT_COLUMNS,
-        lambda ds, a: _done(ds.update_schema_metadata({_key(a[0]): _value(a[1])})),
-    ),
-    TableFunction(
-        "lance_unset_schema_metadata",
-        (1, 1),
-        COUNT_COLUMNS,
-        lambda ds, a: _done(ds.update_schema_metadata({_key(a[0]): None})),
-    ),
-    TableFunction(
-        "lance_column_metadata",
-        (1, 1),
-        KV_COLUMNS,
-        lambda ds, a: _rows(field_metadata(ds, _key(a[0], "column name"))),
-    ),
-    TableFunction(
-        "lance_set_column_metadata",
-        (3, 3),
-        COUNT_COLUMNS,
-        _set_column,
-    ),
-    TableFunction(
-        "lance_unset_column_metadata",
-        (2, 2),
-        COUNT_COLUMNS,
-        _unset_column,
+    *_key_value_functions(
+        "column_metadata",
+        True,
+        lambda ds, column: field_metadata(ds, str(column)),
+        lambda ds, column, kv: ds.update_field_metadata({str(column): kv}),
     ),
     TableFunction("lance_indices", (0, 0), KV_COLUMNS, lambda ds, a: _indices(ds)),
 ]
