@@ -21,6 +21,7 @@ import pyarrow as pa
 from lance_fw.api._forwarding import derived_method, same_options
 from lance_fw.api.distributed import commit
 from lance_fw.api.fragment import LanceFragment
+from lance_fw.api.indices import IndexMethods, optimize_indices
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
@@ -200,7 +201,7 @@ def _scan_head(ds: LanceDataset, options: dict[str, Any]) -> pa.Table:
     return ds.scanner(limit=options.pop("num_rows"), **options).to_table()
 
 
-class LanceDataset:
+class LanceDataset(IndexMethods):
     """One version of a Lance dataset; mutating calls move this object to the version they commit."""
 
     def __init__(
@@ -590,6 +591,11 @@ class DatasetOptimizer:
 
     def __init__(self, ds: LanceDataset) -> None:
         self._ds = ds
+
+    def optimize_indices(self, **kwargs: Any) -> None:
+        """Bring every scalar index (or ``index_names=[...]``) up to the fragments added since it
+        was built; other pylance options are refused unless at their defaults."""
+        optimize_indices(self._ds, kwargs)
 
     def compact_files(
         self,
