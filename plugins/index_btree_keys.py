@@ -285,7 +285,13 @@ class DecimalDomain(IntegerDomain):
 
 
 class FloatDomain(KeyDomain):
-    """Float columns: the IEEE total order as ``int64`` with ``-0.0`` as ``0.0`` (module docstring)."""
+    """Float columns: the IEEE total order as ``int64`` with ``-0.0`` as ``0.0`` (module docstring).
+
+    A literal is first rounded to the column's width, as pylance 14 casts it (on a ``float32``
+    column ``x = 0.1`` finds the values ``float32(0.1)`` and ``x <= 0.1`` includes them)."""
+
+    def __init__(self, arrow_type: pa.DataType) -> None:
+        self.width = np.dtype(arrow_type.to_pandas_dtype()).type
 
     @staticmethod
     def _float_keys(floats: np.ndarray) -> np.ndarray:
@@ -315,7 +321,9 @@ class FloatDomain(KeyDomain):
             as_float = float(value)
         else:
             raise NotComparable(f"{value!r} is not a number")
-        return int(self._float_keys(np.asarray([as_float]))[0])
+        with np.errstate(over="ignore"):
+            rounded = np.asarray([as_float]).astype(self.width)
+        return int(self._float_keys(rounded.astype(np.float64))[0])
 
     def bounds(self, lower: Any, lower_inclusive: bool, upper: Any, upper_inclusive: bool) -> Bounds | None:
         lo = _INT64_MIN
@@ -437,7 +445,7 @@ def domain_for(arrow_type: pa.DataType) -> KeyDomain | None:
     if pa.types.is_boolean(t):
         return IntegerDomain(t, pa.int8(), "bool")
     if pa.types.is_floating(t):
-        return FloatDomain()
+        return FloatDomain(t)
     if pa.types.is_date32(t) or pa.types.is_time32(t):
         return IntegerDomain(t, pa.int32(), "temporal")
     if pa.types.is_date64(t) or pa.types.is_time64(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t):

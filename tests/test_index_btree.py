@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from lance.indices import IndexConfig
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.interfaces import (
@@ -281,6 +282,21 @@ def test_zone_size_sets_the_page_size_as_pylance_does(tmp_path: Any) -> None:
     assert ds.to_table(filter="x = 2500")["x"].to_pylist() == [2500]
     reader = BTREE.load(store, ds.schema.field("x"))
     assert reader.search(RangeQuery(999, True, 1001, False)).addresses.tolist() == [3999, 4000]
+    # pylance's own zone_size index (IndexConfig is how pylance 14 passes BTREE parameters)
+    ref_uri = str(tmp_path / "ref")
+    ref = lance.write_dataset(pa.table({"x": pa.array(np.arange(5000)[::-1])}), ref_uri)
+    before = (
+        set(os.listdir(os.path.join(ref_uri, "_indices")))
+        if os.path.isdir(os.path.join(ref_uri, "_indices"))
+        else set()
+    )
+    ref.create_scalar_index("x", IndexConfig("btree", {"zone_size": 1000}))
+    (new,) = set(os.listdir(os.path.join(ref_uri, "_indices"))) - before
+    ref_store = IndexFiles(resolve_storage(ref_uri), index_dir(ref_uri, new))
+    assert ref_store.schema_metadata("page_lookup.lance") == store.schema_metadata("page_lookup.lance")
+    ref_reader = BTREE.load(ref_store, ds.schema.field("x"))
+    assert ref_reader.search(RangeQuery(999, True, 1001, False)).addresses.tolist() == [3999, 4000]
+    assert ref_reader.statistics() == reader.statistics()
 
 
 def test_refuses_unsupported_types_and_parameters() -> None:
@@ -411,3 +427,72 @@ def test_empty_and_all_null_indices(tmp_path: Any) -> None:
     assert reader.statistics() == {}
     assert reader.search(EqualsQuery(1)).addresses.tolist() == []
     assert reader.search(IsNullQuery()).addresses.tolist() == []
+
+
+_F32 = float(np.float32(0.1))
+OTHER_TYPES: dict[str, tuple[pa.Array, list[tuple[ScalarQuery, str]]]] = {
+    "f32": (
+        pa.array(np.array([0.1, 0.5, 0.25, np.nan, -0.0, 0.0, 1e30] * 1500, np.float32)),
+        [
+            (RangeQuery(upper=0.1), "x <= 0.1"),  # pylance rounds the literal to float32
+            (EqualsQuery(0.1), "x = 0.1"),
+            (EqualsQuery(_F32), f"x = {_F32!r}"),
+            (RangeQuery(lower=0.1, lower_inclusive=False), "x > 0.1"),
+            (EqualsQuery(0.0), "x = 0"),
+            (RangeQuery(lower=1.0), "x >= 1.0"),
+        ],
+    ),
+    "u64": (
+        pa.array(np.array([2**64 - 1, 2**63, 5, 0] * 2500, np.uint64)),
+        [
+            (EqualsQuery(2**64 - 1), f"x = {2**64 - 1}"),
+            (RangeQuery(lower=2**63), f"x >= {2**63}"),
+            (RangeQuery(lower=5, upper=2**63, upper_inclusive=False), f"x >= 5 AND x < {2**63}"),
+        ],
+    ),
+    "i8": (
+        pa.array(np.array([-128, 127, 0, 5] * 2500, np.int8)),
+        [(RangeQuery(lower=100), "x >= 100"), (InQuery((-128, 5)), "x IN (-128, 5)")],
+    ),
+    "large_string": (
+        pa.array(["a", "b", "bc", None, "é"] * 2000, pa.large_string()),
+        [
+            (EqualsQuery("b"), "x = 'b'"),
+            (PrefixQuery("b"), "x LIKE 'b%'"),
+            (RangeQuery(lower="b", upper="é", upper_inclusive=False), "x >= 'b' AND x < 'é'"),
+        ],
+    ),
+    "binary": (
+        pa.array([b"\x00\x01", b"ab", b"", None, b"abc"] * 2000, pa.binary()),
+        [
+            (EqualsQuery(b"ab"), "x = X'6162'"),
+            (RangeQuery(lower=b"ab"), "x >= X'6162'"),
+            (EqualsQuery(b""), "x = X''"),
+            (IsNullQuery(), "x IS NULL"),
+        ],
+    ),
+    "fixed_size_binary": (
+        pa.array([b"ab", b"cd", b"ce", None] * 2500, pa.binary(2)),
+        [(EqualsQuery(b"cd"), "x = X'6364'"), (RangeQuery(lower=b"cd"), "x >= X'6364'")],
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(OTHER_TYPES))
+def test_other_types_both_ways(tmp_path: Any, kind: str) -> None:
+    values, cases = OTHER_TYPES[kind]
+    theirs_uri, mine_uri = str(tmp_path / "theirs"), str(tmp_path / "mine")
+    for uri in (theirs_uri, mine_uri):
+        lance.write_dataset(pa.table({"x": values}), uri, max_rows_per_file=3000)
+    theirs = lance.dataset(theirs_uri)
+    reader = BTREE.load(_pylance_index(theirs, "x"), theirs.schema.field("x"))
+    theirs = lance.dataset(theirs_uri)
+    mine, store = _commit_lance_fw_index(mine_uri, "x")
+    for q, expr in cases:
+        expected = _addresses(theirs, expr)
+        assert np.array_equal(reader.search(q).addresses, expected), expr
+        assert "ScalarIndexQuery" in mine.scanner(columns=[], filter=expr).explain_plan()
+        got = np.sort(mine.to_table(columns=[], filter=expr, with_row_address=True)["_rowaddr"].to_numpy())
+        assert np.array_equal(got, expected), expr
+    assert reader.statistics() == theirs.stats.index_stats("x_idx")["indices"][0]
+    assert BTREE.load(store, mine.schema.field("x")).statistics() == reader.statistics()
