@@ -8,7 +8,7 @@ original protobuf of each field so unknown fields written by other writers survi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -46,6 +46,12 @@ _SIMPLE: dict[str, pa.DataType] = {
     "date64:ms": pa.date64(),
 }
 _SIMPLE_NAMES = {str(t): name for name, t in _SIMPLE.items()}
+#: Types whose logical type is ``<name>:<unit>``: the constructor from the unit, and the Arrow class.
+_UNIT_TYPES: dict[str, tuple[Callable[[str], pa.DataType], type[pa.DataType]]] = {
+    "time32": (pa.time32, pa.Time32Type),
+    "time64": (pa.time64, pa.Time64Type),
+    "duration": (pa.duration, pa.DurationType),
+}
 
 
 @dataclass
@@ -141,12 +147,8 @@ def _arrow_type(f: LanceField) -> pa.DataType:
         if head == "timestamp":
             unit, tz = parts[0], ":".join(parts[1:])
             return pa.timestamp(unit, None if tz in ("-", "") else tz)
-        if head == "time32":
-            return pa.time32(parts[0])
-        if head == "time64":
-            return pa.time64(parts[0])
-        if head == "duration":
-            return pa.duration(parts[0])
+        if head in _UNIT_TYPES:
+            return _UNIT_TYPES[head][0](parts[0])
         if head == "fixed_size_list":
             inner, _, size = rest.rpartition(":")
             inner_field = LanceField("item", -1, inner)
@@ -181,12 +183,9 @@ def logical_type_of(t: pa.DataType) -> str:
         return f"decimal:{t.bit_width}:{t.precision}:{t.scale}"
     if pa.types.is_timestamp(t):
         return f"timestamp:{t.unit}:{t.tz or '-'}"
-    if pa.types.is_time32(t):
-        return f"time32:{t.unit}"
-    if pa.types.is_time64(t):
-        return f"time64:{t.unit}"
-    if pa.types.is_duration(t):
-        return f"duration:{t.unit}"
+    for unit_name, (_, unit_type) in _UNIT_TYPES.items():
+        if isinstance(t, unit_type):
+            return f"{unit_name}:{t.unit}"
     if pa.types.is_dictionary(t):
         if pa.types.is_nested(t.value_type) or pa.types.is_dictionary(t.value_type):
             raise SchemaError(

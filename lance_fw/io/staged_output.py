@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import uuid
 from collections.abc import Callable
-from types import TracebackType
 from typing import BinaryIO
 
 from lance_fw.errors import StorageError
@@ -105,13 +104,8 @@ class StagedOutput(io.RawIOBase):
     def __del__(self) -> None:  # dropped without close: nothing is published (IOBase would close)
         self.abort()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_exc_and_traceback: object) -> None:
+        if exc_type is not None:  # a failed block publishes nothing
             self.abort()
         else:
             self.close()
