@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pytest
 from lance.indices import IndexConfig
 
-from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.interfaces import (
     EqualsQuery,
     InQuery,
@@ -496,3 +496,29 @@ def test_other_types_both_ways(tmp_path: Any, kind: str) -> None:
         assert np.array_equal(got, expected), expr
     assert reader.statistics() == theirs.stats.index_stats("x_idx")["indices"][0]
     assert BTREE.load(store, mine.schema.field("x")).statistics() == reader.statistics()
+
+
+def test_load_refuses_files_that_are_not_a_btree(tmp_path: Any) -> None:
+    uri = str(tmp_path / "ds")
+    field = pa.field("x", pa.int64())
+    missing = IndexFiles(resolve_storage(uri), index_dir(uri, "missing"))
+    with pytest.raises(CorruptFileError, match=r"page_data\.lance"):
+        BTREE.load(missing, field)
+    wrong = IndexFiles(resolve_storage(uri), index_dir(uri, "wrong"))
+    wrong.write_table(
+        "page_data.lance", pa.table({"values": pa.array([1]), "ids": pa.array([0], pa.uint64())})
+    )
+    wrong.write_table("page_lookup.lance", pa.table({"keys": pa.array([1])}))
+    with pytest.raises(CorruptFileError, match=r"page_lookup\.lance"):
+        BTREE.load(wrong, field)
+    ranged = IndexFiles(resolve_storage(uri), index_dir(uri, "ranged"))
+    BTREE.train(
+        pa.table({"value": pa.array([3, 1]), "_rowaddr": pa.array([0, 1], pa.uint64())}).to_batches(),
+        field,
+        {},
+        ranged,
+    )
+    lookup = ranged.read_table("page_lookup.lance")
+    ranged.write_table("page_lookup.lance", lookup, {"batch_size": "4096", "range_partitioned": "true"})
+    with pytest.raises(UnsupportedFeatureError, match="range-partitioned"):
+        BTREE.load(IndexFiles(resolve_storage(uri), index_dir(uri, "ranged")), field)
