@@ -1,0 +1,420 @@
+"""What bytes the values and levels of one 2.1/2.2 page become: the ``CompressiveEncoding`` tree
+and its buffers, per mini-block chunk or per full-zip value.
+
+``encode.py`` chooses the page layout (constant, mini-block, full-zip) and assembles chunks and
+pages; this module answers, for given values, which compressive encoding pylance 14 would pick and
+what it writes: flat and FastLanes-bitpacked integers, RLE runs, ``variable`` offsets, fixed-size
+lists, packed structs, page dictionaries, FSST and zstd, and the rep/def level buffers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeAlias
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.file.buffers import fixed_bits, gather_ranges, range_positions
+
+from . import fastlanes, fsst
+from .compressive import RLE_VALUES_LENGTH, VARIABLE_BLOCK_HEADER_32, ZSTD_SIZE_PREFIX
+
+CHUNK_TARGET_BYTES = 4096
+MAX_CHUNK_VALUES = 4096
+#: pylance's FSST rule (lance-encoding, both layouts): string pages of at least this many bytes
+#: whose longest value has at least FSST_MIN_LONGEST bytes; below that FSST does not pay.
+FSST_MIN_PAGE_BYTES = 32 * 1024
+FSST_MIN_LONGEST = 5
+_UINT_DTYPE: dict[int, type[np.unsignedinteger]] = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+#: One chunk's value buffers (bytes, or views into the page's values where no copy is needed).
+ChunkBuffers: TypeAlias = Sequence[bytes | memoryview]
+#: ``(page values, [(first, stop) value span of each chunk]) -> each chunk's value buffers``.
+PageChunker: TypeAlias = Callable[[pa.Array, list[tuple[int, int]]], Sequence[ChunkBuffers]]
+#: A mini-block value plan: (value encoding, values per chunk, or None for chunks cut by bytes,
+#: the chunker).
+ValuePlan: TypeAlias = tuple[pb.CompressiveEncoding, int | None, PageChunker]
+#: A level plan: (level encoding, one chunk's levels -> its packed buffer).
+LevelPlan: TypeAlias = tuple[pb.CompressiveEncoding, Callable[[np.ndarray], bytes]]
+
+
+def flat(bits: int) -> pb.CompressiveEncoding:
+    return pb.CompressiveEncoding(flat=pb.Flat(bits_per_value=bits))
+
+
+def value_bits(t: pa.DataType) -> int:
+    if pa.types.is_dictionary(t):  # stored through a page dictionary, never as raw indices
+        return 0
+    return fixed_bits(t) or 0
+
+
+def fixed_bytes(values: pa.Array) -> np.ndarray:
+    """Raw little-endian bytes of a fixed-width array (bit-packed for bools), offset applied."""
+    t = values.type
+    if pa.types.is_boolean(t):
+        return np.packbits(pc.fill_null(values, False).to_numpy(zero_copy_only=False), bitorder="little")
+    if pa.types.is_fixed_size_list(t):
+        items = values.values.slice(values.offset * t.list_size, len(values) * t.list_size)
+        return fixed_bytes(items)
+    width = t.bit_width // 8
+    buf = values.buffers()[1]
+    if buf is None:
+        return np.zeros(len(values) * width, np.uint8)
+    return np.frombuffer(buf, np.uint8, count=len(values) * width, offset=values.offset * width)
+
+
+def offsets_and_data(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+    offs = np.frombuffer(
+        values.buffers()[1],
+        np.int64 if large else np.int32,
+        count=len(values) + 1,
+        offset=values.offset * (8 if large else 4),
+    ).astype(np.int64)
+    data = values.buffers()[2]
+    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return offs, data
+
+
+def pow2_at_most(n: int) -> int:
+    n = max(2, min(MAX_CHUNK_VALUES, n))
+    return 1 << (n.bit_length() - 1)
+
+
+def _per_chunk(encode: Callable[[pa.Array], ChunkBuffers]) -> PageChunker:
+    """Lift a chunk encoder to the page form ``(page, spans) -> buffers per chunk`` that encodings
+    vectorising across chunks implement directly."""
+    return lambda page, spans: [encode(page.slice(a, b - a)) for a, b in spans]
+
+
+def _slice_bytes(raw: np.ndarray, spans: list[tuple[int, int]], width: int) -> list[list[memoryview]]:
+    """Plain fixed-width chunks: consecutive byte ranges of the page's values."""
+    view = np.ascontiguousarray(raw).data.cast("B")
+    return [[view[a * width : b * width]] for a, b in spans]
+
+
+def value_plan(values: pa.Array, general: bool = True) -> ValuePlan:
+    """(value encoding, values per chunk or None for byte-sized chunks, ``(page, spans) -> value
+    buffers of each chunk``) for a mini-block page. ``general=False``: strings stay plain
+    ``variable`` (FSST's grammar wants Variable values, not zstd over them)."""
+    t = values.type
+    if pa.types.is_struct(t):
+        return _packed_struct_plan(values)
+    if pa.types.is_fixed_size_list(t):
+        dim = t.list_size
+        item_bits = value_bits(t.value_type)
+        has_validity = values.values.null_count > 0
+        fsl = pb.FixedSizeList(items_per_value=dim, values=flat(item_bits), has_validity=has_validity)
+
+        def fsl_chunk(chunk: pa.Array) -> list[bytes]:
+            items = chunk.values.slice(chunk.offset * dim, len(chunk) * dim)
+            bufs = [fixed_bytes(items).tobytes()]
+            if has_validity:
+                bufs.insert(
+                    0,
+                    np.packbits(items.is_valid().to_numpy(zero_copy_only=False), bitorder="little").tobytes(),
+                )
+            return bufs
+
+        if not has_validity and item_bits % 8 == 0:
+            width = item_bits * dim // 8
+
+            def fsl_page(page: pa.Array, spans: list) -> list[list[memoryview]]:
+                return _slice_bytes(fixed_bytes(page), spans, width)
+
+            per_chunk = pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, item_bits * dim))
+            return pb.CompressiveEncoding(fixed_size_list=fsl), per_chunk, fsl_page
+        per_chunk = pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, item_bits * dim))
+        return pb.CompressiveEncoding(fixed_size_list=fsl), per_chunk, _per_chunk(fsl_chunk)
+    bits = value_bits(t)
+    if bits:
+        rle = _rle_plan(values, bits) if bits in (8, 16, 32, 64) and not pa.types.is_boolean(t) else None
+        if rle is not None:
+            return rle
+        if bits in (8, 16, 32, 64) and not pa.types.is_boolean(t) and _bitpacking_pays(values, bits):
+            enc = pb.CompressiveEncoding(
+                inline_bitpacking=pb.InlineBitpacking(uncompressed_bits_per_value=bits)
+            )
+            dtype = _UINT_DTYPE[bits]
+
+            def packed_page(page: pa.Array, spans: list) -> list[list[bytes]]:
+                raw = fixed_bytes(page).view(dtype)
+                if all(b - a == fastlanes.BLOCK for a, b in spans[:-1]):
+                    # chunks are whole 1024-value blocks, so the page packs in one vectorised pass
+                    return [[b] for b in fastlanes.pack_inline_blocks(raw, bits)]
+                # a chunk cut short (its values' lists hold more levels than a chunk may) is
+                # a block of its own
+                return [fastlanes.pack_inline_blocks(raw[a:b], bits) for a, b in spans]
+
+            return enc, fastlanes.BLOCK, packed_page
+        if not pa.types.is_boolean(t):
+            width = bits // 8
+            return (
+                flat(bits),
+                pow2_at_most(CHUNK_TARGET_BYTES * 8 // bits),
+                lambda page, spans: _slice_bytes(fixed_bytes(page), spans, width),
+            )
+        per_chunk = pow2_at_most(CHUNK_TARGET_BYTES * 8 // bits)
+        return flat(bits), per_chunk, _per_chunk(lambda chunk: [fixed_bytes(chunk).tobytes()])
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    off_bits = 64 if large else 32
+    enc = pb.CompressiveEncoding(variable=pb.Variable(offsets=flat(off_bits)))
+
+    def variable_chunk(chunk: pa.Array) -> list[bytes]:
+        offs, data = offsets_and_data(chunk)
+        header = (len(chunk) + 1) * off_bits // 8
+        rel = (offs - offs[0] + header).astype("<u8" if large else "<u4")
+        body = data[offs[0] : offs[-1]].tobytes()
+        buf = rel.tobytes() + body
+        return [buf + b"\x00" * (-len(buf) % (off_bits // 8))]  # padded to the offset width
+
+    if not general or not zstd_pays(values):
+        return enc, None, _per_chunk(variable_chunk)
+    codec = pa.Codec("zstd")
+
+    def zstd_chunk(chunk: pa.Array) -> list[bytes]:
+        raw = variable_chunk(chunk)[0]
+        return [ZSTD_SIZE_PREFIX.pack(len(raw)) + codec.compress(pa.py_buffer(raw)).to_pybytes()]
+
+    general = pb.CompressiveEncoding(
+        general=pb.General(compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD), values=enc)
+    )
+    return general, None, _per_chunk(zstd_chunk)
+
+
+def _rle_plan(values: pa.Array, bits: int) -> ValuePlan | None:
+    """RLE (flat values + u8 run lengths, runs split at 255) when runs are long enough to pay."""
+    raw = fixed_bytes(values).view(_UINT_DTYPE[bits])
+    if len(raw) < 64:
+        return None
+    changes = int(np.count_nonzero(raw[1:] != raw[:-1])) + 1
+    if changes * (bits // 8 + 1) * 8 > raw.nbytes:  # runs must save at least 8x over raw values
+        return None
+    enc = pb.CompressiveEncoding(rle=pb.Rle(values=flat(bits), run_lengths=flat(8)))
+
+    def rle_chunk(chunk: pa.Array) -> list[bytes]:
+        run_values, run_lengths = _runs(fixed_bytes(chunk).view(raw.dtype))
+        return [run_values.tobytes(), run_lengths.tobytes()]
+
+    return enc, MAX_CHUNK_VALUES, _per_chunk(rle_chunk)
+
+
+def _runs(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(run values, u8 run lengths) with runs split at 255."""
+    if not len(vals):
+        return vals[:0], np.zeros(0, np.uint8)
+    starts = np.flatnonzero(np.concatenate([[True], vals[1:] != vals[:-1]]))
+    lengths = np.diff(np.append(starts, len(vals)))
+    pieces = (lengths + 254) // 255
+    run_values = np.repeat(vals[starts], pieces)
+    run_lengths = np.full(int(pieces.sum()), 255, np.int64)
+    run_lengths[np.cumsum(pieces) - 1] = lengths - (pieces - 1) * 255
+    return run_values, run_lengths.astype(np.uint8)
+
+
+def _bitpacking_pays(values: pa.Array, bits: int) -> bool:
+    raw = fixed_bytes(values).view(_UINT_DTYPE[bits])
+    return bool(len(raw)) and int(raw.max()).bit_length() < bits  # one width word per 1024 values
+
+
+def _packed_struct_rows(values: pa.StructArray) -> tuple[pb.CompressiveEncoding, np.ndarray, int]:
+    """A struct of fixed-width fields (``lance-encoding:packed``) as pylance stores it: each row's
+    field values side by side, ``PackedStruct`` over a Flat of the summed width. Like pylance,
+    only whole-byte fields without nulls of their own (the struct itself may be null).
+    Returns (encoding, rows as a ``(len, bytes per row)`` uint8 array, bits per row)."""
+    fields = [values.type.field(i) for i in range(values.type.num_fields)]
+    children = values.flatten()  # (sliced like the struct; the struct's nulls are theirs too)
+    rows_valid = values.is_valid().to_numpy(zero_copy_only=False)
+    widths = [value_bits(f.type) for f in fields]
+    for f, child, bits in zip(fields, children, widths):
+        if not bits or bits % 8 or pa.types.is_fixed_size_list(f.type):
+            raise UnsupportedFeatureError(
+                f"packed struct field {f.name!r} ({f.type}): lance-encoding:packed "
+                "needs fixed-width fields of whole bytes"
+            )
+        if child.null_count and (rows_valid & ~child.is_valid().to_numpy(zero_copy_only=False)).any():
+            raise UnsupportedFeatureError(
+                f"packed struct field {f.name!r} holds nulls: lance-encoding:packed "
+                "stores none (as in pylance)"
+            )
+    rows = (
+        np.concatenate(
+            [fixed_bytes(c).reshape(len(values), bits // 8) for c, bits in zip(children, widths)], axis=1
+        )
+        if fields
+        else np.zeros((len(values), 0), np.uint8)
+    )
+    total = sum(widths)
+    enc = pb.CompressiveEncoding(packed_struct=pb.PackedStruct(bits_per_value=widths, values=flat(total)))
+    return enc, rows, total
+
+
+def _packed_struct_plan(values: pa.StructArray) -> ValuePlan:
+    """A packed struct in mini-block chunks: a power-of-two count of whole rows per chunk."""
+    enc, rows, total = _packed_struct_rows(values)
+
+    def packed_page(page: pa.Array, spans: list[tuple[int, int]]) -> list[list[memoryview]]:
+        return _slice_bytes(rows.reshape(-1), spans, total // 8)
+
+    return enc, pow2_at_most(CHUNK_TARGET_BYTES * 8 // max(1, total)), packed_page
+
+
+def dictionary_of(values: pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """(chunk values, page dictionary): Arrow dictionaries, and low-cardinality strings, are stored
+    as u32 indices into a per-page dictionary (nulls travel in the def levels)."""
+    if pa.types.is_dictionary(values.type):
+        indices, dictionary = values.indices, values.dictionary
+    elif (pa.types.is_string(values.type) or pa.types.is_binary(values.type)) and len(values) >= 64:
+        sample = values.slice(0, 4096)
+        if pc.count_distinct(sample).as_py() * 4 > len(sample):
+            return values, None
+        encoded = pc.dictionary_encode(values)
+        if len(encoded.dictionary) * 4 > len(values):
+            return values, None
+        indices, dictionary = encoded.indices, encoded.dictionary
+    else:
+        return values, None
+    return pc.fill_null(indices, 0).cast(pa.uint32()), dictionary
+
+
+def dictionary_block(dictionary: pa.Array) -> tuple[pb.CompressiveEncoding, bytes]:
+    """A dictionary page buffer: variable values in block form (``u32 32 | u32 data_start |
+    offsets | data``) or flat fixed-width values."""
+    bits = value_bits(dictionary.type)
+    if bits:
+        return flat(bits), fixed_bytes(dictionary).tobytes()
+    offs, data = offsets_and_data(dictionary)
+    rel = (offs - offs[0]).astype("<u4")
+    start = VARIABLE_BLOCK_HEADER_32.size + rel.nbytes
+    body = VARIABLE_BLOCK_HEADER_32.pack(32, start) + rel.tobytes() + data[offs[0] : offs[-1]].tobytes()
+    return pb.CompressiveEncoding(variable=pb.Variable(offsets=flat(32))), body
+
+
+def fsst_applies(values: pa.Array, compression: str | None) -> bool:
+    """pylance's rule: FSST for string (not binary) pages of >= 32 KiB whose longest value has
+    >= 5 bytes, unless the field names another compression; always when it names "fsst"."""
+    t = values.type
+    text = pa.types.is_string(t) or pa.types.is_large_string(t)
+    if not len(values) or not (text or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        return False
+    if compression is not None:
+        return compression == "fsst"
+    if not text:
+        return False
+    offs, _ = offsets_and_data(values)
+    if int(offs[-1] - offs[0]) < FSST_MIN_PAGE_BYTES:
+        return False
+    return int(np.diff(offs).max()) >= FSST_MIN_LONGEST
+
+
+def fsst_compressed(values: pa.Array, compressor: fsst.ColumnCompressor) -> tuple[pa.Array, bytes]:
+    """The page's strings FSST-compressed, as a binary array of the same length and offset width
+    (nulls travel in the def levels), and the symbol table."""
+    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+    offs, data = offsets_and_data(values)
+    table, new_offs, codes = compressor.compress(offs, data)
+    compressed = pa.Array.from_buffers(
+        pa.large_binary() if large else pa.binary(),
+        len(values),
+        [None, pa.py_buffer(new_offs.astype(np.int64 if large else np.int32)), pa.py_buffer(codes)],
+    )
+    return compressed, table
+
+
+def zstd_pays(values: pa.Array) -> bool:
+    """Compress string chunks (binary, or strings FSST leaves out) when a sample of the data
+    shrinks by at least a quarter."""
+    offs, data = offsets_and_data(values.slice(0, 2048))
+    sample = data[offs[0] : min(int(offs[-1]), int(offs[0]) + 64 * 1024)].tobytes()  # not the whole buffer
+    if len(sample) < 1024:
+        return False
+    return len(pa.Codec("zstd").compress(pa.py_buffer(sample))) * 4 < len(sample) * 3
+
+
+def levels_plan(levels: np.ndarray | None) -> LevelPlan:
+    """Rep/def levels: FastLanes bitpacking at the page's widest level (a chunk's last partial
+    1024-level block is stored raw where padding it would not pay, as pylance does)."""
+    if levels is None or not len(levels):
+        return flat(16), lambda chunk: chunk.astype("<u2").tobytes()
+    width = max(1, int(levels.max()).bit_length())
+    enc = pb.CompressiveEncoding(
+        out_of_line_bitpacking=pb.OutOfLineBitpacking(uncompressed_bits_per_value=16, values=flat(width))
+    )
+
+    def pack(chunk: np.ndarray) -> bytes:
+        return fastlanes.pack_out_of_line(chunk.astype(np.uint16), width, 16).astype("<u2").tobytes()
+
+    return enc, pack
+
+
+def level_block(levels: np.ndarray) -> tuple[pb.CompressiveEncoding, bytes]:
+    """A whole buffer of u16 levels, as the smaller of block-form RLE (``u64 values_byte_len |
+    values | u8 run lengths``) and FastLanes bitpacking."""
+    values, lengths = _runs(levels.astype("<u2"))
+    rle = RLE_VALUES_LENGTH.pack(values.nbytes) + values.tobytes() + lengths.tobytes()
+    enc, _pack = levels_plan(levels)
+    packed = fastlanes.pack_out_of_line(
+        levels.astype(np.uint16), enc.out_of_line_bitpacking.values.flat.bits_per_value, 16
+    )
+    if packed.nbytes < len(rle):
+        return enc, packed.tobytes()
+    return pb.CompressiveEncoding(rle=pb.Rle(values=flat(16), run_lengths=flat(8))), rle
+
+
+def fixed_full_zip_values(values: pa.Array) -> tuple[pb.CompressiveEncoding, np.ndarray, int]:
+    """(value encoding, the values' bytes one after another, bytes per value) of a full-zip page
+    of fixed-width values: plain, or fixed-size lists (a validity bitmap first when items are null)."""
+    t = values.type
+    if pa.types.is_fixed_size_list(t):
+        dim = t.list_size
+        items = values.values.slice(values.offset * dim, len(values) * dim)
+        item_bits = value_bits(t.value_type)
+        width = item_bits * dim // 8
+        raw = (
+            fixed_bytes(items).reshape(len(values), width) if len(values) else np.zeros((0, width), np.uint8)
+        )
+        fsl = pb.FixedSizeList(items_per_value=dim, values=flat(item_bits))
+        if items.null_count:
+            bitmap = np.packbits(
+                items.is_valid().to_numpy(zero_copy_only=False).reshape(-1, dim), axis=1, bitorder="little"
+            )
+            raw = np.concatenate([bitmap, raw], axis=1)
+            width += bitmap.shape[1]
+            fsl.has_validity = True
+        return pb.CompressiveEncoding(fixed_size_list=fsl), raw.reshape(-1), width
+    bits = value_bits(t)
+    return flat(bits), fixed_bytes(values), bits // 8
+
+
+def length_prefixed(offsets: np.ndarray, data: np.ndarray, which: np.ndarray, width: int) -> np.ndarray:
+    """``length (u32 or u64) | bytes`` for each selected value, concatenated."""
+    lengths = (offsets[1:] - offsets[:-1])[which]
+    prefixes = lengths.astype("<u4" if width == 4 else "<u8").view(np.uint8).reshape(-1, width)
+    sizes = width + lengths
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(sizes) else np.zeros(0, np.int64)
+    out = np.zeros(int(sizes.sum()), np.uint8)
+    if len(sizes):
+        out[starts[:, None] + np.arange(width)[None, :]] = prefixes
+        out[range_positions(starts + width, lengths)] = gather_ranges(data, offsets[:-1][which], lengths)
+    return out
+
+
+def zstd_per_value(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value becomes ``u64 uncompressed size | zstd frame`` (one codec call per value: pages
+    that get here hold few, large values)."""
+    codec = pa.Codec("zstd")
+    parts = []
+    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        if b == a:
+            parts.append(b"")
+            continue
+        frame = codec.compress(pa.py_buffer(data[a:b])).to_pybytes()
+        parts.append(ZSTD_SIZE_PREFIX.pack(b - a) + frame)
+    sizes = np.fromiter((len(p) for p in parts), np.int64, len(parts))
+    new_offsets = np.zeros(len(parts) + 1, np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    return new_offsets, np.frombuffer(b"".join(parts), np.uint8)
