@@ -277,7 +277,14 @@ def _commit_ours(uri: str, col: str, params: dict[str, Any]) -> str:
     return u
 
 
-PYLANCE_FILTERS = [q[1] for q in QUERIES] + ["f < 0.01 OR i > 29000", "s LIKE 's02%' AND i < 25000"]
+PYLANCE_FILTERS = [q[1] for q in QUERIES] + [
+    "f < 0.01 OR i > 29000",
+    "s LIKE 's02%' AND i < 25000",
+    "i != 5000",
+    "NOT (s = 's000001')",
+    "i IS NOT NULL AND i < 300",
+    "NOT (f > 0.5)",
+]
 
 
 def test_pylance_uses_lance_fw_index(base: str, indexed: str, tmp_path: Path) -> None:
@@ -289,11 +296,14 @@ def test_pylance_uses_lance_fw_index(base: str, indexed: str, tmp_path: Path) ->
     ds = lance.dataset(uri)
     assert {d.name: d.type_url for d in ds.describe_indices()} == {f"{c}_idx": TYPE_URL for c in COLUMNS}
     assert ds.stats.index_stats("i_idx")["indices"][0] == {"num_zones": 30, "rows_per_zone": RPZ}
+    indexable = {q[1] for q in QUERIES} - {"isnan(f)"}
     for flt in PYLANCE_FILTERS:
         plan = ds.scanner(filter=flt).explain_plan()
         pylance_plan = lance.dataset(indexed).scanner(filter=flt).explain_plan()
         assert ("ScalarIndexQuery" in plan) == ("ScalarIndexQuery" in pylance_plan), flt
-        assert ("(ZoneMap)" in plan) == ("(ZoneMap)" in pylance_plan) == (flt != "isnan(f)"), flt
+        assert ("(ZoneMap)" in plan) == ("(ZoneMap)" in pylance_plan), flt
+        if flt in indexable:
+            assert "(ZoneMap)" in plan, flt
         got = ds.to_table(columns=["i", "s"], filter=flt, with_row_address=True)
         want = plain.to_table(columns=["i", "s"], filter=flt, with_row_address=True)
         assert got.sort_by("_rowaddr").equals(want.sort_by("_rowaddr")), flt
@@ -417,3 +427,81 @@ def test_details_bytes(indexed: str) -> None:
     # pylance: rows_per_zone, use_seeds (false for ints), has_null_bitmap (true: it writes the bitmap)
     assert ZT.details({"rows_per_zone": RPZ}) == b"\x08\xe8\x07\x10\x00\x18\x00"
     assert ZT.details({}) == b"\x08\x80\x40\x10\x00\x18\x00"
+
+
+# --- more column types, tiny zones ------------------------------------------------------------------------
+
+
+def _typed() -> pa.Table:
+    x = np.arange(40)
+    nulls = x % 11 == 5
+    base = datetime.datetime(2024, 3, 1, 12, 0, 0)
+    return pa.table(
+        {
+            "i8": pa.array((x * 7 % 50 - 25).astype(np.int8), mask=nulls),
+            "u64": pa.array(np.where(x == 3, 2**64 - 1, x).astype(np.uint64)),
+            "h": pa.array((x / 4).astype(np.float16), mask=nulls),
+            "tz": pa.array(
+                [base + datetime.timedelta(minutes=int(i)) for i in x], pa.timestamp("ns", tz="UTC")
+            ),
+            "t32": pa.array((x * 1000).astype(np.int32), pa.time32("ms")),
+            "dur": pa.array(x.astype(np.int64), pa.duration("s")),
+            "d64": pa.array((x * 86_400_000).astype(np.int64), pa.date64()),
+            "lb": pa.array([bytes([40 - i]) * 2 for i in x], pa.large_binary(), mask=nulls),
+            "b": pa.array(x % 5 == 0, mask=x > 30),
+        }
+    )
+
+
+def test_more_types_equal_pylance_and_cover_its_matches(tmp_path: Path) -> None:
+    ds = lance.write_dataset(_typed(), str(tmp_path / "ds"), max_rows_per_file=16)
+    ds.delete("dur >= arrow_cast(14, 'Duration(Second)') and dur < arrow_cast(18, 'Duration(Second)')")
+    ds = lance.dataset(ds.uri)
+    table = ds.to_table(with_row_address=True)
+    for col in _typed().column_names:
+        ds.create_scalar_index(col, IndexConfig("zonemap", {"rows_per_zone": 3}))
+        ds = lance.dataset(ds.uri)
+        path = _index_dir(ds, f"{col}_idx")
+        expected = LanceFileReader(path + "/zonemap.lance").read_all().to_table()
+        ours = _train(ds, col, {"rows_per_zone": 3}, str(tmp_path / col), chunk=5).read_table("zonemap.lance")
+        _assert_same_zones(expected, ours)
+        reader = ZT.load(_store(path), ds.schema.field(col))
+        values = table.column(col)
+        addrs = table.column("_rowaddr").to_pylist()
+        for k in (0, 7, 20, 33):
+            v = values[k].as_py()
+            if v is None:
+                continue
+            same = [a for a, w in zip(addrs, values.to_pylist()) if w == v]
+            got = set(reader.search(EqualsQuery(v)).addresses.tolist())
+            assert set(same) <= got, (col, v)
+            above = [a for a, w in zip(addrs, values.to_pylist()) if w is not None and w > v]
+            got = set(reader.search(RangeQuery(lower=v, lower_inclusive=False)).addresses.tolist())
+            assert set(above) <= got, (col, v)
+
+
+def test_tz_mismatch_keeps_every_zone(tmp_path: Path) -> None:
+    field = pa.field("t", pa.timestamp("us", tz="UTC"))
+    vals = pa.array([datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)] * 10, field.type)
+    store = _store(str(tmp_path))
+    batch = pa.record_batch({"value": vals, "_rowaddr": pa.array(np.arange(10, dtype=np.uint64))})
+    ZT.train([batch], field, {"rows_per_zone": 2}, store)
+    reader = ZT.load(store, field)
+    naive = datetime.datetime(2030, 1, 1)
+    assert len(reader.search(EqualsQuery(naive)).addresses) == 10  # not comparable: kept
+    aware = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
+    assert len(reader.search(EqualsQuery(aware)).addresses) == 0
+
+
+def test_empty_training_writes_an_empty_zone_map(tmp_path: Path) -> None:
+    store = _store(str(tmp_path))
+    ZT.train([], pa.field("c", pa.string()), {}, store)
+    reader = ZT.load(store, pa.field("c", pa.string()))
+    assert reader.statistics() == {"num_zones": 0, "rows_per_zone": 8192}
+    assert len(reader.search(EqualsQuery("a")).addresses) == 0
+
+
+def test_unordered_training_input_is_refused(tmp_path: Path) -> None:
+    batch = pa.record_batch({"value": pa.array([1, 2]), "_rowaddr": pa.array([5, 4], pa.uint64())})
+    with pytest.raises(InvalidArgumentError, match="increasing"):
+        ZT.train([batch], pa.field("c", pa.int64()), {}, _store(str(tmp_path)))
