@@ -215,18 +215,18 @@ class BTreeReader:
         return np.concatenate(parts) if parts else _EMPTY
 
     def _points(self, domain: KeyDomain, values: list[Any]) -> np.ndarray:
-        keys = []
-        for v in values:
-            k = domain.point(v)
-            if k is not None:
-                keys.append(k)
-        if not keys:
-            return _EMPTY
-        keys = sorted(set(keys))
-        pages: set[int] = set()
+        """Rows equal to one of ``values``; a page holding only one of them (a run of duplicates)
+        needs only its ids."""
+        keys = sorted({k for k in (domain.point(v) for v in values) if k is not None})
+        whole: set[int] = set()
+        partial: set[int] = set()
         for k in keys:
-            pages.update(p for p, _ in self._pages(Bounds(k, True, k, True)))
-        parts = self._ids_where(sorted(pages), lambda v: domain.mask_in(v, keys))
+            for page, inside in self._pages(Bounds(k, True, k, True)):
+                (whole if inside else partial).add(page)
+        partial -= whole
+        parts = self._whole(sorted(whole)) + self._ids_where(
+            sorted(partial), lambda v: domain.mask_in(v, keys)
+        )
         return np.concatenate(parts) if parts else _EMPTY
 
     def _prefix(self, domain: BytesDomain, prefix: str) -> np.ndarray:

@@ -522,3 +522,22 @@ def test_load_refuses_files_that_are_not_a_btree(tmp_path: Any) -> None:
     ranged.write_table("page_lookup.lance", lookup, {"batch_size": "4096", "range_partitioned": "true"})
     with pytest.raises(UnsupportedFeatureError, match="range-partitioned"):
         BTREE.load(IndexFiles(resolve_storage(uri), index_dir(uri, "ranged")), field)
+
+
+def test_a_run_of_duplicates_is_read_as_ids_only(tmp_path: Any) -> None:
+    uri = str(tmp_path / "ds")
+    values = np.concatenate([np.zeros(3000), np.full(12_000, 5), np.full(3000, 9)]).astype(np.int64)
+    lance.write_dataset(pa.table({"x": values}), uri, max_rows_per_file=7000)
+    ds = lance.dataset(uri)
+    store = _pylance_index(ds, "x")
+    counting = _CountingStore(store.storage, store.directory)
+    counting.taken, counting.with_values = [], []
+    reader = BTREE.load(counting, ds.schema.field("x"))
+    for q, expr in [
+        (EqualsQuery(5), "x = 5"),
+        (InQuery((5, 9)), "x IN (5, 9)"),
+        (InQuery((0, 7)), "x IN (0, 7)"),
+    ]:
+        assert np.array_equal(reader.search(q).addresses, _addresses(ds, expr)), expr
+    # pages 1 and 2 hold only 5s: their values are never read
+    assert counting.with_values == [2 * 4096] * 3  # pages 0 and 3 (7 may lie within [5, 9])
