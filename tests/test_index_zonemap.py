@@ -22,6 +22,7 @@ from typing import Any
 import lance
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from lance.file import LanceFileReader
 from lance.indices import IndexConfig
@@ -309,19 +310,42 @@ def test_pylance_uses_lance_fw_index(base: str, indexed: str, tmp_path: Path) ->
         assert got.sort_by("_rowaddr").equals(want.sort_by("_rowaddr")), flt
 
 
-def test_pylance_uses_default_zone_size_index_after_append(base: str, tmp_path: Path) -> None:
-    """8192-row zones; pylance appends rows and still answers exactly (unindexed fragment scanned)."""
+def test_pylance_updates_lance_fw_index_after_append(base: str, tmp_path: Path) -> None:
+    """8192-row zones (default) and use_seeds: pylance appends, optimize_indices merges new zones into
+    lance_fw's index, and lance_fw then answers from pylance's updated files."""
     uri = str(tmp_path / "ds")
     shutil.copytree(base, uri)
     _commit_ours(uri, "i", {})
+    _commit_ours(uri, "s", {"use_seeds": True})
     ds = lance.write_dataset(_data().slice(0, 5000), uri, mode="append")
-    plain = lance.write_dataset(_data().slice(0, 5000), str(tmp_path / "plain"), mode="create")
-    want = (
-        lance.dataset(base).to_table(filter="i < 6000 and i > 100").num_rows
-        + plain.to_table(filter="i < 6000 and i > 100").num_rows
-    )
-    assert ds.to_table(filter="i < 6000 and i > 100").num_rows == want
-    assert "ZoneMap" in ds.scanner(filter="i < 6000").explain_plan()
+    ds.optimize.optimize_indices()
+    ds = lance.dataset(uri)
+    assert ds.stats.index_stats("i_idx")["num_unindexed_rows"] == 0
+    assert ds.stats.index_stats("i_idx")["indices"][0] == {"num_zones": 6, "rows_per_zone": 8192}
+    table = ds.to_table(columns=["i", "s"], with_row_address=True)
+    for col, flt, query in [
+        ("i", "i < 300", RangeQuery(upper=300, upper_inclusive=False)),
+        ("s", "s = 's000010'", EqualsQuery("s000010")),
+        ("i", "i IS NULL", IsNullQuery()),
+    ]:
+        assert "(ZoneMap)" in ds.scanner(filter=flt).explain_plan()
+        want = ds.to_table(columns=[], filter=flt, with_row_address=True)["_rowaddr"].to_pylist()
+        assert (
+            len(want)
+            == lance.dataset(base).count_rows(flt)
+            + _data()
+            .slice(0, 5000)
+            .filter(pc.field(col).is_null() if "NULL" in flt else _arrow_filter(flt))
+            .num_rows
+        )
+        reader = ZT.load(_store(_index_dir(ds, f"{col}_idx")), ds.schema.field(col))
+        assert set(want) <= set(reader.search(query).addresses.tolist())
+    assert table.num_rows == lance.dataset(base).count_rows() + 5000
+
+
+def _arrow_filter(flt: str) -> Any:
+    f = pc.field
+    return {"i < 300": f("i") < 300, "s = 's000010'": f("s") == "s000010"}[flt]
 
 
 # --- float semantics: no missed match under IEEE or total order ----------------------------------------
