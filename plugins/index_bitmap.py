@@ -41,11 +41,14 @@ from lance_fw.interfaces import (
 )
 from lance_fw.io.storage import join_uri
 from lance_fw_plugins.index_bitmap_format import (
+    binary_parts,
     decode_row_addr_map,
+    decode_row_addr_maps,
     encode_row_addr_map,
     encode_row_addr_maps,
     group_keys,
     sortable,
+    sorted_unique,
 )
 
 #: The one file of a bitmap / label-list index.
@@ -262,23 +265,16 @@ class BitmapIndexReader:
             hi = int(self._search(stem[:-1] + chr(ord(stem[-1]) + 1), "left"))
         return self._rows[lo:hi] if hi > lo else self._rows[:0]
 
-    def _addresses(self, rows: np.ndarray) -> list[np.ndarray]:
-        """The row addresses of each key row in ``rows`` (in the order of sorted ``rows``)."""
-        if not len(rows):
-            return []
-        wanted = np.unique(np.asarray(rows, dtype=np.int64))
-        column = self.store.take_rows(LOOKUP_FILE, wanted, [BITMAPS_COLUMN]).column(BITMAPS_COLUMN)
-        out = []
-        for value in column.combine_chunks():
-            buffer = value.as_buffer()
-            if buffer is None:
-                raise CorruptFileError(LOOKUP_FILE, "a key has a null bitmap")
-            out.append(decode_row_addr_map(memoryview(buffer), LOOKUP_FILE))
-        return out
-
     def _union(self, rows: np.ndarray) -> np.ndarray:
-        parts = self._addresses(rows)
-        return np.unique(np.concatenate(parts)) if parts else _EMPTY
+        """Sorted unique row addresses of the keys at file rows ``rows`` (one vectorised decode)."""
+        if not len(rows):
+            return _EMPTY
+        wanted = sorted_unique(np.asarray(rows, dtype=np.int64))
+        column = self.store.take_rows(LOOKUP_FILE, wanted, [BITMAPS_COLUMN]).column(BITMAPS_COLUMN)
+        bitmaps = column.combine_chunks()
+        if bitmaps.null_count:
+            raise CorruptFileError(LOOKUP_FILE, "a key has a null bitmap")
+        return sorted_unique(decode_row_addr_maps(*binary_parts(bitmaps), LOOKUP_FILE))
 
     # -- ScalarIndexReader ----------------------------------------------------------------------
     def supports(self, query: ScalarQuery) -> bool:

@@ -10,8 +10,9 @@ Why its own module: both index types share ``bitmap_page_lookup.lance``, whose `
 pylance 14 writes the roaring bitmaps without run containers (cookie 12346): array containers up to
 4096 values, bitset containers above. ``encode_row_addr_maps`` writes exactly those bytes for all keys
 at once with numpy (one pass over the sorted addresses, no Python loop per key or per container), so
-1M rows train in well under a second whatever the number of distinct keys. Decoding uses pyroaring,
-which also reads run containers should a writer use them.
+1M rows train in about a second whatever the number of distinct keys. Decoding is vectorised the same
+way over all the bitmaps a query needs; only a bitmap with run containers (which pylance does not write)
+goes through pyroaring.
 
 Keys are sorted as pylance's ``BTreeMap<ScalarValue, _>`` sorts them: the null key first, then
 ascending; floats in IEEE total order (-0.0 before 0.0 as distinct keys, NaN last); strings and
@@ -19,8 +20,6 @@ binaries bytewise.
 """
 
 from __future__ import annotations
-
-import struct
 
 import numpy as np
 import pyarrow as pa
@@ -38,15 +37,22 @@ ROARING_BITSET_BYTES = 8192
 #: A ``RowAddrTreeMap`` entry whose byte count is 0 covers its whole fragment.
 WHOLE_FRAGMENT_NBYTES = 0
 
-_U32 = struct.Struct("<I")
-_ENTRY = struct.Struct("<II")
+#: Bitset containers decoded together (each unpacks to 64 Ki bytes).
+BITSET_DECODE_CHUNK = 256
 
 
 def _put(out: np.ndarray, pos: np.ndarray, values: np.ndarray, nbytes: int) -> None:
     """Store little-endian ``nbytes``-byte ``values`` at byte positions ``pos`` of ``out``."""
-    v = values.astype(np.uint64)
-    for i in range(nbytes):
-        out[pos + i] = ((v >> np.uint64(8 * i)) & np.uint64(0xFF)).astype(np.uint8)
+    little = np.asarray(values).astype(f"<u{nbytes}").view(np.uint8).reshape(-1, nbytes)
+    out[np.asarray(pos, dtype=np.int64)[:, None] + np.arange(nbytes)] = little
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting (numpy's hash-based unique is several times slower on row addresses)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
 
 
 def _starts(*keys: np.ndarray) -> np.ndarray:
@@ -131,36 +137,112 @@ def encode_row_addr_map(addrs: np.ndarray) -> bytes:
     return data.tobytes()
 
 
-def decode_row_addr_map(data: bytes | memoryview, where: str) -> np.ndarray:
-    """Sorted unique uint64 row addresses of one serialized ``RowAddrTreeMap``.
+def _u16(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    return data[pos].astype(np.int64) | (data[pos + 1].astype(np.int64) << 8)
+
+
+def _u32(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    return _u16(data, pos) | (_u16(data, pos + 2) << 16)
+
+
+def _check(ok: np.ndarray | bool, where: str, what: str) -> None:
+    if not np.all(ok):
+        raise CorruptFileError(where, f"bad row-address bitmap: {what}")
+
+
+def _roaring_slow(data: np.ndarray, start: int, nbytes: int, fid: int, where: str) -> np.ndarray:
+    """One roaring bitmap in any portable layout (run containers too), through pyroaring."""
+    try:
+        bitmap = BitMap.deserialize(data[start : start + nbytes].tobytes())
+    except (ValueError, OverflowError) as exc:
+        raise CorruptFileError(where, f"bad roaring bitmap of fragment {fid}: {exc}") from None
+    return np.frombuffer(bitmap.to_array(), dtype=np.uint32).astype(np.uint64) | np.uint64(fid << 32)
+
+
+def decode_row_addr_maps(offsets: np.ndarray, data: np.ndarray, where: str) -> np.ndarray:
+    """The row addresses of every ``RowAddrTreeMap`` ``data[offsets[i]:offsets[i + 1]]``, concatenated
+    (uint64, not sorted across maps).
+
+    Vectorised over all maps (a range over many keys decodes in one pass); bitmaps with run
+    containers, which pylance does not write, go through pyroaring one by one.
 
     Raises: ``CorruptFileError`` (``where`` names the file) on bad bytes; ``UnsupportedFeatureError``
     for a whole-fragment entry, whose rows cannot be listed without the fragment's length.
     """
-    buf = memoryview(data)
-    try:
-        (n,) = _U32.unpack_from(buf, 0)
-        pos, parts = 4, []
-        for _ in range(n):
-            fid, nbytes = _ENTRY.unpack_from(buf, pos)
-            pos += _ENTRY.size
-            if nbytes == WHOLE_FRAGMENT_NBYTES:
-                raise UnsupportedFeatureError(
-                    f"{where}: a bitmap covers the whole of fragment {fid}; lance_fw's bitmap index "
-                    "cannot list its rows without the fragment's length"
-                )
-            if pos + nbytes > len(buf):
-                raise ValueError(f"fragment {fid} bitmap runs past the end ({pos + nbytes} > {len(buf)})")
-            offsets = np.frombuffer(
-                BitMap.deserialize(bytes(buf[pos : pos + nbytes])).to_array(), dtype=np.uint32
+    offsets = np.asarray(offsets, dtype=np.int64)
+    data = np.asarray(data, dtype=np.uint8)
+    starts, ends = offsets[:-1], offsets[1:]
+    _check(ends - starts >= 4, where, "a map is shorter than its 4-byte count")
+    n_frag = _u32(data, starts) if len(starts) else np.zeros(0, dtype=np.int64)
+    pos = starts + 4
+    fids, roaring, sizes = [], [], []
+    for k in range(int(n_frag.max()) if len(n_frag) else 0):
+        live = np.flatnonzero(n_frag > k)
+        p = pos[live]
+        _check(p + 8 <= ends[live], where, "a fragment entry runs past its map")
+        fid, nbytes = _u32(data, p), _u32(data, p + 4)
+        whole = nbytes == WHOLE_FRAGMENT_NBYTES
+        if whole.any():
+            raise UnsupportedFeatureError(
+                f"{where}: a bitmap covers the whole of fragment {int(fid[whole][0])}; lance_fw's bitmap "
+                "index cannot list its rows without the fragment's length"
             )
-            pos += nbytes
-            parts.append(offsets.astype(np.uint64) | np.uint64(fid << 32))
-    except (struct.error, ValueError, OverflowError) as exc:
-        raise CorruptFileError(where, f"bad row-address bitmap: {exc}") from None
-    if not parts:
+        _check(p + 8 + nbytes <= ends[live], where, "a fragment's bitmap runs past its map")
+        fids.append(fid)
+        roaring.append(p + 8)
+        sizes.append(nbytes)
+        pos[live] = p + 8 + nbytes
+    if not fids:
         return np.zeros(0, dtype=np.uint64)
+    fid, rs, nb = np.concatenate(fids), np.concatenate(roaring), np.concatenate(sizes)
+    _check(nb >= 8, where, "a roaring bitmap is shorter than its header")
+    parts = []
+    fast = _u32(data, rs) == ROARING_COOKIE_NO_RUNS
+    for e in np.flatnonzero(~fast):
+        parts.append(_roaring_slow(data, int(rs[e]), int(nb[e]), int(fid[e]), where))
+    fid, rs, nb = fid[fast], rs[fast], nb[fast]
+    nc = _u32(data, rs + 4)
+    _check(8 + 8 * nc <= nb, where, "a roaring header runs past its bitmap")
+    ce = np.repeat(np.arange(len(rs)), nc)  # entry of each container
+    rank = np.arange(len(ce)) - np.repeat(np.cumsum(nc) - nc, nc)
+    header = rs[ce] + 8 + 4 * rank
+    key, card = _u16(data, header), _u16(data, header + 2) + 1
+    rel = _u32(data, rs[ce] + 8 + 4 * nc[ce] + 4 * rank)
+    bitset = card > ROARING_ARRAY_MAX
+    _check(
+        rel + np.where(bitset, ROARING_BITSET_BYTES, 2 * card) <= nb[ce],
+        where,
+        "a container runs past its bitmap",
+    )
+    base = (fid[ce].astype(np.uint64) << np.uint64(32)) | (key.astype(np.uint64) << np.uint64(16))
+    start = rs[ce] + rel
+    arrays = np.flatnonzero(~bitset)
+    el = np.repeat(arrays, card[arrays])
+    el_rank = np.arange(len(el)) - np.repeat(np.cumsum(card[arrays]) - card[arrays], card[arrays])
+    parts.append(base[el] | _u16(data, start[el] + 2 * el_rank).astype(np.uint64))
+    bitsets = np.flatnonzero(bitset)
+    span = np.arange(ROARING_BITSET_BYTES)
+    for chunk in range(0, len(bitsets), BITSET_DECODE_CHUNK):
+        which = bitsets[chunk : chunk + BITSET_DECODE_CHUNK]
+        bits = np.unpackbits(data[start[which][:, None] + span], axis=1, bitorder="little")
+        row, low = np.nonzero(bits)
+        _check(np.bincount(row, minlength=len(which)) == card[which], where, "a bitset's count is wrong")
+        parts.append(base[which][row] | low.astype(np.uint64))
     return np.concatenate(parts)
+
+
+def decode_row_addr_map(data: bytes | memoryview, where: str) -> np.ndarray:
+    """Sorted unique uint64 row addresses of one serialized ``RowAddrTreeMap`` (see the plural)."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    return sorted_unique(decode_row_addr_maps(np.array([0, len(raw)], dtype=np.int64), raw, where))
+
+
+def binary_parts(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 offsets, uint8 data) of a binary array without nulls, for ``decode_row_addr_maps``."""
+    values = values.cast(pa.large_binary())
+    _, offsets, data = values.buffers()
+    off = np.frombuffer(offsets, dtype=np.int64)[values.offset : values.offset + len(values) + 1]
+    return off, (np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8))
 
 
 # --- keys ---------------------------------------------------------------------------------------

@@ -399,3 +399,17 @@ def test_whole_fragment_entries_are_refused_not_misread() -> None:
     data = (1).to_bytes(4, "little") + (5).to_bytes(4, "little") + (0).to_bytes(4, "little")
     with pytest.raises(UnsupportedFeatureError, match="whole of fragment 5"):
         decode_row_addr_map(data, "f.lance")
+
+
+def test_run_containers_are_read_too() -> None:
+    """pylance writes no run containers, but a RowAddrTreeMap with them (cookie 12347) still decodes."""
+    offsets = np.r_[np.arange(10, 9000), np.arange(20_000, 20_003), 70_000 + np.arange(5000)].astype(
+        np.uint32
+    )
+    bitmap = pyroaring.BitMap(offsets.tolist())
+    bitmap.run_optimize()
+    data = bitmap.serialize()
+    assert int.from_bytes(data[:2], "little") == 12347  # the run-container cookie
+    tree = (1).to_bytes(4, "little") + (9).to_bytes(4, "little") + len(data).to_bytes(4, "little") + data
+    expected = (np.uint64(9) << np.uint64(32)) | offsets.astype(np.uint64)
+    np.testing.assert_array_equal(decode_row_addr_map(tree, "x"), expected)
