@@ -355,6 +355,7 @@ def test_float_queries_never_miss(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     v = np.round(rng.normal(size=4000), 1)
     v[rng.integers(0, 4000, 40)] = np.nan
+    v[rng.integers(0, 4000, 10)] = -np.nan  # sign bit set: below everything in a total order
     v[rng.integers(0, 4000, 10)] = -0.0
     v[rng.integers(0, 4000, 10)] = np.inf
     v[rng.integers(0, 4000, 10)] = -np.inf
@@ -391,8 +392,10 @@ def test_float_queries_never_miss(tmp_path: Path) -> None:
                         ok &= (v >= qf) if inc else (v > qf)
                     if hi is not None:
                         ok &= (v <= qf) if inc else (v < qf)
-                # total order puts NaN above everything: also never miss those
-                assert set(np.flatnonzero(ok | (nan & (hi is None))).tolist()) <= got, (lo, hi, inc)
+                # a total order puts NaN above and -NaN below everything: never miss those either
+                neg = nan & np.signbit(v)
+                total = ok | (nan & ~neg & (hi is None)) | (neg & (lo is None))
+                assert set(np.flatnonzero(total).tolist()) <= got, (lo, hi, inc)
     assert set(np.flatnonzero(mask).tolist()) <= set(reader.search(IsNullQuery()).addresses.tolist())
 
 
