@@ -112,7 +112,9 @@ def _valid(values: pa.Array) -> np.ndarray:
 
 
 def _plain(value: Any) -> Any:
-    """A numpy scalar as its Python value."""
+    """A numpy or Arrow scalar as its Python value."""
+    if isinstance(value, pa.Scalar):
+        return value.as_py()
     return value.item() if isinstance(value, np.generic) else value
 
 

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-_NUMPY_FLOAT: dict[int, type[np.floating[Any]]] = {16: np.float16, 32: np.float32, 64: np.float64}
+#: the numpy type whose shortest form DataFusion prints: a half float displays as its float32 value
+_NUMPY_FLOAT: dict[int, type[np.floating[Any]]] = {16: np.float32, 32: np.float32, 64: np.float64}
 
 
 def format_stat(scalar: pa.Scalar) -> str:

@@ -442,6 +442,12 @@ OTHER_TYPES: dict[str, tuple[pa.Array, list[tuple[ScalarQuery, str]]]] = {
             (RangeQuery(lower=1.0), "x >= 1.0"),
         ],
     ),
+    "f16": (
+        pa.array(
+            np.array([0.1, 3.14159, -65504, np.nan, 0] * 2000, np.float16), mask=np.arange(10_000) % 5 == 4
+        ),
+        [(RangeQuery(lower=0.0), "x >= 0.0"), (IsNullQuery(), "x IS NULL")],
+    ),
     "u64": (
         pa.array(np.array([2**64 - 1, 2**63, 5, 0] * 2500, np.uint64)),
         [
