@@ -430,6 +430,7 @@ def test_empty_and_all_null_indices(tmp_path: Any) -> None:
 
 
 _F32 = float(np.float32(0.1))
+_EPOCH_UTC = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 OTHER_TYPES: dict[str, tuple[pa.Array, list[tuple[ScalarQuery, str]]]] = {
     "f32": (
         pa.array(np.array([0.1, 0.5, 0.25, np.nan, -0.0, 0.0, 1e30] * 1500, np.float32)),
@@ -447,6 +448,44 @@ OTHER_TYPES: dict[str, tuple[pa.Array, list[tuple[ScalarQuery, str]]]] = {
             np.array([0.1, 3.14159, -65504, np.nan, 0] * 2000, np.float16), mask=np.arange(10_000) % 5 == 4
         ),
         [(RangeQuery(lower=0.0), "x >= 0.0"), (IsNullQuery(), "x IS NULL")],
+    ),
+    "timestamp_tz": (
+        pa.array(np.arange(9000, dtype=np.int64) * 1_000_000_007, pa.timestamp("ns", tz="UTC")),
+        [
+            (
+                RangeQuery(lower=datetime.datetime(1970, 1, 1, 0, 10, tzinfo=datetime.UTC)),
+                "x >= arrow_cast('1970-01-01T00:10:00Z', 'Timestamp(Nanosecond, Some(\"UTC\"))')",
+            ),
+            (
+                RangeQuery(
+                    lower=600_000_000_000 // 10**3 * datetime.timedelta(microseconds=1) + _EPOCH_UTC,
+                    lower_inclusive=False,
+                ),
+                "x > to_timestamp_nanos(600000000000)",
+            ),
+        ],
+    ),
+    "decimal": (
+        pa.array([decimal.Decimal(i) / 4 for i in range(9000)], pa.decimal128(12, 2)),
+        [(EqualsQuery(decimal.Decimal("1.5")), "x = arrow_cast(1.5, 'Decimal128(12, 2)')")],
+    ),
+    "time64": (
+        pa.array(np.arange(9000, dtype=np.int64) * 1000, pa.time64("us")),
+        [
+            (
+                RangeQuery(lower=datetime.time(0, 0, 5), lower_inclusive=False),
+                "x > arrow_cast('00:00:05', 'Time64(Microsecond)')",
+            )
+        ],
+    ),
+    "duration": (
+        pa.array(np.arange(9000, dtype=np.int64), pa.duration("ms")),
+        [
+            (
+                RangeQuery(lower=datetime.timedelta(seconds=5), lower_inclusive=False),
+                "x > arrow_cast(5000, 'Duration(Millisecond)')",
+            )
+        ],
     ),
     "u64": (
         pa.array(np.array([2**64 - 1, 2**63, 5, 0] * 2500, np.uint64)),
