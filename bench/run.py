@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, os.path.dirname(__file__))
 import datasets  # noqa: E402
+import index_bench  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
@@ -200,6 +201,12 @@ def main() -> int:
         rng = np.random.default_rng(datasets.SEED)
         indices = np.sort(rng.choice(args.rows, 100, replace=False))
         suites = {**workloads(paths, args.rows, indices), **duckdb_workloads(paths, args.rows)}
+        index_suites, index_rows = index_bench.index_workloads(root, paths, args.rows)
+        suites.update(index_suites)
+        for row in index_rows:
+            if chosen(row["workload"]):
+                results.append(row)
+                print(_fmt(row), flush=True)
         suites["scan text table [lance_fw-2.2 vs pylance-2.2]"] = {
             "lance_fw": lambda: __import__("lance_fw").dataset(text_paths["lance_fw-2.2"]).to_table(),
             "pylance": lambda: __import__("lance").dataset(text_paths["pylance-2.2"]).to_table(),
@@ -273,9 +280,10 @@ def _fmt(row: dict) -> str:
     def ratio(peer):
         a, b = row.get("lance_fw"), row.get(peer)
         return f"{a / b:.2f}x" if a is not None and b else "n/a"
+    extra = f"  vs unindexed {ratio('unindexed'):>7}" if "unindexed" in row else ""
     return (f"{row['workload']:<52} lance_fw {show(row.get('lance_fw')):>11}  pylance {show(row.get('pylance')):>11}"
             f"  parquet {show(row.get('parquet')):>11}  | vs pylance {ratio('pylance'):>7}  vs parquet "
-            f"{ratio('parquet'):>7}")
+            f"{ratio('parquet'):>7}{extra}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
 from lance_fw.errors import CommitConflictError, DatasetNotFoundError, StorageError
@@ -60,9 +60,10 @@ class LocalReader(RangeReader):
         except OSError as exc:
             raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
 
-    def close(self) -> None:
+    def close(self, _close: Callable[[int], None] = os.close) -> None:
+        # ``_close`` bound at definition: ``__del__`` may run at interpreter exit, after ``os`` is gone
         if self._fd >= 0:
-            os.close(self._fd)
+            _close(self._fd)
             self._fd = -1
 
     def __del__(self) -> None:

@@ -41,7 +41,7 @@ def filter_plan(
         return None
     expression = filter_expression(filter, snapshot.schema)
     filter_fields = snapshot.fields(_filter_columns(filter, snapshot.schema))
-    if not _binds(expression, filter_fields):  # columns guessed from an expression's text fell short
+    if not isinstance(filter, str) and not _binds(expression, filter_fields):  # guessed columns fell short
         filter_fields = list(snapshot.lance_schema.fields)
     index = None
     if use_scalar_index:
