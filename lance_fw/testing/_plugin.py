@@ -1,8 +1,9 @@
-"""Registering the plugin under test for one test class (shared by the three conformance bases)."""
+"""What the conformance bases share: registering the plugin under test for one test class (all
+three), and the storage options and process reach of the store under test (storage, commit)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 import pytest
@@ -32,3 +33,21 @@ class PluginUnderTest:
             yield plugin
         finally:
             unregister(name)
+
+
+class StoreUnderTest(PluginUnderTest):
+    """Mixin of the storage and commit-handler bases: the options every open passes, and whether
+    other processes see the store."""
+
+    #: ``storage_options`` every open passes (keys the plugins declare in ``lance_storage_options``;
+    #: commit handlers receive them too); override the ``options`` fixture instead when they depend
+    #: on another fixture.
+    storage_options: ClassVar[Mapping[str, Any]] = {}
+    #: Whether other processes see the store (False for process-local ones such as ``memory://``:
+    #: the multi-process tests are skipped).
+    multiprocess: ClassVar[bool] = True
+
+    @pytest.fixture
+    def options(self) -> dict[str, Any]:
+        """The ``storage_options`` of every open (default: ``storage_options``)."""
+        return dict(self.storage_options)

@@ -27,13 +27,14 @@ import multiprocessing.queues
 import multiprocessing.synchronize
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
 import pytest
 
-from lance_fw.testing._plugin import PluginUnderTest
+from lance_fw.testing._plugin import StoreUnderTest
 from lance_fw.testing.data import assert_identical
 
 #: Seconds a writer waits at the start line, and the parent for each writer's report.
@@ -42,57 +43,49 @@ WRITER_TIMEOUT_S = 300
 SCHEMA = pa.schema([pa.field("writer", pa.int64()), pa.field("append", pa.int64())])
 
 
-def append_rows(
-    uri: str,
-    options: Mapping[str, Any],
-    writer: int,
-    appends: int,
-    barrier: threading.Barrier | multiprocessing.synchronize.Barrier | None,
-) -> list[tuple[int, int]]:
-    """Append ``appends`` one-row batches as ``writer``; returns (append, version it committed)."""
+@dataclass(frozen=True)
+class Appends:
+    """What every writer of one race does: ``count`` one-row appends to ``uri``, each writer
+    starting when ``barrier`` lets them all go (picklable: a spawned process receives it)."""
+
+    uri: str
+    options: Mapping[str, Any]
+    count: int
+    barrier: threading.Barrier | multiprocessing.synchronize.Barrier | None
+
+
+def append_rows(job: Appends, writer: int) -> list[tuple[int, int]]:
+    """``job``'s appends as ``writer``; returns (append, version it committed) for each."""
     import lance_fw
 
     committed = []
-    if barrier is not None:
-        barrier.wait(WRITER_TIMEOUT_S)
-    for i in range(appends):
+    if job.barrier is not None:
+        job.barrier.wait(WRITER_TIMEOUT_S)
+    for i in range(job.count):
         table = pa.table({"writer": [writer], "append": [i]}, schema=SCHEMA)
-        ds = lance_fw.write_dataset(table, uri, mode="append", storage_options=dict(options) or None)
+        ds = lance_fw.write_dataset(table, job.uri, mode="append", storage_options=dict(job.options) or None)
         committed.append((i, ds.version))
     return committed
 
 
-def appender_process(
-    uri: str,
-    options: Mapping[str, Any],
-    writer: int,
-    appends: int,
-    barrier: threading.Barrier | multiprocessing.synchronize.Barrier | None,
-    results: multiprocessing.queues.Queue,
-) -> None:
+def appender_process(job: Appends, writer: int, results: multiprocessing.queues.Queue) -> None:
     """One writer process: report ``(writer, [(append, version), ...], error or None)``. Module
     level so that ``spawn`` can import it (the plugin must be installed there: an entry point)."""
     try:
-        results.put((writer, append_rows(uri, options, writer, appends, barrier), None))
+        results.put((writer, append_rows(job, writer), None))
     except BaseException as exc:
         results.put((writer, [], repr(exc)))
 
 
-class CommitHandlerConformance(PluginUnderTest):
+class CommitHandlerConformance(StoreUnderTest):
     """Base class of a commit handler's conformance tests (override ``dataset_uri``)."""
 
-    #: ``storage_options`` for every write and read (commit handlers receive them); override the
-    #: ``options`` fixture instead when they depend on another fixture.
-    storage_options: ClassVar[Mapping[str, Any]] = {}
     #: Concurrent writers and one-row appends each.
     processes: ClassVar[int] = 3
     appends: ClassVar[int] = 5
     #: Threads and appends each for the in-process variant.
     threads: ClassVar[int] = 3
     thread_appends: ClassVar[int] = 4
-    #: Whether the dataset is reachable from other processes (False for ``memory://``: only the
-    #: threads variant runs).
-    multiprocess: ClassVar[bool] = True
     #: Data file version of the dataset the appends go to.
     data_storage_version: ClassVar[str] = "2.0"
 
@@ -100,11 +93,6 @@ class CommitHandlerConformance(PluginUnderTest):
     def dataset_uri(self, tmp_path: Path) -> str:
         """A fresh URI where no dataset exists yet (default: a local temp directory)."""
         return str(tmp_path / "ds")
-
-    @pytest.fixture
-    def options(self) -> dict[str, Any]:
-        """The ``storage_options`` of every write and read (default: ``storage_options``)."""
-        return dict(self.storage_options)
 
     def pylance_target(self, uri: str, options: Mapping[str, Any]) -> tuple[str, dict | None] | None:
         """(URI, pylance storage_options) for pylance to read the dataset, or None when pylance
@@ -122,12 +110,8 @@ class CommitHandlerConformance(PluginUnderTest):
         self._create(dataset_uri, options)
         ctx = multiprocessing.get_context("spawn")
         barrier, results = ctx.Barrier(self.processes), ctx.Queue()
-        procs = [
-            ctx.Process(
-                target=appender_process, args=(dataset_uri, dict(options), w, self.appends, barrier, results)
-            )
-            for w in range(self.processes)
-        ]
+        job = Appends(dataset_uri, dict(options), self.appends, barrier)
+        procs = [ctx.Process(target=appender_process, args=(job, w, results)) for w in range(self.processes)]
         for p in procs:
             p.start()
         try:
@@ -142,10 +126,11 @@ class CommitHandlerConformance(PluginUnderTest):
     def test_appends_from_threads(self, dataset_uri: str, options: Mapping[str, Any]) -> None:
         self._create(dataset_uri, options)
         barrier, reports, errors = threading.Barrier(self.threads), {}, {}
+        job = Appends(dataset_uri, options, self.thread_appends, barrier)
 
         def run(writer: int) -> None:
             try:
-                reports[writer] = append_rows(dataset_uri, options, writer, self.thread_appends, barrier)
+                reports[writer] = append_rows(job, writer)
             except BaseException as exc:
                 errors[writer] = exc
 

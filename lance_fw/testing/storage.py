@@ -26,12 +26,12 @@ import multiprocessing.synchronize
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from lance_fw.errors import CommitConflictError, CorruptFileError, DatasetNotFoundError
-from lance_fw.testing._plugin import PluginUnderTest
+from lance_fw.testing._plugin import StoreUnderTest
 
 if TYPE_CHECKING:
     from lance_fw.io.storage import Storage
@@ -73,25 +73,13 @@ def race_put_if_absent(
         results.put((racer, repr(exc)))
 
 
-class StorageConformance(PluginUnderTest):
+class StorageConformance(StoreUnderTest):
     """Base class of a storage plugin's conformance tests (override ``root``)."""
-
-    #: ``storage_options`` for ``resolve_storage`` (keys the plugin declares in ``lance_storage_options``);
-    #: override the ``options`` fixture instead when they depend on another fixture.
-    storage_options: ClassVar[Mapping[str, Any]] = {}
-    #: Whether other processes see this storage (False for process-local stores such as ``memory://``:
-    #: the process race is skipped).
-    multiprocess: ClassVar[bool] = True
 
     @pytest.fixture
     def root(self, tmp_path: Path) -> str:
         """A fresh, empty URI prefix for one test (default: a local temp directory)."""
         return str(tmp_path / "storage")
-
-    @pytest.fixture
-    def options(self) -> dict[str, Any]:
-        """The ``storage_options`` every test opens the storage with (default: ``storage_options``)."""
-        return dict(self.storage_options)
 
     @pytest.fixture
     def storage(self, root: str, options: Mapping[str, Any]) -> Storage:
