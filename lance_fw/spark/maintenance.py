@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
@@ -49,6 +49,9 @@ from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import latest_manifest, may_be_published
 
 __all__ = ["add_columns", "compact"]
+
+PlanT = TypeVar("PlanT")
+R = TypeVar("R")
 
 
 def _open(uri: str, version: int | None, storage_options: dict | None) -> Snapshot:
@@ -101,29 +104,65 @@ def _close(snapshot: Snapshot, ledger: JobLedger, keep: set[str]) -> None:
         pass
 
 
-class _Rewrite:
-    """One compaction task on an executor (picklable: the uri, options, plan pieces, ledger)."""
+class _Task(Generic[PlanT]):
+    """One planned piece of a job on an executor (picklable: the uri, options, plan, ledger); each
+    records the files it wrote in the ledger before it returns them."""
 
     def __init__(
         self,
         uri: str,
         storage_options: dict | None,
-        plan: CompactionPlan,
+        plan: PlanT,
         ledger: JobLedger,
         batch_size: int | None,
     ):
         self.uri, self.storage_options, self.plan = uri, storage_options, plan
         self.ledger, self.batch_size = ledger, batch_size
 
+    def __call__(self, item: Any) -> Any:
+        """The piece's result, None when its job was closed before it could be recorded."""
+        raise NotImplementedError
+
+    def _recorded(self, snapshot: Snapshot, names: list[str]) -> bool:
+        """Record ``names`` as this attempt's; False when the job was already closed (the ledger
+        then removed the files, and the result must not be returned)."""
+        partition, attempt = _task_identity()
+        return self.ledger.record(snapshot.storage, partition, attempt, names)
+
+
+class _Rewrite(_Task[CompactionPlan]):
+    """One compaction task."""
+
     def __call__(self, task: CompactionTask) -> RewriteResult | None:
         snapshot = _open(self.uri, task.read_version, self.storage_options)
         assert self.plan.write is not None
         result = rewrite_task(snapshot, self.plan.write, task, self.batch_size)
-        names = _new_file_names(result.groups()[1], {})
-        partition, attempt = _task_identity()
-        if not self.ledger.record(snapshot.storage, partition, attempt, names):
-            return None  # the job was already closed: the ledger removed the files
-        return result
+        return result if self._recorded(snapshot, _new_file_names(result.groups()[1], {})) else None
+
+
+def _run_job(
+    spark: Any,
+    snapshot: Snapshot,
+    items: list,
+    task: Callable[[JobLedger], _Task[Any]],
+    kept: Callable[[list], set[str]],
+    commit: Callable[[list], R],
+    what: str,
+) -> R:
+    """Run ``task(ledger)`` over ``items`` in Spark tasks and ``commit`` their results once on the
+    driver; then every file the tasks recorded that the commit does not reference (``kept``) goes.
+    ``what`` names the job in the (cannot happen) error of a task that ends after its job."""
+    ledger = JobLedger(snapshot.uri)
+    keep: set[str] = set()
+    try:
+        results = _run(spark, items, task(ledger))
+        if any(r is None for r in results):
+            raise RuntimeError(f"{what} task finished after its job was closed")  # cannot happen
+        keep = kept(results)
+        with _keep_if_published(keep):
+            return commit(results)
+    finally:
+        _close(snapshot, ledger, keep)
 
 
 def compact(
@@ -153,35 +192,19 @@ def compact(
     )
     if not plan.tasks:
         return CompactionMetrics()
-    ledger = JobLedger(snapshot.uri)
-    keep: set[str] = set()
-    try:
-        results = _run(
-            spark, list(plan.tasks), _Rewrite(snapshot.uri, storage_options, plan, ledger, batch_size)
-        )
-        if any(r is None for r in results):
-            raise RuntimeError("a compaction task finished after its job was closed")  # cannot happen
-        keep = {name for r in results for name in _new_file_names(r.groups()[1], {})}
-        with _keep_if_published(keep):
-            metrics, _ = commit_compaction(snapshot, results)
-    finally:
-        _close(snapshot, ledger, keep)
-    return metrics
+    return _run_job(
+        spark,
+        snapshot,
+        list(plan.tasks),
+        lambda ledger: _Rewrite(snapshot.uri, storage_options, plan, ledger, batch_size),
+        lambda results: {name for r in results for name in _new_file_names(r.groups()[1], {})},
+        lambda results: commit_compaction(snapshot, results)[0],
+        "a compaction",
+    )
 
 
-class _Backfill:
-    """One fragment's new columns on an executor (picklable: the uri, options, plan, ledger)."""
-
-    def __init__(
-        self,
-        uri: str,
-        storage_options: dict | None,
-        plan: ColumnsPlan,
-        ledger: JobLedger,
-        batch_size: int | None,
-    ):
-        self.uri, self.storage_options, self.plan = uri, storage_options, plan
-        self.ledger, self.batch_size = ledger, batch_size
+class _Backfill(_Task[ColumnsPlan]):
+    """One fragment's new columns."""
 
     def __call__(self, fragment: bytes) -> bytes | None:
         snapshot = _open(self.uri, self.plan.read_version, self.storage_options)
@@ -190,11 +213,8 @@ class _Backfill:
         updated = write_fragment_columns(
             snapshot, frag, needed, self.plan.added_schema(), self.plan.compute(snapshot), self.batch_size
         )
-        partition, attempt = _task_identity()
         names = _new_file_names([updated], {frag.id: len(frag.files)})
-        if not self.ledger.record(snapshot.storage, partition, attempt, names):
-            return None
-        return updated.SerializeToString()
+        return updated.SerializeToString() if self._recorded(snapshot, names) else None
 
 
 def add_columns(
@@ -215,18 +235,17 @@ def add_columns(
     if isinstance(transform, (pa.Field, pa.Schema, list)):
         return add_columns_here(snapshot, transform)
     plan = plan_add_columns(snapshot, transform, read_columns)
-    fragments = [f.SerializeToString() for f in snapshot.manifest.fragments]
-    ledger = JobLedger(snapshot.uri)
-    keep: set[str] = set()
     before = {f.id: len(f.files) for f in snapshot.manifest.fragments}
-    try:
-        returned = _run(spark, fragments, _Backfill(snapshot.uri, storage_options, plan, ledger, batch_size))
-        if any(r is None for r in returned):
-            raise RuntimeError("an add_columns task finished after its job was closed")  # cannot happen
-        updated = [table_pb2.DataFragment.FromString(r) for r in returned]
-        keep = set(_new_file_names(updated, before))
-        with _keep_if_published(keep):
-            version = commit_columns(snapshot, updated, plan.fields())
-    finally:
-        _close(snapshot, ledger, keep)
-    return version
+
+    def parsed(returned: list) -> list[table_pb2.DataFragment]:
+        return [table_pb2.DataFragment.FromString(r) for r in returned]
+
+    return _run_job(
+        spark,
+        snapshot,
+        [f.SerializeToString() for f in snapshot.manifest.fragments],
+        lambda ledger: _Backfill(snapshot.uri, storage_options, plan, ledger, batch_size),
+        lambda returned: set(_new_file_names(parsed(returned), before)),
+        lambda returned: commit_columns(snapshot, parsed(returned), plan.fields()),
+        "an add_columns",
+    )
