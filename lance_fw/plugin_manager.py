@@ -413,12 +413,23 @@ class Collected(dict):
         return super().__contains__(key)
 
 
+def _collected(hook_name: str, doc: str | None = None) -> cached_property[Collected]:
+    """A ``_Registry`` attribute: ``hook_name``'s merged answers, collected on first use."""
+
+    def collect(registry: _Registry) -> Collected:
+        return registry._collect(hook_name)
+
+    collect.__doc__ = doc
+    return cached_property(collect)
+
+
 class _Registry:
     """Merged answers of the collecting hooks, computed once and checked for conflicts and types."""
 
     def reset(self) -> None:
-        for key in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types", "storage_options"):
-            self.__dict__.pop(key, None)
+        for key, attribute in vars(_Registry).items():
+            if isinstance(attribute, cached_property):
+                self.__dict__.pop(key, None)
 
     @staticmethod
     def _collect(hook_name: str) -> Collected:
@@ -466,27 +477,16 @@ class _Registry:
         _OWNERS[hook_name] = {key: state.label(name) for key, name in owner.items()}
         return Collected(merged, conflicts)
 
-    @cached_property
-    def page_decoders(self) -> Collected:
-        return self._collect("lance_page_decoders")
-
-    @cached_property
-    def kind_decoders(self) -> Collected:
-        return self._collect("lance_kind_decoders")
-
-    @cached_property
-    def deletion_codecs(self) -> Collected:
-        return self._collect("lance_deletion_codecs")
-
-    @cached_property
-    def index_types(self) -> Collected:
-        """Scalar index types by name (``ScalarIndexType``; the built-ins are BTREE, BITMAP, LABEL_LIST, ZONEMAP)."""
-        return self._collect("lance_index_types")
-
-    @cached_property
-    def storage_options(self) -> Collected:
-        """``storage_options`` keys some plugin reads, with their descriptions."""
-        return self._collect("lance_storage_options")
+    page_decoders = _collected("lance_page_decoders")
+    kind_decoders = _collected("lance_kind_decoders")
+    deletion_codecs = _collected("lance_deletion_codecs")
+    index_types = _collected(
+        "lance_index_types",
+        "Scalar index types by name (``ScalarIndexType``; the built-ins are BTREE, BITMAP, LABEL_LIST, ZONEMAP).",
+    )
+    storage_options = _collected(
+        "lance_storage_options", "``storage_options`` keys some plugin reads, with their descriptions."
+    )
 
 
 def _new_wins(state: _State, hook_name: str, key: Any, prev: str, new: str) -> bool:
