@@ -15,6 +15,7 @@ import uuid as uuidlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from lance_fw._proto import file_pb2, rowids_pb2, table_pb2, transaction_pb2
 from lance_fw._version import __version__
@@ -353,7 +354,29 @@ def _set_schema(
 
 
 @dataclass
-class Merge(Operation):
+class _SchemaChange(Operation):
+    """An operation that publishes a new schema (``Merge``, ``Project``): the schema, its metadata,
+    and the schema it was planned on, which must still be the base's (checked first)."""
+
+    schema_fields: list = field(default_factory=list)
+    schema_metadata: dict = field(default_factory=dict)
+    read_fields: list | None = None  # the schema the change was planned on (None: not checked)
+
+    #: the calls that make this operation, named in a conflict
+    calls: ClassVar[str] = ""
+
+    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
+        _check_schema_unchanged(base, self.read_fields, self.calls)
+        self._apply_data(base, new)
+        _set_schema(new, self.schema_fields, self.schema_metadata)
+        self._added = []
+
+    def _apply_data(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
+        """What the change does besides the schema, once the planned schema is found unchanged."""
+
+
+@dataclass
+class Merge(_SchemaChange):
     """New columns (``add_columns``): the new schema, and every fragment with its new data file.
 
     ``fragments`` must be all of the base's fragments, unchanged but for the added files: a
@@ -364,12 +387,10 @@ class Merge(Operation):
     # None here means "keep the base's fragments", which a plain list cannot say; apply() and
     # fill_transaction() handle it, so the narrower base type does not hold for Merge.
     fragments: list | None = None  # type: ignore[assignment]
-    schema_fields: list = field(default_factory=list)
-    schema_metadata: dict = field(default_factory=dict)
-    read_fields: list | None = None  # the schema the change was planned on (None: not checked)
 
-    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
-        _check_schema_unchanged(base, self.read_fields, "add_columns/alter_columns")
+    calls: ClassVar[str] = "add_columns/alter_columns"
+
+    def _apply_data(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         _check_metadata_unchanged(base, self.read_fields, self.schema_metadata)
         if self.fragments is not None:
             planned = {f.id: deletion_file_id(f) for f in self.fragments}
@@ -380,8 +401,6 @@ class Merge(Operation):
                 )
             new.ClearField("fragments")
             new.fragments.extend(self.fragments)
-        _set_schema(new, self.schema_fields, self.schema_metadata)
-        self._added = []
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.merge.fragments.extend(self.fragments if self.fragments is not None else [])
@@ -392,17 +411,10 @@ class Merge(Operation):
 
 
 @dataclass
-class Project(Operation):
+class Project(_SchemaChange):
     """A schema change without data (``drop_columns``): data files keep the dropped columns."""
 
-    schema_fields: list = field(default_factory=list)
-    schema_metadata: dict = field(default_factory=dict)
-    read_fields: list | None = None  # the schema the change was planned on (None: not checked)
-
-    def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
-        _check_schema_unchanged(base, self.read_fields, "alter_columns/drop_columns")
-        _set_schema(new, self.schema_fields, self.schema_metadata)
-        self._added = []
+    calls: ClassVar[str] = "alter_columns/drop_columns"
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.project.schema.extend(self.schema_fields)
