@@ -1,15 +1,14 @@
 """``CommitHandlerConformance``: concurrent appends through a commit handler lose nothing.
 
 A commit-handler (or storage) plugin's suite subclasses it and provides a fresh dataset URI, and
-the options (a class attribute, or the ``options`` fixture when they come from another fixture)::
+the options as for ``StorageConformance`` (here the class attribute; the ``options`` fixture when
+they come from another fixture)::
 
     class TestMyCommits(CommitHandlerConformance):
-        @pytest.fixture
-        def options(self, my_server):
-            return {"my_endpoint": my_server.endpoint}
+        storage_options = {"my_commit_table": "lance-commits"}
 
         @pytest.fixture
-        def dataset_uri(self, my_server):
+        def dataset_uri(self):
             return f"my://bucket/{uuid.uuid4().hex}/ds"
 
 ``processes`` writers (spawned interpreters, so the handler's guarantee must hold across processes,
