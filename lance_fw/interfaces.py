@@ -324,8 +324,15 @@ class IndexFileStore(Protocol):
     relative to the directory (``"page_data.lance"``) and must not contain ``/`` or ``..``.
     """
 
-    def write_table(self, name: str, table: pa.Table, metadata: Mapping[str, str] | None = None) -> None:
-        """Write ``table`` (and schema ``metadata``) as Lance file ``name``.
+    def write_table(
+        self,
+        name: str,
+        table: pa.Table,
+        metadata: Mapping[str, str] | None = None,
+        global_buffers: Sequence[bytes] = (),
+    ) -> None:
+        """Write ``table`` (and schema ``metadata``) as Lance file ``name``; ``global_buffers`` become
+        the file's global buffers 1, 2, ... (0 is the schema), as pylance's LABEL_LIST null lists.
 
         Raises: ``StorageError`` on I/O failure; the file is not part of any version until the
         kernel commits the index, so a failed build leaves only unreferenced files.
@@ -340,6 +347,12 @@ class IndexFileStore(Protocol):
     def take_rows(self, name: str, rows: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows at positions ``rows`` (sorted ``int64``) of Lance file ``name``, reading only the
         pages they live in (a B-tree reads one page of ``page_data.lance`` per lookup)."""
+
+    def global_buffer(self, name: str, number: int) -> bytes:
+        """Global buffer ``number`` (1, 2, ...) of Lance file ``name``.
+
+        Raises: ``CorruptFileError`` naming the file when it has no such buffer.
+        """
 
     def schema_metadata(self, name: str) -> dict[str, str]:
         """The schema metadata of Lance file ``name``."""

@@ -38,6 +38,7 @@ from lance_fw.errors import (
     InvalidArgumentError,
     StorageError,
 )
+from lance_fw.file.container import MAGIC
 from lance_fw.hookspecs import hookimpl
 from lance_fw.interfaces import CommitHandler
 from lance_fw.io.storage import Storage, join_uri
@@ -51,8 +52,6 @@ from lance_fw.table.manifest_store import (
 )
 from lance_fw.table.transaction import PUBLISHED_ATTR
 
-#: Every Lance manifest ends with this magic; a staged file without it is not finished by a repair.
-MANIFEST_MAGIC = b"LANC"
 _LOCAL_PREFIX = "file://"
 
 
@@ -165,7 +164,7 @@ class ExternalStoreCommitHandler(CommitHandler):
             if self.storage.exists(staged_path):
                 raise
             return self._staged_file_gone(base, key, version, entry, final_name)
-        if not data.endswith(MANIFEST_MAGIC):
+        if not data.endswith(MAGIC):
             raise CorruptFileError(
                 join_uri(base, entry),
                 f"the staged manifest of claimed version {version} is "

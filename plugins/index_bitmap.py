@@ -14,9 +14,8 @@ over millions of rows opens without decoding every bitmap.
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -24,8 +23,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
-from lance_fw.file.container import ALIGN, FOOTER, PAD_BYTE, read_tail, write_tail
-from lance_fw.file.version import footer_version
 from lance_fw.hookspecs import hookimpl
 from lance_fw.interfaces import (
     ContainsAllQuery,
@@ -39,7 +36,6 @@ from lance_fw.interfaces import (
     RangeQuery,
     ScalarQuery,
 )
-from lance_fw.io.storage import join_uri
 from lance_fw_plugins.index_bitmap_format import (
     binary_parts,
     decode_row_addr_map,
@@ -130,8 +126,10 @@ def _write_bitmaps(
     addrs: np.ndarray,
     keys: pa.Array,
     metadata: dict[str, str],
+    global_buffers: Sequence[bytes] = (),
 ) -> None:
-    """Group ``addrs`` by key number ``codes`` and write the lookup file (duplicate pairs dropped)."""
+    """Group ``addrs`` by key number ``codes`` and write the lookup file (duplicate pairs dropped;
+    ``global_buffers``: the file's buffers 1, 2, ...)."""
     order = np.lexsort((addrs, codes))
     codes, addrs = codes[order], addrs[order]
     if len(codes) > 1:
@@ -147,55 +145,9 @@ def _write_bitmaps(
         pa.binary(), len(keys), [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
     )
     schema = pa.schema([pa.field(KEYS_COLUMN, keys.type), pa.field(BITMAPS_COLUMN, pa.binary())])
-    store.write_table(LOOKUP_FILE, pa.Table.from_arrays([keys, bitmaps], schema=schema), metadata)
-
-
-# --- global buffers (not in the IndexFileStore contract yet) ------------------------------------
-
-
-def _store_path(store: IndexFileStore, name: str) -> tuple[Any, str]:
-    storage, directory = getattr(store, "storage", None), getattr(store, "directory", None)
-    if storage is None or directory is None:
-        raise UnsupportedFeatureError(
-            "LABEL_LIST index: this index store cannot hold a second global buffer (the null lists); "
-            "it needs the kernel's IndexFiles store"
-        )
-    return storage, join_uri(directory, name)
-
-
-def _append_global_buffer(store: IndexFileStore, name: str, buffer: bytes) -> int:
-    """Add ``buffer`` as the next global buffer of the written file ``name``; return its number.
-
-    The file is re-emitted as pages + descriptor, the buffer (64-byte aligned), then the same column
-    metadata with the longer global-buffer table, so every page keeps its offset.
-    """
-    storage, path = _store_path(store, name)
-    data = storage.read_bytes(path)
-    with storage.open_reader(path) as reader:
-        tail = read_tail(reader)
-    column_start = FOOTER.unpack_from(data, len(data) - FOOTER.size)[0]
-    out = io.BytesIO()
-    out.write(data[:column_start])
-    out.write(PAD_BYTE * (-column_start % ALIGN))
-    position = out.tell()
-    out.write(buffer)
-    buffers = [*tail.global_buffers, (position, len(buffer))]
-    end = write_tail(out, out.tell(), tail.columns, buffers, footer_version(tail.version))
-    storage.write_bytes(path, out.getvalue())
-    written = getattr(store, "written", None)
-    if isinstance(written, list):
-        written[:] = [(n, end if n == name else size) for n, size in written]
-    return len(buffers) - 1
-
-
-def _read_global_buffer(store: IndexFileStore, name: str, number: int) -> bytes:
-    storage, path = _store_path(store, name)
-    with storage.open_reader(path) as reader:
-        buffers = read_tail(reader).global_buffers
-        if not 0 <= number < len(buffers):
-            raise CorruptFileError(path, f"global buffer {number} named by {LABEL_LIST_NULLS_KEY} is missing")
-        pos, size = buffers[number]
-        return reader.read_exact(pos, size, f"global buffer {number}")
+    store.write_table(
+        LOOKUP_FILE, pa.Table.from_arrays([keys, bitmaps], schema=schema), metadata, global_buffers
+    )
 
 
 # --- the reader ---------------------------------------------------------------------------------
@@ -343,7 +295,7 @@ class BitmapIndexReader:
                         LOOKUP_FILE, f"{LABEL_LIST_NULLS_KEY} = {number!r} is no buffer number"
                     ) from None
                 self._list_nulls = decode_row_addr_map(
-                    _read_global_buffer(self.store, LOOKUP_FILE, index), LOOKUP_FILE
+                    self.store.global_buffer(LOOKUP_FILE, index), LOOKUP_FILE
                 )
         return self._list_nulls
 
@@ -439,10 +391,7 @@ class LabelListIndexType:
         list_nulls = addrs[np.asarray(values.is_null(), dtype=bool)] if values.null_count else _EMPTY
         metadata = _stats_metadata(len(keys))
         metadata[LABEL_LIST_NULLS_KEY] = str(LABEL_LIST_NULLS_BUFFER)
-        _write_bitmaps(store, codes, addrs[parents], keys, metadata)
-        number = _append_global_buffer(store, LOOKUP_FILE, encode_row_addr_map(list_nulls))
-        if number != LABEL_LIST_NULLS_BUFFER:
-            raise CorruptFileError(LOOKUP_FILE, f"the null lists went to global buffer {number}, not 1")
+        _write_bitmaps(store, codes, addrs[parents], keys, metadata, [encode_row_addr_map(list_nulls)])
 
     def load(self, store: IndexFileStore, field: pa.Field) -> BitmapIndexReader:
         """Open a label-list index (reads the keys; the null lists on demand)."""

@@ -23,7 +23,6 @@ from lance_fw_plugins.index_bitmap import (
     LOOKUP_FILE,
     BitmapIndexReader,
     LabelListIndexType,
-    _read_global_buffer,
 )
 from tests.test_index_bitmap import (
     assert_same_lookup,
@@ -90,9 +89,7 @@ def test_trained_files_equal_pylance_files(dataset: lance.LanceDataset, column: 
     pylance_dir = pylance_index_path(dataset, f"{column}_idx")
     assert_same_lookup(read_lookup(pylance_dir), read_lookup(str(tmp_path)))
     assert store.schema_metadata(LOOKUP_FILE)[LABEL_LIST_NULLS_KEY] == "1"
-    assert _read_global_buffer(store, LOOKUP_FILE, 1) == _read_global_buffer(
-        store_of(pylance_dir), LOOKUP_FILE, 1
-    )
+    assert store.global_buffer(LOOKUP_FILE, 1) == store_of(pylance_dir).global_buffer(LOOKUP_FILE, 1)
     ((name, size),) = store.written
     assert size == (tmp_path / name).stat().st_size  # the size the kernel records in IndexMetadata.files
 
@@ -186,9 +183,7 @@ def test_empty_index_matches_pylance(tmp_path: Path) -> None:
     store = train_into(ds, "l", LabelListIndexType(), str(tmp_path / "mine"))
     pylance_dir = pylance_index_path(ds, "l_idx")
     assert_same_lookup(read_lookup(pylance_dir), read_lookup(str(tmp_path / "mine")))
-    assert _read_global_buffer(store, LOOKUP_FILE, 1) == _read_global_buffer(
-        store_of(pylance_dir), LOOKUP_FILE, 1
-    )
+    assert store.global_buffer(LOOKUP_FILE, 1) == store_of(pylance_dir).global_buffer(LOOKUP_FILE, 1)
     reader = LabelListIndexType().load(store, ds.schema.field("l"))
     assert reader.statistics() == ds.stats.index_stats("l_idx")["indices"][0] == {}
     assert len(reader.search(ContainsAnyQuery((1,))).addresses) == 0

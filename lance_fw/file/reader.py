@@ -94,6 +94,11 @@ class LanceFileReader:
     def close(self) -> None:
         self._reader.close()
 
+    def read_global_buffer(self, number: int) -> bytes:
+        """The bytes of global buffer ``number`` (0 is the file descriptor)."""
+        position, size = self.tail.global_buffers[number]
+        return self._reader.read_exact(position, size, f"global buffer {number}")
+
     # -- public -----------------------------------------------------------------------------
     def read_fields(
         self, fields: list[LanceField], start: int = 0, stop: int | None = None

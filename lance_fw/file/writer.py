@@ -8,7 +8,7 @@ written at once. Memory stays bounded: when the buffered slices pin more than
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,7 +220,9 @@ class LanceFileWriter:
         self._out.write(data)
         self._pos += len(data)
 
-    def finish(self) -> WrittenFile:
+    def finish(self, global_buffers: Sequence[bytes] = ()) -> WrittenFile:
+        """Write the remaining pages and the tail. ``global_buffers``: buffers 1, 2, ... of the
+        file (buffer 0 is the schema), e.g. an index's extra data named from its schema metadata."""
         for col in self._columns:
             self._flush(col)
             if not col.pages:  # e.g. the items of all-empty lists: readers expect one empty page
@@ -245,7 +247,12 @@ class LanceFileWriter:
             meta = file2_pb2.ColumnMetadata(pages=col.pages)
             meta.encoding.direct.encoding = column_encoding.SerializeToString()
             metas.append(meta)
-        self._pos = write_tail(self._out, self._pos, metas, [gb0], footer_version(self.version))
+        buffers = [gb0]
+        for extra in global_buffers:
+            self._align()
+            buffers.append((self._pos, len(extra)))
+            self._write(extra)
+        self._pos = write_tail(self._out, self._pos, metas, buffers, footer_version(self.version))
         self._out.close()
         ids = [c.spec.field.id for c in self._columns]  # 2.1+: leaves only, parents own no column
         return WrittenFile(self.path, self._rows, self._pos, ids, list(range(len(ids))), self.version)

@@ -37,7 +37,7 @@ from lance_fw.interfaces import (
 from lance_fw.query.dialect import column_path, parse_where, unwrap
 from lance_fw.query.filter import filter_visitor
 from lance_fw.table.indices import IndexHandle, open_index, search, usable_indices
-from lance_fw.table.row_ids import row_addresses
+from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
 from lance_fw.table.snapshot import Snapshot
 
 #: Comparison node -> (RangeQuery for ``column OP literal``), bounds as (lower?, inclusive).
@@ -123,8 +123,8 @@ class IndexPlan:
 
     def _search(self) -> dict[int, np.ndarray]:
         addresses, _ = self._evaluate(self.tree)
-        fragments = (addresses >> np.uint64(32)).astype(np.int64)
-        offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        fragments = address_fragments(addresses).astype(np.int64)
+        offsets = address_offsets(addresses).astype(np.int64)
         out: dict[int, np.ndarray] = {}
         if len(addresses):
             cuts = np.flatnonzero(np.diff(fragments)) + 1

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.file.reader import LanceFileReader
 from lance_fw.file.writer import LanceFileWriter
 from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
@@ -59,8 +59,15 @@ class IndexFiles:
                 reader = self._readers[name] = LanceFileReader(self.storage, self._path(name))
             return reader
 
-    def write_table(self, name: str, table: pa.Table, metadata: Mapping[str, str] | None = None) -> None:
-        """Write ``table`` with schema ``metadata`` as the Lance file ``name`` (see ``IndexFileStore``)."""
+    def write_table(
+        self,
+        name: str,
+        table: pa.Table,
+        metadata: Mapping[str, str] | None = None,
+        global_buffers: Sequence[bytes] = (),
+    ) -> None:
+        """Write ``table`` with schema ``metadata`` (and global buffers 1, 2, ...) as the Lance
+        file ``name`` (see ``IndexFileStore``)."""
         schema = table.schema.with_metadata(dict(metadata or {}))
         lance_schema = LanceSchema.from_arrow(schema)
         writer = LanceFileWriter(self.storage, self._path(name), lance_schema, INDEX_FILE_VERSION)
@@ -68,7 +75,7 @@ class IndexFiles:
             for batch in table.to_batches():
                 if batch.num_rows:
                     writer.write_batch(batch)
-            written = writer.finish()
+            written = writer.finish(global_buffers)
         except BaseException:
             writer.abort()
             raise
@@ -88,6 +95,16 @@ class IndexFiles:
         wanted = np.asarray(rows, dtype=np.int64)
         arrays = [reader.take_field(f, wanted) for f in fields]
         return pa.Table.from_arrays(arrays, schema=_arrow_schema(reader, fields))
+
+    def global_buffer(self, name: str, number: int) -> bytes:
+        """Global buffer ``number`` (1, 2, ...) of ``name``.
+
+        Raises: ``CorruptFileError`` when the file has no such buffer."""
+        reader = self._reader(name)
+        buffers = reader.tail.global_buffers
+        if not 1 <= number < len(buffers):
+            raise CorruptFileError(reader.path, f"has no global buffer {number} ({len(buffers)} buffers)")
+        return bytes(reader.read_global_buffer(number))
 
     def schema_metadata(self, name: str) -> dict[str, str]:
         """The schema metadata of ``name``, decoded as UTF-8."""
