@@ -592,10 +592,17 @@ class DatasetOptimizer:
     def __init__(self, ds: LanceDataset) -> None:
         self._ds = ds
 
-    def optimize_indices(self, **kwargs: Any) -> None:
-        """Bring every scalar index (or ``index_names=[...]``) up to the fragments added since it
-        was built; other pylance options are refused unless at their defaults."""
-        optimize_indices(self._ds, kwargs)
+    def optimize_indices(
+        self,
+        *,
+        index_names: list[str] | None = None,
+        num_indices_to_merge: int | None = None,
+        retrain: bool | None = None,
+    ) -> None:
+        """Bring every scalar index (or those in ``index_names``) up to the fragments added since it
+        was built (one new segment each); ``num_indices_to_merge`` / ``retrain`` are refused unless
+        at pylance's defaults."""
+        optimize_indices(self._ds, index_names, num_indices_to_merge, retrain)
 
     def compact_files(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.errors import InvalidArgumentError
 from lance_fw.options import refuse
 from lance_fw.table import indices as table_indices
 
@@ -55,15 +55,15 @@ def drop_index(ds: LanceDataset, name: str) -> None:
     ds._move_to(table_indices.drop_index(ds._snapshot, name))
 
 
-def optimize_indices(ds: LanceDataset, options: Mapping[str, Any]) -> None:
+def optimize_indices(
+    ds: LanceDataset, names: list[str] | None, num_indices_to_merge: int | None, retrain: bool | None
+) -> None:
     """``ds.optimize.optimize_indices(index_names=[...])``: bring each index up to every fragment."""
-    options = dict(options)
-    names = options.pop("index_names", None)
-    known = {"num_indices_to_merge": 1, "retrain": False}
-    unknown = [k for k in options if k not in known]
-    if unknown:
-        raise UnsupportedFeatureError(f"optimize_indices: option {unknown[0]!r} is not supported by lance_fw")
-    refuse("optimize_indices", options, known)
+    refuse(
+        "optimize_indices",
+        {"num_indices_to_merge": num_indices_to_merge, "retrain": retrain},
+        {"num_indices_to_merge": 1, "retrain": False},
+    )
     if names is not None and (isinstance(names, str) or not isinstance(names, Iterable)):
         raise InvalidArgumentError(f"index_names must be a list of names, got {names!r}")
     version = table_indices.optimize_indices(ds._snapshot, None if names is None else list(names))
