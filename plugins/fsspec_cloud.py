@@ -18,7 +18,7 @@ storages set ``atomic_put_if_absent`` and the generic put-if-absent commit handl
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO
 
 from lance_fw.errors import (
@@ -29,7 +29,8 @@ from lance_fw.errors import (
     StorageError,
     UnsupportedFeatureError,
 )
-from lance_fw.io.storage import RangeReader, coalesce_ranges
+from lance_fw.hookspecs import hookimpl
+from lance_fw.io.storage import RangeReader, Storage, coalesce_ranges
 from lance_fw_plugins.s3_options import Setting, lookup, parse_bool, parse_duration
 from lance_fw_plugins.storage_fsspec import FsspecStorage
 
@@ -150,8 +151,11 @@ class CloudReader(RangeReader):
     ranges concurrently on the backend's event loop. Every backend failure becomes a
     ``StorageError`` naming the object."""
 
-    #: The ``info`` field holding the object's version, and how a read asks for it (set per store).
+    #: The ``info`` field holding the object's version (set per store).
     version_field = ""
+    #: The ``cat_ranges`` keyword that pins a read to that version, where the backend takes one
+    #: (gcsfs: ``generation``); a store without one overrides ``_fetch``.
+    pin_argument = ""
 
     def __init__(self, fs: Any, path: str, failures: tuple[type[BaseException], ...]):
         self.fs, self.path, self._failures = fs, path, failures
@@ -205,12 +209,14 @@ class CloudReader(RangeReader):
 
     def _fetch(self, spans: list[tuple[int, int]]) -> list[bytes]:
         """The bytes of each ``(offset, length)`` span of the opened version, fetched concurrently."""
+        pin = {self.pin_argument: self._version} if self.pin_argument else {}
         return list(
             self.fs.cat_ranges(
                 [self.path] * len(spans),
                 [start for start, _ in spans],
                 [start + length for start, length in spans],
                 on_error="raise",
+                **pin,
             )
         )
 
@@ -364,3 +370,25 @@ class CloudStorage(FsspecStorage):
             return self.read_bytes(path) == data
         except (StorageError, DatasetNotFoundError, OSError):
             return False
+
+
+def storage_hooks(
+    schemes: tuple[str, ...],
+    storage: Callable[[str, Mapping[str, Any]], Storage],
+    descriptions: Mapping[str, str],
+) -> tuple[Callable[..., Storage | None], Callable[[], Mapping[str, str]]]:
+    """A cloud plugin's two hook implementations: ``lance_storage`` opening ``storage(uri,
+    options)`` for URIs of ``schemes``, and ``lance_storage_options`` declaring its keys. A plugin
+    module binds them to those names: ``lance_storage, lance_storage_options = storage_hooks(...)``."""
+
+    @hookimpl
+    def lance_storage(uri: str, options: Mapping[str, Any]) -> Storage | None:
+        if "://" not in uri or uri.split("://", 1)[0].lower() not in schemes:
+            return None
+        return storage(uri, options)
+
+    @hookimpl
+    def lance_storage_options() -> Mapping[str, str]:
+        return descriptions
+
+    return lance_storage, lance_storage_options

@@ -24,10 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from lance_fw.errors import StorageError
-from lance_fw.hookspecs import hookimpl
-from lance_fw.io.storage import Storage
 from lance_fw_plugins.azure_options import OPTION_DESCRIPTIONS, adlfs_kwargs
-from lance_fw_plugins.fsspec_cloud import CloudReader, CloudStorage, import_backend
+from lance_fw_plugins.fsspec_cloud import CloudReader, CloudStorage, import_backend, storage_hooks
 
 #: URI schemes this plugin answers (pylance's spellings that adlfs also registers).
 SCHEMES = ("az", "abfs", "abfss")
@@ -113,13 +111,4 @@ class AzureStorage(CloudStorage):
         self.backend_errors = (AzureError,)
 
 
-@hookimpl
-def lance_storage(uri: str, options: Mapping[str, Any]) -> Storage | None:
-    if "://" not in uri or uri.split("://", 1)[0].lower() not in SCHEMES:
-        return None
-    return AzureStorage(uri, options)
-
-
-@hookimpl
-def lance_storage_options() -> Mapping[str, str]:
-    return OPTION_DESCRIPTIONS
+lance_storage, lance_storage_options = storage_hooks(SCHEMES, AzureStorage, OPTION_DESCRIPTIONS)

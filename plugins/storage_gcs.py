@@ -19,9 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lance_fw.errors import StorageError
-from lance_fw.hookspecs import hookimpl
-from lance_fw.io.storage import Storage
-from lance_fw_plugins.fsspec_cloud import CloudReader, CloudStorage, import_backend
+from lance_fw_plugins.fsspec_cloud import CloudReader, CloudStorage, import_backend, storage_hooks
 from lance_fw_plugins.gcs_options import OPTION_DESCRIPTIONS, gcsfs_kwargs
 
 #: URI schemes this plugin answers (``gs`` is pylance's; fsspec also registers ``gcs`` for gcsfs).
@@ -42,18 +40,7 @@ class GcsReader(CloudReader):
     """Reads ask for the generation the open saw (``generation=`` on every GET): once the object
     is replaced that generation is gone (404), and the read fails instead of mixing objects."""
 
-    version_field = "generation"
-
-    def _fetch(self, spans: list[tuple[int, int]]) -> list[bytes]:
-        return list(
-            self.fs.cat_ranges(
-                [self.path] * len(spans),
-                [start for start, _ in spans],
-                [start + length for start, length in spans],
-                on_error="raise",
-                generation=self._version,
-            )
-        )
+    version_field = pin_argument = "generation"
 
     def _replaced(self, exc: BaseException) -> bool:
         return isinstance(exc, FileNotFoundError)
@@ -82,13 +69,4 @@ class GcsStorage(CloudStorage):
         self.backend_errors = (HttpError,)
 
 
-@hookimpl
-def lance_storage(uri: str, options: Mapping[str, Any]) -> Storage | None:
-    if "://" not in uri or uri.split("://", 1)[0].lower() not in SCHEMES:
-        return None
-    return GcsStorage(uri, options)
-
-
-@hookimpl
-def lance_storage_options() -> Mapping[str, str]:
-    return OPTION_DESCRIPTIONS
+lance_storage, lance_storage_options = storage_hooks(SCHEMES, GcsStorage, OPTION_DESCRIPTIONS)
