@@ -16,22 +16,14 @@ to everything and pylance ignores, is refused while set (unless a connection str
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
-from lance_fw_plugins.fsspec_cloud import (
-    Setting,
-    env_names,
-    flag,
-    lookup,
-    refuse_keys,
-    same_as_uri,
-    seconds,
-)
+from lance_fw_plugins.fsspec_cloud import Setting, StoreOptions, client_settings, store_setting
 
 #: The key prefix object_store strips, and reads ``AZURE_*`` variables for.
 PREFIX = "azure_"
@@ -50,8 +42,7 @@ CONNECTION_STRING_ENV = "AZURE_STORAGE_CONNECTION_STRING"
 STATIC_TOKEN_LIFETIME_S = 24 * 3600
 
 
-def _setting(keys: tuple[str, ...], description: str) -> Setting:
-    return Setting(keys, env_names(keys, PREFIX), description)
+_setting = partial(store_setting, PREFIX)
 
 
 ACCOUNT_NAME = _setting(("azure_storage_account_name", "account_name"), "Azure storage account name")
@@ -112,9 +103,9 @@ CREDENTIAL_TYPE = _setting(
     "which Azure credential to use: auto, access_key, sas_token, bearer_token, client_secret, "
     "workload_identity, azure_cli, managed_identity",
 )
-ALLOW_HTTP = _setting(("allow_http", "azure_allow_http"), "allow an http:// endpoint")
-CONNECT_TIMEOUT = _setting(("connect_timeout", "azure_connect_timeout"), "connect timeout, e.g. '5s'")
-TIMEOUT = _setting(("timeout", "azure_timeout"), "per-request read timeout, e.g. '30s'")
+ALLOW_HTTP, CONNECT_TIMEOUT, TIMEOUT = client_settings(
+    PREFIX, "allow an http:// endpoint", "per-request read timeout, e.g. '30s'"
+)
 
 SETTINGS = (
     ACCOUNT_NAME,
@@ -297,17 +288,18 @@ def adlfs_kwargs(
         InvalidArgumentError: a bad value, a missing account, a key of another store, a container
             or account other than the URI's.
     """
-    environ = os.environ if environ is None else environ
-    refuse_keys(options, environ, "az://", OPTION_DESCRIPTIONS, UNSUPPORTED, PREFIX, _NOT_OBJECT_STORE_KEYS)
+    read = StoreOptions(
+        options, environ, "az://", OPTION_DESCRIPTIONS, UNSUPPORTED, PREFIX, _NOT_OBJECT_STORE_KEYS
+    )
 
-    def get(setting: Setting) -> Any:
-        value = lookup(options, setting, environ)
+    def get(setting: Setting) -> str | None:
+        value = read.get(setting)
         return None if value is None else str(value)
 
-    same_as_uri(lookup(options, CONTAINER_NAME, {}), container, CONTAINER_NAME.keys[0])
+    read.same_as_uri(CONTAINER_NAME, container)
     account = get(ACCOUNT_NAME)
     if uri_account is not None:
-        same_as_uri(lookup(options, ACCOUNT_NAME, {}), uri_account, ACCOUNT_NAME.keys[0])
+        read.same_as_uri(ACCOUNT_NAME, uri_account)
         account = uri_account
     values = {
         "key": get(ACCESS_KEY),
@@ -321,24 +313,24 @@ def adlfs_kwargs(
         "object_id": get(OBJECT_ID),
         "msi_res": get(MSI_RESOURCE_ID),
     }
-    flag(options, DISABLE_TAGGING, environ, default=False)  # validated; lance_fw never tags blobs
+    read.flag(DISABLE_TAGGING)  # validated; lance_fw never tags blobs
     kind = (get(CREDENTIAL_TYPE) or AUTO_KIND).strip().lower()
     if kind not in CREDENTIAL_KINDS:
         raise InvalidArgumentError(
             f"storage option azure_credential_type={kind!r}: one of {list(CREDENTIAL_KINDS)}"
         )
     if kind == AUTO_KIND:
-        kind = _auto_kind(values, flag(options, USE_AZURE_CLI, environ, default=False))
-    if flag(options, SKIP_SIGNATURE, environ, default=False):
+        kind = _auto_kind(values, read.flag(USE_AZURE_CLI))
+    if read.flag(SKIP_SIGNATURE):
         kind = ANONYMOUS
 
     kwargs: dict[str, Any] = {"use_listings_cache": False, "anon": kind == ANONYMOUS}
     for setting, name in ((CONNECT_TIMEOUT, "connection_timeout"), (TIMEOUT, "read_timeout")):
-        value = seconds(options, setting, environ)
+        value = read.seconds(setting)
         if value is not None:
             kwargs[name] = value
 
-    if flag(options, USE_EMULATOR, environ, default=False):
+    if read.flag(USE_EMULATOR):
         # object_store's emulator branch: an account key, else a bearer token, else a SAS, else
         # the emulator's well-known key (credential_type and token credentials play no part).
         account = account or EMULATOR_ACCOUNT
@@ -354,7 +346,7 @@ def adlfs_kwargs(
                 kind = SAS_KIND
             else:
                 kind, values["key"] = ACCESS_KEY_KIND, EMULATOR_KEY
-        base = (environ.get(EMULATOR_URL_ENV) or EMULATOR_URL).rstrip("/")
+        base = (read.environ.get(EMULATOR_URL_ENV) or EMULATOR_URL).rstrip("/")
         kwargs["account_name"] = account
         kwargs["connection_string"] = _connection_string(f"{base}/{account}", kind, account, values)
         return kwargs
@@ -365,20 +357,14 @@ def adlfs_kwargs(
             "(or AZURE_STORAGE_ACCOUNT_NAME, or an abfss://container@ACCOUNT.dfs.core.windows.net URI)"
         )
     kwargs["account_name"] = account
-    host = (
-        FABRIC_BLOB_HOST if flag(options, USE_FABRIC_ENDPOINT, environ, default=False) else BLOB_HOST
-    ).format(account=account)
+    host = (FABRIC_BLOB_HOST if read.flag(USE_FABRIC_ENDPOINT) else BLOB_HOST).format(account=account)
     endpoint = (get(ENDPOINT) or f"https://{host}").rstrip("/")
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise InvalidArgumentError(
             f"storage option azure_storage_endpoint={endpoint!r} must be an http(s):// URL"
         )
-    if parts.scheme == "http" and not flag(options, ALLOW_HTTP, environ, default=False):
-        raise InvalidArgumentError(
-            f"the Azure endpoint {endpoint} is plain http; set storage option allow_http='true' "
-            "(or AZURE_ALLOW_HTTP) to allow it, as pylance requires"
-        )
+    read.refuse_plain_http(endpoint, parts.scheme == "http", ALLOW_HTTP, "Azure")
     plain_https_host = parts.scheme == "https" and parts.path in ("", "/") and not parts.query
     if kind in (SAS_KIND, ANONYMOUS) or not plain_https_host:
         if kind not in (*_SHARED_KEY_KINDS, ANONYMOUS):
@@ -390,7 +376,7 @@ def adlfs_kwargs(
             _require(values, kind, "sas")
         kwargs["connection_string"] = _connection_string(endpoint, kind, account, values)
         return kwargs
-    if environ.get(CONNECTION_STRING_ENV):
+    if read.environ.get(CONNECTION_STRING_ENV):
         raise UnsupportedFeatureError(
             f"{CONNECTION_STRING_ENV} is set: adlfs would use it instead of the settings pylance "
             "reads (pylance ignores it); unset it, or give the account's key or SAS"

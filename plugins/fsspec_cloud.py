@@ -18,6 +18,7 @@ storages set ``atomic_put_if_absent`` and the generic put-if-absent commit handl
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO
 
@@ -60,14 +61,28 @@ def env_names(keys: tuple[str, ...], prefix: str) -> tuple[str, ...]:
     return tuple(k.upper() for k in keys if k.startswith(prefix))
 
 
-def flag(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, str], default: bool) -> bool:
-    value = lookup(options, setting, environ)
-    return default if value is None else parse_bool(value, setting.keys[0])
+def store_setting(
+    prefix: str, keys: tuple[str, ...], description: str, extra_env: tuple[str, ...] = ()
+) -> Setting:
+    """A GCS or Azure setting: its keys, read from the variables object_store derives from the
+    keys with the store's ``prefix`` (``env_names``) and any ``extra_env`` the store also reads."""
+    return Setting(keys, env_names(keys, prefix) + extra_env, description)
 
 
-def seconds(options: Mapping[str, Any], setting: Setting, environ: Mapping[str, str]) -> float | None:
-    value = lookup(options, setting, environ)
-    return None if value is None else parse_duration(value, setting.keys[0])
+def client_settings(prefix: str, allow_http: str, timeout: str) -> tuple[Setting, Setting, Setting]:
+    """object_store's client options as GCS and Azure read them: ``allow_http``, ``connect_timeout``
+    and ``timeout``, each also spelt with the store's ``prefix`` and read from that variable. The
+    store describes ``allow_http`` and ``timeout`` (which requests may use http, and what the timeout
+    bounds, differ per store)."""
+
+    def setting(name: str, description: str) -> Setting:
+        return store_setting(prefix, (name, prefix + name), description)
+
+    return (
+        setting("allow_http", allow_http),
+        setting("connect_timeout", "connect timeout, e.g. '5s'"),
+        setting("timeout", timeout),
+    )
 
 
 def refuse_keys(
@@ -121,13 +136,54 @@ def refuse_foreign_keys(options: Mapping[str, Any], store: str, own: Mapping[str
             )
 
 
-def same_as_uri(value: Any, from_uri: str, key: str) -> None:
-    """object_store takes the bucket/container from the URI whatever the option says; a different
-    value would be silently ignored there, so it is refused here."""
-    if value is not None and str(value) != from_uri:
-        raise InvalidArgumentError(
-            f"storage option {key}={value!r} differs from {from_uri!r} in the URI; the URI names it"
-        )
+class StoreOptions:
+    """One store's ``storage_options`` and environment, read as object_store reads them (a key in
+    the options wins over its variable). Checked when made: keys the store cannot honour, given
+    as options or variables, and keys of another store raise (``refuse_keys``)."""
+
+    def __init__(
+        self,
+        options: Mapping[str, Any],
+        environ: Mapping[str, str] | None,
+        store: str,
+        own: Mapping[str, str],
+        unsupported: Mapping[str, str],
+        prefix: str,
+        options_only: frozenset[str] = frozenset(),
+    ):
+        self.options = options
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        refuse_keys(options, self.environ, store, own, unsupported, prefix, options_only)
+
+    def get(self, setting: Setting) -> Any:
+        """The setting's value (None when neither a key nor a variable gives it)."""
+        return lookup(self.options, setting, self.environ)
+
+    def flag(self, setting: Setting, default: bool = False) -> bool:
+        value = self.get(setting)
+        return default if value is None else parse_bool(value, setting.keys[0])
+
+    def seconds(self, setting: Setting) -> float | None:
+        value = self.get(setting)
+        return None if value is None else parse_duration(value, setting.keys[0])
+
+    def same_as_uri(self, setting: Setting, from_uri: str) -> None:
+        """object_store takes the bucket/container/account from the URI whatever the option says;
+        a different value would be silently ignored there, so it is refused here."""
+        value = lookup(self.options, setting, {})
+        if value is not None and str(value) != from_uri:
+            raise InvalidArgumentError(
+                f"storage option {setting.keys[0]}={value!r} differs from {from_uri!r} in the URI; "
+                "the URI names it"
+            )
+
+    def refuse_plain_http(self, endpoint: str, is_http: bool, allow_http: Setting, service: str) -> None:
+        """pylance refuses an ``http://`` endpoint unless ``allow_http`` is set."""
+        if is_http and not self.flag(allow_http):
+            raise InvalidArgumentError(
+                f"the {service} endpoint {endpoint} is plain http; set storage option allow_http='true' "
+                f"(or {allow_http.env[0]}) to allow it, as pylance requires"
+            )
 
 
 def import_backend(module: str, scheme: str, extra: str) -> Any:

@@ -17,20 +17,12 @@ gcsfs reads and pylance does not) changes nothing.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
-from lance_fw_plugins.fsspec_cloud import (
-    Setting,
-    env_names,
-    flag,
-    lookup,
-    refuse_keys,
-    same_as_uri,
-    seconds,
-)
+from lance_fw_plugins.fsspec_cloud import Setting, StoreOptions, client_settings, store_setting
 
 #: The key prefix object_store strips, and reads ``GOOGLE_*`` variables for.
 PREFIX = "google_"
@@ -48,8 +40,7 @@ FILE_BASE_URL_FIELD = "gcs_base_url"
 FILE_DISABLE_OAUTH_FIELD = "disable_oauth"
 
 
-def _setting(keys: tuple[str, ...], description: str, extra_env: tuple[str, ...] = ()) -> Setting:
-    return Setting(keys, env_names(keys, PREFIX) + extra_env, description)
+_setting = partial(store_setting, PREFIX)
 
 
 SERVICE_ACCOUNT = _setting(
@@ -75,9 +66,9 @@ STORAGE_TOKEN = Setting(("google_storage_token",), (), "static GCS OAuth token (
 SKIP_SIGNATURE = _setting(("google_skip_signature", "skip_signature"), "send anonymous GCS requests")
 #: object_store would allow http on GCS by default, but pylance (lance's client options) refuses
 #: an http:// endpoint unless allow_http is set: lance_fw does what pylance does.
-ALLOW_HTTP = _setting(("allow_http", "google_allow_http"), "allow an http:// endpoint (refused otherwise)")
-CONNECT_TIMEOUT = _setting(("connect_timeout", "google_connect_timeout"), "connect timeout, e.g. '5s'")
-TIMEOUT = _setting(("timeout", "google_timeout"), "per-request timeout, e.g. '30s'")
+ALLOW_HTTP, CONNECT_TIMEOUT, TIMEOUT = client_settings(
+    PREFIX, "allow an http:// endpoint (refused otherwise)", "per-request timeout, e.g. '30s'"
+)
 
 SETTINGS = (
     SERVICE_ACCOUNT,
@@ -153,13 +144,9 @@ def gcsfs_kwargs(
         UnsupportedFeatureError: a key lance_fw cannot honour, or a credential type it cannot use.
         InvalidArgumentError: a bad value, a key of another store, a bucket other than the URI's.
     """
-    environ = os.environ if environ is None else environ
-    refuse_keys(options, environ, "gs://", OPTION_DESCRIPTIONS, UNSUPPORTED, PREFIX)
-
-    def get(setting: Setting) -> Any:
-        return lookup(options, setting, environ)
-
-    same_as_uri(lookup(options, BUCKET, {}), bucket, BUCKET.keys[0])
+    read = StoreOptions(options, environ, "gs://", OPTION_DESCRIPTIONS, UNSUPPORTED, PREFIX)
+    get = read.get
+    read.same_as_uri(BUCKET, bucket)
     kwargs: dict[str, Any] = {"use_listings_cache": False}
     base_url = get(BASE_URL)
 
@@ -185,7 +172,7 @@ def gcsfs_kwargs(
     # object_store's order: an explicit token, then a service account (whose file may say "no
     # OAuth"), then application credentials, then the default chain.
     token: Any
-    if flag(options, SKIP_SIGNATURE, environ, default=False):
+    if read.flag(SKIP_SIGNATURE):
         token = TOKEN_ANONYMOUS
     elif static is not None:
         token = _static_token(static)
@@ -206,14 +193,10 @@ def gcsfs_kwargs(
     endpoint = str(base_url or DEFAULT_BASE_URL).rstrip("/")
     if not endpoint.startswith(("http://", "https://")):
         raise InvalidArgumentError(f"storage option google_base_url={endpoint!r} must be an http(s):// URL")
-    if endpoint.startswith("http://") and not flag(options, ALLOW_HTTP, environ, default=False):
-        raise InvalidArgumentError(
-            f"the GCS endpoint {endpoint} is plain http; set storage option allow_http='true' "
-            "(or GOOGLE_ALLOW_HTTP) to allow it, as pylance requires"
-        )
+    read.refuse_plain_http(endpoint, endpoint.startswith("http://"), ALLOW_HTTP, "GCS")
     kwargs["endpoint_url"] = endpoint
 
-    total, connect = seconds(options, TIMEOUT, environ), seconds(options, CONNECT_TIMEOUT, environ)
+    total, connect = read.seconds(TIMEOUT), read.seconds(CONNECT_TIMEOUT)
     if total is not None or connect is not None:
         import aiohttp
 
