@@ -344,6 +344,10 @@ class IndexFileStore(Protocol):
         Raises: ``CorruptFileError`` / ``StorageError`` naming the file.
         """
 
+    def read_range(self, name: str, start: int, stop: int, columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows [start, stop) of Lance file ``name``: only the pages holding them are read and decoded
+        (several times cheaper than ``take_rows`` of the same rows)."""
+
     def take_rows(self, name: str, rows: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows at positions ``rows`` (sorted ``int64``) of Lance file ``name``, reading only the
         pages they live in (a B-tree reads one page of ``page_data.lance`` per lookup)."""

@@ -174,9 +174,14 @@ class BTreeReader:
         return out
 
     def _read(self, pages: Iterable[int], columns: list[str]) -> pa.Table:
-        ranges = [self._page_rows(p) for p in sorted(set(pages))]
-        rows = np.concatenate([np.arange(s, e, dtype=np.int64) for s, e in ranges])
-        return self.store.take_rows(PAGES_FILE, rows, columns)
+        spans: list[list[int]] = []
+        for start, stop in (self._page_rows(p) for p in sorted(set(pages))):
+            if spans and spans[-1][1] == start:  # neighbouring pages: one range read
+                spans[-1][1] = stop
+            else:
+                spans.append([start, stop])
+        tables = [self.store.read_range(PAGES_FILE, start, stop, columns) for start, stop in spans]
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def _ids_where(self, partial: list[int], mask_of: Any) -> list[np.ndarray]:
         """``ids`` of the rows of pages ``partial`` whose values ``mask_of`` accepts."""

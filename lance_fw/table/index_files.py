@@ -88,6 +88,13 @@ class IndexFiles:
         arrays = reader.read_fields(fields, 0, reader.num_rows)
         return pa.Table.from_arrays(arrays, schema=_arrow_schema(reader, fields))
 
+    def read_range(self, name: str, start: int, stop: int, columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows [start, stop) of ``name``, decoding only the pages that hold them."""
+        reader = self._reader(name)
+        fields = _fields(reader, columns)
+        arrays = reader.read_fields(fields, start, stop)
+        return pa.Table.from_arrays(arrays, schema=_arrow_schema(reader, fields))
+
     def take_rows(self, name: str, rows: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows ``rows`` (sorted positions) of ``name``, decoding only the pages they live in."""
         reader = self._reader(name)
