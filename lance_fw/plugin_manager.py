@@ -480,10 +480,8 @@ class _Registry:
     page_decoders = _collected("lance_page_decoders")
     kind_decoders = _collected("lance_kind_decoders")
     deletion_codecs = _collected("lance_deletion_codecs")
-    index_types = _collected(
-        "lance_index_types",
-        "Scalar index types by name (``ScalarIndexType``; the built-ins are BTREE, BITMAP, LABEL_LIST, ZONEMAP).",
-    )
+    #: scalar index types by name (``ScalarIndexType``; built in: BTREE, BITMAP, LABEL_LIST, ZONEMAP)
+    index_types = _collected("lance_index_types")
     storage_options = _collected(
         "lance_storage_options", "``storage_options`` keys some plugin reads, with their descriptions."
     )
