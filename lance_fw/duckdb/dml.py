@@ -30,7 +30,7 @@ from sqlglot import exp
 
 import lance_fw
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.duckdb import table_functions
+from lance_fw.duckdb import index_ddl, table_functions  # index_ddl also registers its table functions
 from lance_fw.duckdb.catalog import (
     VERSIONS_DIR,
     LanceCatalog,
@@ -527,6 +527,9 @@ def route(
             con.execute(EMPTY_RESULT)
             return True
         return False
+    if index_ddl.may_be_index_ddl(statement):
+        if index_ddl.run(con, statement, state.pending is not None, storage_options):
+            return True
     calls = table_functions.may_call(statement)
     if not state.catalogs and not calls:
         return False

@@ -29,7 +29,7 @@ import duckdb
 
 import lance_fw
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.duckdb import copy_to, dml
+from lance_fw.duckdb import copy_to, dml, index_ddl
 from lance_fw.duckdb.dataset import DuckDBDataset
 from lance_fw.duckdb.names import decode, missing_name, replacement_path, same_dataset
 from lance_fw.duckdb.s3_secrets import storage_options_for
@@ -184,7 +184,7 @@ def binder(con: duckdb.DuckDBPyConnection, statement: Query, parameters: Paramet
 def statements(con: duckdb.DuckDBPyConnection, query: Query) -> list[Query]:
     """The statements of a script, each run (and so resolved) on its own: a statement bound before the
     one ahead of it ran would not see what that one created."""
-    if not isinstance(query, str):
+    if not isinstance(query, str) or index_ddl.may_be_index_ddl(query):  # DuckDB cannot parse index DDL
         return [query]
     parsed: list[Query] = list(con.extract_statements(query))
     return parsed if len(parsed) > 1 else [query]
