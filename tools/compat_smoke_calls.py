@@ -1,0 +1,443 @@
+"""The smoke calls themselves (see ``compat_smokes``): grouped by the pylance area they exercise.
+
+Each returns plain values; where a call returns an object, the smoke call reads the attributes a
+pylance user reads. Mutating calls work on ``ctx.fresh()``, never on the shared ``ctx.ds``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from compat_smokes import DATA, Ctx, raises, smoke
+
+MORE = pa.table({"id": pa.array([100, 101], pa.int64()), "s": ["n0", "n1"], "x": [1.0, 2.0]})
+
+
+# -- opening and writing ------------------------------------------------------------------------
+@smoke("lance.write_dataset", "lance.dataset.write_dataset", "lance.dataset", "LanceDataset.to_table")
+def _write_read(ctx: Ctx) -> object:
+    return ctx.lib.dataset(ctx.ds.uri).to_table()
+
+
+@smoke("lance.LanceDataset", "lance.dataset.LanceDataset")
+def _construct(ctx: Ctx) -> object:
+    return ctx.lib.LanceDataset(ctx.ds.uri).count_rows()
+
+
+@smoke("LanceDataset.uri")
+def _uri(ctx: Ctx) -> object:
+    return ctx.ds.uri.rstrip("/").endswith("d0")
+
+
+@smoke("LanceDataset.schema")
+def _schema(ctx: Ctx) -> object:
+    return ctx.ds.schema
+
+
+@smoke("LanceDataset.version", "LanceDataset.latest_version")
+def _version(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id = 1")
+    return ds.version, ds.latest_version, ctx.lib.dataset(ds.uri, version=1).latest_version
+
+
+@smoke("LanceDataset.versions")
+def _versions(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id = 1")
+    return [v["version"] for v in ds.versions()]
+
+
+@smoke("LanceDataset.checkout_version", "LanceDataset.checkout_latest")
+def _checkout(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id < 3")
+    old = ds.checkout_version(1)
+    counts = [old.count_rows()]
+    old.checkout_latest()
+    return [*counts, old.count_rows(), old.version]
+
+
+@smoke("LanceDataset.restore")
+def _restore(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id < 3")
+    old = ds.checkout_version(1)
+    old.restore()
+    return old.version, old.count_rows(), ctx.lib.dataset(ds.uri).count_rows()
+
+
+@smoke("LanceDataset.data_storage_version")
+def _storage_version(ctx: Ctx) -> object:
+    return ctx.ds.data_storage_version, ctx.fresh(data_storage_version="2.1").data_storage_version
+
+
+@smoke("LanceDataset.max_field_id")
+def _max_field_id(ctx: Ctx) -> object:
+    return ctx.ds.max_field_id
+
+
+@smoke("LanceDataset.lance_schema")
+def _lance_schema(ctx: Ctx) -> object:
+    return ctx.ds.lance_schema.to_pyarrow()
+
+
+@smoke("LanceDataset.has_index")
+def _has_index(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    before = ds.has_index
+    ds.create_scalar_index("id", "BTREE")
+    return before, ds.has_index
+
+
+# -- reading ------------------------------------------------------------------------------------
+@smoke("LanceDataset.count_rows")
+def _count_rows(ctx: Ctx) -> object:
+    return ctx.ds.count_rows(), ctx.ds.count_rows("id > 3"), ctx.ds.count_rows(filter=pc.field("x") < 2)
+
+
+@smoke("LanceDataset.scanner", "LanceScanner.to_table", "LanceScanner.projected_schema")
+def _scanner(ctx: Ctx) -> object:
+    scan = ctx.ds.scanner(columns=["s", "id"], filter="id >= 2", limit=5, offset=1)
+    return scan.projected_schema, scan.to_table()
+
+
+@smoke("LanceDataset.to_batches", "LanceScanner.to_batches")
+def _to_batches(ctx: Ctx) -> object:
+    return [b.num_rows for b in ctx.ds.to_batches(batch_size=3)]
+
+
+@smoke("LanceScanner.to_reader")
+def _to_reader(ctx: Ctx) -> object:
+    return ctx.ds.scanner(columns=["id"]).to_reader().read_all()
+
+
+@smoke("LanceScanner.count_rows")
+def _scan_count(ctx: Ctx) -> object:
+    return ctx.ds.scanner(filter="x > 1").count_rows()
+
+
+@smoke("LanceScanner.explain_plan")
+def _explain(ctx: Ctx) -> object:
+    return isinstance(ctx.ds.scanner(filter="id > 1").explain_plan(verbose=True), str)
+
+
+@smoke("LanceScanner.analyze_plan")
+def _analyze(ctx: Ctx) -> object:
+    return isinstance(ctx.ds.scanner(filter="id > 1").analyze_plan(), str)
+
+
+@smoke("LanceDataset.head")
+def _head(ctx: Ctx) -> object:
+    return ctx.ds.head(3, columns=["id"])
+
+
+@smoke("LanceDataset.take")
+def _take(ctx: Ctx) -> object:
+    return ctx.ds.take([7, 0, 3], columns=["s"]), raises(lambda: ctx.ds.take([99]))
+
+
+@smoke("LanceDataset.to_pandas")
+def _to_pandas(ctx: Ctx) -> object:
+    return ctx.ds.to_pandas(columns=["id", "s"], filter="id < 4").to_dict("list")
+
+
+@smoke("LanceDataset.slice")
+def _slice(ctx: Ctx) -> object:
+    return ctx.ds.slice(2, 7, columns=["id"])
+
+
+@smoke("LanceDataset.sample")
+def _sample(ctx: Ctx) -> object:
+    sample = ctx.ds.sample(4, columns=["id", "s"])
+    return sample.num_rows, sample.schema, set(sample["id"].to_pylist()) <= set(range(10))
+
+
+# -- fragments ----------------------------------------------------------------------------------
+@smoke("LanceDataset.get_fragments", "LanceFragment.fragment_id", "LanceFragment.physical_rows")
+def _fragments(ctx: Ctx) -> object:
+    return [(f.fragment_id, f.physical_rows) for f in ctx.ds.get_fragments()]
+
+
+@smoke("LanceDataset.get_fragment", "LanceFragment.to_table")
+def _fragment(ctx: Ctx) -> object:
+    return ctx.ds.get_fragment(1).to_table(columns=["id"]), ctx.ds.get_fragment(42)
+
+
+@smoke("LanceFragment.count_rows", "LanceFragment.num_deletions", "LanceFragment.deletion_file")
+def _fragment_counts(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id = 5")
+    f = ds.get_fragment(1)
+    return f.count_rows(), f.count_rows("id > 5"), f.num_deletions, f.deletion_file() is not None
+
+
+@smoke("LanceFragment.head", "LanceFragment.scanner")
+def _fragment_head(ctx: Ctx) -> object:
+    f = ctx.ds.get_fragment(0)
+    return f.head(2), f.scanner(columns=["s"], filter="id > 0", offset=1, limit=1).to_table()
+
+
+@smoke("LanceFragment.to_batches")
+def _fragment_batches(ctx: Ctx) -> object:
+    return [b.num_rows for b in ctx.ds.get_fragment(0).to_batches(batch_size=3)]
+
+
+@smoke("LanceFragment.data_files")
+def _fragment_files(ctx: Ctx) -> object:
+    return [f.path.endswith(".lance") for f in ctx.ds.get_fragment(0).data_files()]
+
+
+@smoke("LanceFragment.take")
+def _fragment_take(ctx: Ctx) -> object:
+    return ctx.ds.get_fragment(1).take([2, 0], columns=["id"])
+
+
+@smoke("LanceFragment.schema")
+def _fragment_schema(ctx: Ctx) -> object:
+    return ctx.ds.get_fragment(0).schema
+
+
+@smoke("LanceFragment.metadata")
+def _fragment_metadata(ctx: Ctx) -> object:
+    md = ctx.ds.get_fragment(2).metadata
+    return md.id, md.physical_rows, len(md.files)
+
+
+# -- mutations ----------------------------------------------------------------------------------
+@smoke("LanceDataset.delete")
+def _delete(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id % 2 = 0")
+    return ds.to_table(), ds.version
+
+
+@smoke("LanceDataset.update")
+def _update(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    result = ds.update({"x": "x * 10"}, where="id > 6")
+    return result, ds.to_table()
+
+
+@smoke("LanceDataset.insert")
+def _insert(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.insert(MORE)
+    return ds.version, ds.to_table()
+
+
+@smoke("LanceDataset.truncate_table")
+def _truncate(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.truncate_table()
+    return ds.count_rows(), ds.schema
+
+
+@smoke(
+    "LanceDataset.merge_insert",
+    "MergeInsertBuilder.when_matched_update_all",
+    "MergeInsertBuilder.when_not_matched_insert_all",
+    "MergeInsertBuilder.execute",
+)
+def _merge_insert(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    new = pa.table({"id": pa.array([1, 50], pa.int64()), "s": ["u", "w"], "x": [9.0, 9.5]})
+    stats = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(new)
+    return stats, ds.to_table().sort_by("id")
+
+
+@smoke("MergeInsertBuilder.when_matched_delete")
+def _merge_delete(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.merge_insert("id").when_matched_delete().execute(MORE.slice(0, 1).set_column(0, "id", pa.array([3])))
+    return ds.to_table()
+
+
+@smoke("MergeInsertBuilder.when_not_matched_by_source_delete")
+def _merge_by_source(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    builder = ds.merge_insert("id").when_matched_update_all().when_not_matched_by_source_delete("id > 7")
+    builder.execute(DATA.slice(0, 2))
+    return ds.to_table()
+
+
+@smoke("MergeInsertBuilder.when_matched_fail")
+def _merge_fail(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    return raises(lambda: ds.merge_insert("id").when_matched_fail().execute(DATA.slice(0, 1)))
+
+
+@smoke("MergeInsertBuilder.conflict_retries", "MergeInsertBuilder.retry_timeout")
+def _merge_retries(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    builder = ds.merge_insert("id").when_not_matched_insert_all().conflict_retries(3)
+    return builder.retry_timeout(timedelta(seconds=5)).execute(MORE)
+
+
+@smoke("LanceDataset.merge")
+def _merge(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.merge(pa.table({"id": pa.array([1, 4, 9], pa.int64()), "y": ["a", "b", "c"]}), "id")
+    return ds.to_table()
+
+
+@smoke("LanceDataset.add_columns")
+def _add_columns(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.add_columns({"y": "id * 2"})
+    return ds.to_table(columns=["id", "y"])
+
+
+@smoke("LanceDataset.alter_columns")
+def _alter_columns(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.alter_columns({"path": "s", "name": "t"})
+    return ds.schema
+
+
+@smoke("LanceDataset.drop_columns")
+def _drop_columns(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.drop_columns(["x"])
+    return ds.to_table()
+
+
+@smoke("LanceDataset.optimize", "DatasetOptimizer.compact_files")
+def _compact(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    metrics = ds.optimize.compact_files(target_rows_per_fragment=100)
+    return metrics.fragments_removed, metrics.fragments_added, ds.to_table(), len(ds.get_fragments())
+
+
+@smoke("LanceDataset.cleanup_old_versions")
+def _cleanup(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id = 0")
+    stats = ds.cleanup_old_versions(older_than=timedelta(0))
+    return stats.old_versions, [v["version"] for v in ds.versions()]
+
+
+# -- config, metadata, tags ---------------------------------------------------------------------
+@smoke("LanceDataset.config", "LanceDataset.update_config", "LanceDataset.delete_config_keys")
+def _config(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.update_config({"a": "1", "b": "2"})
+    ds.delete_config_keys(["a"])
+    return {k: v for k, v in ds.config().items() if k in ("a", "b")}
+
+
+@smoke("LanceDataset.metadata", "LanceDataset.update_metadata")
+def _metadata(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    return ds.update_metadata({"k": "v"}), ds.metadata
+
+
+@smoke("LanceDataset.schema_metadata", "LanceDataset.update_schema_metadata")
+def _schema_metadata(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.update_schema_metadata({"k": "v"})
+    return ds.schema_metadata, ds.schema.metadata
+
+
+@smoke("LanceDataset.replace_schema_metadata")
+def _replace_schema_metadata(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.replace_schema_metadata({"k": "v"})
+    return ds.schema_metadata
+
+
+@smoke("LanceDataset.update_field_metadata", "LanceDataset.replace_field_metadata")
+def _field_metadata(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.update_field_metadata({"s": {"a": "1"}})
+    ds.replace_field_metadata("x", {"b": "2"})
+    return ds.schema.field("s").metadata, ds.schema.field("x").metadata
+
+
+@smoke(
+    "LanceDataset.tags",
+    "Tags.create",
+    "Tags.update",
+    "Tags.delete",
+    "Tags.get_version",
+    "Tags.list",
+    "Tags.list_ordered",
+)
+def _tags(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id = 0")
+    ds.tags.create("a", 1)
+    ds.tags.create("b", 2)
+    ds.tags.update("a", 2)
+    ds.tags.delete("b")
+    listed = {k: v["version"] for k, v in ds.tags.list().items()}
+    ordered = [name for name, _ in ds.tags.list_ordered()]
+    return ds.tags.get_version("a"), listed, ordered, ctx.lib.dataset(ds.uri, version="a").version
+
+
+# -- indices ------------------------------------------------------------------------------------
+@smoke("LanceDataset.create_scalar_index", "LanceDataset.describe_indices")
+def _scalar_index(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.create_scalar_index("id", "BTREE", name="by_id")
+    return [(d.name, d.index_type, d.field_names) for d in ds.describe_indices()], ds.to_table(
+        filter="id = 4"
+    )
+
+
+@smoke("LanceDataset.list_indices")
+def _list_indices(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.create_scalar_index("s", "BITMAP")
+    return [(i["name"], i["type"], i["fields"]) for i in ds.list_indices()]
+
+
+@smoke("LanceDataset.drop_index")
+def _drop_index(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.create_scalar_index("id", "BTREE", name="by_id")
+    ds.drop_index("by_id")
+    return len(ds.describe_indices())
+
+
+@smoke("LanceDataset.index_statistics", "LanceDataset.stats")
+def _index_stats(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.create_scalar_index("id", "BTREE", name="by_id")
+    stats = ds.stats.index_stats("by_id")
+    return stats["index_type"], stats["num_indexed_rows"], ds.index_statistics("by_id")["name"]
+
+
+@smoke("LanceDataset.prewarm_index")
+def _prewarm(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.create_scalar_index("id", "BTREE", name="by_id")
+    return ds.prewarm_index("by_id")
+
+
+@smoke("DatasetOptimizer.optimize_indices")
+def _optimize_indices(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.create_scalar_index("id", "BTREE", name="by_id")
+    ctx.lib.write_dataset(MORE, ds.uri, mode="append")
+    ds.checkout_latest()
+    ds.optimize.optimize_indices()
+    return ds.to_table(filter="id = 100")
+
+
+# -- distributed writes -------------------------------------------------------------------------
+@smoke(
+    "lance.fragment.write_fragments",
+    "lance.LanceOperation",
+    "LanceDataset.commit",
+    "lance.FragmentMetadata",
+    "lance.fragment.FragmentMetadata",
+)
+def _write_fragments(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    fragments = ctx.lib.fragment.write_fragments(MORE, ds.uri, max_rows_per_file=1)
+    op = ctx.lib.LanceOperation.Append(fragments)
+    new = ctx.lib.LanceDataset.commit(ds.uri, op, read_version=ds.version)
+    return len(fragments), new.to_table().num_rows, isinstance(fragments[0], ctx.lib.FragmentMetadata)
