@@ -92,6 +92,8 @@ _TOKEN = re.compile(
 
 @dataclass(frozen=True)
 class Token:
+    """One token of an index statement: a string literal, quoted identifier, number, word or mark."""
+
     kind: str  # string, quoted, number, word or punct
     text: str
 
