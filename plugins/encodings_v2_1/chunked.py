@@ -24,7 +24,7 @@ from .compressive import (
     decode_values,
     decompress_buffer,
 )
-from .decoded_values import DecodedValues, as_u8, concat
+from .decoded_values import DecodedValues, as_u8, concat, present
 
 
 def decode_chunk_ranges(
@@ -65,17 +65,17 @@ def decode_chunk_ranges(
     return decode_chunks(enc, pieces, counts, where, needed)
 
 
-def _inline_chunks(
+def _inline_words(
     enc: pb.CompressiveEncoding,
     data: np.ndarray,
     starts: np.ndarray,
     sizes: np.ndarray,
     counts: np.ndarray,
     where: str,
-    needed: np.ndarray | None,
-) -> DecodedValues | None:
-    """Inline-bitpacked chunks (one 1024-value block each: a width word, then its packed words),
-    unpacked from where they lie in ``data``. None when a chunk holds more than one block."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """Inline-bitpacked chunks (one 1024-value block each: a width word, then its packed words)
+    where they lie in ``data``, checked: (the page as words, each chunk's first packed word, each
+    chunk's width, bits per value). None when a chunk holds more than one block."""
     if not ((counts > 0) & (counts <= fastlanes.BLOCK)).all():
         return None
     t = int(enc.inline_bitpacking.uncompressed_bits_per_value)
@@ -109,22 +109,82 @@ def _inline_chunks(
             f"chunk {c}: inline bitpacking buffer has {int(sizes[c]) // isz} {t}-bit words, "
             f"needs {1 + int(widths[c]) * lanes}",
         )
+    return words, first + 1, widths, t
+
+
+def _inline_chunks(
+    enc: pb.CompressiveEncoding,
+    data: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    counts: np.ndarray,
+    where: str,
+    needed: np.ndarray | None,
+) -> DecodedValues | None:
+    """Inline-bitpacked chunks unpacked from where they lie in ``data`` (``_inline_words``).
+    None when a chunk holds more than one block."""
+    found = _inline_words(enc, data, starts, sizes, counts, where)
+    if found is None:
+        return None
+    words, packed, widths, t = found
+    dt = UINT_BY_BITS[t]
     total = int(counts.sum())
     if needed is not None and len(needed) * 8 < len(counts) * fastlanes.BLOCK:  # a few values: gather them
         before = np.zeros(len(counts) + 1, np.int64)
         np.cumsum(counts, out=before[1:])
         block = np.searchsorted(before, needed, side="right") - 1
         values = np.zeros(total, dt)
-        values[needed] = fastlanes.unpack_at(words, first + 1, widths, t, block, needed - before[block])
+        values[needed] = fastlanes.unpack_at(words, packed, widths, t, block, needed - before[block])
         return DecodedValues("fixed", total, values, t)
     grid = np.empty((len(counts), fastlanes.BLOCK), dt)
-    fastlanes.unpack_inline_blocks(words, first + 1, widths, t, grid)
+    fastlanes.unpack_inline_blocks(words, packed, widths, t, grid)
     values = grid.reshape(-1)
     if (counts[:-1] != fastlanes.BLOCK).any():
         values = values[(np.arange(fastlanes.BLOCK)[None, :] < counts[:, None]).reshape(-1)]
     else:
         values = values[:total]
     return DecodedValues("fixed", total, values, t)
+
+
+def decode_chunk_values_at(
+    enc: pb.CompressiveEncoding,
+    data: np.ndarray,
+    bufs: Sequence[tuple[np.ndarray, np.ndarray]],
+    counts: np.ndarray,
+    chunk: np.ndarray,
+    within: np.ndarray,
+    where: str = "compressive encoding",
+) -> DecodedValues | None:
+    """Only the values ``within[i]`` (less than the chunk's count) of chunk ``chunk[i]`` (chunks
+    and their value buffers as in :func:`decode_chunk_ranges`), in that order: what a take of a few rows needs. Each value costs
+    its own words or bytes, not a decode of every value of its chunk, and nothing is built for
+    the values not asked for. None for encodings without such a path (the caller decodes the
+    chunks whole)."""
+    counts = np.asarray(counts, np.int64)
+    if len(bufs) != 1 or not len(counts):
+        return None
+    starts, sizes = (np.asarray(x, np.int64) for x in bufs[0])
+    kind = _name(enc)
+    if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
+        found = _inline_words(enc, data, starts, sizes, counts, where)
+        if found is None:
+            return None
+        words, packed, widths, t = found
+        return DecodedValues(
+            "fixed", len(chunk), fastlanes.unpack_at(words, packed, widths, t, chunk, within), t
+        )
+    var, general = _variable_of(enc.fsst.values if kind == "fsst" else enc)
+    if var is None:
+        return None
+    if general is not None:  # each chunk's buffer is compressed on its own
+        data, starts, sizes = _laid_end_to_end(
+            [
+                decompress_buffer(data[a : a + n], general, where)
+                for a, n in zip(starts.tolist(), sizes.tolist())
+            ]
+        )
+    inner = _variable_at(var, data, starts, sizes, counts, chunk, within, where)
+    return _fsst(enc.fsst, inner, where) if kind == "fsst" else inner
 
 
 def decode_chunks(
@@ -217,17 +277,9 @@ def _variable_ranges(
     ``big[base[c] : base[c] + sizes[c]]``, ``(n+1)`` offsets relative to the buffer, then bytes;
     every value is located by its global start. Values not in ``needed`` (when given) come back
     empty."""
-    bits = enc.variable.offsets.flat.bits_per_value
-    width = bits // 8
-    if (sizes % width).any():
-        raise CorruptFileError(where, "variable chunk buffer is not padded to its offset width")
-    if (sizes < (counts_a + 1) * width).any():
-        raise CorruptFileError(where, "variable chunk buffer is shorter than its offsets")
-    if big.ctypes.data % width or (base % width).any():
-        big, base = gather_ranges(big, base, sizes), np.cumsum(sizes) - sizes
-    words = big[: big.size - big.size % width].view(UINT_BY_BITS[bits])
     if needed is not None:
-        return _variable_needed(words, width, big, base, sizes, counts_a, where, needed)
+        return _variable_needed(enc, big, base, sizes, counts_a, where, needed)
+    words, big, base, width = _variable_words(enc, big, base, sizes, counts_a, where)
     # offsets of chunk c sit at words[base_c / width + j], j = 0..n_c
     offs = words[range_positions(base // width, counts_a + 1)].astype(np.int64)
     bounds = np.zeros(len(counts_a) + 1, np.int64)
@@ -249,9 +301,54 @@ def _variable_ranges(
     return DecodedValues("variable", len(out_offs) - 1, data, offsets=out_offs)
 
 
+def _variable_words(
+    enc: pb.CompressiveEncoding,
+    big: np.ndarray,
+    base: np.ndarray,
+    sizes: np.ndarray,
+    counts_a: np.ndarray,
+    where: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Variable chunks checked and aligned: (the page as offset words, the page, each chunk's
+    start, offset width in bytes)."""
+    width = enc.variable.offsets.flat.bits_per_value // 8
+    if (sizes % width).any():
+        raise CorruptFileError(where, "variable chunk buffer is not padded to its offset width")
+    if (sizes < (counts_a + 1) * width).any():
+        raise CorruptFileError(where, "variable chunk buffer is shorter than its offsets")
+    if big.ctypes.data % width or (base % width).any():
+        big, base = gather_ranges(big, base, sizes), np.cumsum(sizes) - sizes
+    return big[: big.size - big.size % width].view(UINT_BY_BITS[8 * width]), big, base, width
+
+
+def _variable_at(
+    enc: pb.CompressiveEncoding,
+    big: np.ndarray,
+    base: np.ndarray,
+    sizes: np.ndarray,
+    counts_a: np.ndarray,
+    chunk: np.ndarray,
+    within: np.ndarray,
+    where: str,
+) -> DecodedValues:
+    """Only values ``within[i]`` (less than the chunk's count) of chunks ``chunk[i]`` of a
+    ``variable`` page (layout as in ``_variable_ranges``), in that order: each one's two offsets are read and checked on their
+    own, so random access costs per wanted value, not per value of every chunk read."""
+    words, big, base, width = _variable_words(enc, big, base, sizes, counts_a, where)
+    at = base[chunk] // width + within
+    lo, hi = words[at].astype(np.int64), words[at + 1].astype(np.int64)
+    if (hi < lo).any() or (hi > sizes[chunk]).any():
+        raise CorruptFileError(where, "variable chunk offsets are out of order or point past their chunk")
+    lengths = hi - lo
+    out_offs = np.zeros(len(chunk) + 1, np.int64)
+    np.cumsum(lengths, out=out_offs[1:])
+    return DecodedValues(
+        "variable", len(chunk), gather_ranges(big, base[chunk] + lo, lengths), offsets=out_offs
+    )
+
+
 def _variable_needed(
-    words: np.ndarray,
-    width: int,
+    enc: pb.CompressiveEncoding,
     big: np.ndarray,
     base: np.ndarray,
     sizes: np.ndarray,
@@ -259,23 +356,18 @@ def _variable_needed(
     where: str,
     needed: np.ndarray,
 ) -> DecodedValues:
-    """Only the ``needed`` values of variable chunks (the others empty): each one's two offsets are
-    read and checked on their own, so random access costs per wanted value, not per value of every
-    chunk read."""
+    """Only the ``needed`` values of variable chunks (the others empty), from ``_variable_at``."""
     total = int(counts_a.sum())
     first = np.zeros(len(counts_a) + 1, np.int64)
     np.cumsum(counts_a, out=first[1:])
     want = np.unique(needed)
     chunk = np.searchsorted(first, want, side="right") - 1
-    at = base[chunk] // width + (want - first[chunk])
-    lo, hi = words[at].astype(np.int64), words[at + 1].astype(np.int64)
-    if (hi < lo).any() or (hi > sizes[chunk]).any():
-        raise CorruptFileError(where, "variable chunk offsets are out of order or point past their chunk")
+    compact = _variable_at(enc, big, base, sizes, counts_a, chunk, want - first[chunk], where)
     lengths = np.zeros(total, np.int64)
-    lengths[want] = hi - lo
+    lengths[want] = np.diff(present(compact.offsets, "offsets"))
     out_offs = np.zeros(total + 1, np.int64)
     np.cumsum(lengths, out=out_offs[1:])
-    return DecodedValues("variable", total, gather_ranges(big, base[chunk] + lo, hi - lo), offsets=out_offs)
+    return DecodedValues("variable", total, compact.data, offsets=out_offs)
 
 
 def decode_level_chunks(

@@ -15,11 +15,11 @@ import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
-from lance_fw.file.buffers import UINT_BY_BYTES
+from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges
 from lance_fw.file.encoding import PageInput
 
-from . import layouts
-from .decoded_values import RawBytes, as_u8
+from . import chunked, layouts
+from .decoded_values import DecodedValues, RawBytes, as_u8
 from .layouts import PageLevels
 from .repdef import LIST_LAYERS
 
@@ -74,16 +74,85 @@ def mini_block_rows(
         )
     first_row = _exclusive_cumsum(counts)
     chunk_of = np.searchsorted(first_row, rows, side="right") - 1
-    chosen = np.unique(chunk_of)
+    new_chunk = np.empty(len(chunk_of), bool)  # rows are sorted: so are their chunks
+    new_chunk[:1] = True
+    np.not_equal(chunk_of[1:], chunk_of[:-1], out=new_chunk[1:])
+    chosen = chunk_of[new_chunk]
     data, local_starts = _read_chunks(page, starts[chosen], sizes[chosen])
+    k = np.cumsum(new_chunk) - 1  # each row's chunk among the chosen ones
+    within = rows - first_row[chunk_of]
+    compact = _levels_at(
+        layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, k, within, where
+    )
+    if compact is not None:
+        return compact, np.arange(len(rows))
     before = _exclusive_cumsum(counts[chosen])  # one value per row: its place among the chosen chunks' values
-    k = np.searchsorted(chosen, chunk_of)
-    positions = before[k] + rows - first_row[chunk_of]
+    positions = before[k] + within
     levels, _ = layouts.chunk_levels(
         layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, 0, where, needed=positions
     )
     levels.num_rows = int(before[-1])
     return levels, positions
+
+
+def _levels_at(
+    layout: pb.MiniBlockLayout,
+    data: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    counts: np.ndarray,
+    dictionary: DecodedValues | None,
+    chunk: np.ndarray,
+    within: np.ndarray,
+    where: str,
+) -> PageLevels | None:
+    """Levels of only the rows ``within[i]`` of chunk ``chunk[i]`` (chunks laid end to end in
+    ``data`` at ``starts``), one level and one value per row (a layout without repetition): a
+    take of a few rows builds, validates and copies those rows, not every row of their chunks.
+    None where the values' encoding has no such path (``chunked.decode_chunk_values_at``)."""
+    has_def = layout.HasField("def_compression")
+    chunks = layouts._parse_chunks(
+        data, starts, sizes, False, has_def, layout.num_buffers, layout.has_large_chunk, where
+    )
+    enc = layout.value_compression
+    plain = layouts._plain_fixed(enc) if layout.num_buffers == 1 and dictionary is None else None
+    if plain is not None:
+        values: DecodedValues | None = _plain_at(data, chunks.bufs[0], counts, chunk, within, *plain, where)
+    else:
+        values = chunked.decode_chunk_values_at(enc, data, chunks.bufs, counts, chunk, within, where)
+    if values is None:
+        return None
+    if dictionary is not None:
+        values = layouts._gather(dictionary, values, where)
+    defs = None
+    if has_def:
+        if (chunks.num_levels != counts).any():
+            raise CorruptFileError(where, "mini-block chunks hold other numbers of levels than of values")
+        all_defs = layouts._chunk_levels(layout.def_compression, data, chunks.defs, chunks.num_levels, where)
+        defs = all_defs[_exclusive_cumsum(counts)[chunk] + within]
+    return PageLevels(list(layout.layers), len(chunk), None, defs, values)
+
+
+def _plain_at(
+    data: np.ndarray,
+    buf: tuple[np.ndarray, np.ndarray],
+    counts: np.ndarray,
+    chunk: np.ndarray,
+    within: np.ndarray,
+    bits: int,
+    per_list: int | None,
+    where: str,
+) -> DecodedValues:
+    """Values of whole bytes (or fixed-size lists of them) stored plainly: each wanted one is
+    copied from where it lies in its chunk."""
+    width = bits * (per_list or 1) // 8
+    starts, sizes = buf
+    if (sizes != counts * width).any():
+        raise CorruptFileError(where, "mini-block value buffers do not hold their chunks' values")
+    raw = gather_ranges(data, starts[chunk] + within * width, np.full(len(chunk), width, np.int64))
+    n = len(chunk) * (per_list or 1)
+    values = DecodedValues("fixed", n, raw.view(UINT_BY_BITS[bits]) if bits in UINT_BY_BITS else raw, bits)
+    return values if per_list is None else DecodedValues("fsl", len(chunk), dimension=per_list, inner=values)
 
 
 def _read_chunks(page: PageInput, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
