@@ -18,14 +18,24 @@ import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw._util.readahead import readahead
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.options import Columns, Filter, Unsupported, refuse
 from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.query.projection import Projection
+from lance_fw.query.vector_search import (
+    DISTANCE_COLUMN,
+    DISTANCE_FIELD,
+    QUERY_INDEX_FIELD,
+    flat_search,
+    parse_nearest,
+    plan_text,
+    vector_index_on,
+)
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, with_row_columns
 from lance_fw.table.snapshot import Snapshot
+from lance_fw.table.take import take
 
 #: The hidden column read when a scan asks for no column at all: batches then still know their rows.
 _COUNT_COLUMN = "_rowaddr"
@@ -48,7 +58,7 @@ class LanceScanner:
         filter: Filter | None = None,
         limit: int | None = None,
         offset: int | None = None,
-        nearest: Unsupported = None,
+        nearest: Mapping[str, Any] | None = None,
         batch_size: int | None = None,
         batch_size_bytes: int | None = None,
         batch_readahead: int | None = None,
@@ -78,7 +88,6 @@ class LanceScanner:
         refuse(
             "scanner",
             {
-                "nearest": nearest,
                 "batch_size_bytes": batch_size_bytes,
                 "index_segments": index_segments,
                 "full_text_query": full_text_query,
@@ -88,7 +97,6 @@ class LanceScanner:
                 "scan_stats_callback": scan_stats_callback,
                 "strict_batch_size": strict_batch_size,
                 "order_by": order_by,
-                "disable_scoring_autoprojection": disable_scoring_autoprojection,
                 "row_addr_allowlist": row_addr_allowlist,
                 "row_addr_blocklist": row_addr_blocklist,
             },
@@ -101,6 +109,11 @@ class LanceScanner:
         _check_count("batch_readahead", batch_readahead, 1)
         _check_count("io_buffer_size", io_buffer_size, 0)
         schema = snapshot.schema
+        self.search: NearestSearch | None = None
+        if nearest is not None:
+            self.search = NearestSearch(snapshot, nearest, columns, filter, prefilter)
+            self.search.check_options(with_row_id, with_row_address, disable_scoring_autoprojection)
+            columns = self.search.data_columns
         if columns is not None and not isinstance(columns, Mapping) and has_nested_paths(columns, schema):
             columns = as_projection(columns, schema)  # "p.a": a flat column named "p.a", as in pylance
         # {name: SQL} (any mapping, not only a dict: a mapping read as a list of names would scan its
@@ -123,6 +136,8 @@ class LanceScanner:
 
     @property
     def projected_schema(self) -> pa.Schema:
+        if self.search is not None:
+            return self.search.schema(self)
         projected = self.projection.schema if self.projection is not None else None  # set once built
         fields = list(projected) if projected is not None else [f.to_arrow() for f in self._fields]
         return with_row_columns(pa.schema(fields), self.with_row_id, self.with_row_address)
@@ -197,6 +212,9 @@ class LanceScanner:
                 return  # stop reading: the generator chain is closed here
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        if self.search is not None:  # pylance returns a search's rows as one batch
+            yield from self.search.run(self).combine_chunks().to_batches()
+            return
         extra = [n for n, on in (("_rowid", self.with_row_id), ("_rowaddr", self.with_row_address)) if on]
         for batch in rechunk(self._pieces(), self.batch_size):
             if self.projection is not None:
@@ -209,9 +227,13 @@ class LanceScanner:
             yield batch
 
     def to_reader(self) -> pa.RecordBatchReader:
+        if self.search is not None:
+            return self.to_table().to_reader()
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
 
     def to_table(self) -> pa.Table:
+        if self.search is not None:
+            return self.search.run(self)
         return pa.Table.from_batches(list(self.to_batches()), schema=self.projected_schema)
 
     def explain_plan(self, verbose: bool = False) -> str:
@@ -231,6 +253,8 @@ class LanceScanner:
         return "\n".join(lines) + "\n"
 
     def _plan_lines(self) -> list[str]:
+        if self.search is not None:
+            return self._search_plan_lines(self.search)
         index = self._plan.scalar_index if self._plan is not None else None
         names = [f.name for f in self._fields]
         text = (
@@ -247,6 +271,14 @@ class LanceScanner:
         if index is not None:
             lines.append(f"  ScalarIndexQuery: query={index.describe()}")
         return lines
+
+    def _search_plan_lines(self, search: NearestSearch) -> list[str]:
+        text = self.filter if isinstance(self.filter, str) or self.filter is None else str(self.filter)
+        read = [f.name for f in self._plan.fields] if self._plan is not None else []
+        names = [f.name for f in self._fields]
+        return plan_text(
+            search.query, self._snapshot.uri, names, read, text, search.prefilter, len(self._chosen()), False
+        )
 
     def count_rows(self) -> int:
         return sum(b.num_rows for b in self.to_batches())
@@ -287,3 +319,143 @@ def rechunk(pieces: Iterator[tuple[int, pa.RecordBatch]], size: int) -> Iterator
 
 def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+
+
+#: columns a vector search adds, which ``columns=`` may name to place them
+_SEARCH_COLUMNS = (DISTANCE_COLUMN, "_rowid", "_rowaddr")
+
+
+class NearestSearch:
+    """A scan's ``nearest=``: the checked query, where its extra columns go, and its run.
+
+    Flat search only: with a vector index on the column pylance searches the index (approximate
+    results), which lance_fw cannot yet, so that case is refused unless ``use_index=False``."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        nearest: Mapping[str, Any],
+        columns: Columns | None,
+        filter: Filter | None,
+        prefilter: bool | None,
+    ) -> None:
+        self.query = parse_nearest(nearest, snapshot)
+        index = vector_index_on(snapshot, self.query.column)
+        if self.query.use_index and index is not None:
+            raise UnsupportedFeatureError(
+                f"nearest: column {self.query.column!r} has the vector index {index!r}, which pylance "
+                "would search (approximate results); lance_fw cannot search vector indices yet. Pass "
+                "use_index=False for the exact flat search"
+            )
+        self.prefilter = bool(prefilter) and filter is not None
+        self.postfilter = not prefilter and filter is not None
+        self.layout: list[str] | None = None
+        self.data_columns: Columns | None = columns
+        if isinstance(columns, Mapping):
+            if any(DISTANCE_COLUMN in str(sql) for sql in columns.values()):
+                raise UnsupportedFeatureError(
+                    f"scanner: a projection reading {DISTANCE_COLUMN} is not supported"
+                )
+        elif columns is not None:
+            self.layout = list(columns)
+            self.data_columns = [c for c in self.layout if c not in _SEARCH_COLUMNS]
+        self.with_row_id = self.with_row_address = self.no_distance = False
+
+    def check_options(
+        self, with_row_id: bool | None, with_row_address: bool | None, no_distance: bool | None
+    ) -> None:
+        self.with_row_id, self.with_row_address = bool(with_row_id), bool(with_row_address)
+        self.no_distance = bool(no_distance)
+
+    def run(self, scan: LanceScanner) -> pa.Table:
+        """Top-k per query, the winners' columns taken by address, the post-filter, offset/limit."""
+        snapshot = scan._snapshot
+        plan = scan._plan if self.prefilter else None
+        tops = flat_search(
+            snapshot, self.query, scan._chosen(), plan, scan.batch_size, scan.fragment_readahead
+        )
+        found = [top.result() for top in tops]
+        distance, row_id, address = (np.concatenate([f[i] for f in found]) for i in range(3))
+        query_index = np.repeat(np.arange(len(found), dtype=np.int32), [len(f[0]) for f in found])
+        names = [f.name for f in scan._fields]
+        extra = (
+            [f.name for f in scan._plan.fields if f.name not in names]
+            if self.postfilter and scan._plan
+            else []
+        )
+        taken = take(snapshot, address, names + extra, by_address=True) if names or extra else None
+        if self.postfilter and scan._plan is not None:
+            keep = scan._plan.matcher(_with_row_columns(taken, row_id, address))
+            distance, row_id, address, query_index = (
+                distance[keep],
+                row_id[keep],
+                address[keep],
+                query_index[keep],
+            )
+            taken = taken.take(pa.array(keep)) if taken is not None else None
+        out = self._assemble(scan, taken, distance, row_id, address, query_index)
+        return out.slice(scan.offset, scan.limit) if scan.offset or scan.limit is not None else out
+
+    def schema(self, scan: LanceScanner) -> pa.Schema:
+        empty = pa.schema([f.to_arrow() for f in scan._fields]).empty_table() if scan._fields else None
+        nothing = np.zeros(0, np.uint64)
+        return self._assemble(
+            scan, empty, np.zeros(0, np.float32), nothing, nothing, np.zeros(0, np.int32)
+        ).schema
+
+    def _assemble(
+        self,
+        scan: LanceScanner,
+        taken: pa.Table | None,
+        distance: np.ndarray,
+        row_id: np.ndarray,
+        address: np.ndarray,
+        query_index: np.ndarray,
+    ) -> pa.Table:
+        """pylance's column order: query_index (a batch of queries), the columns asked for (the
+        search columns where ``columns=`` names them), then _distance, _rowid, _rowaddr."""
+        names = [f.name for f in scan._fields]
+        data = None if taken is None else taken.select(names)
+        if scan.projection is not None and taken is not None:
+            data = scan.projection.apply(taken.select(scan.projection.columns))
+        extra = {
+            DISTANCE_COLUMN: (DISTANCE_FIELD, pa.array(distance, pa.float32())),
+            "_rowid": (pa.field("_rowid", pa.uint64()), pa.array(row_id, pa.uint64())),
+            "_rowaddr": (pa.field("_rowaddr", pa.uint64()), pa.array(address, pa.uint64())),
+        }
+        fields: list[pa.Field] = []
+        arrays: list[pa.Array | pa.ChunkedArray] = []
+
+        def add(name: str) -> None:
+            if name in extra:
+                fields.append(extra[name][0])
+                arrays.append(extra[name][1])
+            elif data is not None:
+                fields.append(data.schema.field(name))
+                arrays.append(data.column(name))
+
+        if self.query.batched:
+            fields.append(QUERY_INDEX_FIELD)
+            arrays.append(pa.array(query_index, pa.int32()))
+        listed = self.layout if self.layout is not None else (data.schema.names if data is not None else [])
+        for name in listed:
+            add(name)
+        wanted = [
+            (DISTANCE_COLUMN, not self.no_distance),
+            ("_rowid", self.with_row_id),
+            ("_rowaddr", self.with_row_address),
+        ]
+        for name, on in wanted:
+            if on and name not in listed:
+                add(name)
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _with_row_columns(taken: pa.Table | None, row_id: np.ndarray, address: np.ndarray) -> pa.RecordBatch:
+    """The taken rows as one batch with _rowid / _rowaddr, for the filter's matcher."""
+    columns = [] if taken is None else [c.combine_chunks() for c in taken.columns]
+    names = [] if taken is None else list(taken.schema.names)
+    return pa.RecordBatch.from_arrays(
+        [*columns, pa.array(row_id, pa.uint64()), pa.array(address, pa.uint64())],
+        names=[*names, "_rowid", "_rowaddr"],
+    )

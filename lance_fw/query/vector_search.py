@@ -1,0 +1,458 @@
+"""Flat (exact) nearest-neighbour search: ``scanner(nearest={...})`` without a vector index.
+
+pylance's flat path computes one float32 distance per row with lance-linalg's kernels, keeps the
+``k`` smallest per query (ties by ``_rowid``), drops rows whose distance is null or NaN (a null
+vector, a NaN element), and then reads the other columns of the winners. This module does the
+same with whole-array numpy over each scanned batch, so memory stays at one batch plus ``k`` rows
+per query.
+
+The distances are those pylance prints, bit for bit where it matters (float32 columns): its
+kernels sum in 16 float32 lanes (L2, dot: lane sums added in order; cosine: fused multiply-adds,
+lanes reduced as a tree), and a plain ``numpy`` sum rounds differently, which reorders rows at
+near-ties. :func:`distances` reproduces those summation orders. float16 and float64 columns follow
+the same formulas at float32 / float64 with the last bit not guaranteed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw._proto import table_pb2
+from lance_fw._util.readahead import readahead
+from lance_fw.errors import InvalidArgumentError, InvalidArgumentTypeError, UnsupportedFeatureError
+from lance_fw.table.index_list import VECTOR_TYPE_URL
+from lance_fw.table.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from lance_fw.query.filter_plan import FilterPlan
+
+#: ``k`` when ``nearest`` gives none (pylance's default)
+DEFAULT_K = 10
+#: lanes of lance-linalg's float32 kernels (one AVX-512 register of float32)
+F32_LANES = 16
+#: lanes of its float64 L2 kernel, and of cosine's tail block for float32
+F64_LANES = 8
+#: float32 L2 / dot use an explicit 8-lane FMA kernel up to this dimension, lane sums above it
+NARROW_DIM = 16
+#: the output columns a vector search adds
+DISTANCE_COLUMN = "_distance"
+QUERY_INDEX_COLUMN = "query_index"
+DISTANCE_FIELD = pa.field(DISTANCE_COLUMN, pa.float32())
+QUERY_INDEX_FIELD = pa.field(QUERY_INDEX_COLUMN, pa.int32(), nullable=False)
+
+#: metric spellings pylance accepts (case-insensitive) and the metric each names
+METRIC_NAMES = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "dot", "hamming": "hamming"}
+#: vector element types each metric supports (pylance: "Distance type X does not support T vectors")
+_FLOAT_TYPES = (pa.float16(), pa.float32(), pa.float64())
+_METRIC_TYPES = {
+    "l2": _FLOAT_TYPES,
+    "cosine": _FLOAT_TYPES,
+    "dot": _FLOAT_TYPES,
+    "hamming": (pa.uint8(),),
+}
+#: Arrow type -> the name pylance's messages give it
+_TYPE_NAMES = {pa.float16(): "Float16", pa.float32(): "Float32", pa.float64(): "Float64", pa.uint8(): "UInt8"}
+#: ``nearest`` keys that tune an index search only; a flat search accepts and ignores them
+_INDEX_TUNING = (
+    "nprobes",
+    "minimum_nprobes",
+    "maximum_nprobes",
+    "refine_factor",
+    "ef",
+    "query_parallelism",
+    "approx_mode",
+    "search_effort",
+)
+_KEYS = ("column", "q", "k", "metric", "use_index", "distance_range", *_INDEX_TUNING)
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.uint32)
+
+
+@dataclass(frozen=True)
+class NearestQuery:
+    """One checked ``nearest=`` argument."""
+
+    column: str
+    queries: np.ndarray  # (number of queries, dim), in the column's element type
+    batched: bool  # ``q`` was 2-D: a ``query_index`` column leads the output
+    k: int
+    metric: str
+    use_index: bool
+    tuning: dict[str, object] = field(default_factory=dict)
+
+
+def parse_nearest(nearest: Mapping[str, object], snapshot: Snapshot) -> NearestQuery:
+    """Check ``nearest`` as pylance's ``ScannerBuilder.nearest`` and the Rust planner do, raising
+    their error classes (``TypeError`` for a bad key or a non-vector column, ``ValueError`` else)."""
+    if not isinstance(nearest, Mapping):
+        raise InvalidArgumentTypeError(f"nearest must be a dict, got {type(nearest).__name__}")
+    for key in nearest:
+        if key not in _KEYS:
+            raise InvalidArgumentTypeError(f"nearest() got an unexpected keyword argument {key!r}")
+    for key in ("column", "q"):
+        if key not in nearest:
+            raise InvalidArgumentTypeError(f"nearest() missing 1 required positional argument: {key!r}")
+    if nearest.get("distance_range") is not None:
+        raise UnsupportedFeatureError("nearest: option distance_range is not supported")
+    name = str(nearest["column"])
+    column = next((f for f in snapshot.schema if f.name.lower() == name.lower()), None)
+    if column is None:
+        raise InvalidArgumentError(f"Embedding column {name} is not in the dataset")
+    vector_type = column.type.storage_type if isinstance(column.type, pa.ExtensionType) else column.type
+    if not pa.types.is_fixed_size_list(vector_type):
+        if pa.types.is_list(vector_type) and pa.types.is_fixed_size_list(vector_type.value_type):
+            raise UnsupportedFeatureError(f"nearest: multivector column {name} is not supported")
+        raise InvalidArgumentTypeError(f"Query column {name} must be a vector. Got {column.type}.")
+    dim, element = vector_type.list_size, vector_type.value_type
+    queries, batched = _query_matrix(nearest["q"])
+    if queries.shape[1] != dim:
+        raise InvalidArgumentError(
+            f"Query vector size {queries.shape[1]} does not match index column size {dim}"
+        )
+    if batched and QUERY_INDEX_COLUMN in snapshot.schema.names:
+        raise InvalidArgumentError(
+            f"batch search cannot be used on a dataset with a {QUERY_INDEX_COLUMN} column"
+        )
+    k = nearest.get("k")
+    k = DEFAULT_K if k is None else _integer("k", k)
+    if k <= 0:
+        raise InvalidArgumentError(f"Nearest-K must be > 0 but got {k}")
+    _check_tuning(nearest)
+    metric = _metric(nearest.get("metric"), element)
+    if element not in _METRIC_TYPES[metric]:
+        if element in _TYPE_NAMES:
+            raise InvalidArgumentError(
+                f"Invalid user input: Distance type {metric} does not support {_TYPE_NAMES[element]} vectors"
+            )
+        raise InvalidArgumentError(
+            f"Invalid user input: Column {name} has element type {element} and the query vector is Float32"
+        )
+    tuning = {key: nearest[key] for key in _INDEX_TUNING if nearest.get(key) is not None}
+    use_index = nearest.get("use_index", True)
+    return NearestQuery(
+        column.name, _as_element(queries, element), batched, k, metric, bool(use_index), tuning
+    )
+
+
+def _query_matrix(q: object) -> tuple[np.ndarray, bool]:
+    """``q`` as a (queries, dim) matrix and whether it was a batch. Lists and numpy arrays become
+    float32 as in pylance (through float64); an Arrow float array keeps its type."""
+    if isinstance(q, pa.Scalar) and isinstance(q.type, pa.FixedSizeListType):
+        q = q.values
+    if isinstance(q, (pa.Array, pa.ChunkedArray)):
+        if not (pa.types.is_floating(q.type) or pa.types.is_integer(q.type)):
+            raise InvalidArgumentTypeError(
+                f"query vector must be list-like or pa.FloatingPointArray but received {q.type}"
+            )
+        values = q.to_numpy(zero_copy_only=False)
+        return (values if pa.types.is_floating(q.type) else values.astype(np.float32))[None, :], False
+    try:
+        matrix = np.asarray(q, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise InvalidArgumentTypeError(
+            f"Query vectors should be an array of floats, got {type(q)} which we cannot coerce to a float array"
+        ) from error
+    if matrix.ndim == 1:
+        return matrix.astype(np.float32)[None, :], False
+    if matrix.ndim == 2 and matrix.shape[0] > 0:
+        return matrix.astype(np.float32), True
+    raise InvalidArgumentError(
+        f"nearest: q must be one vector or a 2-D batch of vectors, got shape {matrix.shape}"
+    )
+
+
+def _as_element(queries: np.ndarray, element: pa.DataType) -> np.ndarray:
+    """The query cast to the column's element type as Arrow's cast does: to uint8 a value is
+    truncated, and one out of range (or NaN) becomes null, which the kernel reads as 0."""
+    if pa.types.is_uint8(element):
+        whole = np.trunc(np.nan_to_num(queries, nan=-1.0))
+        return np.where((whole >= 0) & (whole <= np.iinfo(np.uint8).max), whole, 0).astype(np.uint8)
+    return queries.astype(element.to_pandas_dtype())
+
+
+def _integer(name: str, value: object) -> int:
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError) as error:
+        raise InvalidArgumentTypeError(f"nearest: {name} must be an integer, got {value!r}") from error
+
+
+def _check_tuning(nearest: Mapping[str, object]) -> None:
+    """pylance's range checks of the index options (a flat search then ignores them)."""
+    least = {"nprobes": 1, "minimum_nprobes": 0, "maximum_nprobes": 0, "refine_factor": 1, "ef": 1}
+    for key, low in least.items():
+        value = nearest.get(key)
+        if value is not None and _integer(key, value) < low:
+            raise InvalidArgumentError(f"nearest: {key} must be at least {low}, got {value}")
+    approx = nearest.get("approx_mode", "normal")
+    if approx not in ("fast", "normal", "accurate"):
+        raise InvalidArgumentError(
+            f"approx_mode must be one of 'fast', 'normal', or 'accurate', got {approx!r}"
+        )
+
+
+def _metric(metric: object, element: pa.DataType) -> str:
+    """The metric's canonical name; without one, hamming for uint8 vectors and l2 otherwise."""
+    if metric is None:
+        return "hamming" if pa.types.is_uint8(element) else "l2"
+    name = METRIC_NAMES.get(str(metric).lower())
+    if name is None:
+        raise InvalidArgumentError(f"Invalid argument error: Metric type '{metric}' is not supported")
+    return name
+
+
+# -- distances ------------------------------------------------------------------------------------
+
+
+def vectors_of(column: pa.Array | pa.ChunkedArray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed-size-list column as an (n, dim) matrix (null rows hold garbage) and its valid mask."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if isinstance(column, pa.ExtensionArray):
+        column = column.storage
+    assert isinstance(column, pa.FixedSizeListArray)
+    values = column.flatten() if column.offset == 0 and column.null_count == 0 else None
+    if values is None:  # flatten() skips null rows; take the child slice the rows span instead
+        values = column.values.slice(column.offset * dim, len(column) * dim)
+    flat = values.to_numpy(zero_copy_only=False)
+    if values.null_count:  # a null element: its buffer value, as pylance's kernels read it
+        flat = np.frombuffer(values.buffers()[1], values.type.to_pandas_dtype())[
+            values.offset : values.offset + len(values)
+        ]
+    valid = (
+        np.ones(len(column), bool)
+        if column.null_count == 0
+        else column.is_valid().to_numpy(zero_copy_only=False)
+    )
+    return flat.reshape(len(column), dim), valid
+
+
+def distances(metric: str, vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """float32 distance of each row of ``vectors`` to ``query`` as lance-linalg computes it."""
+    if metric == "hamming":
+        return _POPCOUNT[np.bitwise_xor(vectors, query)].sum(axis=1, dtype=np.uint32).astype(np.float32)
+    if vectors.dtype == np.float64:
+        return _float64(metric, vectors, query)
+    x = vectors.astype(np.float32, copy=False)
+    q = query.astype(np.float32)
+    if metric == "cosine":
+        return _cosine(x, q)
+    a, b = (x - q, x - q) if metric == "l2" else (x, np.broadcast_to(q, x.shape))
+    if x.shape[1] <= NARROW_DIM:  # an 8-lane fused multiply-add kernel, then the tail in order
+        full = x.shape[1] // F64_LANES * F64_LANES
+        total = _tree_sum(_fma_lanes(a, b, 0, full, F64_LANES)) + _sequential(a[:, full:] * b[:, full:])
+    else:
+        total = _lane_sum(a * b, F32_LANES)
+    return total if metric == "l2" else np.float32(1.0) - total
+
+
+def _sequential(columns: np.ndarray) -> np.ndarray:
+    """Row sums of a small matrix added left to right (numpy's pairwise sum rounds otherwise)."""
+    total = np.zeros(columns.shape[0], columns.dtype)
+    for j in range(columns.shape[1]):
+        total += columns[:, j]
+    return total
+
+
+def _lane_sum(products: np.ndarray, lanes: int) -> np.ndarray:
+    """lance-linalg's ``*_scalar`` sum: the tail (dim % lanes) summed in order, ``lanes`` running
+    sums over the full chunks, then tail + (the lane sums added in order)."""
+    n, dim = products.shape
+    full = dim // lanes * lanes
+    sums = np.zeros((n, lanes), products.dtype)
+    for start in range(0, full, lanes):
+        sums += products[:, start : start + lanes]
+    return _sequential(products[:, full:]) + _sequential(sums)
+
+
+def _tree_sum(lanes: np.ndarray) -> np.ndarray:
+    """A SIMD register's horizontal sum: halves added until one lane is left."""
+    while lanes.shape[1] > 1:
+        half = lanes.shape[1] // 2
+        lanes = lanes[:, :half] + lanes[:, half:]
+    return lanes[:, 0]
+
+
+def _fma_lanes(x: np.ndarray, y: np.ndarray, start: int, stop: int, lanes: int) -> np.ndarray:
+    """Fused multiply-add accumulation in ``lanes`` float32 lanes over columns [start, stop): one
+    rounding per step (the float64 product of two float32 values is exact)."""
+    acc = np.zeros((x.shape[0], lanes), np.float32)
+    for i in range(start, stop, lanes):
+        exact = acc.astype(np.float64) + x[:, i : i + lanes].astype(np.float64) * y[:, i : i + lanes]
+        acc = exact.astype(np.float32)
+    return acc
+
+
+def _norm_l2(vectors: np.ndarray) -> np.ndarray:
+    """lance-linalg's generic ``norm_l2``: lane sum of squares, square root."""
+    return np.sqrt(_lane_sum(vectors * vectors, F32_LANES))
+
+
+def _cosine(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``1 - x.q / |q| / |x|`` with lance-linalg's float32 summation orders."""
+    dim = x.shape[1]
+    one = np.float32(1.0)
+    if dim in (F64_LANES, F32_LANES):  # one register: plain products, tree sums
+        q_norm = _norm_l2(q[None, :])[0]
+        return one - _tree_sum(x * q) / q_norm / np.sqrt(_tree_sum(x * x))
+    q_norm = np.sqrt(_fma_dot(q[None, :], q[None, :]))[0]
+    return one - _fma_dot(np.broadcast_to(q, x.shape), x) / q_norm / np.sqrt(_fma_dot(x, x))
+
+
+def _fma_dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Row dot products as lance-linalg's float32 cosine kernel sums them: 16-lane FMA over the
+    full 16-chunks, 8-lane FMA over a following 8-chunk, each tree-summed, then the tail (for a
+    self product through ``norm_l2``: square root, squared again)."""
+    dim = x.shape[1]
+    wide, narrow = dim // F32_LANES * F32_LANES, dim // F64_LANES * F64_LANES
+    total = _tree_sum(_fma_lanes(x, y, 0, wide, F32_LANES)) + _tree_sum(
+        _fma_lanes(x, y, wide, narrow, F64_LANES)
+    )
+    if x is y:
+        tail_norm = _norm_l2(x[:, narrow:])
+        return total + tail_norm * tail_norm
+    return total + _sequential(x[:, narrow:] * y[:, narrow:])
+
+
+def _float64(metric: str, x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """float64 columns: sums in float64 (L2 in 8 lanes), the result rounded to float32."""
+    if metric == "l2":
+        diff = x - q
+        return _lane_sum(diff * diff, F64_LANES).astype(np.float32)
+    dot = (x @ q).astype(np.float32)
+    if metric == "dot":
+        return np.float32(1.0) - dot
+    q_norm = np.float32(np.sqrt(q @ q))
+    return np.float32(1.0) - dot / (q_norm * np.sqrt(np.einsum("ij,ij->i", x, x)).astype(np.float32))
+
+
+# -- top-k ----------------------------------------------------------------------------------------
+
+
+class TopK:
+    """The ``k`` smallest (distance, row id) seen so far, with each row's address: candidates are
+    merged batch by batch (``np.partition`` then an exact sort of the few at the boundary)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.distance = np.zeros(0, np.float32)
+        self.row_id = np.zeros(0, np.uint64)
+        self.address = np.zeros(0, np.uint64)
+
+    def push(self, distance: np.ndarray, row_id: np.ndarray, address: np.ndarray) -> None:
+        keep = ~np.isnan(distance)
+        distance = np.concatenate([self.distance, distance[keep]])
+        row_id = np.concatenate([self.row_id, row_id[keep]])
+        address = np.concatenate([self.address, address[keep]])
+        if len(distance) > self.k:
+            bound = np.partition(distance, self.k - 1)[self.k - 1]
+            near = np.flatnonzero(distance <= bound)
+            order = near[np.lexsort((row_id[near], distance[near]))][: self.k]
+            distance, row_id, address = distance[order], row_id[order], address[order]
+        self.distance, self.row_id, self.address = distance, row_id, address
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(distance, row id, address), nearest first, ties by row id."""
+        order = np.lexsort((self.row_id, self.distance))
+        return self.distance[order], self.row_id[order], self.address[order]
+
+
+# -- the search -----------------------------------------------------------------------------------
+
+
+def vector_index_on(snapshot: Snapshot, column: str) -> str | None:
+    """The name of a vector index on ``column`` (details of a vector index, or none as older
+    vector indices have): pylance would search it, approximately."""
+    section = snapshot.index_section
+    if section is None:
+        return None
+    field_id = snapshot.lance_schema.field(column).id
+    for meta in section.indices:
+        type_url = meta.index_details.type_url if meta.HasField("index_details") else ""
+        if field_id in meta.fields and type_url in (VECTOR_TYPE_URL, ""):
+            return str(meta.name)
+    return None
+
+
+def flat_search(
+    snapshot: Snapshot,
+    query: NearestQuery,
+    fragments: Sequence[table_pb2.DataFragment],
+    plan: FilterPlan | None,
+    batch_size: int,
+    ahead: int,
+) -> list[TopK]:
+    """Each query's ``k`` nearest live rows of ``fragments`` (among those passing ``plan``'s filter
+    when given: prefilter), reading only the vector column (and the filter's)."""
+    vector = snapshot.fields([query.column])
+    dim = query.queries.shape[1]
+    tops = [TopK(query.k) for _ in range(len(query.queries))]
+
+    def produce(frag: table_pb2.DataFragment) -> Iterator[pa.RecordBatch]:
+        return snapshot.read_fragment(frag, vector, plan, batch_size, True, True)
+
+    for batch in readahead(list(fragments), produce, ahead):
+        if not batch.num_rows:
+            continue
+        vectors, valid = vectors_of(batch.column(query.column), dim)
+        row_id = batch.column("_rowid").to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+        address = batch.column("_rowaddr").to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+        if not valid.all():
+            vectors, row_id, address = vectors[valid], row_id[valid], address[valid]
+        for top, q in zip(tops, query.queries, strict=True):
+            top.push(distances(query.metric, vectors, q), row_id, address)
+    return tops
+
+
+def plan_text(
+    query: NearestQuery,
+    uri: str,
+    names: list[str],
+    read: list[str],
+    filter_text: str | None,
+    prefilter: bool,
+    fragments: int,
+    row_addr: bool,
+) -> list[str]:
+    """pylance's plan for a flat search (``explain_plan``): ProjectionExec over a take
+    (``LanceRead ... source=stream(_rowid)``) of the top-k of ``KNNVectorDistance``."""
+    inner = (
+        [*(c for c in read if c != query.column), query.column]
+        if prefilter and filter_text
+        else [query.column]
+    )
+    scan = (
+        f"LanceRead: uri={uri}/data, projection=[{', '.join(inner)}], num_fragments={fragments}, "
+        f"range_before=None, range_after=None, row_id=true, row_addr={str(row_addr).lower()}, "
+        f"full_filter={filter_text if prefilter and filter_text else '--'}, "
+        f"refine_filter={filter_text if prefilter and filter_text else '--'}"
+    )
+    distance_at = len(inner) + 1
+    knn = [
+        f"FilterExec: {DISTANCE_COLUMN}@{distance_at} IS NOT NULL",
+        f"  SortExec: TopK(fetch={query.k}), expr=[{DISTANCE_COLUMN}@{distance_at} ASC NULLS LAST, "
+        f"_rowid@{distance_at - 1} ASC NULLS LAST], preserve_partitioning=[false]",
+        f"    KNNVectorDistance: metric={query.metric}",
+    ]
+    if prefilter and filter_text:
+        knn += [f"      FilterExec: {filter_text}", f"        {scan}"]
+    else:
+        knn.append(f"      {scan}")
+    have = [*inner, "_rowid", DISTANCE_COLUMN]
+    taken = [n for n in names if n not in have]
+    lines = [f"LanceRead: uri={uri}/data, projection=[{', '.join(taken)}], source=stream(_rowid)"]
+    if filter_text and not prefilter:
+        lines += [f"  FilterExec: {filter_text}"]
+    body = [*lines, *("  " * (len(lines)) + line for line in knn)]
+    order = [*have, *taken]
+    shown = [*names, DISTANCE_COLUMN]
+    head = (
+        "ProjectionExec: expr=["
+        + ", ".join(f"{n}@{order.index(n)} as {n}" for n in shown if n in order)
+        + "]"
+    )
+    return [head, *("  " + line for line in body)]
