@@ -101,3 +101,9 @@ class IndexContractError(LanceError):
     """An index plugin returned something outside the index contract (``lance_fw.interfaces``:
     a missing attribute, a non-uint64 or unsorted search result, no files written); the query or
     build fails naming the plugin instead of trusting the answer."""
+
+
+class InvalidUserInputError(InvalidArgumentError, OSError):
+    """An argument pylance 14 rejects as ``OSError("Invalid user input: ...")`` (e.g. casting an
+    indexed column): both a ``ValueError`` like every ``InvalidArgumentError`` and the ``OSError``
+    code written against pylance catches."""

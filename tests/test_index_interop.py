@@ -94,3 +94,18 @@ def test_drop_index_by_lance_fw_is_seen_by_pylance(tmp_path: Path) -> None:
     assert lance.dataset(uri).describe_indices() == []
     assert "ScalarIndexQuery" not in lance.dataset(uri).scanner(filter="id = 5").explain_plan()
     assert ds.to_table(filter="id = 5").equals(lance.dataset(uri).to_table(filter="id = 5"))
+
+
+def test_dropping_a_column_drops_its_index_and_casting_an_indexed_one_is_refused(tmp_path: Path) -> None:
+    for lib in (lance_fw, lance):
+        uri = str(tmp_path / f"{lib.__name__}.lance")
+        lance.write_dataset(pa.table({"id": np.arange(5000), "v": np.arange(5000)}), uri)
+        ds = lib.dataset(uri)
+        ds.create_scalar_index("id", "BTREE")
+        ds.create_scalar_index("v", "BTREE")
+        ds.drop_columns(["id"])
+        assert [d.name for d in lance.dataset(uri).describe_indices()] == ["v_idx"]
+        assert "ScalarIndexQuery" in lance.dataset(uri).scanner(filter="v = 5").explain_plan()
+        with pytest.raises(OSError, match="index"):
+            lib.dataset(uri).alter_columns({"path": "v", "data_type": pa.int32()})
+        assert lance.dataset(uri).schema.field("v").type == pa.int64()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import pyarrow as pa
 
 from lance_fw._proto import file_pb2, table_pb2
-from lance_fw.errors import InvalidArgumentError, SchemaError
+from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, SchemaError
 from lance_fw.file.version import parse_version
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceField, LanceSchema, check_names, conform
@@ -351,6 +351,7 @@ def alter_columns(snapshot: Snapshot, *alterations: dict) -> int:
                 )
             casts[target.name] = change["data_type"]
     check_names(schema.fields)  # a rename may not make a name pylance cannot scan
+    _refuse_indexed_casts(snapshot, casts)
     if not casts:
         op = Project(
             schema_fields=schema.to_protos(),
@@ -412,3 +413,19 @@ def drop_columns(snapshot: Snapshot, columns: list[str]) -> int:
     return commit(
         snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock
     )
+
+
+def _refuse_indexed_casts(snapshot: Snapshot, casts: dict) -> None:
+    """pylance 14 refuses to cast an indexed column (the cast rewrites the data the index points
+    into); lance_fw too, with the same advice, rather than keeping an index on a field id the new
+    schema no longer has."""
+    if not casts or snapshot.index_section is None:
+        return
+    ids = {snapshot.lance_schema.field(name).id: name for name in casts}
+    attached = sorted({m.name for m in snapshot.index_section.indices if set(m.fields) & set(ids)})
+    if attached:
+        raise InvalidUserInputError(
+            f"alter_columns: cannot cast column(s) {sorted(casts)} to a new type: they have "
+            f"{len(attached)} index(es) attached: {attached}. Drop them with drop_index() before "
+            "altering, then recreate them after the cast"
+        )

@@ -24,6 +24,7 @@ from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler, CommitLockHandler, handler_label, resolve_commit_handler
 from lance_fw.table.deletion import deletion_file_id
+from lance_fw.table.index_section import indices_on_live_fields
 from lance_fw.table.manifest import (
     encode_manifest,
     find_version,
@@ -539,7 +540,7 @@ def commit(
             new.CopyFrom(base)
         new.version = (base.version if base is not None else 0) + 1
         operation.apply(base, new)
-        new_indices = operation.apply_indices(base, index_section)
+        new_indices = indices_on_live_fields(new, operation.apply_indices(base, index_section))
         feature_flags.record_plugin_encodings(
             new, operation.plugin_encodings, isinstance(operation, Overwrite)
         )

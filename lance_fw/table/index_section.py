@@ -1,0 +1,20 @@
+"""Rules for a manifest's index section that every commit applies, whatever the operation."""
+
+from __future__ import annotations
+
+from lance_fw._proto import table_pb2
+
+
+def indices_on_live_fields(
+    manifest: table_pb2.Manifest, indices: table_pb2.IndexSection | None
+) -> table_pb2.IndexSection | None:
+    """The indices whose fields the new schema still has: dropping a column drops its indices, as
+    in pylance 14 (an index naming a missing field id breaks pylance's planner)."""
+    if indices is None:
+        return None
+    fields = {f.id for f in manifest.fields}
+    if all(set(m.fields) <= fields for m in indices.indices):
+        return indices
+    kept = table_pb2.IndexSection()
+    kept.indices.extend(m for m in indices.indices if set(m.fields) <= fields)
+    return kept
