@@ -167,6 +167,7 @@ def test_scanner_batches_and_plan(dataset: tuple[str, np.ndarray]) -> None:
     ("near", "error"),
     [
         ({"column": "nope"}, ValueError),
+        ({"column": "VEC"}, ValueError),
         ({"column": "s"}, TypeError),
         ({"q": [1.0, 2.0]}, ValueError),
         ({"k": 0}, ValueError),
@@ -245,4 +246,16 @@ def test_vector_index_refused_unless_use_index_false(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="vec_idx"):
         lance_fw.dataset(str(tmp_path / "ds")).to_table(nearest=nearest)
     theirs, ours = _both(str(tmp_path / "ds"), nearest={**nearest, "use_index": False})
+    _same(ours, theirs)
+
+
+def test_stable_row_ids(tmp_path: Path) -> None:
+    """With stable row ids, _rowid is the id (not the address) and ties order by it."""
+    values = np.random.default_rng(5).standard_normal((5000, 16)).astype(np.float32)
+    table = pa.table({"id": np.arange(5000), "vec": _vectors(values)})
+    ds = lance.write_dataset(table, str(tmp_path / "ds"), max_rows_per_file=2000, enable_stable_row_ids=True)
+    ds.delete("id < 100")
+    ds.update({"id": "id + 100000"}, where="id < 300")  # moved rows get new ids
+    nearest = {"column": "vec", "q": values[150], "k": 20}
+    theirs, ours = _both(str(tmp_path / "ds"), nearest=nearest, with_row_id=True, with_row_address=True)
     _same(ours, theirs)

@@ -99,7 +99,7 @@ def parse_nearest(nearest: Mapping[str, object], snapshot: Snapshot) -> NearestQ
     if nearest.get("distance_range") is not None:
         raise UnsupportedFeatureError("nearest: option distance_range is not supported")
     name = str(nearest["column"])
-    column = next((f for f in snapshot.schema if f.name.lower() == name.lower()), None)
+    column = next((f for f in snapshot.schema if f.name == name), None)  # exact, as the Rust side
     if column is None:
         raise InvalidArgumentError(f"Embedding column {name} is not in the dataset")
     vector_type = column.type.storage_type if isinstance(column.type, pa.ExtensionType) else column.type
