@@ -183,11 +183,6 @@ def _check_compactable(snapshot: Snapshot, target_rows_per_fragment: int) -> Non
         raise UnsupportedFeatureError(
             f"{snapshot.uri}: compaction with stable row ids (rows keep their ids) is not supported yet"
         )
-    if snapshot.index_section is not None and len(snapshot.index_section.indices):
-        raise UnsupportedFeatureError(
-            f"{snapshot.uri}: compaction of an indexed dataset (indices would need remapping) "
-            "is not supported yet"
-        )
     if any(f.is_blob_v2 for f in snapshot.lance_schema.walk()):
         raise UnsupportedFeatureError(f"{snapshot.uri}: compaction of blob columns is not supported yet")
 

@@ -38,7 +38,7 @@ from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.index_files import IndexFiles, index_dir
 from lance_fw.table.snapshot import Snapshot
-from lance_fw.table.transaction import Operation
+from lance_fw.table.transaction import Indices, Operation
 
 #: ``IndexMetadata`` default name: pylance's ``<column>_idx``.
 DEFAULT_NAME_SUFFIX = "_idx"
@@ -215,9 +215,7 @@ class CreateIndex(Operation):
             raise CommitConflictError("the dataset was removed while an index was being built")
         self._added = []
 
-    def apply_indices(
-        self, base: table_pb2.Manifest | None, indices: table_pb2.IndexSection | None
-    ) -> table_pb2.IndexSection | None:
+    def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
         current = list(indices.indices) if indices is not None else []
         present = {m.uuid.uuid for m in current}
         for meta in self.removed:

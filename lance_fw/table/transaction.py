@@ -24,7 +24,7 @@ from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler, CommitLockHandler, handler_label, resolve_commit_handler
 from lance_fw.table.deletion import deletion_file_id
-from lance_fw.table.index_section import indices_on_live_fields
+from lance_fw.table.index_section import indices_on_live_fields, without_fragments
 from lance_fw.table.manifest import (
     encode_manifest,
     find_version,
@@ -46,6 +46,8 @@ STUCK_AFTER_SECONDS = 30.0
 #: Attribute set on an exception that ``commit`` let through once its manifest was (or may have
 #: been) published: the files that version references must then never be cleaned up.
 PUBLISHED_ATTR = "lance_fw_version_may_be_published"
+#: A version's index section (None: no index).
+Indices = table_pb2.IndexSection | None
 
 
 @dataclass
@@ -65,9 +67,7 @@ class Operation:
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         raise NotImplementedError
 
-    def apply_indices(
-        self, base: table_pb2.Manifest | None, indices: table_pb2.IndexSection | None
-    ) -> table_pb2.IndexSection | None:
+    def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
         """The index section of the new version, from the base's (kept as is by default: an
         index answers for the fragments in its ``fragment_bitmap``; newer rows are scanned)."""
         return indices
@@ -194,9 +194,7 @@ class Overwrite(Operation):
         new.data_format.version = self.data_format_version
         self._added = _assign_ids(new, self.fragments, next_fragment_id(base))
 
-    def apply_indices(
-        self, base: table_pb2.Manifest | None, indices: table_pb2.IndexSection | None
-    ) -> table_pb2.IndexSection | None:
+    def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
         return None  # pylance 14 drops every index of an overwritten dataset
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
@@ -306,6 +304,9 @@ class Rewrite(Operation):
                 kept.append(copy)
         new.ClearField("fragments")
         new.fragments.extend(kept + self._added)
+
+    def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
+        return without_fragments(indices, {f.id for old, _ in self.groups for f in old})
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         for old, assigned in self._assigned:
