@@ -132,3 +132,17 @@ def test_compaction_of_an_indexed_dataset_stays_exact_for_both(tmp_path: Path, i
     fw, pl = lance_fw.dataset(uri), lance.dataset(uri)
     assert "ScalarIndexQuery" in pl.scanner(filter=filters[0]).explain_plan()
     _same(fw, pl, filters)
+
+
+def test_restore_brings_back_the_old_versions_indices(tmp_path: Path) -> None:
+    for lib in (lance_fw, lance):
+        uri = str(tmp_path / f"{lib.__name__}.lance")
+        lance.write_dataset(pa.table({"id": np.arange(5000)}), uri)
+        lib.dataset(uri).create_scalar_index("id", "BTREE")  # v2
+        lib.dataset(uri).drop_index("id_idx")  # v3
+        lib.dataset(uri, version=2).restore()
+        assert [d.name for d in lance.dataset(uri).describe_indices()] == ["id_idx"]
+        assert "ScalarIndexQuery" in lance.dataset(uri).scanner(filter="id = 5").explain_plan()
+        assert lance_fw.dataset(uri).to_table(filter="id = 5").num_rows == 1
+        lib.dataset(uri, version=1).restore()
+        assert lance.dataset(uri).describe_indices() == []

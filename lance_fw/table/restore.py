@@ -3,7 +3,8 @@
 The new manifest takes the old version's schema, fragments, format and configuration; what must
 stay monotonic across versions (``max_fragment_id``, ``next_row_id``) keeps the latest value, so
 fragment and row ids used by the versions in between are never handed out again (pylance
-continues fragment ids the same way). The transaction records ``Restore(version)``.
+continues fragment ids the same way). The old version's indices come back with it (as in pylance).
+The transaction records ``Restore(version)``.
 """
 
 from __future__ import annotations
@@ -11,21 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lance_fw._proto import table_pb2, transaction_pb2
-from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.table.snapshot import Snapshot
-from lance_fw.table.transaction import Operation, commit
+from lance_fw.table.transaction import Indices, Operation, commit
 
 
 @dataclass
 class Restore(Operation):
     old: table_pb2.Manifest | None = None
+    #: the old version's indices: restored with it, as in pylance 14
+    old_indices: table_pb2.IndexSection | None = None
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         old = self.old
         # restore() always sets ``old`` and runs on an existing dataset (there is a latest version)
         assert base is not None and old is not None
-        if base.HasField("index_section") or old.HasField("index_section"):  # commit keeps base's indices
-            raise UnsupportedFeatureError("restore of a dataset with indices is not supported yet")
         for name in ("fields", "fragments", "schema_metadata", "config", "table_metadata", "base_paths"):
             new.ClearField(name)
         new.fields.extend(old.fields)
@@ -38,6 +38,9 @@ class Restore(Operation):
         new.next_row_id = max(base.next_row_id, old.next_row_id)
         self._added = []
 
+    def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
+        return self.old_indices
+
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         assert self.old is not None  # set by restore()
         txn.restore.version = self.old.version
@@ -49,7 +52,7 @@ def restore(snapshot: Snapshot, latest_version: int) -> int:
     return commit(
         snapshot.storage,
         snapshot.uri,
-        Restore(old=snapshot.manifest),
+        Restore(old=snapshot.manifest, old_indices=snapshot.index_section),
         commit_lock=snapshot.commit_lock,
         read_version=latest_version,
     )
