@@ -60,14 +60,17 @@ def _chunk_table(
             where,
             f"mini-block chunk metadata of {len(meta)} bytes is not a whole number of {width}-byte words",
         )
-    words = meta.view(CHUNK_META_DTYPE[large]).astype(np.int64)
-    sizes = ((words >> CHUNK_LOG2_BITS) + 1) * CHUNK_SIZE_UNIT
-    log_counts = words & CHUNK_LOG2_MASK
-    counts = np.where(log_counts > 0, 1 << log_counts, 0)
+    words = meta.view(CHUNK_META_DTYPE[large])
+    log_counts = (words & CHUNK_LOG2_MASK).astype(np.int64)
+    counts = 1 << log_counts
+    sizes = (words >> CHUNK_LOG2_BITS).astype(np.int64)
+    sizes += 1
+    sizes *= CHUNK_SIZE_UNIT
     if len(words):
-        if (log_counts[:-1] == 0).any():
+        if not log_counts[:-1].all():
             raise CorruptFileError(where, "a non-final mini-block chunk has log2(values) = 0")
-        last = num_items - int(counts[:-1].sum())
+        counts[-1] = 0  # the last chunk's count is what the others leave
+        last = num_items - int(counts.sum())
         if not 0 <= last <= MAX_CHUNK_VALUES:
             raise CorruptFileError(
                 where,
@@ -77,7 +80,8 @@ def _chunk_table(
         counts[-1] = last
     elif num_items:
         raise CorruptFileError(where, f"mini-block page of {num_items} items has no chunks")
-    starts = np.concatenate([[0], np.cumsum(sizes)])
+    starts = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
     if starts[-1] > total:
         raise CorruptFileError(where, f"mini-block chunks need {starts[-1]} bytes, the page holds {total}")
     return starts[:-1], sizes, counts

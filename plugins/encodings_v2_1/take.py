@@ -28,7 +28,7 @@ def _joined(parts: Sequence[RawBytes]) -> np.ndarray:
     """Byte pieces laid end to end as one array."""
     if len(parts) == 1:
         return as_u8(parts[0])
-    return np.concatenate([as_u8(p) for p in parts]) if parts else np.zeros(0, np.uint8)
+    return np.frombuffer(b"".join(parts), np.uint8)  # one copy, without a numpy view per piece
 
 
 def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
@@ -157,7 +157,7 @@ def _plain_at(
 
 def _read_chunks(page: PageInput, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The chosen chunks laid end to end (one coalesced read), and where each starts there."""
-    blobs = page.read_parts([(1, int(a), int(b)) for a, b in zip(starts, sizes)])
+    blobs = page.read_parts([(1, a, b) for a, b in zip(starts.tolist(), sizes.tolist())])
     return _joined(blobs), _exclusive_cumsum(sizes)[:-1]
 
 
