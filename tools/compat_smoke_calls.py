@@ -84,6 +84,16 @@ def _lance_schema(ctx: Ctx) -> object:
     return ctx.ds.lance_schema.to_pyarrow()
 
 
+@smoke("LanceDataset.has_stable_row_ids")
+def _stable_row_ids(ctx: Ctx) -> object:
+    return ctx.ds.has_stable_row_ids, ctx.fresh(enable_stable_row_ids=True).has_stable_row_ids
+
+
+@smoke("LanceDataset.initial_storage_options", "LanceDataset.latest_storage_options")
+def _storage_options(ctx: Ctx) -> object:
+    return ctx.ds.initial_storage_options, ctx.ds.latest_storage_options()
+
+
 @smoke("LanceDataset.has_index")
 def _has_index(ctx: Ctx) -> object:
     ds = ctx.fresh()
@@ -192,7 +202,28 @@ def _fragment_files(ctx: Ctx) -> object:
 
 @smoke("LanceFragment.take")
 def _fragment_take(ctx: Ctx) -> object:
-    return ctx.ds.get_fragment(1).take([2, 0], columns=["id"])
+    return ctx.ds.get_fragment(1).take([0, 2], columns=["id"])
+
+
+@smoke("LanceFragment.to_pandas")
+def _fragment_pandas(ctx: Ctx) -> object:
+    return ctx.ds.get_fragment(1).to_pandas(columns=["s"], filter="id > 4").to_dict("list")
+
+
+@smoke(
+    "lance.LanceFragment",
+    "lance.fragment.LanceFragment",
+    "lance.LanceScanner",
+    "lance.MergeInsertBuilder",
+)
+def _classes(ctx: Ctx) -> object:
+    lib, ds = ctx.lib, ctx.ds
+    return (
+        isinstance(ds.get_fragment(0), lib.LanceFragment),
+        isinstance(ds.get_fragment(0), lib.fragment.LanceFragment),
+        isinstance(ds.scanner(), lib.LanceScanner),
+        isinstance(ds.merge_insert("id"), lib.MergeInsertBuilder),
+    )
 
 
 @smoke("LanceFragment.schema")
@@ -406,8 +437,10 @@ def _drop_index(ctx: Ctx) -> object:
 def _index_stats(ctx: Ctx) -> object:
     ds = ctx.fresh()
     ds.create_scalar_index("id", "BTREE", name="by_id")
+    ds.delete("id = 2")
     stats = ds.stats.index_stats("by_id")
-    return stats["index_type"], stats["num_indexed_rows"], ds.index_statistics("by_id")["name"]
+    named = ds.index_statistics("by_id")["name"]
+    return stats["index_type"], stats["num_indexed_rows"], named, ds.stats.dataset_stats()
 
 
 @smoke("LanceDataset.prewarm_index")

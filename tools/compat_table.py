@@ -23,6 +23,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import textwrap
 import types
 from collections import Counter
 from collections.abc import Callable
@@ -83,6 +84,8 @@ REFUSED_MARK = "__lance_fw_refused__"
 STATUSES = ("works", "differs", "refused", "missing", "untested")
 
 _MISSING = object()
+#: What ``_member`` gives for an attribute set in ``__init__`` (present, nothing to compare)
+_INSTANCE_ATTRIBUTE = object()
 
 
 @dataclass(frozen=True)
@@ -249,14 +252,30 @@ def _status(key: str, theirs: object, ours: object, outcomes: dict[str, Outcome]
     return outcome.status, outcome.detail
 
 
+def _instance_attributes(cls: type) -> set[str]:
+    """Names a class's ``__init__`` assigns on ``self`` (attributes no class lookup shows)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))
+    except (OSError, TypeError):
+        return set()
+    return {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Store)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    }
+
+
 def _member(cls: object, name: str) -> object:
-    if cls is _MISSING:
+    if not isinstance(cls, type):
         return _MISSING
     # the class attribute itself: a property or descriptor, not what it returns
-    for klass in getattr(cls, "__mro__", ()):
+    for klass in cls.__mro__:
         if name in vars(klass):
             return vars(klass)[name]
-    return getattr(cls, name, _MISSING)
+    return _INSTANCE_ATTRIBUTE if name in _instance_attributes(cls) else _MISSING
 
 
 def build_rows(outcomes: dict[str, Outcome]) -> list[Row]:

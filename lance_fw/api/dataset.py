@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 import inspect
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
@@ -19,9 +19,12 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw.api._forwarding import derived_method, same_options
+from lance_fw.api.dataset_extras import DatasetExtras
+from lance_fw.api.dataset_metadata import MetadataMethods
 from lance_fw.api.distributed import commit
 from lance_fw.api.fragment import LanceFragment
-from lance_fw.api.indices import IndexMethods, optimize_indices
+from lance_fw.api.indices import IndexMethods
+from lance_fw.api.optimizer import DatasetOptimizer
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
@@ -56,9 +59,11 @@ DEFAULT_SCAN_OPTIONS = (
     "prefilter",
 )
 
+#: pylance's defaults for ``delete`` / ``update``'s commit retry settings
+DEFAULT_CONFLICT_RETRIES = 10
+DEFAULT_RETRY_TIMEOUT = timedelta(seconds=30)
 
 if TYPE_CHECKING:
-    from lance_fw.table.compaction import CompactionMetrics
     from lance_fw.table.index_list import IndexDescription
     from lance_fw.table.merge_insert import MergeInsertBuilder
 
@@ -148,11 +153,6 @@ def _check_default_scan_options(options: dict | None) -> dict:
     return options
 
 
-def _deprecated(name: str, instead: str) -> None:
-    """pylance's ``DeprecationWarning`` text for a method kept for old callers, aimed at their call."""
-    warnings.warn(f"{name} is deprecated. Use {instead} instead.", DeprecationWarning, stacklevel=3)
-
-
 class _FromSnapshot(Generic[T]):
     """A read-only attribute of this version that the ``Snapshot`` already holds (``ds.schema`` ...)."""
 
@@ -201,7 +201,7 @@ def _scan_head(ds: LanceDataset, options: dict[str, Any]) -> pa.Table:
     return ds.scanner(limit=options.pop("num_rows"), **options).to_table()
 
 
-class LanceDataset(IndexMethods):
+class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods):
     """One version of a Lance dataset; mutating calls move this object to the version they commit."""
 
     def __init__(
@@ -214,7 +214,7 @@ class LanceDataset(IndexMethods):
         commit_lock: CommitLock | None = None,
         _storage: Storage | None = None,
     ) -> None:
-        self.uri = uri_string(uri).rstrip("/")
+        self._uri = uri_string(uri).rstrip("/")
         self._commit_lock = commit_lock  # pylance's CommitLock: every commit through this object uses it
         self._storage_options = storage_options
         self._default_scan_options = _check_default_scan_options(default_scan_options)
@@ -249,6 +249,11 @@ class LanceDataset(IndexMethods):
         fresh = self._reopen(version)
         self.__dict__.clear()
         self.__dict__.update(fresh.__dict__)
+
+    @property
+    def uri(self) -> str:
+        """The dataset's location (without a trailing slash)."""
+        return self._uri
 
     # -- versions ---------------------------------------------------------------------------
     @property
@@ -419,9 +424,16 @@ class LanceDataset(IndexMethods):
         """query.filter_plan over this version (kept for callers not yet given the snapshot)."""
         return filter_plan(self._snapshot, filter)
 
-    def delete(self, predicate: Filter) -> dict:
+    def delete(
+        self,
+        predicate: Filter,
+        *,
+        conflict_retries: int = DEFAULT_CONFLICT_RETRIES,
+        retry_timeout: timedelta = DEFAULT_RETRY_TIMEOUT,
+    ) -> dict:
         """Delete the rows matching ``predicate`` (a Lance SQL string or pyarrow expression) in a
-        new version; this object then shows that version, as in pylance."""
+        new version; this object then shows that version, as in pylance. The retry settings only
+        bound how long a conflicting commit is retried; lance_fw's commit rebases on its own."""
         from lance_fw.table.delete import delete_rows, expression_matcher
 
         version, rows = delete_rows(
@@ -432,10 +444,19 @@ class LanceDataset(IndexMethods):
         self._move_to(version)
         return {"num_deleted_rows": rows}
 
-    def update(self, updates: dict[str, str], where: str | None = None) -> dict:
-        """Set columns to SQL expressions (``{"name": "upper(name)"}``) on the rows matching ``where``."""
+    def update(
+        self,
+        updates: dict[str, str],
+        where: str | None = None,
+        conflict_retries: int = DEFAULT_CONFLICT_RETRIES,
+        retry_timeout: timedelta = DEFAULT_RETRY_TIMEOUT,
+        data_storage_version: str | None = None,
+    ) -> dict:
+        """Set columns to SQL expressions (``{"name": "upper(name)"}``) on the rows matching ``where``
+        (retry settings as ``delete``; rewritten rows keep the dataset's file version)."""
         from lance_fw.table.merge_insert import update
 
+        refuse("update", {"data_storage_version": data_storage_version})
         rows, version = update(self._snapshot, updates, where)
         self._move_to(version)
         return {"num_rows_updated": rows}
@@ -472,70 +493,6 @@ class LanceDataset(IndexMethods):
         from lance_fw.table.schema_evolution import drop_columns
 
         self._move_to(drop_columns(self._snapshot, columns))
-
-    # -- config and metadata (one UpdateConfig commit each; see lance_fw.table.metadata) -------
-    def config(self) -> dict[str, str]:
-        """The manifest's config map."""
-        return dict(self._manifest.config)
-
-    def update_config(self, values: dict[str, str | None], *, replace: bool = False) -> dict[str, str]:
-        """Set (str) / delete (None) config keys, or replace the whole config; returns the new config."""
-        from lance_fw.table.metadata import update_config
-
-        self._move_to(update_config(self._snapshot, values, replace))
-        return self.config()
-
-    def delete_config_keys(self, keys: list[str]) -> None:
-        """Delete config keys (absent ones are ignored; a version is committed even for none)."""
-        from lance_fw.table.metadata import delete_config_keys
-
-        self._move_to(delete_config_keys(self._snapshot, keys))
-
-    @property
-    def metadata(self) -> dict[str, str]:
-        """The table metadata (the manifest's ``table_metadata`` map)."""
-        return dict(self._manifest.table_metadata)
-
-    def update_metadata(self, values: dict[str, str | None], *, replace: bool = False) -> dict[str, str]:
-        """As ``update_config``, for the table metadata; returns the new table metadata."""
-        from lance_fw.table.metadata import update_table_metadata
-
-        self._move_to(update_table_metadata(self._snapshot, values, replace))
-        return self.metadata
-
-    @property
-    def schema_metadata(self) -> dict[str, str]:
-        """The schema metadata as strings."""
-        from lance_fw.table.metadata import schema_metadata
-
-        return schema_metadata(self._snapshot)
-
-    def update_schema_metadata(
-        self, values: Mapping[str, str | None], *, replace: bool = False
-    ) -> dict[str, str]:
-        """As ``update_config``, for the schema metadata; returns the new schema metadata."""
-        from lance_fw.table.metadata import update_schema_metadata
-
-        self._move_to(update_schema_metadata(self._snapshot, values, replace))
-        return self.schema_metadata
-
-    def replace_schema_metadata(self, new_metadata: dict[str, str]) -> None:
-        """Deprecated in pylance (as here): ``update_schema_metadata(new_metadata, replace=True)``."""
-        _deprecated("replace_schema_metadata", "update_schema_metadata(metadata, replace=True)")
-        self.update_schema_metadata(new_metadata, replace=True)
-
-    def update_field_metadata(
-        self, field_updates: Mapping[str, Mapping[str, str | None]], *, replace: bool = False
-    ) -> None:
-        """Field metadata by field path (``"struct.child"``), each field as ``update_config``."""
-        from lance_fw.table.metadata import update_field_metadata
-
-        self._move_to(update_field_metadata(self._snapshot, field_updates, replace))
-
-    def replace_field_metadata(self, field_name: str, new_metadata: dict[str, str]) -> None:
-        """Deprecated in pylance (as here): ``update_field_metadata({field_name: md}, replace=True)``."""
-        _deprecated("replace_field_metadata", "update_field_metadata with field paths and replace=True")
-        self.update_field_metadata({field_name: new_metadata}, replace=True)
 
     # -- indices (read only: listed from the manifest; see lance_fw.table.index_list) ---------
     def describe_indices(self) -> list[IndexDescription]:
@@ -586,70 +543,4 @@ def _index_array(values: IndexArg, dtype: type[np.integer], what: str) -> np.nda
     return array.astype(dtype)
 
 
-class DatasetOptimizer:
-    """pylance's ``ds.optimize`` namespace."""
-
-    def __init__(self, ds: LanceDataset) -> None:
-        self._ds = ds
-
-    def optimize_indices(
-        self,
-        *,
-        index_names: list[str] | None = None,
-        num_indices_to_merge: int | None = None,
-        retrain: bool | None = None,
-    ) -> None:
-        """Bring every scalar index (or those in ``index_names``) up to the fragments added since it
-        was built (one new segment each); ``num_indices_to_merge`` / ``retrain`` are refused unless
-        at pylance's defaults."""
-        optimize_indices(self._ds, index_names, num_indices_to_merge, retrain)
-
-    def compact_files(
-        self,
-        *,
-        target_rows_per_fragment: int | None = None,
-        max_rows_per_group: int | None = None,
-        max_bytes_per_file: int | None = None,
-        materialize_deletions: bool | None = None,
-        materialize_deletions_threshold: float | None = None,
-        defer_index_remap: bool | None = None,
-        num_threads: int | None = None,
-        batch_size: int | None = None,
-        compaction_mode: str | None = None,
-        binary_copy_read_batch_bytes: int | None = None,
-        max_source_fragments: int | None = None,
-        max_source_rows: int | None = None,
-        max_source_bytes: int | None = None,
-        excluded_fragment_ids: list[int] | None = None,
-        data_storage_version: str | None = None,
-    ) -> CompactionMetrics:
-        """Merge small fragments and drop deleted rows in one new version; returns the metrics and
-        moves this dataset object to that version. Options the compaction planner takes are passed
-        on; thread counts, read batch sizes, row groups and index-remap deferral (lance_fw has no
-        indices to remap) cannot change the result; the rest are refused by name."""
-        from lance_fw.table.compaction import compact_files
-
-        given = {k: v for k, v in locals().items() if k not in ("self", "compact_files") and v is not None}
-        planner = inspect.signature(compact_files).parameters
-        tuning = (
-            "max_rows_per_group",
-            "defer_index_remap",
-            "num_threads",
-            "batch_size",
-            "binary_copy_read_batch_bytes",
-        )
-        refuse(
-            "compact_files",
-            {k: v for k, v in given.items() if k not in planner and k not in tuning},
-            {"compaction_mode": "reencode"},
-        )
-        if "batch_size" not in given and "batch_size" in self._ds._default_scan_options:
-            given["batch_size"] = self._ds._default_scan_options["batch_size"]  # as ds.scanner() would
-        metrics, version = compact_files(
-            self._ds._snapshot, **{k: v for k, v in given.items() if k in planner}
-        )
-        self._ds._move_to(version)
-        return metrics
-
-
-__all__ = ["LanceDataset", "LanceFragment", "dataset", "parse_version"]
+__all__ = ["DatasetOptimizer", "LanceDataset", "LanceFragment", "dataset", "parse_version"]

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw.api._forwarding import derived_method, same_options
+from lance_fw.api.fragment_extras import FragmentExtras
 from lance_fw.options import Columns, Filter, Unsupported
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.deletion import deleted_rows, deletion_path
@@ -30,7 +31,7 @@ def _scan_table(fragment: LanceFragment, options: dict[str, Any]) -> pa.Table:
     return fragment.scanner(**options).to_table()
 
 
-class LanceFragment:
+class LanceFragment(FragmentExtras):
     """One fragment of a dataset version (pylance's ``LanceFragment`` names)."""
 
     def __init__(self, ds: LanceDataset, metadata: table_pb2.DataFragment) -> None:

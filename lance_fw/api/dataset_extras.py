@@ -1,0 +1,306 @@
+"""``LanceDataset`` methods that are thin wrappers over what lance_fw already does, and the typed
+refusals of the pylance names it does not implement.
+
+Why a module of its own: ``dataset.py`` keeps the version handling and the read path; these are
+pylance conveniences (``insert`` is ``write_dataset`` into this dataset, ``slice`` an offset/limit
+scan, ``merge`` an ``add_columns`` whose UDF looks the new columns up by key ...), each a few
+lines, and the list of refused names is long. ``DatasetExtras`` is a mixin of ``LanceDataset``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lance_fw.api._forwarding import derived_method
+from lance_fw.api.indices import DatasetStats
+from lance_fw.api.refusals import (
+    BRANCHES,
+    INDEX_SEGMENTS,
+    IO_STATS,
+    MEM_WAL,
+    NotImplementedInPylanceError,
+    Refused,
+)
+from lance_fw.api.write import write_dataset
+from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
+from lance_fw.options import Columns, refuse
+from lance_fw.query.scanner import LanceScanner
+from lance_fw.table import flags as feature_flags
+from lance_fw.table.deletion import deleted_rows
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from lance_fw.api.dataset import LanceDataset
+
+#: pylance's ``dataset_stats`` default: a fragment with fewer rows than this is a "small file"
+DEFAULT_MAX_ROWS_PER_GROUP = 1024
+
+_NOT_IN_PYLANCE = "pylance does not implement it either (a pyarrow Dataset method)"
+
+
+def _table(data: Any, schema: pa.Schema | None) -> pa.Table:
+    """``merge``'s input as one table: a table, batch, reader, pandas DataFrame or anything
+    ``pa.table`` takes; ``schema`` casts it."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    elif isinstance(data, pa.RecordBatchReader):
+        data = data.read_all()
+    elif not isinstance(data, pa.Table):
+        data = (
+            pa.Table.from_pandas(data, preserve_index=False) if hasattr(data, "to_numpy") else pa.table(data)
+        )
+    return data.cast(schema) if schema is not None else data
+
+
+#: pylance's positional parameters of ``LanceDataset.to_pandas`` (the rest are keyword-only)
+PANDAS_POSITIONAL = (
+    "columns",
+    "filter",
+    "limit",
+    "offset",
+    "nearest",
+    "batch_size",
+    "batch_readahead",
+    "fragment_readahead",
+    "scan_in_order",
+)
+
+_DATA = inspect.Parameter("data", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _signature(*parameters: inspect.Parameter) -> Callable[..., None]:
+    """A stand-in whose signature is ``parameters``: what ``derived_method`` copies an option
+    list from when no existing function has exactly pylance's list."""
+
+    def stand_in(*args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError
+
+    stand_in.__signature__ = inspect.Signature(list(parameters))  # type: ignore[attr-defined]
+    return stand_in
+
+
+def _keyword_only(parameters: list[inspect.Parameter], *drop: str) -> list[inspect.Parameter]:
+    return [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in parameters if p.name not in drop]
+
+
+def positional_first(
+    options: Callable[..., object], positional: Sequence[str], new: Mapping[str, object], skip: int
+) -> Callable[..., None]:
+    """``options``' parameters (after the first ``skip``) in pylance's order for a method whose
+    list differs from its source's: ``positional`` first and positional (``new`` ones added with
+    their defaults), the rest keyword-only."""
+    source = {p.name: p for p in list(inspect.signature(options).parameters.values())[skip:]}
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    first = [
+        source[n].replace(kind=kind) if n in source else inspect.Parameter(n, kind, default=new[n])
+        for n in positional
+    ]
+    rest = [p for p in source.values() if p.name not in positional]
+    return _signature(*first, *_keyword_only(rest))
+
+
+def _insert(ds: DatasetExtras, options: dict[str, Any]) -> None:
+    """The dataset's own storage options and commit lock unless the call gives others."""
+    if options["storage_options"] is None:
+        options["storage_options"] = ds._storage_options
+    if options["commit_lock"] is None:
+        options["commit_lock"] = ds._commit_lock
+    written = write_dataset(options.pop("data"), ds._ds(), **options)
+    ds._move_to(written.version)
+
+
+def _to_pandas(ds: DatasetExtras, options: dict[str, Any]) -> pd.DataFrame:
+    return ds._ds().scanner(**without_blob_mode(options)).to_table().to_pandas()
+
+
+def without_blob_mode(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` less pylance's ``blob_mode``, refused unless lazy (the default)."""
+    refuse("to_pandas", {"blob_mode": options.pop("blob_mode")}, {"blob_mode": "lazy"})
+    return options
+
+
+class _KeyLookup:
+    """``merge``'s UDF: the ``data`` rows whose ``right_on`` equals each row's ``left_on`` value
+    (null columns where none does). ``output_schema`` tells ``add_columns`` the new columns."""
+
+    def __init__(self, data: pa.Table, left_on: str, right_on: str) -> None:
+        if data.column(right_on).null_count:
+            raise InvalidArgumentError(f"merge: the join column {right_on!r} holds nulls")
+        if len(pc.unique(data.column(right_on))) != data.num_rows:
+            raise InvalidArgumentError(f"merge: the join column {right_on!r} holds duplicate keys")
+        self.left_on, self.keys = left_on, data.column(right_on).combine_chunks()
+        self.values = data.drop_columns([right_on])
+        self.output_schema = self.values.schema
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        rows = pc.index_in(batch.column(self.left_on), value_set=self.keys)
+        taken = self.values.take(rows)
+        return pa.RecordBatch.from_arrays(
+            [c.combine_chunks() for c in taken.columns], schema=self.output_schema
+        )
+
+
+class LanceStats(DatasetStats):
+    """pylance's ``ds.stats``: ``dataset_stats()`` and ``index_stats(name)``; ``data_stats()``
+    (bytes on disk per field) is refused."""
+
+    def dataset_stats(self, max_rows_per_group: int = DEFAULT_MAX_ROWS_PER_GROUP) -> dict[str, int]:
+        """Deleted rows, fragments, and fragments of fewer than ``max_rows_per_group`` rows."""
+        fragments = self._ds._manifest.fragments
+        return {
+            "num_deleted_rows": sum(deleted_rows(f) for f in fragments),
+            "num_fragments": len(fragments),
+            "num_small_files": sum(f.physical_rows < max_rows_per_group for f in fragments),
+        }
+
+    def data_stats(self) -> Any:
+        raise UnsupportedFeatureError("LanceStats.data_stats (bytes on disk per field) is not supported")
+
+
+class DatasetExtras:
+    """pylance conveniences of ``LanceDataset`` built on its other methods."""
+
+    _manifest: Any
+    _storage_options: dict | None
+    _commit_lock: Any
+
+    def _move_to(self, version: int | None) -> None:  # provided by LanceDataset
+        raise NotImplementedError
+
+    def _ds(self) -> LanceDataset:
+        return self  # type: ignore[return-value]
+
+    # -- writing ----------------------------------------------------------------------------
+    insert = derived_method(
+        _signature(
+            _DATA,
+            inspect.Parameter("mode", inspect.Parameter.KEYWORD_ONLY, default="append"),
+            *_keyword_only(list(inspect.signature(write_dataset).parameters.values())[2:], "mode"),
+        ),
+        _insert,
+        "insert",
+        """``write_dataset(data, this dataset, mode=mode, ...)`` (``write_dataset``'s options by name);
+        this object then shows the version written, as in pylance.""",
+        skip=0,
+    )
+
+    def truncate_table(self) -> None:
+        """Delete every row in a new version (the schema, indices and config stay)."""
+        self._ds().delete("true")
+
+    def merge(self, data_obj: Any, left_on: str, right_on: str | None = None, schema: Any = None) -> None:
+        """Add ``data_obj``'s other columns to each row whose ``left_on`` equals its ``right_on``
+        (default: the same name); rows without a match get nulls. One new data file per fragment,
+        as ``add_columns`` (nothing is rewritten)."""
+        ds = self._ds()
+        data = _table(data_obj, schema)
+        right_on = right_on or left_on
+        if right_on not in data.column_names:
+            raise SchemaError(f"merge: the new data has no column {right_on!r}")
+        clash = sorted(set(data.column_names) - {right_on} & set(ds.schema.names))
+        if clash:
+            raise SchemaError(f"merge: columns {clash} already exist in the dataset")
+        ds.add_columns(_KeyLookup(data, left_on, right_on), read_columns=[left_on])
+
+    # -- reading ----------------------------------------------------------------------------
+    def slice(self, start: int, end: int, columns: Columns | None = None) -> pa.Table:
+        """Rows ``start`` (inclusive) to ``end`` (exclusive) by position: an offset/limit scan."""
+        if start < 0:
+            raise InvalidArgumentError(f"slice: start must be non-negative, got {start}")
+        if end < start:
+            raise InvalidArgumentError(f"slice: end ({end}) must be >= start ({start})")
+        return self._ds().scanner(columns=columns, offset=start, limit=end - start).to_table()
+
+    def sample(self, num_rows: int, columns: Columns | None = None, randomize_order: bool = True) -> pa.Table:
+        """``num_rows`` distinct rows drawn at random (``take`` of random positions; sorted
+        positions unless ``randomize_order``). Like pylance, uses Python's ``random``."""
+        positions = random.sample(range(self._ds().count_rows()), num_rows)
+        return self._ds().take(positions if randomize_order else sorted(positions), columns)
+
+    to_pandas = derived_method(
+        positional_first(
+            LanceScanner.__init__, (*PANDAS_POSITIONAL, "blob_mode"), {"blob_mode": "lazy"}, skip=2
+        ),
+        _to_pandas,
+        "to_pandas",
+        """``scanner(...).to_table().to_pandas()``: every ``scanner()`` option, pylance's first nine
+        positional; ``blob_mode`` (pylance's lazy blob handles) only at its default.""",
+        skip=0,
+    )
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def has_stable_row_ids(self) -> bool:
+        """Whether row ids survive compaction and updates (the stable row ids feature flag)."""
+        return bool(self._manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS)
+
+    @property
+    def initial_storage_options(self) -> dict | None:
+        """The storage options this dataset was opened with (None: none given)."""
+        return self._storage_options
+
+    def latest_storage_options(self) -> dict | None:
+        """As ``initial_storage_options``: lance_fw has no provider that refreshes them."""
+        return self._storage_options
+
+    @property
+    def stats(self) -> LanceStats:
+        """pylance's ``ds.stats``: ``dataset_stats()``, ``index_stats(name)``."""
+        return LanceStats(self._ds())
+
+    # -- refused: pyarrow Dataset methods pylance leaves unimplemented ----------------------
+    join = Refused(_NOT_IN_PYLANCE, error=NotImplementedInPylanceError)
+    replace_schema = Refused(_NOT_IN_PYLANCE, error=NotImplementedInPylanceError)
+    partition_expression = Refused(_NOT_IN_PYLANCE, prop=True, error=NotImplementedInPylanceError)
+
+    # -- refused: features lance_fw does not implement -------------------------------------
+    add_bases = Refused(BRANCHES)
+    base_paths = Refused(BRANCHES)
+    branches = Refused(BRANCHES, prop=True)
+    create_branch = Refused(BRANCHES)
+    centroids = Refused(INDEX_SEGMENTS)
+    get_ivf_model = Refused(INDEX_SEGMENTS)
+    create_index = Refused(INDEX_SEGMENTS)
+    create_index_uncommitted = Refused(INDEX_SEGMENTS)
+    commit_existing_index_segments = Refused(INDEX_SEGMENTS)
+    merge_existing_index_segments = Refused(INDEX_SEGMENTS)
+    merge_index_metadata = Refused(INDEX_SEGMENTS)
+    remap_row_addrs = Refused("index remapping is not implemented")
+    initialize_mem_wal = Refused(MEM_WAL)
+    mem_wal_index_details = Refused(MEM_WAL)
+    mem_wal_writer = Refused(MEM_WAL)
+    io_stats_incremental = Refused(IO_STATS)
+    io_stats_snapshot = Refused(IO_STATS)
+    commit_batch = Refused("committing several transactions at once is not implemented")
+    deep_clone = Refused("cloning datasets is not implemented")
+    shallow_clone = Refused("cloning datasets is not implemented")
+    delta = Refused("version deltas are not implemented")
+    drop = Refused("deleting a whole dataset is not implemented; remove its directory")
+    explain_cleanup_old_versions = Refused("cleanup explanations are not implemented")
+    fragment_ids = Refused("roaring Bitmap results are not implemented; use get_fragments()")
+    from_pydantic_model = Refused("pydantic schemas are not implemented")
+    get_transactions = Refused("reading transaction files is not implemented")
+    read_transaction = Refused("reading transaction files is not implemented")
+    get_version = Refused("Version objects are not implemented; use versions() / version")
+    version_refs = Refused("VersionRef objects are not implemented; use versions()")
+    migrate_manifest_paths_v2 = Refused("manifest path migration is not implemented")
+    new_file_session = Refused("file sessions are not implemented; use lance_fw.file")
+    read_blobs = Refused("the planned blob reader is not implemented")
+    read_blob_ranges = Refused("the planned blob reader is not implemented")
+    take_blobs = Refused("BlobFile handles are not implemented")
+    session = Refused("sessions (shared caches) are not implemented")
+    sql = Refused("SQL queries over a dataset are not implemented (see lance_fw.duckdb)")
+    storage_options_accessor = Refused("storage option providers are not implemented")
+    all_files = Refused("file listings are not implemented")
+    tracked_files = Refused("file listings are not implemented")
+    validate = Refused("dataset validation is not implemented")
+
+
+__all__ = ["DatasetExtras", "LanceStats"]
