@@ -19,12 +19,12 @@ from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges
 from lance_fw.file.encoding import PageInput
 
 from . import chunked, layouts
-from .decoded_values import DecodedValues, RawBytes, as_u8
+from .decoded_values import DecodedValues, as_u8
 from .layouts import PageLevels
 from .repdef import LIST_LAYERS
 
 
-def _joined(parts: Sequence[RawBytes]) -> np.ndarray:
+def _joined(parts: Sequence[bytes | memoryview]) -> np.ndarray:
     """Byte pieces laid end to end as one array."""
     if len(parts) == 1:
         return as_u8(parts[0])
