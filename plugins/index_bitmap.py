@@ -22,20 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw import interfaces as ix
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.hookspecs import hookimpl
-from lance_fw.interfaces import (
-    ContainsAllQuery,
-    ContainsAnyQuery,
-    EqualsQuery,
-    IndexFileStore,
-    IndexSearchResult,
-    InQuery,
-    IsNullQuery,
-    PrefixQuery,
-    RangeQuery,
-    ScalarQuery,
-)
 from lance_fw_plugins.index_bitmap_format import (
     binary_parts,
     decode_row_addr_map,
@@ -46,6 +35,7 @@ from lance_fw_plugins.index_bitmap_format import (
     sortable,
     sorted_unique,
 )
+from lance_fw_plugins.index_common import EMPTY_ADDRESSES, Batches, Params, is_key_type
 
 #: The one file of a bitmap / label-list index.
 LOOKUP_FILE = "bitmap_page_lookup.lance"
@@ -62,27 +52,6 @@ BITMAP_INDEX_VERSION = 0
 LABEL_LIST_INDEX_VERSION = 1
 #: Binary offsets are int32: all bitmaps of one index file must fit below this many bytes.
 MAX_BINARY_BYTES = 2**31 - 1
-
-_EMPTY = np.zeros(0, dtype=np.uint64)
-
-
-def _is_key_type(t: pa.DataType) -> bool:
-    """The column types pylance 14 builds a bitmap over (its BTREE/BITMAP type list)."""
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_fixed_size_binary(t)
-        or pa.types.is_decimal(t)
-        or pa.types.is_date(t)
-        or pa.types.is_time(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_duration(t)
-    )
 
 
 def _same_value(stored: Any, value: Any) -> bool:
@@ -110,7 +79,7 @@ def _training_table(batches: Iterable[pa.RecordBatch], field: pa.Field) -> tuple
     """The ``value`` column (one array) and the ``_rowaddr`` column as uint64, in row-address order."""
     batches = list(batches)
     if not batches:
-        return pa.array([], field.type), _EMPTY
+        return pa.array([], field.type), EMPTY_ADDRESSES
     table = pa.Table.from_batches(batches)
     values = table.column("value").combine_chunks()
     addrs = np.asarray(table.column("_rowaddr").to_numpy(), dtype=np.uint64)
@@ -121,7 +90,7 @@ def _training_table(batches: Iterable[pa.RecordBatch], field: pa.Field) -> tuple
 
 
 def _write_bitmaps(
-    store: IndexFileStore,
+    store: ix.IndexFileStore,
     codes: np.ndarray,
     addrs: np.ndarray,
     keys: pa.Array,
@@ -156,7 +125,7 @@ def _write_bitmaps(
 class BitmapIndexReader:
     """An opened BITMAP or LABEL_LIST index: the keys in memory, bitmaps taken per query."""
 
-    def __init__(self, store: IndexFileStore, keys: pa.Array, label_list: bool) -> None:
+    def __init__(self, store: ix.IndexFileStore, keys: pa.Array, label_list: bool) -> None:
         self.store = store
         self.label_list = label_list
         self.key_type = keys.type
@@ -201,7 +170,7 @@ class BitmapIndexReader:
         hi = self._search(probe, "right")
         return self._rows[lo:hi]
 
-    def _range_rows(self, q: RangeQuery) -> np.ndarray:
+    def _range_rows(self, q: ix.RangeQuery) -> np.ndarray:
         lo, hi = 0, len(self._sorted)
         if q.lower is not None:
             lo = int(self._search(self._probe(q.lower), "left" if q.lower_inclusive else "right"))
@@ -220,7 +189,7 @@ class BitmapIndexReader:
     def _union(self, rows: np.ndarray) -> np.ndarray:
         """Sorted unique row addresses of the keys at file rows ``rows`` (one vectorised decode)."""
         if not len(rows):
-            return _EMPTY
+            return EMPTY_ADDRESSES
         wanted = sorted_unique(np.asarray(rows, dtype=np.int64))
         column = self.store.take_rows(LOOKUP_FILE, wanted, [BITMAPS_COLUMN]).column(BITMAPS_COLUMN)
         bitmaps = column.combine_chunks()
@@ -229,52 +198,52 @@ class BitmapIndexReader:
         return sorted_unique(decode_row_addr_maps(*binary_parts(bitmaps), LOOKUP_FILE))
 
     # -- ScalarIndexReader ----------------------------------------------------------------------
-    def supports(self, query: ScalarQuery) -> bool:
+    def supports(self, query: ix.ScalarQuery) -> bool:
         """Which queries the index answers exactly (values the key type cannot hold: scan instead)."""
         if self.label_list:
-            if isinstance(query, ContainsAnyQuery | ContainsAllQuery):
+            if isinstance(query, ix.ContainsAnyQuery | ix.ContainsAllQuery):
                 return bool(query.values) and all(
                     v is None or self._probe(v) is not None for v in query.values
                 )
             return False
-        if isinstance(query, EqualsQuery):
+        if isinstance(query, ix.EqualsQuery):
             return self._probe(query.value) is not None
-        if isinstance(query, InQuery):
+        if isinstance(query, ix.InQuery):
             return bool(query.values) and all(self._probe(v) is not None for v in query.values)
-        if isinstance(query, RangeQuery):
+        if isinstance(query, ix.RangeQuery):
             return all(b is None or self._probe(b) is not None for b in (query.lower, query.upper))
-        if isinstance(query, IsNullQuery):
+        if isinstance(query, ix.IsNullQuery):
             return True
-        if isinstance(query, PrefixQuery):
+        if isinstance(query, ix.PrefixQuery):
             return pa.types.is_string(self.key_type) or pa.types.is_large_string(self.key_type)
         return False
 
-    def search(self, query: ScalarQuery) -> IndexSearchResult:
+    def search(self, query: ix.ScalarQuery) -> ix.IndexSearchResult:
         """Rows matching ``query`` among the indexed rows (exact)."""
         if not self.supports(query):
             raise UnsupportedFeatureError(
                 f"{'LABEL_LIST' if self.label_list else 'BITMAP'} index cannot answer {query!r}"
             )
-        if isinstance(query, ContainsAllQuery):
+        if isinstance(query, ix.ContainsAllQuery):
             result: np.ndarray | None = None
             for value in dict.fromkeys(query.values):
                 found = self._union(self._equal_rows(value))
                 result = found if result is None else np.intersect1d(result, found, assume_unique=True)
                 if not len(result):
                     break
-            return IndexSearchResult(_EMPTY if result is None else result.astype(np.uint64), True)
-        if isinstance(query, ContainsAnyQuery | InQuery):
+            return ix.IndexSearchResult(EMPTY_ADDRESSES if result is None else result.astype(np.uint64), True)
+        if isinstance(query, ix.ContainsAnyQuery | ix.InQuery):
             rows = np.concatenate([self._equal_rows(v) for v in query.values])
-        elif isinstance(query, EqualsQuery):
+        elif isinstance(query, ix.EqualsQuery):
             rows = self._equal_rows(query.value)
-        elif isinstance(query, RangeQuery):
+        elif isinstance(query, ix.RangeQuery):
             rows = self._range_rows(query)
-        elif isinstance(query, IsNullQuery):
+        elif isinstance(query, ix.IsNullQuery):
             rows = self._equal_rows(None)
         else:
-            assert isinstance(query, PrefixQuery)
+            assert isinstance(query, ix.PrefixQuery)
             rows = self._prefix_rows(query.prefix)
-        return IndexSearchResult(self._union(rows), True)
+        return ix.IndexSearchResult(self._union(rows), True)
 
     def statistics(self) -> dict[str, Any]:
         """pylance's ``{"num_bitmaps": K}`` (the null key counts); an empty index reports ``{}``."""
@@ -286,7 +255,7 @@ class BitmapIndexReader:
         if self._list_nulls is None:
             number = self.store.schema_metadata(LOOKUP_FILE).get(LABEL_LIST_NULLS_KEY)
             if not self.label_list or number is None:
-                self._list_nulls = _EMPTY
+                self._list_nulls = EMPTY_ADDRESSES
             else:
                 try:
                     index = int(number)
@@ -300,7 +269,7 @@ class BitmapIndexReader:
         return self._list_nulls
 
 
-def _load(store: IndexFileStore, label_list: bool) -> BitmapIndexReader:
+def _load(store: ix.IndexFileStore, label_list: bool) -> BitmapIndexReader:
     if not store.exists(LOOKUP_FILE):
         raise CorruptFileError(LOOKUP_FILE, "missing: not a bitmap / label-list index directory")
     table = store.read_table(LOOKUP_FILE, [KEYS_COLUMN])
@@ -318,33 +287,27 @@ class BitmapIndexType:
     type_url = "/lance.table.BitmapIndexDetails"
     index_version = BITMAP_INDEX_VERSION
 
-    def details(self, params: Mapping[str, Any]) -> bytes:
+    def details(self, params: Params) -> bytes:
         """``BitmapIndexDetails`` is an empty message."""
         return b""
 
-    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+    def check(self, field: pa.Field, params: Params) -> None:
         """Scalar columns only (pylance's list); no parameters."""
-        if not _is_key_type(field.type):
+        if not is_key_type(field.type):
             raise UnsupportedFeatureError(
                 f"BITMAP index column {field.name} has type {field.type}; it must be an integer, float, "
                 "bool, string, binary, decimal, fixed-size binary or temporal column"
             )
         _refuse_params(self.name, params)
 
-    def train(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        params: Mapping[str, Any],
-        store: IndexFileStore,
-    ) -> None:
+    def train(self, batches: Batches, field: pa.Field, params: Params, store: ix.IndexFileStore) -> None:
         """Group the row addresses by value and write ``bitmap_page_lookup.lance``."""
         self.check(field, params)
         values, addrs = _training_table(batches, field)
         codes, keys = group_keys(values)
         _write_bitmaps(store, codes, addrs, keys, _stats_metadata(len(keys)))
 
-    def load(self, store: IndexFileStore, field: pa.Field) -> BitmapIndexReader:
+    def load(self, store: ix.IndexFileStore, field: pa.Field) -> BitmapIndexReader:
         """Open a bitmap index (reads the keys)."""
         return _load(store, label_list=False)
 
@@ -357,43 +320,37 @@ class LabelListIndexType:
     type_url = "/lance.table.LabelListIndexDetails"
     index_version = LABEL_LIST_INDEX_VERSION
 
-    def details(self, params: Mapping[str, Any]) -> bytes:
+    def details(self, params: Params) -> bytes:
         """``LabelListIndexDetails`` is an empty message."""
         return b""
 
-    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+    def check(self, field: pa.Field, params: Params) -> None:
         """A list or large list of a scalar type BITMAP takes; no parameters."""
         t = field.type
         if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
             raise UnsupportedFeatureError(
                 f"LABEL_LIST index column {field.name} has type {t}; it must be a list or large list"
             )
-        if not _is_key_type(t.value_type):
+        if not is_key_type(t.value_type):
             raise UnsupportedFeatureError(
                 f"LABEL_LIST index column {field.name} has items of type {t.value_type}; lance_fw indexes "
                 "lists of integer, float, bool, string, binary, decimal or temporal items"
             )
         _refuse_params(self.name, params)
 
-    def train(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        params: Mapping[str, Any],
-        store: IndexFileStore,
-    ) -> None:
+    def train(self, batches: Batches, field: pa.Field, params: Params, store: ix.IndexFileStore) -> None:
         """Group row addresses by list item (a row once per distinct item), record the null lists."""
         self.check(field, params)
         values, addrs = _training_table(batches, field)
         items = pc.list_flatten(values)
         parents = np.asarray(pc.list_parent_indices(values).to_numpy(zero_copy_only=False), dtype=np.int64)
         codes, keys = group_keys(items)
-        list_nulls = addrs[np.asarray(values.is_null(), dtype=bool)] if values.null_count else _EMPTY
+        list_nulls = addrs[np.asarray(values.is_null(), dtype=bool)] if values.null_count else EMPTY_ADDRESSES
         metadata = _stats_metadata(len(keys))
         metadata[LABEL_LIST_NULLS_KEY] = str(LABEL_LIST_NULLS_BUFFER)
         _write_bitmaps(store, codes, addrs[parents], keys, metadata, [encode_row_addr_map(list_nulls)])
 
-    def load(self, store: IndexFileStore, field: pa.Field) -> BitmapIndexReader:
+    def load(self, store: ix.IndexFileStore, field: pa.Field) -> BitmapIndexReader:
         """Open a label-list index (reads the keys; the null lists on demand)."""
         return _load(store, label_list=True)
 

@@ -19,7 +19,7 @@ second); the reader is in ``index_btree_reader``, the key order in ``index_btree
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,7 @@ from lance_fw_plugins.index_btree_reader import (
     VALUES_COLUMN,
     BTreeReader,
 )
+from lance_fw_plugins.index_common import Batches, Params
 
 #: The parameter pylance 14 honours for a BTREE (``IndexConfig("btree", {"zone_size": n})``):
 #: rows per page, written as ``batch_size``. Its other field, ``range_id``, is deprecated and ignored
@@ -59,11 +60,11 @@ class BTreeIndexType:
     type_url = "/lance.table.BTreeIndexDetails"
     index_version = 0
 
-    def details(self, params: Mapping[str, Any]) -> bytes:
+    def details(self, params: Params) -> bytes:
         """The empty ``BTreeIndexDetails`` message."""
         return b""
 
-    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+    def check(self, field: pa.Field, params: Params) -> None:
         """Refuse a column type without a key order here (lists, structs, intervals ...) and any
         parameter but a positive integer ``zone_size``."""
         if domain_for(field.type) is None:
@@ -73,13 +74,7 @@ class BTreeIndexType:
             )
         _batch_size(params)
 
-    def train(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        params: Mapping[str, Any],
-        store: IndexFileStore,
-    ) -> None:
+    def train(self, batches: Batches, field: pa.Field, params: Params, store: IndexFileStore) -> None:
         """Sort (value, row address) pairs by value, nulls first, ties in address order, and write
         ``page_data.lance`` and ``page_lookup.lance``."""
         self.check(field, params)

@@ -30,6 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw_plugins.index_common import is_bytes_type
+
 #: Units per second of each Arrow time unit.
 _UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _MICROS_PER_DAY = 86_400_000_000
@@ -454,12 +456,6 @@ def domain_for(arrow_type: pa.DataType) -> KeyDomain | None:
         return IntegerDomain(t, pa.int64(), "temporal")
     if pa.types.is_decimal128(t) or pa.types.is_decimal256(t):
         return DecimalDomain(t)
-    if (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_fixed_size_binary(t)
-    ):
+    if is_bytes_type(t):
         return BytesDomain(t)
     return None

@@ -17,17 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lance_fw import interfaces as ix
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
-from lance_fw.interfaces import (
-    EqualsQuery,
-    IndexFileStore,
-    IndexSearchResult,
-    InQuery,
-    IsNullQuery,
-    PrefixQuery,
-    RangeQuery,
-    ScalarQuery,
-)
 from lance_fw_plugins.index_btree_keys import Bounds, BytesDomain, KeyDomain, NotComparable, domain_for
 from lance_fw_plugins.index_btree_stats import format_stat
 
@@ -49,7 +40,7 @@ _EMPTY = np.zeros(0, dtype=np.uint64)
 class BTreeReader:
     """An opened BTREE index (``ScalarIndexReader``); keeps the page lookup in memory."""
 
-    def __init__(self, store: IndexFileStore, field: pa.Field) -> None:
+    def __init__(self, store: ix.IndexFileStore, field: pa.Field) -> None:
         self.store = store
         self.field = field
         self.domain: KeyDomain | None = domain_for(field.type)
@@ -97,22 +88,22 @@ class BTreeReader:
 
     # --- the ScalarIndexReader protocol -----------------------------------------------------------
 
-    def supports(self, query: ScalarQuery) -> bool:
+    def supports(self, query: ix.ScalarQuery) -> bool:
         """Equality, IN, ranges, IS NULL and (string columns) prefixes, when the literals compare
         with the column's type (a string against an int column is left to a scan)."""
-        if isinstance(query, IsNullQuery):
+        if isinstance(query, ix.IsNullQuery):
             return True
         if self.domain is None:
             return False
         try:
-            if isinstance(query, EqualsQuery):
+            if isinstance(query, ix.EqualsQuery):
                 self.domain.point(query.value)
-            elif isinstance(query, InQuery):
+            elif isinstance(query, ix.InQuery):
                 for v in query.values:
                     self.domain.point(v)
-            elif isinstance(query, RangeQuery):
+            elif isinstance(query, ix.RangeQuery):
                 self.domain.bounds(query.lower, query.lower_inclusive, query.upper, query.upper_inclusive)
-            elif isinstance(query, PrefixQuery):
+            elif isinstance(query, ix.PrefixQuery):
                 return isinstance(self.domain, BytesDomain) and self.domain.is_string
             else:
                 return False
@@ -120,22 +111,22 @@ class BTreeReader:
             return False
         return True
 
-    def search(self, query: ScalarQuery) -> IndexSearchResult:
+    def search(self, query: ix.ScalarQuery) -> ix.IndexSearchResult:
         """Exact row addresses of ``query`` (see ``supports``)."""
         if not self.supports(query):
             raise UnsupportedFeatureError(f"the BTREE index on {self.field.name!r} cannot answer {query!r}")
-        if isinstance(query, IsNullQuery):
+        if isinstance(query, ix.IsNullQuery):
             return self._result(self._null_ids())
         domain = self.domain
         assert domain is not None
-        if isinstance(query, EqualsQuery):
+        if isinstance(query, ix.EqualsQuery):
             return self._result(self._points(domain, [query.value]))
-        if isinstance(query, InQuery):
+        if isinstance(query, ix.InQuery):
             return self._result(self._points(domain, list(query.values)))
-        if isinstance(query, RangeQuery):
+        if isinstance(query, ix.RangeQuery):
             b = domain.bounds(query.lower, query.lower_inclusive, query.upper, query.upper_inclusive)
             return self._result(self._range(domain, b))
-        assert isinstance(query, PrefixQuery) and isinstance(domain, BytesDomain)
+        assert isinstance(query, ix.PrefixQuery) and isinstance(domain, BytesDomain)
         return self._result(self._prefix(domain, query.prefix))
 
     def statistics(self) -> dict[str, Any]:
@@ -240,8 +231,8 @@ class BTreeReader:
         return np.concatenate(parts) if parts else _EMPTY
 
     @staticmethod
-    def _result(ids: np.ndarray) -> IndexSearchResult:
-        return IndexSearchResult(np.unique(np.asarray(ids, dtype=np.uint64)), exact=True)
+    def _result(ids: np.ndarray) -> ix.IndexSearchResult:
+        return ix.IndexSearchResult(np.unique(np.asarray(ids, dtype=np.uint64)), exact=True)
 
 
 def _u64(column: pa.ChunkedArray | pa.Array) -> np.ndarray:

@@ -24,27 +24,18 @@ import datetime
 import decimal
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw import interfaces as ix
 from lance_fw._proto import index_pb2
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.hookspecs import hookimpl
-from lance_fw.interfaces import (
-    EqualsQuery,
-    IndexFileStore,
-    IndexSearchResult,
-    InQuery,
-    IsNullQuery,
-    PrefixQuery,
-    RangeQuery,
-    ScalarIndexReader,
-    ScalarQuery,
-)
+from lance_fw_plugins.index_common import Batches, Params
 
 #: The one file of a zone map index.
 ZONEMAP_FILE = "zonemap.lance"
@@ -276,7 +267,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float, decimal.Decimal, np.integer, np.floating))
 
 
-class ZoneMapReader(ScalarIndexReader):
+class ZoneMapReader(ix.ScalarIndexReader):
     """An opened zone map: the zones, sorted by row address, with bounds in a comparable form."""
 
     def __init__(self, table: pa.Table, field: pa.Field, rows_per_zone: int) -> None:
@@ -321,28 +312,28 @@ class ZoneMapReader(ScalarIndexReader):
         objs[:] = bounds.to_pylist()
         return objs
 
-    # -- ScalarIndexReader ---------------------------------------------------------------------------
-    def supports(self, query: ScalarQuery) -> bool:
-        if isinstance(query, PrefixQuery):
+    # -- ix.ScalarIndexReader ---------------------------------------------------------------------------
+    def supports(self, query: ix.ScalarQuery) -> bool:
+        if isinstance(query, ix.PrefixQuery):
             return self.kind == "string"
-        return isinstance(query, (EqualsQuery, InQuery, RangeQuery, IsNullQuery))
+        return isinstance(query, (ix.EqualsQuery, ix.InQuery, ix.RangeQuery, ix.IsNullQuery))
 
-    def search(self, query: ScalarQuery) -> IndexSearchResult:
-        if isinstance(query, IsNullQuery):
+    def search(self, query: ix.ScalarQuery) -> ix.IndexSearchResult:
+        if isinstance(query, ix.IsNullQuery):
             mask = self.nulls > 0
-        elif isinstance(query, EqualsQuery):
+        elif isinstance(query, ix.EqualsQuery):
             mask = self._equals(query.value)
-        elif isinstance(query, InQuery):
+        elif isinstance(query, ix.InQuery):
             mask = np.zeros(self.num_zones, dtype=bool)
             for v in query.values:
                 mask |= self._equals(v)
-        elif isinstance(query, RangeQuery):
+        elif isinstance(query, ix.RangeQuery):
             mask = self._range(query)
-        elif isinstance(query, PrefixQuery) and self.kind == "string":
+        elif isinstance(query, ix.PrefixQuery) and self.kind == "string":
             mask = self._prefix(query.prefix)
         else:
             raise UnsupportedFeatureError(f"a ZONEMAP index cannot answer {type(query).__name__}")
-        return IndexSearchResult(self._addresses(mask), exact=False)
+        return ix.IndexSearchResult(self._addresses(mask), exact=False)
 
     def statistics(self) -> dict[str, Any]:
         return {"num_zones": self.num_zones, "rows_per_zone": self.rows_per_zone}
@@ -379,7 +370,7 @@ class ZoneMapReader(ScalarIndexReader):
             hit = (hi_b >= key.lo) & (lo_b <= key.hi)
         return self._scatter(hit)
 
-    def _range(self, q: RangeQuery) -> np.ndarray:
+    def _range(self, q: ix.RangeQuery) -> np.ndarray:
         floats = self.kind == "float"
         if floats and q.lower is not None and _is_number(q.lower) and _isnan(q.lower):
             return self.nans > 0  # only NaN may sort at or above NaN
@@ -532,7 +523,7 @@ class ZoneMapIndexType:
     type_url = TYPE_URL
     index_version = ZONEMAP_INDEX_VERSION
 
-    def details(self, params: Mapping[str, Any]) -> bytes:
+    def details(self, params: Params) -> bytes:
         """``ZoneMapIndexDetails`` as pylance writes it, except ``has_null_bitmap`` is false (no
         null bitmap buffer is written, see the module doc) and ``use_seeds`` defaults to false:
         pylance defaults it to true for string, binary, decimal and nested columns, a hint for its
@@ -543,7 +534,7 @@ class ZoneMapIndexType:
             has_null_bitmap=False,
         ).SerializeToString()
 
-    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+    def check(self, field: pa.Field, params: Params) -> None:
         if _kind(field.type) is None:
             raise UnsupportedFeatureError(
                 f"a ZONEMAP index on column {field.name!r} of type {field.type} is not supported "
@@ -559,13 +550,7 @@ class ZoneMapIndexType:
         if "use_seeds" in params and not isinstance(params["use_seeds"], bool):
             raise InvalidArgumentError(f"ZONEMAP use_seeds must be a bool, not {params['use_seeds']!r}")
 
-    def train(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        params: Mapping[str, Any],
-        store: IndexFileStore,
-    ) -> None:
+    def train(self, batches: Batches, field: pa.Field, params: Params, store: ix.IndexFileStore) -> None:
         self.check(field, params)
         rpz = _rows_per_zone(params)
         trainer = _Trainer(field, rpz)
@@ -573,7 +558,7 @@ class ZoneMapIndexType:
             trainer.add(batch)
         store.write_table(ZONEMAP_FILE, trainer.finish(), {ROWS_PER_ZONE_KEY: str(rpz)})
 
-    def load(self, store: IndexFileStore, field: pa.Field) -> ZoneMapReader:
+    def load(self, store: ix.IndexFileStore, field: pa.Field) -> ZoneMapReader:
         if not store.exists(ZONEMAP_FILE):
             raise CorruptFileError(ZONEMAP_FILE, "missing: not a ZONEMAP index directory")
         table = store.read_table(ZONEMAP_FILE)
