@@ -288,7 +288,7 @@ class BitmapIndexType:
     index_version = BITMAP_INDEX_VERSION
 
     def details(self, params: Params) -> bytes:
-        """``BitmapIndexDetails`` is an empty message."""
+        """``BitmapIndexDetails`` (and ``LabelListIndexDetails``) is an empty message."""
         return b""
 
     def check(self, field: pa.Field, params: Params) -> None:
@@ -312,17 +312,13 @@ class BitmapIndexType:
         return _load(store, label_list=False)
 
 
-class LabelListIndexType:
+class LabelListIndexType(BitmapIndexType):
     """``create_scalar_index(col, "LABEL_LIST")`` on a list column: one bitmap per distinct item."""
 
     name = "LABEL_LIST"
     display_name = "LabelList"
     type_url = "/lance.table.LabelListIndexDetails"
     index_version = LABEL_LIST_INDEX_VERSION
-
-    def details(self, params: Params) -> bytes:
-        """``LabelListIndexDetails`` is an empty message."""
-        return b""
 
     def check(self, field: pa.Field, params: Params) -> None:
         """A list or large list of a scalar type BITMAP takes; no parameters."""
