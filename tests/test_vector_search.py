@@ -159,8 +159,24 @@ def test_scanner_batches_and_plan(dataset: tuple[str, np.ndarray]) -> None:
     assert [b.num_rows for b in ours.to_batches()] == [b.num_rows for b in theirs.to_batches()]
     assert ours.count_rows() == theirs.count_rows() == 30
     assert ours.projected_schema == ours.to_table().schema
-    plan = ours.explain_plan()
-    assert "KNNVectorDistance: metric=l2" in plan and "SortExec: TopK(fetch=30)" in plan
+    for options in ({}, {"columns": ["s"]}, {"columns": ["id"], "filter": "id > 5", "prefilter": True}):
+        mine = lance_fw.dataset(path).scanner(nearest=near, **options).explain_plan()
+        expected = lance.dataset(path).scanner(nearest=near, **options).explain_plan()
+        # pylance prints the path without its leading "/" and the filter in DataFusion's form
+        expected = expected.replace("uri=/", "uri=").replace("id@0 > 5", "id > 5").replace("Int64(5)", "5")
+        assert mine.replace("uri=/", "uri=") == expected.replace("uri=/", "uri=")
+
+
+def test_fragment_scan_refused(dataset: tuple[str, np.ndarray]) -> None:
+    path, values = dataset
+    near = {"column": "vec", "q": values[5], "k": 3}
+    with pytest.raises(ValueError, match="fragment scan"):
+        lance.dataset(path).scanner(
+            nearest=near, fragments=lance.dataset(path).get_fragments()[:1]
+        ).to_table()
+    with pytest.raises(ValueError, match="fragment scan"):
+        ds = lance_fw.dataset(path)
+        ds.scanner(nearest=near, fragments=ds.get_fragments()[:1]).to_table()
 
 
 @pytest.mark.parametrize(

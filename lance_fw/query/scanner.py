@@ -111,7 +111,7 @@ class LanceScanner:
         schema = snapshot.schema
         self.search: NearestSearch | None = None
         if nearest is not None:
-            self.search = NearestSearch(snapshot, nearest, columns, filter, prefilter)
+            self.search = NearestSearch(snapshot, nearest, columns, filter, prefilter, fragments)
             self.search.check_options(with_row_id, with_row_address, disable_scoring_autoprojection)
             columns = self.search.data_columns
         if columns is not None and not isinstance(columns, Mapping) and has_nested_paths(columns, schema):
@@ -244,7 +244,7 @@ class LanceScanner:
     def analyze_plan(self) -> str:
         """``explain_plan`` after running the scan, with the rows it read and returned."""
         rows = self.count_rows()
-        index = self._plan.scalar_index if self._plan is not None else None
+        index = self._plan.scalar_index if self._plan is not None and self.search is None else None
         lines = self._plan_lines()
         lines[0] += f", metrics=[output_rows={rows}]"
         if index is not None:
@@ -277,7 +277,7 @@ class LanceScanner:
         read = [f.name for f in self._plan.fields] if self._plan is not None else []
         names = [f.name for f in self._fields]
         return plan_text(
-            search.query, self._snapshot.uri, names, read, text, search.prefilter, len(self._chosen()), False
+            search.query, self._snapshot.uri, names, read, text, search.prefilter, len(self._chosen())
         )
 
     def count_rows(self) -> int:
@@ -338,6 +338,7 @@ class NearestSearch:
         columns: Columns | None,
         filter: Filter | None,
         prefilter: bool | None,
+        fragments: Iterable[Any] | None = None,
     ) -> None:
         self.query = parse_nearest(nearest, snapshot)
         index = vector_index_on(snapshot, self.query.column)
@@ -347,6 +348,8 @@ class NearestSearch:
                 "would search (approximate results); lance_fw cannot search vector indices yet. Pass "
                 "use_index=False for the exact flat search"
             )
+        if fragments is not None:  # pylance: ValueError "not supported for fragment scan"
+            raise InvalidArgumentError("nearest: not supported for a fragment scan (fragments=)")
         self.prefilter = bool(prefilter) and filter is not None
         self.postfilter = not prefilter and filter is not None
         self.layout: list[str] | None = None

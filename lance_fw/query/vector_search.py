@@ -416,43 +416,40 @@ def plan_text(
     filter_text: str | None,
     prefilter: bool,
     fragments: int,
-    row_addr: bool,
 ) -> list[str]:
-    """pylance's plan for a flat search (``explain_plan``): ProjectionExec over a take
-    (``LanceRead ... source=stream(_rowid)``) of the top-k of ``KNNVectorDistance``."""
-    inner = (
-        [*(c for c in read if c != query.column), query.column]
-        if prefilter and filter_text
-        else [query.column]
-    )
+    """pylance's plan for a flat search (``explain_plan``), top line first: a ProjectionExec over
+    takes by row id (``LanceRead ... source=stream(_rowid)``: the filter's columns then a
+    post-filter, then the other columns) of the top-k of ``KNNVectorDistance`` over a scan of the
+    vector column (with a prefilter: the filter's columns too, filtered first). Column indices
+    are positions in the plan's row (read columns, _rowid, _distance, then each take's)."""
+    pre = bool(filter_text) and prefilter
+    inner = [*(c for c in read if c != query.column), query.column] if pre else [query.column]
+    row = [*inner, "_rowid", DISTANCE_COLUMN]
+    at = {name: i for i, name in enumerate(row)}
+    shown = filter_text if pre else "--"
     scan = (
         f"LanceRead: uri={uri}/data, projection=[{', '.join(inner)}], num_fragments={fragments}, "
-        f"range_before=None, range_after=None, row_id=true, row_addr={str(row_addr).lower()}, "
-        f"full_filter={filter_text if prefilter and filter_text else '--'}, "
-        f"refine_filter={filter_text if prefilter and filter_text else '--'}"
+        f"range_before=None, range_after=None, row_id=true, row_addr=false, "
+        f"full_filter={shown}, refine_filter={shown}"
     )
-    distance_at = len(inner) + 1
-    knn = [
-        f"FilterExec: {DISTANCE_COLUMN}@{distance_at} IS NOT NULL",
-        f"  SortExec: TopK(fetch={query.k}), expr=[{DISTANCE_COLUMN}@{distance_at} ASC NULLS LAST, "
-        f"_rowid@{distance_at - 1} ASC NULLS LAST], preserve_partitioning=[false]",
-        f"    KNNVectorDistance: metric={query.metric}",
+    below = [scan, f"FilterExec: {filter_text}"] if pre else [scan]
+    below += [
+        f"KNNVectorDistance: metric={query.metric}",
+        f"SortExec: TopK(fetch={query.k}), expr=[{DISTANCE_COLUMN}@{at[DISTANCE_COLUMN]} ASC NULLS LAST, "
+        f"_rowid@{at['_rowid']} ASC NULLS LAST], preserve_partitioning=[false]",
+        f"FilterExec: {DISTANCE_COLUMN}@{at[DISTANCE_COLUMN]} IS NOT NULL",
     ]
-    if prefilter and filter_text:
-        knn += [f"      FilterExec: {filter_text}", f"        {scan}"]
-    else:
-        knn.append(f"      {scan}")
-    have = [*inner, "_rowid", DISTANCE_COLUMN]
-    taken = [n for n in names if n not in have]
-    lines = [f"LanceRead: uri={uri}/data, projection=[{', '.join(taken)}], source=stream(_rowid)"]
+
+    def take(columns: list[str]) -> None:
+        fresh = [c for c in columns if c not in row]
+        if fresh:
+            row.extend(fresh)
+            below.append(f"LanceRead: uri={uri}/data, projection=[{', '.join(fresh)}], source=stream(_rowid)")
+
     if filter_text and not prefilter:
-        lines += [f"  FilterExec: {filter_text}"]
-    body = [*lines, *("  " * (len(lines)) + line for line in knn)]
-    order = [*have, *taken]
-    shown = [*names, DISTANCE_COLUMN]
-    head = (
-        "ProjectionExec: expr=["
-        + ", ".join(f"{n}@{order.index(n)} as {n}" for n in shown if n in order)
-        + "]"
-    )
-    return [head, *("  " + line for line in body)]
+        take(read)
+        below.append(f"FilterExec: {filter_text}")
+    take(names)
+    exprs = ", ".join(f"{n}@{row.index(n)} as {n}" for n in [*names, DISTANCE_COLUMN])
+    lines = [f"ProjectionExec: expr=[{exprs}]", *reversed(below)]
+    return ["  " * depth + line for depth, line in enumerate(lines)]
