@@ -282,8 +282,8 @@ class CloudReader(RangeReader):
 
 
 class ObjectOutput:
-    """A writable stream straight to the object: both backends publish it whole at ``close`` (one
-    upload, or a resumable upload / block list finalized at close), so nothing is visible before;
+    """A writable stream straight to the object: S3, GCS and Azure publish it whole at ``close`` (one
+    upload, or a multipart / resumable upload / block list finalized at close), so nothing is visible before;
     ``abort`` -- or leaving a ``with`` block by an exception -- publishes nothing. (The generic
     fsspec output writes a temp object and moves it, which on an object store is a second copy.)"""
 

@@ -29,7 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lance_fw.errors import (
@@ -41,6 +41,7 @@ from lance_fw.errors import (
 )
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.storage import RangeReader, Storage, coalesce_ranges
+from lance_fw_plugins.fsspec_cloud import ObjectOutput
 from lance_fw_plugins.s3_options import OPTION_DESCRIPTIONS, s3fs_kwargs
 from lance_fw_plugins.s3_requests import (
     botocore_sends_if_none_match,
@@ -325,66 +326,6 @@ def _split(start: int, length: int) -> list[tuple[int, int]]:
     return [(s, min(PART_BYTES, start + length - s)) for s in range(start, start + length, PART_BYTES)]
 
 
-class S3Output:
-    """A writable stream that publishes the object on ``close`` (S3 PUTs are all-or-nothing; large
-    objects go up as a multipart upload completed at close) and publishes nothing on ``abort`` or
-    when its ``with`` block exits by an exception."""
-
-    def __init__(self, file: Any, path: str) -> None:  # file: s3fs's S3File (untyped)
-        self._file, self.path = file, path
-        self.closed = False
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        try:
-            return self._file.write(data)
-        except client_errors() as exc:
-            raise StorageError(f"{self.path}: cannot write: {exc}") from exc
-
-    def tell(self) -> int:
-        return self._file.tell()
-
-    def flush(self) -> None:
-        """Nothing to do: the object is published whole at ``close`` (an early part upload would
-        not make anything visible either)."""
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            self._file.close()
-        except client_errors() as exc:
-            self._discard()
-            raise StorageError(f"{self.path}: cannot publish the object: {exc}") from exc
-
-    def abort(self) -> None:
-        """Discard what was written (an open multipart upload is aborted); nothing appears."""
-        if not self.closed:
-            self.closed = True
-            self._discard()
-
-    def _discard(self) -> None:
-        try:
-            self._file.discard()
-        except Exception:
-            pass
-        self._file.closed = True  # fsspec would otherwise "close" (publish) it when collected
-
-    def __enter__(self) -> S3Output:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc_type is not None:
-            self.abort()
-        else:
-            self.close()
-
-
 class S3Storage(Storage):
     """Objects in S3-compatible stores. Thread-safe: s3fs runs every request on its own event loop."""
 
@@ -431,8 +372,9 @@ class S3Storage(Storage):
         """No directories to create on S3: a key's "parents" exist once it does."""
         self._forget(path)
         try:
-            # S3Output has the part of BinaryIO the writers use (write, tell, close, abort, with)
-            return S3Output(self.fs.open(path, "wb"), path)  # type: ignore[return-value]
+            # the part of BinaryIO the writers use (write, tell, close, abort, with);
+            # S3 publishes the object whole at close (one PUT, or a multipart upload completed then)
+            return ObjectOutput(self.fs.open(path, "wb"), path, client_errors())
         except client_errors() as exc:
             raise StorageError(f"{path}: cannot create the object: {exc}") from exc
 
