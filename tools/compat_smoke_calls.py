@@ -86,7 +86,11 @@ def _lance_schema(ctx: Ctx) -> object:
 
 @smoke("LanceDataset.has_stable_row_ids")
 def _stable_row_ids(ctx: Ctx) -> object:
-    return ctx.ds.has_stable_row_ids, ctx.fresh(enable_stable_row_ids=True).has_stable_row_ids
+    import lance  # lance_fw reads stable row ids but does not write them
+
+    path = ctx.path()
+    lance.write_dataset(DATA, path, enable_stable_row_ids=True)
+    return ctx.ds.has_stable_row_ids, ctx.lib.dataset(path).has_stable_row_ids
 
 
 @smoke("LanceDataset.initial_storage_options", "LanceDataset.latest_storage_options")

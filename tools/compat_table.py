@@ -254,8 +254,9 @@ def _status(key: str, theirs: object, ours: object, outcomes: dict[str, Outcome]
 
 def _instance_attributes(cls: type) -> set[str]:
     """Names a class's ``__init__`` assigns on ``self`` (attributes no class lookup shows)."""
+    init = next((vars(k)["__init__"] for k in cls.__mro__ if "__init__" in vars(k)), None)
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))  # type: ignore[arg-type]
     except (OSError, TypeError):
         return set()
     return {

@@ -126,13 +126,17 @@ def without_blob_mode(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+class MergeSchemaError(SchemaError, OSError):
+    """``merge``'s data does not fit: no join column, or a column the dataset already has. Also an
+    ``OSError``, the class pylance raises there."""
+
+
 class _KeyLookup:
     """``merge``'s UDF: the ``data`` rows whose ``right_on`` equals each row's ``left_on`` value
     (null columns where none does). ``output_schema`` tells ``add_columns`` the new columns."""
 
     def __init__(self, data: pa.Table, left_on: str, right_on: str) -> None:
-        if data.column(right_on).null_count:
-            raise InvalidArgumentError(f"merge: the join column {right_on!r} holds nulls")
+        data = data.filter(pc.is_valid(data.column(right_on)))  # a null key matches no row (pylance)
         if len(pc.unique(data.column(right_on))) != data.num_rows:
             raise InvalidArgumentError(f"merge: the join column {right_on!r} holds duplicate keys")
         self.left_on, self.keys = left_on, data.column(right_on).combine_chunks()
@@ -197,16 +201,17 @@ class DatasetExtras:
 
     def merge(self, data_obj: Any, left_on: str, right_on: str | None = None, schema: Any = None) -> None:
         """Add ``data_obj``'s other columns to each row whose ``left_on`` equals its ``right_on``
-        (default: the same name); rows without a match get nulls. One new data file per fragment,
+        (default: the same name); rows without a match get nulls, rows of ``data_obj`` with a null
+        key match nothing, duplicate keys are refused (pylance picks one of them). One new data file per fragment,
         as ``add_columns`` (nothing is rewritten)."""
         ds = self._ds()
         data = _table(data_obj, schema)
         right_on = right_on or left_on
         if right_on not in data.column_names:
-            raise SchemaError(f"merge: the new data has no column {right_on!r}")
+            raise MergeSchemaError(f"merge: the new data has no column {right_on!r}")
         clash = sorted(set(data.column_names) - {right_on} & set(ds.schema.names))
         if clash:
-            raise SchemaError(f"merge: columns {clash} already exist in the dataset")
+            raise MergeSchemaError(f"merge: columns {clash} exist on both sides")
         ds.add_columns(_KeyLookup(data, left_on, right_on), read_columns=[left_on])
 
     # -- reading ----------------------------------------------------------------------------
@@ -303,4 +308,4 @@ class DatasetExtras:
     validate = Refused("dataset validation is not implemented")
 
 
-__all__ = ["DatasetExtras", "LanceStats"]
+__all__ = ["DatasetExtras", "LanceStats", "MergeSchemaError"]
