@@ -6,6 +6,9 @@ Lazy: batches are produced on demand, so ``limit`` stops reading fragments early
 Batches follow pylance: per fragment, the rows a scan keeps (live rows, after ``offset`` and
 ``limit``, after the filter) are cut into batches of ``batch_size`` rows, the last one of each
 fragment shorter; a scan of no columns yields batches that carry only their row count.
+
+With ``nearest=`` the scan is a flat vector search (``NearestSearch``, query/vector_search.py):
+its k rows per query come back as one batch, as in pylance.
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ class LanceScanner:
     """One scan's options, checked once; ``to_batches`` / ``to_table`` / ``to_reader`` run it.
 
     Options that only tune performance (``batch_readahead``, ``scan_in_order``, ``use_stats``,
-    ``io_buffer_size``, ``late_materialization``, ``use_scalar_index``, ``prefilter``) cannot
-    change the result and are accepted; the others lance_fw lacks are refused by name.
+    ``io_buffer_size``, ``late_materialization``, ``use_scalar_index``) cannot change the result
+    and are accepted; the others lance_fw lacks are refused by name. ``prefilter`` and
+    ``disable_scoring_autoprojection`` matter only with ``nearest``.
 
     It scans a ``Snapshot`` (table/snapshot.py), which ``LanceDataset.scanner`` hands it, never the
     ``LanceDataset`` itself: the scan engine sits below the façade."""
