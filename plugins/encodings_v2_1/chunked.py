@@ -82,8 +82,9 @@ def _inline_words(
     if t not in UINT_BY_BITS:
         raise UnsupportedEncodingError(f"{where}: inline bitpacking of {t}-bit values")
     dt, isz, lanes = UINT_BY_BITS[t], t // 8, fastlanes.BLOCK // t
-    bad = np.flatnonzero((sizes % isz != 0) | (sizes < isz))
-    if len(bad):
+    not_words = (sizes % isz != 0) | (sizes < isz)
+    if not_words.any():
+        bad = np.flatnonzero(not_words)
         raise CorruptFileError(
             where,
             f"chunk {int(bad[0])}: inline bitpacking buffer of {int(sizes[bad[0]])} bytes "
@@ -96,13 +97,13 @@ def _inline_words(
     if len(first) and first[-1] >= words.size:
         raise CorruptFileError(where, "inline bitpacking chunk lies past the page")
     widths = words[first].astype(np.int64)
-    over = np.flatnonzero(widths > t)
-    if len(over):
+    if (widths > t).any():
+        over = np.flatnonzero(widths > t)
         raise CorruptFileError(
             where, f"chunk {int(over[0])}: inline bitpacking width {int(widths[over[0]])} > {t}"
         )
-    short = np.flatnonzero(sizes // isz < 1 + widths * lanes)
-    if len(short):
+    if (sizes // isz < 1 + widths * lanes).any():
+        short = np.flatnonzero(sizes // isz < 1 + widths * lanes)
         c = int(short[0])
         raise CorruptFileError(
             where,

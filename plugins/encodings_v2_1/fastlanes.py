@@ -430,24 +430,16 @@ def unpack_at(
 ) -> np.ndarray:
     """The values at ``position`` (0..1023) of blocks ``block_of``, for inline blocks whose packed
     words start at ``starts`` with widths ``widths`` (checked by the caller to lie in ``words``):
-    each value is gathered from its one or two words."""
-    dt = utype(t)
-    lanes = BLOCK // t
-    out = np.zeros(len(position), dtype=dt)
-    w_of = widths[block_of]
-    for w in np.unique(w_of).tolist():
-        if w == 0:
-            continue
-        sel = np.flatnonzero(w_of == w)
-        lo, hi, shift, hshift, straddle, mask, any_straddle = _plan(t, w)
-        p, base = position[sel], starts[block_of[sel]]
-        if w == t:
-            rows, lane = _row_lane(t)
-            out[sel] = words[base + rows[p] * lanes + lane[p]]
-            continue
-        value = words[base + lo[p]] >> shift[p]
-        if any_straddle:
-            high = (words[base + hi[p]] << dt.type(1)) << hshift[p]
-            value |= np.where(straddle[p], high, dt.type(0))
-        out[sel] = value & mask
-    return out
+    each value is gathered from its one or two words, all widths at once (``_plan_table``), so
+    a take of a few values costs a dozen array operations whatever the widths of their blocks."""
+    lo, hi, shift, hshift, keep, masks = _plan_table(t)
+    w = widths[block_of]
+    base = starts[block_of]
+    at_lo, at_hi = base + lo[w, position], base + hi[w, position]
+    empty = w == 0
+    if empty.any():  # a block of width 0 has no packed words to read: its values are 0 (mask 0)
+        at_lo[empty] = at_hi[empty] = 0
+    value = words[at_lo] >> shift[w, position]
+    value |= (words[at_hi] << hshift[w, position]) & keep[w, position]
+    value &= masks[w]
+    return value

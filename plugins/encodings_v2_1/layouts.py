@@ -112,10 +112,11 @@ def _parse_chunks(
     where: str,
 ) -> _Chunks:
     starts_a = np.asarray(starts, np.int64)
-    ends = starts_a + np.asarray(sizes, np.int64)
+    sizes_a = np.asarray(sizes, np.int64)
     width = 4 if large else 2
-    header = 2 * (1 + has_rep + has_def) + width * nbuf
-    if len(starts_a) and (ends - starts_a < header).any():
+    level_words = 1 + has_rep + has_def  # u16 fields: level count, rep bytes, def bytes
+    header = 2 * level_words + width * nbuf
+    if len(starts_a) and (sizes_a < header).any():
         raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
 
     # every chunk's header bytes as one (chunks, header) grid, then its u16 / u32 fields
@@ -124,22 +125,22 @@ def _parse_chunks(
         if len(starts_a)
         else np.zeros((0, header), np.uint8)
     )
-    small = np.ascontiguousarray(grid[:, : 2 * (1 + has_rep + has_def)]).view("<u2").astype(np.int64)
-    num_levels = small[:, 0]
+    small = np.ascontiguousarray(grid[:, : 2 * level_words]).view("<u2")
+    num_levels = small[:, 0].astype(np.int64)
     zeros = np.zeros(len(starts_a), np.int64)
-    rep_bytes = small[:, 1] if has_rep else zeros
-    def_bytes = small[:, 1 + has_rep] if has_def else zeros
-    wide = np.ascontiguousarray(grid[:, 2 * (1 + has_rep + has_def) :]).view("<u4" if large else "<u2")
-    buf_sizes = [wide[:, k].astype(np.int64) for k in range(nbuf)]
     rep_start = starts_a + (header + 7) // 8 * 8
-    def_start = rep_start + _pad8_array(rep_bytes)
-    cursor = def_start + _pad8_array(def_bytes)
+    rep_bytes = small[:, 1].astype(np.int64) if has_rep else zeros
+    def_start = rep_start + _pad8_array(rep_bytes) if has_rep else rep_start
+    def_bytes = small[:, 1 + has_rep].astype(np.int64) if has_def else zeros
+    cursor = def_start + _pad8_array(def_bytes) if has_def else def_start
+    wide = np.ascontiguousarray(grid[:, 2 * level_words :]).view("<u4" if large else "<u2")
     bufs = []
-    for size in buf_sizes:
+    for k in range(nbuf):
+        size = wide[:, k].astype(np.int64)
         bufs.append((cursor, size))
         cursor = cursor + _pad8_array(size)
     last_end = bufs[-1][0] + bufs[-1][1] if bufs else def_start + def_bytes
-    if len(starts_a) and (last_end > ends).any():
+    if len(starts_a) and (last_end > starts_a + sizes_a).any():
         raise CorruptFileError(where, "a mini-block chunk's buffers overrun the chunk")
     return _Chunks(num_levels, (rep_start, rep_bytes), (def_start, def_bytes), bufs)
 
