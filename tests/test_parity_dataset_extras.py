@@ -224,3 +224,29 @@ def test_delete_and_update_take_retry_options(tmp_path: Path) -> None:
 
     theirs, ours = _each(tmp_path, call)
     assert ours == theirs
+
+
+def test_disable_auto_cleanup(tmp_path: Path) -> None:
+    def call(lib: ModuleType, ds: Any) -> object:
+        ds.update_config({"lance.auto_cleanup.interval": "5", "lance.auto_cleanup.older_than": "60s"})
+        ds.optimize.disable_auto_cleanup()
+        return ds.version, sorted(k for k in ds.config() if k.startswith("lance.auto_cleanup"))
+
+    theirs, ours = _each(tmp_path, call)
+    assert ours == theirs
+
+
+def test_enable_auto_cleanup_is_refused(tmp_path: Path) -> None:
+    """lance_fw's commits never clean up: enabling pylance's auto cleanup would be silently ignored."""
+    ds = lance_fw.write_dataset(TABLE.slice(0, 10), str(tmp_path / "d"))
+    with pytest.raises(UnsupportedFeatureError, match="enable_auto_cleanup"):
+        ds.optimize.enable_auto_cleanup({"interval": 1, "older_than_seconds": 0})
+    assert ds.version == 1
+
+
+@pytest.mark.parametrize("position", [ROWS - 5, ROWS + 5])
+def test_take_past_the_live_rows(tmp_path: Path, position: int) -> None:
+    """Past the live rows (10 are deleted): pylance raises OSError; lance_fw's error is one too."""
+    theirs, ours = _each(tmp_path, lambda lib, ds: _error_class(lambda: ds.take([0, position])))
+    assert ours == theirs
+    assert isinstance(theirs, Raised) and theirs.builtin is OSError

@@ -346,6 +346,14 @@ def _compact(ctx: Ctx) -> object:
     return metrics.fragments_removed, metrics.fragments_added, ds.to_table(), len(ds.get_fragments())
 
 
+@smoke("DatasetOptimizer.disable_auto_cleanup")
+def _disable_auto_cleanup(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.update_config({"lance.auto_cleanup.interval": "5", "lance.auto_cleanup.older_than": "60s", "k": "v"})
+    ds.optimize.disable_auto_cleanup()
+    return sorted(k for k in ds.config() if k.startswith("lance.auto_cleanup") or k == "k"), ds.version
+
+
 @smoke("LanceDataset.cleanup_old_versions")
 def _cleanup(ctx: Ctx) -> object:
     ds = ctx.fresh()

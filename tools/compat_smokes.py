@@ -87,13 +87,31 @@ def smoke(*names: str) -> Callable[[Smoke], Smoke]:
     return register
 
 
-def raises(call: Callable[[], object]) -> str:
-    """The builtin exception class a call raises (what ``except`` clauses name), or its value."""
+class Raised:
+    """An error a smoke call caught: equal to another when either's class derives from the other's
+    most specific builtin class (what an ``except`` clause written for pylance names)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.type = type(error)
+        self.builtin = next(c for c in self.type.__mro__ if c.__module__ == "builtins")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Raised):
+            return NotImplemented
+        return issubclass(self.type, other.builtin) or issubclass(other.type, self.builtin)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"raises {self.builtin.__name__}"
+
+
+def raises(call: Callable[[], object]) -> object:
+    """The error a call raises (compared by builtin class, see ``Raised``), or its value."""
     try:
         value = call()
     except Exception as error:
-        builtin = next(c for c in type(error).__mro__ if c.__module__ == "builtins")
-        return f"raises {builtin.__name__}"
+        return Raised(error)
     return f"returns {normalise(value)!r:.60}"
 
 
@@ -115,7 +133,7 @@ def normalise(value: object) -> object:
         return [normalise(v) for v in value]
     if isinstance(value, datetime):
         return "<datetime>"
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+    if value is None or isinstance(value, (bool, int, float, str, bytes, Raised)):
         return value
     return f"<{type(value).__name__}>"
 

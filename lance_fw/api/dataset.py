@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw.api._forwarding import derived_method, same_options
-from lance_fw.api.dataset_extras import DatasetExtras
+from lance_fw.api.dataset_extras import DatasetExtras, TakeRangeError
 from lance_fw.api.dataset_metadata import MetadataMethods
 from lance_fw.api.distributed import commit
 from lance_fw.api.fragment import LanceFragment
@@ -392,7 +392,7 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods):
         wanted = _index_array(indices, np.int64, "take: indices")
         total = self.count_rows()
         if len(wanted) and (wanted.min() < 0 or wanted.max() >= total):
-            raise InvalidArgumentError(
+            raise TakeRangeError(
                 f"take: indices must lie in [0, {total}), got {wanted.min()}..{wanted.max()}"
             )
         return self._projected_take(wanted, columns, by_address=False)

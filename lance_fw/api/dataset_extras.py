@@ -126,6 +126,10 @@ def without_blob_mode(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+class TakeRangeError(InvalidArgumentError, OSError):
+    """``take`` of a position past the live rows. Also an ``OSError``, the class pylance raises."""
+
+
 class MergeSchemaError(SchemaError, OSError):
     """``merge``'s data does not fit: no join column, or a column the dataset already has. Also an
     ``OSError``, the class pylance raises there."""
@@ -308,4 +312,4 @@ class DatasetExtras:
     validate = Refused("dataset validation is not implemented")
 
 
-__all__ = ["DatasetExtras", "LanceStats", "MergeSchemaError"]
+__all__ = ["DatasetExtras", "LanceStats", "MergeSchemaError", "TakeRangeError"]

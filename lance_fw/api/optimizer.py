@@ -6,7 +6,11 @@ import inspect
 from typing import TYPE_CHECKING
 
 from lance_fw.api.indices import optimize_indices
+from lance_fw.api.refusals import Refused
 from lance_fw.options import refuse
+
+#: The manifest config keys that make pylance's commits clean up old versions
+AUTO_CLEANUP_KEYS = ("lance.auto_cleanup.interval", "lance.auto_cleanup.older_than")
 
 if TYPE_CHECKING:
     from lance_fw.api.dataset import LanceDataset
@@ -30,6 +34,15 @@ class DatasetOptimizer:
         was built (one new segment each); ``num_indices_to_merge`` / ``retrain`` are refused unless
         at pylance's defaults."""
         optimize_indices(self._ds, index_names, num_indices_to_merge, retrain)
+
+    def disable_auto_cleanup(self) -> None:
+        """Delete the auto-cleanup config keys (a new version), as pylance; lance_fw's own commits
+        never clean up, with or without them."""
+        self._ds.delete_config_keys(list(AUTO_CLEANUP_KEYS))
+
+    enable_auto_cleanup = Refused(
+        "lance_fw's commits never clean up old versions; call cleanup_old_versions() instead"
+    )
 
     def compact_files(
         self,
