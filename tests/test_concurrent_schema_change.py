@@ -36,8 +36,9 @@ def test_row_rewrite_refused_when_add_columns_lands_before_its_commit(tmp_path, 
 
     def add_columns_first(*args, **kwargs):
         if not injected:
+            injected.append(None)  # first: add_columns commits through this same path
             lance_fw.dataset(uri).add_columns({"b": "x * 2"})
-            injected.append(lance.dataset(uri).version)
+            injected[0] = lance.dataset(uri).version
         return real_commit(*args, **kwargs)
 
     monkeypatch.setattr(snapshot_module, "commit", add_columns_first)

@@ -22,7 +22,7 @@ from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceField, LanceSchema, check_names, conform
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
 from lance_fw.table.snapshot import Snapshot
-from lance_fw.table.transaction import Merge, Project, commit, undo_unless_published
+from lance_fw.table.transaction import Merge, Project, undo_unless_published
 from lance_fw.table.write import delete_fragment_files, write_fragments
 
 if TYPE_CHECKING:
@@ -74,9 +74,7 @@ def _commit_schema(snapshot: Snapshot, added: LanceSchema) -> int:
         schema_metadata=snapshot.lance_schema.metadata,
         read_fields=snapshot.lance_schema.to_protos(),
     )
-    return commit(
-        snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock
-    )
+    return snapshot.commit(op, lambda: None)  # metadata only: no file to undo
 
 
 @dataclass(frozen=True)
@@ -279,16 +277,9 @@ def commit_columns(snapshot: Snapshot, updated: list[table_pb2.DataFragment], sc
         schema_metadata=snapshot.lance_schema.metadata,
         read_fields=snapshot.lance_schema.to_protos(),
     )
-    with undo_unless_published(
-        lambda: delete_fragment_files(snapshot.storage, snapshot.uri, added_files(snapshot, updated))
-    ):
-        return commit(
-            snapshot.storage,
-            snapshot.uri,
-            op,
-            read_version=snapshot.version,
-            commit_lock=snapshot.commit_lock,
-        )
+    return snapshot.commit(
+        op, lambda: delete_fragment_files(snapshot.storage, snapshot.uri, added_files(snapshot, updated))
+    )
 
 
 def _write_columns(
@@ -358,13 +349,7 @@ def alter_columns(snapshot: Snapshot, *alterations: dict) -> int:
             schema_metadata=schema.metadata,
             read_fields=snapshot.lance_schema.to_protos(),
         )
-        return commit(
-            snapshot.storage,
-            snapshot.uri,
-            op,
-            read_version=snapshot.version,
-            commit_lock=snapshot.commit_lock,
-        )
+        return snapshot.commit(op, lambda: None)  # metadata only: no file to undo
     old = {f.name: f for f in schema.fields}
     added = LanceSchema.from_arrow(
         pa.schema([pa.field(n, t, old[n].nullable) for n, t in casts.items()]),
@@ -410,9 +395,7 @@ def drop_columns(snapshot: Snapshot, columns: list[str]) -> int:
         schema_metadata=kept.metadata,
         read_fields=snapshot.lance_schema.to_protos(),
     )
-    return commit(
-        snapshot.storage, snapshot.uri, op, read_version=snapshot.version, commit_lock=snapshot.commit_lock
-    )
+    return snapshot.commit(op, lambda: None)  # metadata only: no file to undo
 
 
 def _refuse_indexed_casts(snapshot: Snapshot, casts: dict) -> None:
