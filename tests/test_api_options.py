@@ -305,7 +305,6 @@ def test_get_fragment(paths):
 # -- refused options ----------------------------------------------------------------------------------
 
 REFUSED = [
-    ("scanner nearest", lambda ds, uri: ds.to_table(nearest={"column": "x", "q": [1.0], "k": 1})),
     ("scanner full_text_query", lambda ds, uri: ds.to_table(full_text_query="s3")),
     ("scanner order_by", lambda ds, uri: ds.to_table(order_by=["x"])),
     ("scanner batch_size_bytes", lambda ds, uri: ds.to_table(batch_size_bytes=1024)),
