@@ -150,7 +150,8 @@ def _head(ctx: Ctx) -> object:
 
 @smoke("LanceDataset.take")
 def _take(ctx: Ctx) -> object:
-    return ctx.ds.take([7, 0, 3], columns=["s"]), raises(lambda: ctx.ds.take([99]))
+    hidden = ctx.ds.take([7, 0], columns=["_rowoffset", "s", "_rowid", "_rowaddr"])
+    return ctx.ds.take([7, 0, 3], columns=["s"]), hidden, raises(lambda: ctx.ds.take([99]))
 
 
 @smoke("LanceDataset.to_pandas")

@@ -25,6 +25,7 @@ from lance_fw.api.distributed import commit
 from lance_fw.api.fragment import LanceFragment
 from lance_fw.api.indices import IndexMethods
 from lance_fw.api.optimizer import DatasetOptimizer
+from lance_fw.api.row_columns import asks_for_row_columns, take_with_row_columns
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import parse_version
 from lance_fw.io.storage import Storage, resolve_storage
@@ -411,6 +412,14 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods):
         return self._projected_take(wanted, columns, by_address=True)
 
     def _projected_take(self, wanted: np.ndarray, columns: Columns | None, by_address: bool) -> pa.Table:
+        if asks_for_row_columns(columns):  # _rowid / _rowaddr / _rowoffset by name (api/row_columns)
+            return take_with_row_columns(
+                self._snapshot,
+                wanted,
+                list(columns or ()),
+                by_address,
+                lambda names: self._projected_take(wanted, names, by_address),
+            )
         if isinstance(columns, dict):
             projection = Projection(columns, self.schema)
             return projection.apply(take_rows(self._snapshot, wanted, projection.columns, by_address))
