@@ -48,7 +48,7 @@ from lance_fw.spark.options import (
     storage_options,
     version_options,
 )
-from lance_fw.spark.types import relabel, same_spark_type, spark_schema
+from lance_fw.spark.types import relabel, spark_schema, type_mismatches
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
 from lance_fw.table.manifest import find_version, read_manifest
 from lance_fw.table.snapshot import Snapshot
@@ -152,15 +152,13 @@ def check_read_schema(ds: LanceDataset, schema: StructType, columns: list[str]) 
             f"{ds.uri}: no column(s) {missing} at version {ds.version}; the dataset has {ds.schema.names}"
         )
     stored = spark_schema(pa.schema([ds.schema.field(c) for c in columns]))
-    for field in stored.fields:
-        planned = schema[field.name].dataType
-        if not same_spark_type(planned, field.dataType):
-            raise SchemaError(
-                f"{ds.uri}: column {field.name!r} is {field.dataType.simpleString()} at version "
-                f"{ds.version} but the query expects {planned.simpleString()} (the schema changed "
-                "after the DataFrame was planned, or .schema() names another type); "
-                "create the DataFrame again"
-            )
+    for name, stored_type, planned in type_mismatches(stored, {c: schema[c].dataType for c in columns}):
+        raise SchemaError(
+            f"{ds.uri}: column {name!r} is {stored_type.simpleString()} at version "
+            f"{ds.version} but the query expects {planned.simpleString()} (the schema changed "
+            "after the DataFrame was planned, or .schema() names another type); "
+            "create the DataFrame again"
+        )
 
 
 def read(

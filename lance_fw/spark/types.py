@@ -212,14 +212,23 @@ def check_append(spark_struct: StructType, existing: pa.Schema) -> None:
             f"append schema does not match the dataset: dataset has columns {existing.names}, "
             f"the DataFrame has {list(theirs)}"
         )
-    expected = spark_schema(existing)
-    for ef in expected.fields:
-        got = theirs[ef.name].dataType
-        if not same_spark_type(got, ef.dataType):
-            raise SchemaError(
-                f"append schema does not match the dataset: column {ef.name!r} is "
-                f"{ef.dataType.simpleString()} in the dataset but {got.simpleString()} in the DataFrame"
-            )
+    for name, stored, got in type_mismatches(
+        spark_schema(existing), {n: f.dataType for n, f in theirs.items()}
+    ):
+        raise SchemaError(
+            f"append schema does not match the dataset: column {name!r} is "
+            f"{stored.simpleString()} in the dataset but {got.simpleString()} in the DataFrame"
+        )
+
+
+def type_mismatches(stored: StructType, wanted: dict[str, DataType]) -> list[tuple[str, DataType, DataType]]:
+    """(name, stored type, wanted type) of each column of ``stored`` whose Spark type differs from
+    ``wanted``'s: appends and reads both refuse such a column rather than cast it lossily."""
+    return [
+        (f.name, f.dataType, wanted[f.name])
+        for f in stored.fields
+        if not same_spark_type(wanted[f.name], f.dataType)
+    ]
 
 
 def same_spark_type(a: DataType, b: DataType) -> bool:
