@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw.api._forwarding import derived_method
+from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile, take_blobs
 from lance_fw.api.indices import DatasetStats
 from lance_fw.api.refusals import (
     BRANCHES,
@@ -244,6 +245,19 @@ class DatasetExtras:
         skip=0,
     )
 
+    def take_blobs(
+        self,
+        blob_column: str,
+        ids: Sequence[int] | None = None,
+        addresses: Sequence[int] | None = None,
+        indices: Sequence[int] | None = None,
+        *,
+        buffer_size: int = DEFAULT_BLOB_BUFFER_SIZE,
+    ) -> list[BlobFile | None]:
+        """File-like ``BlobFile`` handles of a blob column's values at stable row ids, row
+        addresses or live positions (exactly one); None for a null value (see api/blobs.py)."""
+        return take_blobs(self._ds()._snapshot, blob_column, ids, addresses, indices, buffer_size)
+
     # -- state ------------------------------------------------------------------------------
     @property
     def has_stable_row_ids(self) -> bool:
@@ -303,7 +317,6 @@ class DatasetExtras:
     new_file_session = Refused("file sessions are not implemented; use lance_fw.file")
     read_blobs = Refused("the planned blob reader is not implemented")
     read_blob_ranges = Refused("the planned blob reader is not implemented")
-    take_blobs = Refused("BlobFile handles are not implemented")
     session = Refused("sessions (shared caches) are not implemented")
     sql = Refused("SQL queries over a dataset are not implemented (see lance_fw.duckdb)")
     storage_options_accessor = Refused("storage option providers are not implemented")

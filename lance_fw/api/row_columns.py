@@ -62,6 +62,11 @@ def _locate(snapshot: Snapshot, wanted: np.ndarray, by_address: bool) -> dict[st
     return out
 
 
+def live_positions(snapshot: Snapshot, addresses: np.ndarray) -> np.ndarray:
+    """The position among the live rows of each (live) row address."""
+    return _locate(snapshot, addresses, by_address=True)["_rowoffset"]
+
+
 def take_with_row_columns(
     snapshot: Snapshot,
     wanted: np.ndarray,
@@ -86,4 +91,4 @@ def take_with_row_columns(
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-__all__ = ["ROW_COLUMNS", "asks_for_row_columns", "take_with_row_columns"]
+__all__ = ["ROW_COLUMNS", "asks_for_row_columns", "live_positions", "take_with_row_columns"]
