@@ -35,6 +35,7 @@ from lance_fw.query.vector_search import (
     plan_text,
     vector_index_on,
 )
+from lance_fw.schema import LanceField
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, with_row_columns
 from lance_fw.table.snapshot import Snapshot
@@ -137,6 +138,16 @@ class LanceScanner:
     @property
     def _read_columns(self) -> Sequence[str] | None:
         return self.projection.columns if self.projection is not None else self._names
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The version this scan reads."""
+        return self._snapshot
+
+    @property
+    def read_fields(self) -> list[LanceField]:
+        """The schema fields the scan decodes (before a ``{name: SQL}`` projection)."""
+        return self._fields
 
     @property
     def projected_schema(self) -> pa.Schema:
@@ -376,7 +387,7 @@ class NearestSearch:
 
     def run(self, scan: LanceScanner) -> pa.Table:
         """Top-k per query, the winners' columns taken by address, the post-filter, offset/limit."""
-        snapshot = scan._snapshot
+        snapshot = scan.snapshot
         plan = scan._plan if self.prefilter else None
         tops = flat_search(
             snapshot, self.query, scan._chosen(), plan, scan.batch_size, scan.fragment_readahead
@@ -384,7 +395,7 @@ class NearestSearch:
         found = [top.result() for top in tops]
         distance, row_id, address = (np.concatenate([f[i] for f in found]) for i in range(3))
         query_index = np.repeat(np.arange(len(found), dtype=np.int32), [len(f[0]) for f in found])
-        names = [f.name for f in scan._fields]
+        names = [f.name for f in scan.read_fields]
         extra = (
             [f.name for f in scan._plan.fields if f.name not in names]
             if self.postfilter and scan._plan
@@ -404,7 +415,9 @@ class NearestSearch:
         return out.slice(scan.offset, scan.limit) if scan.offset or scan.limit is not None else out
 
     def schema(self, scan: LanceScanner) -> pa.Schema:
-        empty = pa.schema([f.to_arrow() for f in scan._fields]).empty_table() if scan._fields else None
+        empty = (
+            pa.schema([f.to_arrow() for f in scan.read_fields]).empty_table() if scan.read_fields else None
+        )
         nothing = np.zeros(0, np.uint64)
         return self._assemble(
             scan, empty, np.zeros(0, np.float32), nothing, nothing, np.zeros(0, np.int32)
@@ -421,7 +434,7 @@ class NearestSearch:
     ) -> pa.Table:
         """pylance's column order: query_index (a batch of queries), the columns asked for (the
         search columns where ``columns=`` names them), then _distance, _rowid, _rowaddr."""
-        names = [f.name for f in scan._fields]
+        names = [f.name for f in scan.read_fields]
         data = None if taken is None else taken.select(names)
         if scan.projection is not None and taken is not None:
             data = scan.projection.apply(taken.select(scan.projection.columns))
