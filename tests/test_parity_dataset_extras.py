@@ -250,3 +250,17 @@ def test_take_past_the_live_rows(tmp_path: Path, position: int) -> None:
     theirs, ours = _each(tmp_path, lambda lib, ds: _error_class(lambda: ds.take([0, position])))
     assert ours == theirs
     assert isinstance(theirs, Raised) and theirs.builtin is OSError
+
+
+def test_version_refs_and_get_version(tmp_path: Path) -> None:
+    """get_version names the object's version (pylance's summary metadata lance_fw lacks, as in
+    versions(): see test_versions_parity.py, which also compares the timestamps)."""
+
+    def call(lib: ModuleType, ds: Any) -> object:
+        ds.update({"x": "0"}, "id < 5")
+        first = lib.dataset(ds.uri, version=1)
+        picked = [v["version"] for v in (first.get_version(), ds.get_version())]
+        return ds.version_refs(), first.version_refs(), picked
+
+    theirs, ours = _each(tmp_path, call)
+    assert ours == theirs

@@ -50,6 +50,20 @@ def _versions(ctx: Ctx) -> object:
     return [v["version"] for v in ds.versions()]
 
 
+@smoke("LanceDataset.version_refs")
+def _version_refs(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id = 1")
+    return ds.version_refs(), ds.checkout_version(1).version_refs()
+
+
+@smoke("LanceDataset.get_version")
+def _get_version(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id = 1")
+    return ds.checkout_version(1).get_version(), ds.get_version()
+
+
 @smoke("LanceDataset.checkout_version", "LanceDataset.checkout_latest")
 def _checkout(ctx: Ctx) -> object:
     ds = ctx.fresh()

@@ -267,17 +267,18 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods):
         return list_versions(self._storage, self.uri)[-1].version
 
     def versions(self) -> list[dict]:
-        out = []
-        for entry in list_versions(self._storage, self.uri):
-            manifest, _ = read_manifest(self._storage, entry.path)
-            out.append(
-                {
-                    "version": manifest.version,
-                    "timestamp": commit_datetime(manifest),
-                    "metadata": dict((manifest.tag and {"tag": manifest.tag}) or {}),
-                }
-            )
-        return out
+        return [
+            _version_entry(read_manifest(self._storage, e.path)[0])
+            for e in list_versions(self._storage, self.uri)
+        ]
+
+    def get_version(self) -> dict:
+        """This object's version as a ``versions()`` entry (version, timestamp, metadata)."""
+        return _version_entry(self._manifest)
+
+    def version_refs(self) -> list[dict[str, int]]:
+        """``{"version": n}`` for every version, oldest first (no manifest is read)."""
+        return [{"version": e.version} for e in list_versions(self._storage, self.uri)]
 
     def _version_asof(self, asof: datetime | str) -> int:
         when = datetime.fromisoformat(asof) if isinstance(asof, str) else asof
@@ -540,6 +541,15 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods):
         skip=2,  # the storage and uri: this dataset's
         drop=("read_version",),  # this object's version
     )
+
+
+def _version_entry(manifest: Any) -> dict:
+    """pylance's ``Version`` dict of one manifest (its metadata: the tag only, no summary counts)."""
+    return {
+        "version": manifest.version,
+        "timestamp": commit_datetime(manifest),
+        "metadata": dict((manifest.tag and {"tag": manifest.tag}) or {}),
+    }
 
 
 def _index_array(values: IndexArg, dtype: type[np.integer], what: str) -> np.ndarray:

@@ -311,8 +311,6 @@ class DatasetExtras:
     from_pydantic_model = Refused("pydantic schemas are not implemented")
     get_transactions = Refused("reading transaction files is not implemented")
     read_transaction = Refused("reading transaction files is not implemented")
-    get_version = Refused("Version objects are not implemented; use versions() / version")
-    version_refs = Refused("VersionRef objects are not implemented; use versions()")
     migrate_manifest_paths_v2 = Refused("manifest path migration is not implemented")
     new_file_session = Refused("file sessions are not implemented; use lance_fw.file")
     read_blobs = Refused("the planned blob reader is not implemented")
