@@ -66,7 +66,7 @@ CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
     "LanceScanner": ("lance.dataset:LanceScanner", ("lance_fw:LanceScanner",)),
     "DatasetOptimizer": (
         "lance.dataset:DatasetOptimizer",
-        ("lance_fw.api.dataset:DatasetOptimizer", "lance_fw.api.dataset_extras:DatasetOptimizer"),
+        ("lance_fw.api.optimizer:DatasetOptimizer",),
     ),
     "MergeInsertBuilder": ("lance.dataset:MergeInsertBuilder", ("lance_fw:MergeInsertBuilder",)),
     "Tags": ("lance.dataset:Tags", ("lance_fw.table.tags:Tags",)),
@@ -332,6 +332,8 @@ def render(rows: list[Row]) -> str:
             kind = "class" if section in CLASSES else "module"
             out += ["", f"## {kind} `{section}`", "", "| name | status | detail |", "|---|---|---|"]
         out.append(f"| `{row.name}` | {row.status} | {_cell(row.detail)} |")
+    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in STATUSES)
+    out += ["", "## Counts", "", f"{len(rows)} public pylance names: {summary}."]
     return "\n".join(out) + "\n"
 
 
