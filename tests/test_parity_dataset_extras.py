@@ -264,3 +264,28 @@ def test_version_refs_and_get_version(tmp_path: Path) -> None:
 
     theirs, ours = _each(tmp_path, call)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("kind", ["reader", "pandas", "pyarrow dataset", "scanner", "lance dataset"])
+def test_merge_inputs(tmp_path: Path, kind: str) -> None:
+    import pyarrow.dataset as pds
+
+    data = pa.table({"id": pa.array([3, 4096, 9000], pa.int64()), "y": ["a", "b", "c"]})
+
+    def source(lib: ModuleType) -> object:
+        if kind == "reader":
+            return data.to_reader()
+        if kind == "pandas":
+            return data.to_pandas()
+        if kind == "pyarrow dataset":
+            return pds.dataset(data)
+        if kind == "scanner":
+            return pds.dataset(data).scanner()
+        return lib.write_dataset(data, str(tmp_path / f"src-{lib.__name__}"))
+
+    def call(lib: ModuleType, ds: Any) -> object:
+        ds.merge(source(lib), "id")
+        return _state(ds)
+
+    theirs, ours = _each(tmp_path, call)
+    assert ours == theirs

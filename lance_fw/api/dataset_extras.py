@@ -47,16 +47,22 @@ _NOT_IN_PYLANCE = "pylance does not implement it either (a pyarrow Dataset metho
 
 
 def _table(data: Any, schema: pa.Schema | None) -> pa.Table:
-    """``merge``'s input as one table: a table, batch, reader, pandas DataFrame or anything
-    ``pa.table`` takes; ``schema`` casts it."""
+    """``merge``'s input as one table: a table, batch, reader, an object with ``to_table()``
+    (a pyarrow or Lance dataset or scanner) or ``to_arrow()`` (polars), a pandas DataFrame, or
+    anything ``pa.table`` takes; ``schema`` casts it."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     elif isinstance(data, pa.RecordBatchReader):
         data = data.read_all()
     elif not isinstance(data, pa.Table):
-        data = (
-            pa.Table.from_pandas(data, preserve_index=False) if hasattr(data, "to_numpy") else pa.table(data)
-        )
+        if hasattr(data, "to_table"):
+            data = data.to_table()
+        elif hasattr(data, "to_arrow"):
+            data = data.to_arrow()
+        elif hasattr(data, "to_numpy"):
+            data = pa.Table.from_pandas(data, preserve_index=False)
+        else:
+            data = pa.table(data)
     return data.cast(schema) if schema is not None else data
 
 
