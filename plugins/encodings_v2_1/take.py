@@ -15,7 +15,7 @@ import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
-from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges
+from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES
 from lance_fw.file.encoding import PageInput
 
 from . import chunked, layouts
@@ -68,19 +68,22 @@ def mini_block_rows(
         return levels, _rep_positions(
             levels, layout, chosen, num_levels, completed, run_start, start_chunk, rows, where
         )
-    if int(counts.sum()) != page.num_rows:
+    if layout.num_items != page.num_rows:  # the chunk counts add up to num_items (chunk_table)
         raise CorruptFileError(
-            where, f"mini-block chunks hold {int(counts.sum())} values for {page.num_rows} rows"
+            where, f"mini-block chunks hold {layout.num_items} values for {page.num_rows} rows"
         )
-    first_row = _exclusive_cumsum(counts)
-    chunk_of = np.searchsorted(first_row, rows, side="right") - 1
-    new_chunk = np.empty(len(chunk_of), bool)  # rows are sorted: so are their chunks
-    new_chunk[:1] = True
-    np.not_equal(chunk_of[1:], chunk_of[:-1], out=new_chunk[1:])
-    chosen = chunk_of[new_chunk]
+    ends = np.cumsum(counts)  # rows up to the end of each chunk
+    chunk_of = np.searchsorted(ends, rows, side="right")
+    within = rows - ends[chunk_of] + counts[chunk_of]  # each row's place in its chunk
+    if len(rows) == 1:
+        chosen, k = chunk_of, np.zeros(1, np.int64)
+    else:
+        new_chunk = np.empty(len(chunk_of), bool)  # rows are sorted: so are their chunks
+        new_chunk[:1] = True
+        np.not_equal(chunk_of[1:], chunk_of[:-1], out=new_chunk[1:])
+        chosen = chunk_of[new_chunk]
+        k = np.cumsum(new_chunk) - 1  # each row's chunk among the chosen ones
     data, local_starts = _read_chunks(page, starts[chosen], sizes[chosen])
-    k = np.cumsum(new_chunk) - 1  # each row's chunk among the chosen ones
-    within = rows - first_row[chunk_of]
     compact = _levels_at(
         layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, k, within, where
     )
@@ -149,7 +152,7 @@ def _plain_at(
     starts, sizes = buf
     if (sizes != counts * width).any():
         raise CorruptFileError(where, "mini-block value buffers do not hold their chunks' values")
-    raw = gather_ranges(data, starts[chunk] + within * width, np.full(len(chunk), width, np.int64))
+    raw = data[((starts[chunk] + within * width)[:, None] + np.arange(width)).reshape(-1)]
     n = len(chunk) * (per_list or 1)
     values = DecodedValues("fixed", n, raw.view(UINT_BY_BITS[bits]) if bits in UINT_BY_BITS else raw, bits)
     return values if per_list is None else DecodedValues("fsl", len(chunk), dimension=per_list, inner=values)
