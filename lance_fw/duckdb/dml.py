@@ -30,7 +30,7 @@ from sqlglot import exp
 
 import lance_fw
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.duckdb import index_ddl, table_functions  # index_ddl also registers its table functions
+from lance_fw.duckdb import index_ddl, table_functions, vector_functions  # index_ddl registers its own
 from lance_fw.duckdb.catalog import (
     VERSIONS_DIR,
     LanceCatalog,
@@ -531,7 +531,8 @@ def route(
         if index_ddl.run(con, statement, state.pending is not None, storage_options):
             return True
     calls = table_functions.may_call(statement)
-    if not state.catalogs and not calls:
+    searches = vector_functions.may_search(statement)
+    if not state.catalogs and not calls and not searches:
         return False
     tree = _parse(statement)
     if tree is None:
@@ -551,6 +552,9 @@ def route(
         router.rollback()
         return False
     changed = calls and table_functions.replace_calls(con, tree, storage_options)
+    if searches:
+        busy = router.busy_paths()
+        changed = vector_functions.replace_searches(con, tree, storage_options, query, busy) or changed
     if router.handle(tree, values):
         return True
     if rewrite_reads(con, tree, router.busy_paths()) or changed:

@@ -29,7 +29,7 @@ import duckdb
 
 import lance_fw
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.duckdb import copy_to, dml, index_ddl
+from lance_fw.duckdb import copy_to, dml, index_ddl, vector_functions
 from lance_fw.duckdb.dataset import DuckDBDataset
 from lance_fw.duckdb.names import decode, missing_name, replacement_path, same_dataset
 from lance_fw.duckdb.s3_secrets import storage_options_for
@@ -116,6 +116,11 @@ class StatementDatasets:
         return left
 
     def _register_missing(self, exc: duckdb.CatalogException) -> bool:
+        search = vector_functions.pending(self._con, str(exc))  # a search's rows, for this statement
+        if search is not None:
+            self._con.register(*search)
+            self._names.append(search[0])
+            return True
         name = missing_name(str(exc))
         path = None if name is not None else replacement_path(str(exc))
         if path is not None:
