@@ -1,0 +1,30 @@
+"""``lance_fw.dataset``: the module pylance users import classes from
+(``from lance.dataset import LanceDataset, LanceScanner, MergeInsertBuilder``).
+
+As in pylance, the package attribute ``lance_fw.dataset`` is the ``dataset()`` function; this module
+is what ``import lance_fw.dataset`` / ``from lance_fw.dataset import ...`` load.
+"""
+
+from lance_fw.api.blobs import BlobFile
+from lance_fw.api.dataset import DatasetOptimizer, LanceDataset, LanceFragment, Tags
+from lance_fw.api.dataset_extras import LanceStats
+from lance_fw.api.distributed import FragmentMetadata, LanceOperation
+from lance_fw.query.scanner import LanceScanner
+from lance_fw.table.cleanup import CleanupStats
+from lance_fw.table.compaction import CompactionMetrics
+from lance_fw.table.merge_insert import MergeInsertBuilder
+
+__all__ = [
+    "BlobFile",
+    "CleanupStats",
+    "CompactionMetrics",
+    "DatasetOptimizer",
+    "FragmentMetadata",
+    "LanceDataset",
+    "LanceFragment",
+    "LanceOperation",
+    "LanceScanner",
+    "LanceStats",
+    "MergeInsertBuilder",
+    "Tags",
+]
