@@ -27,7 +27,6 @@ def test_versions_and_timestamps_equal_pylance(mixed):
     assert ours == theirs
 
 
-@pytest.mark.xfail(strict=True, reason="pylance's versions() metadata holds summary counts (total_rows, …); lance_fw's not yet")
 def test_version_metadata_equals_pylance(mixed):
     ours = [v["metadata"] for v in lance_fw.dataset(mixed).versions()]
     theirs = [v["metadata"] for v in lance.dataset(mixed).versions()]

@@ -40,7 +40,7 @@ from lance_fw.table import cleanup as table_cleanup
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler
 from lance_fw.table.deletion import live_rows
-from lance_fw.table.manifest import commit_datetime, find_version, list_versions, read_manifest
+from lance_fw.table.manifest import find_version, list_versions, read_manifest, version_entry
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.tags import Tags
 from lance_fw.table.take import addresses_of, live_addresses
@@ -268,13 +268,13 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods):
 
     def versions(self) -> list[dict]:
         return [
-            _version_entry(read_manifest(self._storage, e.path)[0])
+            version_entry(read_manifest(self._storage, e.path)[0])
             for e in list_versions(self._storage, self.uri)
         ]
 
     def get_version(self) -> dict:
         """This object's version as a ``versions()`` entry (version, timestamp, metadata)."""
-        return _version_entry(self._manifest)
+        return version_entry(self._manifest)
 
     def version_refs(self) -> list[dict[str, int]]:
         """``{"version": n}`` for every version, oldest first (no manifest is read)."""
@@ -541,15 +541,6 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods):
         skip=2,  # the storage and uri: this dataset's
         drop=("read_version",),  # this object's version
     )
-
-
-def _version_entry(manifest: Any) -> dict:
-    """pylance's ``Version`` dict of one manifest (its metadata: the tag only, no summary counts)."""
-    return {
-        "version": manifest.version,
-        "timestamp": commit_datetime(manifest),
-        "metadata": dict((manifest.tag and {"tag": manifest.tag}) or {}),
-    }
 
 
 def _index_array(values: IndexArg, dtype: type[np.integer], what: str) -> np.ndarray:

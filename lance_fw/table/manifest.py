@@ -103,6 +103,28 @@ def commit_datetime(manifest: table_pb2.Manifest) -> datetime:
     return datetime.fromtimestamp(ns // 1e9) + timedelta(microseconds=(ns % 1e9) // 1e3)
 
 
+def version_entry(manifest: table_pb2.Manifest) -> dict:
+    """pylance's ``versions()`` entry of one manifest: version, commit time and the summary counts
+    pylance 14 derives from the manifest (keys in its order; a tagged manifest adds ``tag``)."""
+    fragments = list(manifest.fragments)
+    data_rows = sum(f.physical_rows for f in fragments)
+    deleted = [f.deletion_file for f in fragments if f.HasField("deletion_file")]
+    deleted_rows = sum(d.num_deleted_rows for d in deleted)
+    metadata = {
+        "total_data_file_rows": data_rows,
+        "total_data_files": sum(len(f.files) for f in fragments),
+        "total_deletion_file_rows": deleted_rows,
+        "total_deletion_files": len(deleted),
+        "total_files_size": sum(d.file_size_bytes for f in fragments for d in f.files),
+        "total_fragments": len(fragments),
+        "total_rows": data_rows - deleted_rows,
+    }
+    out = {k: str(v) for k, v in metadata.items()}
+    if manifest.tag:
+        out["tag"] = manifest.tag
+    return {"version": manifest.version, "timestamp": commit_datetime(manifest), "metadata": out}
+
+
 def read_manifest(storage: Storage, path: str) -> tuple[table_pb2.Manifest, table_pb2.IndexSection | None]:
     data = storage.read_bytes(path)
     if len(data) < FOOTER.size or data[-4:] != MAGIC:
