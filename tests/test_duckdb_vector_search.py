@@ -9,6 +9,7 @@ condition; with ``prefilter := true`` the SQL ``WHERE`` is the prefilter, withou
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import lance
@@ -207,3 +208,17 @@ def test_argument_errors(uri: str, tmp_path: Path) -> None:
 def test_full_text_searches_are_refused(uri: str, call: str) -> None:
     with pytest.raises(UnsupportedFeatureError, match="full-text search is not implemented"):
         lance_fw.duckdb.connect().execute(f"SELECT * FROM {call.format(uri=uri)}")
+
+
+@pytest.mark.parametrize("options", ["", "(FORMAT JSON) ", "ANALYZE "])
+def test_explain_shows_the_search(uri: str, options: str) -> None:
+    q = _vector_sql(_query(6))
+    sql = (
+        f"EXPLAIN {options}SELECT id FROM lance_vector_search('{uri}', 'vec', {q}, k := 3, "
+        "use_index := false, prefilter := true) r WHERE r.label = 2"
+    )
+    rows = dict(lance_fw.duckdb.connect().execute(sql).fetchall())
+    plan = rows.get("physical_plan") or rows["analyzed_plan"]
+    assert "Lance Use Index" in plan and "KNNVectorDistance" in plan and "r.label = 2" in plan
+    if "JSON" in options:
+        assert json.loads(plan)[-1]["extra_info"]["Lance Use Index"] == "false"

@@ -534,6 +534,9 @@ def route(
     searches = vector_functions.may_search(statement)
     if not state.catalogs and not calls and not searches:
         return False
+    busy = WriteRouter(con, query).busy_paths() if searches else set()
+    if searches and vector_functions.explain(con, statement, storage_options, query, values, busy):
+        return True
     tree = _parse(statement)
     if tree is None:
         return False
@@ -553,7 +556,6 @@ def route(
         return False
     changed = calls and table_functions.replace_calls(con, tree, storage_options)
     if searches:
-        busy = router.busy_paths()
         changed = vector_functions.replace_searches(con, tree, storage_options, query, busy) or changed
     if router.handle(tree, values):
         return True

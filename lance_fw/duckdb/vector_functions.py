@@ -21,6 +21,7 @@ top-k, which would return other rows than the extension.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 import weakref
@@ -32,6 +33,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import sqlglot
 from sqlglot import exp
 
 from lance_fw.api.dataset import LanceDataset
@@ -80,6 +82,8 @@ class Search:
     vector: list[float]
     k: int
     prefilter: bool
+    use_index: bool
+    explain_verbose: bool
     metric: str | None
     tuning: dict[str, int] = field(default_factory=dict)
 
@@ -105,12 +109,14 @@ def replace_searches(
     storage_options: Callable[[str], dict[str, str] | None],
     query: Callable[[str, object], pa.Table],
     busy: set[str],
+    explained: list[dict[str, str]] | None = None,
 ) -> bool:
     """Run each search called in ``tree`` and put a name reading its rows in its place (in place).
 
     Args:
         query: runs a query through the statement path (it may read Lance datasets) and returns its rows.
         busy: dataset paths with writes pending in the open transaction (a prefilter may not read them).
+        explained: when given, each search's description for ``EXPLAIN`` is appended to it.
     Returns:
         Whether any call was replaced.
     Raises:
@@ -139,6 +145,8 @@ def replace_searches(
         if condition is not None:
             rows = _passing_rows(con, ds, alias, condition, query, busy)
         result = _search(ds, search, rows)
+        if explained is not None:
+            explained.append(_description(ds, search, alias, condition))
         result_name = f"{RESULT_PREFIX}{uuid.uuid4().hex}"
         names[result_name] = result
         table.replace(exp.Table(this=exp.to_identifier(result_name, quoted=True), alias=alias))
@@ -226,6 +234,8 @@ def _arguments(con: duckdb.DuckDBPyConnection, call: exp.Expression) -> Search:
         vector=[float(v) for v in vector],
         k=int(options["k"]),
         prefilter=bool(options["prefilter"]),
+        use_index=bool(options["use_index"]),
+        explain_verbose=bool(options["explain_verbose"]),
         metric=None if options["metric"] is None else str(options["metric"]),
         tuning={key: int(value) for key, value in tuning.items() if value is not None},
     )
@@ -380,6 +390,13 @@ def _search(ds: LanceDataset, search: Search, rows: np.ndarray | None) -> pa.Tab
     Exact search: ``use_index := true`` lets the extension search a vector index, whose answer
     approximates this one; lance_fw cannot search vector indices, so it always searches exactly.
     """
+    if rows is None:
+        return ds.to_table(nearest=_nearest(search))
+    passing = pc.field(ROW_ADDRESS).isin(pa.array(rows, pa.uint64()))
+    return ds.to_table(nearest=_nearest(search), filter=passing, prefilter=True)
+
+
+def _nearest(search: Search) -> dict[str, Any]:
     nearest: dict[str, Any] = {
         "column": search.column,
         "q": search.vector,
@@ -389,7 +406,83 @@ def _search(ds: LanceDataset, search: Search, rows: np.ndarray | None) -> pa.Tab
     }
     if search.metric is not None:
         nearest["metric"] = search.metric
-    if rows is None:
-        return ds.to_table(nearest=nearest)
-    passing = pc.field(ROW_ADDRESS).isin(pa.array(rows, pa.uint64()))
-    return ds.to_table(nearest=nearest, filter=passing, prefilter=True)
+    return nearest
+
+
+# -- EXPLAIN ----------------------------------------------------------------------------------------
+
+
+def explain(
+    con: duckdb.DuckDBPyConnection,
+    statement: str,
+    storage_options: Callable[[str], dict[str, str] | None],
+    query: Callable[[str, object], pa.Table],
+    values: object,
+    busy: set[str],
+) -> bool:
+    """``EXPLAIN [ANALYZE] [(options)] <query calling a search>``: DuckDB's plan of the query over the
+    search's rows, and in its ``physical_plan`` each search as lance_fw ran it (``Lance Use Index``,
+    ``k``, prefilter, metric, and lance_fw's plan of the search: ``explain_plan``). False: no search.
+    """
+    match = _EXPLAIN.match(statement)
+    if match is None:
+        return False
+    try:
+        tree = sqlglot.parse_one(statement[match.end() :], read="duckdb")
+    except sqlglot.errors.ParseError:
+        return False  # DuckDB reports its own syntax error
+    explained: list[dict[str, str]] = []
+    if not replace_searches(con, tree, storage_options, query, busy, explained):
+        return False
+    rows = query(match.group(0) + tree.sql(dialect="duckdb"), values)
+    keys, plans = rows.column(0).to_pylist(), rows.column(1).to_pylist()
+    json_format = _JSON_FORMAT.search(match.group(0)) is not None
+    plans = [
+        _with_searches(plan, explained, json_format) if key in PLAN_KEYS else plan
+        for key, plan in zip(keys, plans, strict=True)
+    ]
+    con.execute(EXPLAIN_RESULT, [keys, plans])
+    return True
+
+
+#: ``EXPLAIN``, ``ANALYZE`` and a parenthesised option list ahead of the query explained.
+_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(ANALYZE\s+)?(\([^)]*\)\s*)?", re.I)
+_JSON_FORMAT = re.compile(r"\bFORMAT\s+JSON\b", re.I)
+#: The rows of DuckDB's EXPLAIN (ANALYZE) output holding the plan the searches are added to.
+PLAN_KEYS = ("physical_plan", "analyzed_plan")
+EXPLAIN_RESULT = "SELECT unnest(?::VARCHAR[]) AS explain_key, unnest(?::VARCHAR[]) AS explain_value"
+#: The node name a search has in the JSON plan (DuckDB shows its rows as an Arrow scan).
+SEARCH_NODE = "LANCE_VECTOR_SEARCH"
+
+
+def _description(
+    ds: LanceDataset, search: Search, alias: exp.TableAlias, condition: exp.Expression | None
+) -> dict[str, str]:
+    """What EXPLAIN says of one search: the options as given and lance_fw's plan (the prefilter as
+    the SQL condition; lance_fw applies it as the row addresses DuckDB found for it)."""
+    plan = ds.scanner(nearest=_nearest(search)).explain_plan(verbose=search.explain_verbose)
+    return {
+        "Lance Table": alias.name,
+        "Lance Dataset": search.dataset,
+        "Lance Vector Column": search.column,
+        "Lance K": str(search.k),
+        "Lance Use Index": str(search.use_index).lower(),
+        "Lance Index Used": "none (lance_fw searches exactly)",
+        "Lance Metric": search.metric or "default",
+        "Lance Prefilter": str(search.prefilter).lower(),
+        "Lance Pushed Filter": "" if condition is None else condition.sql(dialect="duckdb"),
+        "Lance Plan": plan.rstrip(),
+    }
+
+
+def _with_searches(plan: str, explained: list[dict[str, str]], json_format: bool) -> str:
+    if json_format:
+        nodes = json.loads(plan)
+        nodes.extend({"name": SEARCH_NODE, "children": [], "extra_info": info} for info in explained)
+        return json.dumps(nodes, indent=4)
+    lines = [plan.rstrip("\n")]
+    for info in explained:
+        lines.append(SEARCH_NODE)
+        for key, value in info.items():
+            lines.append(f"  {key}: " + value.replace("\n", "\n    "))
+    return "\n".join(lines) + "\n"
