@@ -51,3 +51,50 @@ def test_few_rows_equal_pylance_and_decode_only_those_rows(uri, monkeypatch, ver
     assert "inline_bitpacking" in kinds, seen
     assert kinds & {"variable", "fsst", "general"}, seen
     assert kinds & {"flat", "fixed_size_list"}, seen
+
+
+def _decode_pages_rows(self, pages):
+    """The plugin's batch capability as proposed for ``PageLayoutDecoder.decode_pages_rows``
+    (set here so the reader's batching is tested before the plugin offers it)."""
+    from lance_fw._proto import encodings_v2_1_pb2 as pb
+    from lance_fw_plugins.encodings_v2_1 import repdef
+
+    found = [pb.PageLayout.FromString(e.value) for e, _, _ in pages]
+    if any(layout.WhichOneof("layout") != "mini_block_layout" for layout in found):
+        return None
+    levels = take_module.mini_block_pages_rows(
+        [layout.mini_block_layout for layout in found], [p for _, p, _ in pages], [r for _, _, r in pages]
+    )
+    return None if levels is None else repdef.build(levels, pages[0][1].arrow_type, pages[0][1].where)
+
+
+def test_rows_of_many_pages_decode_as_one(uri, monkeypatch):
+    """A take spread over many small pages of a column: the reader hands a run of row-decoded
+    pages to the page decoder's ``decode_pages_rows`` at once; pages it accepts (mini-block, no
+    repetition, no dictionary, equal encodings) decode as one, others page by page; every row
+    equals pylance's, nulls and fixed-size lists included. (lance_fw-written: pylance 14 writes
+    these columns as one page each whatever max_page_bytes says.)"""
+    from lance_fw_plugins.encodings_v2_1 import PageLayoutDecoder
+
+    rng = np.random.default_rng(5)
+    n = 40_000
+    table = pa.table({
+        "id": pa.array(np.arange(n, dtype=np.int64)),
+        "f": pa.array(rng.random(n), mask=rng.random(n) < 0.2),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 16, dtype=np.float32)), 16),
+        "s": pa.array([f"v{i % 777}" for i in range(n)]),
+        "l": pa.array([list(range(i % 3)) for i in range(n)], pa.list_(pa.int32())),
+    })
+    lance_fw.write_dataset(table, uri, data_storage_version="2.2", max_page_bytes=16 * 1024)
+    calls = collections.Counter()
+
+    def counting(self, pages):
+        out = _decode_pages_rows(self, pages)
+        calls[out is not None] += len(pages)
+        return out
+
+    monkeypatch.setattr(PageLayoutDecoder, "decode_pages_rows", counting, raising=False)
+    for indices in (np.sort(rng.choice(n, 60, replace=False)).tolist(), [0, 1, n // 2, n - 1],
+                    rng.integers(0, n, 50)[::-1].tolist()):
+        assert_tables_equal(lance.dataset(uri).take(indices), lance_fw.dataset(uri).take(indices))
+    assert calls[True] > 20, calls

@@ -7,6 +7,7 @@ import struct
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,7 @@ from lance_fw.plugin_manager import registry
 from lance_fw.schema import LanceField, LanceSchema
 
 READABLE_VERSIONS = ((2, 0), (2, 1), (2, 2))
+_T = TypeVar("_T")
 
 #: What a decoder may raise when a page's bytes do not mean what its encoding says: the page is
 #: damaged (a decoder bug on a sound file shows up the same way, with its exception named).
@@ -332,7 +334,8 @@ class LanceFileReader:
             )
         page_of = np.searchsorted(np.asarray(starts, np.int64), rows, side="right") - 1
         cuts = (np.flatnonzero(page_of[1:] != page_of[:-1]) + 1).tolist()
-        pieces = []
+        pieces: list[pa.Array] = []
+        run: list[tuple[int, np.ndarray]] = []  # pages to decode row by row, in order
         for lo, hi in zip([0] + cuts, cuts + [len(rows)]):
             p = int(page_of[lo])
             local = rows[lo:hi] - starts[p]
@@ -341,36 +344,59 @@ class LanceFileReader:
                 whole = self._decode_pages(col, [p], arrow_type, field)[0]
                 with self._lock:
                     self._cache[col] = (p, whole)
-            pieces.append(
-                whole.take(pa.array(local))
-                if whole is not None
-                else self._decode_rows(col, p, local, arrow_type, field)
-            )
-        return _concat(pieces, arrow_type)
+            if whole is None:
+                run.append((p, local))
+                continue
+            pieces += self._decode_run(col, run, arrow_type, field)
+            run = []
+            pieces.append(whole.take(pa.array(local)))
+        return _concat(pieces + self._decode_run(col, run, arrow_type, field), arrow_type)
 
-    def _decode_rows(
-        self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType, field: LanceField
-    ) -> pa.Array:
+    def _decode_run(
+        self, col: int, run: list[tuple[int, np.ndarray]], arrow_type: pa.DataType, field: LanceField
+    ) -> list[pa.Array]:
+        """Rows ``run[i][1]`` of pages ``run[i][0]``: all in one call of the page decoder's
+        ``decode_pages_rows`` (``PageRowDecoder``) where it has one and accepts them (a take
+        spread over many pages then decodes, builds and checks once), else page by page."""
+        if len(run) > 1:
+            pages = [self._row_page(col, p, arrow_type, field) for p, _ in run]
+            url = pages[0][1].type_url
+            batch = getattr(registry.page_decoders.get(url), "decode_pages_rows", None)
+            if batch is not None and all(encoding.type_url == url for _, encoding in pages):
+                args = [(encoding, page, local) for (page, encoding), (_, local) in zip(pages, run)]
+                where = f"{pages[0][0].where} to {run[-1][0]}"
+                total = sum(len(local) for _, local in run)
+                out = self._guarded(lambda: batch(args), where, pages[0][1])
+                if out is not None:  # the decoder took them: checked as one page's rows are
+                    return [self._checked(lambda: out, where, arrow_type, total, pages[0][1])]
+        return [self._decode_rows(col, p, local, arrow_type, field) for p, local in run]
+
+    def _row_page(
+        self, col: int, p: int, arrow_type: pa.DataType, field: LanceField
+    ) -> tuple[PageInput, any_pb2.Any]:
+        """Page ``p`` of column ``col`` as a row decoder reads it (buffers read on demand), and its encoding."""
         meta = self.tail.columns[col].pages[p]
         self._check_page(col, p, meta)
         where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
         source = _HeldFirst(self._reader, self._small) if self._small else self._reader
-        page = PageInput(
-            PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where),
-            meta.length,
-            arrow_type,
-            where,
-        )
-        encoding = self._page_encoding(meta, where)
+        buffers = PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where)
+        return PageInput(buffers, meta.length, arrow_type, where), self._page_encoding(meta, where)
+
+    def _decode_rows(
+        self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType, field: LanceField
+    ) -> pa.Array:
+        page, encoding = self._row_page(col, p, arrow_type, field)
         by_rows = row_decoder(encoding)
         if (
             by_rows is None
         ):  # no row-range capability: the whole page, checked before ``take`` indexes into it
             whole = self._checked(
-                lambda: decode_page(encoding, page), where, arrow_type, meta.length, encoding
+                lambda: decode_page(encoding, page), page.where, arrow_type, page.num_rows, encoding
             )
             return whole.take(pa.array(local))
-        return self._checked(lambda: by_rows(encoding, page, local), where, arrow_type, len(local), encoding)
+        return self._checked(
+            lambda: by_rows(encoding, page, local), page.where, arrow_type, len(local), encoding
+        )
 
     def _list_rows(
         self, col: int, rows: np.ndarray, field: LanceField
@@ -447,8 +473,12 @@ class LanceFileReader:
         goes through ``validate_decoded``, whichever plugin decoded it (see there for the cost);
         decoders check earlier what they need to build the array safely at all.
         """
+        return self._guarded(lambda: check_decoded(decode(), where, arrow_type, length), where, encoding)
+
+    def _guarded(self, run: Callable[[], _T], where: str, encoding: any_pb2.Any) -> _T:
+        """``run()``, its failures told as ``_checked`` says."""
         try:
-            return check_decoded(decode(), where, arrow_type, length)
+            return run()
         except CorruptFileError as exc:  # found by the decoder or the check: add whose decoder it was
             raise CorruptFileError(exc.path, f"{exc.detail} ({_decoded_by(encoding)})") from exc
         except LanceError:

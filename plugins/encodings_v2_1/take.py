@@ -68,13 +68,37 @@ def mini_block_rows(
         return levels, _rep_positions(
             levels, layout, chosen, num_levels, completed, run_start, start_chunk, rows, where
         )
+    data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, rows, starts, sizes, counts)
+    compact = _levels_at(layout, data, local_starts, sizes, counts, dictionary, k, within, where)
+    if compact is not None:
+        return compact, np.arange(len(rows))
+    before = _exclusive_cumsum(counts)  # one value per row: its place among the chosen chunks' values
+    positions = before[k] + within
+    levels, _ = layouts.chunk_levels(
+        layout, data, local_starts, sizes, counts, dictionary, 0, where, needed=positions
+    )
+    levels.num_rows = int(before[-1])
+    return levels, positions
+
+
+def _chosen_chunks(
+    layout: pb.MiniBlockLayout,
+    page: PageInput,
+    rows: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    counts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The chunks holding ``rows`` (sorted, distinct) of a page without repetition, read and laid
+    end to end: (their bytes, where each starts there, their sizes, their value counts, each
+    row's chunk among them, each row's place in its chunk)."""
     if layout.num_items != page.num_rows:  # the chunk counts add up to num_items (chunk_table)
         raise CorruptFileError(
-            where, f"mini-block chunks hold {layout.num_items} values for {page.num_rows} rows"
+            page.where, f"mini-block chunks hold {layout.num_items} values for {page.num_rows} rows"
         )
     ends = np.cumsum(counts)  # rows up to the end of each chunk
     chunk_of = np.searchsorted(ends, rows, side="right")
-    within = rows - ends[chunk_of] + counts[chunk_of]  # each row's place in its chunk
+    within = rows - ends[chunk_of] + counts[chunk_of]
     if len(rows) == 1:
         chosen, k = chunk_of, np.zeros(1, np.int64)
     else:
@@ -82,20 +106,52 @@ def mini_block_rows(
         new_chunk[:1] = True
         np.not_equal(chunk_of[1:], chunk_of[:-1], out=new_chunk[1:])
         chosen = chunk_of[new_chunk]
-        k = np.cumsum(new_chunk) - 1  # each row's chunk among the chosen ones
+        k = np.cumsum(new_chunk) - 1
     data, local_starts = _read_chunks(page, starts[chosen], sizes[chosen])
-    compact = _levels_at(
-        layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, k, within, where
-    )
-    if compact is not None:
-        return compact, np.arange(len(rows))
-    before = _exclusive_cumsum(counts[chosen])  # one value per row: its place among the chosen chunks' values
-    positions = before[k] + within
-    levels, _ = layouts.chunk_levels(
-        layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, 0, where, needed=positions
-    )
-    levels.num_rows = int(before[-1])
-    return levels, positions
+    return data, local_starts, sizes[chosen], counts[chosen], k, within
+
+
+def mini_block_pages_rows(
+    page_layouts: Sequence[pb.MiniBlockLayout], pages: Sequence[PageInput], rows: Sequence[np.ndarray]
+) -> PageLevels | None:
+    """Levels of rows ``rows[i]`` (sorted, distinct) of page ``pages[i]``, for every i, laid end
+    to end: consecutive mini-block pages of one column decoded as one. Each page's chunk table
+    is read and its chosen chunks fetched as for one page; the chunks of all pages then decode
+    in one pass (``_levels_at``), so a take touching many pages of a column (a writer's pages of
+    a few MiB each) pays the decode, build and checks once instead of once per page.
+
+    None unless every page has no repetition and no dictionary, and all have the same value
+    and definition encodings, layers and chunk layout (else the caller decodes page by page)."""
+    first = page_layouts[0]
+    for layout in page_layouts:
+        if layout.HasField("rep_compression") or layout.HasField("dictionary"):
+            return None
+        if (
+            layout.value_compression != first.value_compression
+            or layout.def_compression != first.def_compression
+            or list(layout.layers) != list(first.layers)
+            or layout.num_buffers != first.num_buffers
+            or layout.has_large_chunk != first.has_large_chunk
+        ):
+            return None
+    parts: list[tuple[np.ndarray, ...]] = []
+    datas: list[bytes | memoryview] = []
+    nbytes = nchunks = 0
+    for layout, page, wanted in zip(page_layouts, pages, rows):
+        if len(page.buffers) < 2:
+            raise CorruptFileError(
+                page.where, f"mini-block page has {len(page.buffers)} buffers, needs at least 2"
+            )
+        meta = as_u8(page.read_parts([(0, 0, page.buffer_size(0))])[0])
+        table = layouts.chunk_table(layout, meta, page.buffer_size(1), page.where)
+        data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, wanted, *table)
+        # chunk sizes are whole CHUNK_SIZE_UNITs: each page's chunks stay aligned laid after the others'
+        parts.append((local_starts + nbytes, sizes, counts, k + nchunks, within))
+        datas.append(data.data)
+        nbytes, nchunks = nbytes + len(data), nchunks + len(sizes)
+    starts, sizes, counts, chunk, within = (np.concatenate(column) for column in zip(*parts))
+    where = f"{pages[0].where} (and the {len(pages) - 1} pages after it)"
+    return _levels_at(first, _joined(datas), starts, sizes, counts, None, chunk, within, where)
 
 
 def _levels_at(
