@@ -104,7 +104,13 @@ def _alter_column(
     if action.args.get("dtype") is not None:
         if action.args.get("using") or action.args.get("collate"):
             raise UnsupportedFeatureError(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE … USING / COLLATE")
-        ds.alter_columns({"path": column, "data_type": arrow_type(con, action.args["dtype"])})
+        data_type = arrow_type(con, action.args["dtype"])
+        # DuckDB's lance extension drops the column's indices and casts (pylance's alter_columns
+        # refuses while an index is attached): the SQL front end does what the extension does.
+        for index in ds.describe_indices():
+            if column in index.field_names:
+                ds.drop_index(index.name)
+        ds.alter_columns({"path": column, "data_type": data_type})
     elif action.args.get("allow_null") is not None:
         ds.alter_columns({"path": column, "nullable": bool(action.args["allow_null"])})
     else:
