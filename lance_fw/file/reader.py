@@ -358,17 +358,18 @@ class LanceFileReader:
         """Rows ``run[i][1]`` of pages ``run[i][0]``: all in one call of the page decoder's
         ``decode_pages_rows`` (``PageRowDecoder``) where it has one and accepts them (a take
         spread over many pages then decodes, builds and checks once), else page by page."""
-        if len(run) > 1:
-            pages = [self._row_page(col, p, arrow_type, field) for p, _ in run]
-            url = pages[0][1].type_url
-            batch = getattr(registry.page_decoders.get(url), "decode_pages_rows", None)
-            if batch is not None and all(encoding.type_url == url for _, encoding in pages):
+        first = self._row_page(col, run[0][0], arrow_type, field) if len(run) > 1 else None
+        decoder = registry.page_decoders.get(first[1].type_url) if first else None
+        batch = getattr(decoder, "decode_pages_rows", None)
+        if first is not None and batch is not None:
+            pages = [first] + [self._row_page(col, p, arrow_type, field) for p, _ in run[1:]]
+            if all(encoding.type_url == first[1].type_url for _, encoding in pages):
                 args = [(encoding, page, local) for (page, encoding), (_, local) in zip(pages, run)]
-                where = f"{pages[0][0].where} to {run[-1][0]}"
+                where = f"{first[0].where} to {run[-1][0]}"
                 total = sum(len(local) for _, local in run)
-                out = self._guarded(lambda: batch(args), where, pages[0][1])
+                out = self._guarded(lambda: batch(args), where, first[1])
                 if out is not None:  # the decoder took them: checked as one page's rows are
-                    return [self._checked(lambda: out, where, arrow_type, total, pages[0][1])]
+                    return [self._checked(lambda: out, where, arrow_type, total, first[1])]
         return [self._decode_rows(col, p, local, arrow_type, field) for p, local in run]
 
     def _row_page(
@@ -387,9 +388,7 @@ class LanceFileReader:
     ) -> pa.Array:
         page, encoding = self._row_page(col, p, arrow_type, field)
         by_rows = row_decoder(encoding)
-        if (
-            by_rows is None
-        ):  # no row-range capability: the whole page, checked before ``take`` indexes into it
+        if by_rows is None:  # no row-range capability: the whole page, checked before ``take`` reads it
             whole = self._checked(
                 lambda: decode_page(encoding, page), page.where, arrow_type, page.num_rows, encoding
             )
