@@ -113,3 +113,12 @@ def lance_index_types() -> Mapping[str, Any]:
     """Scalar index types keyed by pylance's ``index_type`` name (``"BTREE"``, ``"BITMAP"`` ...): each
     value a ``lance_fw.interfaces.ScalarIndexType``. The kernel matches an index in a manifest to its
     plugin by ``type_url``; two plugins claiming one name or type url conflict."""
+
+
+@hookspec
+def lance_vector_index_types() -> Mapping[str, Any]:
+    """Vector index types keyed by pylance's ``index_type`` name (``"IVF_PQ"`` ...): each value a
+    ``lance_fw.interfaces.VectorIndexType``. Separate from ``lance_index_types`` because every
+    vector index shares one details type url and is searched, not filtered: the kernel matches a
+    manifest's vector index to its plugin by the name its ``VectorIndexDetails`` spell
+    (``IVF_PQ`` for PQ compression), and ``create_index`` / ``nearest=`` use these types only."""

@@ -166,6 +166,10 @@ class PageRowDecoder(Protocol):
 
     def decode_rows(self, encoding: any_pb2.Any, page: PageInput, rows: np.ndarray) -> pa.Array: ...
 
+    # Optional too: ``decode_pages_rows(pages)`` gets ``(encoding, page, rows)`` for consecutive
+    # pages of one column and returns all their rows in order, or None to have the reader decode
+    # them page by page (a take spread over many pages then decodes, builds and checks once).
+
 
 # --- commits (used by table/commit.py) ---------------------------------------------------------
 
@@ -418,6 +422,99 @@ class ScalarIndexType(Protocol):
         order. Files go to ``store``; nothing else may be written."""
 
     def load(self, store: IndexFileStore, field: pa.Field) -> ScalarIndexReader:
+        """Open an index of this type (built by lance_fw or pylance) from ``store``.
+
+        Raises: ``CorruptFileError`` naming the file when the files are not this type's.
+        """
+
+
+# --- vector indices (used by table/indices.py and query/vector_index_search.py) -------------------
+#
+# A vector index type is a plugin returned by ``lance_vector_index_types`` (keyed by pylance's name,
+# e.g. "IVF_PQ"). Every vector index of pylance 14 has the same ``index_details`` type url
+# (``/lance.index.pb.VectorIndexDetails``); the kernel matches an index to its plugin by the name the
+# details spell (``IVF_`` + ``HNSW_``? + the compression: ``PQ``, ``SQ``, ``RQ`` or ``FLAT``). As for
+# scalar indices the kernel owns the rows (live rows of covered fragments), the directory, the
+# manifest and the commit; the plugin turns (vector, row id) pairs into files and answers
+# ``VectorQuery`` objects with approximate candidates, which the kernel refines and merges.
+
+
+@dataclass(frozen=True)
+class VectorQuery:
+    """One query vector asked of one index segment.
+
+    ``vector``: 1-d, the column's element type cast to float32. ``k``: how many candidates to
+    return (the caller asks ``k * refine_factor`` when it re-ranks). ``minimum_nprobes`` /
+    ``maximum_nprobes``: partitions to search (``None``: the index's own policy, at least one; at
+    most all). ``allowed``: row ids -> bool mask of the rows that may be returned (deleted rows,
+    rows of fragments no longer in the version, and with a prefilter the rows failing the filter
+    are not allowed); an index keeps probing past ``minimum_nprobes`` while it has fewer than ``k``
+    allowed candidates, up to ``maximum_nprobes``.
+    """
+
+    vector: np.ndarray
+    k: int
+    minimum_nprobes: int | None = None
+    maximum_nprobes: int | None = None
+    allowed: Callable[[np.ndarray], np.ndarray] | None = None
+
+
+@dataclass(frozen=True)
+class VectorSearchResult:
+    """Candidates of one ``VectorQuery``: ``row_ids`` (``uint64``, as the index stores them: row
+    addresses without stable row ids) with their approximate ``distances`` (``float32``, in the
+    metric pylance reports for the index), nearest first, at most ``k``."""
+
+    row_ids: np.ndarray
+    distances: np.ndarray
+    partitions_searched: int = 0
+
+
+class VectorIndexReader(Protocol):
+    """An opened vector index segment: answers queries from its files (caching what it read)."""
+
+    #: the metric the index was built for (``"l2"``, ``"cosine"``, ``"dot"``)
+    metric: str
+
+    def search(self, query: VectorQuery) -> VectorSearchResult:
+        """The ``query.k`` allowed indexed rows nearest ``query.vector`` by the index's estimate."""
+
+    def statistics(self) -> dict[str, Any]:
+        """The type-specific part of pylance's ``index_statistics`` (partitions, sub index)."""
+
+
+class VectorIndexType(Protocol):
+    """One vector index type (a plugin's value from ``lance_vector_index_types``).
+
+    ``train`` receives the kernel's training batches (``value``: the vector column, ``_rowaddr``:
+    ``uint64``, every live row of the covered fragments in row-address order) and must store the
+    row addresses as the index's row ids; null vectors are the plugin's to skip. ``params`` are
+    pylance's ``create_index`` keyword arguments that were given (``metric`` always, lower case).
+    """
+
+    #: pylance's ``index_type`` argument and ``index_stats`` name ("IVF_PQ")
+    name: str
+    display_name: str
+    #: ``IndexMetadata.index_details`` type url (``/lance.index.pb.VectorIndexDetails``)
+    type_url: str
+    index_version: int
+
+    def details(self, params: Mapping[str, Any]) -> bytes:
+        """The serialized ``VectorIndexDetails`` message."""
+
+    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+        """Refuse a column type or a parameter this type does not implement (never ignore one)."""
+
+    def train(
+        self,
+        batches: Iterable[pa.RecordBatch],
+        field: pa.Field,
+        params: Mapping[str, Any],
+        store: IndexFileStore,
+    ) -> None:
+        """Train the index on ``batches`` and write its files to ``store``."""
+
+    def load(self, store: IndexFileStore, field: pa.Field) -> VectorIndexReader:
         """Open an index of this type (built by lance_fw or pylance) from ``store``.
 
         Raises: ``CorruptFileError`` naming the file when the files are not this type's.

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def create_scalar_index(
     ds: LanceDataset,
-    column: str,
+    column: str | list[str],
     index_type: str,
     name: str | None,
     replace: bool,
@@ -45,6 +45,34 @@ def create_scalar_index(
     if not isinstance(replace, bool):
         raise InvalidArgumentError(f"replace must be a bool, got {replace!r}")
     version = table_indices.create_scalar_index(ds._snapshot, column, index_type, name, replace, dict(params))
+    ds._move_to(version)
+
+
+def create_index(
+    ds: LanceDataset,
+    column: str | list[str],
+    index_type: str,
+    name: str | None,
+    metric: str,
+    replace: bool,
+    num_partitions: int | None,
+    num_sub_vectors: int | None,
+    refused: dict[str, Any],
+    params: Mapping[str, Any],
+) -> None:
+    """pylance's ``create_index``: a vector index type through ``table/indices.py``'s vector path
+    (a scalar type name goes to ``create_scalar_index``, as in pylance)."""
+    refuse("create_index", refused, {"filter_nan": True, "train": True, "skip_transpose": False})
+    if not isinstance(replace, bool):
+        raise InvalidArgumentError(f"replace must be a bool, got {replace!r}")
+    if isinstance(index_type, str) and index_type.upper() in table_indices.index_types():
+        create_scalar_index(ds, column, index_type, name, replace, True, None, None, None, None, params)
+        return
+    given = {"metric": str(metric).lower(), **dict(params)}
+    given.update(
+        {k: v for k, v in (("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors))}
+    )
+    version = table_indices.create_vector_index(ds._snapshot, column, index_type, name, replace, given)
     ds._move_to(version)
 
 
@@ -141,6 +169,76 @@ class IndexMethods:
             format_version,
             params,
         )
+
+    def create_index(
+        self,
+        column: str | list[str],
+        index_type: str,
+        name: str | None = None,
+        metric: str = "L2",
+        replace: bool = False,
+        num_partitions: int | None = None,
+        ivf_centroids: Any = None,
+        pq_codebook: Any = None,
+        num_sub_vectors: int | None = None,
+        accelerator: Any = None,
+        index_cache_size: int | None = None,
+        shuffle_partition_batches: int | None = None,
+        shuffle_partition_concurrency: int | None = None,
+        ivf_centroids_file: str | None = None,
+        precomputed_partition_dataset: str | None = None,
+        storage_options: dict[str, str] | None = None,
+        filter_nan: bool = True,
+        train: bool = True,
+        fragment_ids: list[int] | None = None,
+        index_uuid: str | None = None,
+        *,
+        target_partition_size: int | None = None,
+        streaming_sample_rate: int | None = None,
+        streaming_coreset_rate: int | None = None,
+        streaming_refine_passes: int | None = None,
+        skip_transpose: bool = False,
+        progress_callback: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Build a vector index (``IVF_PQ``; other vector types are refused by name) on ``column``
+        and commit it; returns the dataset, as pylance. ``kwargs``: ``num_bits``, ``sample_rate``,
+        ``max_iters`` (any other is refused, none ignored). Options lance_fw lacks (given
+        centroids or codebooks, accelerators, fragment subsets ...) raise UnsupportedFeatureError."""
+        refused = {
+            "ivf_centroids": ivf_centroids,
+            "pq_codebook": pq_codebook,
+            "accelerator": accelerator,
+            "index_cache_size": index_cache_size,
+            "shuffle_partition_batches": shuffle_partition_batches,
+            "shuffle_partition_concurrency": shuffle_partition_concurrency,
+            "ivf_centroids_file": ivf_centroids_file,
+            "precomputed_partition_dataset": precomputed_partition_dataset,
+            "storage_options": storage_options,
+            "filter_nan": filter_nan,
+            "train": train,
+            "fragment_ids": fragment_ids,
+            "index_uuid": index_uuid,
+            "target_partition_size": target_partition_size,
+            "streaming_sample_rate": streaming_sample_rate,
+            "streaming_coreset_rate": streaming_coreset_rate,
+            "streaming_refine_passes": streaming_refine_passes,
+            "skip_transpose": skip_transpose,
+            "progress_callback": progress_callback,
+        }
+        create_index(
+            self,  # type: ignore[arg-type]
+            column,
+            index_type,
+            name,
+            metric,
+            replace,
+            num_partitions,
+            num_sub_vectors,
+            refused,
+            kwargs,
+        )
+        return self
 
     def drop_index(self, name: str) -> None:
         """Remove the index ``name`` (a new version; its files stay for ``cleanup_old_versions``)."""

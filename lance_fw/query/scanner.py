@@ -14,6 +14,7 @@ its k rows per query come back as one batch, as in pylance.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from lance_fw.options import Columns, Filter, Unsupported, refuse
 from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.query.projection import Projection
+from lance_fw.query.vector_index_search import index_plan, index_search
 from lance_fw.query.vector_search import (
     DISTANCE_COLUMN,
     DISTANCE_FIELD,
@@ -33,7 +35,6 @@ from lance_fw.query.vector_search import (
     flat_search,
     parse_nearest,
     plan_text,
-    vector_index_on,
 )
 from lance_fw.schema import LanceField
 from lance_fw.table.deletion import live_rows
@@ -343,8 +344,9 @@ _SEARCH_COLUMNS = (DISTANCE_COLUMN, "_rowid", "_rowaddr")
 class NearestSearch:
     """A scan's ``nearest=``: the checked query, where its extra columns go, and its run.
 
-    Flat search only: with a vector index on the column pylance searches the index (approximate
-    results), which lance_fw cannot yet, so that case is refused unless ``use_index=False``."""
+    With a vector index on the column (and ``use_index``), the index is searched as pylance does
+    (query/vector_index_search.py); an index lance_fw cannot search is refused unless
+    ``use_index=False``."""
 
     def __init__(
         self,
@@ -356,13 +358,8 @@ class NearestSearch:
         fragments: Iterable[Any] | None = None,
     ) -> None:
         self.query = parse_nearest(nearest, snapshot)
-        index = vector_index_on(snapshot, self.query.column)
-        if self.query.use_index and index is not None:
-            raise UnsupportedFeatureError(
-                f"nearest: column {self.query.column!r} has the vector index {index!r}, which pylance "
-                "would search (approximate results); lance_fw cannot search vector indices yet. Pass "
-                "use_index=False for the exact flat search"
-            )
+        #: the vector index segments searched (query/vector_index_search.py), None: a flat search
+        self.index = index_plan(snapshot, self.query, nearest.get("metric") is not None)
         if fragments is not None:  # pylance: ValueError "not supported for fragment scan"
             raise InvalidArgumentError("nearest: not supported for a fragment scan (fragments=)")
         self.prefilter = bool(prefilter) and filter is not None
@@ -389,9 +386,8 @@ class NearestSearch:
         """Top-k per query, the winners' columns taken by address, the post-filter, offset/limit."""
         snapshot = scan.snapshot
         plan = scan._plan if self.prefilter else None
-        tops = flat_search(
-            snapshot, self.query, scan._chosen(), plan, scan.batch_size, scan.fragment_readahead
-        )
+        search = flat_search if self.index is None else partial(index_search, handles=self.index)
+        tops = search(snapshot, self.query, scan._chosen(), plan, scan.batch_size, scan.fragment_readahead)
         found = [top.result() for top in tops]
         distance, row_id, address = (np.concatenate([f[i] for f in found]) for i in range(3))
         query_index = np.repeat(np.arange(len(found), dtype=np.int32), [len(f[0]) for f in found])

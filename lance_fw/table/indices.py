@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyroaring
 
-from lance_fw._proto import table_pb2, transaction_pb2
+from lance_fw._proto import table_pb2, transaction_pb2, vector_index_pb2
 from lance_fw.errors import (
     CommitConflictError,
     CorruptFileError,
@@ -31,7 +31,13 @@ from lance_fw.errors import (
     PluginConflictError,
     UnsupportedFeatureError,
 )
-from lance_fw.interfaces import IndexSearchResult, ScalarIndexReader, ScalarIndexType, ScalarQuery
+from lance_fw.interfaces import (
+    IndexSearchResult,
+    ScalarIndexReader,
+    ScalarIndexType,
+    ScalarQuery,
+    VectorIndexType,
+)
 from lance_fw.plugin_manager import owner, registry
 from lance_fw.schema import LanceField
 from lance_fw.table import flags as feature_flags
@@ -48,6 +54,7 @@ TRAIN_BATCH_ROWS = 1 << 16
 OPEN_CACHE_SIZE = 32
 _MS_PER_S = 1000
 _HOOK = "lance_index_types"
+_VECTOR_HOOK = "lance_vector_index_types"
 
 
 # --- the plugins -------------------------------------------------------------------------------
@@ -264,7 +271,7 @@ def _check_column(snapshot: Snapshot, column: Any) -> LanceField:
 
 def _metadata(
     snapshot: Snapshot,
-    kind: ScalarIndexType,
+    kind: ScalarIndexType | VectorIndexType,
     params: Mapping[str, Any],
     name: str,
     field_id: int,
@@ -291,7 +298,7 @@ def _metadata(
 
 def build_index(
     snapshot: Snapshot,
-    kind: ScalarIndexType,
+    kind: ScalarIndexType | VectorIndexType,
     field: LanceField,
     name: str,
     params: Mapping[str, Any],
@@ -363,6 +370,90 @@ def create_scalar_index(
         raise InvalidArgumentError(f"Index name '{name}' already exists")
     if existing and any(list(m.fields) != [field.id] for m in existing):
         raise InvalidArgumentError(f"Index name '{name}' already exists on another column")
+    if not len(snapshot.fragments):
+        raise InvalidArgumentError(f"{snapshot.uri}: cannot create an index on a dataset with no rows")
+    meta, store = build_index(snapshot, kind, field, name, params)
+    planned = (
+        frozenset(m.name for m in snapshot.index_section.indices) if snapshot.index_section else frozenset()
+    )
+    operation = CreateIndex(new=[meta], removed=existing, planned_names=planned)
+    return snapshot.commit(operation, lambda: remove_index_files(store))
+
+
+# --- vector indices -----------------------------------------------------------------------------
+
+
+def vector_index_types() -> dict[str, VectorIndexType]:
+    """Every registered vector index type by upper-case name, checked against the contract."""
+    out: dict[str, VectorIndexType] = {}
+    for name, kind in registry._collect(_VECTOR_HOOK).items():
+        who = owner(_VECTOR_HOOK, name) or "a vector index plugin"
+        for attr in ("name", "display_name", "type_url"):
+            if not isinstance(getattr(kind, attr, None), str):
+                raise IndexContractError(f"{who}: vector index type {name!r} has no string {attr!r}")
+        if not isinstance(getattr(kind, "index_version", None), int):
+            raise IndexContractError(f"{who}: vector index type {name!r} has no integer 'index_version'")
+        for method in ("details", "check", "train", "load"):
+            if not callable(getattr(kind, method, None)):
+                raise IndexContractError(f"{who}: vector index type {name!r} has no method {method!r}")
+        out[str(name).upper()] = kind
+    return out
+
+
+def vector_kind_name(meta: table_pb2.IndexMetadata) -> str | None:
+    """pylance's name of a vector index from its details (``IVF_PQ``, ``IVF_HNSW_SQ`` ...), or None
+    for an index that is not a vector index or whose details are empty (older pylance)."""
+    if type_url_of(meta) != VECTOR_DETAILS_URL or not meta.index_details.value:
+        return None
+    details = vector_index_pb2.VectorIndexDetails()
+    details.ParseFromString(meta.index_details.value)
+    which = details.WhichOneof("compression")
+    return (
+        "IVF_"
+        + ("HNSW_" if details.HasField("hnsw_index_config") else "")
+        + (which.upper() if which else "FLAT")
+    )
+
+
+#: ``index_details`` type url of every pylance vector index.
+VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
+#: vector index types pylance builds that lance_fw has no plugin for (refused by name).
+PYLANCE_VECTOR_TYPES = ("IVF_FLAT", "IVF_SQ", "IVF_RQ", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_HNSW_FLAT")
+
+
+def create_vector_index(
+    snapshot: Snapshot,
+    column: Any,
+    index_type: str,
+    name: str | None,
+    replace: bool,
+    params: Mapping[str, Any],
+) -> int:
+    """pylance's ``create_index`` for a vector index type: build over every live row, commit."""
+    if _stable_row_ids(snapshot):
+        raise UnsupportedFeatureError(
+            f"{snapshot.uri}: indices on datasets with stable row ids are not supported by lance_fw yet"
+        )
+    if not isinstance(index_type, str):
+        raise InvalidArgumentError(f"index_type must be a string, got {index_type!r}")
+    types = vector_index_types()
+    kind = types.get(index_type.upper())
+    if kind is None:
+        raise UnsupportedFeatureError(
+            f"vector index type {index_type!r} is not supported by lance_fw "
+            f"(installed: {', '.join(sorted(types)) or 'none'})"
+        )
+    field = _check_column(snapshot, column)
+    if name is None:
+        name = field.name + DEFAULT_NAME_SUFFIX
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
+    kind.check(field.to_arrow(), params)
+    existing = [
+        m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name
+    ]
+    if existing and not replace:
+        raise InvalidArgumentError(f"Index name '{name}' already exists")
     if not len(snapshot.fragments):
         raise InvalidArgumentError(f"{snapshot.uri}: cannot create an index on a dataset with no rows")
     meta, store = build_index(snapshot, kind, field, name, params)

@@ -1,0 +1,262 @@
+"""Nearest-neighbour search through a vector index: ``scanner(nearest={...})`` when the column has
+one (pylance's ``ANNSubIndex`` / ``ANNIvfPartition`` path).
+
+What pylance 14 does, and this module with it:
+
+* The index is used when ``use_index`` is true (the default) and the query's metric is the
+  index's (a query without ``metric`` takes the index's); another metric means a flat search.
+* Each index segment answers with approximate candidates from the partitions it probes
+  (``nprobes`` sets both bounds; ``minimum_nprobes`` / ``maximum_nprobes`` one each; none: the
+  index's own adaptive policy). Deleted rows, rows of fragments gone from the version and, with
+  ``prefilter=True``, rows failing the filter are never candidates (the index keeps probing while
+  it has fewer than ``k``).
+* ``refine_factor=r``: ``k * r`` candidates are re-ranked by their exact distance, read from the
+  data (the distances returned are then exact); without it the PQ estimates are returned.
+* Fragments no segment covers (appended after the index was built) are searched flat, and the
+  two are merged by distance (ties by row id); the index's candidates are then re-measured
+  exactly first, as with ``refine_factor=1`` (pylance's plan computes the distance of the union).
+
+Why the row ids need no mapping: lance_fw uses vector indices only on datasets without stable row
+ids, where an index's ``_rowid`` is the row address.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid as uuidlib
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lance_fw._proto import table_pb2, vector_index_pb2
+from lance_fw.errors import IndexContractError, UnsupportedFeatureError
+from lance_fw.interfaces import VectorIndexReader, VectorIndexType, VectorQuery, VectorSearchResult
+from lance_fw.query.vector_search import NearestQuery, TopK, distances, flat_search, vectors_of
+from lance_fw.schema import LanceField
+from lance_fw.table import flags as feature_flags
+from lance_fw.table.index_files import IndexFiles, index_dir
+from lance_fw.table.indices import fragment_bitmap, vector_index_types, vector_kind_name
+from lance_fw.table.row_ids import row_addresses
+from lance_fw.table.snapshot import Snapshot
+from lance_fw.table.take import take
+
+if TYPE_CHECKING:
+    from lance_fw.query.filter_plan import FilterPlan
+
+#: ``VectorMetricType`` -> the metric names of ``nearest``.
+METRIC_NAMES = {vector_index_pb2.L2: "l2", vector_index_pb2.Cosine: "cosine", vector_index_pb2.Dot: "dot"}
+#: Opened vector index segments kept per process (a uuid names one immutable build).
+OPEN_CACHE_SIZE = 8
+#: A row address is ``fragment_id << 32 | offset``.
+FRAGMENT_SHIFT = 32
+
+
+@dataclass(frozen=True)
+class VectorHandle:
+    """One vector index segment of a version: metadata, plugin, column, metric, covered fragments."""
+
+    meta: table_pb2.IndexMetadata
+    kind: VectorIndexType
+    field: LanceField
+    metric: str
+    fragments: frozenset[int]
+
+    @property
+    def uuid(self) -> str:
+        return str(uuidlib.UUID(bytes=self.meta.uuid.uuid))
+
+
+def index_plan(snapshot: Snapshot, query: NearestQuery, metric_given: bool) -> list[VectorHandle] | None:
+    """The segments of the vector index a search of ``query`` uses, or None for a flat search.
+
+    Raises: ``UnsupportedFeatureError`` when pylance would search an index lance_fw cannot (no
+    plugin for its type, stable row ids): the answer would differ, so it is refused, with the
+    advice to pass ``use_index=False``.
+    """
+    section = snapshot.index_section
+    if not query.use_index or section is None:
+        return None
+    field = snapshot.lance_schema.field(query.column)
+    metas = [m for m in section.indices if list(m.fields) == [field.id] and _is_vector(m)]
+    if not metas:
+        return None
+    name = metas[0].name
+    metas = [m for m in metas if m.name == name]
+    details = vector_index_pb2.VectorIndexDetails()
+    details.ParseFromString(metas[0].index_details.value)
+    metric = METRIC_NAMES.get(details.metric_type, "")
+    if metric_given and query.metric != metric:
+        return None  # pylance: an index of another metric is not used
+    kind_name = vector_kind_name(metas[0])
+    kind = vector_index_types().get(kind_name or "")
+    if kind is None or snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
+        why = (
+            "on a dataset with stable row ids"
+            if kind is not None
+            else f"of type {kind_name or 'unknown (no details)'}"
+        )
+        raise UnsupportedFeatureError(
+            f"nearest: column {query.column!r} has the vector index {name!r} {why}, which pylance would "
+            "search (approximate results) and lance_fw cannot. Pass use_index=False for the exact "
+            "flat search"
+        )
+    live = {f.id for f in snapshot.fragments}
+    return [
+        VectorHandle(
+            m, kind, field, metric, frozenset(int(i) for i in fragment_bitmap(m, snapshot.uri)) & live
+        )
+        for m in metas
+    ]
+
+
+def _is_vector(meta: table_pb2.IndexMetadata) -> bool:
+    url = meta.index_details.type_url if meta.HasField("index_details") else ""
+    return url in ("/lance.index.pb.VectorIndexDetails", "")
+
+
+_OPEN: OrderedDict[tuple[str, str], VectorIndexReader] = OrderedDict()
+_OPEN_LOCK = threading.Lock()
+
+
+def open_vector_index(snapshot: Snapshot, handle: VectorHandle) -> VectorIndexReader:
+    """The opened segment (cached per dataset and uuid)."""
+    key = (snapshot.uri, handle.uuid)
+    with _OPEN_LOCK:
+        found = _OPEN.get(key)
+        if found is not None:
+            _OPEN.move_to_end(key)
+            return found
+    store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, handle.uuid))
+    reader = handle.kind.load(store, handle.field.to_arrow())
+    with _OPEN_LOCK:
+        _OPEN[key] = reader
+        while len(_OPEN) > OPEN_CACHE_SIZE:
+            _OPEN.popitem(last=False)
+    return reader
+
+
+def _allowed(
+    snapshot: Snapshot, handle: VectorHandle, passing: np.ndarray | None
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Row ids -> whether the row may be returned: in a fragment the segment covers in this
+    version, not deleted, and (``passing``, sorted addresses) passing the prefilter."""
+    covered = np.array(sorted(handle.fragments), np.uint64)
+    deleted = [
+        row_addresses(f.id, snapshot.fragment_reader(f).deleted)
+        for f in snapshot.fragments
+        if f.id in handle.fragments and f.HasField("deletion_file")
+    ]
+    gone = np.sort(np.concatenate(deleted)).astype(np.uint64) if deleted else None
+
+    def allowed(ids: np.ndarray) -> np.ndarray:
+        keep = np.isin(ids >> np.uint64(FRAGMENT_SHIFT), covered)
+        if gone is not None:
+            keep &= ~np.isin(ids, gone)
+        if passing is not None:
+            keep &= np.isin(ids, passing)
+        return keep
+
+    return allowed
+
+
+def _passing(
+    snapshot: Snapshot, fragments: Sequence[table_pb2.DataFragment], plan: FilterPlan, batch: int
+) -> np.ndarray:
+    """Sorted addresses of the rows of ``fragments`` that pass the prefilter."""
+    found = [
+        b.column("_rowaddr").to_numpy(zero_copy_only=False).astype(np.uint64)
+        for f in fragments
+        for b in snapshot.read_fragment(f, [], plan, batch, with_row_address=True)
+    ]
+    return np.sort(np.concatenate(found)) if found else np.zeros(0, np.uint64)
+
+
+def _probes(query: NearestQuery) -> tuple[int | None, int | None]:
+    tuning = query.tuning
+    if tuning.get("nprobes") is not None:
+        n = int(tuning["nprobes"])  # type: ignore[call-overload]
+        return n, n
+    low, high = tuning.get("minimum_nprobes"), tuning.get("maximum_nprobes")
+    return (
+        int(low) if low else None,  # type: ignore[call-overload]
+        int(high) if high else None,  # type: ignore[call-overload]
+    )
+
+
+def _checked(result: object, handle: VectorHandle, want: int) -> VectorSearchResult:
+    """The plugin's answer, or ``IndexContractError`` naming the index when it breaks the contract."""
+    if not isinstance(result, VectorSearchResult):
+        raise IndexContractError(
+            f"vector index {handle.meta.name!r}: search returned {type(result).__name__}"
+        )
+    ids, dist = result.row_ids, result.distances
+    if (
+        not isinstance(ids, np.ndarray)
+        or not isinstance(dist, np.ndarray)
+        or ids.dtype != np.uint64
+        or ids.shape != dist.shape
+        or len(ids) > want
+    ):
+        raise IndexContractError(
+            f"vector index {handle.meta.name!r}: search must return at most k uint64 row ids with one "
+            "distance each"
+        )
+    return result
+
+
+def index_search(
+    snapshot: Snapshot,
+    query: NearestQuery,
+    fragments: Sequence[table_pb2.DataFragment],
+    plan: FilterPlan | None,
+    batch_size: int,
+    ahead: int,
+    *,
+    handles: list[VectorHandle],
+) -> list[TopK]:
+    """Each query's ``k`` nearest rows of ``fragments``: index candidates (refined when asked)
+    merged with a flat search of the fragments no segment covers (both in the index's metric,
+    which a query without ``metric`` takes)."""
+    query = replace(query, metric=handles[0].metric)
+    chosen = {f.id for f in fragments}
+    covered = set().union(*(h.fragments for h in handles)) & chosen
+    uncovered = [f for f in fragments if f.id not in covered]
+    tops = (
+        flat_search(snapshot, query, uncovered, plan, batch_size, ahead)
+        if uncovered
+        else [TopK(query.k) for _ in range(len(query.queries))]
+    )
+    if not covered:
+        return tops
+    passing = (
+        _passing(snapshot, [f for f in fragments if f.id in covered], plan, batch_size)
+        if plan is not None
+        else None
+    )
+    low, high = _probes(query)
+    refine = query.tuning.get("refine_factor")
+    want = query.k * int(refine) if refine else query.k  # type: ignore[call-overload]
+    readers = [
+        (h, open_vector_index(snapshot, h), _allowed(snapshot, h, passing)) for h in handles if h.fragments
+    ]
+    dim = query.queries.shape[1]
+    for top, q in zip(tops, query.queries, strict=True):
+        vector = q.astype(np.float32)
+        ids_parts, dist_parts = [], []
+        for handle, reader, allowed in readers:
+            found = _checked(reader.search(VectorQuery(vector, want, low, high, allowed)), handle, want)
+            ids_parts.append(found.row_ids)
+            dist_parts.append(found.distances.astype(np.float32))
+        ids, dist = np.concatenate(ids_parts), np.concatenate(dist_parts)
+        if len(ids) > want:  # several segments: the best ``want`` of all
+            best = np.lexsort((ids, dist))[:want]
+            ids, dist = ids[best], dist[best]
+        if (refine or uncovered) and len(ids):  # pylance re-measures before merging with flat rows
+            vectors, valid = vectors_of(take(snapshot, ids, [query.column], by_address=True).column(0), dim)
+            exact = distances(query.metric, vectors, q)
+            ids, dist = ids[valid], exact[valid]
+        top.push(dist, ids, ids)
+    return tops

@@ -1,0 +1,289 @@
+"""The IVF_PQ vector index (pylance's ``create_index(col, "IVF_PQ", ...)``), byte-compatible with
+pylance 14.0.2 both ways.
+
+Layout (observed on pylance 14 files, ``index_file_version`` V3; ``../shared/spec`` §8.4):
+
+* ``index.idx``: one empty ``__flat_marker`` u64 column; schema metadata ``lance:index`` =
+  ``{"type":"IVF_PQ","distance_type":...}``, ``lance:flat`` (one ``""`` per partition) and
+  ``lance:ivf`` = the global buffer holding a ``lance.index.pb.IVF`` message whose
+  ``centroids_tensor`` is the (partitions, dim) centroid matrix (offsets/lengths all zero).
+* ``auxiliary.idx``: ``_rowid`` u64 and ``__pq_code`` FSL<uint8, num_sub_vectors>, grouped by
+  partition (row ids ascending inside one); ``lance:ivf`` = global buffer with the partitions'
+  ``offsets`` / ``lengths``; ``storage_metadata`` = a JSON list holding one JSON object
+  (``codebook_position``: the global buffer of the codebook ``Tensor``, ``nbits``,
+  ``num_sub_vectors``, ``dimension``, ``transposed``); ``distance_type``.
+* The codebook tensor says shape ``[256, dim]`` but its floats are sub-vector major:
+  ``(num_sub_vectors, 256, dim / num_sub_vectors)``. With ``transposed`` a partition's codes are
+  stored column-major: the ``l * m`` code bytes of its ``l`` rows are ``m`` runs of ``l``.
+
+How pylance encodes and measures (checked against its distances to the last bit on small data):
+
+* ``l2``: a row's partition is its nearest centroid; PQ encodes the residual ``x - c``; a query's
+  distance is the sum over sub-vectors of ``|r_m - codeword|^2`` with ``r = q - c`` (squared L2).
+* ``cosine``: vectors (and the query) are normalised first, then exactly as ``l2`` (the reported
+  distance is the squared L2 of the normalised vectors, ``2 * (1 - cos)`` in expectation).
+* ``dot``: unit-norm centroids, the partition of largest ``x . c``; PQ encodes ``x`` itself; the
+  distance is ``1 - sum_m q_m . codeword``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw import interfaces as ix
+from lance_fw._proto import vector_index_pb2
+from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
+from lance_fw.hookspecs import hookimpl
+from lance_fw_plugins import index_ivf_pq_train as train_mod
+from lance_fw_plugins.index_ivf_pq_train import (
+    AUX_FILE,
+    CODE_COLUMN,
+    INDEX_FILE,
+    INDEX_META_KEY,
+    IVF_META_KEY,
+    ROW_ID_COLUMN,
+    STORAGE_META_KEY,
+    TYPE_URL,
+    check_params,
+    details_bytes,
+)
+
+#: ``IndexMetadata.index_version`` pylance 14 writes for IVF_PQ.
+IVF_PQ_INDEX_VERSION = 1
+#: The only code width lance_fw reads and writes (pylance also has 4-bit codes).
+SUPPORTED_NBITS = 8
+#: ``Tensor.DataType`` -> numpy dtype of the tensors this module reads.
+_TENSOR_DTYPES = {
+    vector_index_pb2.Tensor.FLOAT16: np.float16,
+    vector_index_pb2.Tensor.FLOAT32: np.float32,
+    vector_index_pb2.Tensor.FLOAT64: np.float64,
+}
+#: Auto probing (no ``nprobes``) searches at least ``partitions ** this`` partitions (pylance's
+#: default ``search_effort`` 0.5 interpolates geometrically between one and all), then goes on
+#: while a partition may hold a row nearer than the k-th found (l2, cosine: the distance from the
+#: query to the bisecting hyperplane with the nearest centroid bounds it). With dot no such bound
+#: exists and pylance searches every partition; so does this.
+AUTO_EFFORT_EXPONENT = 0.5
+
+
+def tensor_array(tensor: vector_index_pb2.Tensor, where: str) -> np.ndarray:
+    """A ``Tensor`` message's data as a float32 numpy array of its shape."""
+    dtype = _TENSOR_DTYPES.get(tensor.data_type)
+    if dtype is None:
+        raise UnsupportedFeatureError(f"{where}: tensor of data type {tensor.data_type} is not supported")
+    flat = np.frombuffer(tensor.data, dtype)
+    shape = [int(s) for s in tensor.shape]
+    if int(np.prod(shape)) != len(flat):
+        raise CorruptFileError(where, f"tensor of shape {shape} holds {len(flat)} values")
+    return flat.astype(np.float32).reshape(shape)
+
+
+def _ivf(store: ix.IndexFileStore, name: str, where: str) -> vector_index_pb2.IVF:
+    meta = store.schema_metadata(name)
+    try:
+        position = int(meta[IVF_META_KEY])
+    except (KeyError, ValueError) as exc:
+        raise CorruptFileError(where, f"{name} has no {IVF_META_KEY!r} global buffer number") from exc
+    ivf = vector_index_pb2.IVF()
+    try:
+        ivf.ParseFromString(store.global_buffer(name, position))
+    except Exception as exc:  # a protobuf DecodeError: not an IVF message
+        raise CorruptFileError(where, f"{name}: global buffer {position} is not an IVF message") from exc
+    return ivf
+
+
+class IvfPqReader:
+    """An opened IVF_PQ segment: centroids, codebook, and every row's id and code, held in memory
+    (the codes are ``num_sub_vectors`` bytes per row, the row ids 8)."""
+
+    def __init__(self, store: ix.IndexFileStore, field: pa.Field) -> None:
+        where = f"IVF_PQ index {getattr(store, 'directory', '')}"
+        try:
+            kind = json.loads(store.schema_metadata(INDEX_FILE)[INDEX_META_KEY])
+        except (KeyError, ValueError) as exc:
+            raise CorruptFileError(where, f"{INDEX_FILE} has no {INDEX_META_KEY!r} metadata") from exc
+        if kind.get("type") != "IVF_PQ":
+            raise CorruptFileError(where, f"{INDEX_FILE} holds a {kind.get('type')!r} index, not IVF_PQ")
+        self.metric = str(kind.get("distance_type", "l2")).lower()
+        if self.metric not in ("l2", "cosine", "dot"):
+            raise UnsupportedFeatureError(f"{where}: distance type {self.metric!r} is not supported")
+        ivf = _ivf(store, INDEX_FILE, where)
+        self.centroids = tensor_array(ivf.centroids_tensor, where)
+        if self.centroids.ndim != 2:
+            raise CorruptFileError(where, f"{INDEX_FILE}: centroids of shape {self.centroids.shape}")
+        self.loss = ivf.loss if ivf.HasField("loss") else None
+        aux_meta = store.schema_metadata(AUX_FILE)
+        try:
+            storage = json.loads(json.loads(aux_meta[STORAGE_META_KEY])[0])
+            nbits, m = int(storage["nbits"]), int(storage["num_sub_vectors"])
+            dim, position = int(storage["dimension"]), int(storage["codebook_position"])
+            transposed = bool(storage.get("transposed", False))
+        except (KeyError, ValueError, IndexError, TypeError) as exc:
+            raise CorruptFileError(where, f"{AUX_FILE}: bad {STORAGE_META_KEY!r} metadata") from exc
+        if nbits != SUPPORTED_NBITS:
+            raise UnsupportedFeatureError(f"{where}: {nbits}-bit PQ codes are not supported (8 only)")
+        if dim != self.centroids.shape[1] or dim % m:
+            raise CorruptFileError(where, f"dimension {dim} does not fit {m} sub-vectors / the centroids")
+        book = vector_index_pb2.Tensor()
+        book.ParseFromString(store.global_buffer(AUX_FILE, position))
+        centroids_per_book = 1 << nbits
+        self.codebook = tensor_array(book, where).reshape(m, centroids_per_book, dim // m)
+        self.num_sub_vectors, self.dimension, self.nbits = m, dim, nbits
+        parts = _ivf(store, AUX_FILE, where)
+        self.offsets = np.array(parts.offsets, np.int64)
+        self.lengths = np.array(parts.lengths, np.int64)
+        if len(self.offsets) != len(self.centroids) or len(self.lengths) != len(self.centroids):
+            raise CorruptFileError(where, f"{AUX_FILE}: partitions do not match the centroids")
+        table = store.read_table(AUX_FILE, [ROW_ID_COLUMN, CODE_COLUMN])
+        rows = table.num_rows
+        if int(self.lengths.sum()) != rows or (len(self.offsets) and int(self.offsets[-1]) > rows):
+            raise CorruptFileError(where, f"{AUX_FILE}: partitions cover {self.lengths.sum()} of {rows} rows")
+        self.row_ids = table.column(ROW_ID_COLUMN).to_numpy(zero_copy_only=False).astype(np.uint64)
+        codes = table.column(CODE_COLUMN).combine_chunks()
+        flat = codes.values.to_numpy(zero_copy_only=False)[codes.offset * m : (codes.offset + rows) * m]
+        #: per partition, an (m, length) matrix of indices into the flattened (m, 256) distance table
+        self._codes: list[np.ndarray] = []
+        shift = (np.arange(m, dtype=np.int32) * centroids_per_book)[:, None]
+        for offset, length in zip(self.offsets.tolist(), self.lengths.tolist(), strict=True):
+            block = flat[offset * m : (offset + length) * m]
+            block = block.reshape(m, length) if transposed else block.reshape(length, m).T
+            self._codes.append(block.astype(np.int32) + shift)
+        self._book_norms = np.einsum("msd,msd->ms", self.codebook, self.codebook)
+        self._lock = threading.Lock()
+
+    # -- search --------------------------------------------------------------------------------
+
+    def _table(self, residual: np.ndarray) -> np.ndarray:
+        """The flattened (m * 256) table of sub-vector distances to every codeword."""
+        sub = residual.reshape(self.num_sub_vectors, -1)
+        if self.metric == "dot":
+            return -np.einsum("msd,md->ms", self.codebook, sub).ravel()
+        diff = self.codebook - sub[:, None, :]
+        return np.einsum("msd,msd->ms", diff, diff).ravel()
+
+    def _partition_order(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.metric == "dot":
+            score = np.float32(1.0) - self.centroids @ v
+        else:
+            delta = self.centroids - v
+            score = np.einsum("pd,pd->p", delta, delta)
+        order = np.argsort(score, kind="stable")
+        return order, score
+
+    def search(self, query: ix.VectorQuery) -> ix.VectorSearchResult:
+        v = np.asarray(query.vector, np.float32).reshape(-1)
+        if self.metric == "cosine":
+            norm = float(np.linalg.norm(v))
+            v = v / np.float32(norm) if norm > 0 else v
+        order, score = self._partition_order(v)
+        total = len(order)
+        auto = query.minimum_nprobes is None and query.maximum_nprobes is None
+        least = max(1, min(total, query.minimum_nprobes or 1))
+        most = min(total, query.maximum_nprobes or total)
+        least = min(least, most)
+        if auto:  # pylance's default effort starts between 1 and all partitions, geometrically
+            least = (
+                most
+                if self.metric == "dot"
+                else min(most, max(least, math.ceil(total**AUTO_EFFORT_EXPONENT)))
+            )
+        dot_table = self._table(v) if self.metric == "dot" else None
+        found_d: list[np.ndarray] = []
+        found_id: list[np.ndarray] = []
+        have, kth, searched = 0, np.inf, 0
+        first = self.centroids[order[0]] if total else None
+        for rank in range(most):
+            p = int(order[rank])
+            if rank >= least and have >= query.k:
+                if not auto or self.metric == "dot":
+                    break
+                gap = float(np.linalg.norm(self.centroids[p] - first))
+                bound = (float(score[p]) - float(score[order[0]])) / (2 * gap) if gap > 0 else 0.0
+                if bound > 0 and bound * bound > kth:
+                    break
+            searched += 1
+            codes = self._codes[p]
+            if not codes.shape[1]:
+                continue
+            table = dot_table if dot_table is not None else self._table(v - self.centroids[p])
+            dist = table[codes].sum(axis=0, dtype=np.float32)
+            if self.metric == "dot":
+                dist = np.float32(1.0) + dist
+            ids = self.row_ids[self.offsets[p] : self.offsets[p] + self.lengths[p]]
+            if query.allowed is not None:
+                keep = query.allowed(ids)
+                dist, ids = dist[keep], ids[keep]
+            found_d.append(dist)
+            found_id.append(ids)
+            have += len(ids)
+            if auto and have >= query.k:
+                kth = float(np.partition(np.concatenate(found_d), query.k - 1)[query.k - 1])
+        if not found_d:
+            return ix.VectorSearchResult(np.zeros(0, np.uint64), np.zeros(0, np.float32), searched)
+        dist, ids = np.concatenate(found_d), np.concatenate(found_id)
+        keep = ~np.isnan(dist)
+        dist, ids = dist[keep], ids[keep]
+        if len(dist) > query.k:
+            bound = np.partition(dist, query.k - 1)[query.k - 1]
+            near = np.flatnonzero(dist <= bound)
+            dist, ids = dist[near], ids[near]
+        best = np.lexsort((ids, dist))[: query.k]
+        return ix.VectorSearchResult(ids[best], dist[best].astype(np.float32), searched)
+
+    def statistics(self) -> dict[str, Any]:
+        return {
+            "index_type": "IVF_PQ",
+            "metric_type": self.metric,
+            "num_partitions": len(self.centroids),
+            "sub_index": {
+                "metric_type": self.metric,
+                "nbits": self.nbits,
+                "num_sub_vectors": self.num_sub_vectors,
+                "dimension": self.dimension,
+                "index_type": "PQ",
+                "transposed": True,
+            },
+            "partitions": [{"size": int(n)} for n in self.lengths],
+            "centroids": self.centroids.tolist(),
+            "loss": self.loss,
+            "index_file_version": "V3",
+        }
+
+
+class IvfPqType:
+    """The IVF_PQ index type (``VectorIndexType``)."""
+
+    name = "IVF_PQ"
+    display_name = "IVF_PQ"
+    type_url = TYPE_URL
+    index_version = IVF_PQ_INDEX_VERSION
+
+    def details(self, params: Mapping[str, Any]) -> bytes:
+        return details_bytes(params)
+
+    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+        check_params(field, params)
+
+    def train(
+        self,
+        batches: ix.Iterable[pa.RecordBatch],
+        field: pa.Field,
+        params: Mapping[str, Any],
+        store: ix.IndexFileStore,
+    ) -> None:
+        train_mod.train(batches, field, params, store)
+
+    def load(self, store: ix.IndexFileStore, field: pa.Field) -> IvfPqReader:
+        return IvfPqReader(store, field)
+
+
+@hookimpl(trylast=True)
+def lance_vector_index_types() -> dict[str, Any]:
+    return {"IVF_PQ": IvfPqType()}

@@ -1,0 +1,355 @@
+"""Training and writing IVF_PQ indices in pylance 14's layout (see ``index_ivf_pq`` for the layout).
+
+Why numpy k-means of our own: the index must be built without pylance, from the kernel's training
+batches. IVF centroids come from Lloyd's k-means on a seeded sample of ``num_partitions *
+sample_rate`` rows (pylance's sample size), PQ codebooks from one k-means of 256 codewords per
+sub-vector on ``256 * sample_rate`` residuals; both stop at ``max_iters`` or when the loss stops
+improving. For ``cosine`` the vectors are normalised first; for ``dot`` the centroids are kept at
+unit norm (spherical k-means), as pylance's are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lance_fw import interfaces as ix
+from lance_fw._proto import vector_index_pb2
+from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+
+TYPE_URL = "/lance.index.pb.VectorIndexDetails"
+INDEX_FILE = "index.idx"
+AUX_FILE = "auxiliary.idx"
+#: Schema metadata keys of the two files.
+IVF_META_KEY = "lance:ivf"
+INDEX_META_KEY = "lance:index"
+FLAT_META_KEY = "lance:flat"
+STORAGE_META_KEY = "storage_metadata"
+DISTANCE_TYPE_KEY = "distance_type"
+#: Columns.
+ROW_ID_COLUMN = "_rowid"
+CODE_COLUMN = "__pq_code"
+FLAT_MARKER_COLUMN = "__flat_marker"
+#: Global buffers: 1 the IVF message, 2 (auxiliary.idx) the codebook.
+IVF_BUFFER = 1
+CODEBOOK_BUFFER = 2
+#: pylance's defaults.
+DEFAULT_NUM_BITS = 8
+DEFAULT_SAMPLE_RATE = 256
+DEFAULT_MAX_ITERS = 50
+#: k-means stops when the loss improves by less than this fraction (IVF centroids).
+KMEANS_TOLERANCE = 1e-4
+#: The same for PQ codebooks: 256 codewords of a few dimensions keep improving by ~0.1% per
+#: iteration for dozens of iterations (about 1% of loss in all, no measurable recall), so they
+#: stop earlier; this keeps training within a few times pylance's (Rust, SIMD) time.
+PQ_TOLERANCE = 1e-3
+#: Rows per block when assigning or encoding (bounds the (rows, centroids) distance matrix).
+BLOCK_ROWS = 2048
+SEED = 42
+METRICS = {
+    "l2": vector_index_pb2.L2,
+    "euclidean": vector_index_pb2.L2,
+    "cosine": vector_index_pb2.Cosine,
+    "dot": vector_index_pb2.Dot,
+}
+#: ``create_index`` parameters this type implements; any other one is refused by name.
+PARAMS = ("metric", "num_partitions", "num_sub_vectors", "num_bits", "sample_rate", "max_iters")
+_FLOATS = (pa.float16(), pa.float32(), pa.float64())
+
+
+def metric_of(params: Mapping[str, Any]) -> str:
+    name = str(params.get("metric", "l2")).lower()
+    if name not in METRICS:
+        raise UnsupportedFeatureError(f"IVF_PQ: metric {params.get('metric')!r} is not supported")
+    return "l2" if name == "euclidean" else name
+
+
+def _vector_type(field: pa.Field) -> pa.FixedSizeListType:
+    kind = field.type.storage_type if isinstance(field.type, pa.ExtensionType) else field.type
+    if not pa.types.is_fixed_size_list(kind) or kind.value_type not in _FLOATS:
+        raise UnsupportedFeatureError(
+            f"IVF_PQ: column {field.name!r} of type {field.type} is not a float vector column"
+        )
+    assert isinstance(kind, pa.FixedSizeListType)
+    return kind
+
+
+def _int(params: Mapping[str, Any], key: str, default: int | None) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise InvalidArgumentError(f"IVF_PQ: {key} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def check_params(field: pa.Field, params: Mapping[str, Any]) -> None:
+    """Refuse what this type does not implement; every given parameter is used."""
+    unknown = sorted(set(params) - set(PARAMS))
+    if unknown:
+        raise InvalidArgumentError(f"IVF_PQ: parameter(s) {', '.join(unknown)} not supported by lance_fw")
+    dim = _vector_type(field).list_size
+    metric_of(params)
+    if _int(params, "num_bits", DEFAULT_NUM_BITS) != DEFAULT_NUM_BITS:
+        raise UnsupportedFeatureError("IVF_PQ: only num_bits=8 is supported by lance_fw")
+    if params.get("num_partitions") is None or params.get("num_sub_vectors") is None:
+        raise InvalidArgumentError("num_partitions and num_sub_vectors are required for IVF_PQ")
+    m = _int(params, "num_sub_vectors", None)
+    if m is not None and dim % m:
+        raise InvalidArgumentError(f"IVF_PQ: num_sub_vectors {m} must divide the vector dimension {dim}")
+    _int(params, "num_partitions", None)
+    _int(params, "sample_rate", DEFAULT_SAMPLE_RATE)
+    _int(params, "max_iters", DEFAULT_MAX_ITERS)
+
+
+def details_bytes(params: Mapping[str, Any]) -> bytes:
+    """``VectorIndexDetails`` as pylance 14 writes it for IVF_PQ (with its runtime hints)."""
+    details = vector_index_pb2.VectorIndexDetails(metric_type=METRICS[metric_of(params)])
+    details.pq.num_bits = _int(params, "num_bits", DEFAULT_NUM_BITS) or DEFAULT_NUM_BITS
+    details.pq.num_sub_vectors = int(params["num_sub_vectors"])
+    iters = str(_int(params, "max_iters", DEFAULT_MAX_ITERS))
+    rate = str(_int(params, "sample_rate", DEFAULT_SAMPLE_RATE))
+    hints = {
+        "lance.ivf.max_iters": iters,
+        "lance.ivf.sample_rate": rate,
+        "lance.skip_transpose": "false",
+        "lance.pq.kmeans_redos": "1",
+        "lance.pq.sample_rate": rate,
+        "lance.pq.max_iters": iters,
+    }
+    details.runtime_hints.update(hints)
+    return details.SerializeToString()
+
+
+# -- k-means --------------------------------------------------------------------------------------
+
+
+def assign(x: np.ndarray, c: np.ndarray, spherical: bool) -> np.ndarray:
+    """Each row's nearest centroid (largest dot product for ``spherical``)."""
+    return _nearest(x, c, spherical)[0]
+
+
+def _nearest(x: np.ndarray, c: np.ndarray, spherical: bool) -> tuple[np.ndarray, float]:
+    """Each row's nearest centroid and the loss (sum of squared distances, or of ``1 - x.c`` for
+    ``spherical``), in blocks of rows: ``argmin(|c|^2 - 2 x.c)`` (a row's own ``|x|^2`` does not
+    change its argmin; it is added to the loss once)."""
+    out = np.empty(len(x), np.int64)
+    scaled = (c * np.float32(-1.0 if spherical else -2.0)).T.copy()
+    norms = np.zeros(len(c), np.float32) if spherical else np.einsum("ij,ij->i", c, c)
+    total = float(len(x)) if spherical else float(np.einsum("ij,ij->", x, x, dtype=np.float64))
+    for lo in range(0, len(x), BLOCK_ROWS):
+        score = x[lo : lo + BLOCK_ROWS] @ scaled
+        score += norms
+        best = np.argmin(score, axis=1)
+        out[lo : lo + BLOCK_ROWS] = best
+        total += float(np.take_along_axis(score, best[:, None], axis=1).sum(dtype=np.float64))
+    return out, total
+
+
+def kmeans(
+    x: np.ndarray,
+    k: int,
+    max_iters: int,
+    rng: np.random.Generator,
+    spherical: bool = False,
+    tolerance: float = KMEANS_TOLERANCE,
+) -> tuple[np.ndarray, float]:
+    """Lloyd's k-means of ``x`` into ``k`` centroids (random rows to start; an emptied cluster is
+    re-seeded next to the largest one). Returns the centroids and the loss of the last
+    assignment. Stops after ``max_iters`` or when the loss improves by less than
+    ``tolerance`` of itself."""
+    n, dim = x.shape
+    c = x[rng.choice(n, size=k, replace=n < k)].astype(np.float32, copy=True)
+    if spherical:
+        c /= np.maximum(np.linalg.norm(c, axis=1, keepdims=True), np.float32(1e-12))
+    previous = np.inf
+    loss = 0.0
+    for _ in range(max_iters):
+        labels, loss = _nearest(x, c, spherical)
+        counts = np.bincount(labels, minlength=k)
+        sums = np.empty((k, dim), np.float64)
+        for j in range(dim):
+            sums[:, j] = np.bincount(labels, weights=x[:, j], minlength=k)
+        fresh = (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)
+        for empty in np.flatnonzero(counts == 0):  # re-seed next to the largest cluster
+            big = int(np.argmax(counts))
+            noise = np.float32(1e-3) * rng.standard_normal(dim, dtype=np.float32)
+            fresh[empty] = fresh[big] * (1 + noise)
+            counts[big] //= 2
+            counts[empty] = counts[big]
+        if spherical:
+            fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), np.float32(1e-12))
+        c = fresh
+        if np.isfinite(previous) and previous - loss <= tolerance * abs(previous):
+            break
+        previous = loss
+    return c, loss
+
+
+def train_pq(residuals: np.ndarray, m: int, max_iters: int, rng: np.random.Generator) -> np.ndarray:
+    """(m, 256, dim / m) codebooks: one k-means of 256 codewords per sub-vector."""
+    sub = residuals.shape[1] // m
+    books = [
+        kmeans(
+            np.ascontiguousarray(residuals[:, i * sub : (i + 1) * sub]),
+            1 << DEFAULT_NUM_BITS,
+            max_iters,
+            rng,
+            tolerance=PQ_TOLERANCE,
+        )[0]
+        for i in range(m)
+    ]
+    return np.stack(books).astype(np.float32)
+
+
+def encode(residuals: np.ndarray, books: np.ndarray) -> np.ndarray:
+    """(rows, m) uint8 codes: the nearest codeword of each sub-vector."""
+    m, _, sub = books.shape
+    codes = np.empty((len(residuals), m), np.uint8)
+    for i in range(m):
+        codes[:, i] = assign(np.ascontiguousarray(residuals[:, i * sub : (i + 1) * sub]), books[i], False)
+    return codes
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+def _tensor(array: np.ndarray, shape: list[int]) -> vector_index_pb2.Tensor:
+    return vector_index_pb2.Tensor(
+        data_type=vector_index_pb2.Tensor.FLOAT32,
+        shape=shape,
+        data=np.ascontiguousarray(array, np.float32).tobytes(),
+    )
+
+
+def _gather(batches: Iterable[pa.RecordBatch], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every non-null vector (float32) and its row address."""
+    vectors, ids = [], []
+    for batch in batches:
+        column = batch.column(0)
+        if isinstance(column, pa.ExtensionArray):
+            column = column.storage
+        valid = column.is_valid().to_numpy(zero_copy_only=False)
+        flat = column.values.slice(column.offset * dim, len(column) * dim).to_numpy(zero_copy_only=False)
+        vectors.append(flat.reshape(len(column), dim)[valid].astype(np.float32))
+        ids.append(batch.column(1).to_numpy(zero_copy_only=False)[valid].astype(np.uint64))
+    if not vectors:
+        return np.zeros((0, dim), np.float32), np.zeros(0, np.uint64)
+    x, row_ids = np.concatenate(vectors), np.concatenate(ids)
+    finite = np.isfinite(x).all(axis=1)  # pylance's filter_nan: rows with NaN / inf are not indexed
+    return x[finite], row_ids[finite]
+
+
+def train(
+    batches: Iterable[pa.RecordBatch], field: pa.Field, params: Mapping[str, Any], store: ix.IndexFileStore
+) -> None:
+    """Train on every vector of ``batches`` and write ``index.idx`` and ``auxiliary.idx``."""
+    dim = _vector_type(field).list_size
+    metric = metric_of(params)
+    x, row_ids = _gather(batches, dim)
+    codewords = 1 << DEFAULT_NUM_BITS
+    if len(x) < codewords:
+        raise InvalidArgumentError(
+            f"IVF_PQ: not enough rows to train PQ: requires {codewords} rows but only {len(x)} available"
+        )
+    if metric == "cosine":
+        x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), np.float32(1e-12))
+    parts = int(params["num_partitions"])
+    if parts > len(x):
+        raise InvalidArgumentError(f"IVF_PQ: num_partitions {parts} exceeds the {len(x)} rows to index")
+    m = int(params["num_sub_vectors"])
+    rate = _int(params, "sample_rate", DEFAULT_SAMPLE_RATE) or DEFAULT_SAMPLE_RATE
+    iters = _int(params, "max_iters", DEFAULT_MAX_ITERS) or DEFAULT_MAX_ITERS
+    rng = np.random.default_rng(SEED)
+    spherical = metric == "dot"
+    sample = x if len(x) <= parts * rate else x[np.sort(rng.choice(len(x), parts * rate, replace=False))]
+    centroids, loss = (
+        kmeans(sample, parts, iters, rng, spherical) if parts > 1 else (_one_centroid(x, spherical), 0.0)
+    )
+    labels = assign(x, centroids, spherical)
+    pq_rows = x if len(x) <= codewords * rate else None
+    pick = None if pq_rows is not None else np.sort(rng.choice(len(x), codewords * rate, replace=False))
+    training = x if pick is None else x[pick]
+    if metric != "dot":
+        training = training - centroids[labels if pick is None else labels[pick]]
+    books = train_pq(training, m, iters, rng)
+    order = np.argsort(labels, kind="stable")  # partitions in order, row addresses ascending in each
+    residual = x[order] - centroids[labels[order]] if metric != "dot" else x[order]
+    codes = encode(residual, books)
+    lengths = np.bincount(labels, minlength=parts).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    transposed = np.concatenate(
+        [codes[o : o + n].T.ravel() for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)]
+    )
+    _write(store, metric, centroids, loss, books, row_ids[order], transposed, m, dim, offsets, lengths)
+
+
+def _one_centroid(x: np.ndarray, spherical: bool) -> np.ndarray:
+    c = x.mean(axis=0, keepdims=True).astype(np.float32)
+    return c / max(float(np.linalg.norm(c)), 1e-12) if spherical else c
+
+
+def _write(
+    store: ix.IndexFileStore,
+    metric: str,
+    centroids: np.ndarray,
+    loss: float,
+    books: np.ndarray,
+    row_ids: np.ndarray,
+    codes: np.ndarray,
+    m: int,
+    dim: int,
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+) -> None:
+    parts = len(centroids)
+    compact = {"separators": (",", ":")}
+    storage = json.dumps(
+        {
+            "codebook_position": CODEBOOK_BUFFER,
+            "nbits": DEFAULT_NUM_BITS,
+            "num_sub_vectors": m,
+            "dimension": dim,
+            "codebook_tensor": [],
+            "transposed": True,
+        },
+        **compact,  # type: ignore[arg-type]
+    )
+    ivf_parts = vector_index_pb2.IVF(offsets=offsets.tolist(), lengths=lengths.tolist())
+    book = _tensor(books, [1 << DEFAULT_NUM_BITS, dim])
+    code_type = pa.list_(pa.field("item", pa.uint8()), m)
+    aux = pa.table(
+        {
+            ROW_ID_COLUMN: pa.array(row_ids, pa.uint64()),
+            CODE_COLUMN: pa.FixedSizeListArray.from_arrays(pa.array(codes, pa.uint8()), type=code_type),
+        }
+    )
+    store.write_table(
+        AUX_FILE,
+        aux,
+        {
+            IVF_META_KEY: str(IVF_BUFFER),
+            DISTANCE_TYPE_KEY: metric,
+            STORAGE_META_KEY: json.dumps([storage], **compact),  # type: ignore[arg-type]
+        },
+        [ivf_parts.SerializeToString(), book.SerializeToString()],
+    )
+    ivf = vector_index_pb2.IVF(offsets=[0] * parts, lengths=[0] * parts, loss=loss)
+    ivf.centroids_tensor.CopyFrom(_tensor(centroids, [parts, dim]))
+    marker = pa.table({FLAT_MARKER_COLUMN: pa.array([], pa.uint64())}).cast(
+        pa.schema([pa.field(FLAT_MARKER_COLUMN, pa.uint64(), nullable=False)])
+    )
+    store.write_table(
+        INDEX_FILE,
+        marker,
+        {
+            INDEX_META_KEY: json.dumps({"type": "IVF_PQ", "distance_type": metric}, **compact),  # type: ignore[arg-type]
+            IVF_META_KEY: str(IVF_BUFFER),
+            FLAT_META_KEY: json.dumps([""] * parts, **compact),  # type: ignore[arg-type]
+        },
+        [ivf.SerializeToString()],
+    )
