@@ -85,6 +85,10 @@ class RangeReader(abc.ABC):
     """Positional reads from one file. Implementations must be safe to call from several threads."""
 
     path: str
+    #: Ranges closer than this are read as one request (``coalesce_ranges``). A request to an object
+    #: store costs a round trip, so reading the gap between two ranges is cheaper; a backend whose
+    #: reads are cheap (local files: one syscall) sets it lower, as copying the gap costs more.
+    coalesce_gap: int = COALESCE_GAP
 
     @abc.abstractmethod
     def size(self) -> int: ...
@@ -95,7 +99,7 @@ class RangeReader(abc.ABC):
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         """Read many ranges, coalescing nearby ones into single requests."""
         out: list[memoryview | None] = [None] * len(ranges)
-        for start, length, idx in coalesce_ranges(ranges):
+        for start, length, idx in coalesce_ranges(ranges, self.coalesce_gap):
             blob = memoryview(self.read(start, length))
             for i in idx:
                 off, ln = ranges[i]

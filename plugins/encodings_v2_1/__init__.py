@@ -89,6 +89,28 @@ class PageLayoutDecoder:
             pa.array(rows)
         )
 
+    def decode_pages_rows(
+        self, pages: Sequence[tuple[any_pb2.Any, PageInput, np.ndarray]]
+    ) -> pa.Array | None:
+        """Rows of several pages of one column at once (``PageRowDecoder``): mini-block pages
+        without repetition or dictionary and with equal encodings decode as one
+        (``take.mini_block_pages_rows``); None for others (the reader decodes them page by page)."""
+        from lance_fw.plugin_manager import registry
+
+        if (
+            registry.kind_decoders.get((FAMILY, "mini_block_layout"))
+            is not KIND_DECODERS["mini_block_layout"]
+        ):
+            return None
+        found = [parse_message(pb.PageLayout, e.value, p.where, "page layout") for e, p, _ in pages]
+        if any(layout.WhichOneof("layout") != "mini_block_layout" for layout in found):
+            return None
+        first = pages[0][1]
+        levels = take.mini_block_pages_rows(
+            [layout.mini_block_layout for layout in found], [p for _, p, _ in pages], [r for _, _, r in pages]
+        )
+        return None if levels is None else repdef.build(levels, first.arrow_type, first.where)
+
 
 decode_page_layout = PageLayoutDecoder()
 
