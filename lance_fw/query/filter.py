@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import math
 from functools import reduce
 
@@ -42,6 +43,7 @@ from lance_fw.query import filter_regex, float_math, float_order, visitors
 from lance_fw.query.dialect import (
     ARITHMETIC,
     FLIPPED,
+    PARSE_CACHE_SIZE,
     ROW_COLUMNS,
     ExpressionError,
     column_path,
@@ -70,7 +72,25 @@ _NULL_BOOL = visitors.NULL_BOOL
 
 
 def parse_filter(text: str, schema: pa.Schema) -> pc.Expression:
-    """Parse ``text`` against ``schema`` (column types drive literal coercion)."""
+    """Parse ``text`` against ``schema`` (column types drive literal coercion).
+
+    Kept per (text, schema) (expressions are immutable; a point lookup spent a third of its planning
+    here), except for filters that may read the clock (``now()``, ``current_date`` ...)."""
+    if isinstance(text, str) and not any(word in text.lower() for word in _CLOCK_WORDS):
+        return _parse_filter_cached(text, schema)
+    return _parse_filter(text, schema)
+
+
+#: Substrings of the functions whose value changes between calls: such filters are never cached.
+_CLOCK_WORDS = ("now", "current_", "today")
+
+
+@functools.lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _parse_filter_cached(text: str, schema: pa.Schema) -> pc.Expression:
+    return _parse_filter(text, schema)
+
+
+def _parse_filter(text: str, schema: pa.Schema) -> pc.Expression:
     visitor = _Visitor(schema, text)
     expression = visitor.visit(parse_where(text, FilterError))
     t = visitor.type_of(expression)
