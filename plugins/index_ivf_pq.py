@@ -155,18 +155,25 @@ class IvfPqReader:
             block = flat[offset * m : (offset + length) * m]
             block = block.reshape(m, length) if transposed else block.reshape(length, m).T
             self._codes.append(block.astype(np.int32) + shift)
-        self._book_norms = np.einsum("msd,msd->ms", self.codebook, self.codebook)
+        self._book64 = self.codebook.astype(np.float64)
+        self._book64_t = self._book64.transpose(0, 2, 1).copy()  # (m, sub dim, 256)
+        self._book_norms = np.einsum("msd,msd->ms", self._book64, self._book64)
         self._lock = threading.Lock()
 
     # -- search --------------------------------------------------------------------------------
 
-    def _table(self, residual: np.ndarray) -> np.ndarray:
-        """The flattened (m * 256) table of sub-vector distances to every codeword."""
-        sub = residual.reshape(self.num_sub_vectors, -1)
+    def _tables(self, v: np.ndarray, parts: np.ndarray) -> np.ndarray:
+        """(len(parts), m * 256) tables of sub-vector distances to every codeword, one per
+        partition: squared L2 to the residual ``v - centroid`` (expanded in float64, so within an
+        ulp of pylance's float32 sums), or for dot ``-v_m . codeword`` (one table for all)."""
+        m = self.num_sub_vectors
         if self.metric == "dot":
-            return -np.einsum("msd,md->ms", self.codebook, sub).ravel()
-        diff = self.codebook - sub[:, None, :]
-        return np.einsum("msd,msd->ms", diff, diff).ravel()
+            one = -np.einsum("msd,md->ms", self.codebook, v.reshape(m, -1)).ravel()
+            return np.broadcast_to(one, (len(parts), len(one)))
+        sub = (v - self.centroids[parts]).astype(np.float64).reshape(len(parts), m, -1)
+        cross = np.matmul(sub.transpose(1, 0, 2), self._book64_t).transpose(1, 0, 2)  # (p, m, 256)
+        table = self._book_norms[None] - 2.0 * cross + np.einsum("pmd,pmd->pm", sub, sub)[:, :, None]
+        return np.maximum(table, 0.0).astype(np.float32).reshape(len(parts), -1)
 
     def _partition_order(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.metric == "dot":
@@ -194,17 +201,16 @@ class IvfPqReader:
                 if self.metric == "dot"
                 else min(most, max(least, math.ceil(total**AUTO_EFFORT_EXPONENT)))
             )
-        dot_table = self._table(v) if self.metric == "dot" else None
         found_d: list[np.ndarray] = []
         found_id: list[np.ndarray] = []
         have, kth, searched = 0, np.inf, 0
-        first = self.centroids[order[0]] if total else None
+        tables = self._tables(v, order[:least])  # the partitions searched in any case, at once
         for rank in range(most):
             p = int(order[rank])
             if rank >= least and have >= query.k:
                 if not auto or self.metric == "dot":
                     break
-                gap = float(np.linalg.norm(self.centroids[p] - first))
+                gap = float(np.linalg.norm(self.centroids[p] - self.centroids[order[0]]))
                 bound = (float(score[p]) - float(score[order[0]])) / (2 * gap) if gap > 0 else 0.0
                 if bound > 0 and bound * bound > kth:
                     break
@@ -212,10 +218,10 @@ class IvfPqReader:
             codes = self._codes[p]
             if not codes.shape[1]:
                 continue
-            table = dot_table if dot_table is not None else self._table(v - self.centroids[p])
+            table = tables[rank] if rank < least else self._tables(v, order[rank : rank + 1])[0]
             dist = table[codes].sum(axis=0, dtype=np.float32)
             if self.metric == "dot":
-                dist = np.float32(1.0) + dist
+                dist += np.float32(1.0)
             ids = self.row_ids[self.offsets[p] : self.offsets[p] + self.lengths[p]]
             if query.allowed is not None:
                 keep = query.allowed(ids)
@@ -223,7 +229,7 @@ class IvfPqReader:
             found_d.append(dist)
             found_id.append(ids)
             have += len(ids)
-            if auto and have >= query.k:
+            if auto and have >= query.k and rank + 1 >= least:
                 kth = float(np.partition(np.concatenate(found_d), query.k - 1)[query.k - 1])
         if not found_d:
             return ix.VectorSearchResult(np.zeros(0, np.uint64), np.zeros(0, np.float32), searched)

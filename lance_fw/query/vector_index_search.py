@@ -139,17 +139,22 @@ def open_vector_index(snapshot: Snapshot, handle: VectorHandle) -> VectorIndexRe
 
 
 def _allowed(
-    snapshot: Snapshot, handle: VectorHandle, passing: np.ndarray | None
-) -> Callable[[np.ndarray], np.ndarray]:
+    snapshot: Snapshot, handle: VectorHandle, passing: np.ndarray | None, chosen: set[int]
+) -> Callable[[np.ndarray], np.ndarray] | None:
     """Row ids -> whether the row may be returned: in a fragment the segment covers in this
-    version, not deleted, and (``passing``, sorted addresses) passing the prefilter."""
-    covered = np.array(sorted(handle.fragments), np.uint64)
+    version, not deleted, and (``passing``, sorted addresses) passing the prefilter. None when
+    every indexed row may be (nothing deleted or filtered, every indexed fragment still there)."""
+    usable = handle.fragments & chosen
+    covered = np.array(sorted(usable), np.uint64)
     deleted = [
         row_addresses(f.id, snapshot.fragment_reader(f).deleted)
         for f in snapshot.fragments
-        if f.id in handle.fragments and f.HasField("deletion_file")
+        if f.id in usable and f.HasField("deletion_file")
     ]
     gone = np.sort(np.concatenate(deleted)).astype(np.uint64) if deleted else None
+    indexed = frozenset(int(i) for i in fragment_bitmap(handle.meta, snapshot.uri))
+    if gone is None and passing is None and indexed <= usable:
+        return None
 
     def allowed(ids: np.ndarray) -> np.ndarray:
         keep = np.isin(ids >> np.uint64(FRAGMENT_SHIFT), covered)
@@ -240,7 +245,9 @@ def index_search(
     refine = query.tuning.get("refine_factor")
     want = query.k * int(refine) if refine else query.k  # type: ignore[call-overload]
     readers = [
-        (h, open_vector_index(snapshot, h), _allowed(snapshot, h, passing)) for h in handles if h.fragments
+        (h, open_vector_index(snapshot, h), _allowed(snapshot, h, passing, chosen))
+        for h in handles
+        if h.fragments & chosen
     ]
     dim = query.queries.shape[1]
     for top, q in zip(tops, query.queries, strict=True):
