@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.io.storage import join_uri
 from lance_fw.table.deletion import live_rows
+from lance_fw.table.fragment import Rows
 from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.snapshot import Snapshot
 
@@ -38,7 +39,7 @@ def take_blobs(snapshot: Snapshot, column: str, indices: ArrayLike) -> list[byte
         if len(hit):
             reader = snapshot.fragment_reader(frag)
             try:
-                table = pa.Table.from_batches(list(reader.batches([field])))
+                table = pa.Table.from_batches(list(reader.batches(Rows([field]))))
             finally:
                 reader.close()
             descriptors = table.column(0).take(pa.array(wanted[hit] - base)).to_pylist()

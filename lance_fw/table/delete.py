@@ -25,7 +25,7 @@ from lance_fw.table.deletion import (
     deletion_file_id,
     deletion_path,
 )
-from lance_fw.table.fragment import FragmentReader
+from lance_fw.table.fragment import FragmentReader, Rows
 from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Delete
@@ -125,7 +125,7 @@ def expression_matcher(snapshot: Snapshot, predicate: str | pc.Expression | None
     def match(reader: FragmentReader, frag: table_pb2.DataFragment) -> np.ndarray:
         hits = [
             batch.column("_rowaddr").to_numpy()
-            for batch in reader.filtered_batches([], filter_fields, matcher, with_row_address=True)
+            for batch in reader.filtered_batches(Rows([], with_row_address=True), filter_fields, matcher)
         ]
         addresses = np.concatenate(hits) if hits else np.zeros(0, np.uint64)
         return address_offsets(addresses).astype(np.uint32)

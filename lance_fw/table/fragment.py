@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -100,6 +101,29 @@ def _matched_batches(
     out = pa.RecordBatch.from_arrays(arrays, schema=schema)
     for lo in range(0, out.num_rows, batch_size):
         yield out.slice(lo, batch_size)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """What a fragment read emits: ``fields`` of physical rows [start, stop) (live ones only), in
+    batches of ``batch_size``, with the ``_rowid`` / ``_rowaddr`` columns asked for."""
+
+    fields: list[LanceField]
+    batch_size: int = DEFAULT_BATCH_SIZE
+    with_row_address: bool = False
+    with_row_id: bool = False
+    start: int = 0
+    stop: int | None = None
+
+    def schema(self) -> pa.Schema:
+        return with_row_columns(
+            pa.schema([f.to_arrow() for f in self.fields]), self.with_row_id, self.with_row_address
+        )
+
+
+def _probe_schema(filter_fields: list[LanceField]) -> pa.Schema:
+    """A filter's probe batch: its columns, ``_rowid`` and ``_rowaddr`` (filters may read both)."""
+    return Rows(filter_fields, with_row_address=True, with_row_id=True).schema()
 
 
 class FragmentReader:
@@ -260,32 +284,20 @@ class FragmentReader:
         ids = self.row_ids
         return (address if ids is None else pa.array(ids[start:stop])), address
 
-    @staticmethod
-    def _schema(fields: list[LanceField], with_row_id: bool, with_row_address: bool) -> pa.Schema:
-        return with_row_columns(pa.schema([f.to_arrow() for f in fields]), with_row_id, with_row_address)
-
     def _span(self, start: int, stop: int | None) -> tuple[int, int]:
         """Physical rows [start, stop) clipped to the fragment (a Spark task reads one such slice)."""
         return max(start, 0), self.physical_rows if stop is None else min(stop, self.physical_rows)
 
-    def batches(
-        self,
-        fields: list[LanceField],
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        with_row_address: bool = False,
-        with_row_id: bool = False,
-        start: int = 0,
-        stop: int | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        schema = self._schema(fields, with_row_id, with_row_address)
-        first, last = self._span(start, stop)
-        for start in range(first, last, batch_size):
-            stop = min(start + batch_size, last)
-            arrays = self.read_range(fields, start, stop)
-            if with_row_id or with_row_address:
+    def batches(self, rows: Rows) -> Iterator[pa.RecordBatch]:
+        schema = rows.schema()
+        first, last = self._span(rows.start, rows.stop)
+        for start in range(first, last, rows.batch_size):
+            stop = min(start + rows.batch_size, last)
+            arrays = self.read_range(rows.fields, start, stop)
+            if rows.with_row_id or rows.with_row_address:
                 row_id, address = self._row_columns(start, stop)
-                arrays += [row_id] if with_row_id else []
-                arrays += [address] if with_row_address else []
+                arrays += [row_id] if rows.with_row_id else []
+                arrays += [address] if rows.with_row_address else []
             batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
             mask = self.live_mask(start, stop)
             if mask is not None:
@@ -294,26 +306,18 @@ class FragmentReader:
                 yield batch
 
     def filtered_batches(
-        self,
-        fields: list[LanceField],
-        filter_fields: list[LanceField],
-        matcher: Matcher,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        with_row_address: bool = False,
-        with_row_id: bool = False,
-        start: int = 0,
-        stop: int | None = None,
+        self, rows: Rows, filter_fields: list[LanceField], matcher: Matcher
     ) -> Iterator[pa.RecordBatch]:
         """Late materialisation: per batch the filter's columns are read and ``matcher`` run first;
         the other projected columns are read only for batches with matches (a few matching rows
         through ``take_physical``, many as a range). Rows stay in physical order. The filter also
         sees ``_rowid`` and ``_rowaddr``."""
-        schema = self._schema(fields, with_row_id, with_row_address)
+        schema = rows.schema()
         filter_ids = [f.id for f in filter_fields]
-        probe_schema = self._schema(filter_fields, True, True)
-        others = [f for f in fields if f.id not in filter_ids]
-        step = max(batch_size, PROBE_ROWS)  # one filter call per many rows; output stays batch_size
-        first, last = self._span(start, stop)
+        probe_schema = _probe_schema(filter_fields)
+        others = [f for f in rows.fields if f.id not in filter_ids]
+        step = max(rows.batch_size, PROBE_ROWS)  # one filter call per many rows; output stays batch_size
+        first, last = self._span(rows.start, rows.stop)
         for start in range(first, last, step):
             stop = min(start + step, last)
             row_id, address = self._row_columns(start, stop)
@@ -332,60 +336,46 @@ class FragmentReader:
                 fetched = self.take_physical(others, hits + start)
             else:
                 fetched = [a.take(pa.array(hits)) for a in self.read_range(others, start, stop)]
-            yield from _matched_batches(fields, filter_ids, probe, hits, fetched, schema, batch_size)
+            yield from _matched_batches(
+                rows.fields, filter_ids, probe, hits, fetched, schema, rows.batch_size
+            )
 
     def candidate_batches(
-        self,
-        fields: list[LanceField],
-        filter_fields: list[LanceField],
-        matcher: Matcher,
-        candidates: np.ndarray,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        with_row_address: bool = False,
-        with_row_id: bool = False,
-        start: int = 0,
-        stop: int | None = None,
+        self, rows: Rows, filter_fields: list[LanceField], matcher: Matcher, candidates: np.ndarray
     ) -> Iterator[pa.RecordBatch]:
         """``filtered_batches`` over only the physical rows ``candidates`` (sorted; an index's
         answer, deleted rows included): live candidates are taken, the filter re-checks them, and
         the other columns are taken for the matches. Many candidates are read as the spans of rows
         holding them (``SPAN_GAP``), filtered as a scan would, skipping the rows between spans."""
-        first, last = self._span(start, stop)
-        rows = np.asarray(candidates, np.int64)
-        rows = rows[(rows >= first) & (rows < last)]
+        first, last = self._span(rows.start, rows.stop)
+        offsets = np.asarray(candidates, np.int64)
+        offsets = offsets[(offsets >= first) & (offsets < last)]
         if len(self.deleted):
-            rows = rows[~np.isin(rows, self.deleted.astype(np.int64), assume_unique=True)]
-        if len(rows) > CANDIDATE_SHARE * max(last - first, 1):  # many: scan the spans holding them
-            cuts = np.flatnonzero(np.diff(rows) > SPAN_GAP) + 1
-            for lo, hi in zip(rows[np.r_[0, cuts]], rows[np.r_[cuts - 1, len(rows) - 1]]):
-                yield from self.filtered_batches(
-                    fields,
-                    filter_fields,
-                    matcher,
-                    batch_size,
-                    with_row_address,
-                    with_row_id,
-                    int(lo),
-                    int(hi) + 1,
-                )
+            offsets = offsets[~np.isin(offsets, self.deleted.astype(np.int64), assume_unique=True)]
+        if len(offsets) > CANDIDATE_SHARE * max(last - first, 1):  # many: scan the spans holding them
+            cuts = np.flatnonzero(np.diff(offsets) > SPAN_GAP) + 1
+            for lo, hi in zip(offsets[np.r_[0, cuts]], offsets[np.r_[cuts - 1, len(offsets) - 1]]):
+                span = replace(rows, start=int(lo), stop=int(hi) + 1)
+                yield from self.filtered_batches(span, filter_fields, matcher)
             return
-        if not len(rows):
+        if not len(offsets):
             return
-        schema = self._schema(fields, with_row_id, with_row_address)
         filter_ids = [f.id for f in filter_fields]
         ids = self.row_ids
-        address = pa.array(row_addresses(self.fragment.id, rows.astype(np.uint64)))
-        row_id = address if ids is None else pa.array(ids[rows])
+        address = pa.array(row_addresses(self.fragment.id, offsets.astype(np.uint64)))
+        row_id = address if ids is None else pa.array(ids[offsets])
         probe = pa.RecordBatch.from_arrays(
-            self.take_physical(filter_fields, rows) + [row_id, address],
-            schema=self._schema(filter_fields, True, True),
+            self.take_physical(filter_fields, offsets) + [row_id, address],
+            schema=_probe_schema(filter_fields),
         )
         hits = np.asarray(matcher(probe), np.int64)
         if not len(hits):
             return
-        others = [f for f in fields if f.id not in filter_ids]
-        fetched = self.take_physical(others, rows[hits]) if others else []
-        yield from _matched_batches(fields, filter_ids, probe, hits, fetched, schema, batch_size)
+        others = [f for f in rows.fields if f.id not in filter_ids]
+        fetched = self.take_physical(others, offsets[hits]) if others else []
+        yield from _matched_batches(
+            rows.fields, filter_ids, probe, hits, fetched, rows.schema(), rows.batch_size
+        )
 
     def close(self) -> None:
         if "_readers" in self.__dict__:

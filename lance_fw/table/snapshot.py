@@ -21,7 +21,7 @@ from lance_fw._proto import table_pb2
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import Storage
 from lance_fw.schema import LanceField, LanceSchema
-from lance_fw.table.fragment import FragmentReader, Matcher
+from lance_fw.table.fragment import FragmentReader, Matcher, Rows
 from lance_fw.table.transaction import Operation, commit, undo_unless_published
 
 
@@ -108,33 +108,13 @@ class Snapshot:
             first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
             start, stop = int(first), int(last) + 1
         try:
+            rows = Rows(fields, batch_size, with_row_address, with_row_id, start, stop)
             if plan is None:
-                yield from reader.batches(
-                    fields, batch_size, with_row_address, with_row_id, start=start, stop=stop
-                )
+                yield from reader.batches(rows)
             elif (candidates := _candidates(plan, frag.id)) is not None:
-                yield from reader.candidate_batches(
-                    fields,
-                    plan[1],
-                    plan[0],
-                    candidates,
-                    batch_size,
-                    with_row_address,
-                    with_row_id,
-                    start,
-                    stop,
-                )
+                yield from reader.candidate_batches(rows, plan[1], plan[0], candidates)
             else:
-                yield from reader.filtered_batches(
-                    fields,
-                    plan[1],
-                    plan[0],
-                    batch_size,
-                    with_row_address,
-                    with_row_id,
-                    start=start,
-                    stop=stop,
-                )
+                yield from reader.filtered_batches(rows, plan[1], plan[0])
         finally:
             reader.close()
 
