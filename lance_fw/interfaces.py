@@ -266,10 +266,15 @@ class EqualsQuery(ScalarQuery):
 
 
 @dataclass(frozen=True)
-class InQuery(ScalarQuery):
-    """``column IN (values...)``."""
+class ValuesQuery(ScalarQuery):
+    """A query about a set of values (the base of ``InQuery`` and the list queries)."""
 
     values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class InQuery(ValuesQuery):
+    """``column IN (values...)``."""
 
 
 @dataclass(frozen=True)
@@ -295,17 +300,13 @@ class PrefixQuery(ScalarQuery):
 
 
 @dataclass(frozen=True)
-class ContainsAnyQuery(ScalarQuery):
+class ContainsAnyQuery(ValuesQuery):
     """``array_has_any(column, [values])`` / ``array_contains(column, value)`` on a list column."""
-
-    values: tuple[Any, ...]
 
 
 @dataclass(frozen=True)
-class ContainsAllQuery(ScalarQuery):
+class ContainsAllQuery(ValuesQuery):
     """``array_has_all(column, [values])`` on a list column."""
-
-    values: tuple[Any, ...]
 
 
 @dataclass(frozen=True)

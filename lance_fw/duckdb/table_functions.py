@@ -127,7 +127,7 @@ def replace_calls(
                 + (f" to {high + 1}" if high != low else "")
                 + f" argument(s), not {len(values)}"
             )
-        ds = _open(con, name, values[0], storage_options)
+        ds = open_target(con, name, values[0], storage_options)
         rows = function.run(ds, values[1:])
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(name))
         table.replace(exp.Subquery(this=_rows_query(function.columns, rows), alias=alias))
@@ -140,6 +140,14 @@ def _evaluate(con: duckdb.DuckDBPyConnection, name: str, arguments: Sequence[exp
         return []
     if any(isinstance(a, exp.PropertyEQ | exp.Kwarg) for a in arguments):
         raise UnsupportedFeatureError(f"{name}: named arguments")
+    return evaluate_constants(con, name, arguments)
+
+
+def evaluate_constants(
+    con: duckdb.DuckDBPyConnection, name: str, arguments: Sequence[exp.Expression]
+) -> list[Any]:
+    """The values of a table function's argument expressions, computed by DuckDB (any constant
+    expression works; prepared-statement parameters are refused, naming the function)."""
     if any(a.find(exp.Placeholder, exp.Parameter) for a in arguments):
         raise UnsupportedFeatureError(f"{name}: prepared-statement parameters as arguments")
     select = ", ".join(a.sql(dialect="duckdb") for a in arguments)
@@ -147,7 +155,7 @@ def _evaluate(con: duckdb.DuckDBPyConnection, name: str, arguments: Sequence[exp
     return list(con.sql(f"SELECT {select}").fetchall()[0])
 
 
-def _open(
+def open_target(
     con: duckdb.DuckDBPyConnection,
     name: str,
     target: Any,

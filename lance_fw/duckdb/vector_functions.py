@@ -37,8 +37,8 @@ import sqlglot
 from sqlglot import exp
 
 from lance_fw.api.dataset import LanceDataset
+from lance_fw.duckdb import table_functions
 from lance_fw.duckdb.catalog import rewrite_reads
-from lance_fw.duckdb.table_functions import _open
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.query.vector_search import DEFAULT_K, DISTANCE_COLUMN
 
@@ -243,18 +243,14 @@ def _arguments(con: duckdb.DuckDBPyConnection, call: exp.Expression) -> Search:
 
 def _evaluate(con: duckdb.DuckDBPyConnection, arguments: list[exp.Expression]) -> list[Any]:
     """The arguments' values, computed by DuckDB (any constant expression works)."""
-    if any(a.find(exp.Placeholder, exp.Parameter) for a in arguments):
-        raise UnsupportedFeatureError(f"{VECTOR_SEARCH}: prepared-statement parameters as arguments")
-    select = ", ".join(a.sql(dialect="duckdb") for a in arguments)
-    con.abort()
-    return list(con.sql(f"SELECT {select}").fetchall()[0])
+    return table_functions.evaluate_constants(con, VECTOR_SEARCH, arguments)
 
 
 def _dataset(
     con: duckdb.DuckDBPyConnection, target: str, storage_options: Callable[[str], dict[str, str] | None]
 ) -> LanceDataset:
     try:
-        return _open(con, VECTOR_SEARCH, target, storage_options)
+        return table_functions.open_target(con, VECTOR_SEARCH, target, storage_options)
     except DatasetNotFoundError as exc:
         raise DatasetNotFoundError(
             f"IO Error: Failed to open Lance dataset: {target} (Lance error: dataset open '{target}': {exc})"

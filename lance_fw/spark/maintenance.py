@@ -185,10 +185,10 @@ def compact(
     snapshot = _open(path, None, storage_options)
     plan = plan_compaction(
         snapshot,
-        target_rows_per_fragment,
-        materialize_deletions,
-        materialize_deletions_threshold,
-        max_bytes_per_file,
+        target_rows_per_fragment=target_rows_per_fragment,
+        materialize_deletions=materialize_deletions,
+        materialize_deletions_threshold=materialize_deletions_threshold,
+        max_bytes_per_file=max_bytes_per_file,
     )
     if not plan.tasks:
         return CompactionMetrics()
