@@ -24,6 +24,7 @@ from lance_fw._proto import table_pb2
 from lance_fw._util.readahead import readahead
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.options import Columns, Filter, Unsupported, refuse
+from lance_fw.query import fts_search
 from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.query.projection import Projection
@@ -72,7 +73,7 @@ class LanceScanner:
         scan_in_order: bool | None = None,
         fragments: Iterable[Any] | None = None,
         index_segments: Unsupported = None,
-        full_text_query: Unsupported = None,
+        full_text_query: Any = None,
         *,
         prefilter: bool | None = None,
         with_row_id: bool | None = None,
@@ -96,7 +97,6 @@ class LanceScanner:
             {
                 "batch_size_bytes": batch_size_bytes,
                 "index_segments": index_segments,
-                "full_text_query": full_text_query,
                 "fast_search": fast_search,
                 "blob_handling": blob_handling,
                 "include_deleted_rows": include_deleted_rows,
@@ -116,6 +116,10 @@ class LanceScanner:
         _check_count("io_buffer_size", io_buffer_size, 0)
         schema = snapshot.schema
         self.search: NearestSearch | None = None
+        #: full_text_query= (query/fts_search.py): a BM25 search instead of a scan
+        self.fts: FullTextSearch | None = None
+        if full_text_query is not None:
+            self.fts = FullTextSearch(snapshot, full_text_query, filter, nearest, columns)
         if nearest is not None:
             self.search = NearestSearch(snapshot, nearest, columns, filter, prefilter, fragments)
             self.search.check_options(with_row_id, with_row_address, disable_scoring_autoprojection)
@@ -152,6 +156,8 @@ class LanceScanner:
 
     @property
     def projected_schema(self) -> pa.Schema:
+        if self.fts is not None:
+            return self.fts.run(self, empty=True).schema
         if self.search is not None:
             return self.search.schema(self)
         projected = self.projection.schema if self.projection is not None else None  # set once built
@@ -228,6 +234,9 @@ class LanceScanner:
                 return  # stop reading: the generator chain is closed here
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        if self.fts is not None:  # like a vector search: the result rows as one batch
+            yield from self.fts.run(self).combine_chunks().to_batches()
+            return
         if self.search is not None:  # pylance returns a search's rows as one batch
             yield from self.search.run(self).combine_chunks().to_batches()
             return
@@ -243,11 +252,13 @@ class LanceScanner:
             yield batch
 
     def to_reader(self) -> pa.RecordBatchReader:
-        if self.search is not None:
+        if self.search is not None or self.fts is not None:
             return self.to_table().to_reader()
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
 
     def to_table(self) -> pa.Table:
+        if self.fts is not None:
+            return self.fts.run(self)
         if self.search is not None:
             return self.search.run(self)
         return pa.Table.from_batches(list(self.to_batches()), schema=self.projected_schema)
@@ -465,6 +476,38 @@ class NearestSearch:
             if on and name not in listed:
                 add(name)
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+class FullTextSearch:
+    """A scan's ``full_text_query=``: the checked query and its run (query/fts_search.py)."""
+
+    def __init__(
+        self, snapshot: Snapshot, query: Any, filter: Filter | None, nearest: Any, columns: Columns | None
+    ) -> None:
+        if nearest is not None:
+            raise UnsupportedFeatureError(
+                "scanner: nearest= with full_text_query= is not supported by lance_fw"
+            )
+        if filter is not None:
+            raise UnsupportedFeatureError(
+                "scanner: filter= with full_text_query= is not supported by lance_fw"
+            )
+        if isinstance(columns, Mapping):
+            raise UnsupportedFeatureError("scanner: a {name: SQL} projection with full_text_query=")
+        self.query = fts_search.parse_full_text_query(snapshot, query)
+
+    def run(self, scan: LanceScanner, empty: bool = False) -> pa.Table:
+        names = [f.name for f in scan.read_fields]
+        return fts_search.run(
+            scan.snapshot,
+            self.query,
+            names,
+            0 if empty else scan.limit,
+            scan.offset,
+            scan.with_row_id,
+            scan.with_row_address,
+            scan.batch_size,
+        )
 
 
 def _with_row_columns(taken: pa.Table | None, row_id: np.ndarray, address: np.ndarray) -> pa.RecordBatch:

@@ -1,0 +1,184 @@
+"""Full-text search (``full_text_query=``) differential against pylance 14 on INVERTED indices.
+
+pylance builds the index (lance_fw does not build INVERTED yet: refused by name); both libraries
+answer the same queries, whose rows and BM25 ``_score`` must agree: the scores as multisets (ties
+at the top-k boundary may pick different rows, pylance itself picks them in no fixed order), every
+row lance_fw returns must carry pylance's score for that row. The corpus crosses fragments,
+has deletions after the index, and an appended (unindexed) fragment searched flat, as pylance does.
+"""
+
+from __future__ import annotations
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_fw
+from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.table.index_files import IndexFiles, index_dir
+from lance_fw_plugins.index_inverted import InvertedIndexReader
+from lance_fw_plugins.index_inverted_tokenizer import Analyzer
+
+WORDS = (
+    "running runs ran runner connection connected connecting connections generously happiness happy "
+    "studies studying caresses ponies cats cat the a and is was having have been into over under "
+    "don't it's x_y foo-bar C++ 3.14 2024 HELLO Hello hello fishing fished fisher agreed agreement "
+    "relational conditional rational valency hopeful goodness formalize electrical sensibility "
+    "no nor not ought would could cannot"
+).split()
+LONG = ["a" * 39, "b" * 40, "c" * 41]
+QUERIES = [
+    "running",
+    "run",
+    "happiness studies",
+    "Connection CONNECTED fishing",
+    "w1 w2 w3",
+    "w7 w7",
+    "the a of",
+    "hello, world!",
+    "agreement w150 ponies",
+    "don't",
+    "x_y foo bar",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "w299 nothingmatches",
+]
+
+
+def _docs(rng: np.random.Generator, n: int) -> list[str | None]:
+    vocab = WORDS + LONG + [f"w{i}" for i in range(300)]
+    p = 1.0 / np.arange(1, len(vocab) + 1)
+    p = rng.permutation(p / p.sum())
+    seps = np.array([" ", "  ", ", ", ". ", "\n", "!", " - "])
+    out: list[str | None] = []
+    for _ in range(n):
+        k = int(rng.integers(0, 25))
+        words = rng.choice(vocab, size=k, p=p)
+        out.append("".join(w + s for w, s in zip(words, rng.choice(seps, size=k))))
+    for i in rng.choice(n, size=n // 50, replace=False):
+        out[int(i)] = None
+    return out
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["positions", "no-positions"])
+def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    rng = np.random.default_rng(7)
+    path = str(tmp_path_factory.mktemp("fts") / "ds")
+    n = 5000
+    table = pa.table({"id": pa.array(np.arange(n), pa.int64()), "text": pa.array(_docs(rng, n), pa.string())})
+    ds = lance.write_dataset(table, path, max_rows_per_file=1300)
+    ds.create_scalar_index("text", "INVERTED", with_position=request.param)
+    ds.delete("id % 11 = 3")
+    more = pa.table(
+        {"id": pa.array(np.arange(n, n + 700), pa.int64()), "text": pa.array(_docs(rng, 700), pa.string())}
+    )
+    lance.write_dataset(more, path, mode="append")
+    return path
+
+
+def _scores(table: pa.Table) -> dict[int, float]:
+    return dict(zip(table["id"].to_pylist(), table["_score"].to_pylist(), strict=True))
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("limit", [10, 100])
+def test_topk_equals_pylance(corpus: str, query: str, limit: int) -> None:
+    theirs = lance.dataset(corpus).to_table(full_text_query=query, limit=limit)
+    ours = lance_fw.dataset(corpus).to_table(full_text_query=query, limit=limit)
+    assert ours.schema == theirs.schema
+    assert ours.num_rows == theirs.num_rows
+    np.testing.assert_allclose(
+        sorted(ours["_score"].to_pylist()), sorted(theirs["_score"].to_pylist()), rtol=2e-7, atol=0
+    )
+    assert ours["_score"].to_pylist() == sorted(ours["_score"].to_pylist(), reverse=True)
+    # every row we return scores as pylance scores it; rows above the boundary score are the same
+    everything = _scores(lance.dataset(corpus).to_table(full_text_query=query, columns=["id"]))
+    mine = _scores(ours)
+    for row, score in mine.items():
+        assert row in everything
+        np.testing.assert_allclose(score, everything[row], rtol=2e-7)
+    if mine:
+        cut = min(mine.values())
+        assert {r for r, s in mine.items() if s > cut * (1 + 1e-6)} == {
+            r for r, s in _scores(theirs).items() if s > cut * (1 + 1e-6)
+        }
+    assert all(text is not None for text in ours["text"].to_pylist())
+
+
+def test_every_match_and_row_columns(corpus: str) -> None:
+    theirs = lance.dataset(corpus).to_table(
+        full_text_query={"query": "w5 happy", "columns": ["text"]}, columns=["id"], with_row_id=True
+    )
+    ours = lance_fw.dataset(corpus).to_table(
+        full_text_query={"query": "w5 happy", "columns": ["text"]}, columns=["id"], with_row_id=True
+    )
+    assert ours.schema == theirs.schema
+    assert _scores(ours).keys() == _scores(theirs).keys()
+    np.testing.assert_allclose(
+        [_scores(ours)[k] for k in sorted(_scores(ours))],
+        [_scores(theirs)[k] for k in sorted(_scores(ours))],
+        rtol=2e-7,
+    )
+    assert ours.sort_by("id")["_rowid"].equals(theirs.sort_by("id")["_rowid"])
+    paged = lance_fw.dataset(corpus).to_table(full_text_query="w5 happy", limit=5, offset=3)
+    assert paged["_score"].to_pylist() == ours["_score"].to_pylist()[3:8]
+
+
+def test_tokens_equal_pylance_index(corpus: str) -> None:
+    """The analyzer turns the indexed text into exactly the tokens pylance's index holds."""
+    ds = lance_fw.dataset(corpus)
+    (desc,) = [d for d in ds.describe_indices() if d.name == "text_idx"]
+    store = IndexFiles(ds._snapshot.storage, index_dir(ds._snapshot.uri, desc.segments[0].uuid))
+    reader = InvertedIndexReader(store)
+    analyzer = Analyzer(reader.params)
+    fragments = desc.segments[0].fragment_ids
+    texts = lance.dataset(corpus, version=1).to_table(columns=["text"])["text"].to_pylist()
+    assert len(fragments) == 4
+    ours = {t for text in texts if text is not None for t in analyzer.tokens(text)}
+    indexed: set[str] = set()
+    for part in reader._parts():
+        indexed |= set(part.tokens)
+    assert ours == indexed
+    assert reader.num_docs() == sum(1 for t in texts if t is not None and analyzer.tokens(t))
+
+
+def test_refusals(corpus: str) -> None:
+    ds = lance_fw.dataset(corpus)
+    with pytest.raises(UnsupportedFeatureError, match="INVERTED"):
+        ds.create_scalar_index("text", "INVERTED", replace=True)
+    from lance.query import MatchQuery
+
+    with pytest.raises(UnsupportedFeatureError, match="MatchQuery"):
+        ds.to_table(full_text_query=MatchQuery("w1", "text"))
+    with pytest.raises(UnsupportedFeatureError, match="non-ASCII"):
+        ds.to_table(full_text_query="caf\u00e9")
+    with pytest.raises(UnsupportedFeatureError, match="filter"):
+        ds.to_table(full_text_query="w1", filter="id > 3")
+    with pytest.raises(ValueError):
+        ds.to_table(full_text_query={"query": "w1", "columns": ["id"]})
+
+
+@pytest.fixture(scope="module")
+def unindexed(tmp_path_factory: pytest.TempPathFactory) -> str:
+    rng = np.random.default_rng(11)
+    path = str(tmp_path_factory.mktemp("fts_flat") / "ds")
+    table = pa.table({"id": pa.array(np.arange(3000), pa.int64()), "text": pa.array(_docs(rng, 3000))})
+    lance.write_dataset(table, path, max_rows_per_file=800)
+    lance.dataset(path).delete("id % 5 = 0")
+    return path
+
+
+@pytest.mark.parametrize("query", ["running runs", "Hello hello", "the w3", "x y", "w12 w40 w41"])
+def test_column_without_index_is_searched_flat(unindexed: str, query: str) -> None:
+    """pylance splits the text only (no lower case, stemming or stop words) and returns the rows
+    in scan order without a limit, best first with one."""
+    full_text_query = {"query": query, "columns": ["text"]}
+    theirs = lance.dataset(unindexed).to_table(full_text_query=full_text_query)
+    ours = lance_fw.dataset(unindexed).to_table(full_text_query=full_text_query)
+    assert ours.schema == theirs.schema
+    assert ours["id"].to_pylist() == theirs["id"].to_pylist()
+    np.testing.assert_allclose(ours["_score"].to_numpy(), theirs["_score"].to_numpy(), rtol=2e-7)
+    top = lance_fw.dataset(unindexed).to_table(full_text_query=full_text_query, limit=5)
+    assert top["_score"].to_pylist() == sorted(theirs["_score"].to_pylist(), reverse=True)[:5]
+    with pytest.raises(ValueError, match="INVERTED"):
+        lance_fw.dataset(unindexed).to_table(full_text_query=query)
