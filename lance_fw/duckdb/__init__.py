@@ -56,7 +56,9 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def sql(con: duckdb.DuckDBPyConnection, query: str, params: Parameters = None) -> duckdb.DuckDBPyRelation:
+def sql(
+    con: duckdb.DuckDBPyConnection, query: str, params: Parameters = None
+) -> duckdb.DuckDBPyRelation | None:
     """A relation over ``query`` on a connection prepared with :func:`install`."""
     return Connection(connection=con).sql(query, params=params)
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import functools
 import types
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
 
+from lance_fw.duckdb import dml
 from lance_fw.duckdb.s3_secrets import UNREDACTED_SETTING
 from lance_fw.duckdb.statement import (
     Call,
@@ -86,13 +88,28 @@ class Connection:
             execute(self.con, query, values)
         return self
 
-    def sql(self, query: Query, *, alias: str = "", params: Parameters = None) -> duckdb.DuckDBPyRelation:
+    def sql(
+        self, query: Query, *, alias: str = "", params: Parameters = None
+    ) -> duckdb.DuckDBPyRelation | None:
         """A relation (lazy: each fetch runs it again, with the latest version of each dataset)."""
         layer = _relation_layer()
         parts = statements(self.con, query)
         for statement in parts[:-1]:
             execute(self.con, statement)
-        return layer.sql(self, parts[-1], alias, params)
+        last = parts[-1]
+        if dml.needs_routing(self.con, last):
+            # Lance table functions, searches, attached tables and index DDL exist only in lance_fw's
+            # statement path: run it now and hand back its rows (computed once, not at each fetch)
+            execute(self.con, last, params)
+            if not isinstance(last, str) or not dml.returns_rows(last):
+                self.con.abort()  # a command's status row: DuckDB's con.sql returns None for it
+                return None
+            with warnings.catch_warnings():  # the rows are wanted as a table: its one copy is ours
+                warnings.simplefilter("ignore", UserWarning)
+                rows = self.con.to_arrow_table()
+            relation = self.con.from_arrow(rows)
+            return relation.set_alias(alias) if alias else relation
+        return layer.sql(self, last, alias, params)
 
     query = sql
     from_query = sql

@@ -565,6 +565,33 @@ def route(
     return False
 
 
+def needs_routing(con: duckdb.DuckDBPyConnection, statement: object) -> bool:
+    """Whether ``route`` would act on ``statement`` (so a relation-building ``con.sql`` must run it
+    through ``execute`` first): ATTACH/DETACH, index DDL, a Lance table function or search, and,
+    once a Lance directory is attached, transactions and statements naming an attached catalog."""
+    if not isinstance(statement, str):
+        return False
+    if _ATTACH.match(statement) or index_ddl.may_be_index_ddl(statement):
+        return True
+    if table_functions.may_call(statement) or vector_functions.may_search(statement):
+        return True
+    catalogs = session(con).catalogs
+    if not catalogs:
+        return False
+    tree = _parse(statement)
+    if tree is None:
+        return False
+    if isinstance(tree, exp.Transaction | exp.Commit | exp.Rollback):
+        return True
+    return any(table.catalog in catalogs for table in tree.find_all(exp.Table))
+
+
+def returns_rows(statement: str) -> bool:
+    """Whether ``statement`` is a query (its rows are a relation), not a command."""
+    tree = _parse(statement)
+    return isinstance(tree, exp.Query | exp.Describe | exp.Show)
+
+
 def _parse(statement: str) -> exp.Expr | None:
     try:
         return sqlglot.parse_one(statement, read="duckdb")
