@@ -14,7 +14,7 @@ Files pylance 14 writes (format_version 2), one partition ``N`` per build worker
   ``_max_score``, positions;
 * ``part_N_docs.lance``: row ``doc id``: ``_rowid`` (the row address) and ``_num_tokens``.
 
-Building is refused: lance_fw does not write the fst map or BitPacker4x posting blocks yet.
+lance_fw builds the ``format_version=1`` layout without positions (``index_inverted_build``).
 """
 
 from __future__ import annotations
@@ -28,19 +28,23 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lance_fw._proto import index_pb2
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.hookspecs import hookimpl
 from lance_fw.interfaces import IndexFileStore, IndexSearchResult, ScalarQuery
+from lance_fw_plugins.index_inverted_build import WRITTEN_FORMAT_VERSION, build, resolve_params
 from lance_fw_plugins.index_inverted_format import decode_posting, fst_entries
 from lance_fw_plugins.index_inverted_tokenizer import Analyzer
 
 TYPE_URL = "/lance.table.InvertedIndexDetails"
-#: ``IndexMetadata.index_version`` pylance 14 writes for INVERTED indices.
-INVERTED_INDEX_VERSION = 2
+#: ``IndexMetadata.index_version`` of the indices lance_fw writes (pylance 14 writes 1 for its
+#: ``format_version=1`` layout, 2 for its default one).
+INVERTED_INDEX_VERSION = WRITTEN_FORMAT_VERSION
 METADATA_FILE = "metadata.lance"
 #: ``metadata.lance`` values lance_fw decodes.
 FST_TOKEN_SET = "fst"
 VARINT_TAIL_CODEC = "varint_delta_v1"
+FIXED32_TAIL_CODEC = "fixed32_v1"
 DEFAULT_BLOCK_SIZE = 128
 
 
@@ -56,8 +60,9 @@ class Postings:
 class _Partition:
     """One ``part_N_*`` triple, its token map and documents read on first use."""
 
-    def __init__(self, store: IndexFileStore, number: int, block_size: int) -> None:
+    def __init__(self, store: IndexFileStore, number: int, block_size: int, fixed_tail: bool) -> None:
         self.store, self.number, self.block_size = store, number, block_size
+        self.fixed_tail = fixed_tail
         tokens_file = f"part_{number}_tokens.lance"
         table = store.read_table(tokens_file)
         if "_token_fst_bytes" in table.schema.names:
@@ -86,7 +91,7 @@ class _Partition:
         row = self.store.read_range(self.invert, token_id, token_id + 1, ["_posting", "_length"])
         blocks = row.column("_posting")[0].as_py()
         doc_ids, freqs = decode_posting(
-            blocks, int(row.column("_length")[0].as_py()), self.block_size, self.invert
+            blocks, int(row.column("_length")[0].as_py()), self.block_size, self.invert, self.fixed_tail
         )
         if len(doc_ids) and int(doc_ids.max()) >= len(self.addresses):
             raise CorruptFileError(self.invert, f"token {token!r} names a document past the last one")
@@ -102,7 +107,8 @@ class InvertedIndexReader:
             raise UnsupportedFeatureError(
                 f"full-text index token_set_format {meta['token_set_format']!r} is not supported"
             )
-        if meta.get("posting_tail_codec", VARINT_TAIL_CODEC) != VARINT_TAIL_CODEC:
+        self._tail = meta.get("posting_tail_codec", VARINT_TAIL_CODEC)
+        if self._tail not in (VARINT_TAIL_CODEC, FIXED32_TAIL_CODEC):
             raise UnsupportedFeatureError(
                 f"full-text index posting_tail_codec {meta['posting_tail_codec']!r} is not supported"
             )
@@ -132,7 +138,10 @@ class InvertedIndexReader:
     def _parts(self) -> list[_Partition]:
         with self._lock:
             if self._partitions is None:
-                self._partitions = [_Partition(self._store, n, self._block_size) for n in self._numbers]
+                self._partitions = [
+                    _Partition(self._store, n, self._block_size, self._tail == FIXED32_TAIL_CODEC)
+                    for n in self._numbers
+                ]
             return self._partitions
 
     def num_docs(self) -> int:
@@ -176,14 +185,33 @@ class InvertedIndexType:
     index_version = INVERTED_INDEX_VERSION
 
     def details(self, params: Mapping[str, Any]) -> bytes:
-        raise UnsupportedFeatureError("lance_fw does not build INVERTED indices yet")
+        """pylance's ``InvertedIndexDetails`` of the parameters (``posting_format_version`` 1)."""
+        full = resolve_params(params)
+        details = index_pb2.InvertedIndexDetails(
+            base_tokenizer=full["base_tokenizer"],
+            language=json.dumps(full["language"]),
+            with_position=full["with_position"],
+            lower_case=full["lower_case"],
+            stem=full["stem"],
+            remove_stop_words=full["remove_stop_words"],
+            ascii_folding=full["ascii_folding"],
+            min_ngram_length=full["min_ngram_length"],
+            max_ngram_length=full["max_ngram_length"],
+            prefix_only=full["prefix_only"],
+            block_size=full["block_size"],
+            posting_format_version=WRITTEN_FORMAT_VERSION,
+        )
+        if full["max_token_length"] is not None:
+            details.max_token_length = full["max_token_length"]
+        return details.SerializeToString()
 
     def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
-        raise UnsupportedFeatureError(
-            "building INVERTED (full-text) indices is not supported by lance_fw yet: it does not write "
-            "pylance 14's fst token map or BitPacker4x posting blocks; build the index with pylance "
-            "(lance_fw searches it)"
-        )
+        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+            raise UnsupportedFeatureError(
+                f"an INVERTED index on column {field.name!r} of type {field.type} is not supported "
+                "by lance_fw (string columns only)"
+            )
+        resolve_params(params)
 
     def train(
         self,
@@ -192,7 +220,7 @@ class InvertedIndexType:
         params: Mapping[str, Any],
         store: IndexFileStore,
     ) -> None:
-        self.check(field, params)
+        build(batches, resolve_params(params), store)
 
     def analyzer(self, params: Mapping[str, Any]) -> Analyzer:
         """The analyzer of tokenizer ``params`` (``{}``: pylance's defaults, used to search a

@@ -11,6 +11,8 @@ crates it uses):
   documents: a float32 block max score, then ``(first doc id u32, bits u8, BitPacker4x deltas)``
   and ``(bits u8, BitPacker4x frequencies)``; the last, shorter block holds varint doc id deltas
   then varint frequencies (``posting_tail_codec = varint_delta_v1``).
+* ``posting_tail_codec = fixed32_v1`` (``format_version=1``): the last block holds ``u32`` doc ids,
+  then ``u32`` frequencies.
 * ``_compressed_position`` (``positions_layout = shared_stream_v2``): positions are not decoded
   here; phrase queries are refused by the caller.
 
@@ -168,9 +170,10 @@ def _varints(data: memoryview, count: int, pos: int) -> tuple[list[int], int]:
 
 
 def decode_posting(
-    blocks: list[bytes], length: int, block_size: int, where: str
+    blocks: list[bytes], length: int, block_size: int, where: str, fixed_tail: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Doc ids (``uint32``, ascending) and frequencies of one token's posting list."""
+    """Doc ids (``uint32``, ascending) and frequencies of one token's posting list; the last block
+    holds varints, or plain ``u32``s with ``fixed_tail`` (``posting_tail_codec = fixed32_v1``)."""
     if block_size % BITPACK_BLOCK:
         raise CorruptFileError(where, f"posting block size {block_size} is not a multiple of 128")
     full = length // block_size
@@ -191,6 +194,11 @@ def decode_posting(
                     freqs.append(values)
                 continue
             rest = length - full * block_size
+            if fixed_tail:
+                values = np.frombuffer(block, "<u4", count=2 * rest)
+                ids.append(values[:rest].astype(np.uint32))
+                freqs.append(values[rest:].astype(np.uint32))
+                continue
             deltas_list, pos = _varints(block, rest, 0)
             counts, pos = _varints(block, rest, pos)
             if pos != len(block):

@@ -144,8 +144,12 @@ def test_tokens_equal_pylance_index(corpus: str) -> None:
 
 def test_refusals(corpus: str) -> None:
     ds = lance_fw.dataset(corpus)
-    with pytest.raises(UnsupportedFeatureError, match="INVERTED"):
-        ds.create_scalar_index("text", "INVERTED", replace=True)
+    with pytest.raises(UnsupportedFeatureError, match="with_position"):
+        ds.create_scalar_index("text", "INVERTED", replace=True, with_position=True)
+    with pytest.raises(UnsupportedFeatureError, match="base_tokenizer"):
+        ds.create_scalar_index("text", "INVERTED", replace=True, base_tokenizer="ngram")
+    with pytest.raises(UnsupportedFeatureError, match="string"):
+        ds.create_scalar_index("id", "INVERTED")
     from lance.query import MatchQuery
 
     with pytest.raises(UnsupportedFeatureError, match="MatchQuery"):
@@ -182,3 +186,64 @@ def test_column_without_index_is_searched_flat(unindexed: str, query: str) -> No
     assert top["_score"].to_pylist() == sorted(theirs["_score"].to_pylist(), reverse=True)[:5]
     with pytest.raises(ValueError, match="INVERTED"):
         lance_fw.dataset(unindexed).to_table(full_text_query=query)
+
+
+BUILD_PARAMS = [
+    {},
+    {"stem": False, "remove_stop_words": False},
+    {"lower_case": False, "stem": False, "max_token_length": 8},
+]
+
+
+@pytest.fixture(scope="module", params=BUILD_PARAMS, ids=["defaults", "no-stem", "case-kept"])
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """The same dataset twice: INVERTED built by pylance and by lance_fw with the same parameters,
+    then the same deletions and appended (unindexed) rows."""
+    rng = np.random.default_rng(23)
+    n = 5000
+    table = pa.table({"id": pa.array(np.arange(n), pa.int64()), "text": pa.array(_docs(rng, n))})
+    more = pa.table({"id": pa.array(np.arange(n, n + 500), pa.int64()), "text": pa.array(_docs(rng, 500))})
+    paths = []
+    for who in ("pylance", "lance_fw"):
+        path = str(tmp_path_factory.mktemp("fts_build") / who)
+        lance.write_dataset(table, path, max_rows_per_file=1300)
+        ds = lance.dataset(path) if who == "pylance" else lance_fw.dataset(path)
+        ds.create_scalar_index("text", "INVERTED", **request.param)
+        lance.dataset(path).delete("id % 13 = 5")
+        lance.write_dataset(more, path, mode="append")
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def _same_answers(expected: pa.Table, actual: pa.Table) -> None:
+    assert actual.schema == expected.schema
+    np.testing.assert_allclose(
+        sorted(actual["_score"].to_pylist()), sorted(expected["_score"].to_pylist()), rtol=2e-7
+    )
+    theirs, ours = _scores(expected), _scores(actual)
+    cut = min(theirs.values(), default=0.0) * (1 + 1e-6)
+    assert {r for r, s in ours.items() if s > cut} == {r for r, s in theirs.items() if s > cut}
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_index_built_by_lance_fw_answers_as_pylance_built(built: tuple[str, str], query: str) -> None:
+    """pylance searching lance_fw's index, and lance_fw searching it, answer as pylance on its own."""
+    theirs_path, ours_path = built
+    expected = lance.dataset(theirs_path).to_table(full_text_query=query, limit=25)
+    _same_answers(expected, lance.dataset(ours_path).to_table(full_text_query=query, limit=25))
+    _same_answers(expected, lance_fw.dataset(ours_path).to_table(full_text_query=query, limit=25))
+    _same_answers(expected, lance_fw.dataset(theirs_path).to_table(full_text_query=query, limit=25))
+
+
+def test_index_built_by_lance_fw_is_listed_by_pylance(built: tuple[str, str]) -> None:
+    theirs_path, ours_path = built
+    (theirs,) = lance.dataset(theirs_path).describe_indices()
+    (ours,) = lance.dataset(ours_path).describe_indices()
+    assert (ours.name, ours.index_type, ours.num_rows_indexed) == (
+        theirs.name,
+        theirs.index_type,
+        theirs.num_rows_indexed,
+    )
+    assert ours.details == theirs.details
+    everything = lance.dataset(ours_path).to_table(full_text_query="w1 w2", columns=["id"])
+    assert everything.num_rows == lance.dataset(theirs_path).to_table(full_text_query="w1 w2").num_rows
