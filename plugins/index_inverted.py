@@ -175,7 +175,13 @@ class InvertedIndexReader:
         raise UnsupportedFeatureError("an INVERTED index answers full_text_query, not filters")
 
     def statistics(self) -> dict[str, Any]:
-        return {"params": self.params, "num_partitions": len(self._numbers)}
+        """pylance's per-segment ``index_stats`` entry: tokenizer params, distinct tokens, documents."""
+        parts = self._parts()
+        return {
+            "params": self.params,
+            "num_tokens": sum(len(p.tokens) for p in parts),
+            "num_docs": self.num_docs(),
+        }
 
 
 class InvertedIndexType:

@@ -247,3 +247,13 @@ def test_index_built_by_lance_fw_is_listed_by_pylance(built: tuple[str, str]) ->
     assert ours.details == theirs.details
     everything = lance.dataset(ours_path).to_table(full_text_query="w1 w2", columns=["id"])
     assert everything.num_rows == lance.dataset(theirs_path).to_table(full_text_query="w1 w2").num_rows
+
+
+def test_describe_and_stats_equal_pylance(built: tuple[str, str], corpus: str) -> None:
+    for path in (*built, corpus):
+        (theirs,) = lance.dataset(path).describe_indices()
+        (ours,) = lance_fw.dataset(path).describe_indices()
+        assert (ours.index_type, ours.details) == (theirs.index_type, theirs.details)
+        assert lance_fw.dataset(path).stats.index_stats("text_idx") == lance.dataset(path).stats.index_stats(
+            "text_idx"
+        )

@@ -4,12 +4,12 @@ Why from the manifest alone: a pylance user (and the DuckDB front end) asks whic
 without wanting any index opened. Everything here comes from the manifest's index section: no index
 file is opened. An index whose type lance_fw cannot name from its details (a type newer than this
 module, or a vector index written without details) raises ``UnsupportedFeatureError`` rather than
-being described wrongly; ``details`` that lance_fw does not reproduce (full-text indices) raise
-only when read.
+being described wrongly; ``details`` that lance_fw does not reproduce raise only when read.
 """
 
 from __future__ import annotations
 
+import json
 import uuid as uuidlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,7 +18,7 @@ from typing import Any
 
 import pyroaring
 
-from lance_fw._proto import table_pb2, vector_index_pb2
+from lance_fw._proto import index_pb2, table_pb2, vector_index_pb2
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.indices import index_types
@@ -36,8 +36,13 @@ SCALAR_TYPES = {
     "/lance.index.pb.BloomFilterIndexDetails": "BloomFilter",
 }
 #: Types named, whose ``details`` lance_fw does not reproduce.
-OPAQUE_TYPES = {"/lance.table.InvertedIndexDetails": "Inverted"}
+OPAQUE_TYPES: dict[str, str] = {}
+INVERTED_TYPE_URL = "/lance.table.InvertedIndexDetails"
+#: ``InvertedIndexDetails.DocumentGranularity`` names as pylance's details spell them
+_GRANULARITY = {0: "row", 1: "list_element"}
 VECTOR_TYPE_URL = "/lance.index.pb.VectorIndexDetails"
+#: posting block size of full-text indices written before the field existed
+DEFAULT_FTS_BLOCK_SIZE = 128
 _MS_PER_S = 1000
 
 
@@ -171,6 +176,8 @@ def _type_and_details(
         return SCALAR_TYPES[type_url], {}
     if type_url in OPAQUE_TYPES:
         return OPAQUE_TYPES[type_url], None
+    if type_url == INVERTED_TYPE_URL:
+        return "Inverted", _inverted(meta.index_details.value)
     plugin = next((k for k in index_types().values() if k.type_url == type_url), None)
     if plugin is not None:  # a third-party index type: its own name, no details lance_fw decodes
         return plugin.display_name, {}
@@ -210,3 +217,35 @@ def _vector(details: vector_index_pb2.VectorIndexDetails) -> tuple[str, dict[str
         out["compression"] = {"type": "rq", "num_bits": details.rq.num_bits, "rotation_type": rotation}
     out["runtime_hints"] = dict(details.runtime_hints)
     return kind + (which.upper() if which else "FLAT"), out
+
+
+def _inverted(value: bytes) -> dict[str, Any]:
+    """The details dict pylance 14 builds from an ``InvertedIndexDetails`` message (its defaults
+    where the message leaves a field unset; ``lance_tokenizer`` and ``custom_stop_words`` are not
+    in the message and read back as None)."""
+    details = index_pb2.InvertedIndexDetails()
+    details.ParseFromString(value)
+    code = details.code_config
+    return {
+        "lance_tokenizer": None,
+        "base_tokenizer": details.base_tokenizer if details.HasField("base_tokenizer") else "simple",
+        "language": json.loads(details.language) if details.language else "English",
+        "with_position": details.with_position,
+        "max_token_length": details.max_token_length if details.HasField("max_token_length") else None,
+        "lower_case": details.lower_case,
+        "stem": details.stem,
+        "remove_stop_words": details.remove_stop_words,
+        "custom_stop_words": None,
+        "ascii_folding": details.ascii_folding,
+        "min_ngram_length": details.min_ngram_length,
+        "max_ngram_length": details.max_ngram_length,
+        "prefix_only": details.prefix_only,
+        "block_size": details.block_size if details.HasField("block_size") else DEFAULT_FTS_BLOCK_SIZE,
+        "split_identifiers": code.split_identifiers,
+        "split_on_numerics": code.split_on_numerics,
+        "preserve_original": code.preserve_original,
+        "index_operators": code.index_operators,
+        "document_granularity": _GRANULARITY.get(
+            details.document_granularity, str(details.document_granularity)
+        ),
+    }
