@@ -156,8 +156,6 @@ def test_refusals(corpus: str) -> None:
         ds.to_table(full_text_query=MatchQuery("w1", "text"))
     with pytest.raises(UnsupportedFeatureError, match="non-ASCII"):
         ds.to_table(full_text_query="caf\u00e9")
-    with pytest.raises(UnsupportedFeatureError, match="filter"):
-        ds.to_table(full_text_query="w1", filter="id > 3")
     with pytest.raises(ValueError):
         ds.to_table(full_text_query={"query": "w1", "columns": ["id"]})
 
@@ -257,3 +255,26 @@ def test_describe_and_stats_equal_pylance(built: tuple[str, str], corpus: str) -
         assert lance_fw.dataset(path).stats.index_stats("text_idx") == lance.dataset(path).stats.index_stats(
             "text_idx"
         )
+
+
+@pytest.mark.parametrize("query", ["w3", "happiness studies w40"])
+def test_filter_pre_and_post(corpus: str, query: str) -> None:
+    """prefilter=True searches the passing rows only (the flat part's statistics count only them);
+    by default the best rows are found first and the failing ones dropped."""
+    where = "id % 3 = 1"
+    for prefilter in (False, True):
+        theirs = lance.dataset(corpus).to_table(full_text_query=query, filter=where, prefilter=prefilter)
+        ours = lance_fw.dataset(corpus).to_table(full_text_query=query, filter=where, prefilter=prefilter)
+        assert ours.schema == theirs.schema
+        assert _scores(ours).keys() == _scores(theirs).keys()
+        np.testing.assert_allclose(
+            sorted(ours["_score"].to_pylist()), sorted(theirs["_score"].to_pylist()), rtol=2e-7
+        )
+    top = lance_fw.dataset(corpus).to_table(full_text_query=query, limit=12, columns=["id"])
+    post = lance_fw.dataset(corpus).to_table(full_text_query=query, limit=12, columns=["id"], filter=where)
+    assert post["id"].to_pylist() == [i for i in top["id"].to_pylist() if i % 3 == 1]
+    theirs = lance.dataset(corpus).to_table(full_text_query=query, limit=12, filter=where, prefilter=True)
+    _same_answers(
+        theirs,
+        lance_fw.dataset(corpus).to_table(full_text_query=query, limit=12, filter=where, prefilter=True),
+    )

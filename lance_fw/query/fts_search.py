@@ -192,9 +192,15 @@ class _NoIndex:
         raise AssertionError("no index")
 
 
-def search(snapshot: Snapshot, query: FullTextQuery, batch_size: int) -> tuple[np.ndarray, np.ndarray, bool]:
+def search(
+    snapshot: Snapshot, query: FullTextQuery, batch_size: int, allowed: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """Row addresses of every matching live row and their ``_score``, best first (ties by address),
-    and whether an index was used (pylance returns a flat search's rows in scan order)."""
+    and whether an index was used (pylance returns a flat search's rows in scan order).
+
+    ``allowed`` (a prefilter: sorted addresses of the rows passing it) limits the rows returned and
+    the unindexed rows counted in the flat statistics, as pylance's prefiltered flat scan does.
+    """
     handles = [h for h in _inverted(snapshot) if h.field.name == query.column]
     if len(handles) > 1:
         raise UnsupportedFeatureError(
@@ -211,6 +217,10 @@ def search(snapshot: Snapshot, query: FullTextQuery, batch_size: int) -> tuple[n
     flat_docs, flat_addresses = _flat_documents(
         snapshot, field, [f for i, f in live.items() if i not in covered], reader, batch_size
     )
+    if allowed is not None and len(flat_docs):
+        passing = np.isin(flat_addresses, allowed)
+        flat_docs = [d for d, ok in zip(flat_docs, passing, strict=True) if ok]
+        flat_addresses = flat_addresses[passing]
     indexed_docs, indexed_tokens = reader.num_docs(), reader.total_tokens()
     index_average = np.float32(indexed_tokens) / np.float32(indexed_docs) if indexed_docs else np.float32(1)
     all_docs = indexed_docs + len(flat_docs)
@@ -224,6 +234,8 @@ def search(snapshot: Snapshot, query: FullTextQuery, batch_size: int) -> tuple[n
         if in_index:
             postings = reader.postings(token)
             keep = _live(snapshot, postings.addresses, covered)
+            if allowed is not None:
+                keep &= np.isin(postings.addresses, allowed)
             weight = bm25(
                 idf_of(in_index, indexed_docs),
                 postings.frequencies[keep],
@@ -284,13 +296,24 @@ def run(
     with_row_id: bool,
     with_row_address: bool,
     batch_size: int,
+    passing: np.ndarray | None = None,
+    prefilter: bool = False,
 ) -> pa.Table:
-    """The result table: ``names`` columns of the best rows, ``_score``, then _rowid / _rowaddr."""
-    addresses, scores, indexed = search(snapshot, query, batch_size)
+    """The result table: ``names`` columns of the best rows, ``_score``, then _rowid / _rowaddr.
+
+    ``passing``: sorted addresses of the rows passing ``filter=``. With ``prefilter`` only they are
+    searched; otherwise (pylance's default) the best ``offset + limit`` rows are found first and
+    those failing the filter dropped from them, so fewer rows may come back.
+    """
+    addresses, scores, indexed = search(snapshot, query, batch_size, passing if prefilter else None)
     if not indexed and limit is None:  # pylance: a flat search without a limit keeps scan order
         order = np.argsort(addresses, kind="stable")
         addresses, scores = addresses[order], scores[order]
     stop = None if limit is None else offset + limit
+    if passing is not None and not prefilter:
+        addresses, scores = addresses[:stop], scores[:stop]
+        keep = np.isin(addresses, passing)
+        addresses, scores = addresses[keep], scores[keep]
     addresses, scores = addresses[offset:stop], scores[offset:stop]
     fields: list[pa.Field] = []
     arrays: list[Any] = []

@@ -119,7 +119,7 @@ class LanceScanner:
         #: full_text_query= (query/fts_search.py): a BM25 search instead of a scan
         self.fts: FullTextSearch | None = None
         if full_text_query is not None:
-            self.fts = FullTextSearch(snapshot, full_text_query, filter, nearest, columns)
+            self.fts = FullTextSearch(snapshot, full_text_query, filter, prefilter, nearest, columns)
         if nearest is not None:
             self.search = NearestSearch(snapshot, nearest, columns, filter, prefilter, fragments)
             self.search.check_options(with_row_id, with_row_address, disable_scoring_autoprojection)
@@ -482,22 +482,29 @@ class FullTextSearch:
     """A scan's ``full_text_query=``: the checked query and its run (query/fts_search.py)."""
 
     def __init__(
-        self, snapshot: Snapshot, query: Any, filter: Filter | None, nearest: Any, columns: Columns | None
+        self,
+        snapshot: Snapshot,
+        query: Any,
+        filter: Filter | None,
+        prefilter: bool | None,
+        nearest: Any,
+        columns: Columns | None,
     ) -> None:
         if nearest is not None:
             raise UnsupportedFeatureError(
                 "scanner: nearest= with full_text_query= is not supported by lance_fw"
             )
-        if filter is not None:
-            raise UnsupportedFeatureError(
-                "scanner: filter= with full_text_query= is not supported by lance_fw"
-            )
+        self.filter, self.prefilter = filter, bool(prefilter)
         if isinstance(columns, Mapping):
             raise UnsupportedFeatureError("scanner: a {name: SQL} projection with full_text_query=")
         self.query = fts_search.parse_full_text_query(snapshot, query)
 
     def run(self, scan: LanceScanner, empty: bool = False) -> pa.Table:
         names = [f.name for f in scan.read_fields]
+        passing = None
+        if self.filter is not None and not empty:  # the rows passing the filter, by a plain scan
+            rows = LanceScanner(scan.snapshot, columns=[], filter=self.filter, with_row_address=True)
+            passing = np.sort(rows.to_table().column("_rowaddr").to_numpy())
         return fts_search.run(
             scan.snapshot,
             self.query,
@@ -507,6 +514,8 @@ class FullTextSearch:
             scan.with_row_id,
             scan.with_row_address,
             scan.batch_size,
+            passing,
+            self.prefilter,
         )
 
 
