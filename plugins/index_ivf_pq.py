@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -99,18 +98,31 @@ def _ivf(store: ix.IndexFileStore, name: str, where: str) -> vector_index_pb2.IV
     return ivf
 
 
-class IvfPqReader:
-    """An opened IVF_PQ segment: centroids, codebook, and every row's id and code, held in memory
-    (the codes are ``num_sub_vectors`` bytes per row, the row ids 8)."""
+def _fsl_values(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
+    """A fixed-size-list column's values as an (rows, width) numpy matrix."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    values = array.values.to_numpy(zero_copy_only=False)
+    return values[array.offset * width : (array.offset + len(array)) * width].reshape(len(array), width)
+
+
+class IvfReader:
+    """What every IVF index of pylance 14 shares: ``index.idx`` (type, metric, centroids), the
+    partitions of ``auxiliary.idx`` and its ``_rowid`` column, and the probing loop. A subclass
+    reads its own storage columns (``_load``) and measures one partition (``_distances``)."""
+
+    #: the ``lance:index`` type this reader opens
+    kind_name = ""
 
     def __init__(self, store: ix.IndexFileStore, field: pa.Field) -> None:
-        where = f"IVF_PQ index {getattr(store, 'directory', '')}"
+        where = f"{self.kind_name} index {getattr(store, 'directory', '')}"
         try:
             kind = json.loads(store.schema_metadata(INDEX_FILE)[INDEX_META_KEY])
         except (KeyError, ValueError) as exc:
             raise CorruptFileError(where, f"{INDEX_FILE} has no {INDEX_META_KEY!r} metadata") from exc
-        if kind.get("type") != "IVF_PQ":
-            raise CorruptFileError(where, f"{INDEX_FILE} holds a {kind.get('type')!r} index, not IVF_PQ")
+        if kind.get("type") != self.kind_name:
+            raise CorruptFileError(
+                where, f"{INDEX_FILE} holds a {kind.get('type')!r} index, not {self.kind_name}"
+            )
         self.metric = str(kind.get("distance_type", "l2")).lower()
         if self.metric not in ("l2", "cosine", "dot"):
             raise UnsupportedFeatureError(f"{where}: distance type {self.metric!r} is not supported")
@@ -119,61 +131,42 @@ class IvfPqReader:
         if self.centroids.ndim != 2:
             raise CorruptFileError(where, f"{INDEX_FILE}: centroids of shape {self.centroids.shape}")
         self.loss = ivf.loss if ivf.HasField("loss") else None
-        aux_meta = store.schema_metadata(AUX_FILE)
+        self.dimension = int(self.centroids.shape[1])
         try:
-            storage = json.loads(json.loads(aux_meta[STORAGE_META_KEY])[0])
-            nbits, m = int(storage["nbits"]), int(storage["num_sub_vectors"])
-            dim, position = int(storage["dimension"]), int(storage["codebook_position"])
-            transposed = bool(storage.get("transposed", False))
+            storage = json.loads(json.loads(store.schema_metadata(AUX_FILE)[STORAGE_META_KEY])[0])
         except (KeyError, ValueError, IndexError, TypeError) as exc:
             raise CorruptFileError(where, f"{AUX_FILE}: bad {STORAGE_META_KEY!r} metadata") from exc
-        if nbits != SUPPORTED_NBITS:
-            raise UnsupportedFeatureError(f"{where}: {nbits}-bit PQ codes are not supported (8 only)")
-        if dim != self.centroids.shape[1] or dim % m:
-            raise CorruptFileError(where, f"dimension {dim} does not fit {m} sub-vectors / the centroids")
-        book = vector_index_pb2.Tensor()
-        book.ParseFromString(store.global_buffer(AUX_FILE, position))
-        centroids_per_book = 1 << nbits
-        self.codebook = tensor_array(book, where).reshape(m, centroids_per_book, dim // m)
-        self.num_sub_vectors, self.dimension, self.nbits = m, dim, nbits
         parts = _ivf(store, AUX_FILE, where)
         self.offsets = np.array(parts.offsets, np.int64)
         self.lengths = np.array(parts.lengths, np.int64)
         if len(self.offsets) != len(self.centroids) or len(self.lengths) != len(self.centroids):
             raise CorruptFileError(where, f"{AUX_FILE}: partitions do not match the centroids")
-        table = store.read_table(AUX_FILE, [ROW_ID_COLUMN, CODE_COLUMN])
-        rows = table.num_rows
-        if int(self.lengths.sum()) != rows or (len(self.offsets) and int(self.offsets[-1]) > rows):
+        rows = store.num_rows(AUX_FILE)
+        ends = self.offsets + self.lengths
+        if int(self.lengths.sum()) != rows or (len(ends) and int(ends.max()) > rows):
             raise CorruptFileError(where, f"{AUX_FILE}: partitions cover {self.lengths.sum()} of {rows} rows")
+        table = store.read_table(AUX_FILE)
         self.row_ids = table.column(ROW_ID_COLUMN).to_numpy(zero_copy_only=False).astype(np.uint64)
-        codes = table.column(CODE_COLUMN).combine_chunks()
-        flat = codes.values.to_numpy(zero_copy_only=False)[codes.offset * m : (codes.offset + rows) * m]
-        #: per partition, an (m, length) matrix of indices into the flattened (m, 256) distance table
-        self._codes: list[np.ndarray] = []
-        shift = (np.arange(m, dtype=np.int32) * centroids_per_book)[:, None]
-        for offset, length in zip(self.offsets.tolist(), self.lengths.tolist(), strict=True):
-            block = flat[offset * m : (offset + length) * m]
-            block = block.reshape(m, length) if transposed else block.reshape(length, m).T
-            self._codes.append(block.astype(np.int32) + shift)
-        self._book64 = self.codebook.astype(np.float64)
-        self._book64_t = self._book64.transpose(0, 2, 1).copy()  # (m, sub dim, 256)
-        self._book_norms = np.einsum("msd,msd->ms", self._book64, self._book64)
-        self._lock = threading.Lock()
+        try:
+            self._load(store, storage, table, where)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise CorruptFileError(where, f"{AUX_FILE}: bad storage ({type(exc).__name__}: {exc})") from exc
+
+    def _load(self, store: ix.IndexFileStore, storage: dict[str, Any], table: pa.Table, where: str) -> None:
+        raise NotImplementedError
+
+    def _prepare(self, v: np.ndarray, parts: np.ndarray) -> Any:
+        """Whatever ``_distances`` needs for several partitions, computed at once (PQ: tables)."""
+        return None
+
+    def _distances(self, v: np.ndarray, p: int, prepared: Any) -> np.ndarray:
+        """float32 distance of the query to every row of partition ``p``."""
+        raise NotImplementedError
+
+    def _sub_index(self) -> dict[str, Any]:
+        raise NotImplementedError
 
     # -- search --------------------------------------------------------------------------------
-
-    def _tables(self, v: np.ndarray, parts: np.ndarray) -> np.ndarray:
-        """(len(parts), m * 256) tables of sub-vector distances to every codeword, one per
-        partition: squared L2 to the residual ``v - centroid`` (expanded in float64, so within an
-        ulp of pylance's float32 sums), or for dot ``-v_m . codeword`` (one table for all)."""
-        m = self.num_sub_vectors
-        if self.metric == "dot":
-            one = -np.einsum("msd,md->ms", self.codebook, v.reshape(m, -1)).ravel()
-            return np.broadcast_to(one, (len(parts), len(one)))
-        sub = (v - self.centroids[parts]).astype(np.float64).reshape(len(parts), m, -1)
-        cross = np.matmul(sub.transpose(1, 0, 2), self._book64_t).transpose(1, 0, 2)  # (p, m, 256)
-        table = self._book_norms[None] - 2.0 * cross + np.einsum("pmd,pmd->pm", sub, sub)[:, :, None]
-        return np.maximum(table, 0.0).astype(np.float32).reshape(len(parts), -1)
 
     def _partition_order(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.metric == "dot":
@@ -204,7 +197,7 @@ class IvfPqReader:
         found_d: list[np.ndarray] = []
         found_id: list[np.ndarray] = []
         have, kth, searched = 0, np.inf, 0
-        tables = self._tables(v, order[:least])  # the partitions searched in any case, at once
+        prepared = self._prepare(v, order[:least])  # the partitions searched in any case, at once
         for rank in range(most):
             p = int(order[rank])
             if rank >= least and have >= query.k:
@@ -215,13 +208,9 @@ class IvfPqReader:
                 if bound > 0 and bound * bound > kth:
                     break
             searched += 1
-            codes = self._codes[p]
-            if not codes.shape[1]:
+            if not self.lengths[p]:
                 continue
-            table = tables[rank] if rank < least else self._tables(v, order[rank : rank + 1])[0]
-            dist = table[codes].sum(axis=0, dtype=np.float32)
-            if self.metric == "dot":
-                dist += np.float32(1.0)
+            dist = self._distances(v, p, prepared[rank] if rank < least and prepared is not None else None)
             ids = self.row_ids[self.offsets[p] : self.offsets[p] + self.lengths[p]]
             if query.allowed is not None:
                 keep = query.allowed(ids)
@@ -245,21 +234,76 @@ class IvfPqReader:
 
     def statistics(self) -> dict[str, Any]:
         return {
-            "index_type": "IVF_PQ",
+            "index_type": self.kind_name,
             "metric_type": self.metric,
             "num_partitions": len(self.centroids),
-            "sub_index": {
-                "metric_type": self.metric,
-                "nbits": self.nbits,
-                "num_sub_vectors": self.num_sub_vectors,
-                "dimension": self.dimension,
-                "index_type": "PQ",
-                "transposed": True,
-            },
+            "sub_index": self._sub_index(),
             "partitions": [{"size": int(n)} for n in self.lengths],
             "centroids": self.centroids.tolist(),
             "loss": self.loss,
             "index_file_version": "V3",
+        }
+
+
+class IvfPqReader(IvfReader):
+    """An opened IVF_PQ segment: centroids, codebook, and every row's id and code, held in memory
+    (the codes are ``num_sub_vectors`` bytes per row, the row ids 8)."""
+
+    kind_name = "IVF_PQ"
+
+    def _load(self, store: ix.IndexFileStore, storage: dict[str, Any], table: pa.Table, where: str) -> None:
+        nbits, m = int(storage["nbits"]), int(storage["num_sub_vectors"])
+        dim, position = int(storage["dimension"]), int(storage["codebook_position"])
+        transposed = bool(storage.get("transposed", False))
+        if nbits != SUPPORTED_NBITS:
+            raise UnsupportedFeatureError(f"{where}: {nbits}-bit PQ codes are not supported (8 only)")
+        if dim != self.dimension or dim % m:
+            raise CorruptFileError(where, f"dimension {dim} does not fit {m} sub-vectors / the centroids")
+        book = vector_index_pb2.Tensor()
+        book.ParseFromString(store.global_buffer(AUX_FILE, position))
+        centroids_per_book = 1 << nbits
+        self.codebook = tensor_array(book, where).reshape(m, centroids_per_book, dim // m)
+        self.num_sub_vectors, self.nbits = m, nbits
+        flat = _fsl_values(table.column(CODE_COLUMN), m).ravel()
+        #: per partition, an (m, length) matrix of indices into the flattened (m, 256) distance table
+        self._codes: list[np.ndarray] = []
+        shift = (np.arange(m, dtype=np.int32) * centroids_per_book)[:, None]
+        for offset, length in zip(self.offsets.tolist(), self.lengths.tolist(), strict=True):
+            block = flat[offset * m : (offset + length) * m]
+            block = block.reshape(m, length) if transposed else block.reshape(length, m).T
+            self._codes.append(block.astype(np.int32) + shift)
+        self._book64 = self.codebook.astype(np.float64)
+        self._book64_t = self._book64.transpose(0, 2, 1).copy()  # (m, sub dim, 256)
+        self._book_norms = np.einsum("msd,msd->ms", self._book64, self._book64)
+
+    def _prepare(self, v: np.ndarray, parts: np.ndarray) -> np.ndarray:
+        """(len(parts), m * 256) tables of sub-vector distances to every codeword, one per
+        partition: squared L2 to the residual ``v - centroid`` (expanded in float64, so within an
+        ulp of pylance's float32 sums), or for dot ``-v_m . codeword`` (one table for all)."""
+        m = self.num_sub_vectors
+        if self.metric == "dot":
+            one = -np.einsum("msd,md->ms", self._book64, v.reshape(m, -1).astype(np.float64))
+            return np.broadcast_to(one.astype(np.float32).ravel(), (len(parts), one.size))
+        sub = (v - self.centroids[parts]).astype(np.float64).reshape(len(parts), m, -1)
+        cross = np.matmul(sub.transpose(1, 0, 2), self._book64_t).transpose(1, 0, 2)  # (p, m, 256)
+        table = self._book_norms[None] - 2.0 * cross + np.einsum("pmd,pmd->pm", sub, sub)[:, :, None]
+        return np.maximum(table, 0.0).astype(np.float32).reshape(len(parts), -1)
+
+    def _distances(self, v: np.ndarray, p: int, prepared: Any) -> np.ndarray:
+        table = prepared if prepared is not None else self._prepare(v, np.array([p]))[0]
+        dist = table[self._codes[p]].sum(axis=0, dtype=np.float32)
+        if self.metric == "dot":
+            dist += np.float32(1.0)
+        return dist
+
+    def _sub_index(self) -> dict[str, Any]:
+        return {
+            "metric_type": self.metric,
+            "nbits": self.nbits,
+            "num_sub_vectors": self.num_sub_vectors,
+            "dimension": self.dimension,
+            "index_type": "PQ",
+            "transposed": True,
         }
 
 
@@ -279,7 +323,7 @@ class IvfPqType:
 
     def train(
         self,
-        batches: ix.Iterable[pa.RecordBatch],
+        batches: Iterable[pa.RecordBatch],
         field: pa.Field,
         params: Mapping[str, Any],
         store: ix.IndexFileStore,
@@ -292,4 +336,6 @@ class IvfPqType:
 
 @hookimpl(trylast=True)
 def lance_vector_index_types() -> dict[str, Any]:
-    return {"IVF_PQ": IvfPqType()}
+    from lance_fw_plugins.index_ivf_pq_variants import IvfFlatType, IvfSqType  # they import this module
+
+    return {"IVF_PQ": IvfPqType(), "IVF_FLAT": IvfFlatType(), "IVF_SQ": IvfSqType()}

@@ -11,7 +11,9 @@ unit norm (spherical k-means), as pylance's are.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 import numpy as np
@@ -56,23 +58,28 @@ METRICS = {
     "cosine": vector_index_pb2.Cosine,
     "dot": vector_index_pb2.Dot,
 }
-#: ``create_index`` parameters this type implements; any other one is refused by name.
-PARAMS = ("metric", "num_partitions", "num_sub_vectors", "num_bits", "sample_rate", "max_iters")
-_FLOATS = (pa.float16(), pa.float32(), pa.float64())
+#: ``create_index`` parameters each type implements; any other one is refused by name.
+PARAMS = {
+    "IVF_PQ": ("metric", "num_partitions", "num_sub_vectors", "num_bits", "sample_rate", "max_iters"),
+    "IVF_FLAT": ("metric", "num_partitions", "sample_rate", "max_iters"),
+    "IVF_SQ": ("metric", "num_partitions", "num_bits", "sample_rate", "max_iters"),
+}
 
 
 def metric_of(params: Mapping[str, Any]) -> str:
     name = str(params.get("metric", "l2")).lower()
     if name not in METRICS:
-        raise UnsupportedFeatureError(f"IVF_PQ: metric {params.get('metric')!r} is not supported")
+        raise UnsupportedFeatureError(f"vector index: metric {params.get('metric')!r} is not supported")
     return "l2" if name == "euclidean" else name
 
 
-def _vector_type(field: pa.Field) -> pa.FixedSizeListType:
-    kind = field.type.storage_type if isinstance(field.type, pa.ExtensionType) else field.type
-    if not pa.types.is_fixed_size_list(kind) or kind.value_type not in _FLOATS:
+def _vector_type(vector_field: pa.Field) -> pa.FixedSizeListType:
+    kind = vector_field.type
+    kind = kind.storage_type if isinstance(kind, pa.ExtensionType) else kind
+    if not pa.types.is_fixed_size_list(kind) or kind.value_type != pa.float32():
         raise UnsupportedFeatureError(
-            f"IVF_PQ: column {field.name!r} of type {field.type} is not a float vector column"
+            f"vector index: column {vector_field.name!r} of type {vector_field.type} is not a float32 "
+            "vector column (lance_fw builds vector indices on float32 vectors only)"
         )
     assert isinstance(kind, pa.FixedSizeListType)
     return kind
@@ -83,21 +90,23 @@ def _int(params: Mapping[str, Any], key: str, default: int | None) -> int | None
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise InvalidArgumentError(f"IVF_PQ: {key} must be a positive integer, got {value!r}")
+        raise InvalidArgumentError(f"vector index: {key} must be a positive integer, got {value!r}")
     return int(value)
 
 
-def check_params(field: pa.Field, params: Mapping[str, Any]) -> None:
-    """Refuse what this type does not implement; every given parameter is used."""
-    unknown = sorted(set(params) - set(PARAMS))
+def check_params(vector_field: pa.Field, params: Mapping[str, Any], kind: str = "IVF_PQ") -> None:
+    """Refuse what ``kind`` does not implement; every given parameter is used."""
+    unknown = sorted(k for k, v in params.items() if k not in PARAMS[kind] and v is not None)
     if unknown:
-        raise InvalidArgumentError(f"IVF_PQ: parameter(s) {', '.join(unknown)} not supported by lance_fw")
-    dim = _vector_type(field).list_size
+        raise InvalidArgumentError(f"{kind}: parameter(s) {', '.join(unknown)} not supported by lance_fw")
+    dim = _vector_type(vector_field).list_size
     metric_of(params)
     if _int(params, "num_bits", DEFAULT_NUM_BITS) != DEFAULT_NUM_BITS:
-        raise UnsupportedFeatureError("IVF_PQ: only num_bits=8 is supported by lance_fw")
-    if params.get("num_partitions") is None or params.get("num_sub_vectors") is None:
+        raise UnsupportedFeatureError(f"{kind}: only num_bits=8 is supported by lance_fw")
+    if kind == "IVF_PQ" and (params.get("num_partitions") is None or params.get("num_sub_vectors") is None):
         raise InvalidArgumentError("num_partitions and num_sub_vectors are required for IVF_PQ")
+    if params.get("num_partitions") is None:
+        raise InvalidArgumentError(f"num_partitions is required for {kind}")
     m = _int(params, "num_sub_vectors", None)
     if m is not None and dim % m:
         raise InvalidArgumentError(f"IVF_PQ: num_sub_vectors {m} must divide the vector dimension {dim}")
@@ -106,21 +115,25 @@ def check_params(field: pa.Field, params: Mapping[str, Any]) -> None:
     _int(params, "max_iters", DEFAULT_MAX_ITERS)
 
 
-def details_bytes(params: Mapping[str, Any]) -> bytes:
-    """``VectorIndexDetails`` as pylance 14 writes it for IVF_PQ (with its runtime hints)."""
+def details_bytes(params: Mapping[str, Any], kind: str = "IVF_PQ") -> bytes:
+    """``VectorIndexDetails`` as pylance 14 writes it for ``kind`` (with its runtime hints)."""
     details = vector_index_pb2.VectorIndexDetails(metric_type=METRICS[metric_of(params)])
-    details.pq.num_bits = _int(params, "num_bits", DEFAULT_NUM_BITS) or DEFAULT_NUM_BITS
-    details.pq.num_sub_vectors = int(params["num_sub_vectors"])
     iters = str(_int(params, "max_iters", DEFAULT_MAX_ITERS))
     rate = str(_int(params, "sample_rate", DEFAULT_SAMPLE_RATE))
     hints = {
         "lance.ivf.max_iters": iters,
         "lance.ivf.sample_rate": rate,
         "lance.skip_transpose": "false",
-        "lance.pq.kmeans_redos": "1",
-        "lance.pq.sample_rate": rate,
-        "lance.pq.max_iters": iters,
     }
+    if kind == "IVF_PQ":
+        details.pq.num_bits = DEFAULT_NUM_BITS
+        details.pq.num_sub_vectors = int(params["num_sub_vectors"])
+        hints.update(
+            {"lance.pq.kmeans_redos": "1", "lance.pq.sample_rate": rate, "lance.pq.max_iters": iters}
+        )
+    elif kind == "IVF_SQ":
+        details.sq.num_bits = DEFAULT_NUM_BITS
+        hints["lance.sq.sample_rate"] = rate
     details.runtime_hints.update(hints)
     return details.SerializeToString()
 
@@ -244,24 +257,45 @@ def _gather(batches: Iterable[pa.RecordBatch], dim: int) -> tuple[np.ndarray, np
     return x[finite], row_ids[finite]
 
 
-def train(
-    batches: Iterable[pa.RecordBatch], field: pa.Field, params: Mapping[str, Any], store: ix.IndexFileStore
-) -> None:
-    """Train on every vector of ``batches`` and write ``index.idx`` and ``auxiliary.idx``."""
-    dim = _vector_type(field).list_size
+@dataclass
+class Partitioned:
+    """The IVF step's result, rows in partition order (row addresses ascending inside one)."""
+
+    metric: str
+    #: the vectors as indexed (normalised for cosine), float32, in partition order
+    vectors: np.ndarray
+    row_ids: np.ndarray
+    #: each row's partition
+    labels: np.ndarray
+    centroids: np.ndarray
+    loss: float
+    offsets: np.ndarray
+    lengths: np.ndarray
+    rng: np.random.Generator
+
+
+@dataclass
+class Storage:
+    """What a sub-index adds to ``auxiliary.idx``: columns after ``_rowid``, the one
+    ``storage_metadata`` JSON object, global buffers after the IVF one."""
+
+    columns: dict[str, pa.Array]
+    metadata: dict[str, Any]
+    buffers: list[bytes] = dc_field(default_factory=list)
+
+
+def partition(
+    batches: Iterable[pa.RecordBatch], vector_field: pa.Field, params: Mapping[str, Any], kind: str
+) -> Partitioned:
+    """Gather every vector, train the IVF centroids and put every row in its partition."""
+    dim = _vector_type(vector_field).list_size
     metric = metric_of(params)
     x, row_ids = _gather(batches, dim)
-    codewords = 1 << DEFAULT_NUM_BITS
-    if len(x) < codewords:
-        raise InvalidArgumentError(
-            f"IVF_PQ: not enough rows to train PQ: requires {codewords} rows but only {len(x)} available"
-        )
     if metric == "cosine":
         x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), np.float32(1e-12))
     parts = int(params["num_partitions"])
     if parts > len(x):
-        raise InvalidArgumentError(f"IVF_PQ: num_partitions {parts} exceeds the {len(x)} rows to index")
-    m = int(params["num_sub_vectors"])
+        raise InvalidArgumentError(f"{kind}: num_partitions {parts} exceeds the {len(x)} rows to index")
     rate = _int(params, "sample_rate", DEFAULT_SAMPLE_RATE) or DEFAULT_SAMPLE_RATE
     iters = _int(params, "max_iters", DEFAULT_MAX_ITERS) or DEFAULT_MAX_ITERS
     rng = np.random.default_rng(SEED)
@@ -270,45 +304,41 @@ def train(
     centroids, loss = (
         kmeans(sample, parts, iters, rng, spherical) if parts > 1 else (_one_centroid(x, spherical), 0.0)
     )
-    labels = assign(x, centroids, spherical)
-    pq_rows = x if len(x) <= codewords * rate else None
-    pick = None if pq_rows is not None else np.sort(rng.choice(len(x), codewords * rate, replace=False))
-    training = x if pick is None else x[pick]
-    if metric != "dot":
-        training = training - centroids[labels if pick is None else labels[pick]]
-    books = train_pq(training, m, iters, rng)
-    order = np.argsort(labels, kind="stable")  # partitions in order, row addresses ascending in each
-    residual = x[order] - centroids[labels[order]] if metric != "dot" else x[order]
-    codes = encode(residual, books)
+    labels, loss = _nearest(x, centroids, spherical)  # pylance records the loss of every row
+    order = np.argsort(labels, kind="stable")
     lengths = np.bincount(labels, minlength=parts).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    transposed = np.concatenate(
-        [codes[o : o + n].T.ravel() for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)]
+    return Partitioned(
+        metric, x[order], row_ids[order], labels[order], centroids, loss, offsets, lengths, rng
     )
-    _write(store, metric, centroids, loss, books, row_ids[order], transposed, m, dim, offsets, lengths)
 
 
-def _one_centroid(x: np.ndarray, spherical: bool) -> np.ndarray:
-    c = x.mean(axis=0, keepdims=True).astype(np.float32)
-    return c / max(float(np.linalg.norm(c)), 1e-12) if spherical else c
-
-
-def _write(
-    store: ix.IndexFileStore,
-    metric: str,
-    centroids: np.ndarray,
-    loss: float,
-    books: np.ndarray,
-    row_ids: np.ndarray,
-    codes: np.ndarray,
-    m: int,
-    dim: int,
-    offsets: np.ndarray,
-    lengths: np.ndarray,
-) -> None:
-    parts = len(centroids)
-    compact = {"separators": (",", ":")}
-    storage = json.dumps(
+def pq_storage(ivf: Partitioned, params: Mapping[str, Any]) -> Storage:
+    """PQ codebooks trained on ``256 * sample_rate`` residuals (raw vectors for dot), every row
+    encoded, each partition's codes stored transposed."""
+    codewords = 1 << DEFAULT_NUM_BITS
+    x = ivf.vectors
+    if len(x) < codewords:
+        raise InvalidArgumentError(
+            f"IVF_PQ: not enough rows to train PQ: requires {codewords} rows but only {len(x)} available"
+        )
+    m, dim = int(params["num_sub_vectors"]), x.shape[1]
+    rate = _int(params, "sample_rate", DEFAULT_SAMPLE_RATE) or DEFAULT_SAMPLE_RATE
+    iters = _int(params, "max_iters", DEFAULT_MAX_ITERS) or DEFAULT_MAX_ITERS
+    residual = x - ivf.centroids[ivf.labels] if ivf.metric != "dot" else x
+    pick = (
+        None
+        if len(x) <= codewords * rate
+        else np.sort(ivf.rng.choice(len(x), codewords * rate, replace=False))
+    )
+    books = train_pq(residual if pick is None else residual[pick], m, iters, ivf.rng)
+    codes = encode(residual, books)
+    transposed = np.concatenate(
+        [codes[o : o + n].T.ravel() for o, n in zip(ivf.offsets.tolist(), ivf.lengths.tolist(), strict=True)]
+    )
+    code_type = pa.list_(pa.field("item", pa.uint8()), m)
+    return Storage(
+        {CODE_COLUMN: pa.FixedSizeListArray.from_arrays(pa.array(transposed, pa.uint8()), type=code_type)},
         {
             "codebook_position": CODEBOOK_BUFFER,
             "nbits": DEFAULT_NUM_BITS,
@@ -317,29 +347,50 @@ def _write(
             "codebook_tensor": [],
             "transposed": True,
         },
-        **compact,  # type: ignore[arg-type]
+        [_tensor(books, [codewords, dim]).SerializeToString()],
     )
-    ivf_parts = vector_index_pb2.IVF(offsets=offsets.tolist(), lengths=lengths.tolist())
-    book = _tensor(books, [1 << DEFAULT_NUM_BITS, dim])
-    code_type = pa.list_(pa.field("item", pa.uint8()), m)
-    aux = pa.table(
-        {
-            ROW_ID_COLUMN: pa.array(row_ids, pa.uint64()),
-            CODE_COLUMN: pa.FixedSizeListArray.from_arrays(pa.array(codes, pa.uint8()), type=code_type),
-        }
-    )
+
+
+def train(
+    batches: Iterable[pa.RecordBatch],
+    vector_field: pa.Field,
+    params: Mapping[str, Any],
+    store: ix.IndexFileStore,
+    kind: str = "IVF_PQ",
+    storage: Callable[[Partitioned, Mapping[str, Any]], Storage] = pq_storage,
+) -> None:
+    """Train on every vector of ``batches`` and write ``index.idx`` and ``auxiliary.idx``."""
+    ivf = partition(batches, vector_field, params, kind)
+    write(store, kind, ivf, storage(ivf, params))
+
+
+def _one_centroid(x: np.ndarray, spherical: bool) -> np.ndarray:
+    c = x.mean(axis=0, keepdims=True).astype(np.float32)
+    return c / max(float(np.linalg.norm(c)), 1e-12) if spherical else c
+
+
+def _json(value: Any) -> str:
+    """JSON as pylance (serde) writes it: no spaces."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def write(store: ix.IndexFileStore, kind: str, ivf: Partitioned, storage: Storage) -> None:
+    """``auxiliary.idx`` (row ids, the sub-index's columns, the partitions) and ``index.idx``."""
+    parts, dim = ivf.centroids.shape
+    ivf_parts = vector_index_pb2.IVF(offsets=ivf.offsets.tolist(), lengths=ivf.lengths.tolist())
+    aux = pa.table({ROW_ID_COLUMN: pa.array(ivf.row_ids, pa.uint64()), **storage.columns})
     store.write_table(
         AUX_FILE,
         aux,
         {
             IVF_META_KEY: str(IVF_BUFFER),
-            DISTANCE_TYPE_KEY: metric,
-            STORAGE_META_KEY: json.dumps([storage], **compact),  # type: ignore[arg-type]
+            DISTANCE_TYPE_KEY: ivf.metric,
+            STORAGE_META_KEY: _json([_json(storage.metadata)]),
         },
-        [ivf_parts.SerializeToString(), book.SerializeToString()],
+        [ivf_parts.SerializeToString(), *storage.buffers],
     )
-    ivf = vector_index_pb2.IVF(offsets=[0] * parts, lengths=[0] * parts, loss=loss)
-    ivf.centroids_tensor.CopyFrom(_tensor(centroids, [parts, dim]))
+    model = vector_index_pb2.IVF(offsets=[0] * parts, lengths=[0] * parts, loss=ivf.loss)
+    model.centroids_tensor.CopyFrom(_tensor(ivf.centroids, [parts, dim]))
     marker = pa.table({FLAT_MARKER_COLUMN: pa.array([], pa.uint64())}).cast(
         pa.schema([pa.field(FLAT_MARKER_COLUMN, pa.uint64(), nullable=False)])
     )
@@ -347,9 +398,9 @@ def _write(
         INDEX_FILE,
         marker,
         {
-            INDEX_META_KEY: json.dumps({"type": "IVF_PQ", "distance_type": metric}, **compact),  # type: ignore[arg-type]
+            INDEX_META_KEY: _json({"type": kind, "distance_type": ivf.metric}),
             IVF_META_KEY: str(IVF_BUFFER),
-            FLAT_META_KEY: json.dumps([""] * parts, **compact),  # type: ignore[arg-type]
+            FLAT_META_KEY: _json([""] * parts),
         },
-        [ivf.SerializeToString()],
+        [model.SerializeToString()],
     )
