@@ -8,7 +8,11 @@ written at once. Memory stays bounded: when the buffered slices pin more than
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +48,25 @@ DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
 ALLOW_PLUGIN_ENCODINGS = "allow_plugin_encodings"
 #: Write option: the most bytes of one page of a column (``DEFAULT_MAX_PAGE_BYTES`` when unset).
 MAX_PAGE_BYTES = "max_page_bytes"
+#: Pages encoded at once in worker threads. A column (and an encoder object) has at most one page in
+#: flight, so an encoder (a plugin) never runs concurrently with itself and each column's pages keep
+#: their order; pages are
+#: written in the order they were submitted, so a file's bytes do not depend on thread timing. The
+#: encoders' numpy, pyarrow and zstd work releases the GIL.
+ENCODE_WORKERS = min(4, os.cpu_count() or 1)
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _encode_pool() -> ThreadPoolExecutor:
+    """The writers' own pool (never shared with readers, whose tasks may wait on each other)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(ENCODE_WORKERS, thread_name_prefix="lance_fw-encode")
+        return _POOL
+
+
 #: Field-metadata prefix of encoding hints (what usually makes a plugin claim a column).
 ENCODING_HINT_PREFIX = "lance-encoding:"
 
@@ -98,6 +121,8 @@ class LanceFileWriter:
             bool(self.options.get(ALLOW_PLUGIN_ENCODINGS)),
         )
         self._out = storage.open_output(path)
+        #: pages being encoded, in submission (= file) order: (column, page future, rows)
+        self._inflight: deque[tuple[_Column, Future[Any], int]] = deque()
         self._pos = 0
         self._rows = 0
         self._retained = 0
@@ -151,11 +176,33 @@ class LanceFileWriter:
         if array.nbytes > self.max_page_bytes and len(array) > 1:
             rows_per_page = max(1, len(array) * self.max_page_bytes // array.nbytes)
         for start in range(0, len(array), rows_per_page):
-            self._write_page(col, array.slice(start, rows_per_page))
+            self._submit(col, array.slice(start, rows_per_page))
+
+    def _submit(self, col: _Column, array: pa.Array) -> None:
+        """Encode ``array`` as ``col``'s next page in a worker; written in submission order."""
+        # one page per column in flight, and one per encoder object (a plugin may share one)
+        while any(c is col or c.encoder is col.encoder for c, _, _ in self._inflight):
+            self._write_next()
+        if ENCODE_WORKERS > 1:
+            future = _encode_pool().submit(col.encoder.encode, array)
+        else:
+            future = Future()
+            future.set_result(col.encoder.encode(array))
+        self._inflight.append((col, future, len(array)))
+        while len(self._inflight) > ENCODE_WORKERS:
+            self._write_next()
+
+    def _write_next(self) -> None:
+        col, future, rows = self._inflight.popleft()
+        self._write_encoded(col, future.result(), rows)
 
     def _write_page(self, col: _Column, array: pa.Array) -> None:
-        page = col.encoder.encode(array)
-        datas = self._checked_page(col, page, len(array))
+        self._submit(col, array)
+        while self._inflight:
+            self._write_next()
+
+    def _write_encoded(self, col: _Column, page: Any, rows: int) -> None:
+        datas = self._checked_page(col, page, rows)
         offsets, sizes = [], []
         for data in datas:
             self._align()
@@ -225,6 +272,9 @@ class LanceFileWriter:
         file (buffer 0 is the schema), e.g. an index's extra data named from its schema metadata."""
         for col in self._columns:
             self._flush(col)
+        while self._inflight:
+            self._write_next()
+        for col in self._columns:
             if not col.pages:  # e.g. the items of all-empty lists: readers expect one empty page
                 self._write_page(col, pa.array([], col.spec.arrow_type))
             if col.rows_written != col.rows_received:  # page checks make this hold; say so if not
@@ -260,6 +310,9 @@ class LanceFileWriter:
     def abort(self) -> None:
         """Give up the file: a stream that can ``abort`` (see ``Storage.open_output``) publishes
         nothing; others are closed and the caller deletes what they published."""
+        for _, future, _ in self._inflight:
+            future.cancel()
+        self._inflight.clear()
         try:
             getattr(self._out, "abort", self._out.close)()
         except Exception:
