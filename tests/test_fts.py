@@ -278,3 +278,75 @@ def test_filter_pre_and_post(corpus: str, query: str) -> None:
         theirs,
         lance_fw.dataset(corpus).to_table(full_text_query=query, limit=12, filter=where, prefilter=True),
     )
+
+
+@pytest.fixture(scope="module")
+def two_columns(tmp_path_factory: pytest.TempPathFactory) -> str:
+    rng = np.random.default_rng(5)
+    path = str(tmp_path_factory.mktemp("fts_two") / "ds")
+
+    def rows(lo: int, n: int) -> pa.Table:
+        return pa.table(
+            {"id": pa.array(np.arange(lo, lo + n), pa.int64()), "a": _docs(rng, n), "b": _docs(rng, n)}
+        )
+
+    ds = lance.write_dataset(rows(0, 3000), path, max_rows_per_file=1100)
+    ds.create_scalar_index("a", "INVERTED")
+    lance_fw.dataset(path).create_scalar_index("b", "INVERTED", stem=False)
+    lance.dataset(path).delete("id % 17 = 2")
+    lance.write_dataset(rows(3000, 400), path, mode="append")
+    return path
+
+
+def _query_pairs() -> list[tuple[str, object, object]]:
+    import lance.query as lq
+
+    from lance_fw.query import fts_search as fq
+
+    pairs: list[tuple[str, object, object]] = [
+        ("string over both columns", "running w3", "running w3"),
+        (
+            "dict over both columns",
+            {"query": "w4 w9", "columns": ["a", "b"]},
+            {"query": "w4 w9", "columns": ["a", "b"]},
+        ),
+    ]
+    for mod, key in ((lq, 0), (fq, 1)):
+        queries = [
+            mod.MatchQuery("w1 w2", "a", operator=mod.FullTextOperator.AND),
+            mod.MatchQuery("w1 happiness", "b", boost=2.5),
+            mod.BoostQuery(mod.MatchQuery("w1", "a"), mod.MatchQuery("w2 w3", "a"), negative_boost=0.3),
+            mod.MultiMatchQuery("w1 studies", ["a", "b"], boosts=[2.0, 0.5]),
+            mod.BooleanQuery(
+                [
+                    (mod.Occur.MUST, mod.MatchQuery("w1", "a")),
+                    (mod.Occur.SHOULD, mod.MatchQuery("w2", "b")),
+                    (mod.Occur.MUST_NOT, mod.MatchQuery("w3", "a")),
+                ]
+            ),
+            mod.BooleanQuery(
+                [(mod.Occur.SHOULD, mod.MatchQuery("w5", "a")), (mod.Occur.SHOULD, mod.MatchQuery("w6", "b"))]
+            ),
+        ]
+        for i, q in enumerate(queries):
+            if key == 0:
+                pairs.append((f"object {i}", q, None))
+            else:
+                name, theirs, _ = pairs[2 + i]
+                pairs[2 + i] = (name, theirs, q)
+    return pairs
+
+
+@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("limit", [None, 10])
+def test_query_objects_equal_pylance(two_columns: str, index: int, limit: int | None) -> None:
+    name, theirs_query, ours_query = _query_pairs()[index]
+    theirs = lance.dataset(two_columns).to_table(full_text_query=theirs_query, columns=["id"], limit=limit)
+    ours = lance_fw.dataset(two_columns).to_table(full_text_query=ours_query, columns=["id"], limit=limit)
+    assert ours.schema == theirs.schema, name
+    if limit is None:
+        assert _scores(ours).keys() == _scores(theirs).keys(), name
+        for row, score in _scores(ours).items():
+            np.testing.assert_allclose(score, _scores(theirs)[row], rtol=3e-7, atol=1e-7, err_msg=name)
+    else:
+        _same_answers(theirs, ours)

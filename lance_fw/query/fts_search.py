@@ -1,4 +1,4 @@
-"""``full_text_query=``: BM25 search of a column with a full-text (``INVERTED``) index, as pylance 14.
+"""``full_text_query=``: BM25 search of text columns with full-text (``INVERTED``) indices, as pylance 14.
 
 Why a kernel module: the scores must be pylance's to the float32 rounding and the rows the same,
 which depends on choices no index file records, observed from pylance 14:
@@ -14,16 +14,20 @@ which depends on choices no index file records, observed from pylance 14:
 The index plugin (``lance_fw_plugins.index_inverted``) provides the analyzer, statistics and
 posting lists; this module does the scoring, the flat part and the result table.
 
-Supported: a string (every query token, OR), or a dict ``{"query": str, "columns": [one column]}``
-(pylance's ``full_text_search`` keywords). Refused by name: ``lance.query`` objects (pylance keeps
-their parameters in native code), several indexed columns, ``filter=`` with a full-text query,
-datasets with stable row ids.
+Supported: a string or ``{"query": str, "columns": [...]}`` (pylance's ``full_text_search``
+keywords: one column is a match query, several a multi-match), and this module's ``MatchQuery``
+(``operator``, ``boost``), ``MultiMatchQuery`` (a row scores its best column), ``BoostQuery``
+(``positive - negative_boost * negative``), ``BooleanQuery`` (MUST / SHOULD / MUST_NOT), with the
+signatures of pylance's ``lance.query`` classes (whose own objects keep their parameters in native
+code and are refused); ``filter=`` with ``prefilter`` either way; columns without an index
+(searched flat). Refused by name: phrase queries and fuzzy matching, indices of several segments.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 import numpy as np
@@ -78,16 +82,89 @@ class FullTextIndexReader(Protocol):
     def postings(self, token: str) -> FullTextPostings: ...
 
 
+class FullTextOperator(StrEnum):
+    """How a match query's tokens combine (pylance's ``lance.query.FullTextOperator``)."""
+
+    AND = "AND"
+    OR = "OR"
+
+
+class Occur(StrEnum):
+    """A boolean query clause's role (pylance's ``lance.query.Occur``)."""
+
+    SHOULD = "SHOULD"
+    MUST = "MUST"
+    MUST_NOT = "MUST_NOT"
+
+
 @dataclass(frozen=True)
-class FullTextQuery:
-    """A checked ``full_text_query``: the text and the one column searched."""
+class MatchQuery:
+    """Rows holding the query's tokens in ``column`` (any: ``OR``, all: ``AND``); score times
+    ``boost``. pylance's ``lance.query.MatchQuery`` (whose parameters live in native code, so
+    lance_fw takes its own objects with the same signature)."""
 
-    text: str
+    query: str
     column: str
+    boost: float = field(default=1.0, kw_only=True)
+    fuzziness: int | None = field(default=0, kw_only=True)
+    max_expansions: int = field(default=50, kw_only=True)
+    operator: FullTextOperator | str = field(default=FullTextOperator.OR, kw_only=True)
+    prefix_length: int = field(default=0, kw_only=True)
 
 
-def parse_full_text_query(snapshot: Snapshot, query: Any) -> FullTextQuery:
-    """pylance's ``full_text_query`` forms lance_fw answers (see the module doc)."""
+@dataclass(frozen=True)
+class PhraseQuery:
+    """pylance's phrase query (refused: lance_fw does not decode token positions)."""
+
+    query: str
+    column: str
+    slop: int = field(default=0, kw_only=True)
+
+
+@dataclass(frozen=True)
+class BoostQuery:
+    """Rows of ``positive``; those also matching ``negative`` lose ``negative_boost`` times its score."""
+
+    positive: Any
+    negative: Any
+    negative_boost: float = field(default=0.5, kw_only=True)
+
+
+@dataclass(frozen=True)
+class MultiMatchQuery:
+    """A match query on each column; a row scores its best column (times that column's boost)."""
+
+    query: str
+    columns: list[str]
+    boosts: list[float] | None = field(default=None, kw_only=True)
+    operator: FullTextOperator | str = field(default=FullTextOperator.OR, kw_only=True)
+
+
+@dataclass(frozen=True)
+class BooleanQuery:
+    """Rows matching every MUST clause (or, without one, any SHOULD clause) and no MUST_NOT clause;
+    the score adds the MUST and matching SHOULD scores in clause order."""
+
+    queries: list[tuple[Occur | str, Any]]
+
+
+def _operator(value: Any) -> FullTextOperator:
+    """``FullTextOperator`` from lance_fw's, pylance's enum or its string."""
+    return FullTextOperator(getattr(value, "value", value))
+
+
+def _occur(value: Any) -> Occur:
+    return Occur(getattr(value, "value", value))
+
+
+QUERY_TYPES = (MatchQuery, PhraseQuery, BoostQuery, MultiMatchQuery, BooleanQuery)
+
+
+def parse_full_text_query(snapshot: Snapshot, query: Any) -> Any:
+    """pylance's ``full_text_query`` forms as a query tree (see the module doc); columns checked."""
+    if isinstance(query, QUERY_TYPES):
+        _check_tree(snapshot, query)
+        return query
     columns: Sequence[str] | None = None
     if isinstance(query, Mapping):
         unknown = set(query) - {"query", "columns"}
@@ -100,27 +177,55 @@ def parse_full_text_query(snapshot: Snapshot, query: Any) -> FullTextQuery:
         text = query
     else:
         raise UnsupportedFeatureError(
-            f"full_text_query of type {type(query).__name__} is not supported by lance_fw (pass a "
-            "string or {'query': ..., 'columns': [...]})"
+            f"full_text_query of type {type(query).__name__} is not supported by lance_fw: pass a "
+            "string, {'query': ..., 'columns': [...]}, or the query classes of "
+            "lance_fw.query.fts_search (pylance's lance.query objects keep their parameters in "
+            "native code)"
         )
     if not isinstance(text, str):
         raise InvalidArgumentError(f"full_text_query: the query must be a string, got {text!r}")
-    indexed = sorted({h.field.name for h in _inverted(snapshot)})
     if columns is None:
-        if not indexed:
+        columns = sorted({h.field.name for h in _inverted(snapshot)})
+        if not columns:
             raise InvalidArgumentError("full_text_query: the dataset has no INVERTED index to search")
-        columns = indexed
-    if len(columns) != 1:
-        raise UnsupportedFeatureError(
-            f"full_text_query over several columns ({', '.join(columns)}) is not supported by lance_fw"
-        )
-    column = columns[0]
+    tree: Any = MatchQuery(text, columns[0]) if len(columns) == 1 else MultiMatchQuery(text, list(columns))
+    _check_tree(snapshot, tree)
+    return tree
+
+
+def _check_column(snapshot: Snapshot, column: str) -> None:
     if column not in snapshot.schema.names:
         raise InvalidArgumentError(f"full_text_query: column {column!r} is not in the dataset")
     kind = snapshot.schema.field(column).type
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         raise InvalidArgumentError(f"full_text_query: column {column!r} is {kind}, not a string column")
-    return FullTextQuery(text, column)
+
+
+def _check_tree(snapshot: Snapshot, node: Any) -> None:
+    if isinstance(node, MatchQuery):
+        _check_column(snapshot, node.column)
+        if node.fuzziness != 0 or node.prefix_length != 0:
+            raise UnsupportedFeatureError("full_text_query: fuzzy matching is not supported by lance_fw")
+        _operator(node.operator)
+    elif isinstance(node, PhraseQuery):
+        raise UnsupportedFeatureError(
+            "full_text_query: phrase queries are not supported by lance_fw (token positions are not decoded)"
+        )
+    elif isinstance(node, MultiMatchQuery):
+        for column in node.columns:
+            _check_column(snapshot, column)
+        if node.boosts is not None and len(node.boosts) != len(node.columns):
+            raise InvalidArgumentError("full_text_query: MultiMatchQuery needs one boost per column")
+        _operator(node.operator)
+    elif isinstance(node, BoostQuery):
+        _check_tree(snapshot, node.positive)
+        _check_tree(snapshot, node.negative)
+    elif isinstance(node, BooleanQuery):
+        for occur, clause in node.queries:
+            _occur(occur)
+            _check_tree(snapshot, clause)
+    else:
+        raise UnsupportedFeatureError(f"full_text_query: {type(node).__name__} is not supported by lance_fw")
 
 
 def _inverted(snapshot: Snapshot) -> list[IndexHandle]:
@@ -192,66 +297,160 @@ class _NoIndex:
         raise AssertionError("no index")
 
 
+class _ColumnSearch:
+    """One column's side of a search: its index (or none), the flat part, their statistics."""
+
+    def __init__(self, snapshot: Snapshot, column: str, batch_size: int, allowed: np.ndarray | None) -> None:
+        handles = [h for h in _inverted(snapshot) if h.field.name == column]
+        if len(handles) > 1:
+            raise UnsupportedFeatureError(
+                f"full_text_query: the index on {column!r} has {len(handles)} segments; lance_fw "
+                "searches an index of one segment"
+            )
+        self.indexed = bool(handles)
+        self.snapshot, self.allowed = snapshot, allowed
+        self.reader: FullTextIndexReader = (
+            open_index(snapshot, handles[0]) if handles else _NoIndex()  # type: ignore[assignment]
+        )
+        live = {f.id: f for f in snapshot.fragments}
+        self.covered = {i for i in handles[0].fragments if i in live} if handles else set()
+        field = snapshot.lance_schema.field(column)
+        docs, self.flat_addresses = _flat_documents(
+            snapshot, field, [f for i, f in live.items() if i not in self.covered], self.reader, batch_size
+        )
+        if allowed is not None and len(docs):
+            passing = np.isin(self.flat_addresses, allowed)
+            docs = [d for d, ok in zip(docs, passing, strict=True) if ok]
+            self.flat_addresses = self.flat_addresses[passing]
+        self.indexed_docs, tokens = self.reader.num_docs(), self.reader.total_tokens()
+        self.index_average = (
+            np.float32(tokens) / np.float32(self.indexed_docs) if self.indexed_docs else np.float32(1)
+        )
+        self.all_docs = self.indexed_docs + len(docs)
+        all_tokens = tokens + sum(len(d) for d in docs)
+        self.all_average = (
+            np.float32(all_tokens) / np.float32(self.all_docs) if self.all_docs else np.float32(1)
+        )
+        self.flat_counts = [{t: d.count(t) for t in set(d)} for d in docs]
+        self.flat_lengths = np.array([len(d) for d in docs], np.uint32)
+
+    def token(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        """Addresses and BM25 weights of the live rows holding ``token`` (index part, flat part)."""
+        parts = _Scores()
+        in_index = self.reader.doc_count(token)
+        if in_index:
+            postings = self.reader.postings(token)
+            keep = _live(self.snapshot, postings.addresses, self.covered)
+            if self.allowed is not None:
+                keep &= np.isin(postings.addresses, self.allowed)
+            idf = idf_of(in_index, self.indexed_docs)
+            weights = bm25(idf, postings.frequencies[keep], postings.lengths[keep], self.index_average)
+            parts.add(postings.addresses[keep], weights)
+        if self.flat_counts:
+            freq = np.array([c.get(token, 0) for c in self.flat_counts], np.uint32)
+            hit = freq > 0
+            if hit.any():
+                idf = idf_of(in_index + int(hit.sum()), self.all_docs)
+                parts.add(
+                    self.flat_addresses[hit], bm25(idf, freq[hit], self.flat_lengths[hit], self.all_average)
+                )
+        return parts.total()
+
+    def match(
+        self, text: str, operator: FullTextOperator | str, boost: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A match query: token scores added in query order (a repeated token counts again)."""
+        tokens = self.reader.analyzer.tokens(text)
+        per_token = [self.token(t) for t in tokens]
+        scores = _Scores()
+        for addresses, weights in per_token:
+            scores.add(addresses, weights)
+        addresses, total = scores.total()
+        if _operator(operator) == FullTextOperator.AND:
+            if not per_token:
+                return addresses[:0], total[:0]
+            keep = np.ones(len(addresses), bool)
+            for found, _ in per_token:
+                keep &= np.isin(addresses, found)
+            addresses, total = addresses[keep], total[keep]
+        if boost != 1:
+            total = (total * np.float32(boost)).astype(np.float32)
+        return addresses, total
+
+
+class _Evaluation:
+    """A query tree evaluated to (sorted unique addresses, float32 scores), columns searched once."""
+
+    def __init__(self, snapshot: Snapshot, batch_size: int, allowed: np.ndarray | None) -> None:
+        self.snapshot, self.batch_size, self.allowed = snapshot, batch_size, allowed
+        self.columns: dict[str, _ColumnSearch] = {}
+
+    def column(self, name: str) -> _ColumnSearch:
+        if name not in self.columns:
+            self.columns[name] = _ColumnSearch(self.snapshot, name, self.batch_size, self.allowed)
+        return self.columns[name]
+
+    def run(self, node: Any) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(node, MatchQuery):
+            return self.column(node.column).match(node.query, node.operator, node.boost)
+        if isinstance(node, MultiMatchQuery):
+            boosts = node.boosts or [1.0] * len(node.columns)
+            found = [
+                self.column(c).match(node.query, node.operator, b)
+                for c, b in zip(node.columns, boosts, strict=True)
+            ]
+            addresses = np.unique(np.concatenate([a for a, _ in found])) if found else np.zeros(0, np.uint64)
+            best = np.zeros(len(addresses), np.float32)
+            for a, sc in found:
+                at = np.searchsorted(addresses, a)
+                best[at] = np.maximum(best[at], sc)
+            return addresses, best
+        if isinstance(node, BoostQuery):
+            addresses, score = self.run(node.positive)
+            neg_addresses, neg_score = self.run(node.negative)
+            at = np.searchsorted(neg_addresses, addresses).clip(0, max(len(neg_addresses) - 1, 0))
+            hit = neg_addresses[at] == addresses if len(neg_addresses) else np.zeros(len(addresses), bool)
+            score = score.copy()
+            score[hit] = score[hit] - np.float32(node.negative_boost) * neg_score[at[hit]]
+            return addresses, score
+        clauses = [(_occur(o), self.run(q)) for o, q in node.queries]
+        must = [r for o, r in clauses if o == Occur.MUST]
+        should = [r for o, r in clauses if o == Occur.SHOULD]
+        scoring = [r for o, r in clauses if o != Occur.MUST_NOT]
+        if must:
+            addresses = must[0][0]
+            for a, _ in must[1:]:
+                addresses = np.intersect1d(addresses, a)
+        else:
+            addresses = (
+                np.unique(np.concatenate([a for a, _ in should])) if should else np.zeros(0, np.uint64)
+            )
+        for o, (a, _) in clauses:
+            if o == Occur.MUST_NOT:
+                addresses = np.setdiff1d(addresses, a)
+        total = np.zeros(len(addresses), np.float32)
+        for a, sc in scoring:
+            pos = np.searchsorted(a, addresses).clip(0, max(len(a) - 1, 0))
+            hit = a[pos] == addresses if len(a) else np.zeros(len(addresses), bool)
+            total[hit] = total[hit] + sc[pos[hit]]
+        return addresses.astype(np.uint64), total
+
+
 def search(
-    snapshot: Snapshot, query: FullTextQuery, batch_size: int, allowed: np.ndarray | None = None
+    snapshot: Snapshot, query: Any, batch_size: int, allowed: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """Row addresses of every matching live row and their ``_score``, best first (ties by address),
-    and whether an index was used (pylance returns a flat search's rows in scan order).
+    and whether every column searched has an index (pylance returns a flat search's rows in scan
+    order).
 
     ``allowed`` (a prefilter: sorted addresses of the rows passing it) limits the rows returned and
     the unindexed rows counted in the flat statistics, as pylance's prefiltered flat scan does.
     """
-    handles = [h for h in _inverted(snapshot) if h.field.name == query.column]
-    if len(handles) > 1:
-        raise UnsupportedFeatureError(
-            f"full_text_query: the index on {query.column!r} has {len(handles)} segments; lance_fw "
-            "searches an index of one segment"
-        )
-    reader: FullTextIndexReader = (
-        open_index(snapshot, handles[0]) if handles else _NoIndex()  # type: ignore[assignment]
-    )
-    tokens = reader.analyzer.tokens(query.text)
-    live = {f.id: f for f in snapshot.fragments}
-    covered = {i for i in handles[0].fragments if i in live} if handles else set()
-    field = snapshot.lance_schema.field(query.column)
-    flat_docs, flat_addresses = _flat_documents(
-        snapshot, field, [f for i, f in live.items() if i not in covered], reader, batch_size
-    )
-    if allowed is not None and len(flat_docs):
-        passing = np.isin(flat_addresses, allowed)
-        flat_docs = [d for d, ok in zip(flat_docs, passing, strict=True) if ok]
-        flat_addresses = flat_addresses[passing]
-    indexed_docs, indexed_tokens = reader.num_docs(), reader.total_tokens()
-    index_average = np.float32(indexed_tokens) / np.float32(indexed_docs) if indexed_docs else np.float32(1)
-    all_docs = indexed_docs + len(flat_docs)
-    all_tokens = indexed_tokens + sum(len(d) for d in flat_docs)
-    all_average = np.float32(all_tokens) / np.float32(all_docs) if all_docs else np.float32(1)
-    flat_counts = [{t: d.count(t) for t in set(d)} for d in flat_docs]
-    flat_lengths = np.array([len(d) for d in flat_docs], np.uint32)
-    scores = _Scores()
-    for token in tokens:
-        in_index = reader.doc_count(token)
-        if in_index:
-            postings = reader.postings(token)
-            keep = _live(snapshot, postings.addresses, covered)
-            if allowed is not None:
-                keep &= np.isin(postings.addresses, allowed)
-            weight = bm25(
-                idf_of(in_index, indexed_docs),
-                postings.frequencies[keep],
-                postings.lengths[keep],
-                index_average,
-            )
-            scores.add(postings.addresses[keep], weight)
-        if flat_docs:
-            freq = np.array([c.get(token, 0) for c in flat_counts], np.uint32)
-            hit = freq > 0
-            if hit.any():
-                idf = idf_of(in_index + int(hit.sum()), all_docs)
-                scores.add(flat_addresses[hit], bm25(idf, freq[hit], flat_lengths[hit], all_average))
-    addresses, total = scores.total()
+    evaluation = _Evaluation(snapshot, batch_size, allowed)
+    addresses, total = evaluation.run(query)
     order = np.lexsort((addresses, -total))
-    return addresses[order], total[order], bool(handles)
+    indexed = all(c.indexed for c in evaluation.columns.values())
+    return addresses[order], total[order], indexed
 
 
 def _live(snapshot: Snapshot, addresses: np.ndarray, covered: set[int]) -> np.ndarray:
@@ -289,7 +488,7 @@ def _flat_documents(
 
 def run(
     snapshot: Snapshot,
-    query: FullTextQuery,
+    query: Any,
     names: list[str],
     limit: int | None,
     offset: int,
