@@ -228,6 +228,22 @@ class InvertedIndexType:
     ) -> None:
         build(batches, resolve_params(params), store)
 
+    def params_from_details(self, value: bytes) -> dict[str, Any]:
+        """The ``create_scalar_index`` keywords an index's ``InvertedIndexDetails`` records, so a
+        rebuild (``optimize_indices``) keeps the tokenizer it was built with."""
+        details = index_pb2.InvertedIndexDetails()
+        details.ParseFromString(value)
+        return {
+            "base_tokenizer": details.base_tokenizer if details.HasField("base_tokenizer") else "simple",
+            "language": json.loads(details.language) if details.language else "English",
+            "with_position": details.with_position,
+            "max_token_length": details.max_token_length if details.HasField("max_token_length") else None,
+            "lower_case": details.lower_case,
+            "stem": details.stem,
+            "remove_stop_words": details.remove_stop_words,
+            "ascii_folding": details.ascii_folding,
+        }
+
     def analyzer(self, params: Mapping[str, Any]) -> Analyzer:
         """The analyzer of tokenizer ``params`` (``{}``: pylance's defaults, used to search a
         column without an index)."""

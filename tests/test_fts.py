@@ -9,6 +9,8 @@ has deletions after the index, and an appended (unindexed) fragment searched fla
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import lance
 import numpy as np
 import pyarrow as pa
@@ -350,3 +352,27 @@ def test_query_objects_equal_pylance(two_columns: str, index: int, limit: int | 
             np.testing.assert_allclose(score, _scores(theirs)[row], rtol=3e-7, atol=1e-7, err_msg=name)
     else:
         _same_answers(theirs, ours)
+
+
+def test_index_optimized_by_pylance(corpus: str, tmp_path: Path) -> None:
+    """pylance's optimize_indices merges the appended rows as a second partition of one segment."""
+    import shutil
+
+    path = str(tmp_path / "optimized")
+    shutil.copytree(corpus, path)
+    lance.dataset(path).optimize.optimize_indices()
+    for query in QUERIES[:6]:
+        theirs = lance.dataset(path).to_table(full_text_query=query, limit=30, columns=["id"])
+        _same_answers(
+            theirs, lance_fw.dataset(path).to_table(full_text_query=query, limit=30, columns=["id"])
+        )
+
+
+def test_params_from_details_round_trip(built: tuple[str, str]) -> None:
+    from lance_fw.table.indices import index_types
+
+    kind = index_types()["INVERTED"]
+    ds = lance_fw.dataset(built[1])
+    (meta,) = ds._snapshot.index_section.indices
+    params = kind.params_from_details(meta.index_details.value)  # type: ignore[attr-defined]
+    assert kind.details(params) == meta.index_details.value
