@@ -515,6 +515,17 @@ class VectorIndexType(Protocol):
     ) -> None:
         """Train the index on ``batches`` and write its files to ``store``."""
 
+    def rebuild(
+        self,
+        batches: Iterable[pa.RecordBatch],
+        field: pa.Field,
+        old: IndexFileStore,
+        store: IndexFileStore,
+    ) -> None:
+        """Index ``batches`` into ``store`` with the model (centroids, codebooks, bounds) of the
+        index in ``old``, without training: ``optimize_indices`` after appends, as pylance merges
+        new rows into an index. The index details stay those of ``old``."""
+
     def load(self, store: IndexFileStore, field: pa.Field) -> VectorIndexReader:
         """Open an index of this type (built by lance_fw or pylance) from ``store``.
 

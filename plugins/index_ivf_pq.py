@@ -330,6 +330,24 @@ class IvfPqType:
     ) -> None:
         train_mod.train(batches, field, params, store)
 
+    def rebuild(
+        self,
+        batches: Iterable[pa.RecordBatch],
+        field: pa.Field,
+        old: ix.IndexFileStore,
+        store: ix.IndexFileStore,
+    ) -> None:
+        model = IvfPqReader(old, field)
+        train_mod.rebuild(
+            batches,
+            field,
+            store,
+            self.name,
+            model.metric,
+            model.centroids,
+            lambda ivf: train_mod.pq_encoded(ivf, model.codebook),
+        )
+
     def load(self, store: ix.IndexFileStore, field: pa.Field) -> IvfPqReader:
         return IvfPqReader(store, field)
 

@@ -322,17 +322,29 @@ def pq_storage(ivf: Partitioned, params: Mapping[str, Any]) -> Storage:
         raise InvalidArgumentError(
             f"IVF_PQ: not enough rows to train PQ: requires {codewords} rows but only {len(x)} available"
         )
-    m, dim = int(params["num_sub_vectors"]), x.shape[1]
+    m = int(params["num_sub_vectors"])
     rate = _int(params, "sample_rate", DEFAULT_SAMPLE_RATE) or DEFAULT_SAMPLE_RATE
     iters = _int(params, "max_iters", DEFAULT_MAX_ITERS) or DEFAULT_MAX_ITERS
-    residual = x - ivf.centroids[ivf.labels] if ivf.metric != "dot" else x
+    residual = _residual(ivf)
     pick = (
         None
         if len(x) <= codewords * rate
         else np.sort(ivf.rng.choice(len(x), codewords * rate, replace=False))
     )
     books = train_pq(residual if pick is None else residual[pick], m, iters, ivf.rng)
-    codes = encode(residual, books)
+    return pq_encoded(ivf, books)
+
+
+def _residual(ivf: Partitioned) -> np.ndarray:
+    """What PQ encodes: the residual to the partition's centroid (the vector itself for dot)."""
+    return ivf.vectors - ivf.centroids[ivf.labels] if ivf.metric != "dot" else ivf.vectors
+
+
+def pq_encoded(ivf: Partitioned, books: np.ndarray) -> Storage:
+    """Every row encoded with ``books`` (m, 256, dim / m), each partition's codes transposed."""
+    m, codewords, _ = books.shape
+    dim = ivf.vectors.shape[1]
+    codes = encode(_residual(ivf), books)
     transposed = np.concatenate(
         [codes[o : o + n].T.ravel() for o, n in zip(ivf.offsets.tolist(), ivf.lengths.tolist(), strict=True)]
     )
@@ -362,6 +374,39 @@ def train(
     """Train on every vector of ``batches`` and write ``index.idx`` and ``auxiliary.idx``."""
     ivf = partition(batches, vector_field, params, kind)
     write(store, kind, ivf, storage(ivf, params))
+
+
+def rebuild(
+    batches: Iterable[pa.RecordBatch],
+    vector_field: pa.Field,
+    store: ix.IndexFileStore,
+    kind: str,
+    metric: str,
+    centroids: np.ndarray,
+    storage: Callable[[Partitioned], Storage],
+) -> None:
+    """Index every vector of ``batches`` with existing ``centroids`` (and, through ``storage``,
+    the existing codebook or bounds): no training."""
+    dim = _vector_type(vector_field).list_size
+    x, row_ids = _gather(batches, dim)
+    if metric == "cosine":
+        x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), np.float32(1e-12))
+    labels, loss = _nearest(x, centroids, metric == "dot")
+    order = np.argsort(labels, kind="stable")
+    lengths = np.bincount(labels, minlength=len(centroids)).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    ivf = Partitioned(
+        metric,
+        x[order],
+        row_ids[order],
+        labels[order],
+        centroids,
+        loss,
+        offsets,
+        lengths,
+        np.random.default_rng(SEED),
+    )
+    write(store, kind, ivf, storage(ivf))
 
 
 def _one_centroid(x: np.ndarray, spherical: bool) -> np.ndarray:

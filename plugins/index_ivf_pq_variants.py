@@ -97,17 +97,21 @@ def flat_storage(ivf: Partitioned, params: Mapping[str, Any]) -> Storage:
     return Storage({FLAT_COLUMN: column}, {"dim": dim})
 
 
-def sq_storage(ivf: Partitioned, params: Mapping[str, Any]) -> Storage:
-    """8-bit codes of every element between the smallest and largest element indexed."""
+def sq_storage(
+    ivf: Partitioned, params: Mapping[str, Any], bounds: tuple[float, float] | None = None
+) -> Storage:
+    """8-bit codes of every element between the smallest and largest element indexed (or the
+    given ``bounds``: an existing index's, values outside clipped)."""
     x = ivf.vectors
     dim = x.shape[1]
-    start, end = np.float32(x.min()), np.float32(x.max())
+    low, high = (float(x.min()), float(x.max())) if bounds is None else bounds
+    start, end = np.float32(low), np.float32(high)
     width = end - start if end > start else np.float32(1.0)
     codes = np.clip(np.floor((x - start) / width * np.float32(SQ_LEVELS)), 0, SQ_LEVELS).astype(np.uint8)
     code_type = pa.list_(pa.field("item", pa.uint8()), dim)
     column = pa.FixedSizeListArray.from_arrays(pa.array(codes.ravel(), pa.uint8()), type=code_type)
-    bounds = {"start": float(start), "end": float(end)}
-    return Storage({SQ_COLUMN: column}, {"dim": dim, "num_bits": SUPPORTED_NBITS, "bounds": bounds})
+    stored = {"start": float(start), "end": float(end)}
+    return Storage({SQ_COLUMN: column}, {"dim": dim, "num_bits": SUPPORTED_NBITS, "bounds": stored})
 
 
 class _IvfType:
@@ -133,6 +137,26 @@ class _IvfType:
     ) -> None:
         storage = flat_storage if self.name == "IVF_FLAT" else sq_storage
         train_mod.train(batches, field, params, store, self.name, storage)
+
+    def rebuild(
+        self,
+        batches: Iterable[pa.RecordBatch],
+        field: pa.Field,
+        old: ix.IndexFileStore,
+        store: ix.IndexFileStore,
+    ) -> None:
+        model = self.reader(old, field)
+        if isinstance(model, IvfSqReader):
+            bounds = (float(model.start), float(model.end))
+
+            def storage(ivf: Partitioned) -> Storage:
+                return sq_storage(ivf, {}, bounds)
+        else:
+
+            def storage(ivf: Partitioned) -> Storage:
+                return flat_storage(ivf, {})
+
+        train_mod.rebuild(batches, field, store, self.name, model.metric, model.centroids, storage)
 
     def load(self, store: ix.IndexFileStore, field: pa.Field) -> IvfReader:
         return self.reader(store, field)

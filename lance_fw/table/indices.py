@@ -475,10 +475,11 @@ def drop_index(snapshot: Snapshot, name: str) -> int:
 
 
 def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -> int | None:
-    """pylance's ``optimize_indices`` for scalar indices: each index that misses some fragment is
-    rebuilt over every fragment as one new segment (pylance merges old and new rows; the rows
-    indexed, and so every answer, are the same). Returns the new version, or None (nothing to do)."""
-    by_url = {k.type_url: k for k in index_types().values()}
+    """pylance's ``optimize_indices``: each index that misses some fragment is rebuilt over every
+    fragment as one new segment (pylance merges old and new rows; the rows indexed, and so every
+    answer, are the same); a vector index keeps its model (``_VectorRebuild``). Returns the new
+    version, or None (nothing to do)."""
+    by_url: dict[str, Any] = {k.type_url: k for k in index_types().values()}
     groups: dict[str, list[table_pb2.IndexMetadata]] = {}
     for meta in snapshot.index_section.indices if snapshot.index_section else []:
         if index_names is None or meta.name in index_names:
@@ -487,7 +488,7 @@ def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -
     new, removed, stores = [], [], []
     try:
         for name, metas in sorted(groups.items()):
-            kind = by_url.get(type_url_of(metas[0]))
+            kind: Any = by_url.get(type_url_of(metas[0])) or _vector_rebuild(snapshot, metas[0])
             if kind is None:
                 raise UnsupportedFeatureError(
                     f"index {name!r} ({type_url_of(metas[0]) or 'no details'}): lance_fw cannot optimize it"
@@ -516,6 +517,44 @@ def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -
             remove_index_files(store)
 
     return snapshot.commit(CreateIndex(new=new, removed=removed, planned_names=frozenset(groups)), undo)
+
+
+@dataclass
+class _VectorRebuild:
+    """A vector index type re-encoding every fragment with the model (centroids, codebooks) of an
+    existing segment, as pylance's ``optimize_indices`` merges new rows without retraining; what
+    ``build_index`` needs of an index type, with the old segment's details."""
+
+    kind: VectorIndexType
+    old: IndexFiles
+    meta: table_pb2.IndexMetadata
+
+    @property
+    def name(self) -> str:
+        return self.kind.name
+
+    @property
+    def type_url(self) -> str:
+        return self.kind.type_url
+
+    @property
+    def index_version(self) -> int:
+        return int(self.meta.index_version)
+
+    def details(self, params: Mapping[str, Any]) -> bytes:
+        return bytes(self.meta.index_details.value)
+
+    def train(self, batches: Any, field: pa.Field, params: Mapping[str, Any], store: Any) -> None:
+        self.kind.rebuild(batches, field, self.old, store)
+
+
+def _vector_rebuild(snapshot: Snapshot, meta: table_pb2.IndexMetadata) -> _VectorRebuild | None:
+    """How to optimize a vector index lance_fw has a type for (None: not one)."""
+    kind = vector_index_types().get(vector_kind_name(meta) or "")
+    if kind is None or not callable(getattr(kind, "rebuild", None)) or _stable_row_ids(snapshot):
+        return None
+    old = IndexFiles(snapshot.storage, index_dir(snapshot.uri, str(uuidlib.UUID(bytes=meta.uuid.uuid))))
+    return _VectorRebuild(kind, old, meta)
 
 
 def index_statistics(snapshot: Snapshot, name: str) -> dict[str, Any]:
