@@ -94,6 +94,11 @@ class Analyzer:
 
         Raises: ``UnsupportedFeatureError`` when the text is not ASCII.
         """
+        return [token for token, _ in self.positioned(text)]
+
+    def positioned(self, text: str) -> list[tuple[str, int]]:
+        """``tokens`` with their positions: the place of each word in the base tokenizer's output,
+        so dropped words (stop words, long words) leave gaps, as pylance's phrase matching sees."""
         if not text.isascii():
             raise UnsupportedFeatureError(
                 "full-text search of non-ASCII text is not supported by lance_fw (pylance's Unicode "
@@ -105,12 +110,13 @@ class Analyzer:
             words = _WHITESPACE.findall(text)
         else:
             words = [text]
+        out = list(zip(words, range(len(words)), strict=True))
         if self.max_length is not None:
-            words = [w for w in words if len(w) < self.max_length]
+            out = [(w, i) for w, i in out if len(w) < self.max_length]
         if self.lower:
-            words = [w.lower() for w in words]
+            out = [(w.lower(), i) for w, i in out]
         if self.stem is not None:
-            words = [self.stem(w) for w in words]
+            out = [(self.stem(w), i) for w, i in out]
         if self.stop:
-            words = [w for w in words if w not in ENGLISH_STOP_WORDS]
-        return words
+            out = [(w, i) for w, i in out if w not in ENGLISH_STOP_WORDS]
+        return out

@@ -376,3 +376,31 @@ def test_params_from_details_round_trip(built: tuple[str, str]) -> None:
     (meta,) = ds._snapshot.index_section.indices
     params = kind.params_from_details(meta.index_details.value)  # type: ignore[attr-defined]
     assert kind.details(params) == meta.index_details.value
+
+
+PHRASES = ["w1 w2", "w0 w1 w0", "running w3", "happiness studies", "w0 the w1", "connection w0 w1"]
+
+
+@pytest.mark.parametrize("phrase", PHRASES)
+def test_phrase_equals_pylance(corpus: str, phrase: str) -> None:
+    """Phrase queries (slop 0, and a string in double quotes) on an index with positions."""
+    import lance.query as lq
+
+    from lance_fw.query import fts_search as fq
+
+    ds = lance.dataset(corpus)
+    if not ds.describe_indices()[0].details["with_position"]:
+        with pytest.raises(ValueError, match="position"):
+            lance_fw.dataset(corpus).to_table(full_text_query=fq.PhraseQuery(phrase, "text"))
+        return
+    for theirs_query, ours_query in (
+        (lq.PhraseQuery(phrase, "text"), fq.PhraseQuery(phrase, "text")),
+        (f'"{phrase}"', f'"{phrase}"'),
+    ):
+        theirs = ds.to_table(full_text_query=theirs_query, columns=["id"])
+        ours = lance_fw.dataset(corpus).to_table(full_text_query=ours_query, columns=["id"])
+        assert _scores(ours).keys() == _scores(theirs).keys()
+        for row, score in _scores(ours).items():
+            np.testing.assert_allclose(score, _scores(theirs)[row], rtol=3e-7)
+    with pytest.raises(UnsupportedFeatureError, match="slop"):
+        lance_fw.dataset(corpus).to_table(full_text_query=fq.PhraseQuery(phrase, "text", slop=1))

@@ -20,7 +20,9 @@ keywords: one column is a match query, several a multi-match), and this module's
 (``positive - negative_boost * negative``), ``BooleanQuery`` (MUST / SHOULD / MUST_NOT), with the
 signatures of pylance's ``lance.query`` classes (whose own objects keep their parameters in native
 code and are refused); ``filter=`` with ``prefilter`` either way; columns without an index
-(searched flat). Refused by name: phrase queries and fuzzy matching, indices of several segments.
+(searched flat); ``PhraseQuery`` (and a string in double quotes) on indices with positions: the
+rows of the AND match whose text, tokenized again, holds the phrase. Refused by name: phrase
+slop > 0, fuzzy matching, indices of several segments.
 """
 
 from __future__ import annotations
@@ -188,7 +190,16 @@ def parse_full_text_query(snapshot: Snapshot, query: Any) -> Any:
         columns = sorted({h.field.name for h in _inverted(snapshot)})
         if not columns:
             raise InvalidArgumentError("full_text_query: the dataset has no INVERTED index to search")
-    tree: Any = MatchQuery(text, columns[0]) if len(columns) == 1 else MultiMatchQuery(text, list(columns))
+    quoted = len(text) >= 2 and text[0] == text[-1] == '"'
+    if quoted and len(columns) != 1:
+        raise UnsupportedFeatureError("full_text_query: a quoted phrase over several columns")
+    tree: Any = (
+        PhraseQuery(text[1:-1], columns[0])  # pylance: a string in double quotes is a phrase
+        if quoted
+        else MatchQuery(text, columns[0])
+        if len(columns) == 1
+        else MultiMatchQuery(text, list(columns))
+    )
     _check_tree(snapshot, tree)
     return tree
 
@@ -208,9 +219,14 @@ def _check_tree(snapshot: Snapshot, node: Any) -> None:
             raise UnsupportedFeatureError("full_text_query: fuzzy matching is not supported by lance_fw")
         _operator(node.operator)
     elif isinstance(node, PhraseQuery):
-        raise UnsupportedFeatureError(
-            "full_text_query: phrase queries are not supported by lance_fw (token positions are not decoded)"
-        )
+        _check_column(snapshot, node.column)
+        if not isinstance(node.slop, int) or node.slop < 0:
+            raise InvalidArgumentError(f"full_text_query: slop must be a count, got {node.slop!r}")
+        if node.slop:
+            raise UnsupportedFeatureError(
+                "full_text_query: phrase queries with slop > 0 are not supported by lance_fw (pylance "
+                "14's sloppy matching skips some matches lance_fw cannot reproduce yet)"
+            )
     elif isinstance(node, MultiMatchQuery):
         for column in node.columns:
             _check_column(snapshot, column)
@@ -390,9 +406,28 @@ class _Evaluation:
             self.columns[name] = _ColumnSearch(self.snapshot, name, self.batch_size, self.allowed)
         return self.columns[name]
 
+    def phrase(self, node: PhraseQuery) -> tuple[np.ndarray, np.ndarray]:
+        """Rows holding the phrase, scored as the match query of its tokens (as pylance)."""
+        column = self.column(node.column)
+        if column.indexed and not getattr(column.reader, "with_position", False):
+            raise InvalidArgumentError(
+                "full_text_query: position is not found but required for phrase queries, try "
+                "recreating the index with position"
+            )
+        addresses, total = column.match(node.query, FullTextOperator.AND, 1.0)
+        query = column.reader.analyzer.positioned(node.query)
+        if not len(addresses) or not query:
+            return addresses[:0], total[:0]
+        texts = take(self.snapshot, addresses, [node.column], by_address=True).column(0).to_pylist()
+        analyzer = column.reader.analyzer
+        keep = np.array([phrase_matches(analyzer.positioned(t), query, node.slop) for t in texts], bool)
+        return addresses[keep], total[keep]
+
     def run(self, node: Any) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(node, MatchQuery):
             return self.column(node.column).match(node.query, node.operator, node.boost)
+        if isinstance(node, PhraseQuery):
+            return self.phrase(node)
         if isinstance(node, MultiMatchQuery):
             boosts = node.boosts or [1.0] * len(node.columns)
             found = [
@@ -434,6 +469,23 @@ class _Evaluation:
             hit = a[pos] == addresses if len(a) else np.zeros(len(addresses), bool)
             total[hit] = total[hit] + sc[pos[hit]]
         return addresses.astype(np.uint64), total
+
+
+def phrase_matches(doc: list[tuple[str, int]], query: list[tuple[str, int]], slop: int) -> bool:
+    """Whether ``doc``'s tokens hold the query's in order, each ``slop`` positions or fewer
+    further from the previous one than in the query (pylance's phrase rule)."""
+    where: dict[str, list[int]] = {}
+    for token, position in doc:
+        where.setdefault(token, []).append(position)
+    candidates = where.get(query[0][0], [])
+    for (token, position), (_, before) in zip(query[1:], query[:-1], strict=True):
+        delta = position - before
+        candidates = [
+            p for p in where.get(token, []) if any(c + delta <= p <= c + delta + slop for c in candidates)
+        ]
+        if not candidates:
+            return False
+    return bool(candidates)
 
 
 def search(
