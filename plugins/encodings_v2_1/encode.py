@@ -375,6 +375,26 @@ def _visible_positions(sh: Shredded, levels: int) -> np.ndarray:
     return np.flatnonzero(visible_levels(sh.layers, sh.defs, levels))
 
 
+def _flat_bounds(n: int, per_chunk: int, max_levels: int) -> list[ChunkBounds]:
+    """``_chunk_bounds`` of fixed-width values with one visible level each (a flat column), computed
+    at once (a 1M-row vector column has ~31k chunks, which the general loop walked one by one): the
+    same chunks it makes, levels spanning what values span. Chunks of ``per_chunk`` values, halved
+    while more than ``max_levels``; once the rest fits ``max_levels`` (and ``per_chunk``) it is one
+    last chunk."""
+    count = per_chunk
+    while count > 2 and count > max_levels:
+        count //= 2
+    if count == per_chunk:
+        starts = list(range(0, n, count))
+    else:  # halved chunks until the rest fits one chunk
+        full = max(0, -(-(n - max_levels) // count))
+        starts = list(range(0, min(full * count, n), count))
+        if not starts or starts[-1] + count < n:
+            starts.append(min(full * count, n))
+    stops = [*starts[1:], n]
+    return [((a, b), (a, b)) for a, b in zip(starts, stops) if b > a]
+
+
 def _chunk_bounds(
     values: pa.Array,
     per_chunk: int | None,
@@ -389,6 +409,8 @@ def _chunk_bounds(
     ``target_bytes`` of data; invisible levels travel with the next visible value.
     """
     n = len(values)
+    if per_chunk is not None and n_levels == n and len(visible_pos) == n:
+        return _flat_bounds(n, per_chunk, max_levels)
     cum = None
     if per_chunk is None:
         offs, _ = offsets_and_data(values)
