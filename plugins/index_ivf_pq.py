@@ -298,7 +298,7 @@ class IvfPqReader(IvfReader):
 
     def _sub_index(self) -> dict[str, Any]:
         return {
-            "metric_type": self.metric,
+            "metric_type": "l2" if self.metric == "cosine" else self.metric,  # PQ of normalised vectors
             "nbits": self.nbits,
             "num_sub_vectors": self.num_sub_vectors,
             "dimension": self.dimension,

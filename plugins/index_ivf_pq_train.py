@@ -147,13 +147,13 @@ def assign(x: np.ndarray, c: np.ndarray, spherical: bool) -> np.ndarray:
 
 
 def _nearest(x: np.ndarray, c: np.ndarray, spherical: bool) -> tuple[np.ndarray, float]:
-    """Each row's nearest centroid and the loss (sum of squared distances, or of ``1 - x.c`` for
-    ``spherical``), in blocks of rows: ``argmin(|c|^2 - 2 x.c)`` (a row's own ``|x|^2`` does not
+    """Each row's nearest centroid and the loss (sum of squared distances, or of ``-x.c`` for
+    ``spherical``, as pylance records it), in blocks of rows: ``argmin(|c|^2 - 2 x.c)`` (a row's own ``|x|^2`` does not
     change its argmin; it is added to the loss once)."""
     out = np.empty(len(x), np.int64)
     scaled = (c * np.float32(-1.0 if spherical else -2.0)).T.copy()
     norms = np.zeros(len(c), np.float32) if spherical else np.einsum("ij,ij->i", c, c)
-    total = float(len(x)) if spherical else float(np.einsum("ij,ij->", x, x, dtype=np.float64))
+    total = 0.0 if spherical else float(np.einsum("ij,ij->", x, x, dtype=np.float64))
     for lo in range(0, len(x), BLOCK_ROWS):
         score = x[lo : lo + BLOCK_ROWS] @ scaled
         score += norms

@@ -53,7 +53,7 @@ class IvfFlatReader(IvfReader):
         return np.float32(1.0) - block @ v
 
     def _sub_index(self) -> dict[str, Any]:
-        return {"metric_type": self.metric, "index_type": "FLAT", "dimension": self.dimension}
+        return {"dim": self.dimension, "index_type": "FLAT", "metric_type": self.metric}
 
 
 class IvfSqReader(IvfReader):
@@ -64,6 +64,7 @@ class IvfSqReader(IvfReader):
     def _load(self, store: ix.IndexFileStore, storage: dict[str, Any], table: pa.Table, where: str) -> None:
         if int(storage.get("num_bits", SUPPORTED_NBITS)) != SUPPORTED_NBITS:
             raise UnsupportedFeatureError(f"{where}: {storage['num_bits']}-bit SQ codes are not supported")
+        self.bounds = (float(storage["bounds"]["start"]), float(storage["bounds"]["end"]))
         self.start = np.float32(storage["bounds"]["start"])
         self.end = np.float32(storage["bounds"]["end"])
         self.scale = np.float32((self.end - self.start) / np.float32(SQ_LEVELS))
@@ -83,10 +84,11 @@ class IvfSqReader(IvfReader):
 
     def _sub_index(self) -> dict[str, Any]:
         return {
-            "metric_type": self.metric,
-            "index_type": "SQ",
+            "dim": self.dimension,
             "num_bits": SUPPORTED_NBITS,
-            "dimension": self.dimension,
+            "bounds": {"start": self.bounds[0], "end": self.bounds[1]},
+            "index_type": "SQ",
+            "metric_type": self.metric,
         }
 
 

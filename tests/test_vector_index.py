@@ -12,6 +12,7 @@ Data: clustered vectors (64 centres) over several fragments, small enough to kee
 
 from __future__ import annotations
 
+import copy
 import shutil
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,8 @@ def test_pylance_uses_lance_fw_index(built: dict[str, Any]) -> None:
         assert ours >= own - RECALL_SLACK, (nprobes, ours, own)
     # lance_fw reads its own index as pylance does
     _same_answers(path, built["queries"][:8], nprobes=3)
+    _same_stats(path)
+    _same_stats(built["paths"]["pylance"])
 
 
 def test_recall_of_lance_fw_search(built: dict[str, Any]) -> None:
@@ -181,6 +184,8 @@ def test_ivf_flat_and_sq_both_ways(tmp_path: Path, index_type: str, metric: str)
         _same_answers(path, queries[:3], nprobes=1, refine_factor=2)
     theirs = lance.dataset(paths["lance_fw"])
     assert theirs.describe_indices()[0].index_type == index_type
+    _same_stats(paths["lance_fw"])
+    _same_stats(paths["pylance"])
     assert theirs.stats.index_stats("vec_idx")["indices"][0]["num_partitions"] == 8
     exact = lance.dataset(paths["pylance"])
     many = _data(55, RECALL_QUERIES)  # enough queries that two k-means optima compare fairly
@@ -200,6 +205,26 @@ def test_ivf_flat_and_sq_both_ways(tmp_path: Path, index_type: str, metric: str)
         exact.create_index("vec", index_type, num_partitions=8, metric=metric, replace=True)
         owns.append(_recall(lance.dataset(paths["pylance"]), built, nprobes=4))
     assert _recall(theirs, built, nprobes=4) >= float(np.median(owns)) - RECALL_SLACK, owns
+
+
+def _same_stats(path: str) -> None:
+    """``stats.index_stats`` of a vector index equals pylance's (centroids and loss up to float
+    rounding; the timestamp aside)."""
+    theirs = lance.dataset(path).stats.index_stats("vec_idx")
+    ours = lance_fw.dataset(path).stats.index_stats("vec_idx")
+    assert list(ours) == list(theirs)
+    for key in theirs:
+        if key in ("indices", "segments"):
+            for mine, their in zip(copy.deepcopy(ours[key]), theirs[key], strict=True):
+                assert list(mine) == list(their)
+                np.testing.assert_allclose(mine.pop("centroids"), their.pop("centroids"), rtol=1e-6)
+                np.testing.assert_allclose(mine.pop("loss"), their.pop("loss"), rtol=1e-6)
+                if "bounds" in their["sub_index"]:  # pylance's JSON parse may be an ulp off (f64)
+                    bounds = mine["sub_index"].pop("bounds"), their["sub_index"].pop("bounds")
+                    np.testing.assert_allclose(list(bounds[0].values()), list(bounds[1].values()), rtol=1e-12)
+                assert mine == their
+        else:
+            assert ours[key] == theirs[key], key
 
 
 def _copy(path: str, tmp_path: Path) -> str:

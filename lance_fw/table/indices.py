@@ -557,23 +557,42 @@ def _vector_rebuild(snapshot: Snapshot, meta: table_pb2.IndexMetadata) -> _Vecto
     return _VectorRebuild(kind, old, meta)
 
 
+def _vector_statistics(
+    snapshot: Snapshot, kind: VectorIndexType, meta: table_pb2.IndexMetadata
+) -> dict[str, Any]:
+    """One vector segment's statistics as pylance prints them: type, uuid, uri, then the plugin's."""
+    uuid = str(uuidlib.UUID(bytes=meta.uuid.uuid))
+    directory = index_dir(snapshot.uri, uuid)
+    field = next(f for f in snapshot.lance_schema.fields if f.id == meta.fields[0])
+    found = kind.load(IndexFiles(snapshot.storage, directory), field.to_arrow()).statistics()
+    head = {"index_type": kind.display_name, "uuid": uuid, "uri": f"{directory}/index.idx"}
+    return {**head, **{k: v for k, v in found.items() if k not in head}}
+
+
 def index_statistics(snapshot: Snapshot, name: str) -> dict[str, Any]:
-    """pylance's ``stats.index_stats(name)`` for a scalar index."""
+    """pylance's ``stats.index_stats(name)`` for a scalar or vector index."""
     metas = [m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name]
     if not metas:
         raise InvalidArgumentError(f"Index not found: {name!r}")
-    handles = [h for h in usable_indices(snapshot) if h.name == name]
-    if len(handles) != len(metas):
-        raise UnsupportedFeatureError(f"index {name!r}: lance_fw cannot open this index type")
-    kind = handles[0].kind
-    per_segment = [open_index(snapshot, h).statistics() for h in handles]
+    vector = _vector_rebuild(snapshot, metas[0])
+    if vector is not None:
+        display, per_segment = (
+            vector.kind.display_name,
+            [_vector_statistics(snapshot, vector.kind, m) for m in metas],
+        )
+    else:
+        handles = [h for h in usable_indices(snapshot) if h.name == name]
+        if len(handles) != len(metas):
+            raise UnsupportedFeatureError(f"index {name!r}: lance_fw cannot open this index type")
+        display = handles[0].kind.display_name
+        per_segment = [open_index(snapshot, h).statistics() for h in handles]
     covered: set[int] = set()
     for meta in metas:
         covered |= set(fragment_bitmap(meta, snapshot.uri))
     indexed = [f for f in snapshot.fragments if f.id in covered]
     unindexed = [f for f in snapshot.fragments if f.id not in covered]
     return {
-        "index_type": kind.display_name,
+        "index_type": display,
         "name": name,
         "num_indices": len(metas),
         "num_segments": len(metas),
