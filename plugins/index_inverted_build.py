@@ -1,8 +1,8 @@
 """Building a full-text (``INVERTED``) index pylance 14 reads: one partition, ``format_version=1``.
 
 Why these choices: the files are the ones pylance 14 writes when asked for ``format_version=1``
-(``fixed32_v1`` posting tails, no impact column, no positions), which it reads and searches like its
-own; documents are the rows with at least one token, numbered in row-address order; token ids in
+(``fixed32_v1`` posting tails, no impact column, positions per document as ``_position`` when
+``with_position``), which it reads and searches like its own; documents are the rows with at least one token, numbered in row-address order; token ids in
 order of first appearance. The BM25 statistics pylance needs (document lengths, tokens per
 document, documents per token) are all in these files; the per-block and per-list maximum scores
 (``idf * max(doc weight)``, float32, pylance's upper bounds for pruning) are computed with the
@@ -22,7 +22,7 @@ import pyroaring
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.interfaces import IndexFileStore
 from lance_fw_plugins.index_inverted_tokenizer import DEFAULT_MAX_TOKEN_LENGTH, Analyzer
-from lance_fw_plugins.index_inverted_write import fst_bytes, posting_blocks
+from lance_fw_plugins.index_inverted_write import fst_bytes, position_lists, posting_blocks
 
 #: ``format_version`` lance_fw writes (pylance 14 writes 2 by default and reads both).
 WRITTEN_FORMAT_VERSION = 1
@@ -80,11 +80,6 @@ def resolve_params(params: Mapping[str, Any]) -> dict[str, Any]:
         if key not in BUILD_PARAMS:
             raise UnsupportedFeatureError(f"building an INVERTED index with {key}={value!r} is not supported")
         out[key] = value
-    if out["with_position"]:
-        raise UnsupportedFeatureError(
-            "building an INVERTED index with_position=True is not supported by lance_fw (it does not "
-            "write pylance's position streams); build it with pylance, lance_fw searches it"
-        )
     Analyzer(out)  # refuses what the analyzer does not reproduce
     return out
 
@@ -112,28 +107,33 @@ def build(batches: Iterable[pa.RecordBatch], params: Mapping[str, Any], store: I
     doc_lengths: list[int] = []
     post_docs: list[list[int]] = []
     post_freqs: list[list[int]] = []
+    with_position = bool(params.get("with_position"))
+    post_positions: list[list[list[bytes]]] = []
     for batch in batches:
         texts = batch.column(0).to_pylist()
         addresses = batch.column(1).to_pylist()
         for text, address in zip(texts, addresses, strict=True):
             if text is None:
                 continue
-            tokens = analyzer.tokens(text)
+            tokens = analyzer.positioned(text)
             if not tokens:
                 continue
             doc = len(doc_addresses)
             doc_addresses.append(address)
             doc_lengths.append(len(tokens))
-            counts: dict[str, int] = {}
-            for token in tokens:
-                counts[token] = counts.get(token, 0) + 1
-            for token, count in counts.items():
+            where: dict[str, list[int]] = {}
+            for token, position in tokens:
+                where.setdefault(token, []).append(position)
+            for token, positions in where.items():
                 tid = token_ids.setdefault(token, len(token_ids))
                 if tid == len(post_docs):
                     post_docs.append([])
                     post_freqs.append([])
+                    post_positions.append([])
                 post_docs[tid].append(doc)
-                post_freqs[tid].append(count)
+                post_freqs[tid].append(len(positions))
+                if with_position:
+                    post_positions[tid].append(position_lists(positions))
     lengths = np.array(doc_lengths, np.uint32)
     num_docs = len(doc_addresses)
     total_tokens = int(lengths.sum(dtype=np.uint64))
@@ -150,7 +150,18 @@ def build(batches: Iterable[pa.RecordBatch], params: Mapping[str, Any], store: I
         postings.append(posting_blocks(ids, hits, block_max, BLOCK_SIZE))
         max_scores.append(float(block_max.max()))
         sizes.append(len(ids))
-    _write(store, params, token_ids, doc_addresses, lengths, total_tokens, postings, max_scores, sizes)
+    _write(
+        store,
+        params,
+        token_ids,
+        doc_addresses,
+        lengths,
+        total_tokens,
+        postings,
+        max_scores,
+        sizes,
+        post_positions if with_position else None,
+    )
 
 
 def _write(
@@ -163,21 +174,23 @@ def _write(
     postings: list[list[bytes]],
     max_scores: list[float],
     sizes: list[int],
+    positions: list[list[list[bytes]]] | None,
 ) -> None:
-    invert = pa.table(
-        {
-            "_posting": pa.array(postings, pa.list_(pa.large_binary())),
-            "_max_score": pa.array(max_scores, pa.float32()),
-            "_length": pa.array(sizes, pa.uint32()),
-        },
-        schema=pa.schema(
-            [
-                pa.field("_posting", pa.list_(pa.large_binary()), False),
-                pa.field("_max_score", pa.float32(), False),
-                pa.field("_length", pa.uint32(), False),
-            ]
-        ),
-    )
+    columns = {
+        "_posting": pa.array(postings, pa.list_(pa.large_binary())),
+        "_max_score": pa.array(max_scores, pa.float32()),
+        "_length": pa.array(sizes, pa.uint32()),
+    }
+    fields = [
+        pa.field("_posting", pa.list_(pa.large_binary()), False),
+        pa.field("_max_score", pa.float32(), False),
+        pa.field("_length", pa.uint32(), False),
+    ]
+    if positions is not None:  # per token, per document: position_lists
+        kind = pa.list_(pa.list_(pa.large_binary()))
+        columns["_position"] = pa.array(positions, kind)
+        fields.append(pa.field("_position", kind, False))
+    invert = pa.table(columns, schema=pa.schema(fields))
     store.write_table(
         "part_0_invert.lance",
         invert,

@@ -2,7 +2,7 @@
 ``format_version=1`` (the duals of ``index_inverted_format``).
 
 Why format 1: it is the layout pylance 14 still writes on request and reads, and its posting tail is
-plain ``u32`` (``fixed32_v1``); lance_fw writes it without positions. The token map is an ``fst``
+plain ``u32`` (``fixed32_v1``); with positions as per-document lists. The token map is an ``fst``
 map (format version 3) written as an unminimized trie: one node per distinct prefix, every node in
 the general "any transitions" layout, the token id as the final output of its last node. Readers
 follow transitions and do not need shared suffixes.
@@ -137,4 +137,18 @@ def posting_blocks(
         else:
             block += ids.astype("<u4").tobytes() + freqs.astype("<u4").tobytes()
         out.append(bytes(block))
+    return out
+
+
+def position_lists(positions: list[int]) -> list[bytes]:
+    """One document's positions of a token as ``format_version=1`` stores them: the count (u32),
+    each full block of 128 bit-packed as deltas from its first position, the rest as ``u32``s."""
+    out = [struct.pack("<I", len(positions))]
+    full = len(positions) // BITPACK_BLOCK * BITPACK_BLOCK
+    for lo in range(0, full, BITPACK_BLOCK):
+        chunk = np.array(positions[lo : lo + BITPACK_BLOCK], np.int64)
+        bits, packed = pack_bitpacker4x(np.diff(chunk, prepend=chunk[0]).astype(np.uint32))
+        out.append(struct.pack("<IB", int(chunk[0]), bits) + packed)
+    if full < len(positions):
+        out.append(np.array(positions[full:], "<u4").tobytes())
     return out

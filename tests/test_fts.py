@@ -146,8 +146,6 @@ def test_tokens_equal_pylance_index(corpus: str) -> None:
 
 def test_refusals(corpus: str) -> None:
     ds = lance_fw.dataset(corpus)
-    with pytest.raises(UnsupportedFeatureError, match="with_position"):
-        ds.create_scalar_index("text", "INVERTED", replace=True, with_position=True)
     with pytest.raises(UnsupportedFeatureError, match="base_tokenizer"):
         ds.create_scalar_index("text", "INVERTED", replace=True, base_tokenizer="ngram")
     with pytest.raises(UnsupportedFeatureError, match="string"):
@@ -192,10 +190,11 @@ BUILD_PARAMS = [
     {},
     {"stem": False, "remove_stop_words": False},
     {"lower_case": False, "stem": False, "max_token_length": 8},
+    {"with_position": True},
 ]
 
 
-@pytest.fixture(scope="module", params=BUILD_PARAMS, ids=["defaults", "no-stem", "case-kept"])
+@pytest.fixture(scope="module", params=BUILD_PARAMS, ids=["defaults", "no-stem", "case-kept", "positions"])
 def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     """The same dataset twice: INVERTED built by pylance and by lance_fw with the same parameters,
     then the same deletions and appended (unindexed) rows."""
@@ -404,3 +403,21 @@ def test_phrase_equals_pylance(corpus: str, phrase: str) -> None:
             np.testing.assert_allclose(score, _scores(theirs)[row], rtol=3e-7)
     with pytest.raises(UnsupportedFeatureError, match="slop"):
         lance_fw.dataset(corpus).to_table(full_text_query=fq.PhraseQuery(phrase, "text", slop=1))
+
+
+@pytest.mark.parametrize("phrase", PHRASES[:4])
+def test_phrase_on_index_built_by_lance_fw(built: tuple[str, str], phrase: str) -> None:
+    """pylance's phrase queries (any slop) on lance_fw's positions answer as on pylance's own."""
+    import lance.query as lq
+
+    theirs_path, ours_path = built
+    if not lance.dataset(theirs_path).describe_indices()[0].details["with_position"]:
+        return
+    for slop in (0, 2):
+        query = lq.PhraseQuery(phrase, "text", slop=slop)
+        theirs = lance.dataset(theirs_path).to_table(full_text_query=query, columns=["id"])
+        ours = lance.dataset(ours_path).to_table(full_text_query=query, columns=["id"])
+        assert _scores(ours).keys() == _scores(theirs).keys()
+        np.testing.assert_allclose(
+            sorted(ours["_score"].to_pylist()), sorted(theirs["_score"].to_pylist()), rtol=3e-7
+        )
