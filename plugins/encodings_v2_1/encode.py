@@ -17,6 +17,7 @@ repetition index) or zipped values; what bytes the values and levels become is `
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import TypeAlias, cast
 
@@ -106,13 +107,14 @@ def _assemble_chunks(
     log2[:-1] = np.log2(counts[:-1]).astype(np.int64)
     meta = ((chunk_bytes // CHUNK_SIZE_UNIT - 1) << CHUNK_LOG2_BITS) | log2
     headers = header.reshape(-1).data
-    out: list[bytes | memoryview] = []
-    for c in range(n):
-        out.append(headers[c * head_padded : (c + 1) * head_padded])
-        for k, column in enumerate(parts):
-            out.append(column[c])
-            out.append(_PADS[pads[c, k]])
-    return meta.astype(CHUNK_META_DTYPE[large]).tobytes(), b"".join(out)
+    # per chunk: header, then each buffer and its pad -- interleaved by zip, joined once
+    streams: list[Sequence[bytes | memoryview]] = [
+        [headers[c * head_padded : (c + 1) * head_padded] for c in range(n)]
+    ]
+    for k, column in enumerate(parts):
+        streams += [column, [_PADS[p] for p in pads[:, k].tolist()]]
+    body = b"".join(itertools.chain.from_iterable(zip(*streams)))
+    return meta.astype(CHUNK_META_DTYPE[large]).tobytes(), body
 
 
 def _repetition_index(sh: Shredded, level_spans: list[tuple[int, int]]) -> bytes:
