@@ -421,3 +421,18 @@ def test_phrase_on_index_built_by_lance_fw(built: tuple[str, str], phrase: str) 
         np.testing.assert_allclose(
             sorted(ours["_score"].to_pylist()), sorted(theirs["_score"].to_pylist()), rtol=3e-7
         )
+
+
+def test_stable_row_ids_refused(tmp_path: Path) -> None:
+    """lance_fw does not open indices of datasets with stable row ids: searching flat instead
+    would tokenize differently, so it refuses."""
+    path = str(tmp_path / "ds")
+    ds = lance.write_dataset(
+        pa.table({"id": [1, 2, 3], "text": ["apple pie", "dog", "running dogs"]}),
+        path,
+        enable_stable_row_ids=True,
+    )
+    ds.create_scalar_index("text", "INVERTED")
+    for query in ("dogs", {"query": "dogs", "columns": ["text"]}):
+        with pytest.raises(UnsupportedFeatureError, match="stable row ids"):
+            lance_fw.dataset(path).to_table(full_text_query=query)

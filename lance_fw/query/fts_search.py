@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.schema import LanceField
-from lance_fw.table.indices import IndexHandle, index_types, open_index, usable_indices
+from lance_fw.table.indices import IndexHandle, index_types, open_index, type_url_of, usable_indices
 from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.take import take
@@ -48,6 +48,7 @@ B = np.float32(0.75)
 SCORE_COLUMN = "_score"
 SCORE_FIELD = pa.field(SCORE_COLUMN, pa.float32())
 INVERTED = "INVERTED"
+INVERTED_TYPE_URL = "/lance.table.InvertedIndexDetails"
 #: the analyzer pylance 14 uses on a column without an index
 FLAT_PARAMS = {
     "base_tokenizer": "simple",
@@ -187,7 +188,10 @@ def parse_full_text_query(snapshot: Snapshot, query: Any) -> Any:
     if not isinstance(text, str):
         raise InvalidArgumentError(f"full_text_query: the query must be a string, got {text!r}")
     if columns is None:
-        columns = sorted({h.field.name for h in _inverted(snapshot)})
+        columns = sorted(
+            {h.field.name for h in _inverted(snapshot)}
+            | {f.name for f in snapshot.lance_schema.fields if _listed_inverted(snapshot, f.name)}
+        )
         if not columns:
             raise InvalidArgumentError("full_text_query: the dataset has no INVERTED index to search")
     quoted = len(text) >= 2 and text[0] == text[-1] == '"'
@@ -246,6 +250,15 @@ def _check_tree(snapshot: Snapshot, node: Any) -> None:
 
 def _inverted(snapshot: Snapshot) -> list[IndexHandle]:
     return [h for h in usable_indices(snapshot) if h.kind.name == INVERTED]
+
+
+def _listed_inverted(snapshot: Snapshot, column: str) -> bool:
+    """Whether the manifest lists a full-text index on ``column`` (usable or not)."""
+    section = snapshot.index_section
+    if section is None or column not in snapshot.schema.names:
+        return False
+    field_id = snapshot.lance_schema.field(column).id
+    return any(type_url_of(m) == INVERTED_TYPE_URL and list(m.fields) == [field_id] for m in section.indices)
 
 
 def bm25(idf: np.float32, frequencies: np.ndarray, lengths: np.ndarray, average: np.float32) -> np.ndarray:
@@ -318,6 +331,12 @@ class _ColumnSearch:
 
     def __init__(self, snapshot: Snapshot, column: str, batch_size: int, allowed: np.ndarray | None) -> None:
         handles = [h for h in _inverted(snapshot) if h.field.name == column]
+        if not handles and _listed_inverted(snapshot, column):
+            raise UnsupportedFeatureError(
+                f"full_text_query: the INVERTED index on {column!r} cannot be opened by lance_fw here "
+                "(a dataset with stable row ids, or a nested column); searching without it would "
+                "tokenize differently"
+            )
         if len(handles) > 1:
             raise UnsupportedFeatureError(
                 f"full_text_query: the index on {column!r} has {len(handles)} segments; lance_fw "
