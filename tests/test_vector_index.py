@@ -13,6 +13,7 @@ Data: clustered vectors (64 centres) over several fragments, small enough to kee
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -346,3 +347,27 @@ def test_optimize_indices_adds_appended_rows(tmp_path: Path, index_type: str) ->
     lance_fw.dataset(path).optimize.optimize_indices()
     assert lance.dataset(path).stats.index_stats("vec_idx")["num_unindexed_rows"] == 0
     _same_answers(path, _queries(6)[:6], nprobes=3)
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine"])
+def test_explain_plan_of_index_search(tmp_path: Path, metric: str) -> None:
+    """pylance's ANN plan (ANNSubIndex / ANNIvfPartition, the refine and unindexed-fragment
+    re-measure and union, prefilter input, post-filter), but for the path's leading "/" and
+    DataFusion's filter form."""
+    path = str(tmp_path / "ds")
+    lance.write_dataset(_table(_data(10, 3000)), path, max_rows_per_file=1200)
+    lance.dataset(path).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4, metric=metric)
+    q = _queries(10)[0]
+
+    def same(**options: Any) -> None:
+        theirs = lance.dataset(path).scanner(**options).explain_plan()
+        theirs = re.sub(r"id@\d+ > ", "id > ", theirs.replace("uri=/", "uri=")).replace("Int64(3)", "3")
+        assert lance_fw.dataset(path).scanner(**options).explain_plan().replace("uri=/", "uri=") == theirs
+
+    for appended in (False, True):
+        if appended:
+            lance.write_dataset(_table(_data(11, 200), start=3000), path, mode="append")
+        same(nearest={"column": "vec", "q": q, "k": 5})
+        same(nearest={"column": "vec", "q": q, "k": 5, "nprobes": 2, "refine_factor": 3}, columns=["id"])
+        same(nearest={"column": "vec", "q": q, "k": 5}, columns=["id"], filter="id > 3")
+    same(nearest={"column": "vec", "q": q, "k": 5, "minimum_nprobes": 2}, columns=["id"])

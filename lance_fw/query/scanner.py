@@ -28,7 +28,7 @@ from lance_fw.query import fts_search
 from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.query.projection import Projection
-from lance_fw.query.vector_index_search import index_plan, index_search
+from lance_fw.query.vector_index_search import index_plan, index_plan_text, index_search
 from lance_fw.query.vector_search import (
     DISTANCE_COLUMN,
     DISTANCE_FIELD,
@@ -303,6 +303,17 @@ class LanceScanner:
         text = self.filter if isinstance(self.filter, str) or self.filter is None else str(self.filter)
         read = [f.name for f in self._plan.fields] if self._plan is not None else []
         names = [f.name for f in self._fields]
+        if search.index is not None:
+            return index_plan_text(
+                search.query,
+                self._snapshot.uri,
+                names,
+                read,
+                text,
+                search.prefilter,
+                search.index,
+                self._chosen(),
+            )
         return plan_text(
             search.query, self._snapshot.uri, names, read, text, search.prefilter, len(self._chosen())
         )

@@ -27,7 +27,7 @@ import uuid as uuidlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -267,3 +267,122 @@ def index_search(
             ids, dist = ids[valid], exact[valid]
         top.push(dist, ids, ids)
     return tops
+
+
+# -- explain_plan ---------------------------------------------------------------------------------
+
+#: ``VectorMetricType`` names pylance's ``ANNSubIndex`` line prints
+_PLAN_METRICS = {"l2": "L2", "cosine": "Cosine", "dot": "Dot"}
+_ORDER = "ASC NULLS LAST"
+#: one plan line and the plans below it
+PlanNode = tuple[str, list[Any]]
+
+
+def _top(k: int, row: list[str]) -> str:
+    return (
+        f"SortExec: TopK(fetch={k}), expr=[_distance@{row.index('_distance')} {_ORDER}, "
+        f"_rowid@{row.index('_rowid')} {_ORDER}], preserve_partitioning=[false]"
+    )
+
+
+def _render(node: PlanNode, depth: int = 0) -> list[str]:
+    line, children = node
+    return ["  " * depth + line] + [text for child in children for text in _render(child, depth + 1)]
+
+
+def index_plan_text(
+    query: NearestQuery,
+    uri: str,
+    names: list[str],
+    read: list[str],
+    filter_text: str | None,
+    prefilter: bool,
+    handles: list[VectorHandle],
+    fragments: Sequence[table_pb2.DataFragment],
+) -> list[str]:
+    """pylance's plan of an index search (``explain_plan``), top line first: the ``ANNSubIndex`` /
+    ``ANNIvfPartition`` pair (with the prefilter's scan as a second input), a re-measure of the
+    candidates (``KNNVectorDistance``) with ``refine_factor`` and when fragments are unindexed
+    (then a union with their flat top-k), the takes and the post-filter, as in ``plan_text``."""
+    query = replace(query, metric=handles[0].metric)
+    chosen = {f.id for f in fragments}
+    uncovered = [f for f in fragments if f.id not in set().union(*(h.fragments for h in handles))]
+    refine = query.tuning.get("refine_factor")
+    want = query.k * int(refine) if refine else query.k  # type: ignore[call-overload]
+    low, high = _probes(query)
+    deltas = len(handles)
+    partition: PlanNode = (
+        f"ANNIvfPartition: uuid={handles[0].uuid}, minimum_nprobes={low if low is not None else 1}, "
+        f"maximum_nprobes={f'Some({high})' if high is not None else 'None'}, deltas={deltas}",
+        [],
+    )
+    inputs: list[PlanNode] = [partition]
+    if prefilter and filter_text:
+        inputs.append(
+            (
+                f"LanceRead: uri={uri}/data, projection=[], num_fragments={len(chosen)}, range_before=None, "
+                f"range_after=None, row_id=true, row_addr=false, full_filter={filter_text}, "
+                f"refine_filter={filter_text}",
+                [],
+            )
+        )
+    ann = (
+        f"ANNSubIndex: name={handles[0].meta.name}, k={want}, deltas={deltas}, metric={_PLAN_METRICS[query.metric]}",
+        inputs,
+    )
+    row = ["_distance", "_rowid"]
+    node = (_top(want, row), [ann])
+    take_vector = f"LanceRead: uri={uri}/data, projection=[{query.column}], source=stream(_rowid)"
+
+    def measured(below: PlanNode, k: int) -> PlanNode:
+        """Distances recomputed from the vectors, top ``k``, nulls dropped (row: _rowid, vec, _distance)."""
+        after = ["_rowid", query.column, "_distance"]
+        sort = (_top(k, after), [(f"KNNVectorDistance: metric={query.metric}", [below])])
+        return (f"FilterExec: _distance@{after.index('_distance')} IS NOT NULL", [sort])
+
+    if refine:
+        node, row = measured((take_vector, [node]), query.k), ["_rowid", query.column, "_distance"]
+    elif uncovered:
+        node, row = (take_vector, [node]), ["_distance", "_rowid", query.column]
+    if uncovered:
+        scanned = [query.column, "_rowid", "_distance"]
+        flat: PlanNode = (
+            f"ProjectionExec: expr=[{', '.join(f'{c}@{scanned.index(c)} as {c}' for c in row)}]",
+            [
+                (
+                    f"FilterExec: _distance@{scanned.index('_distance')} IS NOT NULL",
+                    [
+                        (
+                            _top(query.k, scanned),
+                            [
+                                (
+                                    f"KNNVectorDistance: metric={query.metric}",
+                                    [
+                                        (
+                                            f"LanceScan: uri={uri}/data, projection=[{query.column}], row_id=true, "
+                                            "row_addr=false, ordered=false, range=None",
+                                            [],
+                                        )
+                                    ],
+                                )
+                            ],
+                        )
+                    ],
+                )
+            ],
+        )
+        union = ("CoalescePartitionsExec", [("UnionExec", [flat, node])])
+        node, row = measured(union, query.k), ["_rowid", query.column, "_distance"]
+
+    def take(columns: list[str], below: PlanNode) -> PlanNode:
+        fresh = [c for c in columns if c not in row]
+        if not fresh:
+            return below
+        row.extend(fresh)
+        return (f"LanceRead: uri={uri}/data, projection=[{', '.join(fresh)}], source=stream(_rowid)", [below])
+
+    if filter_text and not prefilter:
+        node = (f"FilterExec: {filter_text}", [take(read, node)])
+    node = take(names, node)
+    exprs = ", ".join(f"{n}@{row.index(n)} as {n}" for n in [*names, "_distance"])
+    return _render((f"ProjectionExec: expr=[{exprs}]", [node]))
