@@ -8,11 +8,9 @@ written at once. Memory stays bounded: when the buffered slices pin more than
 
 from __future__ import annotations
 
-import os
-import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +18,7 @@ import pyarrow as pa
 from google.protobuf import any_pb2, empty_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
+from lance_fw._util import pools
 from lance_fw.errors import (
     EncoderContractError,
     LanceError,
@@ -48,23 +47,12 @@ DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
 ALLOW_PLUGIN_ENCODINGS = "allow_plugin_encodings"
 #: Write option: the most bytes of one page of a column (``DEFAULT_MAX_PAGE_BYTES`` when unset).
 MAX_PAGE_BYTES = "max_page_bytes"
-#: Pages encoded at once in worker threads. A column (and an encoder object) has at most one page in
-#: flight, so an encoder (a plugin) never runs concurrently with itself and each column's pages keep
-#: their order; pages are
-#: written in the order they were submitted, so a file's bytes do not depend on thread timing. The
-#: encoders' numpy, pyarrow and zstd work releases the GIL.
-ENCODE_WORKERS = min(4, os.cpu_count() or 1)
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _encode_pool() -> ThreadPoolExecutor:
-    """The writers' own pool (never shared with readers, whose tasks may wait on each other)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(ENCODE_WORKERS, thread_name_prefix="lance_fw-encode")
-        return _POOL
+#: Pages encoded at once in worker threads (the ``encode`` pool). A column (and an encoder object)
+#: has at most one page in flight, so an encoder (a plugin) never runs concurrently with itself and
+#: each column's pages keep their order; pages are written in the order they were submitted, so a
+#: file's bytes do not depend on thread timing.
+ENCODE_WORKERS = pools.workers()
+_ENCODE_POOL = "encode"
 
 
 #: Field-metadata prefix of encoding hints (what usually makes a plugin claim a column).
@@ -184,7 +172,7 @@ class LanceFileWriter:
         while any(c is col or c.encoder is col.encoder for c, _, _ in self._inflight):
             self._write_next()
         if ENCODE_WORKERS > 1:
-            future = _encode_pool().submit(col.encoder.encode, array)
+            future = pools.pool(_ENCODE_POOL).submit(col.encoder.encode, array)
         else:
             future = Future()
             future.set_result(col.encoder.encode(array))

@@ -1,0 +1,35 @@
+"""Named, bounded worker pools shared by the layers that decode or encode in threads.
+
+Why named pools and not one: a task of one pool may wait on tasks of another (a readahead worker
+reads a batch whose columns are decoded on the column pool; a writer waits on page encodes), but
+never on its own pool's tasks, so no pool can deadlock by filling itself with waiters. numpy,
+pyarrow and zstd release the GIL in their kernels, which is where these tasks spend their time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+#: Workers per pool: the machine's cores, at most this many.
+MAX_WORKERS = 4
+
+_POOLS: dict[str, ThreadPoolExecutor] = {}
+_LOCK = threading.Lock()
+
+
+def workers() -> int:
+    """Threads a pool runs: ``min(MAX_WORKERS, cores)``."""
+    return min(MAX_WORKERS, os.cpu_count() or 1)
+
+
+def pool(name: str) -> ThreadPoolExecutor:
+    """The process-wide pool ``name`` (created on first use, threads named ``lance_fw-<name>``).
+
+    Tasks submitted to it must never wait on other tasks of the same pool."""
+    with _LOCK:
+        found = _POOLS.get(name)
+        if found is None:
+            found = _POOLS[name] = ThreadPoolExecutor(workers(), thread_name_prefix=f"lance_fw-{name}")
+        return found
