@@ -56,9 +56,7 @@ def install(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def sql(
-    con: duckdb.DuckDBPyConnection, query: str, params: Parameters = None
-) -> duckdb.DuckDBPyRelation | None:
+def sql(con: duckdb.DuckDBPyConnection, query: str, params: Parameters = None) -> duckdb.DuckDBPyRelation:
     """A relation over ``query`` on a connection prepared with :func:`install`."""
     return Connection(connection=con).sql(query, params=params)
 

@@ -88,9 +88,7 @@ class Connection:
             execute(self.con, query, values)
         return self
 
-    def sql(
-        self, query: Query, *, alias: str = "", params: Parameters = None
-    ) -> duckdb.DuckDBPyRelation | None:
+    def sql(self, query: Query, *, alias: str = "", params: Parameters = None) -> duckdb.DuckDBPyRelation:
         """A relation (lazy: each fetch runs it again, with the latest version of each dataset)."""
         layer = _relation_layer()
         parts = statements(self.con, query)
@@ -103,7 +101,8 @@ class Connection:
             execute(self.con, last, params)
             if not isinstance(last, str) or not dml.returns_rows(last):
                 self.con.abort()  # a command's status row: DuckDB's con.sql returns None for it
-                return None
+                # (as DuckDB's own stubs do, the relation type stays the annotation)
+                return None  # type: ignore[return-value]
             with warnings.catch_warnings():  # the rows are wanted as a table: its one copy is ours
                 warnings.simplefilter("ignore", UserWarning)
                 rows = self.con.to_arrow_table()
