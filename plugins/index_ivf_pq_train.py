@@ -43,6 +43,9 @@ CODEBOOK_BUFFER = 2
 DEFAULT_NUM_BITS = 8
 DEFAULT_SAMPLE_RATE = 256
 DEFAULT_MAX_ITERS = 50
+#: pylance's shuffle settings, recorded in the details' runtime hints (lance_fw does not shuffle)
+SHUFFLE_PARTITION_BATCHES = 10240
+SHUFFLE_PARTITION_CONCURRENCY = 2
 #: k-means stops when the loss improves by less than this fraction (IVF centroids).
 KMEANS_TOLERANCE = 1e-4
 #: The same for PQ codebooks: 256 codewords of a few dimensions keep improving by ~0.1% per
@@ -123,6 +126,8 @@ def details_bytes(params: Mapping[str, Any], kind: str = "IVF_PQ") -> bytes:
     hints = {
         "lance.ivf.max_iters": iters,
         "lance.ivf.sample_rate": rate,
+        "lance.ivf.shuffle_partition_batches": str(SHUFFLE_PARTITION_BATCHES),
+        "lance.ivf.shuffle_partition_concurrency": str(SHUFFLE_PARTITION_CONCURRENCY),
         "lance.skip_transpose": "false",
     }
     if kind == "IVF_PQ":

@@ -140,6 +140,7 @@ def test_pylance_uses_lance_fw_index(built: dict[str, Any]) -> None:
     theirs = lance.dataset(path)
     (described,) = theirs.describe_indices()
     assert described.index_type == "IVF_PQ"
+    assert described.details == lance.dataset(built["paths"]["pylance"]).describe_indices()[0].details
     stats = theirs.stats.index_stats("vec_idx")
     assert stats["index_type"] == "IVF_PQ" and stats["num_indexed_rows"] == ROWS
     segment = stats["indices"][0]
@@ -185,6 +186,9 @@ def test_ivf_flat_and_sq_both_ways(tmp_path: Path, index_type: str, metric: str)
         _same_answers(path, queries[:3], nprobes=1, refine_factor=2)
     theirs = lance.dataset(paths["lance_fw"])
     assert theirs.describe_indices()[0].index_type == index_type
+    assert (
+        theirs.describe_indices()[0].details == lance.dataset(paths["pylance"]).describe_indices()[0].details
+    )
     _same_stats(paths["lance_fw"])
     _same_stats(paths["pylance"])
     assert theirs.stats.index_stats("vec_idx")["indices"][0]["num_partitions"] == 8
