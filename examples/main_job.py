@@ -135,6 +135,39 @@ def sql_writes(uri: str, lake: str) -> tuple[int, int]:
     return copied, updated
 
 
+def index_and_search(uri: str) -> bool:
+    """A B-tree on trip_id built by lance_fw and used by pylance and DuckDB, then a vector search in
+    SQL (``lance_vector_search``) checked against pylance's ``nearest``. Returns whether all agree."""
+    import lance
+
+    import lance_fw
+    from lance_fw.duckdb import connect
+
+    t0 = time.perf_counter()
+    lance_fw.dataset(uri).create_scalar_index("trip_id", "BTREE")
+    plan = lance.dataset(uri).scanner(filter="trip_id = 12345").explain_plan()
+    log(f"[lance_fw] BTREE index on trip_id in {time.perf_counter() - t0:.1f}s; pylance plans "
+        + ("with it (ScalarIndexQuery)" if "ScalarIndexQuery" in plan else "WITHOUT it"))
+    con = connect()
+    t0 = time.perf_counter()
+    looked_up = con.sql(f"SELECT trip_id, fare FROM lance_scan('{uri}') WHERE trip_id = 12345").fetchall()
+    log(f"[duckdb] point lookup through the index ({(time.perf_counter() - t0) * 1000:.0f} ms): {looked_up}")
+    query = [0.5] * 8
+    t0 = time.perf_counter()
+    nearest = con.sql(
+        f"SELECT trip_id, round(_distance, 4) AS d FROM lance_vector_search('{uri}', 'embedding', "
+        f"{query}::FLOAT[], k := 5) ORDER BY _distance, trip_id"
+    ).fetchall()
+    log(f"[duckdb] 5 trips nearest to {query[:2]}... ({(time.perf_counter() - t0) * 1000:.0f} ms): "
+        + ", ".join(f"{t} ({d})" for t, d in nearest))
+    theirs = lance.dataset(uri).to_table(
+        nearest={"column": "embedding", "q": query, "k": 5}, columns=["trip_id", "_distance"]
+    )
+    same = sorted(t for t, _ in nearest) == sorted(theirs.column("trip_id").to_pylist())
+    log(f"[pylance] nearest agrees: {same}")
+    return "ScalarIndexQuery" in plan and len(looked_up) == 1 and same
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=DEFAULT_ROWS)
@@ -172,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             and abs(pylance_fare - duck_fare) < 0.01 \
             and card.count_rows() == copied == ds.count_rows("payment = 'card'") \
             and audited == updated == card.count_rows("fare > 60") and card.version == 2
+        ok = index_and_search(uri) and ok
         log(f"[done] {'OK' if ok else 'MISMATCH'} in {time.perf_counter() - t0:.1f}s")
         return 0 if ok else 1
     finally:
