@@ -28,14 +28,24 @@ slop > 0, fuzzy matching, indices of several segments.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.query.fts_queries import (
+    QUERY_TYPES,
+    BooleanQuery,
+    BoostQuery,
+    FullTextOperator,
+    MatchQuery,
+    MultiMatchQuery,
+    Occur,
+    PhraseQuery,
+    occur_of,
+    operator_of,
+)
 from lance_fw.schema import LanceField
 from lance_fw.table.indices import IndexHandle, index_types, open_index, type_url_of, usable_indices
 from lance_fw.table.row_ids import address_fragments, address_offsets
@@ -49,6 +59,19 @@ SCORE_COLUMN = "_score"
 SCORE_FIELD = pa.field(SCORE_COLUMN, pa.float32())
 INVERTED = "INVERTED"
 INVERTED_TYPE_URL = "/lance.table.InvertedIndexDetails"
+#: the query classes, importable from here as from lance.query
+__all__ = [
+    "BooleanQuery",
+    "BoostQuery",
+    "FullTextOperator",
+    "MatchQuery",
+    "MultiMatchQuery",
+    "Occur",
+    "PhraseQuery",
+    "parse_full_text_query",
+    "run",
+    "search",
+]
 #: the analyzer pylance 14 uses on a column without an index
 FLAT_PARAMS = {
     "base_tokenizer": "simple",
@@ -83,84 +106,6 @@ class FullTextIndexReader(Protocol):
     def doc_count(self, token: str) -> int: ...
 
     def postings(self, token: str) -> FullTextPostings: ...
-
-
-class FullTextOperator(StrEnum):
-    """How a match query's tokens combine (pylance's ``lance.query.FullTextOperator``)."""
-
-    AND = "AND"
-    OR = "OR"
-
-
-class Occur(StrEnum):
-    """A boolean query clause's role (pylance's ``lance.query.Occur``)."""
-
-    SHOULD = "SHOULD"
-    MUST = "MUST"
-    MUST_NOT = "MUST_NOT"
-
-
-@dataclass(frozen=True)
-class MatchQuery:
-    """Rows holding the query's tokens in ``column`` (any: ``OR``, all: ``AND``); score times
-    ``boost``. pylance's ``lance.query.MatchQuery`` (whose parameters live in native code, so
-    lance_fw takes its own objects with the same signature)."""
-
-    query: str
-    column: str
-    boost: float = field(default=1.0, kw_only=True)
-    fuzziness: int | None = field(default=0, kw_only=True)
-    max_expansions: int = field(default=50, kw_only=True)
-    operator: FullTextOperator | str = field(default=FullTextOperator.OR, kw_only=True)
-    prefix_length: int = field(default=0, kw_only=True)
-
-
-@dataclass(frozen=True)
-class PhraseQuery:
-    """pylance's phrase query (refused: lance_fw does not decode token positions)."""
-
-    query: str
-    column: str
-    slop: int = field(default=0, kw_only=True)
-
-
-@dataclass(frozen=True)
-class BoostQuery:
-    """Rows of ``positive``; those also matching ``negative`` lose ``negative_boost`` times its score."""
-
-    positive: Any
-    negative: Any
-    negative_boost: float = field(default=0.5, kw_only=True)
-
-
-@dataclass(frozen=True)
-class MultiMatchQuery:
-    """A match query on each column; a row scores its best column (times that column's boost)."""
-
-    query: str
-    columns: list[str]
-    boosts: list[float] | None = field(default=None, kw_only=True)
-    operator: FullTextOperator | str = field(default=FullTextOperator.OR, kw_only=True)
-
-
-@dataclass(frozen=True)
-class BooleanQuery:
-    """Rows matching every MUST clause (or, without one, any SHOULD clause) and no MUST_NOT clause;
-    the score adds the MUST and matching SHOULD scores in clause order."""
-
-    queries: list[tuple[Occur | str, Any]]
-
-
-def _operator(value: Any) -> FullTextOperator:
-    """``FullTextOperator`` from lance_fw's, pylance's enum or its string."""
-    return FullTextOperator(getattr(value, "value", value))
-
-
-def _occur(value: Any) -> Occur:
-    return Occur(getattr(value, "value", value))
-
-
-QUERY_TYPES = (MatchQuery, PhraseQuery, BoostQuery, MultiMatchQuery, BooleanQuery)
 
 
 def parse_full_text_query(snapshot: Snapshot, query: Any) -> Any:
@@ -221,7 +166,7 @@ def _check_tree(snapshot: Snapshot, node: Any) -> None:
         _check_column(snapshot, node.column)
         if node.fuzziness != 0 or node.prefix_length != 0:
             raise UnsupportedFeatureError("full_text_query: fuzzy matching is not supported by lance_fw")
-        _operator(node.operator)
+        operator_of(node.operator)
     elif isinstance(node, PhraseQuery):
         _check_column(snapshot, node.column)
         if not isinstance(node.slop, int) or node.slop < 0:
@@ -236,13 +181,13 @@ def _check_tree(snapshot: Snapshot, node: Any) -> None:
             _check_column(snapshot, column)
         if node.boosts is not None and len(node.boosts) != len(node.columns):
             raise InvalidArgumentError("full_text_query: MultiMatchQuery needs one boost per column")
-        _operator(node.operator)
+        operator_of(node.operator)
     elif isinstance(node, BoostQuery):
         _check_tree(snapshot, node.positive)
         _check_tree(snapshot, node.negative)
     elif isinstance(node, BooleanQuery):
         for occur, clause in node.queries:
-            _occur(occur)
+            occur_of(occur)
             _check_tree(snapshot, clause)
     else:
         raise UnsupportedFeatureError(f"full_text_query: {type(node).__name__} is not supported by lance_fw")
@@ -401,7 +346,7 @@ class _ColumnSearch:
         for addresses, weights in per_token:
             scores.add(addresses, weights)
         addresses, total = scores.total()
-        if _operator(operator) == FullTextOperator.AND:
+        if operator_of(operator) == FullTextOperator.AND:
             if not per_token:
                 return addresses[:0], total[:0]
             keep = np.ones(len(addresses), bool)
@@ -467,7 +412,7 @@ class _Evaluation:
             score = score.copy()
             score[hit] = score[hit] - np.float32(node.negative_boost) * neg_score[at[hit]]
             return addresses, score
-        clauses = [(_occur(o), self.run(q)) for o, q in node.queries]
+        clauses = [(occur_of(o), self.run(q)) for o, q in node.queries]
         must = [r for o, r in clauses if o == Occur.MUST]
         should = [r for o, r in clauses if o == Occur.SHOULD]
         scoring = [r for o, r in clauses if o != Occur.MUST_NOT]
