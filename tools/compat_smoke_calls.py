@@ -512,3 +512,44 @@ def _write_fragments(ctx: Ctx) -> object:
     op = ctx.lib.LanceOperation.Append(fragments)
     new = ctx.lib.LanceDataset.commit(ds.uri, op, read_version=ds.version)
     return len(fragments), new.to_table().num_rows, isinstance(fragments[0], ctx.lib.FragmentMetadata)
+
+
+# -- one file (lance.file) ----------------------------------------------------------------------
+@smoke(
+    "lance.file.LanceFileReader",
+    "lance.file.LanceFileWriter",
+    "lance.file.LanceFileMetadata",
+    "lance.file.LanceBufferDescriptor",
+    "LanceFileReader.metadata",
+    "LanceFileReader.num_rows",
+    "LanceFileReader.read_all",
+    "LanceFileReader.read_global_buffer",
+    "LanceFileReader.read_range",
+    "LanceFileReader.take_rows",
+    "LanceFileWriter.add_global_buffer",
+    "LanceFileWriter.add_schema_metadata",
+    "LanceFileWriter.close",
+    "LanceFileWriter.write_batch",
+)
+def _file_api(ctx: Ctx) -> object:
+    import importlib
+
+    file_api = importlib.import_module(ctx.lib.__name__ + ".file")
+    path = str(ctx.tmp / "one.lance")
+    writer = file_api.LanceFileWriter(path)
+    writer.write_batch(DATA)
+    index = writer.add_global_buffer(b"buffer")
+    writer.add_schema_metadata("k", "v")
+    rows = writer.close()
+    reader = file_api.LanceFileReader(path, columns=["id", "s"])
+    meta = reader.metadata()
+    return (
+        rows,
+        index,
+        reader.num_rows(),
+        reader.read_all(batch_size=2).to_table(),
+        reader.read_range(1, 2).to_table(),
+        reader.take_rows([0, 2]).to_table(),
+        reader.read_global_buffer(index),
+        (meta.num_rows, meta.major_version, meta.minor_version, len(meta.global_buffers)),
+    )

@@ -1,1 +1,21 @@
-"""The Lance v2 data-file container (2.0/2.1/2.2): footer, column metadata, pages, global buffers."""
+"""The Lance v2 data-file container (2.0/2.1/2.2): footer, column metadata, pages, global buffers.
+
+``LanceFileReader`` / ``LanceFileWriter`` here are pylance's ``lance.file`` classes (one file, its
+signatures); the file layer's own reader and writer are ``file.reader`` / ``file.writer``.
+"""
+
+from lance_fw.file.pylance_api import (
+    LanceBufferDescriptor,
+    LanceFileMetadata,
+    LanceFileReader,
+    LanceFileWriter,
+    ReaderResults,
+)
+
+__all__ = [
+    "LanceBufferDescriptor",
+    "LanceFileMetadata",
+    "LanceFileReader",
+    "LanceFileWriter",
+    "ReaderResults",
+]
