@@ -35,6 +35,8 @@ ENGLISH_STOP_WORDS = frozenset(
 #: pylance's default ``max_token_length``: tokens this long (in UTF-8 bytes) or longer are dropped.
 DEFAULT_MAX_TOKEN_LENGTH = 40
 _SIMPLE = re.compile(r"[A-Za-z0-9]+")
+#: distinct words whose stems an analyzer remembers
+_STEM_CACHE_WORDS = 1 << 20
 _WHITESPACE = re.compile(r"[^ \t\n\x0b\x0c\r]+")
 _BASE_TOKENIZERS = ("simple", "whitespace", "raw")
 _LANGUAGE = "English"
@@ -88,6 +90,17 @@ class Analyzer:
                 "full-text index with stem=True and lower_case=False is not supported by lance_fw"
             )
         self.stem: Callable[[str], str] | None = _stemmer() if stem else None
+        #: word -> stem: stemming in Python is the cost of indexing, and words repeat
+        self._stems: dict[str, str] = {}
+
+    def _stem(self, word: str) -> str:
+        stem = self._stems.get(word)
+        if stem is None:
+            assert self.stem is not None
+            stem = self.stem(word)
+            if len(self._stems) < _STEM_CACHE_WORDS:
+                self._stems[word] = stem
+        return stem
 
     def tokens(self, text: str) -> list[str]:
         """The tokens of ``text``, in order (repeats kept: their count is a term frequency).
@@ -116,7 +129,7 @@ class Analyzer:
         if self.lower:
             out = [(w.lower(), i) for w, i in out]
         if self.stem is not None:
-            out = [(self.stem(w), i) for w, i in out]
+            out = [(self._stem(w), i) for w, i in out]
         if self.stop:
             out = [(w, i) for w, i in out if w not in ENGLISH_STOP_WORDS]
         return out

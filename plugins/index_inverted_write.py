@@ -108,13 +108,14 @@ def pack_bitpacker4x(values: np.ndarray) -> tuple[int, bytes]:
     if bits == 0:
         return 0, b""
     lanes = values.reshape(BITPACK_BLOCK // BITPACK_LANES, BITPACK_LANES).T  # lane x value
-    words = np.zeros((BITPACK_LANES, bits), np.uint64)
-    for k in range(BITPACK_BLOCK // BITPACK_LANES):
-        bit = k * bits
-        word, shift = bit >> 5, bit & 31
-        words[:, word] |= (lanes[:, k] << np.uint64(shift)) & np.uint64(0xFFFFFFFF)
-        if shift + bits > 32:
-            words[:, word + 1] |= lanes[:, k] >> np.uint64(32 - shift)
+    words = np.zeros((BITPACK_LANES, bits + 1), np.uint64)  # one spare word for the last spill
+    bit = np.arange(BITPACK_BLOCK // BITPACK_LANES, dtype=np.uint64) * np.uint64(bits)
+    word, shift = (bit >> np.uint64(5)).astype(np.intp), bit & np.uint64(31)
+    shifted = lanes << shift  # up to 63 bits: the low word's part and the spill into the next
+    rows = np.repeat(np.arange(BITPACK_LANES), len(word))
+    np.bitwise_or.at(words, (rows, np.tile(word, BITPACK_LANES)), (shifted & np.uint64(0xFFFFFFFF)).ravel())
+    np.bitwise_or.at(words, (rows, np.tile(word + 1, BITPACK_LANES)), (shifted >> np.uint64(32)).ravel())
+    words = words[:, :bits]
     return bits, words.T.astype("<u4").tobytes()
 
 
