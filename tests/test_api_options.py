@@ -305,7 +305,6 @@ def test_get_fragment(paths):
 # -- refused options ----------------------------------------------------------------------------------
 
 REFUSED = [
-    ("scanner full_text_query", lambda ds, uri: ds.to_table(full_text_query="s3")),
     ("scanner order_by", lambda ds, uri: ds.to_table(order_by=["x"])),
     ("scanner batch_size_bytes", lambda ds, uri: ds.to_table(batch_size_bytes=1024)),
     ("scanner include_deleted_rows", lambda ds, uri: ds.to_table(include_deleted_rows=True)),

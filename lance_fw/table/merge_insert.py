@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
+from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, SchemaError, UnsupportedFeatureError
 from lance_fw.query.filter import parse_filter
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import conform
@@ -129,8 +129,14 @@ class MergeInsertBuilder:
         self._by_source = (True, expr)
         return self
 
-    def conflict_retries(self, retries: int) -> MergeInsertBuilder:
-        return self  # the commit loop already retries; accepted for pylance compatibility
+    def conflict_retries(self, max_retries: int) -> MergeInsertBuilder:
+        """Accepted as pylance's: lance_fw's commit rebases the merge over concurrent commits that
+        do not touch its rows and fails with ``CommitConflictError`` when one does."""
+        if not isinstance(max_retries, int) or max_retries < 0:
+            raise InvalidArgumentError(
+                f"conflict_retries: max_retries must be a non-negative int, got {max_retries!r}"
+            )
+        return self
 
     def retry_timeout(self, timeout: object) -> MergeInsertBuilder:
         return self
@@ -154,9 +160,9 @@ class MergeInsertBuilder:
             _SOURCE_ROW, pa.array(np.arange(source.num_rows, dtype=np.int64))
         )
 
-    def execute(self, data: Any, schema: pa.Schema | None = None) -> dict:
+    def execute(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict:
         ds = self._current()
-        source = self._source(data, schema)
+        source = self._source(data_obj, schema)
         partial = len(source.column_names) - 1 < len(ds.schema.names)
         need_all_columns = self._condition is not None or partial
         target_columns = ds.schema.names if need_all_columns else self._on
@@ -174,7 +180,7 @@ class MergeInsertBuilder:
         matched_sources = pairs.column(_SOURCE_ROW).to_numpy()
         if self._matched == "fail" and len(matched_addresses):
             first = source.take([int(matched_sources[0])]).select(self._on).to_pylist()[0]
-            raise InvalidArgumentError(
+            raise InvalidUserInputError(  # pylance raises OSError here
                 f"merge_insert: when_matched_fail: found a matching row with key {first}"
             )
         if self._condition is not None and len(matched_addresses):
