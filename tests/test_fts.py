@@ -436,3 +436,26 @@ def test_stable_row_ids_refused(tmp_path: Path) -> None:
     for query in ("dogs", {"query": "dogs", "columns": ["text"]}):
         with pytest.raises(UnsupportedFeatureError, match="stable row ids"):
             lance_fw.dataset(path).to_table(full_text_query=query)
+
+
+def test_optimize_by_lance_fw_keeps_the_tokenizer(built: tuple[str, str], tmp_path: Path) -> None:
+    """optimize_indices rebuilds from the index's own details (params_from_details), never from the
+    defaults: after it, pylance describes the same tokenizer as before and still finds every row."""
+    import shutil
+
+    _, ours_path = built
+    path = str(tmp_path / "copy")
+    shutil.copytree(ours_path, path)
+    before = lance.dataset(path).describe_indices()[0].details
+    lance_fw.dataset(path).optimize.optimize_indices()
+    after = lance.dataset(path).describe_indices()[0]
+    assert after.details == before
+    covered = {int(i) for s in after.segments for i in s.fragment_ids}
+    assert covered == {f.fragment_id for f in lance.dataset(path).get_fragments()}
+    found = 0
+    for query in QUERIES:
+        got = lance_fw.dataset(path).to_table(full_text_query=query, columns=["id"], limit=10_000)
+        want = lance.dataset(path).to_table(full_text_query=query, columns=["id"], limit=10_000)
+        assert sorted(got.column("id").to_pylist()) == sorted(want.column("id").to_pylist()), query
+        found += want.num_rows
+    assert found

@@ -474,6 +474,19 @@ def drop_index(snapshot: Snapshot, name: str) -> int:
     return snapshot.commit(CreateIndex(removed=existing), lambda: None)
 
 
+def rebuild_params(kind: Any, meta: table_pb2.IndexMetadata) -> dict[str, Any]:
+    """The parameters an index was built with, as far as its details record them (an index type
+    may offer ``params_from_details(bytes)``; a full-text index's tokenizer lives there), so a
+    rebuild does not silently fall back to the defaults."""
+    read = getattr(kind, "params_from_details", None)
+    if read is None:
+        return {}
+    params = read(meta.index_details.value)
+    if not isinstance(params, dict):
+        raise IndexContractError(f"{owner(_HOOK, kind.name)}: params_from_details must return a dict")
+    return params
+
+
 def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -> int | None:
     """pylance's ``optimize_indices``: each index that misses some fragment is rebuilt over every
     fragment as one new segment (pylance merges old and new rows; the rows indexed, and so every
@@ -500,7 +513,13 @@ def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -
             if field is None:
                 raise UnsupportedFeatureError(f"index {name!r}: its column is not a top-level column")
             meta, store = build_index(
-                snapshot, kind, field, name, {}, dataset_version=metas[0].dataset_version, run_optimized=True
+                snapshot,
+                kind,
+                field,
+                name,
+                rebuild_params(kind, metas[0]),
+                dataset_version=metas[0].dataset_version,
+                run_optimized=True,
             )
             new.append(meta)
             removed.extend(metas)
