@@ -222,3 +222,19 @@ def test_explain_shows_the_search(uri: str, options: str) -> None:
     assert "Lance Use Index" in plan and "KNNVectorDistance" in plan and "r.label = 2" in plan
     if "JSON" in options:
         assert json.loads(plan)[-1]["extra_info"]["Lance Use Index"] == "false"
+
+
+def test_search_through_a_vector_index_equals_pylance(tmp_path: Path) -> None:
+    """``use_index`` (the default) searches the IVF_PQ index pylance built, as pylance does:
+    the same approximate rows and distances; ``use_index := false`` searches exactly."""
+    path = str(tmp_path / "ivf.lance")
+    lance.write_dataset(_table(ROWS), path, max_rows_per_file=ROWS_PER_FILE)
+    lance.dataset(path).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=2)
+    q = _query(11)
+    for options, nearest in [
+        (", k := 20, nprobes := 2", {"k": 20, "nprobes": 2}),
+        (", k := 20, use_index := false", {"k": 20, "use_index": False}),
+    ]:
+        got = _sql_search(path, q, options, None)
+        want = lance.dataset(path).to_table(nearest={"column": "vec", "q": q, **nearest})
+        assert sorted(got.column("id").to_pylist()) == sorted(want.column("id").to_pylist()), options

@@ -383,8 +383,9 @@ def _passing_rows(
 def _search(ds: LanceDataset, search: Search, rows: np.ndarray | None) -> pa.Table:
     """The dataset's columns and ``_distance`` of the ``k`` nearest rows (among ``rows`` if given).
 
-    Exact search: ``use_index := true`` lets the extension search a vector index, whose answer
-    approximates this one; lance_fw cannot search vector indices, so it always searches exactly.
+    ``use_index`` as given: with a vector index on the column (built by pylance or lance_fw) the
+    search goes through it (``nprobes``, ``refine_factor``) as pylance's would; without one, or
+    with ``use_index := false``, it is exact (flat).
     """
     if rows is None:
         return ds.to_table(nearest=_nearest(search))
@@ -397,7 +398,7 @@ def _nearest(search: Search) -> dict[str, Any]:
         "column": search.column,
         "q": search.vector,
         "k": search.k,
-        "use_index": False,
+        "use_index": search.use_index,
         **search.tuning,
     }
     if search.metric is not None:
