@@ -386,3 +386,29 @@ def test_explain_plan_of_index_search(tmp_path: Path, metric: str) -> None:
         same(nearest={"column": "vec", "q": q, "k": 5, "nprobes": 2, "refine_factor": 3}, columns=["id"])
         same(nearest={"column": "vec", "q": q, "k": 5}, columns=["id"], filter="id > 3")
     same(nearest={"column": "vec", "q": q, "k": 5, "minimum_nprobes": 2}, columns=["id"])
+
+
+def test_stable_row_ids(tmp_path: Path) -> None:
+    """With stable row ids the index stores ids, not addresses: lance_fw maps them to the live
+    rows (deleted, updated and appended rows as pylance) and answers as pylance does."""
+    path = str(tmp_path / "ds")
+    values = _data(12, 5000, centres=CENTRES)
+    lance.write_dataset(_table(values), path, max_rows_per_file=2000, enable_stable_row_ids=True)
+    lance.dataset(path).create_index("vec", "IVF_PQ", num_partitions=8, num_sub_vectors=SUB_VECTORS)
+    queries = _near(values, 12, 6)
+    nearest_ids = _search(lance.dataset(path), queries[0], nprobes=4)["id"].to_pylist()
+    lance.dataset(path).delete(f"id = {nearest_ids[0]} OR id % 13 = 0")
+    lance.dataset(path).update({"id": "id + 100000"}, where=f"id = {nearest_ids[1]} OR id < 40")
+    lance.write_dataset(_table(queries[:2], start=9000), path, mode="append")
+    for nearest in ({"nprobes": 4}, {"nprobes": 2, "refine_factor": 3}):
+        _same_answers(path, queries, **nearest)
+    options: dict[str, Any] = {
+        "nearest": {"column": "vec", "q": queries[1], "k": K, "nprobes": 4},
+        "with_row_id": True,
+        "with_row_address": True,
+        "filter": "id % 2 = 0",
+        "prefilter": True,
+    }
+    assert lance_fw.dataset(path).to_table(**options).drop_columns(["_distance"]) == lance.dataset(
+        path
+    ).to_table(**options).drop_columns(["_distance"])

@@ -16,8 +16,8 @@ What pylance 14 does, and this module with it:
   two are merged by distance (ties by row id); the index's candidates are then re-measured
   exactly first, as with ``refine_factor=1`` (pylance's plan computes the distance of the union).
 
-Why the row ids need no mapping: lance_fw uses vector indices only on datasets without stable row
-ids, where an index's ``_rowid`` is the row address.
+Row ids: an index stores ``_rowid``, the row address without stable row ids; with them, the
+stable id, which is mapped to the live row's address (``_StableRows``).
 """
 
 from __future__ import annotations
@@ -92,12 +92,8 @@ def index_plan(snapshot: Snapshot, query: NearestQuery, metric_given: bool) -> l
         return None  # pylance: an index of another metric is not used
     kind_name = vector_kind_name(metas[0])
     kind = vector_index_types().get(kind_name or "")
-    if kind is None or snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
-        why = (
-            "on a dataset with stable row ids"
-            if kind is not None
-            else f"of type {kind_name or 'unknown (no details)'}"
-        )
+    if kind is None:
+        why = f"of type {kind_name or 'unknown (no details)'}"
         raise UnsupportedFeatureError(
             f"nearest: column {query.column!r} has the vector index {name!r} {why}, which pylance would "
             "search (approximate results) and lance_fw cannot. Pass use_index=False for the exact "
@@ -168,15 +164,61 @@ def _allowed(
 
 
 def _passing(
-    snapshot: Snapshot, fragments: Sequence[table_pb2.DataFragment], plan: FilterPlan, batch: int
+    snapshot: Snapshot,
+    fragments: Sequence[table_pb2.DataFragment],
+    plan: FilterPlan,
+    batch: int,
+    stable: bool,
 ) -> np.ndarray:
-    """Sorted addresses of the rows of ``fragments`` that pass the prefilter."""
+    """Sorted addresses (stable row ids with ``stable``) of the rows of ``fragments`` that pass
+    the prefilter."""
+    column = "_rowid" if stable else "_rowaddr"
     found = [
-        b.column("_rowaddr").to_numpy(zero_copy_only=False).astype(np.uint64)
+        b.column(column).to_numpy(zero_copy_only=False).astype(np.uint64)
         for f in fragments
-        for b in snapshot.read_fragment(f, [], plan, batch, with_row_address=True)
+        for b in snapshot.read_fragment(f, [], plan, batch, with_row_address=not stable, with_row_id=stable)
     ]
     return np.sort(np.concatenate(found)) if found else np.zeros(0, np.uint64)
+
+
+@dataclass(frozen=True)
+class _StableRows:
+    """With stable row ids an index stores ids, not addresses: the live rows of the covered
+    fragments as sorted ids with their addresses (a fragment rewritten by compaction or update
+    leaves the covered set, so its old ids are never returned from the index)."""
+
+    ids: np.ndarray
+    addresses: np.ndarray
+
+    @staticmethod
+    def of(snapshot: Snapshot, fragment_ids: set[int]) -> _StableRows:
+        ids, addresses = [], []
+        for frag in snapshot.fragments:
+            if frag.id not in fragment_ids:
+                continue
+            reader = snapshot.fragment_reader(frag)
+            offsets = reader.live_offsets()
+            sequence = reader.row_ids
+            ids.append(offsets.astype(np.uint64) if sequence is None else sequence[offsets].astype(np.uint64))
+            addresses.append(row_addresses(frag.id, offsets))
+        if not ids:
+            return _StableRows(np.zeros(0, np.uint64), np.zeros(0, np.uint64))
+        all_ids, all_addresses = np.concatenate(ids), np.concatenate(addresses)
+        order = np.argsort(all_ids, kind="stable")
+        return _StableRows(all_ids[order], all_addresses[order].astype(np.uint64))
+
+    def allowed(self, passing: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray]:
+        def allowed(ids: np.ndarray) -> np.ndarray:
+            keep = np.isin(ids, self.ids)
+            if passing is not None:
+                keep &= np.isin(ids, passing)
+            return keep
+
+        return allowed
+
+    def address_of(self, ids: np.ndarray) -> np.ndarray:
+        """Addresses of live ``ids`` (every one must be in ``self.ids``)."""
+        return self.addresses[np.searchsorted(self.ids, ids)]
 
 
 def _probes(query: NearestQuery) -> tuple[int | None, int | None]:
@@ -236,16 +278,24 @@ def index_search(
     )
     if not covered:
         return tops
+    stable = bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
     passing = (
-        _passing(snapshot, [f for f in fragments if f.id in covered], plan, batch_size)
+        _passing(snapshot, [f for f in fragments if f.id in covered], plan, batch_size, stable)
         if plan is not None
         else None
     )
     low, high = _probes(query)
     refine = query.tuning.get("refine_factor")
     want = query.k * int(refine) if refine else query.k  # type: ignore[call-overload]
+    rows = _StableRows.of(snapshot, covered) if stable else None
     readers = [
-        (h, open_vector_index(snapshot, h), _allowed(snapshot, h, passing, chosen))
+        (
+            h,
+            open_vector_index(snapshot, h),
+            _StableRows.of(snapshot, set(h.fragments & chosen)).allowed(passing)
+            if stable
+            else _allowed(snapshot, h, passing, chosen),
+        )
         for h in handles
         if h.fragments & chosen
     ]
@@ -261,11 +311,13 @@ def index_search(
         if len(ids) > want:  # several segments: the best ``want`` of all
             best = np.lexsort((ids, dist))[:want]
             ids, dist = ids[best], dist[best]
+        addresses = rows.address_of(ids) if rows is not None else ids
         if (refine or uncovered) and len(ids):  # pylance re-measures before merging with flat rows
-            vectors, valid = vectors_of(take(snapshot, ids, [query.column], by_address=True).column(0), dim)
+            taken = take(snapshot, addresses, [query.column], by_address=True).column(0)
+            vectors, valid = vectors_of(taken, dim)
             exact = distances(query.metric, vectors, q)
-            ids, dist = ids[valid], exact[valid]
-        top.push(dist, ids, ids)
+            ids, dist, addresses = ids[valid], exact[valid], addresses[valid]
+        top.push(dist, ids, addresses)
     return tops
 
 
