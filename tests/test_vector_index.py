@@ -412,3 +412,24 @@ def test_stable_row_ids(tmp_path: Path) -> None:
     assert lance_fw.dataset(path).to_table(**options).drop_columns(["_distance"]) == lance.dataset(
         path
     ).to_table(**options).drop_columns(["_distance"])
+
+
+def test_build_with_stable_row_ids(tmp_path: Path) -> None:
+    """On a dataset with stable row ids lance_fw's index stores the ids (as pylance's does):
+    pylance searches it with lance_fw's answers, also after deletes, updates and optimize."""
+    path = str(tmp_path / "ds")
+    values = _data(13, 5000, centres=CENTRES)
+    lance.write_dataset(_table(values), path, max_rows_per_file=2000, enable_stable_row_ids=True)
+    lance.dataset(path).delete("id < 50")
+    lance.dataset(path).update({"id": "id + 100000"}, where="id < 120")  # ids and addresses differ
+    IndexMethods.create_index(
+        lance_fw.dataset(path), "vec", "IVF_PQ", num_partitions=8, num_sub_vectors=SUB_VECTORS
+    )
+    queries = _near(values, 13, 6)
+    _same_answers(path, queries, nprobes=3)
+    lance.dataset(path).delete("id % 9 = 0")
+    lance.write_dataset(_table(queries[:2], start=9000), path, mode="append")
+    _same_answers(path, queries, nprobes=3, refine_factor=2)
+    lance_fw.dataset(path).optimize.optimize_indices()
+    assert lance.dataset(path).stats.index_stats("vec_idx")["num_unindexed_rows"] == 0
+    _same_answers(path, queries, nprobes=3)

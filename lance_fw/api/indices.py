@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.options import refuse
 from lance_fw.table import indices as table_indices
+from lance_fw.table import vector_indices
 
 if TYPE_CHECKING:
     from lance_fw.api.dataset import LanceDataset
@@ -72,7 +73,7 @@ def create_index(
     given.update(
         {k: v for k, v in (("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors))}
     )
-    version = table_indices.create_vector_index(ds._snapshot, column, index_type, name, replace, given)
+    version = vector_indices.create_vector_index(ds._snapshot, column, index_type, name, replace, given)
     ds._move_to(version)
 
 

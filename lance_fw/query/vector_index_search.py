@@ -38,10 +38,11 @@ from lance_fw.query.vector_search import NearestQuery, TopK, distances, flat_sea
 from lance_fw.schema import LanceField
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.index_files import IndexFiles, index_dir
-from lance_fw.table.indices import fragment_bitmap, vector_index_types, vector_kind_name
+from lance_fw.table.indices import fragment_bitmap
 from lance_fw.table.row_ids import row_addresses
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.take import take
+from lance_fw.table.vector_indices import vector_index_types, vector_kind_name
 
 if TYPE_CHECKING:
     from lance_fw.query.filter_plan import FilterPlan

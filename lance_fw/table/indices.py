@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyroaring
 
-from lance_fw._proto import table_pb2, transaction_pb2, vector_index_pb2
+from lance_fw._proto import table_pb2, transaction_pb2
 from lance_fw.errors import (
     CommitConflictError,
     CorruptFileError,
@@ -54,7 +54,6 @@ TRAIN_BATCH_ROWS = 1 << 16
 OPEN_CACHE_SIZE = 32
 _MS_PER_S = 1000
 _HOOK = "lance_index_types"
-_VECTOR_HOOK = "lance_vector_index_types"
 
 
 # --- the plugins -------------------------------------------------------------------------------
@@ -246,12 +245,18 @@ class CreateIndex(Operation):
         txn.create_index.removed_indices.extend(self.removed)
 
 
-def training_batches(snapshot: Snapshot, field: LanceField, fragments: list) -> Iterator[pa.RecordBatch]:
-    """``value`` and ``_rowaddr`` of every live row of ``fragments``, in row-address order."""
-    schema = pa.schema([pa.field("value", field.arrow_type()), pa.field("_rowaddr", pa.uint64(), False)])
+def training_batches(
+    snapshot: Snapshot, field: LanceField, fragments: list, row_ids: bool = False
+) -> Iterator[pa.RecordBatch]:
+    """``value`` and ``_rowaddr`` of every live row of ``fragments``, in row-address order
+    (``row_ids``: ``_rowid`` instead, what a vector index stores on a dataset with stable ids)."""
+    name = "_rowid" if row_ids else "_rowaddr"
+    schema = pa.schema([pa.field("value", field.arrow_type()), pa.field(name, pa.uint64(), False)])
     for frag in fragments:
-        for batch in snapshot.read_fragment(frag, [field], None, TRAIN_BATCH_ROWS, with_row_address=True):
-            yield pa.RecordBatch.from_arrays([batch.column(0), batch.column(1)], schema=schema)
+        for batch in snapshot.read_fragment(
+            frag, [field], None, TRAIN_BATCH_ROWS, with_row_address=not row_ids, with_row_id=row_ids
+        ):
+            yield pa.RecordBatch.from_arrays([batch.column(0), batch.column(name)], schema=schema)
 
 
 def _check_column(snapshot: Snapshot, column: Any) -> LanceField:
@@ -304,14 +309,17 @@ def build_index(
     params: Mapping[str, Any],
     dataset_version: int | None = None,
     run_optimized: bool = False,
+    vector_rows: bool = False,
 ) -> tuple[table_pb2.IndexMetadata, IndexFiles]:
     """Train ``kind`` over every live row of the version's fragments into a new ``_indices/<uuid>/``.
-    Returns the metadata to commit and the store (whose files the caller removes if the commit fails)."""
+    Returns the metadata to commit and the store (whose files the caller removes if the commit fails).
+    ``vector_rows``: a vector index, which stores stable row ids where the dataset has them."""
     uuid = uuidlib.uuid4()
     store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, str(uuid)))
     fragments = list(snapshot.fragments)
     try:
-        kind.train(training_batches(snapshot, field, fragments), field.to_arrow(), params, store)
+        row_ids = vector_rows and _stable_row_ids(snapshot)
+        kind.train(training_batches(snapshot, field, fragments, row_ids), field.to_arrow(), params, store)
     except BaseException:
         remove_index_files(store)
         raise
@@ -380,90 +388,6 @@ def create_scalar_index(
     return snapshot.commit(operation, lambda: remove_index_files(store))
 
 
-# --- vector indices -----------------------------------------------------------------------------
-
-
-def vector_index_types() -> dict[str, VectorIndexType]:
-    """Every registered vector index type by upper-case name, checked against the contract."""
-    out: dict[str, VectorIndexType] = {}
-    for name, kind in registry._collect(_VECTOR_HOOK).items():
-        who = owner(_VECTOR_HOOK, name) or "a vector index plugin"
-        for attr in ("name", "display_name", "type_url"):
-            if not isinstance(getattr(kind, attr, None), str):
-                raise IndexContractError(f"{who}: vector index type {name!r} has no string {attr!r}")
-        if not isinstance(getattr(kind, "index_version", None), int):
-            raise IndexContractError(f"{who}: vector index type {name!r} has no integer 'index_version'")
-        for method in ("details", "check", "train", "load"):
-            if not callable(getattr(kind, method, None)):
-                raise IndexContractError(f"{who}: vector index type {name!r} has no method {method!r}")
-        out[str(name).upper()] = kind
-    return out
-
-
-def vector_kind_name(meta: table_pb2.IndexMetadata) -> str | None:
-    """pylance's name of a vector index from its details (``IVF_PQ``, ``IVF_HNSW_SQ`` ...), or None
-    for an index that is not a vector index or whose details are empty (older pylance)."""
-    if type_url_of(meta) != VECTOR_DETAILS_URL or not meta.index_details.value:
-        return None
-    details = vector_index_pb2.VectorIndexDetails()
-    details.ParseFromString(meta.index_details.value)
-    which = details.WhichOneof("compression")
-    return (
-        "IVF_"
-        + ("HNSW_" if details.HasField("hnsw_index_config") else "")
-        + (which.upper() if which else "FLAT")
-    )
-
-
-#: ``index_details`` type url of every pylance vector index.
-VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
-#: vector index types pylance builds that lance_fw has no plugin for (refused by name).
-PYLANCE_VECTOR_TYPES = ("IVF_FLAT", "IVF_SQ", "IVF_RQ", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_HNSW_FLAT")
-
-
-def create_vector_index(
-    snapshot: Snapshot,
-    column: Any,
-    index_type: str,
-    name: str | None,
-    replace: bool,
-    params: Mapping[str, Any],
-) -> int:
-    """pylance's ``create_index`` for a vector index type: build over every live row, commit."""
-    if _stable_row_ids(snapshot):
-        raise UnsupportedFeatureError(
-            f"{snapshot.uri}: indices on datasets with stable row ids are not supported by lance_fw yet"
-        )
-    if not isinstance(index_type, str):
-        raise InvalidArgumentError(f"index_type must be a string, got {index_type!r}")
-    types = vector_index_types()
-    kind = types.get(index_type.upper())
-    if kind is None:
-        raise UnsupportedFeatureError(
-            f"vector index type {index_type!r} is not supported by lance_fw "
-            f"(installed: {', '.join(sorted(types)) or 'none'})"
-        )
-    field = _check_column(snapshot, column)
-    if name is None:
-        name = field.name + DEFAULT_NAME_SUFFIX
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
-    kind.check(field.to_arrow(), params)
-    existing = [
-        m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name
-    ]
-    if existing and not replace:
-        raise InvalidArgumentError(f"Index name '{name}' already exists")
-    if not len(snapshot.fragments):
-        raise InvalidArgumentError(f"{snapshot.uri}: cannot create an index on a dataset with no rows")
-    meta, store = build_index(snapshot, kind, field, name, params)
-    planned = (
-        frozenset(m.name for m in snapshot.index_section.indices) if snapshot.index_section else frozenset()
-    )
-    operation = CreateIndex(new=[meta], removed=existing, planned_names=planned)
-    return snapshot.commit(operation, lambda: remove_index_files(store))
-
-
 def drop_index(snapshot: Snapshot, name: str) -> int:
     """pylance's ``drop_index``: a ``CreateIndex`` removing every segment named ``name``."""
     existing = [
@@ -490,8 +414,10 @@ def rebuild_params(kind: Any, meta: table_pb2.IndexMetadata) -> dict[str, Any]:
 def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -> int | None:
     """pylance's ``optimize_indices``: each index that misses some fragment is rebuilt over every
     fragment as one new segment (pylance merges old and new rows; the rows indexed, and so every
-    answer, are the same); a vector index keeps its model (``_VectorRebuild``). Returns the new
+    answer, are the same); a vector index keeps its model (``vector_indices.VectorRebuild``). Returns the new
     version, or None (nothing to do)."""
+    from lance_fw.table import vector_indices  # it builds through this module
+
     by_url: dict[str, Any] = {k.type_url: k for k in index_types().values()}
     groups: dict[str, list[table_pb2.IndexMetadata]] = {}
     for meta in snapshot.index_section.indices if snapshot.index_section else []:
@@ -501,7 +427,7 @@ def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -
     new, removed, stores = [], [], []
     try:
         for name, metas in sorted(groups.items()):
-            kind: Any = by_url.get(type_url_of(metas[0])) or _vector_rebuild(snapshot, metas[0])
+            kind: Any = by_url.get(type_url_of(metas[0])) or vector_indices.vector_rebuild(snapshot, metas[0])
             if kind is None:
                 raise UnsupportedFeatureError(
                     f"index {name!r} ({type_url_of(metas[0]) or 'no details'}): lance_fw cannot optimize it"
@@ -520,6 +446,7 @@ def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -
                 rebuild_params(kind, metas[0]),
                 dataset_version=metas[0].dataset_version,
                 run_optimized=True,
+                vector_rows=isinstance(kind, vector_indices.VectorRebuild),
             )
             new.append(meta)
             removed.extend(metas)
@@ -538,67 +465,17 @@ def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -
     return snapshot.commit(CreateIndex(new=new, removed=removed, planned_names=frozenset(groups)), undo)
 
 
-@dataclass
-class _VectorRebuild:
-    """A vector index type re-encoding every fragment with the model (centroids, codebooks) of an
-    existing segment, as pylance's ``optimize_indices`` merges new rows without retraining; what
-    ``build_index`` needs of an index type, with the old segment's details."""
-
-    kind: VectorIndexType
-    old: IndexFiles
-    meta: table_pb2.IndexMetadata
-
-    @property
-    def name(self) -> str:
-        return self.kind.name
-
-    @property
-    def type_url(self) -> str:
-        return self.kind.type_url
-
-    @property
-    def index_version(self) -> int:
-        return int(self.meta.index_version)
-
-    def details(self, params: Mapping[str, Any]) -> bytes:
-        return bytes(self.meta.index_details.value)
-
-    def train(self, batches: Any, field: pa.Field, params: Mapping[str, Any], store: Any) -> None:
-        self.kind.rebuild(batches, field, self.old, store)
-
-
-def _vector_rebuild(snapshot: Snapshot, meta: table_pb2.IndexMetadata) -> _VectorRebuild | None:
-    """How to optimize a vector index lance_fw has a type for (None: not one)."""
-    kind = vector_index_types().get(vector_kind_name(meta) or "")
-    if kind is None or not callable(getattr(kind, "rebuild", None)) or _stable_row_ids(snapshot):
-        return None
-    old = IndexFiles(snapshot.storage, index_dir(snapshot.uri, str(uuidlib.UUID(bytes=meta.uuid.uuid))))
-    return _VectorRebuild(kind, old, meta)
-
-
-def _vector_statistics(
-    snapshot: Snapshot, kind: VectorIndexType, meta: table_pb2.IndexMetadata
-) -> dict[str, Any]:
-    """One vector segment's statistics as pylance prints them: type, uuid, uri, then the plugin's."""
-    uuid = str(uuidlib.UUID(bytes=meta.uuid.uuid))
-    directory = index_dir(snapshot.uri, uuid)
-    field = next(f for f in snapshot.lance_schema.fields if f.id == meta.fields[0])
-    found = kind.load(IndexFiles(snapshot.storage, directory), field.to_arrow()).statistics()
-    head = {"index_type": kind.display_name, "uuid": uuid, "uri": f"{directory}/index.idx"}
-    return {**head, **{k: v for k, v in found.items() if k not in head}}
-
-
 def index_statistics(snapshot: Snapshot, name: str) -> dict[str, Any]:
     """pylance's ``stats.index_stats(name)`` for a scalar or vector index."""
     metas = [m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name]
     if not metas:
         raise InvalidArgumentError(f"Index not found: {name!r}")
-    vector = _vector_rebuild(snapshot, metas[0])
+    from lance_fw.table import vector_indices  # it builds through this module
+
+    vector = vector_indices.vector_rebuild(snapshot, metas[0])
     if vector is not None:
-        display, per_segment = (
-            vector.kind.display_name,
-            [_vector_statistics(snapshot, vector.kind, m) for m in metas],
-        )
+        display = vector.kind.display_name
+        per_segment = [vector_indices.vector_statistics(snapshot, vector.kind, m) for m in metas]
     else:
         handles = [h for h in usable_indices(snapshot) if h.name == name]
         if len(handles) != len(metas):
