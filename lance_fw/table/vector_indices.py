@@ -33,6 +33,8 @@ from lance_fw.table.indices import (
 from lance_fw.table.snapshot import Snapshot
 
 _VECTOR_HOOK = "lance_vector_index_types"
+#: ``index_details`` type url of every pylance vector index.
+VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
 
 
 def vector_index_types() -> dict[str, VectorIndexType]:
@@ -65,12 +67,6 @@ def vector_kind_name(meta: table_pb2.IndexMetadata) -> str | None:
         + ("HNSW_" if details.HasField("hnsw_index_config") else "")
         + (which.upper() if which else "FLAT")
     )
-
-
-#: ``index_details`` type url of every pylance vector index.
-VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
-#: vector index types pylance builds that lance_fw has no plugin for (refused by name).
-PYLANCE_VECTOR_TYPES = ("IVF_FLAT", "IVF_SQ", "IVF_RQ", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_HNSW_FLAT")
 
 
 def create_vector_index(
