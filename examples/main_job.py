@@ -165,7 +165,16 @@ def index_and_search(uri: str) -> bool:
     )
     same = sorted(t for t, _ in nearest) == sorted(theirs.column("trip_id").to_pylist())
     log(f"[pylance] nearest agrees: {same}")
-    return "ScalarIndexQuery" in plan and len(looked_up) == 1 and same
+    t0 = time.perf_counter()
+    ds = lance_fw.dataset(uri)
+    ds.create_scalar_index("note", "INVERTED")
+    hits = ds.to_table(full_text_query="17", columns=["trip_id", "_score"], limit=100_000)
+    log(f"[lance_fw] INVERTED index on note and full_text_query '17' in {time.perf_counter() - t0:.1f}s: "
+        f"{hits.num_rows:,} trips (pickup zone 17), best {hits.column('trip_id')[0]}")
+    theirs_fts = lance.dataset(uri).to_table(full_text_query="17", columns=["trip_id", "_score"], limit=100_000)
+    same_fts = sorted(hits.column("trip_id").to_pylist()) == sorted(theirs_fts.column("trip_id").to_pylist())
+    log(f"[pylance] full-text search on lance_fw's index agrees: {same_fts}")
+    return "ScalarIndexQuery" in plan and len(looked_up) == 1 and same and same_fts and hits.num_rows > 0
 
 
 def main(argv: list[str] | None = None) -> int:
