@@ -28,7 +28,7 @@ from lance_fw.query import fts_search
 from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.query.projection import Projection
-from lance_fw.query.vector_index_search import index_plan, index_plan_text, index_search
+from lance_fw.query.vector_index_search import index_plan_text, index_search, vector_index_plan
 from lance_fw.query.vector_search import (
     DISTANCE_COLUMN,
     DISTANCE_FIELD,
@@ -381,7 +381,7 @@ class NearestSearch:
     ) -> None:
         self.query = parse_nearest(nearest, snapshot)
         #: the vector index segments searched (query/vector_index_search.py), None: a flat search
-        self.index = index_plan(snapshot, self.query, nearest.get("metric") is not None)
+        self.index = vector_index_plan(snapshot, self.query, nearest.get("metric") is not None)
         if fragments is not None:  # pylance: ValueError "not supported for fragment scan"
             raise InvalidArgumentError("nearest: not supported for a fragment scan (fragments=)")
         self.prefilter = bool(prefilter) and filter is not None

@@ -70,7 +70,9 @@ class VectorHandle:
         return str(uuidlib.UUID(bytes=self.meta.uuid.uuid))
 
 
-def index_plan(snapshot: Snapshot, query: NearestQuery, metric_given: bool) -> list[VectorHandle] | None:
+def vector_index_plan(
+    snapshot: Snapshot, query: NearestQuery, metric_given: bool
+) -> list[VectorHandle] | None:
     """The segments of the vector index a search of ``query`` uses, or None for a flat search.
 
     Raises: ``UnsupportedFeatureError`` when pylance would search an index lance_fw cannot (no
