@@ -7,8 +7,9 @@ must never decide what a dataset decodes to or where a write goes:
 - **Conflicts are errors** (:class:`PluginConflictError`, naming both plugins and distributions): two
   entry points with the same name, two plugins claiming the same key of a collect hook (type URL,
   ``(family, kind)``, deletion codec, index name), or two plugins answering the storage / commit-handler
-  hook for the same URI scheme. A collect-hook conflict fails only the uses of that key (see
-  :class:`Collected`): a page with the contested type URL cannot be decoded, every other page can. Built-ins among themselves keep their designed order. A third-party
+  hook for the same URI scheme. A collect-hook conflict fails only the uses of that key
+  (:class:`Collected`): a page with a contested type URL cannot be decoded, every other page can.
+  Built-ins among themselves keep their designed order. A third-party
   plugin replaces a built-in only when it says so in a module attribute
   ``LANCE_FW_OVERRIDES = {"lance_storage": ["file"], "lance_page_decoders": ["/my.Url"]}``
   (hook name -> keys; schemes for ``lance_storage`` / ``lance_commit_handler``). Two third-party
@@ -22,8 +23,7 @@ must never decide what a dataset decodes to or where a write goes:
   plugin): collect hooks return mappings with keys of the right type; ``lance_storage`` a ``Storage``,
   ``lance_commit_handler`` a ``CommitHandler``, ``lance_select_encoder`` a ``ColumnEncoder``.
 
-Set ``LANCE_FW_TRACE=1`` to print every hook call to stderr. Tests call :func:`reload` after
-changing ``sys.path`` or the environment variables above.
+``LANCE_FW_TRACE=1`` prints every hook call to stderr; tests call :func:`reload` after changing ``sys.path`` or the above.
 """
 
 from __future__ import annotations
@@ -88,8 +88,7 @@ def _scheme(uri: str) -> str:
     return uri.split("://", 1)[0].lower() if "://" in uri else "file"
 
 
-#: firstresult hooks whose answer is type-checked before the kernel uses it: hook -> (what the
-#: error calls the expected type, the check). Imports are deferred: those modules import this one.
+# Checks of firstresult hooks' answers (imports deferred: those modules import this one).
 def _is_storage(value: object) -> bool:
     from lance_fw.io.storage import Storage
 
@@ -480,8 +479,8 @@ class _Registry:
     page_decoders = _collected("lance_page_decoders")
     kind_decoders = _collected("lance_kind_decoders")
     deletion_codecs = _collected("lance_deletion_codecs")
-    #: scalar index types by name (``ScalarIndexType``; built in: BTREE, BITMAP, LABEL_LIST, ZONEMAP)
-    index_types = _collected("lance_index_types")
+    index_types = _collected("lance_index_types")  # ScalarIndexType by name (BTREE, BITMAP, ...)
+    vector_index_types = _collected("lance_vector_index_types")  # VectorIndexType (IVF_PQ, ...)
     storage_options = _collected(
         "lance_storage_options", "``storage_options`` keys some plugin reads, with their descriptions."
     )
@@ -519,6 +518,7 @@ COLLECT_HOOKS = (
     "lance_kind_decoders",
     "lance_deletion_codecs",
     "lance_index_types",
+    "lance_vector_index_types",
     "lance_storage_options",
 )
 
@@ -543,7 +543,7 @@ def provides() -> dict[str, dict[str, list[str]]]:
 def problems() -> list[str]:
     """Conflicts and type errors the registry would raise on first use, as messages (never raises)."""
     found = []
-    for prop in ("page_decoders", "kind_decoders", "deletion_codecs", "index_types", "storage_options"):
+    for prop in (hook.removeprefix("lance_") for hook in COLLECT_HOOKS):  # registry attribute names
         try:
             collected = getattr(registry, prop)
         except LanceError as exc:

@@ -53,10 +53,11 @@ def _public_callables():
     return items
 
 
-#: Keyword parameters that are not a catch-all: ``create_scalar_index(..., **params)`` hands every key
-#: to the index type's ``check()``, which refuses each one it does not implement (tested in
-#: tests/test_index_kernel.py and each index type's tests); the set of keys depends on the plugin.
-CHECKED_KEYWORDS = {"LanceDataset.create_scalar_index"}
+#: Keyword parameters that are not a catch-all: ``create_scalar_index(..., **params)`` and
+#: ``create_index(..., **kwargs)`` hand every key to the index type's ``check()``, which refuses each
+#: one it does not implement (tested in tests/test_index_kernel.py, test_vector_index.py and each
+#: index type's tests); the set of keys depends on the plugin.
+CHECKED_KEYWORDS = {"LanceDataset.create_scalar_index", "LanceDataset.create_index"}
 
 
 def test_no_public_function_swallows_keywords():

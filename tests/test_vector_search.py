@@ -254,13 +254,16 @@ def test_nan_and_null_elements(tmp_path: Path) -> None:
         _same(ours, theirs)
 
 
-def test_vector_index_refused_unless_use_index_false(tmp_path: Path) -> None:
+def test_vector_index_searched_or_skipped_with_use_index_false(tmp_path: Path) -> None:
+    """With a vector index the search goes through it, as pylance's (the same rows with explicit
+    nprobes); ``use_index=False`` searches flat, as pylance does (tests/test_vector_index.py
+    covers index searches in depth)."""
     values = np.random.default_rng(4).standard_normal((5000, 16)).astype(np.float32)
     _write(tmp_path / "ds", values)
     lance.dataset(str(tmp_path / "ds")).create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2)
     nearest = {"column": "vec", "q": values[3], "k": 10}
-    with pytest.raises(UnsupportedFeatureError, match="vec_idx"):
-        lance_fw.dataset(str(tmp_path / "ds")).to_table(nearest=nearest)
+    theirs, ours = _both(str(tmp_path / "ds"), nearest={**nearest, "nprobes": 2})
+    assert sorted(ours.column("id").to_pylist()) == sorted(theirs.column("id").to_pylist())
     theirs, ours = _both(str(tmp_path / "ds"), nearest={**nearest, "use_index": False})
     _same(ours, theirs)
 

@@ -296,7 +296,6 @@ class DatasetExtras:
     create_branch = Refused(BRANCHES)
     centroids = Refused(INDEX_SEGMENTS)
     get_ivf_model = Refused(INDEX_SEGMENTS)
-    create_index = Refused(INDEX_SEGMENTS)
     create_index_uncommitted = Refused(INDEX_SEGMENTS)
     commit_existing_index_segments = Refused(INDEX_SEGMENTS)
     merge_existing_index_segments = Refused(INDEX_SEGMENTS)

@@ -40,7 +40,7 @@ VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
 def vector_index_types() -> dict[str, VectorIndexType]:
     """Every registered vector index type by upper-case name, checked against the contract."""
     out: dict[str, VectorIndexType] = {}
-    for name, kind in registry._collect(_VECTOR_HOOK).items():
+    for name, kind in registry.vector_index_types.items():
         who = owner(_VECTOR_HOOK, name) or "a vector index plugin"
         for attr in ("name", "display_name", "type_url"):
             if not isinstance(getattr(kind, attr, None), str):
