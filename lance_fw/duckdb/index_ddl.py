@@ -15,8 +15,9 @@ them with a prefix parser. The target is a dataset path (a string literal) or a 
 Lance directory (``ns.main.t``); a ``CREATE INDEX`` on anything else is DuckDB's own and left to it.
 
 Each statement is one Lance commit made at once (refused inside ``BEGIN … COMMIT`` on an attached
-directory, as ``ALTER TABLE`` is). lance_fw builds scalar indices only: vector (``IVF_*``) and
-full-text (``INVERTED``) index DDL raise ``UnsupportedFeatureError`` naming the type, and options
+directory, as ``ALTER TABLE`` is). Scalar and full-text (``INVERTED``, alias ``FTS``; its
+tokenizer options as ``WITH``) indices are built; vector (``IVF_*``) DDL raises ``UnsupportedFeatureError``
+naming the type, and options
 lance_fw does not implement (``train = false``, ``RETRAIN``, merging) are refused by lance_fw's API.
 """
 
@@ -359,8 +360,7 @@ def create_index(ds: LanceDataset, parsed: IndexStatement) -> None:
     what = f"CREATE INDEX {parsed.index_name} USING {parsed.index_type}"
     if parsed.index_type in VECTOR_INDEX_TYPES:
         raise UnsupportedFeatureError(f"{what}: vector indices are not implemented in lance_fw")
-    if parsed.index_type in FULL_TEXT_INDEX_TYPES:
-        raise UnsupportedFeatureError(f"{what}: full-text (INVERTED) indices are not implemented in lance_fw")
+    index_type = "INVERTED" if parsed.index_type in FULL_TEXT_INDEX_TYPES else parsed.index_type
     if len(parsed.columns) != 1:
         raise UnsupportedFeatureError(f"{what}: an index on {len(parsed.columns)} columns (one column only)")
     options = dict(parsed.options)
@@ -374,7 +374,7 @@ def create_index(ds: LanceDataset, parsed: IndexStatement) -> None:
             raise InvalidArgumentError(f"{what}: params must be a JSON object")
         options = params
     ds.create_scalar_index(
-        parsed.columns[0], parsed.index_type, name=parsed.index_name, replace=replace, train=train, **options
+        parsed.columns[0], index_type, name=parsed.index_name, replace=replace, train=train, **options
     )
 
 

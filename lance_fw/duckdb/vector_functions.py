@@ -1,5 +1,5 @@
 """The search table functions of DuckDB's ``lance`` extension in SQL: ``lance_vector_search``, and
-``lance_fts`` / ``lance_hybrid_search`` (refused: lance_fw has no full-text search).
+``lance_fts`` / ``lance_hybrid_search`` (run by ``fts_functions.py``; found and registered here).
 
 ``SELECT id, _distance FROM lance_vector_search('t.lance', 'vec', [0.1, 0.2]::FLOAT[], k := 5)`` is run
 before DuckDB sees the statement, as the other table functions are (``table_functions.py``): the call's
@@ -43,7 +43,7 @@ from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError, Unsuppor
 from lance_fw.query.vector_search import DEFAULT_K, DISTANCE_COLUMN
 
 VECTOR_SEARCH = "lance_vector_search"
-#: The extension's full-text and hybrid searches: lance_fw builds no full-text index and cannot search.
+#: The extension's full-text and hybrid searches (``fts_functions.py`` runs them).
 TEXT_SEARCHES = ("lance_fts", "lance_hybrid_search")
 #: Positional arguments of ``lance_vector_search``, in order.
 POSITIONAL = ("dataset", "vector column", "query vector")
@@ -135,8 +135,16 @@ def replace_searches(
         )
     for table in calls:
         name = _function_name(table)
-        if name in TEXT_SEARCHES:
-            raise UnsupportedFeatureError(f"{name}: full-text search is not implemented in lance_fw")
+        if name in TEXT_SEARCHES:  # lance_fts / lance_hybrid_search: fts_functions runs them
+            from lance_fw.duckdb import fts_functions
+
+            text_rows, described = fts_functions.run(con, name, table, storage_options, query, busy)
+            if explained is not None:
+                explained.append(described)
+            names[text_name := f"{RESULT_PREFIX}{uuid.uuid4().hex}"] = text_rows
+            text_alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(name))
+            table.replace(exp.Table(this=exp.to_identifier(text_name, quoted=True), alias=text_alias))
+            continue
         search = _arguments(con, table.this)
         condition = _prefilter_condition(table) if search.prefilter else None
         ds = _dataset(con, search.dataset, storage_options)
