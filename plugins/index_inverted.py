@@ -98,6 +98,11 @@ class _Partition:
         return Postings(self.addresses[doc_ids], freqs, self.lengths[doc_ids])
 
 
+#: Metadata key of the index layout version, and the version of indices written before it existed.
+FORMAT_VERSION_KEY = "format_version"
+LEGACY_FORMAT_VERSION = "1"
+
+
 class InvertedIndexReader:
     """An opened full-text index: its analyzer, BM25 statistics and posting lists (all partitions)."""
 
@@ -107,7 +112,10 @@ class InvertedIndexReader:
             raise UnsupportedFeatureError(
                 f"full-text index token_set_format {meta['token_set_format']!r} is not supported"
             )
-        self._tail = meta.get("posting_tail_codec", VARINT_TAIL_CODEC)
+        # no codec key: an index written before it existed (no ``format_version`` either, or "1"),
+        # whose last posting block holds plain u32 ids, as pylance reads such indices
+        legacy = meta.get(FORMAT_VERSION_KEY, LEGACY_FORMAT_VERSION) == LEGACY_FORMAT_VERSION
+        self._tail = meta.get("posting_tail_codec", FIXED32_TAIL_CODEC if legacy else VARINT_TAIL_CODEC)
         if self._tail not in (VARINT_TAIL_CODEC, FIXED32_TAIL_CODEC):
             raise UnsupportedFeatureError(
                 f"full-text index posting_tail_codec {meta['posting_tail_codec']!r} is not supported"

@@ -182,7 +182,7 @@ def test_duckdbs_own_create_index_is_left_to_duckdb() -> None:
             "vector",
         ),
         ("CREATE INDEX v ON '{uri}' (id) USING ivf_hnsw_sq", UnsupportedFeatureError, "IVF_HNSW_SQ"),
-        ("CREATE INDEX f ON '{uri}' (tags) USING INVERTED", UnsupportedFeatureError, "full-text"),
+        ("CREATE INDEX f ON '{uri}' (tags) USING INVERTED", UnsupportedFeatureError, "INVERTED"),
         ("CREATE INDEX u ON '{uri}' (id) USING BTREE WITH (train = false)", UnsupportedFeatureError, "train"),
         ("CREATE INDEX two ON '{uri}' (id, cat) USING BTREE", UnsupportedFeatureError, "2 columns"),
         ("CREATE INDEX b ON '{uri}' (id) USING BTREE WITH (retrain = true)", InvalidArgumentError, "REINDEX"),

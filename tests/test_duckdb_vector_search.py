@@ -198,18 +198,6 @@ def test_argument_errors(uri: str, tmp_path: Path) -> None:
         con.execute(f"CREATE VIEW v AS {call}{_vector_sql(_query(0))})")
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        "lance_fts('{uri}', 'category', 'c1', k = 10)",
-        "lance_hybrid_search('{uri}', 'vec', [0.0]::FLOAT[], 'category', 'c1', k = 3)",
-    ],
-)
-def test_full_text_searches_are_refused(uri: str, call: str) -> None:
-    with pytest.raises(UnsupportedFeatureError, match="full-text search is not implemented"):
-        lance_fw.duckdb.connect().execute(f"SELECT * FROM {call.format(uri=uri)}")
-
-
 @pytest.mark.parametrize("options", ["", "(FORMAT JSON) ", "ANALYZE "])
 def test_explain_shows_the_search(uri: str, options: str) -> None:
     q = _vector_sql(_query(6))

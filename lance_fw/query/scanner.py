@@ -120,6 +120,7 @@ class LanceScanner:
         self.fts: FullTextSearch | None = None
         if full_text_query is not None:
             self.fts = FullTextSearch(snapshot, full_text_query, filter, prefilter, nearest, columns)
+            columns = self.fts.data_columns(columns)
         if nearest is not None:
             self.search = NearestSearch(snapshot, nearest, columns, filter, prefilter, fragments)
             self.search.check_options(with_row_id, with_row_address, disable_scoring_autoprojection)
@@ -359,6 +360,8 @@ def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
 
 
+#: the score column a full-text search adds
+SCORE_COLUMN = "_score"
 #: columns a vector search adds, which ``columns=`` may name to place them
 _SEARCH_COLUMNS = (DISTANCE_COLUMN, "_rowid", "_rowaddr")
 
@@ -509,6 +512,17 @@ class FullTextSearch:
         if isinstance(columns, Mapping):
             raise UnsupportedFeatureError("scanner: a {name: SQL} projection with full_text_query=")
         self.query = fts_search.parse_full_text_query(snapshot, query)
+
+    @staticmethod
+    def data_columns(columns: Columns | None) -> Columns | None:
+        """``columns=`` without ``_score``, which a search adds after the data columns anyway
+        (pylance accepts it named there); anywhere else it would need reordering, so it is refused."""
+        if columns is None or isinstance(columns, Mapping) or SCORE_COLUMN not in columns:
+            return columns
+        names = list(columns)
+        if names.count(SCORE_COLUMN) > 1 or names[-1] != SCORE_COLUMN:
+            raise UnsupportedFeatureError(f"scanner: {SCORE_COLUMN} in columns= other than last")
+        return names[:-1]
 
     def run(self, scan: LanceScanner, empty: bool = False) -> pa.Table:
         names = [f.name for f in scan.read_fields]
