@@ -26,7 +26,7 @@ FLOOR: dict[str, tuple[int, int]] = {
     "bigann_tiny.test": (12, 0),
     "drop_table.test": (2, 6),
     "filter_ir_types.test": (6, 1),
-    "index_ddl.test": (10, 5),
+    "index_ddl.test": (12, 6),
     "lance.test": (19, 4),
     "lance_delete.test": (14, 9),
     "lance_insert.test": (6, 11),

@@ -224,3 +224,28 @@ def test_index_ddl_inside_a_transaction_is_refused(tmp_path: Path) -> None:
         con.execute("CREATE INDEX i ON lake.main.t (id) USING BTREE")
     con.execute("ROLLBACK")
     assert lance.dataset(str(tmp_path / "lake" / "t.lance")).describe_indices() == []
+
+
+def test_vector_index_ddl_is_used_by_pylance(tmp_path) -> None:
+    """``CREATE INDEX … USING IVF_PQ WITH (…)`` builds the index through ``ds.create_index`` (the
+    extension's ``metric_type`` as pylance's ``metric``); pylance lists it and plans an ANN search."""
+    import lance
+    import numpy as np
+    import pyarrow as pa
+
+    import lance_fw.duckdb
+
+    uri = str(tmp_path / "v.lance")
+    rng = np.random.default_rng(1)
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(6000 * 8).astype(np.float32)), 8)
+    lance.write_dataset(pa.table({"id": np.arange(6000), "vec": vec}), uri)
+    con = lance_fw.duckdb.connect()
+    con.execute(
+        f"CREATE INDEX vec_idx ON '{uri}' (vec) USING IVF_PQ "
+        "WITH (num_partitions = 4, num_sub_vectors = 2, metric_type = 'cosine')"
+    )
+    (described,) = lance.dataset(uri).describe_indices()
+    assert described.name == "vec_idx" and described.index_type.startswith("IVF_PQ")
+    assert described.details["metric_type"] == "COSINE"
+    plan = lance.dataset(uri).scanner(nearest={"column": "vec", "q": [0.1] * 8, "k": 3}).explain_plan()
+    assert "ANNSubIndex" in plan

@@ -16,9 +16,8 @@ Lance directory (``ns.main.t``); a ``CREATE INDEX`` on anything else is DuckDB's
 
 Each statement is one Lance commit made at once (refused inside ``BEGIN … COMMIT`` on an attached
 directory, as ``ALTER TABLE`` is). Scalar and full-text (``INVERTED``, alias ``FTS``; its
-tokenizer options as ``WITH``) indices are built; vector (``IVF_*``) DDL raises ``UnsupportedFeatureError``
-naming the type, and options
-lance_fw does not implement (``train = false``, ``RETRAIN``, merging) are refused by lance_fw's API.
+tokenizer options as ``WITH``) and vector (``IVF_FLAT`` / ``IVF_PQ`` / ``IVF_SQ``) indices are built;
+other types are refused naming the type, and options lance_fw does not implement (``train = false``, ``RETRAIN``, merging) are refused by lance_fw's API.
 """
 
 from __future__ import annotations
@@ -359,7 +358,8 @@ def create_index(ds: LanceDataset, parsed: IndexStatement) -> None:
     unless ``replace = true``; ``params = '<json>'`` replaces the other options)."""
     what = f"CREATE INDEX {parsed.index_name} USING {parsed.index_type}"
     if parsed.index_type in VECTOR_INDEX_TYPES:
-        raise UnsupportedFeatureError(f"{what}: vector indices are not implemented in lance_fw")
+        _create_vector_index(ds, parsed, what)
+        return
     index_type = "INVERTED" if parsed.index_type in FULL_TEXT_INDEX_TYPES else parsed.index_type
     if len(parsed.columns) != 1:
         raise UnsupportedFeatureError(f"{what}: an index on {len(parsed.columns)} columns (one column only)")
@@ -376,6 +376,23 @@ def create_index(ds: LanceDataset, parsed: IndexStatement) -> None:
     ds.create_scalar_index(
         parsed.columns[0], index_type, name=parsed.index_name, replace=replace, train=train, **options
     )
+
+
+def _create_vector_index(ds: LanceDataset, parsed: IndexStatement, what: str) -> None:
+    """``CREATE INDEX … USING IVF_*``: ``ds.create_index`` with the extension's option names
+    (``metric_type`` is pylance's ``metric``); types lance_fw does not build are refused there."""
+    if len(parsed.columns) != 1:
+        raise UnsupportedFeatureError(f"{what}: an index on {len(parsed.columns)} columns (one column only)")
+    options = dict(parsed.options)
+    if "params" in options:
+        params = json.loads(str(options.pop("params")))
+        if not isinstance(params, dict):
+            raise InvalidArgumentError(f"{what}: params must be a JSON object")
+        options = {**params, **options}
+    if "metric_type" in options:
+        options["metric"] = options.pop("metric_type")
+    replace = bool(options.pop("replace", False))
+    ds.create_index(parsed.columns[0], parsed.index_type, name=parsed.index_name, replace=replace, **options)
 
 
 def _optimize(ds: LanceDataset, name: str, options: dict[str, Any]) -> None:
