@@ -29,8 +29,7 @@ import duckdb
 
 import lance_fw
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.duckdb import copy_to, dml, index_ddl, vector_functions
-from lance_fw.duckdb.dataset import DuckDBDataset
+from lance_fw.duckdb import copy_to, dml, explain, index_ddl, vector_functions
 from lance_fw.duckdb.names import decode, missing_name, replacement_path, same_dataset
 from lance_fw.duckdb.s3_secrets import storage_options_for
 from lance_fw.errors import LanceError, UnsupportedFeatureError
@@ -135,7 +134,7 @@ class StatementDatasets:
             snapshot = self._snapshots[key] = lance_fw.dataset(
                 uri, version=version, storage_options=storage_options_for(self._con, uri)
             )
-        self._con.register(name, DuckDBDataset(snapshot, on_error=self._record))
+        self._con.register(name, explain.scan_dataset(self._con, uri, snapshot, self._record))
         self._names.append(name)
         return True
 
@@ -206,7 +205,26 @@ def _query_table(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
 
 
 def _run_sql(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
+    if explain.is_explain(sql):  # EXPLAIN names each Lance scan's pushdowns (explain.py)
+        busy = {write.path for write in dml.session(con).pending or []}
+        return explain.run(con, sql, values, partial(_run_plain, con), partial(_query_reader, con), busy)
+    return _run_plain(con, sql, values)
+
+
+def _run_plain(con: duckdb.DuckDBPyConnection, sql: Query, values: Any) -> Any:
     return run_statement(con, Call(con.execute, (sql, values)), binder(con, sql, values))
+
+
+def _query_reader(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
+    """A streaming reader of ``sql``'s rows, its datasets registered for it."""
+
+    def reader() -> Any:
+        relation = con.sql(sql, params=values)
+        fetch = getattr(relation, "to_arrow_reader", None) or relation.fetch_record_batch
+        return fetch()
+
+    con.abort()
+    return run_statement(con, Call(reader), binder(con, sql, values))
 
 
 #: What ``COPY … TO`` returns in DuckDB: one row, the number of rows written.
@@ -235,5 +253,5 @@ def execute(
             rows = run_statement(con, Call(copy_to.run, (con, copy, values)), binder(con, copy.query, values))
             con.execute(COPY_RESULT, [rows])
             continue
-        run_statement(con, Call(con.execute, (statement, values)), binder(con, statement, values))
+        _run_sql(con, statement, values) if isinstance(statement, str) else _run_plain(con, statement, values)
     return con
