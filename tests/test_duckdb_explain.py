@@ -118,3 +118,12 @@ def test_filter_measures() -> None:
     assert filter_parts(pc.field("a") > 3) == 1
     assert filter_parts((pc.field("a") > 3) | (pc.field("b") < 1)) == 1
     assert filter_ir_bytes(pc.field("a") > 3) > 0
+
+
+def test_probe_failure_keeps_duckdb_plan(lake: Path) -> None:
+    """A query that fails when run (here a constant branch) still has its plan explained, as in
+    DuckDB; lance_fw adds no scan entry it could not learn."""
+    con = lance_fw.duckdb.connect()
+    sql = f"EXPLAIN SELECT error('boom') FROM '{lake / 't.lance'}' UNION ALL SELECT error('boom')"
+    plan = con.execute(sql).fetchall()[0][1]
+    assert "PYTHON_ARROW_SCAN" in plan and "LANCE_SCAN" not in plan

@@ -216,6 +216,8 @@ def _probe(
         for _ in reader:  # the scans start with the first batch; over no rows, it is the last
             break
         reader.close()
+    except (duckdb.Error, LanceError):  # EXPLAIN itself worked: its plan stands, without scan entries
+        return _Session(probe=True)
     finally:
         _SESSIONS.pop(con, None)
     return session
