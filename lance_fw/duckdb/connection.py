@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import duckdb
 import pyarrow as pa
 
-from lance_fw.duckdb import dml
+from lance_fw.duckdb import routing
 from lance_fw.duckdb.s3_secrets import UNREDACTED_SETTING
 from lance_fw.duckdb.statement import (
     Call,
@@ -95,11 +95,11 @@ class Connection:
         for statement in parts[:-1]:
             execute(self.con, statement)
         last = parts[-1]
-        if dml.needs_routing(self.con, last):
+        if routing.needs_routing(self.con, last):
             # Lance table functions, searches, attached tables and index DDL exist only in lance_fw's
             # statement path: run it now and hand back its rows (computed once, not at each fetch)
             execute(self.con, last, params)
-            if not isinstance(last, str) or not dml.returns_rows(last):
+            if not isinstance(last, str) or not routing.returns_rows(last):
                 self.con.abort()  # a command's status row: DuckDB's con.sql returns None for it
                 # (as DuckDB's own stubs do, the relation type stays the annotation)
                 return None  # type: ignore[return-value]

@@ -497,7 +497,7 @@ def _remove_files(storage: Storage, path: str) -> None:
 
 
 #: Cheap test before parsing: the statements that (de)attach a directory.
-_ATTACH = re.compile(r"^\s*(ATTACH|DETACH)\b", re.I)
+ATTACH_STATEMENT = re.compile(r"^\s*(ATTACH|DETACH)\b", re.I)
 
 
 def route(
@@ -518,8 +518,8 @@ def route(
     if not isinstance(statement, str):
         return False
     state = session(con)
-    if _ATTACH.match(statement):
-        tree = _parse(statement)
+    if ATTACH_STATEMENT.match(statement):
+        tree = parse_statement(statement)
         if isinstance(tree, exp.Attach) and attach(con, tree, storage_options(_attach_root(tree))):
             con.execute(EMPTY_RESULT)
             return True
@@ -537,7 +537,7 @@ def route(
     busy = WriteRouter(con, query).busy_paths() if searches else set()
     if searches and vector_functions.explain(con, statement, storage_options, query, values, busy):
         return True
-    tree = _parse(statement)
+    tree = parse_statement(statement)
     if tree is None:
         return False
     router = WriteRouter(con, query)
@@ -565,34 +565,7 @@ def route(
     return False
 
 
-def needs_routing(con: duckdb.DuckDBPyConnection, statement: object) -> bool:
-    """Whether ``route`` would act on ``statement`` (so a relation-building ``con.sql`` must run it
-    through ``execute`` first): ATTACH/DETACH, index DDL, a Lance table function or search, and,
-    once a Lance directory is attached, transactions and statements naming an attached catalog."""
-    if not isinstance(statement, str):
-        return False
-    if _ATTACH.match(statement) or index_ddl.may_be_index_ddl(statement):
-        return True
-    if table_functions.may_call(statement) or vector_functions.may_search(statement):
-        return True
-    catalogs = session(con).catalogs
-    if not catalogs:
-        return False
-    tree = _parse(statement)
-    if tree is None:
-        return False
-    if isinstance(tree, exp.Transaction | exp.Commit | exp.Rollback):
-        return True
-    return any(table.catalog in catalogs for table in tree.find_all(exp.Table))
-
-
-def returns_rows(statement: str) -> bool:
-    """Whether ``statement`` is a query (its rows are a relation), not a command."""
-    tree = _parse(statement)
-    return isinstance(tree, exp.Query | exp.Describe | exp.Show)
-
-
-def _parse(statement: str) -> exp.Expr | None:
+def parse_statement(statement: str) -> exp.Expr | None:
     try:
         return sqlglot.parse_one(statement, read="duckdb")
     except sqlglot.errors.ParseError:
