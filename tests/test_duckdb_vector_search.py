@@ -226,3 +226,13 @@ def test_search_through_a_vector_index_equals_pylance(tmp_path: Path) -> None:
         got = _sql_search(path, q, options, None)
         want = lance.dataset(path).to_table(nearest={"column": "vec", "q": q, **nearest})
         assert sorted(got.column("id").to_pylist()) == sorted(want.column("id").to_pylist()), options
+
+
+def test_explain_analyze_json_shows_the_search(uri: str) -> None:
+    """EXPLAIN (ANALYZE, FORMAT JSON) is a profile object, not a list of operators: the search's
+    entry goes under its ``operator`` list (it crashed before)."""
+    con = lance_fw.duckdb.connect()
+    sql = f"SELECT id FROM lance_vector_search('{uri}', 'vec', {_vector_sql(_query(3))}, k := 3)"
+    (row,) = con.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}").fetchall()
+    profile = json.loads(row[1])
+    assert any(node.get("name") == "LANCE_VECTOR_SEARCH" for node in profile["operator"])

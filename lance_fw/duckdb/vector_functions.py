@@ -482,9 +482,10 @@ def _description(
 
 def _with_searches(plan: str, explained: list[dict[str, str]], json_format: bool) -> str:
     if json_format:
-        nodes = json.loads(plan)
+        parsed = json.loads(plan)  # EXPLAIN: a list of operators; EXPLAIN ANALYZE: a profile dict
+        nodes = parsed.setdefault("operator", []) if isinstance(parsed, dict) else parsed
         nodes.extend({"name": SEARCH_NODE, "children": [], "extra_info": info} for info in explained)
-        return json.dumps(nodes, indent=4)
+        return json.dumps(parsed, indent=4)
     lines = [plan.rstrip("\n")]
     for info in explained:
         lines.append(SEARCH_NODE)
