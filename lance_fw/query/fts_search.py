@@ -11,7 +11,7 @@ which depends on choices no index file records, observed from pylance 14:
   the query tokens' contributions added in query order; deleted rows never come back;
 * the rows come back best first, ``_score`` (float32) after the columns asked for.
 
-The index plugin (``lance_fw_plugins.index_inverted``) provides the analyzer, statistics and
+The INVERTED index plugin (``plugins/index_inverted.py``) provides the analyzer, statistics and
 posting lists; this module does the scoring, the flat part and the result table.
 
 Supported: a string or ``{"query": str, "columns": [...]}`` (pylance's ``full_text_search``
