@@ -289,9 +289,7 @@ class _ColumnSearch:
             )
         self.indexed = bool(handles)
         self.snapshot, self.allowed = snapshot, allowed
-        self.reader: FullTextIndexReader = (
-            open_index(snapshot, handles[0]) if handles else _NoIndex()  # type: ignore[assignment]
-        )
+        self.reader: FullTextIndexReader = open_index(snapshot, handles[0]) if handles else _NoIndex()
         live = {f.id: f for f in snapshot.fragments}
         self.covered = {i for i in handles[0].fragments if i in live} if handles else set()
         field = snapshot.lance_schema.field(column)

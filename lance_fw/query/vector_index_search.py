@@ -22,9 +22,7 @@ stable id, which is mapped to the live row's address (``_StableRows``).
 
 from __future__ import annotations
 
-import threading
 import uuid as uuidlib
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -37,8 +35,7 @@ from lance_fw.interfaces import VectorIndexReader, VectorIndexType, VectorQuery,
 from lance_fw.query.vector_search import NearestQuery, TopK, distances, flat_search, vectors_of
 from lance_fw.schema import LanceField
 from lance_fw.table import flags as feature_flags
-from lance_fw.table.index_files import IndexFiles, index_dir
-from lance_fw.table.indices import fragment_bitmap
+from lance_fw.table.indices import fragment_bitmap, open_index
 from lance_fw.table.row_ids import row_addresses
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.take import take
@@ -49,8 +46,6 @@ if TYPE_CHECKING:
 
 #: ``VectorMetricType`` -> the metric names of ``nearest``.
 METRIC_NAMES = {vector_index_pb2.L2: "l2", vector_index_pb2.Cosine: "cosine", vector_index_pb2.Dot: "dot"}
-#: Opened vector index segments kept per process (a uuid names one immutable build).
-OPEN_CACHE_SIZE = 8
 #: A row address is ``fragment_id << 32 | offset``.
 FRAGMENT_SHIFT = 32
 
@@ -116,24 +111,9 @@ def _is_vector(meta: table_pb2.IndexMetadata) -> bool:
     return url in ("/lance.index.pb.VectorIndexDetails", "")
 
 
-_OPEN: OrderedDict[tuple[str, str], VectorIndexReader] = OrderedDict()
-_OPEN_LOCK = threading.Lock()
-
-
 def open_vector_index(snapshot: Snapshot, handle: VectorHandle) -> VectorIndexReader:
-    """The opened segment (cached per dataset and uuid)."""
-    key = (snapshot.uri, handle.uuid)
-    with _OPEN_LOCK:
-        found = _OPEN.get(key)
-        if found is not None:
-            _OPEN.move_to_end(key)
-            return found
-    store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, handle.uuid))
-    reader = handle.kind.load(store, handle.field.to_arrow())
-    with _OPEN_LOCK:
-        _OPEN[key] = reader
-        while len(_OPEN) > OPEN_CACHE_SIZE:
-            _OPEN.popitem(last=False)
+    """The opened segment (the kernel's index cache, per dataset and uuid)."""
+    reader: VectorIndexReader = open_index(snapshot, handle)
     return reader
 
 

@@ -33,7 +33,6 @@ from lance_fw.errors import (
 )
 from lance_fw.interfaces import (
     IndexSearchResult,
-    ScalarIndexReader,
     ScalarIndexType,
     ScalarQuery,
     VectorIndexType,
@@ -59,6 +58,20 @@ _HOOK = "lance_index_types"
 # --- the plugins -------------------------------------------------------------------------------
 
 
+def check_index_type(kind: Any, name: object, who: str, noun: str) -> None:
+    """What the kernel needs of any index type (scalar or vector) before it uses one.
+
+    Raises: ``IndexContractError`` naming the plugin ``who`` and the missing attribute or method."""
+    for attr in ("name", "display_name", "type_url"):
+        if not isinstance(getattr(kind, attr, None), str):
+            raise IndexContractError(f"{who}: {noun} {name!r} has no string {attr!r}")
+    if not isinstance(getattr(kind, "index_version", None), int):
+        raise IndexContractError(f"{who}: {noun} {name!r} has no integer 'index_version'")
+    for method in ("details", "check", "train", "load"):
+        if not callable(getattr(kind, method, None)):
+            raise IndexContractError(f"{who}: {noun} {name!r} has no method {method!r}")
+
+
 def index_types() -> dict[str, ScalarIndexType]:
     """Every registered index type by upper-case name, each checked against the contract.
 
@@ -69,14 +82,7 @@ def index_types() -> dict[str, ScalarIndexType]:
     by_url: dict[str, str] = {}
     for name, kind in registry.index_types.items():
         who = owner(_HOOK, name) or "an index plugin"
-        for attr in ("name", "display_name", "type_url"):
-            if not isinstance(getattr(kind, attr, None), str):
-                raise IndexContractError(f"{who}: index type {name!r} has no string {attr!r}")
-        if not isinstance(getattr(kind, "index_version", None), int):
-            raise IndexContractError(f"{who}: index type {name!r} has no integer 'index_version'")
-        for method in ("details", "check", "train", "load"):
-            if not callable(getattr(kind, method, None)):
-                raise IndexContractError(f"{who}: index type {name!r} has no method {method!r}")
+        check_index_type(kind, name, who, "index type")
         if kind.name.upper() != str(name).upper():
             raise IndexContractError(f"{who}: index type registered as {name!r} calls itself {kind.name!r}")
         if kind.type_url in by_url:
@@ -164,12 +170,13 @@ def _stable_row_ids(snapshot: Snapshot) -> bool:
     return bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
 
 
-_OPEN: OrderedDict[tuple[str, str], ScalarIndexReader] = OrderedDict()
+_OPEN: OrderedDict[tuple[str, str], Any] = OrderedDict()
 _OPEN_LOCK = threading.Lock()
 
 
-def open_index(snapshot: Snapshot, handle: IndexHandle) -> ScalarIndexReader:
-    """The opened index (cached per dataset and uuid: index files are immutable)."""
+def open_index(snapshot: Snapshot, handle: Any) -> Any:
+    """The opened index of ``handle`` (its ``uuid``, ``kind`` and ``field``; scalar or vector),
+    cached per dataset and uuid: index files are immutable."""
     key = (snapshot.uri, handle.uuid)
     with _OPEN_LOCK:
         found = _OPEN.get(key)

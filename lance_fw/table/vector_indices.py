@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2, vector_index_pb2
-from lance_fw.errors import IndexContractError, InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.interfaces import VectorIndexType
 from lance_fw.plugin_manager import owner, registry
 from lance_fw.table.index_files import IndexFiles, index_dir
@@ -27,6 +27,7 @@ from lance_fw.table.indices import (
     CreateIndex,
     _check_column,
     build_index,
+    check_index_type,
     remove_index_files,
     type_url_of,
 )
@@ -41,15 +42,9 @@ def vector_index_types() -> dict[str, VectorIndexType]:
     """Every registered vector index type by upper-case name, checked against the contract."""
     out: dict[str, VectorIndexType] = {}
     for name, kind in registry.vector_index_types.items():
-        who = owner(_VECTOR_HOOK, name) or "a vector index plugin"
-        for attr in ("name", "display_name", "type_url"):
-            if not isinstance(getattr(kind, attr, None), str):
-                raise IndexContractError(f"{who}: vector index type {name!r} has no string {attr!r}")
-        if not isinstance(getattr(kind, "index_version", None), int):
-            raise IndexContractError(f"{who}: vector index type {name!r} has no integer 'index_version'")
-        for method in ("details", "check", "train", "load"):
-            if not callable(getattr(kind, method, None)):
-                raise IndexContractError(f"{who}: vector index type {name!r} has no method {method!r}")
+        check_index_type(
+            kind, name, owner(_VECTOR_HOOK, name) or "a vector index plugin", "vector index type"
+        )
         out[str(name).upper()] = kind
     return out
 
