@@ -22,7 +22,6 @@ LIMIT/OFFSET to lance_fw (the LIMIT only stops DuckDB pulling batches).
 
 from __future__ import annotations
 
-import json
 import re
 import weakref
 from collections.abc import Callable, Iterator
@@ -38,16 +37,11 @@ from sqlglot import exp
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.duckdb.catalog import rewrite_reads
 from lance_fw.duckdb.dataset import DuckDBDataset, _ReportingScanner
+from lance_fw.duckdb.explain_output import EXPLAIN_PREFIX, EXPLAIN_RESULT, JSON_FORMAT, publish_plans
 from lance_fw.errors import LanceError
 from lance_fw.options import Columns, Filter
 
-#: ``EXPLAIN``, ``ANALYZE`` and a parenthesised option list ahead of the query explained.
-_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(ANALYZE\s+)?(\([^)]*\)\s*)?", re.I)
-_JSON_FORMAT = re.compile(r"\bFORMAT\s+JSON\b", re.I)
 _ANALYZE_OPTION = re.compile(r"\bANALY[SZ]E\b", re.I)
-#: The rows of DuckDB's EXPLAIN (ANALYZE) output holding the plan the scans are added to.
-PLAN_KEYS = ("physical_plan", "analyzed_plan")
-EXPLAIN_RESULT = "SELECT unnest(?::VARCHAR[]) AS explain_key, unnest(?::VARCHAR[]) AS explain_value"
 #: The node name a Lance scan has in the plan output.
 SCAN_NODE = "LANCE_SCAN"
 #: What lance_fw's scans are: a scan of the whole dataset through its scanner (never a fragment list).
@@ -81,7 +75,7 @@ _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def is_explain(statement: object) -> bool:
     """Whether ``statement`` is an ``EXPLAIN`` (a quick textual test)."""
-    return isinstance(statement, str) and _EXPLAIN.match(statement) is not None
+    return isinstance(statement, str) and EXPLAIN_PREFIX.match(statement) is not None
 
 
 def scan_dataset(
@@ -160,7 +154,7 @@ def run(
         query_rows: a streaming reader of a query's rows through the statement path (the probe).
         busy: dataset paths with writes pending in the open transaction (reading one is refused).
     """
-    match = _EXPLAIN.match(statement)
+    match = EXPLAIN_PREFIX.match(statement)
     assert match is not None
     prefix = match.group(0)
     query = _attached_reads(con, statement[match.end() :], busy)
@@ -179,10 +173,8 @@ def run(
     if not analyze:
         session = _probe(con, query, values, query_rows)
     scans = [_describe(scan, analyze) for scan in session.scans]
-    json_format = _JSON_FORMAT.search(prefix) is not None
-    keys = [r[0] for r in rows]
-    plans = [_with_scans(r[1], scans, json_format) if r[0] in PLAN_KEYS else r[1] for r in rows]
-    con.execute(EXPLAIN_RESULT, [keys, plans])
+    json_format = JSON_FORMAT.search(prefix) is not None
+    publish_plans(con, rows, SCAN_NODE, scans, json_format)
 
 
 def _attached_reads(con: duckdb.DuckDBPyConnection, query: str, busy: set[str]) -> str:
@@ -292,19 +284,3 @@ def _describe(scan: ScanRecord, analyze: bool) -> dict[str, str]:
     else:
         info["Lance Plan (Bind)"] = scan.plan
     return info
-
-
-def _with_scans(plan: str, scans: list[dict[str, str]], json_format: bool) -> str:
-    if json_format:
-        parsed = json.loads(plan)
-        nodes = parsed.get("operator", parsed.get("children")) if isinstance(parsed, dict) else parsed
-        if not isinstance(nodes, list):
-            return plan
-        nodes.extend({"name": SCAN_NODE, "children": [], "extra_info": info} for info in scans)
-        return json.dumps(parsed, indent=4)
-    lines = [plan.rstrip("\n")]
-    for info in scans:
-        lines.append(SCAN_NODE)
-        for key, value in info.items():
-            lines.append(f"  {key}: " + value.replace("\n", "\n    "))
-    return "\n".join(lines) + "\n"

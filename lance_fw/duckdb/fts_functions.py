@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from lance_fw.api.dataset import LanceDataset
+from lance_fw.duckdb import table_functions
 from lance_fw.duckdb import vector_functions as vf
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 
@@ -130,42 +131,14 @@ def run(
 # -- arguments --------------------------------------------------------------------------------------
 
 
-def _split(function: str, call: exp.Expression) -> tuple[list[exp.Expression], dict[str, exp.Expression]]:
-    """Positional arguments and named ones (``k = 10``, ``k := 10``, ``k => 10``)."""
-    positional: list[exp.Expression] = []
-    named: dict[str, exp.Expression] = {}
-    for argument in call.expressions:
-        key = None
-        if isinstance(argument, exp.PropertyEQ | exp.Kwarg):
-            key = argument.this.name
-        elif (
-            isinstance(argument, exp.EQ) and isinstance(argument.this, exp.Column) and not argument.this.table
-        ):
-            key = argument.this.name
-        if key is None:
-            positional.append(argument)
-            continue
-        key = key.lower()
-        if key not in NAMED[function]:
-            raise InvalidArgumentError(
-                f"Invalid Input Error: {function}: unknown named parameter {key!r} "
-                f"(known: {', '.join(NAMED[function])})"
-            )
-        if key in named:
-            raise InvalidArgumentError(f"Invalid Input Error: {function}: {key} given twice")
-        named[key] = argument.expression
-    return positional, named
-
-
 def _arguments(con: duckdb.DuckDBPyConnection, function: str, call: exp.Expression) -> TextSearch:
-    positional, named = _split(function, call)
+    positional, named = table_functions.split_arguments(function, call, NAMED[function])
     names = POSITIONAL[function]
     if len(positional) != len(names):
         raise InvalidArgumentError(
             f"Invalid Input Error: {function} requires ({', '.join(names)}), "
             f"not {len(positional)} positional arguments"
         )
-    from lance_fw.duckdb import table_functions  # the constant evaluator the other functions share
 
     values = table_functions.evaluate_constants(con, function, [*positional, *named.values()])
     given = {k: v for k, v in zip(named, values[len(names) :], strict=True) if v is not None}

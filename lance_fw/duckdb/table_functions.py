@@ -155,6 +155,38 @@ def evaluate_constants(
     return list(con.sql(f"SELECT {select}").fetchall()[0])
 
 
+def split_arguments(
+    function: str, call: exp.Expression, known: Sequence[str]
+) -> tuple[list[exp.Expression], dict[str, exp.Expression]]:
+    """A call's positional arguments and its named ones (``k = 10``, ``k := 10``, ``k => 10``).
+
+    Raises:
+        InvalidArgumentError: a name outside ``known`` (the list is in the message), or one given twice.
+    """
+    positional: list[exp.Expression] = []
+    named: dict[str, exp.Expression] = {}
+    for argument in call.expressions:
+        key = None
+        if isinstance(argument, exp.PropertyEQ | exp.Kwarg):
+            key = argument.this.name
+        elif (
+            isinstance(argument, exp.EQ) and isinstance(argument.this, exp.Column) and not argument.this.table
+        ):
+            key = argument.this.name
+        if key is None:
+            positional.append(argument)
+            continue
+        key = key.lower()
+        if key not in known:
+            raise InvalidArgumentError(
+                f"Invalid Input Error: {function}: unknown named parameter {key!r} (known: {', '.join(known)})"
+            )
+        if key in named:
+            raise InvalidArgumentError(f"Invalid Input Error: {function}: {key} given twice")
+        named[key] = argument.expression
+    return positional, named
+
+
 def open_target(
     con: duckdb.DuckDBPyConnection,
     name: str,

@@ -21,7 +21,6 @@ top-k, which would return other rows than the extension.
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 import weakref
@@ -39,6 +38,7 @@ from sqlglot import exp
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.duckdb import table_functions
 from lance_fw.duckdb.catalog import rewrite_reads
+from lance_fw.duckdb.explain_output import EXPLAIN_PREFIX, JSON_FORMAT, publish_plans
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.query.vector_search import DEFAULT_K, DISTANCE_COLUMN
 
@@ -172,35 +172,8 @@ def _function_name(table: exp.Table) -> str | None:
 # -- arguments --------------------------------------------------------------------------------------
 
 
-def _split(call: exp.Expression) -> tuple[list[exp.Expression], dict[str, exp.Expression]]:
-    """Positional arguments and named ones (``k = 10``, ``k := 10``, ``k => 10``)."""
-    positional: list[exp.Expression] = []
-    named: dict[str, exp.Expression] = {}
-    for argument in call.expressions:
-        key = None
-        if isinstance(argument, exp.PropertyEQ | exp.Kwarg):
-            key = argument.this.name
-        elif (
-            isinstance(argument, exp.EQ) and isinstance(argument.this, exp.Column) and not argument.this.table
-        ):
-            key = argument.this.name
-        if key is None:
-            positional.append(argument)
-            continue
-        key = key.lower()
-        if key not in DEFAULTS:
-            raise InvalidArgumentError(
-                f"Invalid Input Error: {VECTOR_SEARCH}: unknown named parameter {key!r} "
-                f"(known: {', '.join(DEFAULTS)})"
-            )
-        if key in named:
-            raise InvalidArgumentError(f"Invalid Input Error: {VECTOR_SEARCH}: {key} given twice")
-        named[key] = argument.expression
-    return positional, named
-
-
 def _arguments(con: duckdb.DuckDBPyConnection, call: exp.Expression) -> Search:
-    positional, named = _split(call)
+    positional, named = table_functions.split_arguments(VECTOR_SEARCH, call, list(DEFAULTS))
     if len(positional) != len(POSITIONAL):
         raise InvalidArgumentError(
             f"Invalid Input Error: {VECTOR_SEARCH} takes {len(POSITIONAL)} positional arguments "
@@ -429,7 +402,7 @@ def explain(
     search's rows, and in its ``physical_plan`` each search as lance_fw ran it (``Lance Use Index``,
     ``k``, prefilter, metric, and lance_fw's plan of the search: ``explain_plan``). False: no search.
     """
-    match = _EXPLAIN.match(statement)
+    match = EXPLAIN_PREFIX.match(statement)
     if match is None:
         return False
     try:
@@ -440,22 +413,12 @@ def explain(
     if not replace_searches(con, tree, storage_options, query, busy, explained):
         return False
     rows = query(match.group(0) + tree.sql(dialect="duckdb"), values)
-    keys, plans = rows.column(0).to_pylist(), rows.column(1).to_pylist()
-    json_format = _JSON_FORMAT.search(match.group(0)) is not None
-    plans = [
-        _with_searches(plan, explained, json_format) if key in PLAN_KEYS else plan
-        for key, plan in zip(keys, plans, strict=True)
-    ]
-    con.execute(EXPLAIN_RESULT, [keys, plans])
+    json_format = JSON_FORMAT.search(match.group(0)) is not None
+    plans = list(zip(rows.column(0).to_pylist(), rows.column(1).to_pylist(), strict=True))
+    publish_plans(con, plans, SEARCH_NODE, explained, json_format)
     return True
 
 
-#: ``EXPLAIN``, ``ANALYZE`` and a parenthesised option list ahead of the query explained.
-_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(ANALYZE\s+)?(\([^)]*\)\s*)?", re.I)
-_JSON_FORMAT = re.compile(r"\bFORMAT\s+JSON\b", re.I)
-#: The rows of DuckDB's EXPLAIN (ANALYZE) output holding the plan the searches are added to.
-PLAN_KEYS = ("physical_plan", "analyzed_plan")
-EXPLAIN_RESULT = "SELECT unnest(?::VARCHAR[]) AS explain_key, unnest(?::VARCHAR[]) AS explain_value"
 #: The node name a search has in the JSON plan (DuckDB shows its rows as an Arrow scan).
 SEARCH_NODE = "LANCE_VECTOR_SEARCH"
 
@@ -478,17 +441,3 @@ def _description(
         "Lance Pushed Filter": "" if condition is None else condition.sql(dialect="duckdb"),
         "Lance Plan": plan.rstrip(),
     }
-
-
-def _with_searches(plan: str, explained: list[dict[str, str]], json_format: bool) -> str:
-    if json_format:
-        parsed = json.loads(plan)  # EXPLAIN: a list of operators; EXPLAIN ANALYZE: a profile dict
-        nodes = parsed.setdefault("operator", []) if isinstance(parsed, dict) else parsed
-        nodes.extend({"name": SEARCH_NODE, "children": [], "extra_info": info} for info in explained)
-        return json.dumps(parsed, indent=4)
-    lines = [plan.rstrip("\n")]
-    for info in explained:
-        lines.append(SEARCH_NODE)
-        for key, value in info.items():
-            lines.append(f"  {key}: " + value.replace("\n", "\n    "))
-    return "\n".join(lines) + "\n"
