@@ -33,6 +33,7 @@ from lance_fw.query.vector_search import (
     DISTANCE_COLUMN,
     DISTANCE_FIELD,
     QUERY_INDEX_FIELD,
+    SearchScope,
     flat_search,
     parse_nearest,
     plan_text,
@@ -412,7 +413,8 @@ class NearestSearch:
         snapshot = scan.snapshot
         plan = scan._plan if self.prefilter else None
         search = flat_search if self.index is None else partial(index_search, handles=self.index)
-        tops = search(snapshot, self.query, scan._chosen(), plan, scan.batch_size, scan.fragment_readahead)
+        scope = SearchScope(snapshot, scan._chosen(), plan, scan.batch_size, scan.fragment_readahead)
+        tops = search(scope, self.query)
         found = [top.result() for top in tops]
         distance, row_id, address = (np.concatenate([f[i] for f in found]) for i in range(3))
         query_index = np.repeat(np.arange(len(found), dtype=np.int32), [len(f[0]) for f in found])

@@ -32,7 +32,7 @@ import numpy as np
 from lance_fw._proto import table_pb2, vector_index_pb2
 from lance_fw.errors import IndexContractError, UnsupportedFeatureError
 from lance_fw.interfaces import VectorIndexReader, VectorIndexType, VectorQuery, VectorSearchResult
-from lance_fw.query.vector_search import NearestQuery, TopK, distances, flat_search, vectors_of
+from lance_fw.query.vector_search import NearestQuery, SearchScope, TopK, distances, flat_search, vectors_of
 from lance_fw.schema import LanceField
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.indices import fragment_bitmap, open_index
@@ -237,25 +237,17 @@ def _checked(result: object, handle: VectorHandle, want: int) -> VectorSearchRes
     return result
 
 
-def index_search(
-    snapshot: Snapshot,
-    query: NearestQuery,
-    fragments: Sequence[table_pb2.DataFragment],
-    plan: FilterPlan | None,
-    batch_size: int,
-    ahead: int,
-    *,
-    handles: list[VectorHandle],
-) -> list[TopK]:
-    """Each query's ``k`` nearest rows of ``fragments``: index candidates (refined when asked)
-    merged with a flat search of the fragments no segment covers (both in the index's metric,
-    which a query without ``metric`` takes)."""
+def index_search(scope: SearchScope, query: NearestQuery, *, handles: list[VectorHandle]) -> list[TopK]:
+    """Each query's ``k`` nearest rows of the scope's fragments: index candidates (refined when
+    asked) merged with a flat search of the fragments no segment covers (both in the index's
+    metric, which a query without ``metric`` takes)."""
+    snapshot, fragments, plan = scope.snapshot, scope.fragments, scope.plan
     query = replace(query, metric=handles[0].metric)
     chosen = {f.id for f in fragments}
     covered = set().union(*(h.fragments for h in handles)) & chosen
     uncovered = [f for f in fragments if f.id not in covered]
     tops = (
-        flat_search(snapshot, query, uncovered, plan, batch_size, ahead)
+        flat_search(replace(scope, fragments=uncovered), query)
         if uncovered
         else [TopK(query.k) for _ in range(len(query.queries))]
     )
@@ -263,7 +255,7 @@ def index_search(
         return tops
     stable = bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
     passing = (
-        _passing(snapshot, [f for f in fragments if f.id in covered], plan, batch_size, stable)
+        _passing(snapshot, [f for f in fragments if f.id in covered], plan, scope.batch_size, stable)
         if plan is not None
         else None
     )

@@ -378,24 +378,30 @@ def vector_index_on(snapshot: Snapshot, column: str) -> str | None:
     return None
 
 
-def flat_search(
-    snapshot: Snapshot,
-    query: NearestQuery,
-    fragments: Sequence[table_pb2.DataFragment],
-    plan: FilterPlan | None,
-    batch_size: int,
-    ahead: int,
-) -> list[TopK]:
-    """Each query's ``k`` nearest live rows of ``fragments`` (among those passing ``plan``'s filter
-    when given: prefilter), reading only the vector column (and the filter's)."""
-    vector = snapshot.fields([query.column])
+@dataclass(frozen=True)
+class SearchScope:
+    """Where a nearest-neighbour search looks: ``fragments`` of ``snapshot``, the rows passing
+    ``plan``'s filter when given (prefilter), read ``batch_size`` rows at a time with ``ahead``
+    fragments read ahead."""
+
+    snapshot: Snapshot
+    fragments: Sequence[table_pb2.DataFragment]
+    plan: FilterPlan | None
+    batch_size: int
+    ahead: int
+
+
+def flat_search(scope: SearchScope, query: NearestQuery) -> list[TopK]:
+    """Each query's ``k`` nearest live rows of the scope's fragments, reading only the vector column
+    (and the filter's)."""
+    vector = scope.snapshot.fields([query.column])
     dim = query.queries.shape[1]
     tops = [TopK(query.k) for _ in range(len(query.queries))]
 
     def produce(frag: table_pb2.DataFragment) -> Iterator[pa.RecordBatch]:
-        return snapshot.read_fragment(frag, vector, plan, batch_size, True, True)
+        return scope.snapshot.read_fragment(frag, vector, scope.plan, scope.batch_size, True, True)
 
-    for batch in readahead(list(fragments), produce, ahead):
+    for batch in readahead(list(scope.fragments), produce, scope.ahead):
         if not batch.num_rows:
             continue
         vectors, valid = vectors_of(batch.column(query.column), dim)
