@@ -26,7 +26,7 @@ from lance_fw.api.refusals import (
     IO_STATS,
     MEM_WAL,
     NotImplementedInPylanceError,
-    Refused,
+    refusing,
 )
 from lance_fw.api.write import write_dataset
 from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
@@ -179,6 +179,44 @@ class LanceStats(DatasetStats):
         raise UnsupportedFeatureError("LanceStats.data_stats (bytes on disk per field) is not supported")
 
 
+@refusing(
+    {
+        BRANCHES: ("add_bases", "base_paths", "create_branch"),
+        INDEX_SEGMENTS: (
+            "centroids",
+            "get_ivf_model",
+            "create_index_uncommitted",
+            "commit_existing_index_segments",
+            "merge_existing_index_segments",
+            "merge_index_metadata",
+        ),
+        "index remapping is not implemented": ("remap_row_addrs",),
+        MEM_WAL: ("initialize_mem_wal", "mem_wal_index_details", "mem_wal_writer"),
+        IO_STATS: ("io_stats_incremental", "io_stats_snapshot"),
+        "committing several transactions at once is not implemented": ("commit_batch",),
+        "cloning datasets is not implemented": ("deep_clone", "shallow_clone"),
+        "version deltas are not implemented": ("delta",),
+        "deleting a whole dataset is not implemented; remove its directory": ("drop",),
+        "cleanup explanations are not implemented": ("explain_cleanup_old_versions",),
+        "roaring Bitmap results are not implemented; use get_fragments()": ("fragment_ids",),
+        "pydantic schemas are not implemented": ("from_pydantic_model",),
+        "reading transaction files is not implemented": ("get_transactions", "read_transaction"),
+        "manifest path migration is not implemented": ("migrate_manifest_paths_v2",),
+        "file sessions are not implemented; use lance_fw.file": ("new_file_session",),
+        "the planned blob reader is not implemented": ("read_blobs", "read_blob_ranges"),
+        "sessions (shared caches) are not implemented": ("session",),
+        "SQL queries over a dataset are not implemented (see lance_fw.duckdb)": ("sql",),
+        "storage option providers are not implemented": ("storage_options_accessor",),
+        "file listings are not implemented": ("all_files", "tracked_files"),
+        "dataset validation is not implemented": ("validate",),
+    },
+    properties={BRANCHES: ("branches",)},
+)
+@refusing(
+    {_NOT_IN_PYLANCE: ("join", "replace_schema")},
+    properties={_NOT_IN_PYLANCE: ("partition_expression",)},
+    error=NotImplementedInPylanceError,
+)
 class DatasetExtras:
     """pylance conveniences of ``LanceDataset`` built on its other methods."""
 
@@ -283,49 +321,6 @@ class DatasetExtras:
     def stats(self) -> LanceStats:
         """pylance's ``ds.stats``: ``dataset_stats()``, ``index_stats(name)``."""
         return LanceStats(self._ds())
-
-    # -- refused: pyarrow Dataset methods pylance leaves unimplemented ----------------------
-    join = Refused(_NOT_IN_PYLANCE, error=NotImplementedInPylanceError)
-    replace_schema = Refused(_NOT_IN_PYLANCE, error=NotImplementedInPylanceError)
-    partition_expression = Refused(_NOT_IN_PYLANCE, prop=True, error=NotImplementedInPylanceError)
-
-    # -- refused: features lance_fw does not implement -------------------------------------
-    add_bases = Refused(BRANCHES)
-    base_paths = Refused(BRANCHES)
-    branches = Refused(BRANCHES, prop=True)
-    create_branch = Refused(BRANCHES)
-    centroids = Refused(INDEX_SEGMENTS)
-    get_ivf_model = Refused(INDEX_SEGMENTS)
-    create_index_uncommitted = Refused(INDEX_SEGMENTS)
-    commit_existing_index_segments = Refused(INDEX_SEGMENTS)
-    merge_existing_index_segments = Refused(INDEX_SEGMENTS)
-    merge_index_metadata = Refused(INDEX_SEGMENTS)
-    remap_row_addrs = Refused("index remapping is not implemented")
-    initialize_mem_wal = Refused(MEM_WAL)
-    mem_wal_index_details = Refused(MEM_WAL)
-    mem_wal_writer = Refused(MEM_WAL)
-    io_stats_incremental = Refused(IO_STATS)
-    io_stats_snapshot = Refused(IO_STATS)
-    commit_batch = Refused("committing several transactions at once is not implemented")
-    deep_clone = Refused("cloning datasets is not implemented")
-    shallow_clone = Refused("cloning datasets is not implemented")
-    delta = Refused("version deltas are not implemented")
-    drop = Refused("deleting a whole dataset is not implemented; remove its directory")
-    explain_cleanup_old_versions = Refused("cleanup explanations are not implemented")
-    fragment_ids = Refused("roaring Bitmap results are not implemented; use get_fragments()")
-    from_pydantic_model = Refused("pydantic schemas are not implemented")
-    get_transactions = Refused("reading transaction files is not implemented")
-    read_transaction = Refused("reading transaction files is not implemented")
-    migrate_manifest_paths_v2 = Refused("manifest path migration is not implemented")
-    new_file_session = Refused("file sessions are not implemented; use lance_fw.file")
-    read_blobs = Refused("the planned blob reader is not implemented")
-    read_blob_ranges = Refused("the planned blob reader is not implemented")
-    session = Refused("sessions (shared caches) are not implemented")
-    sql = Refused("SQL queries over a dataset are not implemented (see lance_fw.duckdb)")
-    storage_options_accessor = Refused("storage option providers are not implemented")
-    all_files = Refused("file listings are not implemented")
-    tracked_files = Refused("file listings are not implemented")
-    validate = Refused("dataset validation is not implemented")
 
 
 __all__ = ["DatasetExtras", "LanceStats", "MergeSchemaError", "TakeRangeError"]

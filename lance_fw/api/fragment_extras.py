@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw.api.dataset_extras import without_blob_mode
-from lance_fw.api.refusals import NotImplementedInPylanceError, Refused
+from lance_fw.api.refusals import NotImplementedInPylanceError, refusing
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.options import Columns, Filter
 
@@ -26,6 +26,20 @@ _UNCOMMITTED = "writing uncommitted fragment changes is not implemented; use the
 _NOT_IN_PYLANCE = "pylance does not implement it either"
 
 
+@refusing(
+    {
+        "creating fragments outside a commit is not implemented; use write_fragments": ("create",),
+        "registering existing files is not implemented; use write_fragments": ("create_from_file",),
+        _UNCOMMITTED: ("delete", "delete_rows", "merge", "merge_columns", "update_columns"),
+        "fragment sessions are not implemented; use take or scanner": ("open_session",),
+        "fragment validation is not implemented": ("validate",),
+    }
+)
+@refusing(
+    {},
+    properties={_NOT_IN_PYLANCE: ("physical_schema", "partition_expression")},
+    error=NotImplementedInPylanceError,
+)
 class FragmentExtras:
     """pylance conveniences of ``LanceFragment`` built on its scan."""
 
@@ -64,18 +78,6 @@ class FragmentExtras:
         """``scanner(...).to_table().to_pandas()`` with pylance's options (``blob_mode`` lazy only)."""
         options = without_blob_mode({k: v for k, v in locals().items() if k != "self"})
         return self._fragment().scanner(**options).to_table().to_pandas()
-
-    create = Refused("creating fragments outside a commit is not implemented; use write_fragments")
-    create_from_file = Refused("registering existing files is not implemented; use write_fragments")
-    delete = Refused(_UNCOMMITTED)
-    delete_rows = Refused(_UNCOMMITTED)
-    merge = Refused(_UNCOMMITTED)
-    merge_columns = Refused(_UNCOMMITTED)
-    update_columns = Refused(_UNCOMMITTED)
-    open_session = Refused("fragment sessions are not implemented; use take or scanner")
-    validate = Refused("fragment validation is not implemented")
-    physical_schema = Refused(_NOT_IN_PYLANCE, prop=True, error=NotImplementedInPylanceError)
-    partition_expression = Refused(_NOT_IN_PYLANCE, prop=True, error=NotImplementedInPylanceError)
 
 
 __all__ = ["FragmentExtras"]

@@ -11,7 +11,8 @@ from the ``__lance_fw_refused__`` attribute every stub carries.
 from __future__ import annotations
 
 import inspect
-from typing import Any, NoReturn
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, NoReturn, TypeVar
 
 from lance_fw.errors import UnsupportedFeatureError
 
@@ -65,6 +66,38 @@ def refused_names(cls: type) -> dict[str, str]:
     return out
 
 
+C = TypeVar("C", bound=type)
+
+
+def refusing(
+    methods: Mapping[str, Collection[str]],
+    *,
+    properties: Mapping[str, Collection[str]] | None = None,
+    error: type[UnsupportedFeatureError] = UnsupportedFeatureError,
+) -> Callable[[C], C]:
+    """A class decorator adding a ``Refused`` stub for every name, grouped by the reason it gives:
+    ``methods`` and ``properties`` map a reason to the names it refuses. Why a table: the refused
+    surface is data (pylance's names, lance_fw's reasons), read at a glance by reason.
+
+    Raises:
+        TypeError: a name the class (or a base) already defines: a refusal never hides a feature.
+    """
+
+    def decorate(cls: C) -> C:
+        groups = [(why, names, False) for why, names in methods.items()]
+        groups += [(why, names, True) for why, names in (properties or {}).items()]
+        for why, names, prop in groups:
+            for name in names:
+                if hasattr(cls, name):
+                    raise TypeError(f"{cls.__name__}.{name} exists; it cannot be refused")
+                stub = Refused(why, prop=prop, error=error)
+                setattr(cls, name, stub)
+                stub.__set_name__(cls, name)
+        return cls
+
+    return decorate
+
+
 #: Reasons shared by several names
 INDEX_SEGMENTS = "vector and distributed index building are not implemented (scalar indices are)"
 MEM_WAL = "the MemWAL (LSM write-ahead log) is not implemented"
@@ -72,4 +105,4 @@ BRANCHES = "branches and multi-base datasets are not implemented"
 IO_STATS = "lance_fw keeps no IO statistics"
 
 
-__all__ = ["REFUSED_MARK", "NotImplementedInPylanceError", "Refused", "refused_names"]
+__all__ = ["REFUSED_MARK", "NotImplementedInPylanceError", "Refused", "refused_names", "refusing"]
