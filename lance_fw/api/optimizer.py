@@ -67,10 +67,14 @@ class DatasetOptimizer:
         moves this dataset object to that version. Options the compaction planner takes are passed
         on; thread counts, read batch sizes, row groups and index-remap deferral (lance_fw has no
         indices to remap) cannot change the result; the rest are refused by name."""
-        from lance_fw.table.compaction import compact_files
+        from lance_fw.table.compaction import compact_files, plan_compaction
 
-        given = {k: v for k, v in locals().items() if k not in ("self", "compact_files") and v is not None}
-        planner = inspect.signature(compact_files).parameters
+        given = {
+            k: v
+            for k, v in locals().items()
+            if k not in ("self", "compact_files", "plan_compaction") and v is not None
+        }
+        planner = inspect.signature(plan_compaction).parameters
         tuning = (
             "max_rows_per_group",
             "defer_index_remap",
@@ -85,9 +89,9 @@ class DatasetOptimizer:
         )
         if "batch_size" not in given and "batch_size" in self._ds._default_scan_options:
             given["batch_size"] = self._ds._default_scan_options["batch_size"]  # as ds.scanner() would
-        metrics, version = compact_files(
-            self._ds._snapshot, **{k: v for k, v in given.items() if k in planner}
-        )
+        snapshot = self._ds._snapshot
+        plan = plan_compaction(snapshot, **{k: v for k, v in given.items() if k in planner})
+        metrics, version = compact_files(snapshot, plan, given.get("batch_size"))
         self._ds._move_to(version)
         return metrics
 

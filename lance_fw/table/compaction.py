@@ -297,23 +297,12 @@ def commit_compaction(snapshot: Snapshot, results: list[RewriteResult]) -> tuple
 
 
 def compact_files(
-    snapshot: Snapshot,
-    target_rows_per_fragment: int = DEFAULT_TARGET_ROWS,
-    materialize_deletions: bool = True,
-    materialize_deletions_threshold: float = 0.1,
-    max_bytes_per_file: int | None = None,
-    batch_size: int | None = None,
+    snapshot: Snapshot, plan: CompactionPlan, batch_size: int | None = None
 ) -> tuple[CompactionMetrics, int]:
-    """Compact ``snapshot`` in this process: plan, rewrite each task, commit. Returns the metrics
-    and the version committed (its version if none). ``batch_size`` is the scan's batch size over
-    the old fragments (where a ``max_bytes_per_file`` roll can happen)."""
-    plan = plan_compaction(
-        snapshot,
-        target_rows_per_fragment,
-        materialize_deletions,
-        materialize_deletions_threshold,
-        max_bytes_per_file,
-    )
+    """Carry out ``plan`` (from ``plan_compaction`` on ``snapshot``) in this process: rewrite each
+    task, commit. Returns the metrics and the version committed (its version if nothing was to
+    compact). ``batch_size`` is the scan's batch size over the old fragments (where a
+    ``max_bytes_per_file`` roll can happen)."""
     if plan.write is None:
         return CompactionMetrics(), snapshot.version
     results: list[RewriteResult] = []
