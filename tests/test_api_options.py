@@ -56,8 +56,9 @@ def _public_callables():
 #: Keyword parameters that are not a catch-all: ``create_scalar_index(..., **params)`` and
 #: ``create_index(..., **kwargs)`` hand every key to the index type's ``check()``, which refuses each
 #: one it does not implement (tested in tests/test_index_kernel.py, test_vector_index.py and each
-#: index type's tests); the set of keys depends on the plugin.
-CHECKED_KEYWORDS = {"LanceDataset.create_scalar_index", "LanceDataset.create_index"}
+#: index type's tests); the set of keys depends on the plugin. ``LanceScanner.to_pandas(**kwargs)`` hands them
+#: to pyarrow's ``Table.to_pandas``, whose own signature refuses an unknown one (as pylance's does).
+CHECKED_KEYWORDS = {"LanceDataset.create_scalar_index", "LanceDataset.create_index", "LanceScanner.to_pandas"}
 
 
 def test_no_public_function_swallows_keywords():

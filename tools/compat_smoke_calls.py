@@ -165,7 +165,21 @@ def _explain(ctx: Ctx) -> object:
 
 @smoke("LanceScanner.analyze_plan")
 def _analyze(ctx: Ctx) -> object:
-    return isinstance(ctx.ds.scanner(filter="id > 1").analyze_plan(), str)
+    scan = ctx.ds.scanner(filter="id > 1")
+    counted = scan.analyze_plan(count_rows=True)
+    return isinstance(scan.analyze_plan(), str) and "count(" in counted
+
+
+@smoke("LanceScanner.head", "LanceScanner.dataset_schema")
+def _scan_head(ctx: Ctx) -> object:
+    scan = ctx.ds.scanner(columns=["s"], filter="id > 1")
+    return scan.head(2), scan.dataset_schema
+
+
+@smoke("LanceScanner.to_pandas")
+def _scan_pandas(ctx: Ctx) -> object:
+    frame = ctx.ds.scanner(columns=["id", "s"], filter="id > 1").to_pandas(strings_to_categorical=True)
+    return frame.to_dict("list"), [str(t) for t in frame.dtypes]
 
 
 @smoke("LanceDataset.head")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from lance_fw.api.refusals import NotImplementedInPylanceError
+from lance_fw._util.refusals import NotImplementedInPylanceError
 from lance_fw.api.row_columns import live_positions
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.table import blobs as table_blobs

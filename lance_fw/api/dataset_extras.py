@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from lance_fw.api._forwarding import derived_method
 from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile, take_blobs
 from lance_fw.api.indices import DatasetStats
-from lance_fw.api.refusals import (
+from lance_fw._util.refusals import (
     BRANCHES,
     INDEX_SEGMENTS,
     IO_STATS,

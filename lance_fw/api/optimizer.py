@@ -6,7 +6,7 @@ import inspect
 from typing import TYPE_CHECKING
 
 from lance_fw.api.indices import optimize_indices
-from lance_fw.api.refusals import Refused
+from lance_fw._util.refusals import Refused
 from lance_fw.options import refuse
 
 #: The manifest config keys that make pylance's commits clean up old versions

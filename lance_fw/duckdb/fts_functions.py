@@ -38,11 +38,10 @@ from lance_fw.api.dataset import LanceDataset
 from lance_fw.duckdb import table_functions
 from lance_fw.duckdb import vector_functions as vf
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.query.fts_search import SCORE_COLUMN  # BM25 score: pylance's name, the extension's too
 
 FTS = "lance_fts"
 HYBRID = "lance_hybrid_search"
-#: The column holding a full-text search's BM25 score (pylance's name, the extension's too).
-SCORE_COLUMN = "_score"
 #: The fused score column of ``lance_hybrid_search``.
 HYBRID_SCORE_COLUMN = "_hybrid_score"
 #: The row-id column requested from each side of a hybrid search to join them.
