@@ -14,7 +14,7 @@ import pytest
 from lance.fragment import LanceFragment as PylanceFragment
 
 import lance_fw
-from lance_fw.api.refusals import NotImplementedInPylanceError, Refused, refused_names
+from lance_fw._util.refusals import NotImplementedInPylanceError, Refused, refused_names
 from lance_fw.errors import UnsupportedFeatureError
 
 #: pyarrow bases whose members pylance inherits without meaning them as its API

@@ -78,7 +78,7 @@ CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
 _FOREIGN_BASES = ("builtins", "abc", "typing", "pyarrow", "enum")
 #: Module-level values that are never API, whatever module defines them
 _NOT_API = {"TYPE_CHECKING", "annotations", "LOGGER"}
-#: Marker a lance_fw refusal stub carries: the reason it gives (see lance_fw.api.refusals)
+#: Marker a lance_fw refusal stub carries: the reason it gives (see lance_fw._util.refusals)
 REFUSED_MARK = "__lance_fw_refused__"
 
 STATUSES = ("works", "differs", "refused", "missing", "untested")
