@@ -170,6 +170,31 @@ def _analyze(ctx: Ctx) -> object:
     return isinstance(scan.analyze_plan(), str) and "count(" in counted
 
 
+@smoke(
+    "lance.query.MatchQuery",
+    "lance.query.PhraseQuery",
+    "lance.query.BoostQuery",
+    "lance.query.MultiMatchQuery",
+    "lance.query.BooleanQuery",
+    "lance.query.FullTextQuery",
+    "lance.query.FullTextQueryType",
+    "lance.query.FullTextOperator",
+    "lance.query.Occur",
+)
+def _query_objects(ctx: Ctx) -> object:
+    q = ctx.lib.query
+    match = q.MatchQuery("a b", "s", operator=q.FullTextOperator.AND, boost=2.0)
+    objects = [
+        match,
+        q.PhraseQuery("a b", "s"),
+        q.BoostQuery(match, q.MatchQuery("c", "s"), negative_boost=0.3),
+        q.MultiMatchQuery("a", ["s"], boosts=[1.0]),
+        q.BooleanQuery([(q.Occur.MUST, match), (q.Occur.MUST_NOT, q.MatchQuery("c", "s"))]),
+    ]
+    kinds = [o.query_type().value for o in objects]
+    return kinds, all(isinstance(o, q.FullTextQuery) for o in objects), [t.value for t in q.FullTextQueryType]
+
+
 @smoke("LanceScanner.head", "LanceScanner.dataset_schema")
 def _scan_head(ctx: Ctx) -> object:
     scan = ctx.ds.scanner(columns=["s"], filter="id > 1")

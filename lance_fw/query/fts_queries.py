@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 
 class FullTextOperator(StrEnum):
@@ -27,11 +27,35 @@ class Occur(StrEnum):
     MUST_NOT = "MUST_NOT"
 
 
+class FullTextQueryType(StrEnum):
+    """What kind a query object is (pylance's ``lance.query.FullTextQueryType``)."""
+
+    MATCH = "match"
+    MATCH_PHRASE = "match_phrase"
+    BOOST = "boost"
+    MULTI_MATCH = "multi_match"
+    COMBINED_FIELDS = "combined_fields"
+    BOOLEAN = "boolean"
+
+
+class FullTextQuery:
+    """The base of every query object (pylance's ``lance.query.FullTextQuery``)."""
+
+    #: the kind, as each class's ``query_type()`` reports it
+    QUERY_TYPE: ClassVar[FullTextQueryType]
+
+    def query_type(self) -> FullTextQueryType:
+        """This query's kind (a method, as in pylance)."""
+        return self.QUERY_TYPE
+
+
 @dataclass(frozen=True)
-class MatchQuery:
+class MatchQuery(FullTextQuery):
     """Rows holding the query's tokens in ``column`` (any: ``OR``, all: ``AND``); score times
     ``boost``. pylance's ``lance.query.MatchQuery`` (whose parameters live in native code, so
     lance_fw takes its own objects with the same signature)."""
+
+    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.MATCH
 
     query: str
     column: str
@@ -43,8 +67,10 @@ class MatchQuery:
 
 
 @dataclass(frozen=True)
-class PhraseQuery:
+class PhraseQuery(FullTextQuery):
     """pylance's phrase query (refused: lance_fw does not decode token positions)."""
+
+    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.MATCH_PHRASE
 
     query: str
     column: str
@@ -52,8 +78,10 @@ class PhraseQuery:
 
 
 @dataclass(frozen=True)
-class BoostQuery:
+class BoostQuery(FullTextQuery):
     """Rows of ``positive``; those also matching ``negative`` lose ``negative_boost`` times its score."""
+
+    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.BOOST
 
     positive: Any
     negative: Any
@@ -61,8 +89,10 @@ class BoostQuery:
 
 
 @dataclass(frozen=True)
-class MultiMatchQuery:
+class MultiMatchQuery(FullTextQuery):
     """A match query on each column; a row scores its best column (times that column's boost)."""
+
+    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.MULTI_MATCH
 
     query: str
     columns: list[str]
@@ -71,9 +101,11 @@ class MultiMatchQuery:
 
 
 @dataclass(frozen=True)
-class BooleanQuery:
+class BooleanQuery(FullTextQuery):
     """Rows matching every MUST clause (or, without one, any SHOULD clause) and no MUST_NOT clause;
     the score adds the MUST and matching SHOULD scores in clause order."""
+
+    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.BOOLEAN
 
     queries: list[tuple[Occur | str, Any]]
 
