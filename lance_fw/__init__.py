@@ -4,7 +4,10 @@ Switching from pylance is a one-line change: ``import lance_fw as lance``.
 """
 
 from lance_fw import dataset as _dataset_module  # noqa: F401  (``from lance.dataset import ...``)
-from lance_fw import fragment  # noqa: F401  (pylance users import lance.fragment)
+from lance_fw import (
+    fragment,  # noqa: F401  (pylance users import lance.fragment)
+    optimize,  # noqa: F401  (pylance users import lance.optimize)
+)
 from lance_fw._version import __version__
 from lance_fw.api.dataset import LanceDataset, LanceFragment, dataset
 from lance_fw.api.distributed import FragmentMetadata, LanceOperation, write_fragments

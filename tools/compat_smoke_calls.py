@@ -411,6 +411,35 @@ def _compact(ctx: Ctx) -> object:
     return metrics.fragments_removed, metrics.fragments_added, ds.to_table(), len(ds.get_fragments())
 
 
+@smoke(
+    "lance.optimize.Compaction",
+    "lance.optimize.CompactionPlan",
+    "lance.optimize.CompactionTask",
+    "lance.optimize.RewriteResult",
+    "lance.optimize.CompactionMetrics",
+    "lance.optimize.CompactionOptions",
+)
+def _distributed_compaction(ctx: Ctx) -> object:
+    import importlib
+
+    optimize = importlib.import_module(ctx.lib.__name__ + ".optimize")
+    ds = ctx.fresh()
+    options: dict = optimize.CompactionOptions(target_rows_per_fragment=100)
+    plan = optimize.Compaction.plan(ds, options)
+    tasks = [optimize.CompactionTask.from_json(t.json()) for t in plan.tasks]
+    results = [optimize.RewriteResult.from_json(t.execute(ds).json()) for t in tasks]
+    metrics = optimize.Compaction.commit(ds, results)
+    fields = ("fragments_removed", "fragments_added", "files_removed", "files_added")
+    return (
+        plan.read_version,
+        [[f.id for f in t.fragments] for t in plan.tasks],
+        [sum(f.physical_rows for f in r.new_fragments) for r in results],
+        [getattr(metrics, k) for k in fields],
+        isinstance(metrics, optimize.CompactionMetrics),
+        ds.to_table(),
+    )
+
+
 @smoke("DatasetOptimizer.disable_auto_cleanup")
 def _disable_auto_cleanup(ctx: Ctx) -> object:
     ds = ctx.fresh()

@@ -17,9 +17,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_fw.api._forwarding import derived_method
-from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile, take_blobs
-from lance_fw.api.indices import DatasetStats
 from lance_fw._util.refusals import (
     BRANCHES,
     INDEX_SEGMENTS,
@@ -28,6 +25,9 @@ from lance_fw._util.refusals import (
     NotImplementedInPylanceError,
     refusing,
 )
+from lance_fw.api._forwarding import derived_method
+from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile, take_blobs
+from lance_fw.api.indices import DatasetStats
 from lance_fw.api.write import write_dataset
 from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_fw.options import Columns, refuse

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from lance_fw.api.dataset_extras import without_blob_mode
 from lance_fw._util.refusals import NotImplementedInPylanceError, refusing
+from lance_fw.api.dataset_extras import without_blob_mode
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.options import Columns, Filter
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from lance_fw.api.indices import optimize_indices
 from lance_fw._util.refusals import Refused
+from lance_fw.api.indices import optimize_indices
 from lance_fw.options import refuse
 
 #: The manifest config keys that make pylance's commits clean up old versions
@@ -14,7 +14,7 @@ AUTO_CLEANUP_KEYS = ("lance.auto_cleanup.interval", "lance.auto_cleanup.older_th
 
 if TYPE_CHECKING:
     from lance_fw.api.dataset import LanceDataset
-    from lance_fw.table.compaction import CompactionMetrics
+    from lance_fw.table.compaction import CompactionMetrics, CompactionPlan
 
 
 class DatasetOptimizer:
@@ -67,33 +67,62 @@ class DatasetOptimizer:
         moves this dataset object to that version. Options the compaction planner takes are passed
         on; thread counts, read batch sizes, row groups and index-remap deferral (lance_fw has no
         indices to remap) cannot change the result; the rest are refused by name."""
-        from lance_fw.table.compaction import compact_files, plan_compaction
+        from lance_fw.table.compaction import compact_files
 
-        given = {
-            k: v
-            for k, v in locals().items()
-            if k not in ("self", "compact_files", "plan_compaction") and v is not None
-        }
-        planner = inspect.signature(plan_compaction).parameters
-        tuning = (
-            "max_rows_per_group",
-            "defer_index_remap",
-            "num_threads",
-            "batch_size",
-            "binary_copy_read_batch_bytes",
-        )
-        refuse(
-            "compact_files",
-            {k: v for k, v in given.items() if k not in planner and k not in tuning},
-            {"compaction_mode": "reencode"},
-        )
-        if "batch_size" not in given and "batch_size" in self._ds._default_scan_options:
-            given["batch_size"] = self._ds._default_scan_options["batch_size"]  # as ds.scanner() would
-        snapshot = self._ds._snapshot
-        plan = plan_compaction(snapshot, **{k: v for k, v in given.items() if k in planner})
-        metrics, version = compact_files(snapshot, plan, given.get("batch_size"))
+        given = {k: v for k, v in locals().items() if k not in ("self", "compact_files") and v is not None}
+        plan, batch_size = plan_from_options(self._ds, given)
+        metrics, version = compact_files(self._ds._snapshot, plan, batch_size)
         self._ds._move_to(version)
         return metrics
 
 
-__all__ = ["DatasetOptimizer"]
+#: Options that tune how a compaction runs (threads, read batches, row groups, index-remap deferral:
+#: lance_fw has no indices to remap) and cannot change the fragments it writes.
+_TUNING_OPTIONS = (
+    "max_rows_per_group",
+    "defer_index_remap",
+    "num_threads",
+    "batch_size",
+    "io_buffer_size",
+    "binary_copy_read_batch_bytes",
+)
+
+
+def plan_from_options(ds: LanceDataset, given: dict[str, Any]) -> tuple[CompactionPlan, int | None]:
+    """The compaction plan of ``ds``'s version for pylance's compaction options ``given`` (those not
+    None) and the batch size its tasks scan with. The planner's options are passed on, tuning ones
+    accepted, the rest refused by name (``compaction_mode`` only as ``reencode``).
+
+    Raises:
+        UnsupportedFeatureError: an option lance_fw does not implement, naming it.
+    """
+    from lance_fw.table.compaction import plan_compaction
+
+    plan = plan_compaction(ds._snapshot, **check_compaction_options(given))
+    return plan, compaction_batch_size(ds, given)
+
+
+def check_compaction_options(given: dict[str, Any]) -> dict[str, Any]:
+    """The planner's share of pylance's compaction options ``given``; tuning ones are accepted, the
+    rest refused by name (``compaction_mode`` only as ``reencode``).
+
+    Raises:
+        UnsupportedFeatureError: an option lance_fw does not implement, naming it.
+    """
+    from lance_fw.table.compaction import plan_compaction
+
+    planner = inspect.signature(plan_compaction).parameters
+    refuse(
+        "compact_files",
+        {k: v for k, v in given.items() if k not in planner and k not in _TUNING_OPTIONS},
+        {"compaction_mode": "reencode"},
+    )
+    return {k: v for k, v in given.items() if k in planner}
+
+
+def compaction_batch_size(ds: LanceDataset, given: dict[str, Any]) -> int | None:
+    """The batch size a compaction's tasks scan with: the option, else ``ds``'s scan default."""
+    return given.get("batch_size", ds._default_scan_options.get("batch_size"))
+
+
+__all__ = ["DatasetOptimizer", "check_compaction_options", "compaction_batch_size", "plan_from_options"]

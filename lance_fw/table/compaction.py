@@ -204,14 +204,7 @@ def plan_compaction(
     )
     if not groups:
         return CompactionPlan(snapshot.version, (), None)
-    write = plan_write(
-        snapshot.uri,
-        snapshot.schema,
-        "append",
-        storage_options=snapshot.storage_options,
-        max_rows_per_file=_NO_ROW_LIMIT,
-        max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
-    )
+    write = compaction_write(snapshot, max_bytes_per_file)
     tasks = tuple(
         CompactionTask(
             snapshot.version,
@@ -221,6 +214,19 @@ def plan_compaction(
         for old in groups
     )
     return CompactionPlan(snapshot.version, tasks, write)
+
+
+def compaction_write(snapshot: Snapshot, max_bytes_per_file: int | None = None) -> WritePlan:
+    """How every task of a compaction of ``snapshot`` writes its new fragments: the dataset's schema
+    and format, files cut by ``max_bytes_per_file`` (rows by the task's ``sizes``)."""
+    return plan_write(
+        snapshot.uri,
+        snapshot.schema,
+        "append",
+        storage_options=snapshot.storage_options,
+        max_rows_per_file=_NO_ROW_LIMIT,
+        max_bytes_per_file=max_bytes_per_file or DEFAULT_MAX_BYTES_PER_FILE,
+    )
 
 
 def rewrite_task(
