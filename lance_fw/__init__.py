@@ -15,9 +15,11 @@ from lance_fw.api.write import write_dataset
 from lance_fw.errors import LanceError
 from lance_fw.plugin_manager import plugins
 from lance_fw.query.scanner import LanceScanner
+from lance_fw.table.cleanup import CleanupStats
 from lance_fw.table.merge_insert import MergeInsertBuilder
 
 __all__ = [
+    "CleanupStats",
     "FragmentMetadata",
     "LanceDataset",
     "LanceError",

@@ -9,16 +9,35 @@ from lance_fw.api.blobs import BlobFile
 from lance_fw.api.dataset import DatasetOptimizer, LanceDataset, LanceFragment, Tags
 from lance_fw.api.dataset_extras import LanceStats
 from lance_fw.api.distributed import FragmentMetadata, LanceOperation
+from lance_fw.api.result_types import (
+    AlterColumn,
+    AutoCleanupConfig,
+    DatasetStats,
+    DeleteResult,
+    ExecuteResult,
+    Tag,
+    UpdateResult,
+    Version,
+    VersionRef,
+)
+from lance_fw.api.write import write_dataset
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.cleanup import CleanupStats
 from lance_fw.table.compaction import CompactionMetrics
 from lance_fw.table.merge_insert import MergeInsertBuilder
+from lance_fw.table.write import COMMIT_MESSAGE_KEY as LANCE_COMMIT_MESSAGE_KEY
 
 __all__ = [
+    "LANCE_COMMIT_MESSAGE_KEY",
+    "AlterColumn",
+    "AutoCleanupConfig",
     "BlobFile",
     "CleanupStats",
     "CompactionMetrics",
     "DatasetOptimizer",
+    "DatasetStats",
+    "DeleteResult",
+    "ExecuteResult",
     "FragmentMetadata",
     "LanceDataset",
     "LanceFragment",
@@ -26,5 +45,10 @@ __all__ = [
     "LanceScanner",
     "LanceStats",
     "MergeInsertBuilder",
+    "Tag",
     "Tags",
+    "UpdateResult",
+    "Version",
+    "VersionRef",
+    "write_dataset",
 ]

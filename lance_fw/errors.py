@@ -60,8 +60,9 @@ class FieldNotFoundError(SchemaError, OSError):
     """A field path names no field of the schema (pylance raises ``OSError`` from metadata updates)."""
 
 
-class CommitConflictError(LanceError):
-    """A concurrent writer committed a version this transaction cannot be rebased on."""
+class CommitConflictError(LanceError, OSError):
+    """A concurrent writer committed a version this transaction cannot be rebased on. Also an
+    ``OSError``, as pylance's ``lance.commit.CommitConflictError`` is."""
 
 
 class IncompatibleTransactionError(CommitConflictError, OSError):

@@ -3,5 +3,6 @@
 
 from lance_fw.api.dataset import LanceFragment
 from lance_fw.api.distributed import FragmentMetadata, write_fragments
+from lance_fw.table.write import DEFAULT_MAX_BYTES_PER_FILE
 
-__all__ = ["FragmentMetadata", "LanceFragment", "write_fragments"]
+__all__ = ["DEFAULT_MAX_BYTES_PER_FILE", "FragmentMetadata", "LanceFragment", "write_fragments"]

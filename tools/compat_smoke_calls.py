@@ -621,3 +621,67 @@ def _file_api(ctx: Ctx) -> object:
         reader.read_global_buffer(index),
         (meta.num_rows, meta.major_version, meta.minor_version, len(meta.global_buffers)),
     )
+
+
+@smoke(
+    "lance.dataset.Tag",
+    "lance.dataset.Version",
+    "lance.dataset.VersionRef",
+    "lance.dataset.DatasetStats",
+    "lance.dataset.UpdateResult",
+    "lance.dataset.DeleteResult",
+    "lance.dataset.ExecuteResult",
+    "lance.dataset.AutoCleanupConfig",
+    "lance.dataset.AlterColumn",
+)
+def _result_types(ctx: Ctx) -> object:
+    import importlib
+
+    module = importlib.import_module(ctx.lib.__name__ + ".dataset")
+    names = ("Tag", "Version", "VersionRef", "DatasetStats", "UpdateResult", "DeleteResult", "ExecuteResult")
+    names += ("AutoCleanupConfig", "AlterColumn")
+    ds = ctx.fresh()
+    deleted, updated = ds.delete("id < 2"), ds.update({"x": "x + 1"}, where="id < 5")
+    return (
+        [sorted(getattr(module, n).__annotations__) for n in names],
+        sorted(deleted or {}) == sorted(module.DeleteResult.__annotations__) if deleted else True,
+        sorted(updated) == sorted(module.UpdateResult.__annotations__),
+    )
+
+
+@smoke(
+    "lance.dataset.LANCE_COMMIT_MESSAGE_KEY",
+    "lance.fragment.DEFAULT_MAX_BYTES_PER_FILE",
+)
+def _module_constants(ctx: Ctx) -> object:
+    import importlib
+
+    dataset = importlib.import_module(ctx.lib.__name__ + ".dataset")
+    fragment = importlib.import_module(ctx.lib.__name__ + ".fragment")
+    ds = dataset.write_dataset(DATA, ctx.path(), commit_message="first")
+    return dataset.LANCE_COMMIT_MESSAGE_KEY, fragment.DEFAULT_MAX_BYTES_PER_FILE, ds.to_table()
+
+
+@smoke("lance.commit.CommitConflictError", "lance.CleanupStats")
+def _error_and_stats_classes(ctx: Ctx) -> object:
+    import importlib
+
+    commit = importlib.import_module(ctx.lib.__name__ + ".commit")
+    ds = ctx.fresh()
+    stats = ds.cleanup_old_versions()
+    return issubclass(commit.CommitConflictError, OSError), isinstance(stats, ctx.lib.CleanupStats)
+
+
+@smoke("lance.util.td_to_micros", "lance.util.sanitize_ts")
+def _util_timestamps(ctx: Ctx) -> object:
+    import importlib
+    from datetime import datetime, timedelta
+
+    util = importlib.import_module(ctx.lib.__name__ + ".util")
+    stamps = [util.sanitize_ts(v) for v in ("2026-01-02 03:04:05", datetime(2025, 5, 6, 7, 8, 9))]
+    try:
+        util.sanitize_ts(12)
+        wrong = None
+    except TypeError as exc:
+        wrong = str(exc)
+    return util.td_to_micros(timedelta(seconds=1.5, microseconds=3)), stamps, wrong
