@@ -145,13 +145,7 @@ class CompactionTask:
         write = kernel.compaction_write(planned._snapshot, self.options.get("max_bytes_per_file"))
         batch_size = compaction_batch_size(planned, self.options)
         result = kernel.rewrite_task(planned._snapshot, write, self.task, batch_size)
-        old, fresh = result.groups()
-        metrics = CompactionMetrics(
-            fragments_removed=len(old),
-            fragments_added=len(fresh),
-            files_removed=sum(len(f.files) + f.HasField("deletion_file") for f in old),
-            files_added=sum(len(f.files) for f in fresh),
-        )
+        metrics = CompactionMetrics().add(*result.groups())
         return RewriteResult(result, metrics)
 
     def json(self) -> str:

@@ -52,6 +52,15 @@ class CompactionMetrics:
     files_removed: int = 0
     files_added: int = 0
 
+    def add(self, old: Iterable[Fragment], fresh: Iterable[Fragment]) -> CompactionMetrics:
+        """Count one rewrite of ``old`` into ``fresh`` (a deletion file counts as a removed file)."""
+        old, fresh = list(old), list(fresh)
+        self.fragments_removed += len(old)
+        self.fragments_added += len(fresh)
+        self.files_removed += sum(len(f.files) + f.HasField("deletion_file") for f in old)
+        self.files_added += sum(len(f.files) for f in fresh)
+        return self
+
 
 def _compacts_itself(frag: Fragment, materialize_deletions: bool, threshold: float) -> bool:
     return bool(
@@ -295,10 +304,7 @@ def commit_compaction(snapshot: Snapshot, results: list[RewriteResult]) -> tuple
     snapshot.commit(reserve, undo, read_version)
     version = snapshot.commit(Rewrite(groups=groups, fragment_ids=reserve.reserved), undo, read_version)
     for old, fresh in groups:
-        metrics.fragments_removed += len(old)
-        metrics.fragments_added += len(fresh)
-        metrics.files_removed += sum(len(f.files) + f.HasField("deletion_file") for f in old)
-        metrics.files_added += sum(len(f.files) for f in fresh)
+        metrics.add(old, fresh)
     return metrics, version
 
 
