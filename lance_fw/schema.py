@@ -296,6 +296,7 @@ class LanceSchema:
                 pb.encoding = _legacy_encoding(f.logical_type)
                 if f.logical_type.startswith("dict:"):
                     pb.dictionary.SetInParent()
+                _set_unenforced_keys(pb, f.metadata)
             pb.metadata.clear()
             for k, v in f.metadata.items():
                 pb.metadata[k] = v
@@ -306,6 +307,34 @@ class LanceSchema:
         for f in self.fields:
             emit(f, -1)
         return out
+
+
+#: Field metadata keys by which a writer marks the unenforced primary / clustering key (pylance's)
+PRIMARY_KEY_KEY = "lance-schema:unenforced-primary-key"
+PRIMARY_KEY_POSITION_KEY = "lance-schema:unenforced-primary-key:position"
+CLUSTERING_KEY_POSITION_KEY = "lance-schema:unenforced-clustering-key:position"
+
+
+def _set_unenforced_keys(pb: file_pb2.Field, metadata: Mapping[str, bytes | str]) -> None:
+    """Record the key markers of a new field's metadata in its message, as pylance's writer does
+    (readers take the key from the message, not the metadata)."""
+
+    def text(key: str) -> str:
+        value = metadata.get(key, "")
+        return (value.decode("utf-8", "replace") if isinstance(value, bytes) else value).strip()
+
+    def position(key: str) -> int:
+        raw = text(key)
+        if not raw:
+            return 0
+        try:
+            return int(raw)
+        except ValueError:
+            raise SchemaError(f"field {pb.name!r}: metadata {key}={raw!r} is not an integer") from None
+
+    pb.unenforced_primary_key = text(PRIMARY_KEY_KEY).lower() == "true"
+    pb.unenforced_primary_key_position = position(PRIMARY_KEY_POSITION_KEY)
+    pb.unenforced_clustering_key_position = position(CLUSTERING_KEY_POSITION_KEY)
 
 
 def check_names(fields: list[LanceField], parent: str = "") -> None:

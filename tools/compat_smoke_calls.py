@@ -95,7 +95,18 @@ def _max_field_id(ctx: Ctx) -> object:
 
 @smoke("LanceDataset.lance_schema")
 def _lance_schema(ctx: Ctx) -> object:
-    return ctx.ds.lance_schema.to_pyarrow()
+    schema = ctx.ds.lance_schema
+    fields = schema.fields()
+    found = schema.field("s")
+    return (
+        schema.to_pyarrow(),
+        [(f.name(), f.id(), f.metadata, f.to_arrow(), len(f.children())) for f in fields],
+        found is not None and found.id(),
+        schema.field("nope"),
+        schema.field_case_insensitive("S") is not None,
+        [f.name() for f in schema.unenforced_primary_key()],
+        schema == ctx.lib.dataset(ctx.ds.uri).lance_schema,
+    )
 
 
 @smoke("LanceDataset.has_stable_row_ids")

@@ -24,6 +24,7 @@ from lance_fw.api.dataset_metadata import MetadataMethods
 from lance_fw.api.distributed import commit
 from lance_fw.api.fragment import LanceFragment
 from lance_fw.api.indices import IndexMethods
+from lance_fw.api.lance_schema import LanceSchema
 from lance_fw.api.optimizer import DatasetOptimizer
 from lance_fw.api.row_columns import asks_for_row_columns, take_with_row_columns
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
@@ -330,7 +331,7 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods):
         )
 
     # -- schema -----------------------------------------------------------------------------
-    lance_schema = _FromSnapshot(lambda snapshot: snapshot.lance_schema)
+    lance_schema = _FromSnapshot(lambda snapshot: LanceSchema(snapshot.lance_schema))
     schema = _FromSnapshot(lambda snapshot: snapshot.schema)
     data_storage_version = _FromSnapshot(lambda snapshot: snapshot.data_storage_version)
     max_field_id = _FromSnapshot(lambda snapshot: snapshot.max_field_id)
