@@ -217,8 +217,16 @@ def _runs(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _bitpacking_pays(values: pa.Array, bits: int) -> bool:
+    """Inline bit-packing is chosen when its blocks are smaller than the flat values, as pylance
+    chooses: every 1024-value block (the last one padded) costs a width word plus 1024 values at
+    the page's widest width, so a short page or a width close to ``bits`` stays flat."""
     raw = fixed_bytes(values).view(_UINT_DTYPE[bits])
-    return bool(len(raw)) and int(raw.max()).bit_length() < bits  # one width word per 1024 values
+    if not len(raw):
+        return False
+    width = int(raw.max()).bit_length()
+    blocks = -(-len(raw) // fastlanes.BLOCK)
+    packed = blocks * (bits + fastlanes.BLOCK * width) // 8
+    return packed < raw.nbytes
 
 
 def _packed_struct_rows(values: pa.StructArray) -> tuple[pb.CompressiveEncoding, np.ndarray, int]:
