@@ -696,3 +696,45 @@ def _util_timestamps(ctx: Ctx) -> object:
     except TypeError as exc:
         wrong = str(exc)
     return util.td_to_micros(timedelta(seconds=1.5, microseconds=3)), stamps, wrong
+
+
+@smoke(
+    "lance.dataset.DatasetOptimizer",
+    "lance.dataset.LanceScanner",
+    "lance.dataset.MergeInsertBuilder",
+    "lance.dataset.Tags",
+    "lance.dataset.LanceStats",
+    "lance.dataset.LanceOperation",
+)
+def _dataset_module_classes(ctx: Ctx) -> object:
+    import importlib
+
+    module = importlib.import_module(ctx.lib.__name__ + ".dataset")
+    ds = ctx.fresh()
+    fragments = ctx.lib.fragment.write_fragments(DATA, ds.uri)
+    committed = ctx.lib.LanceDataset.commit(
+        ds.uri, module.LanceOperation.Append(fragments), read_version=ds.version
+    )
+    return (
+        isinstance(ds.optimize, module.DatasetOptimizer),
+        isinstance(ds.scanner(), module.LanceScanner),
+        isinstance(ds.merge_insert("id"), module.MergeInsertBuilder),
+        isinstance(ds.tags, module.Tags),
+        isinstance(ds.stats, module.LanceStats),
+        committed.count_rows(),
+    )
+
+
+@smoke("LanceDataset.create_index")
+def _create_index(ctx: Ctx) -> object:
+    import numpy as np
+
+    rows = 600
+    rng = np.random.default_rng(5)
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(rng.random(rows * 8, dtype=np.float32)), 8)
+    ds = ctx.lib.write_dataset(pa.table({"id": np.arange(rows), "v": vectors}), ctx.path())
+    ds.create_index("v", "IVF_FLAT", num_partitions=1, metric="l2")
+    query = rng.random(8, dtype=np.float32)
+    found = ds.to_table(nearest={"column": "v", "q": query, "k": 5}, columns=["id"])
+    described = [(i.name, i.index_type) for i in ds.describe_indices()]
+    return found.column("id").to_pylist(), described, ds.stats.index_stats("v_idx")["num_indexed_rows"]
