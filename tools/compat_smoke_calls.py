@@ -738,3 +738,12 @@ def _create_index(ctx: Ctx) -> object:
     found = ds.to_table(nearest={"column": "v", "q": query, "k": 5}, columns=["id"])
     described = [(i.name, i.index_type) for i in ds.describe_indices()]
     return found.column("id").to_pylist(), described, ds.stats.index_stats("v_idx")["num_indexed_rows"]
+
+
+@smoke("LanceDataset.tracked_files", "LanceDataset.validate")
+def _tracked_files(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.delete("id = 1")
+    table = ds.tracked_files().read_all()
+    rows = sorted(zip(table.column("version").to_pylist(), table.column("type").to_pylist(), strict=True))
+    return table.schema, rows, ds.validate()

@@ -32,6 +32,7 @@ from lance_fw.api.write import write_dataset
 from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_fw.options import Columns, refuse
 from lance_fw.query.scanner import LanceScanner
+from lance_fw.table import file_listing
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows
 
@@ -207,8 +208,7 @@ class LanceStats(DatasetStats):
         "sessions (shared caches) are not implemented": ("session",),
         "SQL queries over a dataset are not implemented (see lance_fw.duckdb)": ("sql",),
         "storage option providers are not implemented": ("storage_options_accessor",),
-        "file listings are not implemented": ("all_files", "tracked_files"),
-        "dataset validation is not implemented": ("validate",),
+        "listing every file under the root is not implemented (tracked_files() is)": ("all_files",),
     },
     properties={BRANCHES: ("branches",)},
 )
@@ -321,6 +321,47 @@ class DatasetExtras:
     def stats(self) -> LanceStats:
         """pylance's ``ds.stats``: ``dataset_stats()``, ``index_stats(name)``."""
         return LanceStats(self._ds())
+
+    # -- files ------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Check that this version's data and deletion files are there and agree with the
+        manifest; raises (``OSError`` classes, as pylance) when they do not."""
+        file_listing.validate(self._ds()._snapshot)
+
+    def tracked_files(
+        self, *, min_version: int | None = None, progress: Callable[[int, int | None], object] | None = None
+    ) -> pa.RecordBatchReader:
+        """Every file any version references (from ``min_version``): rows ``version``,
+        ``base_uri``, ``path`` (relative), ``type`` (``manifest``, ``data file`` ...), with
+        ``progress(done, total)`` called after each manifest, as pylance's."""
+        snapshot = self._ds()._snapshot
+        rows = list(file_listing.tracked_files(snapshot.storage, snapshot.uri, min_version, progress))
+        kinds = [f.kind for _, f in rows]
+        table = pa.table(
+            {
+                "version": pa.array([v for v, _ in rows], pa.int64()),
+                "base_uri": pa.DictionaryArray.from_arrays(
+                    pa.array([0] * len(rows), pa.int32()), pa.array([snapshot.uri])
+                ),
+                "path": pa.array([f.path for _, f in rows], pa.string()),
+                "type": pa.array(kinds, pa.string())
+                .dictionary_encode()
+                .cast(pa.dictionary(pa.int8(), pa.string())),
+            },
+            schema=TRACKED_FILES_SCHEMA,
+        )
+        return pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+
+
+#: pylance's schema of ``tracked_files()`` (every column non-null)
+TRACKED_FILES_SCHEMA = pa.schema(
+    [
+        pa.field("version", pa.int64(), nullable=False),
+        pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("type", pa.dictionary(pa.int8(), pa.string()), nullable=False),
+    ]
+)
 
 
 __all__ = ["DatasetExtras", "LanceStats", "MergeSchemaError", "TakeRangeError"]

@@ -32,7 +32,7 @@ from typing import Any
 from lance_fw._proto import table_pb2
 from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
-from lance_fw.table.deletion import deletion_path
+from lance_fw.table.file_listing import referenced_files
 from lance_fw.table.manifest import VersionEntry, commit_time, list_versions, read_manifest
 from lance_fw.table.paths import (
     DATA_DIR,
@@ -88,18 +88,9 @@ class _Policy:
         )
 
 
-def _referenced(uri: str, manifest: table_pb2.Manifest) -> set[str]:
+def _referenced(storage: Storage, uri: str, manifest: table_pb2.Manifest) -> set[str]:
     """Paths of the data, deletion and transaction files one manifest needs."""
-    out = set()
-    for frag in manifest.fragments:
-        for data_file in frag.files:
-            out.add(join_uri(uri, DATA_DIR, data_file.path))
-        if frag.HasField("deletion_file"):
-            d = frag.deletion_file
-            out.add(deletion_path(uri, frag.id, d.read_version, d.id, d.file_type))
-    if manifest.transaction_file:
-        out.add(join_uri(uri, TRANSACTIONS_DIR, manifest.transaction_file))
-    return out
+    return {join_uri(uri, f.path) for f in referenced_files(storage, uri, manifest, None)}
 
 
 def _is_count(value: object) -> bool:
@@ -238,8 +229,8 @@ def cleanup_old_versions(
             f"{uri}: versions {tagged_old} are tagged; delete the tags or pass "
             "error_if_tagged_old_versions=False"
         )
-    needed = set().union(*(_referenced(uri, manifests[e.version]) for e in kept))
-    verified = set().union(*(_referenced(uri, manifests[e.version]) for e in removed))
+    needed = set().union(*(_referenced(storage, uri, manifests[e.version]) for e in kept))
+    verified = set().union(*(_referenced(storage, uri, manifests[e.version]) for e in removed))
     earliest_kept = min(commit_time(manifests[e.version]) for e in kept)
 
     doomed: list[tuple[str, str | None]] = []
