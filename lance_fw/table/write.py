@@ -14,9 +14,16 @@ from dataclasses import field as dc_field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as pads
 
 from lance_fw._proto import table_pb2
-from lance_fw.errors import DatasetExistsError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
+from lance_fw.errors import (
+    DatasetExistsError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    SchemaError,
+    UnsupportedFeatureError,
+)
 from lance_fw.file.version import SUPPORTED_WRITE, from_footer, parse_version, requested_version, version_name
 from lance_fw.file.writer import (
     ALLOW_PLUGIN_ENCODINGS,
@@ -47,20 +54,47 @@ def _data_file_name() -> str:
 
 
 def as_reader(data: Any, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """Accept what pylance accepts: Table, RecordBatch, RecordBatchReader, batches, pandas, datasets."""
+    """Accept what pylance accepts: Table, RecordBatch, RecordBatchReader, pandas and polars
+    DataFrames, pyarrow and Lance datasets, pyarrow scanners, a dict of columns, a list of row
+    dicts, or an iterable of batches.
+
+    Raises:
+        InvalidArgumentTypeError: data of another type (a ``TypeError``, as pylance raises), or an
+            iterable that yields something other than record batches.
+        InvalidArgumentError: an empty iterable without ``schema``.
+    """
     if isinstance(data, pa.Table):
         return data.schema, iter(data.to_batches())
     if isinstance(data, pa.RecordBatch):
         return data.schema, iter([data])
     if isinstance(data, pa.RecordBatchReader):
         return data.schema, iter(data)
-    if type(data).__module__.startswith("pandas"):
+    module, kind = type(data).__module__, type(data).__name__
+    if module.startswith("pandas"):
         table = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
         return table.schema.remove_metadata() if schema is None else table.schema, iter(table.to_batches())
+    if module.startswith("polars") and kind == "DataFrame":
+        return as_reader(data.to_arrow(), schema)
+    if isinstance(data, pads.Scanner):
+        return data.projected_schema, iter(data.to_batches())
     if hasattr(data, "to_batches") and hasattr(data, "schema"):  # pyarrow / lance_fw datasets
         return data.schema, iter(data.to_batches())
-    if isinstance(data, Iterable):
-        it = iter(data)
+    if isinstance(data, dict):
+        batch = pa.RecordBatch.from_pydict(data, schema=schema)
+        return batch.schema, iter([batch])
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        batch = pa.RecordBatch.from_pylist(data, schema=schema)
+        return batch.schema, iter([batch])
+    if (
+        module.startswith("datasets")
+        or module.startswith("pydantic")
+        or (isinstance(data, list) and data and type(data[0]).__module__.startswith("pydantic"))
+    ):
+        raise UnsupportedFeatureError(
+            f"writing {module}.{kind} data (HuggingFace / pydantic) is not supported"
+        )
+    if isinstance(data, Iterable) and not isinstance(data, str | bytes):
+        it = _batches_only(iter(data))
         if schema is None:
             try:
                 first = next(it)
@@ -68,7 +102,16 @@ def as_reader(data: Any, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator[
                 raise InvalidArgumentError("an empty iterable of batches needs schema=") from None
             return first.schema, _chain(first, it)
         return schema, it
-    raise InvalidArgumentError(f"cannot write data of type {type(data).__name__}")
+    raise InvalidArgumentTypeError(f"cannot write data of type {module}.{kind}")
+
+
+def _batches_only(items: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+    for item in items:
+        if not isinstance(item, pa.RecordBatch | pa.Table):
+            raise InvalidArgumentTypeError(
+                f"an iterable of data must yield record batches, got {type(item).__name__}"
+            )
+        yield item
 
 
 def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
