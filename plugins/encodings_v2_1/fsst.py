@@ -182,6 +182,9 @@ def _expand(words: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 #: Longest string piece tokenised on its own (bounds the numpy steps; a symbol never spans two).
 SEGMENT_BYTES = 256
+#: Pieces of the training sample: shorter than SEGMENT_BYTES, so that a training round (a few
+#: hundred segments, where each numpy step costs its call overhead) takes fewer steps.
+TRAIN_SEGMENT_BYTES = 64
 #: Segments tokenised together: enough to amortise a numpy step, few enough that the cache lines
 #: they touch stay in cache from one step to the next.
 BLOCK_SEGMENTS = 8192
@@ -192,29 +195,44 @@ TRAIN_ROUNDS = 5
 MAX_SYMBOLS = 255
 #: Token code of an escaped byte (never a symbol's code: a table holds at most 255 symbols).
 _ESC_TOKEN = ESCAPE
-_NO_TOKEN = 0xFFFF
 #: ``_IMASKS[k]`` keeps the low k bytes of a little-endian i64 (the tokeniser works on int64
 #: windows so that masked words index tables without a conversion).
 _IMASKS = _MASKS.view(np.int64)
 _PREFIX3 = (1 << 24) - 1
 _PREFIX2 = (1 << 16) - 1
+#: A symbol of >= 3 bytes is looked up by a multiplicative (Fibonacci) hash of its first three
+#: bytes into 2**_SLOT_BITS slots: 64 Ki entries stay in cache and are built per page in
+#: microseconds (a table indexed by the three bytes themselves took 16 MiB to allocate and fill
+#: per codebook). Of two symbols sharing a slot only the better one is kept.
+_SLOT_BITS = 16
+#: 2**64 / golden ratio, as the int64 it wraps to (the product wraps too: only its top bits count)
+_SLOT_MULT = np.int64(0x9E3779B97F4A7C15 - (1 << 64))
+_SLOT_SHIFT = 64 - _SLOT_BITS
+
+
+def _slot(prefix3: np.ndarray) -> np.ndarray:
+    """Lookup slot of int64 values (a symbol's or a window's first three bytes): the product's
+    top bits, arithmetic-shifted, so in ``[-2**15, 2**15)``: a table of 2**16 entries is indexed
+    from both ends."""
+    return (prefix3 * _SLOT_MULT) >> _SLOT_SHIFT
 
 
 @dataclass(frozen=True)
 class Codebook:
     """An encoder's table and the lookups its tokeniser uses.
 
-    A token is the one symbol of >= 3 bytes starting with the next three bytes (``long_code``)
+    A token is the one symbol of >= 3 bytes in the slot of the next three bytes (``long_code``)
     when it matches in full, else the best code of <= 2 bytes for the next two (``short_code``).
     Bytes past the end of a string read as 0, so no multi-byte symbol ends in a 0 byte (it
-    could match there). ``long_code`` (16 MiB) is reused from round to round of training.
+    could match there). Lookups hold ``intp`` codes so that the next lookups index with them as
+    they are (numpy converts a uint8 index array before every gather).
     """
 
     words: np.ndarray  # (n,) uint64, bytes past the length are 0
     lengths: np.ndarray  # (n,) uint8
-    long_code: np.ndarray  # (2**24,) uint8, _ESC_TOKEN where no symbol of >= 3 bytes starts so
-    short_code: np.ndarray  # (2**16,) uint8
-    token_lengths: np.ndarray  # (256,) uint8: bytes a token consumes (_ESC_TOKEN: 1)
+    long_code: np.ndarray  # (2**_SLOT_BITS,) intp, _ESC_TOKEN where no symbol of >= 3 bytes is
+    short_code: np.ndarray  # (2**16,) intp
+    token_lengths: np.ndarray  # (256,) intp: bytes a token consumes (_ESC_TOKEN: 1)
     token_words: np.ndarray  # (256,) int64
     token_masks: np.ndarray  # (256,) int64: _IMASKS of the token's length
 
@@ -232,39 +250,33 @@ class Codebook:
 
 def _usable(words: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Candidate symbols (best first) a codebook can hold: no multi-byte symbol ending in 0, and
-    of the >= 3-byte symbols sharing their first 3 bytes only the first."""
+    of the >= 3-byte symbols sharing a lookup slot only the first."""
     last = (words >> (np.uint64(8) * (lengths.astype(np.uint64) - np.uint64(1)))) & np.uint64(0xFF)
     keep = (lengths == 1) | (last != 0)
     long_idx = np.flatnonzero(keep & (lengths >= 3))
     if long_idx.size:
-        _, first = np.unique(words[long_idx] & np.uint64(_PREFIX3), return_index=True)
+        _, first = np.unique(_slot(words[long_idx].astype(np.int64) & _PREFIX3), return_index=True)
         keep[long_idx] = False
         keep[long_idx[first]] = True
     return words[keep], lengths[keep]
 
 
-def _codebook(words: np.ndarray, lengths: np.ndarray, previous: Codebook | None = None) -> Codebook:
-    """Lookups for at most 255 symbols that :func:`_usable` keeps (taking over, and so
-    invalidating, ``previous``'s long-symbol table)."""
+def _codebook(words: np.ndarray, lengths: np.ndarray) -> Codebook:
+    """Lookups for at most 255 symbols that :func:`_usable` keeps."""
     words = np.asarray(words, np.uint64)
     lengths = np.asarray(lengths, np.uint8)
     n = len(words)
     assert n <= MAX_SYMBOLS
-    byte_code = np.full(256, _ESC_TOKEN, np.uint8)
+    byte_code = np.full(256, _ESC_TOKEN, np.intp)
     one = np.flatnonzero(lengths == 1)
     byte_code[words[one].astype(np.int64)] = one
     short_code = np.tile(byte_code, 256)  # b0 | b1 << 8 -> the 1-byte symbol of b0
     two = np.flatnonzero(lengths == 2)
     short_code[words[two].astype(np.int64)] = two
-    if previous is None:
-        long_code = np.full(_PREFIX3 + 1, _ESC_TOKEN, np.uint8)
-    else:
-        long_code = previous.long_code
-        old = previous.lengths >= 3
-        long_code[(previous.words[old] & np.uint64(_PREFIX3)).astype(np.int64)] = _ESC_TOKEN
-    long_idx = np.flatnonzero(lengths >= 3)
-    long_code[(words[long_idx] & np.uint64(_PREFIX3)).astype(np.int64)] = long_idx
-    token_lengths = np.ones(256, np.uint8)
+    long_code = np.full(1 << _SLOT_BITS, _ESC_TOKEN, np.intp)
+    long_idx = np.flatnonzero(lengths >= 3)[::-1]  # the first of a slot is written last and stays
+    long_code[_slot(words[long_idx].astype(np.int64) & _PREFIX3)] = long_idx
+    token_lengths = np.ones(256, np.intp)
     token_lengths[:n] = lengths
     token_words = np.zeros(256, np.int64)
     token_words[:n] = words.view(np.int64)
@@ -273,14 +285,17 @@ def _codebook(words: np.ndarray, lengths: np.ndarray, previous: Codebook | None 
     return Codebook(words, lengths, long_code, short_code, token_lengths, token_words, token_masks)
 
 
-def _segments(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of every piece of at most SEGMENT_BYTES of every string, in order."""
+def _segments(offsets: np.ndarray, piece: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end) of every piece of at most ``piece`` bytes of every string, in order, and
+    each string's first piece (n + 1 entries: empty strings have none)."""
     starts, ends = offsets[:-1], offsets[1:]
-    pieces = (ends - starts + SEGMENT_BYTES - 1) // SEGMENT_BYTES
+    pieces = (ends - starts + piece - 1) // piece
+    first_piece = np.zeros(len(offsets), np.int64)
+    np.cumsum(pieces, out=first_piece[1:])
     first = np.repeat(starts, pieces)
-    k = np.arange(first.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-    seg_start = first + k * SEGMENT_BYTES
-    return seg_start, np.minimum(seg_start + SEGMENT_BYTES, np.repeat(ends, pieces))
+    k = np.arange(first.size) - np.repeat(first_piece[:-1], pieces)
+    seg_start = first + k * piece
+    return seg_start, np.minimum(seg_start + piece, np.repeat(ends, pieces)), first_piece
 
 
 def _windows(data: np.ndarray) -> np.ndarray:
@@ -290,20 +305,25 @@ def _windows(data: np.ndarray) -> np.ndarray:
     return np.ndarray((data.size + 1,), "<i8", padded, 0, (1,))
 
 
-def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+#: ``_tokenise``'s mark for a byte where no token starts.
+_NO_TOKEN = 0xFFFF
+
+
+def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray, piece: int) -> np.ndarray:
     """``tokens[p]``: the code of the token starting at byte p (``_ESC_TOKEN`` for an escaped
-    byte), ``_NO_TOKEN`` where no token starts. Every segment advances one token per step; the
-    segments go in blocks of BLOCK_SEGMENTS, as each step touches one cache line per segment."""
-    window = _windows(data)
+    byte), ``_NO_TOKEN`` where no token starts. Every segment (a string piece of at most
+    ``piece`` bytes) advances one token per step; the segments go in blocks of BLOCK_SEGMENTS,
+    as each step touches one cache line per segment."""
+    window = np.ndarray((data.size + 1,), "V8", _windows(data).base, 0, (1,))  # fast to gather
     tokens = np.full(data.size, _NO_TOKEN, np.uint16)
-    seg_start, seg_end = _segments(offsets)
+    seg_start, seg_end, _ = _segments(offsets, piece)
     for first in range(0, seg_start.size, BLOCK_SEGMENTS):
         pos = seg_start[first : first + BLOCK_SEGMENTS]
         end = seg_end[first : first + BLOCK_SEGMENTS]
         while pos.size:
-            word = window[pos]
+            word = window[pos].view(np.int64)
             word &= _IMASKS[np.minimum(end - pos, MAX_SYMBOL_LEN)]
-            code = book.long_code[word & _PREFIX3]
+            code = book.long_code[_slot(word & _PREFIX3)]
             full = (word & book.token_masks[code]) == book.token_words[code]
             code = np.where(full, code, book.short_code[word & _PREFIX2])
             tokens[pos] = code
@@ -313,14 +333,16 @@ def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray) -> np.ndarr
     return tokens
 
 
-def compress(book: Codebook, offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def compress(
+    book: Codebook, offsets: np.ndarray, data: np.ndarray, piece: int = SEGMENT_BYTES
+) -> tuple[np.ndarray, np.ndarray]:
     """FSST-compress the strings ``data[offsets[i]:offsets[i+1]]`` with ``book``: (offsets int64
     from 0, codes uint8)."""
     offsets = np.asarray(offsets, np.int64)
     data = np.asarray(data, np.uint8)
     base = offsets - offsets[0]
     body = data[int(offsets[0]) : int(offsets[-1])]
-    tokens = _tokenise(book, body, base)
+    tokens = _tokenise(book, body, base, piece)
     pos = np.flatnonzero(tokens != _NO_TOKEN)
     code = tokens[pos].astype(np.uint8)
     first = np.searchsorted(pos, base)  # each string's first token
@@ -351,24 +373,32 @@ def _sample(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def train(offsets: np.ndarray, data: np.ndarray) -> Codebook:
-    """A codebook for the strings ``data[offsets[i]:offsets[i+1]]``, deterministic for the data.
+    """A codebook for the strings ``data[offsets[i]:offsets[i+1]]``, deterministic for the data."""
+    return _train_on(*_sample(np.asarray(offsets, np.int64), np.asarray(data, np.uint8)))
+
+
+def _train_on(s_off: np.ndarray, sample: np.ndarray) -> Codebook:
+    """A codebook for a sample's strings.
 
     Each round tokenises the sample with the current table and scores every token and every
     pair of adjacent tokens of a segment (when together <= 8 bytes) by count x length; the best
-    255 become the next table, so symbols grow by merging across rounds."""
-    offsets = np.asarray(offsets, np.int64)
-    s_off, sample = _sample(offsets, np.asarray(data, np.uint8))
+    255 become the next table, so symbols grow by merging across rounds. The first table is
+    empty: every byte is a token of its own."""
     book = _codebook(np.zeros(0, np.uint64), np.zeros(0, np.uint8))
     if not sample.size:
         return book
     window = _windows(sample)
-    seg_start, _ = _segments(s_off)
+    seg_start, _, _ = _segments(s_off, TRAIN_SEGMENT_BYTES)
     is_seg_start = np.zeros(sample.size, bool)
     is_seg_start[seg_start] = True
-    for _ in range(TRAIN_ROUNDS):
-        tokens = _tokenise(book, sample, s_off)
-        pos = np.flatnonzero(tokens != _NO_TOKEN)
-        lens = book.token_lengths[tokens[pos]].astype(np.int64)
+    for round_ in range(TRAIN_ROUNDS):
+        if round_ == 0:
+            pos = np.arange(sample.size)
+            lens = np.ones(sample.size, np.int64)
+        else:
+            tokens = _tokenise(book, sample, s_off, TRAIN_SEGMENT_BYTES)
+            pos = np.flatnonzero(tokens != _NO_TOKEN)
+            lens = book.token_lengths[tokens[pos]]
         pair = ~is_seg_start[pos[1:]] & (lens[:-1] + lens[1:] <= MAX_SYMBOL_LEN)
         all_pos = np.concatenate([pos, pos[:-1][pair]])
         all_lens = np.concatenate([lens, (lens[:-1] + lens[1:])[pair]])
@@ -383,7 +413,7 @@ def train(offsets: np.ndarray, data: np.ndarray) -> Codebook:
         # best gain first; ties: longer, then smaller value (deterministic)
         order = np.lexsort((u_vals, -u_lens, -gain))
         words, lengths = _usable(u_vals[order], u_lens[order].astype(np.uint8))
-        book = _codebook(words[:MAX_SYMBOLS], lengths[:MAX_SYMBOLS], book)
+        book = _codebook(words[:MAX_SYMBOLS], lengths[:MAX_SYMBOLS])
     return book
 
 
@@ -394,34 +424,41 @@ def compress_strings(offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.n
     return book.symbol_table(), new_offsets, codes
 
 
-#: A column's last codebook is kept for its next page while it compresses that page to no more
-#: than this factor of what it achieved on the page it was trained on.
+#: A column's first codebook is kept for a later page while it compresses that page's sample to
+#: no more than this factor of what it achieved on the first page's sample.
 REUSE_SLACK = 1.1
 
 
 class ColumnCompressor:
     """FSST for the pages of one column: pages of a column are alike, so the symbols trained on
-    one page are reused for the next ones until they do noticeably worse (then retrained). Only
-    the symbols are kept between pages (a codebook's lookup tables take 16 MiB), and a race
-    between threads at worst trains once more."""
+    its first page are reused for the next ones where they still do well on the page's sample
+    (else the page gets a table of its own). Every page's table depends only on the first page
+    and itself, so pages after the first may be compressed concurrently, in any order, and a
+    file's bytes do not depend on thread timing; the first page must be compressed alone
+    (the writer encodes a column's first page before any other of its pages)."""
 
     def __init__(self) -> None:
-        self._last: tuple[np.ndarray, np.ndarray, float] | None = None  # words, lengths, ratio
+        self._first: tuple[np.ndarray, np.ndarray, float] | None = None  # words, lengths, ratio
 
     def compress(self, offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
         """(symbol table bytes, offsets from 0, codes) of the strings ``data[offsets[i]:offsets[i+1]]``."""
         offsets = np.asarray(offsets, np.int64)
-        size = max(1, int(offsets[-1] - offsets[0]))
-        last = self._last
-        if last is not None:
-            book = _codebook(last[0], last[1])
-            new_offsets, codes = compress(book, offsets, data)
-            if codes.size / size <= last[2] * REUSE_SLACK:
-                return book.symbol_table(), new_offsets, codes
-        book = train(offsets, data)
-        new_offsets, codes = compress(book, offsets, data)
-        self._last = (book.words, book.lengths, codes.size / size)
-        return book.symbol_table(), new_offsets, codes
+        data = np.asarray(data, np.uint8)
+        s_off, sample = _sample(offsets, data)
+        first = self._first
+        if first is not None:
+            book = _codebook(first[0], first[1])
+            if _ratio(book, s_off, sample) <= first[2] * REUSE_SLACK:
+                return (book.symbol_table(), *compress(book, offsets, data))
+        book = _train_on(s_off, sample)
+        if first is None:
+            self._first = (book.words, book.lengths, _ratio(book, s_off, sample))
+        return (book.symbol_table(), *compress(book, offsets, data))
+
+
+def _ratio(book: Codebook, s_off: np.ndarray, sample: np.ndarray) -> float:
+    """Compressed / raw bytes of a sample."""
+    return compress(book, s_off, sample, TRAIN_SEGMENT_BYTES)[1].size / max(1, sample.size)
 
 
 def compress_simple(strings: list[bytes], symbols: list[bytes]) -> tuple[bytes, np.ndarray, bytes]:
