@@ -80,7 +80,8 @@ def refusing(
     surface is data (pylance's names, lance_fw's reasons), read at a glance by reason.
 
     Raises:
-        TypeError: a name the class (or a base) already defines: a refusal never hides a feature.
+        TypeError: a name the class itself defines: a refusal never hides its own feature. A
+            name only a base defines is shadowed (that is how a base's method is refused).
     """
 
     def decorate(cls: C) -> C:
@@ -88,7 +89,7 @@ def refusing(
         groups += [(why, names, True) for why, names in (properties or {}).items()]
         for why, names, prop in groups:
             for name in names:
-                if hasattr(cls, name):
+                if name in vars(cls):
                     raise TypeError(f"{cls.__name__}.{name} exists; it cannot be refused")
                 stub = Refused(why, prop=prop, error=error)
                 setattr(cls, name, stub)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pads
 
 from lance_fw.api._forwarding import derived_method, same_options
 from lance_fw.api.dataset_extras import DatasetExtras, TakeRangeError
@@ -199,12 +200,38 @@ def _scan_table(ds: LanceDataset, options: dict[str, Any]) -> pa.Table:
     return table.replace_schema_metadata(ds.schema.metadata) if options["columns"] is None else table
 
 
+def _unpickle(
+    uri: str, version: int, storage_options: dict | None, default_scan_options: dict | None
+) -> LanceDataset:
+    return LanceDataset(
+        uri, version=version, storage_options=storage_options, default_scan_options=default_scan_options
+    )
+
+
 def _scan_head(ds: LanceDataset, options: dict[str, Any]) -> pa.Table:
     return ds.scanner(limit=options.pop("num_rows"), **options).to_table()
 
 
-class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods):
-    """One version of a Lance dataset; mutating calls move this object to the version they commit."""
+class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods, pads.Dataset):
+    """One version of a Lance dataset; mutating calls move this object to the version they commit.
+
+    A ``pyarrow.dataset.Dataset``, as pylance's is, so code that takes one (DuckDB's replacement
+    scans and ``register``, polars' ``scan_pyarrow_dataset``) scans it through ``scanner(columns=,
+    filter=<pyarrow expression>)``. pyarrow's C++ dataset behind that base is never built: every
+    method of the base is overridden here or refused (``DatasetExtras``), never reached.
+    """
+
+    def __reduce__(self) -> tuple[Callable[..., LanceDataset], tuple[Any, ...]]:
+        """Pickle by reference: the uri, the version and the options reopen it (a commit lock and
+        opened files stay behind, as pylance's do)."""
+        return _unpickle, (self.uri, self.version, self._storage_options, self._default_scan_options)
+
+    def __copy__(self) -> LanceDataset:
+        """The same version over the same open storage (``copy.copy`` does not reopen, as
+        pickling must)."""
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        return twin
 
     def __init__(
         self,

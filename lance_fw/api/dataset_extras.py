@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 DEFAULT_MAX_ROWS_PER_GROUP = 1024
 
 _NOT_IN_PYLANCE = "pylance does not implement it either (a pyarrow Dataset method)"
+#: pyarrow ``Dataset`` methods of the base class that would reach its (never built) C++ dataset;
+#: pylance's reach it and fail (``filter``) or crash the process (``sort_by``).
+_PYARROW_DATASET = "this pyarrow Dataset method is not implemented; use scanner(filter=...) or to_table()"
 
 
 def _table(data: Any, schema: pa.Schema | None) -> pa.Table:
@@ -209,6 +212,14 @@ class LanceStats(DatasetStats):
         "SQL queries over a dataset are not implemented (see lance_fw.duckdb)": ("sql",),
         "storage option providers are not implemented": ("storage_options_accessor",),
         "listing every file under the root is not implemented (tracked_files() is)": ("all_files",),
+        _PYARROW_DATASET: (
+            "filter",
+            "sort_by",
+            "join_asof",
+            "_get_fragments",
+            "_scan_options",
+            "_scanner_options",
+        ),
     },
     properties={BRANCHES: ("branches",)},
 )
