@@ -52,6 +52,12 @@ MAX_PAGE_BYTES = "max_page_bytes"
 #: each column's pages keep their order; pages are written in the order they were submitted, so a
 #: file's bytes do not depend on thread timing.
 ENCODE_WORKERS = pools.workers()
+#: Encoder class attribute: ``True`` declares ``encode`` safe to run on several pages of its column
+#: at once, once the column's first page is encoded (an encoder may learn from that page, e.g. a
+#: compression table), with pages that depend only on that first page and themselves, so the
+#: bytes still do not depend on thread timing. A column of one wide text field then spreads over
+#: every encode worker instead of one.
+CONCURRENT_PAGES = "concurrent_pages"
 _ENCODE_POOL = "encode"
 
 
@@ -168,9 +174,11 @@ class LanceFileWriter:
 
     def _submit(self, col: _Column, array: pa.Array) -> None:
         """Encode ``array`` as ``col``'s next page in a worker; written in submission order."""
-        # one page per column in flight, and one per encoder object (a plugin may share one)
-        while any(c is col or c.encoder is col.encoder for c, _, _ in self._inflight):
-            self._write_next()
+        # one page per column in flight, and one per encoder object (a plugin may share one),
+        # unless the encoder declares CONCURRENT_PAGES and its column's first page is written
+        if not (col.pages and getattr(col.encoder, CONCURRENT_PAGES, False) is True):
+            while any(c is col or c.encoder is col.encoder for c, _, _ in self._inflight):
+                self._write_next()
         if ENCODE_WORKERS > 1:
             future = pools.pool(_ENCODE_POOL).submit(col.encoder.encode, array)
         else:

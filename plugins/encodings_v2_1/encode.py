@@ -133,6 +133,9 @@ class V21ColumnEncoder:
     """Encodes the path arrays of one leaf column at file version 2.1 or 2.2."""
 
     pylance_readable = True  # pages are the trees pylance 14 decodes at this version
+    #: pages after a column's first may encode at once (the writer's ``CONCURRENT_PAGES``): the
+    #: only state kept between pages is the FSST table of the first page
+    concurrent_pages = True
 
     def __init__(self, spec: ColumnSpec):
         self.spec = spec
@@ -140,6 +143,12 @@ class V21ColumnEncoder:
         self.fsst = fsst.ColumnCompressor()  # the column's pages share a trained codebook
 
     def encode(self, array: pa.Array) -> EncodedPage:
+        try:
+            return self._encode(array)
+        finally:  # the first page (encoded alone) is the only one whose FSST table is kept
+            self.fsst.freeze()
+
+    def _encode(self, array: pa.Array) -> EncodedPage:
         sh = shred(array, self.spec.path)
         num_rows = len(array)
         values = sh.values

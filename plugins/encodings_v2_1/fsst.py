@@ -435,10 +435,17 @@ class ColumnCompressor:
     (else the page gets a table of its own). Every page's table depends only on the first page
     and itself, so pages after the first may be compressed concurrently, in any order, and a
     file's bytes do not depend on thread timing; the first page must be compressed alone
-    (the writer encodes a column's first page before any other of its pages)."""
+    (the writer encodes a column's first page before any other of its pages), and
+    :meth:`freeze` called after it."""
 
     def __init__(self) -> None:
         self._first: tuple[np.ndarray, np.ndarray, float] | None = None  # words, lengths, ratio
+        self._frozen = False
+
+    def freeze(self) -> None:
+        """Keep no table from now on (called once the column's first page is encoded: a later
+        page, whichever thread gets to it first, must not become the table of the others)."""
+        self._frozen = True
 
     def compress(self, offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
         """(symbol table bytes, offsets from 0, codes) of the strings ``data[offsets[i]:offsets[i+1]]``."""
@@ -451,7 +458,7 @@ class ColumnCompressor:
             if _ratio(book, s_off, sample) <= first[2] * REUSE_SLACK:
                 return (book.symbol_table(), *compress(book, offsets, data))
         book = _train_on(s_off, sample)
-        if first is None:
+        if first is None and not self._frozen:
             self._first = (book.words, book.lengths, _ratio(book, s_off, sample))
         return (book.symbol_table(), *compress(book, offsets, data))
 
