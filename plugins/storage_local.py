@@ -10,6 +10,8 @@ import stat
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
+import pyarrow as pa
+
 from lance_fw.errors import CommitConflictError, DatasetNotFoundError, StorageError
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.staged_output import StagedOutput, temp_name
@@ -38,6 +40,8 @@ def atomic_output(path: str) -> StagedOutput:
 #: Local ranges further apart than this are read on their own: a pread costs about a microsecond,
 #: copying 64 KiB of page cache between two chunks several (a take of 100 rows read ~2 MB per column).
 LOCAL_COALESCE_GAP = 4096
+#: Reads of at least this many bytes go into pyarrow's memory pool (``LocalReader.read_buffer``).
+POOL_READ_BYTES = 1 << 20
 
 
 class LocalReader(RangeReader):
@@ -66,6 +70,25 @@ class LocalReader(RangeReader):
             return os.pread(self._fd, length, offset)
         except OSError as exc:
             raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
+
+    def read_buffer(self, offset: int, length: int) -> memoryview:
+        """Large reads land in a buffer of pyarrow's memory pool (``os.preadv``): the pool reuses
+        freed pages, where ``os.pread``'s fresh bytes object makes the kernel fault in and zero
+        every page first (a 128 MiB page read: ~62 ms as bytes, ~23 ms into the pool, measured)."""
+        if length < POOL_READ_BYTES:
+            return memoryview(self.read(offset, length))
+        buffer = pa.allocate_buffer(length)
+        view = memoryview(buffer)
+        done = 0
+        try:
+            while done < length:
+                got = os.preadv(self._fd, [view[done:]], offset + done)
+                if got == 0:  # end of file: a short read, as ``read`` gives
+                    break
+                done += got
+        except OSError as exc:
+            raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
+        return view[:done]
 
     def close(self, _close: Callable[[int], None] = os.close) -> None:
         # ``_close`` bound at definition: ``__del__`` may run at interpreter exit, after ``os`` is gone

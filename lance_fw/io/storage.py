@@ -96,11 +96,24 @@ class RangeReader(abc.ABC):
     @abc.abstractmethod
     def read(self, offset: int, length: int) -> bytes: ...
 
+    def read_buffer(self, offset: int, length: int) -> memoryview:
+        """``read`` as a buffer for decoders (numpy views it without a copy). A backend that can
+        read straight into memory it chooses overrides this: pages are tens of MiB, and where the
+        bytes land (fresh pages the kernel must fault in, or a pool's reused ones) costs more than
+        the read itself.
+
+        Returns:
+            At most ``length`` bytes from ``offset`` (fewer only at the end of the file).
+        Raises:
+            StorageError: the backend failed.
+        """
+        return memoryview(self.read(offset, length))
+
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
-        """Read many ranges, coalescing nearby ones into single requests."""
+        """Read many ranges, coalescing nearby ones into single requests (``read_buffer``)."""
         out: list[memoryview | None] = [None] * len(ranges)
         for start, length, idx in coalesce_ranges(ranges, self.coalesce_gap):
-            blob = memoryview(self.read(start, length))
+            blob = self.read_buffer(start, length)
             for i in idx:
                 off, ln = ranges[i]
                 out[i] = blob[off - start : off - start + ln]
