@@ -140,6 +140,7 @@ class LanceFileWriter:
             raise SchemaError(
                 f"{self.path}: batch has {len(batch.schema)} columns, schema has {len(self.schema.fields)}"
             )
+        full = []
         for col, arr in zip(self._columns, self._split(batch)):
             if not len(arr):  # e.g. the items of an all-null list column
                 continue
@@ -148,7 +149,8 @@ class LanceFileWriter:
             col.pending_rows += len(arr)
             col.rows_received += len(arr)
             if col.pending_bytes >= self.max_page_bytes:
-                self._flush(col)
+                full.append(col)
+        self._flush(full)
         self._rows += batch.num_rows
         self._retained += batch.nbytes
         if self._retained > self.max_buffered_bytes:
@@ -161,16 +163,27 @@ class LanceFileWriter:
                 col.pending = [_copy(pa.concat_arrays(col.pending))]
         self._retained = 0
 
-    def _flush(self, col: _Column) -> None:
+    def _flush(self, cols: Sequence[_Column]) -> None:
+        """Cut the pending arrays of ``cols`` into pages and submit them round robin over the
+        columns (page 0 of each, then page 1 of each, ...): a column's pages after its first may
+        wait for that first page (``CONCURRENT_PAGES``), and other columns' first pages fill the
+        encode workers meanwhile, where column after column left one worker idle."""
+        queues = [(col, self._cut(col)) for col in cols]
+        for i in range(max((len(pages) for _, pages in queues), default=0)):
+            for col, pages in queues:
+                if i < len(pages):
+                    self._submit(col, pages[i])
+
+    def _cut(self, col: _Column) -> list[pa.Array]:
+        """The column's pending arrays as pages of at most ``max_page_bytes`` (now not pending)."""
         if not col.pending:
-            return
+            return []
         array = pa.concat_arrays(col.pending) if len(col.pending) > 1 else col.pending[0]
         col.pending, col.pending_bytes, col.pending_rows = [], 0, 0
         rows_per_page = len(array)
         if array.nbytes > self.max_page_bytes and len(array) > 1:
             rows_per_page = max(1, len(array) * self.max_page_bytes // array.nbytes)
-        for start in range(0, len(array), rows_per_page):
-            self._submit(col, array.slice(start, rows_per_page))
+        return [array.slice(start, rows_per_page) for start in range(0, len(array), rows_per_page)]
 
     def _submit(self, col: _Column, array: pa.Array) -> None:
         """Encode ``array`` as ``col``'s next page in a worker; written in submission order."""
@@ -266,8 +279,7 @@ class LanceFileWriter:
     def finish(self, global_buffers: Sequence[bytes] = ()) -> WrittenFile:
         """Write the remaining pages and the tail. ``global_buffers``: buffers 1, 2, ... of the
         file (buffer 0 is the schema), e.g. an index's extra data named from its schema metadata."""
-        for col in self._columns:
-            self._flush(col)
+        self._flush(self._columns)
         while self._inflight:
             self._write_next()
         for col in self._columns:
