@@ -56,6 +56,8 @@ from .value_encode import (
 )
 
 WIDE_VALUE_BYTES = 256
+#: Rows of a page compared before all of them when looking for a constant page.
+_CONSTANT_PROBES = 64
 ZSTD_VALUE_BYTES = 32 * 1024  # full-zip pages with values this large compress each value (as pylance)
 COMPRESSED_CHUNK_BYTES = 16 * 1024  # zstd string chunks (2.2): fewer, larger frames decode faster
 MAX_CHUNK_LEVELS = {False: 4096, True: 8192}  # 2.1 chunks are capped at 32 KiB in all
@@ -149,7 +151,7 @@ class V21ColumnEncoder:
             self.fsst.freeze()
 
     def _encode(self, array: pa.Array) -> EncodedPage:
-        sh = shred(array, self.spec.path)
+        sh = _shred(array, self.spec.path)
         num_rows = len(array)
         values = sh.values
         if values.null_count == len(values):  # no value at all: levels only (as pylance writes it)
@@ -204,7 +206,8 @@ class V21ColumnEncoder:
         levels_count = (
             len(sh.defs) if sh.defs is not None else (len(sh.rep) if sh.rep is not None else len(values))
         )
-        visible_pos = _visible_positions(sh, levels_count)
+        # every level is a visible value without rep/def levels (no index array needed)
+        visible_pos = None if sh.rep is None and sh.defs is None else _visible_positions(sh, levels_count)
         compressed = value_enc.WhichOneof("compression") == "general" and self.large_chunks
         bounds = _chunk_bounds(
             values,
@@ -375,9 +378,27 @@ def _constant_value(values: pa.Array) -> bytes | None:
     raw = fixed_bytes(values)
     width = bits // 8
     rows = raw.reshape(-1, width)
-    if len(rows) and (rows == rows[0]).all():
+    if not len(rows):
+        return None
+    # a few evenly spaced rows first: a page that is not constant (most) is told without
+    # comparing (and allocating a mask as long as) all of it
+    if not (rows[:: max(1, len(rows) // _CONSTANT_PROBES)] == rows[0]).all():
+        return None
+    if (rows == rows[0]).all():
         return rows[0].tobytes()
     return None
+
+
+def _shred(array: pa.Array, path: tuple) -> Shredded:
+    """:func:`shred`, but a top-level column of one layer without nulls (most columns) is
+    one all-valid item layer over the array as it is: shredding it built five index and level
+    arrays as long as the page (36 MiB of temporaries for an 8 MiB int64 page) to find that.
+    ``row_starts`` is left empty: it is read only for pages with repetition levels."""
+    t = array.type
+    nested = pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t)
+    if len(path) <= 1 and not nested and array.null_count == 0:
+        return Shredded([pb.REPDEF_ALL_VALID_ITEM], None, None, array, np.zeros(0, np.int64))
+    return shred(array, path)
 
 
 def _visible_positions(sh: Shredded, levels: int) -> np.ndarray:
@@ -409,7 +430,7 @@ def _flat_bounds(n: int, per_chunk: int, max_levels: int) -> list[ChunkBounds]:
 def _chunk_bounds(
     values: pa.Array,
     per_chunk: int | None,
-    visible_pos: np.ndarray,
+    visible_pos: np.ndarray | None,
     n_levels: int,
     max_levels: int,
     target_bytes: int = 4096,
@@ -420,8 +441,10 @@ def _chunk_bounds(
     ``target_bytes`` of data; invisible levels travel with the next visible value.
     """
     n = len(values)
-    if per_chunk is not None and n_levels == n and len(visible_pos) == n:
+    if per_chunk is not None and n_levels == n and (visible_pos is None or len(visible_pos) == n):
         return _flat_bounds(n, per_chunk, max_levels)
+    if visible_pos is None:  # one visible level per value
+        visible_pos = np.arange(n)
     cum = None
     if per_chunk is None:
         offs, _ = offsets_and_data(values)

@@ -284,13 +284,17 @@ def pack_out_of_line(values: np.ndarray, bit_width: int, uncompressed_bits: int)
     return np.concatenate([head, vals[full * BLOCK :]])
 
 
-def _pack_blocks(vals: np.ndarray, t: int, w: int) -> np.ndarray:
+def _pack_blocks(vals: np.ndarray, t: int, w: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Pack ``(nblocks, 1024)`` values ``w`` bits each into ``(nblocks, w * lanes)`` words.
+    ``out``: a zeroed ``(nblocks, w, lanes)`` view to pack into, given by a caller whose values
+    are known to fit ``w`` bits (they are not masked then)."""
     dt = utype(t)
     lanes = BLOCK // t
     nblocks = vals.shape[0]
-    if w < t:
-        vals = vals & dt.type((1 << w) - 1)
-    out = np.zeros((nblocks, w, lanes), dtype=dt)
+    if out is None:
+        if w < t:
+            vals = vals & dt.type((1 << w) - 1)
+        out = np.zeros((nblocks, w, lanes), dtype=dt)
     for r in range(t):  # <= 64 rows; each row touches one or two words per lane
         base = FL_ORDER[r // 8] * 16 + (r % 8) * 128
         v = vals[:, base : base + lanes]
@@ -385,22 +389,38 @@ def pack_inline_blocks(values: np.ndarray, uncompressed_bits: int) -> list[bytes
     t = uncompressed_bits
     dt = utype(t)
     vals = np.asarray(values).astype(dt, copy=False).reshape(-1)
-    nblocks = -(-vals.size // BLOCK)
-    padded = np.zeros(nblocks * BLOCK, dtype=dt)
-    padded[: vals.size] = vals
-    blocks = padded.reshape(nblocks, BLOCK)
+    full = vals.size // BLOCK  # whole blocks are packed from the values as they are
+    out = _inline_blocks(vals[: full * BLOCK].reshape(full, BLOCK), t)
+    if vals.size > full * BLOCK:  # the last, partial block zero-padded on its own
+        last = np.zeros((1, BLOCK), dtype=dt)
+        last[0, : vals.size - full * BLOCK] = vals[full * BLOCK :]
+        out += _inline_blocks(last, t)
+    return out
+
+
+def _inline_blocks(blocks: np.ndarray, t: int) -> list[bytes]:
+    """:func:`pack_inline_blocks` of whole ``(nblocks, 1024)`` blocks."""
+    dt = utype(t)
+    nblocks = blocks.shape[0]
     widths = (
         np.array([int(m).bit_length() for m in blocks.max(axis=1).tolist()], np.int64)
         if nblocks
         else np.zeros(0, np.int64)
     )
+    lanes = BLOCK // t
     out: list[bytes] = [b""] * nblocks
     for w in np.unique(widths).tolist():
         sel = np.flatnonzero(widths == w)
-        header = np.array([w], dtype=dt).tobytes()
-        rows = _pack_blocks(blocks[sel], t, w) if w else [b""] * len(sel)
+        # each block's width word and packed words side by side: one copy per block to bytes
+        rows = np.zeros((sel.size, 1 + w * lanes), dtype=dt)
+        rows[:, 0] = w
+        if w:  # a block's values fit its width (the width of its largest)
+            packed = np.lib.stride_tricks.as_strided(
+                rows[:, 1:], (sel.size, w, lanes), (rows.strides[0], lanes * dt.itemsize, dt.itemsize)
+            )
+            _pack_blocks(blocks if sel.size == nblocks else blocks[sel], t, w, packed)
         for i, row in zip(sel.tolist(), rows):
-            out[i] = header + bytes(row)
+            out[i] = row.tobytes()
     return out
 
 
