@@ -192,7 +192,9 @@ BLOCK_SEGMENTS = 8192
 SAMPLE_BYTES = 32 * 1024
 SAMPLE_STRING_BYTES = 512
 TRAIN_ROUNDS = 5
-MAX_SYMBOLS = 255
+#: Symbols an encoder's table holds: one short of the format's 255, so that code 254 is free to
+#: mark "no token here" in the tokeniser's byte array (``_NO_TOKEN``).
+MAX_SYMBOLS = 254
 #: Token code of an escaped byte (never a symbol's code: a table holds at most 255 symbols).
 _ESC_TOKEN = ESCAPE
 #: ``_IMASKS[k]`` keeps the low k bytes of a little-endian i64 (the tokeniser works on int64
@@ -306,7 +308,7 @@ def _windows(data: np.ndarray) -> np.ndarray:
 
 
 #: ``_tokenise``'s mark for a byte where no token starts.
-_NO_TOKEN = 0xFFFF
+_NO_TOKEN = MAX_SYMBOLS
 
 
 def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray, piece: int) -> np.ndarray:
@@ -315,7 +317,7 @@ def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray, piece: int)
     ``piece`` bytes) advances one token per step; the segments go in blocks of BLOCK_SEGMENTS,
     as each step touches one cache line per segment."""
     window = np.ndarray((data.size + 1,), "V8", _windows(data).base, 0, (1,))  # fast to gather
-    tokens = np.full(data.size, _NO_TOKEN, np.uint16)
+    tokens = np.full(data.size, _NO_TOKEN, np.uint8)
     seg_start, seg_end, _ = _segments(offsets, piece)
     for first in range(0, seg_start.size, BLOCK_SEGMENTS):
         pos = seg_start[first : first + BLOCK_SEGMENTS]
@@ -344,7 +346,7 @@ def compress(
     body = data[int(offsets[0]) : int(offsets[-1])]
     tokens = _tokenise(book, body, base, piece)
     pos = np.flatnonzero(tokens != _NO_TOKEN)
-    code = tokens[pos].astype(np.uint8)
+    code = tokens[pos]
     first = np.searchsorted(pos, base)  # each string's first token
     escaped = np.flatnonzero(code == _ESC_TOKEN)
     if not escaped.size:  # one byte per token
