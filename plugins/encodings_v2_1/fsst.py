@@ -185,9 +185,11 @@ SEGMENT_BYTES = 256
 #: Pieces of the training sample: shorter than SEGMENT_BYTES, so that a training round (a few
 #: hundred segments, where each numpy step costs its call overhead) takes fewer steps.
 TRAIN_SEGMENT_BYTES = 64
-#: Segments tokenised together: enough to amortise a numpy step, few enough that the cache lines
-#: they touch stay in cache from one step to the next.
-BLOCK_SEGMENTS = 8192
+#: Segments tokenised together (an 8 MiB page of 256-byte pieces is one block). Alone, 8192
+#: was as fast (the lines a step touches stay in cache); but pages are encoded in two or more
+#: threads, and numpy steps on 8192 elements spend enough of their time holding the GIL that
+#: two threads ran at 1.0-1.25x one; at 65536 they run at 1.8x.
+BLOCK_SEGMENTS = 65536
 #: Bytes of sample the table is trained on, and the longest piece of one string in it.
 SAMPLE_BYTES = 32 * 1024
 SAMPLE_STRING_BYTES = 512
@@ -314,8 +316,7 @@ _NO_TOKEN = MAX_SYMBOLS
 def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray, piece: int) -> np.ndarray:
     """``tokens[p]``: the code of the token starting at byte p (``_ESC_TOKEN`` for an escaped
     byte), ``_NO_TOKEN`` where no token starts. Every segment (a string piece of at most
-    ``piece`` bytes) advances one token per step; the segments go in blocks of BLOCK_SEGMENTS,
-    as each step touches one cache line per segment."""
+    ``piece`` bytes) advances one token per step; the segments go in blocks of BLOCK_SEGMENTS."""
     window = np.ndarray((data.size + 1,), "V8", _windows(data).base, 0, (1,))  # fast to gather
     tokens = np.full(data.size, _NO_TOKEN, np.uint8)
     seg_start, seg_end, _ = _segments(offsets, piece)
