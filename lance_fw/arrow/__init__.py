@@ -30,6 +30,7 @@ from lance_fw.arrow.bf16 import (
     bf16_bits_of,
     bf16_values_of,
     bfloat16_array,
+    from_bf16_bits,
 )
 from lance_fw.arrow.image import (
     EncodedImageArray,
@@ -46,8 +47,15 @@ from lance_fw.arrow.image import (
 _BF16_NAMES = ("bfloat16", "bf16")
 
 
+def _pylance_installed() -> bool:
+    try:
+        return importlib.util.find_spec("lance") is not None
+    except ImportError:  # an import hook refusing it: not importable here
+        return False
+
+
 def _register() -> None:
-    if "lance.arrow" not in sys.modules and importlib.util.find_spec("lance") is not None:
+    if "lance.arrow" not in sys.modules and _pylance_installed():
         return  # pylance registers the same names when imported (see the module docstring)
     for ext in (
         BFloat16Type(),
@@ -87,9 +95,7 @@ def cast(arr: pa.Array, target_type: pa.DataType | str, *args: Any, **kwargs: An
         if not pa.types.is_floating(arr.type):
             raise ValueError(f"Only support casting floating array to bfloat16 array,got: {arr.type}")
         floats = arr.to_numpy(zero_copy_only=False)
-        return pa.ExtensionArray.from_storage(
-            BFloat16Type(), pa.array(list(bf16_bits_of(floats).astype("<u2").view("S2")), pa.binary(2))
-        )
+        return from_bf16_bits(bf16_bits_of(floats), None)
     if (
         pa.types.is_fixed_size_list(arr.type)
         and isinstance(target_type, pa.DataType)

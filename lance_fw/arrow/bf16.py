@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,8 @@ BFLOAT16_EXTENSION = "lance.bfloat16"
 BFLOAT16_WIDTH = 2
 #: float32 bit 15: the first bit dropped when keeping the upper 16 bits (the rounding bit)
 _ROUND_BIT = 0x8000
+#: Significant decimal digits that always suffice to read a float32 back exactly
+_F32_MAX_DIGITS = 9
 #: The quiet bit of a bfloat16 NaN (bit 6 of the 16), set as Rust ``half`` does for any NaN input
 _QUIET_NAN_BIT = 0x0040
 
@@ -50,7 +53,27 @@ def _format_f32(value: float) -> str:
         return "NaN"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    return np.format_float_positional(np.float32(value), trim="-")
+    magnitude = abs(value)
+    digits = _shortest_f32_digits(magnitude) if magnitude else Decimal(0)
+    text = format(digits, "f")
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return ("-" if math.copysign(1.0, value) < 0 else "") + text
+
+
+def _shortest_f32_digits(value: float) -> Decimal:
+    """The shortest decimal that reads back as the float32 ``value`` (> 0); of two equally short
+    ones the nearer, a tie going up -- the choice Rust's float printing makes (numpy rounds such
+    a tie to even, e.g. 0.337890625: Rust ``0.33789063``, numpy ``0.33789062``)."""
+    exact = Decimal(value)
+    target = np.float32(value)
+    for significant in range(1, _F32_MAX_DIGITS + 1):
+        step = Decimal(1).scaleb(exact.adjusted() - significant + 1)
+        low = (exact / step).to_integral_value(rounding=ROUND_FLOOR) * step
+        with np.errstate(over="ignore"):  # a candidate past float32's range is never a fit
+            fits = [c for c in (low, low + step) if np.float32(float(c)) == target]
+        if fits:
+            return min(fits, key=lambda c: (abs(c - exact), -c))
+    return exact
 
 
 class BFloat16:
@@ -62,7 +85,7 @@ class BFloat16:
     def __init__(self, value: float) -> None:
         if isinstance(value, (str, bytes)) or not hasattr(value, "__float__"):
             raise TypeError(f"argument 'value': must be real number, not {type(value).__name__}")
-        self._bits = int(_f32_to_bf16_bits(np.array([float(value)], dtype=np.float32))[0])
+        self._bits = int(bf16_bits_of(np.array([float(value)]))[0])
 
     @classmethod
     def from_bytes(cls, data: bytes) -> BFloat16:
@@ -170,10 +193,10 @@ class BFloat16Array(pa.ExtensionArray):
             raise ValueError("Cannot convert non-bfloat16 values to BFloat16Array")
         if array.ndim != 1:
             raise ValueError("Cannot convert multi-dimensional array to BFloat16Array")
-        return _from_bits(array.view(np.uint16), None)
+        return from_bf16_bits(array.view(np.uint16), None)
 
 
-def _from_bits(bits: np.ndarray, valid: np.ndarray | None) -> BFloat16Array:
+def from_bf16_bits(bits: np.ndarray, valid: np.ndarray | None) -> BFloat16Array:
     """A BFloat16Array of uint16 bit patterns (``valid``: False where null)."""
     little = np.ascontiguousarray(bits, dtype="<u2")
     validity = None
@@ -213,7 +236,7 @@ def bfloat16_array(values: Iterable[float | None]) -> BFloat16Array:
             raise TypeError(f"argument 'values': must be real number, not {type(item).__name__}")
         else:
             floats[i] = float(item)
-    return _from_bits(bf16_bits_of(floats), valid)
+    return from_bf16_bits(bf16_bits_of(floats), valid)
 
 
 class BFloat16Scalar(pa.ExtensionScalar):
