@@ -747,3 +747,116 @@ def _tracked_files(ctx: Ctx) -> object:
     table = ds.tracked_files().read_all()
     rows = sorted(zip(table.column("version").to_pylist(), table.column("type").to_pylist(), strict=True))
     return table.schema, rows, ds.validate()
+
+
+# -- lance.arrow: bfloat16 and image extension types ----------------------------------------------
+from types import ModuleType  # noqa: E402  (appended section: kept apart from the calls above)
+
+
+def _arrow_module(ctx: Ctx) -> ModuleType:
+    import importlib
+
+    return importlib.import_module(ctx.lib.__name__ + ".arrow")
+
+
+def _ext(array: pa.ExtensionArray) -> object:
+    """An extension array as a user compares it: class name, extension tag and storage values."""
+    t = array.type
+    return (
+        type(array).__name__,
+        t.extension_name,
+        t.__arrow_ext_serialize__(),
+        str(t.storage_type),
+        array.storage,
+    )
+
+
+@smoke(
+    "lance.arrow.BFloat16",
+    "lance.arrow.BFloat16Array",
+    "lance.arrow.BFloat16Type",
+    "lance.arrow.bfloat16_array",
+)
+def _bfloat16(ctx: Ctx) -> object:
+    m = _arrow_module(ctx)
+    values = [1.0, None, 3.14159, 0.337890625, 1e40, -0.0, float("nan")]
+    arr = m.bfloat16_array(values)
+    scalars = [str(v) for v in arr.to_pylist()]
+    ordered = (m.BFloat16(1.0) < m.BFloat16(2.0), m.BFloat16(1.5) == m.BFloat16(1.5))
+    return _ext(arr), scalars, str(arr), m.BFloat16(2.5).as_float(), ordered, str(m.BFloat16Type())
+
+
+@smoke("lance.arrow.PandasBFloat16Array")
+def _pandas_bfloat16(ctx: Ctx) -> object:
+    m = _arrow_module(ctx)
+    frame = m.PandasBFloat16Array(m.bfloat16_array([1.0, None, 2.0]))
+    return len(frame), frame.isna().tolist(), str(frame[0]), len(frame[1:]), str(frame.dtype)
+
+
+@smoke(
+    "lance.arrow.ImageArray",
+    "lance.arrow.ImageURIArray",
+    "lance.arrow.ImageURIType",
+    "lance.arrow.EncodedImageType",
+    "lance.arrow.FixedShapeImageTensorType",
+    "lance.arrow.ImageScalar",
+)
+def _images(ctx: Ctx) -> object:
+    import numpy as np
+
+    m = _arrow_module(ctx)
+    pixels = np.arange(12, dtype=np.uint8).reshape(2, 2, 3, 1)
+    uris = m.ImageURIArray.from_uris(["a.png", "b/c.png"])
+    encoded = m.ImageArray.from_array(pa.array([b"\x89PNG", b"x"], pa.large_binary()))
+    tensors = m.ImageArray.from_array(pa.FixedShapeTensorArray.from_numpy_ndarray(pixels))
+    scalar = uris[1]
+    return (
+        [_ext(a) for a in (uris, encoded, tensors, m.ImageArray.from_array(["p.png"]))],
+        tensors.to_numpy().tolist(),
+        (isinstance(scalar, m.ImageScalar), scalar.as_py()),
+        raises(lambda: m.ImageURIType(pa.int32())),
+        raises(lambda: m.EncodedImageType(pa.string())),
+        m.FixedShapeImageTensorType(pa.float32(), [4, 4]).__arrow_ext_serialize__(),
+    )
+
+
+@smoke("lance.arrow.cast")
+def _arrow_cast(ctx: Ctx) -> object:
+    m = _arrow_module(ctx)  # pylance's cast imports ml_dtypes first: without it the call fails there
+    floats = pa.array([1.0, 3.14159, -2.5], pa.float64())
+    return _ext(m.cast(floats, "bf16")), m.cast(m.bfloat16_array([1.5]), pa.float32())
+
+
+# -- lance.vector -----------------------------------------------------------------------------------
+def _vector_module(ctx: Ctx) -> ModuleType:
+    """``lance.vector`` needs ``tqdm`` at import (unused by vec_to_table): a stand-in where it is absent."""
+    import importlib
+    import importlib.util
+    import sys
+    import types
+
+    name = ctx.lib.__name__ + ".vector"
+    if not ctx.is_pylance or importlib.util.find_spec("tqdm") is not None:
+        return importlib.import_module(name)
+    stub = types.ModuleType("tqdm.auto")
+    stub.tqdm = object  # type: ignore[attr-defined]
+    sys.modules["tqdm"], sys.modules["tqdm.auto"] = types.ModuleType("tqdm"), stub
+    try:
+        return importlib.import_module(name)
+    finally:
+        del sys.modules["tqdm"], sys.modules["tqdm.auto"]
+
+
+@smoke("lance.vector.vec_to_table")
+def _vec_to_table(ctx: Ctx) -> object:
+    import numpy as np
+
+    m = _vector_module(ctx)
+    matrix = np.arange(24, dtype=np.float64).reshape(6, 4) / 7
+    return (
+        m.vec_to_table(matrix),
+        m.vec_to_table({"a": [1.0, 2.0], "b": [3.0, 4.0]}, names=["key", "vec"]),
+        m.vec_to_table(matrix.tolist(), names="emb").schema,
+        raises(lambda: m.vec_to_table([[1.0, 2.0], [3.0]])),
+        raises(lambda: m.vec_to_table((1.0, 2.0))),
+    )

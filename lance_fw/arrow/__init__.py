@@ -16,7 +16,6 @@ import importlib.util
 import sys
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -128,5 +127,4 @@ __all__ = [
     "PandasBFloat16Type",
     "bfloat16_array",
     "cast",
-    "np",
 ]
