@@ -75,6 +75,8 @@ class _Column:
     pending_rows: int = 0
     rows_written: int = 0
     rows_received: int = 0
+    #: pages of a CONCURRENT_PAGES column held back while its first page is in flight
+    backlog: list = field(default_factory=list)
 
 
 @dataclass
@@ -187,9 +189,15 @@ class LanceFileWriter:
 
     def _submit(self, col: _Column, array: pa.Array) -> None:
         """Encode ``array`` as ``col``'s next page in a worker; written in submission order."""
+        concurrent = getattr(col.encoder, CONCURRENT_PAGES, False) is True
+        if concurrent and not col.pages and (col.backlog or any(c is col for c, _, _ in self._inflight)):
+            # its first page is in flight: the next ones wait for it (``_write_next`` submits
+            # them) without holding up the pages of other columns
+            col.backlog.append(array)
+            return
         # one page per column in flight, and one per encoder object (a plugin may share one),
         # unless the encoder declares CONCURRENT_PAGES and its column's first page is written
-        if not (col.pages and getattr(col.encoder, CONCURRENT_PAGES, False) is True):
+        if not (concurrent and col.pages):
             while any(c is col or c.encoder is col.encoder for c, _, _ in self._inflight):
                 self._write_next()
         if ENCODE_WORKERS > 1:
@@ -204,6 +212,10 @@ class LanceFileWriter:
     def _write_next(self) -> None:
         col, future, rows = self._inflight.popleft()
         self._write_encoded(col, future.result(), rows)
+        if col.backlog:  # its first page is written: the pages held back go now, in order
+            held, col.backlog = col.backlog, []
+            for array in held:
+                self._submit(col, array)
 
     def _write_page(self, col: _Column, array: pa.Array) -> None:
         self._submit(col, array)
