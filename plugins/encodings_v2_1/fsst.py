@@ -293,7 +293,10 @@ def _segments(offsets: np.ndarray, piece: int) -> tuple[np.ndarray, np.ndarray, 
     """(start, end) of every piece of at most ``piece`` bytes of every string, in order, and
     each string's first piece (n + 1 entries: empty strings have none)."""
     starts, ends = offsets[:-1], offsets[1:]
-    pieces = (ends - starts + piece - 1) // piece
+    lengths = ends - starts
+    if lengths.size and 0 < int(lengths.min()) and int(lengths.max()) <= piece:  # one piece each
+        return starts, ends, np.arange(len(offsets))
+    pieces = (lengths + piece - 1) // piece
     first_piece = np.zeros(len(offsets), np.int64)
     np.cumsum(pieces, out=first_piece[1:])
     first = np.repeat(starts, pieces)
