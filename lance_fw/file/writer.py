@@ -47,6 +47,9 @@ DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
 ALLOW_PLUGIN_ENCODINGS = "allow_plugin_encodings"
 #: Write option: the most bytes of one page of a column (``DEFAULT_MAX_PAGE_BYTES`` when unset).
 MAX_PAGE_BYTES = "max_page_bytes"
+#: Write option: input bytes buffered slices may pin before they are copied out so the input
+#: batches can be freed (8 pages when unset; no limit where the caller holds the input anyway).
+MAX_BUFFERED_BYTES = "max_buffered_bytes"
 #: Pages encoded at once in worker threads (the ``encode`` pool). A column (and an encoder object)
 #: has at most one page in flight, so an encoder (a plugin) never runs concurrently with itself and
 #: each column's pages keep their order; pages are written in the order they were submitted, so a
@@ -106,7 +109,7 @@ class LanceFileWriter:
         self.path, self.schema, self.version = path, schema, version
         self.options = dict(options or {})
         self.max_page_bytes = int(self.options.get(MAX_PAGE_BYTES) or DEFAULT_MAX_PAGE_BYTES)
-        self.max_buffered_bytes = int(self.options.get("max_buffered_bytes") or 8 * self.max_page_bytes)
+        self.max_buffered_bytes = int(self.options.get(MAX_BUFFERED_BYTES) or 8 * self.max_page_bytes)
         self._columns = [
             _Column(spec, select_encoder(spec, self.options)) for spec in column_specs(schema, version)
         ]

@@ -7,6 +7,7 @@ write through here, so it lives in the table layer they share (nothing here impo
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from lance_fw.errors import (
 from lance_fw.file.version import SUPPORTED_WRITE, from_footer, parse_version, requested_version, version_name
 from lance_fw.file.writer import (
     ALLOW_PLUGIN_ENCODINGS,
+    MAX_BUFFERED_BYTES,
     MAX_PAGE_BYTES,
     LanceFileWriter,
     WrittenFile,
@@ -264,6 +266,11 @@ class WritePlan:
     def write(self, data: Any) -> list[table_pb2.DataFragment]:
         """Write ``data`` (anything ``write_dataset`` accepts) into new data files; commit nothing."""
         _, batches = as_reader(data, self.arrow_schema)
+        options = self.options
+        if isinstance(data, (pa.Table, pa.RecordBatch)) and MAX_BUFFERED_BYTES not in options:
+            # the caller holds every buffer of an in-memory table: copying the writer's pending
+            # slices out of its batches would free nothing (1M-row numeric table: 20 MiB, 17 ms)
+            options = {**options, MAX_BUFFERED_BYTES: sys.maxsize}
         return write_fragments(
             self.storage(),
             self.uri,
@@ -273,7 +280,7 @@ class WritePlan:
             self.version,
             self.max_rows_per_file,
             self.max_bytes_per_file,
-            self.options,
+            options,
         )
 
     def commit(
