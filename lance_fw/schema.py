@@ -8,6 +8,7 @@ original protobuf of each field so unknown fields written by other writers survi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -98,7 +99,8 @@ class LanceField:
         md = {k.encode(): v for k, v in self.metadata.items()} or None
         if self.is_blob_v2:  # what pylance returns for a blob column: its descriptors
             md = {BLOB_ENCODING_KEY.encode(): b"true", PACKED_KEY.encode(): b"true"}
-        return pa.field(self.name, self.arrow_type(), self.nullable, metadata=md)
+        out = pa.field(self.name, self.arrow_type(), self.nullable, metadata=md)
+        return _with_extension(out) if md and EXTENSION_KEY.encode() in md else out
 
 
 #: Field metadata that makes pylance store a column as a blob (its bytes apart from the column)
@@ -106,6 +108,31 @@ BLOB_ENCODING_KEY = "lance-encoding:blob"
 #: Field metadata asking for a struct of fixed-width fields stored row by row in one column
 PACKED_KEY = "lance-encoding:packed"
 EXTENSION_KEY = "ARROW:extension:name"
+#: The serialised parameters of an Arrow extension type, stored next to its name (as pylance does)
+EXTENSION_METADATA_KEY = "ARROW:extension:metadata"
+
+
+@functools.lru_cache(maxsize=4096)
+def _with_extension(field: pa.Field) -> pa.Field:
+    """``field`` (a storage type tagged with an extension name in its metadata) as the registered
+    extension type, the tags moved into the type, as Arrow IPC reads such a field back; unchanged
+    when no such extension type is registered (the storage type and tags are what pylance gives
+    then too). Cached: scans build their batch schema often."""
+    return pa.ipc.read_schema(pa.schema([field]).serialize()).field(0)
+
+
+def _extension_tagged(field: pa.Field) -> pa.Field:
+    """An extension-typed Arrow field as Lance stores it: the storage type, with the extension's
+    name and serialised parameters in the field metadata."""
+    t = field.type
+    if not isinstance(t, pa.BaseExtensionType):
+        return field
+    md = dict(field.metadata or {})
+    md[EXTENSION_KEY.encode()] = t.extension_name.encode()
+    md[EXTENSION_METADATA_KEY.encode()] = t.__arrow_ext_serialize__()
+    return pa.field(field.name, t.storage_type, field.nullable, metadata=md)
+
+
 BLOB_V2 = "lance.blob.v2"
 #: The descriptor of one 2.2 blob: inline (kind 0) or in a sidecar file (kind 1, ``blob_id``).
 BLOB_DESCRIPTOR = pa.struct(
@@ -164,7 +191,10 @@ def _arrow_type(f: LanceField) -> pa.DataType:
 
 
 def logical_type_of(t: pa.DataType) -> str:
-    """The Lance logical type string of an Arrow type (children are separate fields)."""
+    """The Lance logical type string of an Arrow type (children are separate fields); an
+    extension type is stored as its storage type."""
+    if isinstance(t, pa.BaseExtensionType):
+        return logical_type_of(t.storage_type)
     name = _SIMPLE_NAMES.get(str(t))
     if name is not None and not pa.types.is_dictionary(t):
         return name
@@ -198,6 +228,8 @@ def logical_type_of(t: pa.DataType) -> str:
 
 
 def _children_of(t: pa.DataType) -> list[pa.Field]:
+    if isinstance(t, pa.BaseExtensionType):
+        return _children_of(t.storage_type)
     if pa.types.is_struct(t):
         return [t.field(i) for i in range(t.num_fields)]
     if pa.types.is_map(t):
@@ -222,6 +254,7 @@ class LanceSchema:
         counter = iter(range(first_id, first_id + 1_000_000))
 
         def convert(af: pa.Field) -> LanceField:
+            af = _extension_tagged(af)
             lf = LanceField(
                 af.name,
                 next(counter),
@@ -422,6 +455,8 @@ def conform(data: _BatchOrTable, target: pa.Schema, what: str = "data") -> _Batc
             raise SchemaError(
                 f"{what}: column {f.name!r} is missing; the data has {data.schema.names}"
             ) from None
+        if not column.type.equals(f.type) and _same_extension(column.type, f.type):
+            column = _rewrap(column, f.type)  # lance_fw's and pylance's classes of one extension
         if not column.type.equals(f.type):
             try:
                 column = column.cast(f.type)
@@ -435,6 +470,30 @@ def conform(data: _BatchOrTable, target: pa.Schema, what: str = "data") -> _Batc
     )
     _check_target_nullability(out, target, what)
     return out
+
+
+def _same_extension(a: pa.DataType, b: pa.DataType) -> bool:
+    return (
+        isinstance(a, pa.BaseExtensionType)
+        and isinstance(b, pa.BaseExtensionType)
+        and a.extension_name == b.extension_name
+        and a.storage_type.equals(b.storage_type)
+        and a.__arrow_ext_serialize__() == b.__arrow_ext_serialize__()
+    )
+
+
+def _rewrap(column: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    if isinstance(column, pa.ChunkedArray):
+        return pa.chunked_array([pa.ExtensionArray.from_storage(t, c.storage) for c in column.chunks], t)
+    return pa.ExtensionArray.from_storage(t, column.storage)
+
+
+def storage_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with every extension-typed column as its storage array: what encoders write."""
+    if not any(isinstance(t, pa.BaseExtensionType) for t in batch.schema.types):
+        return batch
+    arrays = [c.storage if isinstance(c.type, pa.BaseExtensionType) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
 
 
 def _check_target_nullability(data: pa.RecordBatch | pa.Table, target: pa.Schema, what: str) -> None:

@@ -251,26 +251,26 @@ def test_lance_fw_reads_pylance_extension_columns_storage_and_tags(tmp_path):
         assert ours_storage.equals(theirs_col.storage), name
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lance_fw.schema.LanceField.to_arrow builds the storage type with ARROW:extension:* as field "
-    "metadata, never the registered extension type (pylance returns BFloat16Type / ImageURIType ...)",
-)
 def test_lance_fw_reads_pylance_extension_columns_as_extension_types(tmp_path):
-    lance.write_dataset(_extension_table(la), str(tmp_path / "py"), max_rows_per_file=ROWS_PER_FILE)
-    ours = lance_fw.dataset(str(tmp_path / "py")).schema
-    assert isinstance(ours.field("b").type, pa.ExtensionType)
+    """Extension columns come back as the registered extension types, with pylance's values."""
+    path = str(tmp_path / "py")
+    lance.write_dataset(_extension_table(la), path, max_rows_per_file=ROWS_PER_FILE)
+    ours, theirs = lance_fw.dataset(path).to_table(), lance.dataset(path).to_table()
+    assert isinstance(ours.schema.field("b").type, pa.ExtensionType)
+    assert _extension_signature(ours.schema) == _extension_signature(theirs.schema)
+    assert ours.equals(theirs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lance_fw.schema.logical_type_of raises SchemaError for any pa.ExtensionType (it does not "
-    "store the storage type with ARROW:extension:name/metadata field metadata as pylance does)",
-)
 def test_pylance_reads_lance_fw_extension_columns(tmp_path):
+    """lance_fw stores an extension column as pylance does (storage type, name and parameters in
+    the field metadata): pylance reads back the same types and values from either writer."""
     lance_fw.write_dataset(_extension_table(fa), str(tmp_path / "fw"), max_rows_per_file=ROWS_PER_FILE)
-    theirs = lance.dataset(str(tmp_path / "fw")).to_table()
-    assert _extension_signature(theirs.schema) == _extension_signature(_extension_table(la).schema)
+    lance.write_dataset(_extension_table(la), str(tmp_path / "py"), max_rows_per_file=ROWS_PER_FILE)
+    from_ours = lance.dataset(str(tmp_path / "fw")).to_table()
+    from_theirs = lance.dataset(str(tmp_path / "py")).to_table()
+    assert _extension_signature(from_ours.schema) == _extension_signature(from_theirs.schema)
+    assert from_ours.equals(from_theirs)
+    assert lance_fw.dataset(str(tmp_path / "fw")).to_table().equals(from_theirs)
 
 
 def test_registers_only_where_pylance_cannot():

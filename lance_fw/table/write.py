@@ -36,7 +36,7 @@ from lance_fw.file.writer import (
 )
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
 from lance_fw.options import CommitLock
-from lance_fw.schema import BLOB_ENCODING_KEY, LanceSchema, conform
+from lance_fw.schema import BLOB_ENCODING_KEY, LanceSchema, conform, storage_batch
 from lance_fw.table.flags import recorded_plugins
 from lance_fw.table.manifest import list_versions, read_manifest
 from lance_fw.table.paths import DATA_DIR, DATA_FILE_SUFFIX
@@ -128,7 +128,7 @@ def _conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
             if batch.num_rows
             else pa.RecordBatch.from_pylist([], target)
         )
-    return conform(batch, target, "write")
+    return storage_batch(conform(batch, target, "write"))  # encoders write extension columns' storage
 
 
 def _check_append_schema(existing: pa.Schema, incoming: pa.Schema, allow_subset: bool = False) -> None:
