@@ -266,7 +266,7 @@ def _usable(words: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _codebook(words: np.ndarray, lengths: np.ndarray) -> Codebook:
-    """Lookups for at most 255 symbols that :func:`_usable` keeps."""
+    """Lookups for at most MAX_SYMBOLS symbols that :func:`_usable` keeps."""
     words = np.asarray(words, np.uint64)
     lengths = np.asarray(lengths, np.uint8)
     n = len(words)
@@ -289,20 +289,17 @@ def _codebook(words: np.ndarray, lengths: np.ndarray) -> Codebook:
     return Codebook(words, lengths, long_code, short_code, token_lengths, token_words, token_masks)
 
 
-def _segments(offsets: np.ndarray, piece: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end) of every piece of at most ``piece`` bytes of every string, in order, and
-    each string's first piece (n + 1 entries: empty strings have none)."""
+def _segments(offsets: np.ndarray, piece: int) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of every piece of at most ``piece`` bytes of every string, in order."""
     starts, ends = offsets[:-1], offsets[1:]
     lengths = ends - starts
     if lengths.size and 0 < int(lengths.min()) and int(lengths.max()) <= piece:  # one piece each
-        return starts, ends, np.arange(len(offsets))
+        return starts, ends
     pieces = (lengths + piece - 1) // piece
-    first_piece = np.zeros(len(offsets), np.int64)
-    np.cumsum(pieces, out=first_piece[1:])
     first = np.repeat(starts, pieces)
-    k = np.arange(first.size) - np.repeat(first_piece[:-1], pieces)
+    k = np.arange(first.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     seg_start = first + k * piece
-    return seg_start, np.minimum(seg_start + piece, np.repeat(ends, pieces)), first_piece
+    return seg_start, np.minimum(seg_start + piece, np.repeat(ends, pieces))
 
 
 def _windows(data: np.ndarray) -> np.ndarray:
@@ -322,7 +319,7 @@ def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray, piece: int)
     ``piece`` bytes) advances one token per step; the segments go in blocks of BLOCK_SEGMENTS."""
     window = np.ndarray((data.size + 1,), "V8", _windows(data).base, 0, (1,))  # fast to gather
     tokens = np.full(data.size, _NO_TOKEN, np.uint8)
-    seg_start, seg_end, _ = _segments(offsets, piece)
+    seg_start, seg_end = _segments(offsets, piece)
     for first in range(0, seg_start.size, BLOCK_SEGMENTS):
         pos = seg_start[first : first + BLOCK_SEGMENTS]
         end = seg_end[first : first + BLOCK_SEGMENTS]
@@ -394,7 +391,7 @@ def _train_on(s_off: np.ndarray, sample: np.ndarray) -> Codebook:
     if not sample.size:
         return book
     window = _windows(sample)
-    seg_start, _, _ = _segments(s_off, TRAIN_SEGMENT_BYTES)
+    seg_start, _ = _segments(s_off, TRAIN_SEGMENT_BYTES)
     is_seg_start = np.zeros(sample.size, bool)
     is_seg_start[seg_start] = True
     for round_ in range(TRAIN_ROUNDS):
