@@ -860,3 +860,87 @@ def _vec_to_table(ctx: Ctx) -> object:
         raises(lambda: m.vec_to_table([[1.0, 2.0], [3.0]])),
         raises(lambda: m.vec_to_table((1.0, 2.0))),
     )
+
+
+# -- lance.sampler ----------------------------------------------------------------------------------
+def _sampler_module(ctx: Ctx) -> ModuleType:
+    import importlib
+
+    return importlib.import_module(ctx.lib.__name__ + ".sampler")
+
+
+def _rows(batches: object) -> list[dict[str, list[object]]]:
+    return [b.to_pydict() for b in batches]  # type: ignore[attr-defined]
+
+
+@smoke("lance.sampler.Sampler", "lance.sampler.FragmentSampler")
+def _sampler_bases(ctx: Ctx) -> object:
+    m = _sampler_module(ctx)
+
+    class Reversed(m.FragmentSampler):  # type: ignore[name-defined]
+        def iter_fragments(self, ds: object, *args: object, **kwargs: object) -> object:
+            yield from reversed(ds.get_fragments())  # type: ignore[attr-defined]
+
+    return (
+        raises(lambda: m.Sampler()),
+        raises(lambda: m.FragmentSampler()),
+        issubclass(m.FragmentSampler, m.Sampler),
+        _rows(Reversed()(ctx.ds, batch_size=3, columns=["id"])),
+    )
+
+
+@smoke("lance.sampler.FullScanSampler")
+def _full_scan_sampler(ctx: Ctx) -> object:
+    m = _sampler_module(ctx)
+    return _rows(m.FullScanSampler()(ctx.ds, batch_size=3, columns=["id", "s"], with_row_id=True))
+
+
+@smoke("lance.sampler.ShardedFragmentSampler")
+def _sharded_fragment_sampler(ctx: Ctx) -> object:
+    m = _sampler_module(ctx)
+    sampler = m.ShardedFragmentSampler(1, 2, randomize=True, seed=3)
+    sampler.set_epoch(2)
+    return (
+        [f.fragment_id for f in sampler.iter_fragments(ctx.ds)],
+        _rows(sampler(ctx.ds, batch_size=3)),
+        # filtered: rows only (lance_fw's scanner cuts filtered batches elsewhere than pylance's)
+        pa.Table.from_batches(list(m.ShardedFragmentSampler(0, 2)(ctx.ds, batch_size=5, filter="id > 2"))),
+    )
+
+
+@smoke("lance.sampler.ShardedBatchSampler")
+def _sharded_batch_sampler(ctx: Ctx) -> object:
+    import random
+
+    m = _sampler_module(ctx)
+    state = random.getstate()  # pylance reseeds the global generator on the filtered path
+    try:
+        shuffled = m.ShardedBatchSampler(1, 2, randomize=True, seed=4)
+        shuffled.set_epoch(1)
+        return (
+            _rows(m.ShardedBatchSampler(0, 3)(ctx.ds, batch_size=2, columns=["id"])),
+            _rows(shuffled(ctx.ds, batch_size=2)),
+            _rows(shuffled(ctx.ds, batch_size=1, columns=["id"], filter="id > 1")),
+            raises(lambda: len(m.ShardedBatchSampler(0, 1))),
+            raises(lambda: m.ShardedBatchSampler(0, 1)(ctx.ds, batch_size=0)),
+        )
+    finally:
+        random.setstate(state)
+
+
+@smoke("lance.sampler.maybe_sample")
+def _maybe_sample(ctx: Ctx) -> object:
+    import numpy as np
+
+    m = _sampler_module(ctx)
+    state = np.random.get_state()  # pylance draws from the global numpy generator: seed it, then restore
+    np.random.seed(5)
+    try:
+        return (
+            _rows(m.maybe_sample(ctx.ds, 100, "id", batch_size=4)),
+            _rows(m.maybe_sample(ctx.ds, 4, ["id", "s"], batch_size=3)),
+            _rows(m.maybe_sample(ctx.ds, 6, ["id"], batch_size=4, max_takes=3)),
+            raises(lambda: list(m.maybe_sample(ctx.ds, 3, ["id"], filt="id > 1"))),
+        )
+    finally:
+        np.random.set_state(state)
