@@ -16,6 +16,11 @@ here:
 
 Where pylance's own code fails (a filter ``maybe_sample`` cannot run in memory, a rank left without
 rows by a filtered ``ShardedBatchSampler``), lance_fw fails with an error of the same builtin class.
+Two differences come from the scan below, not from the samplers: a filtered scan (``filter=`` to a
+``FragmentSampler``) gives pylance's rows in pylance's order but lance_fw's scanner cuts the batches
+elsewhere; and pylance's filtered ``ShardedBatchSampler`` fails when one of its scan batches holds
+no more rows than the rank still has to skip, which depends on where pylance cuts them -- lance_fw
+deals rows across batch boundaries and yields the rank's rows there.
 """
 
 from __future__ import annotations
@@ -108,12 +113,12 @@ def _not_null_sample(
     ``random.shuffle``, as pylance). Only ``<column> IS NOT NULL`` on the one loaded column can be
     applied in memory; pylance refuses every other filter and so does lance_fw. As in pylance, rows
     that never fill a whole batch (too few rows pass) are not yielded."""
-    if not (len(columns) == 1 and filt.lower() == f"{columns[0]} is not null".lower()):
-        raise NotImplementedInPylanceError(f"Can't yet run filter <{filt}> in-memory")
     total = len(dataset)
     shard_size = math.ceil(n / target_takes)
     shards = list(range(math.ceil(total / shard_size)))
-    random.shuffle(shards)
+    random.shuffle(shards)  # before the filter check: the global generator advances as in pylance
+    if not (len(columns) == 1 and filt.lower() == f"{columns[0]} is not null".lower()):
+        raise NotImplementedInPylanceError(f"Can't yet run filter <{filt}> in-memory")
     held: list[pa.Table] = []
     wanted = n
     to_fill = min(batch_size, n)

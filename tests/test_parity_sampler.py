@@ -119,6 +119,8 @@ def test_seeded_shuffle_leaves_global_rng_alone(both: tuple[Any, Any]) -> None:
     random.seed(99)
     list(fs.ShardedFragmentSampler(0, 2, randomize=True, seed=1).iter_fragments(fw))
     list(fs.ShardedBatchSampler(0, 2, randomize=True, seed=1)(fw, batch_size=100))
+    list(fs.ShardedBatchSampler(0, 2, randomize=True, seed=1)(fw, batch_size=100, filter="id > 9"))
+    list(fs.ShardedFixedBatchSampler(0, 2, True, 1, 10, 100))
     assert random.random() == expected
 
 
