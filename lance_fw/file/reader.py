@@ -3,42 +3,28 @@
 from __future__ import annotations
 
 import bisect
-import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
-from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
-from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
+from lance_fw._util import pools
+from lance_fw.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.buffers import range_positions
 from lance_fw.file.container import FileTail, parse_message, read_tail
 from lance_fw.file.encoding import PageBuffers, PageInput, check_decoded, decode_page, row_decoder
+from lance_fw.file.read_support import HeldFirst, concat_pages, guarded
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.plugin_manager import registry
 from lance_fw.schema import LanceField, LanceSchema
 
 READABLE_VERSIONS = ((2, 0), (2, 1), (2, 2))
-_T = TypeVar("_T")
-
-#: What a decoder may raise when a page's bytes do not mean what its encoding says: the page is
-#: damaged (a decoder bug on a sound file shows up the same way, with its exception named).
-DECODE_FAILURES = (
-    pa.ArrowException,
-    IndexError,
-    KeyError,
-    ValueError,
-    ArithmeticError,
-    struct.error,
-    MemoryError,
-)
 
 #: A page is decoded whole (not row by row) once more than this share of its rows is wanted.
 WHOLE_PAGE_SHARE = 0.25
@@ -46,6 +32,12 @@ WHOLE_PAGE_SHARE = 0.25
 #: Page buffers up to this size are fetched ahead for a take (``prefetch_small_buffers``):
 #: metadata-like buffers a row decoder reads before it knows which chunks to read.
 SMALL_BUFFER = 64 * 1024
+
+
+#: The pool the pages of one batch's columns are decoded on together (``decode_ahead``).
+COLUMN_POOL = "column-decode"
+#: Pages smaller than this are decoded by the read itself, not ahead on the pool.
+DECODE_AHEAD_BYTES = 1 << 20
 
 
 class LanceFileReader:
@@ -82,6 +74,8 @@ class LanceFileReader:
         self._top_level = {f.id for f in self.schema.fields}
         self._parent = {child.id: f for f in self.schema.walk() for child in f.children}
         self._page_starts: dict[int, list[int]] = {}
+        #: per tuple of field ids read together: (column, leaf, decoded type, page starts) for decode_ahead
+        self._ahead_columns: dict[tuple[int, ...], list[tuple[int, LanceField, pa.DataType, list[int]]]] = {}
         self._cache: dict[int, tuple[int, pa.Array]] = {}
         #: Buffers of pages fetched ahead (``prefetch``), by (column, page); taken when decoded.
         self._prefetched: dict[tuple[int, int], list[memoryview]] = {}
@@ -168,6 +162,63 @@ class LanceFileReader:
             held = dict(zip((off for off, _ in ranges), self._reader.read_ranges(ranges)))
             with self._lock:
                 self._small.update(held)
+
+    def decode_ahead(self, fields: list[LanceField], start: int, stop: int) -> None:
+        """Decode side by side, on the column pool, the page each column of ``fields`` needs for
+        rows [start, stop) that is not decoded yet, so that the reads of those rows only slice.
+
+        Why: a scan decodes a column's page on the first batch that touches it, column after
+        column, while the later batches only slice decoded pages; decoding those pages at once
+        uses every core on the expensive batch (numpy, pyarrow and zstd release the GIL). Nothing
+        happens unless two or more columns need a page of ``DECODE_AHEAD_BYTES`` or more within
+        the range (other pages, and ranges that span pages, are read as usual).
+        """
+        stop = min(stop, self.num_rows)
+        if stop <= start or self.tail.version == (2, 0):  # 2.0 pages are plain: copies, not compute
+            return
+        key = tuple(f.id for f in fields)
+        columns = self._ahead_columns.get(key)
+        if columns is None:
+            columns = self._ahead_columns[key] = [
+                (col, leaf, arrow_type, self._starts(col, leaf))
+                for col, leaf, arrow_type in self._row_column_types(fields)
+            ]
+        jobs: list[tuple[int, int, pa.DataType, LanceField]] = []
+        for col, leaf, arrow_type, starts in columns:
+            first = bisect.bisect_right(starts, start) - 1
+            if first != bisect.bisect_left(starts, stop) - 1 or self._cached(col, first) is not None:
+                continue
+            jobs.append((col, first, arrow_type, leaf))
+        heavy = [
+            j for j in jobs if sum(self.tail.columns[j[0]].pages[j[1]].buffer_sizes) >= DECODE_AHEAD_BYTES
+        ]
+        if len(heavy) < 2:  # a thread handoff costs more than decoding a small page here
+            return
+        jobs = heavy
+
+        def decode(job: tuple[int, int, pa.DataType, LanceField]) -> pa.Array:
+            col, page, arrow_type, leaf = job
+            return self._decode_pages(col, [page], arrow_type, leaf)[0]
+
+        pages = list(pools.pool(COLUMN_POOL).map(decode, jobs))
+        with self._lock:
+            for (col, page, _, _), decoded in zip(jobs, pages, strict=True):
+                self._cache[col] = (page, decoded)
+
+    def _row_column_types(self, fields: list[LanceField]) -> list[tuple[int, LanceField, pa.DataType]]:
+        """As ``_row_columns``, with the Arrow type each column's pages decode to."""
+        out: list[tuple[int, LanceField, pa.DataType]] = []
+        for field in fields:
+            if self.tail.version != (2, 0):
+                out += [
+                    (self._column(chain[-1]), chain[-1], structure_v2_1.path_type(chain))
+                    for chain in structure_v2_1.leaf_paths(field)
+                ]
+            elif field.is_struct:
+                out += self._row_column_types(field.children)
+            elif not field.is_list:
+                out.append((self._column(field), field, field.arrow_type()))
+        return out
 
     def _row_columns(self, fields: list[LanceField]) -> list[tuple[int, LanceField]]:
         """(column, field) of each column holding ``fields``' values row for row."""
@@ -320,7 +371,7 @@ class LanceFileReader:
         if todo:
             with self._lock:
                 self._cache[col] = (last, decoded[last] if last in decoded else self._cached(col, last))
-        return _concat(pieces, arrow_type)
+        return concat_pages(pieces, arrow_type)
 
     def _take_column(
         self, col: int, rows: np.ndarray, arrow_type: pa.DataType, field: LanceField
@@ -350,7 +401,7 @@ class LanceFileReader:
             pieces += self._decode_run(col, run, arrow_type, field)
             run = []
             pieces.append(whole.take(pa.array(local)))
-        return _concat(pieces + self._decode_run(col, run, arrow_type, field), arrow_type)
+        return concat_pages(pieces + self._decode_run(col, run, arrow_type, field), arrow_type)
 
     def _decode_run(
         self, col: int, run: list[tuple[int, np.ndarray]], arrow_type: pa.DataType, field: LanceField
@@ -367,7 +418,7 @@ class LanceFileReader:
                 args = [(encoding, page, local) for (page, encoding), (_, local) in zip(pages, run)]
                 where = f"{first[0].where} to {run[-1][0]}"
                 total = sum(len(local) for _, local in run)
-                out = self._guarded(lambda: batch(args), where, first[1])
+                out = guarded(lambda: batch(args), where, first[1])
                 if out is not None:  # the decoder took them: checked as one page's rows are
                     return [self._checked(lambda: out, where, arrow_type, total, first[1])]
         return [self._decode_rows(col, p, local, arrow_type, field) for p, local in run]
@@ -379,7 +430,7 @@ class LanceFileReader:
         meta = self.tail.columns[col].pages[p]
         self._check_page(col, p, meta)
         where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
-        source = _HeldFirst(self._reader, self._small) if self._small else self._reader
+        source = HeldFirst(self._reader, self._small) if self._small else self._reader
         buffers = PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where)
         return PageInput(buffers, meta.length, arrow_type, where), self._page_encoding(meta, where)
 
@@ -472,23 +523,7 @@ class LanceFileReader:
         goes through ``validate_decoded``, whichever plugin decoded it (see there for the cost);
         decoders check earlier what they need to build the array safely at all.
         """
-        return self._guarded(lambda: check_decoded(decode(), where, arrow_type, length), where, encoding)
-
-    def _guarded(self, run: Callable[[], _T], where: str, encoding: any_pb2.Any) -> _T:
-        """``run()``, its failures told as ``_checked`` says."""
-        try:
-            return run()
-        except CorruptFileError as exc:  # found by the decoder or the check: add whose decoder it was
-            raise CorruptFileError(exc.path, f"{exc.detail} ({_decoded_by(encoding)})") from exc
-        except LanceError:
-            raise
-        except DECODE_FAILURES as exc:
-            raise CorruptFileError(
-                where, f"the page does not decode ({type(exc).__name__}: {exc}; {_decoded_by(encoding)})"
-            ) from exc
-        except Exception as exc:  # a decoder bug, not damage: keep its type, say whose and where
-            exc.add_note(f"raised by {_decoded_by(encoding)} on {where}")
-            raise
+        return guarded(lambda: check_decoded(decode(), where, arrow_type, length), where, encoding)
 
     def _check_page(self, col: int, p: int, meta: file2_pb2.ColumnMetadata.Page) -> None:
         if len(meta.buffer_offsets) != len(meta.buffer_sizes):
@@ -535,61 +570,3 @@ class LanceFileReader:
                 self.path, f"{where}: expected a list page, found {enc.WhichOneof('array_encoding')}"
             )
         return enc.list.num_items
-
-
-class _HeldFirst(RangeReader):
-    """A file's reader that answers ranges lying inside buffers already held (by start offset)
-    from memory, and asks the file for the others."""
-
-    def __init__(self, reader: RangeReader, held: dict[int, memoryview]) -> None:
-        self.path, self._reader, self._held = reader.path, reader, held
-
-    def size(self) -> int:
-        return self._reader.size()
-
-    def read(self, offset: int, length: int) -> bytes:
-        return self._reader.read(offset, length)
-
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
-        out: list[memoryview] = []
-        missing: list[int] = []
-        for i, (off, length) in enumerate(ranges):
-            held = self._held.get(off)
-            if held is not None and length <= len(held):
-                out.append(held[:length])
-            else:
-                out.append(memoryview(b""))
-                missing.append(i)
-        if missing:
-            for i, view in zip(missing, self._reader.read_ranges([ranges[i] for i in missing])):
-                out[i] = view
-        return out
-
-
-def _decoded_by(encoding: any_pb2.Any) -> str:
-    """Who decoded a page, for errors about its output: the plugin (and distribution) providing the
-    page decoder of its type URL, and any other plugins whose kind decoders replace members of that
-    family (the likelier culprits when a built-in family decoder returns something wrong)."""
-    from lance_fw.plugin_manager import owner
-
-    url = encoding.type_url
-    page_owner = owner("lance_page_decoders", url)
-    text = f"the page decoder of plugin {page_owner}" if page_owner else f"the page decoder of {url!r}"
-    try:
-        family = url.lstrip("/")
-        owners = {owner("lance_kind_decoders", k) for k in registry.kind_decoders if k[0] == family}
-        kinds = sorted(o for o in owners if o is not None and o != page_owner)
-    except LanceError:  # a conflict among kind decoders is reported where they are used
-        kinds = []
-    if kinds:
-        text += f" with kind decoders of plugin {', '.join(kinds)}"
-    return text
-
-
-def _concat(pieces: list[pa.Array], arrow_type: pa.DataType) -> pa.Array:
-    if len(pieces) == 1:
-        return pieces[0]
-    if pa.types.is_dictionary(arrow_type):  # pages carry their own dictionaries (nulls included)
-        merged = pa.concat_arrays([p.dictionary_decode() for p in pieces])
-        return pc.dictionary_encode(merged).cast(arrow_type)
-    return pa.concat_arrays(pieces)

@@ -207,7 +207,9 @@ class FragmentReader:
         """Physical rows [start, stop) of each field (deleted rows still included). Each data
         file first fetches the pages all its fields need at once (``LanceFileReader.prefetch``)."""
         for _, reader in self._readers:
-            reader.prefetch([f for f in fields if self._reader_for(f) is reader], start, stop)
+            own = [f for f in fields if self._reader_for(f) is reader]
+            reader.prefetch(own, start, stop)
+            reader.decode_ahead(own, start, stop)
         out = []
         for f in fields:
             found = self._reader_for(f)

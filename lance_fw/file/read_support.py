@@ -1,0 +1,111 @@
+"""What ``LanceFileReader`` needs around decoding a page: attributing a failed or lying decoder
+to the plugin that provided it, answering reads from buffers already fetched, and joining the
+pieces of a column read from several pages.
+
+Apart from the reader so that the reader keeps to what it owns: columns, pages and caches.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf import any_pb2
+
+from lance_fw.errors import CorruptFileError, LanceError
+from lance_fw.io.storage import RangeReader
+from lance_fw.plugin_manager import registry
+
+_T = TypeVar("_T")
+
+#: What a decoder may raise when a page's bytes do not mean what its encoding says: the page is
+#: damaged (a decoder bug on a sound file shows up the same way, with its exception named).
+DECODE_FAILURES = (
+    pa.ArrowException,
+    IndexError,
+    KeyError,
+    ValueError,
+    ArithmeticError,
+    struct.error,
+    MemoryError,
+)
+
+
+def guarded(run: Callable[[], _T], where: str, encoding: any_pb2.Any) -> _T:
+    """``run()`` (a page decode): damage it finds, or Arrow/index errors it hits, become a
+    ``CorruptFileError`` naming ``where`` and whose decoder it was; a decoder bug keeps its type
+    with a note saying whose and where."""
+    try:
+        return run()
+    except CorruptFileError as exc:  # found by the decoder or the check: add whose decoder it was
+        raise CorruptFileError(exc.path, f"{exc.detail} ({_decoded_by(encoding)})") from exc
+    except LanceError:
+        raise
+    except DECODE_FAILURES as exc:
+        raise CorruptFileError(
+            where, f"the page does not decode ({type(exc).__name__}: {exc}; {_decoded_by(encoding)})"
+        ) from exc
+    except Exception as exc:  # a decoder bug, not damage: keep its type, say whose and where
+        exc.add_note(f"raised by {_decoded_by(encoding)} on {where}")
+        raise
+
+
+class HeldFirst(RangeReader):
+    """A file's reader that answers ranges lying inside buffers already held (by start offset)
+    from memory, and asks the file for the others."""
+
+    def __init__(self, reader: RangeReader, held: dict[int, memoryview]) -> None:
+        self.path, self._reader, self._held = reader.path, reader, held
+
+    def size(self) -> int:
+        return self._reader.size()
+
+    def read(self, offset: int, length: int) -> bytes:
+        return self._reader.read(offset, length)
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+        out: list[memoryview] = []
+        missing: list[int] = []
+        for i, (off, length) in enumerate(ranges):
+            held = self._held.get(off)
+            if held is not None and length <= len(held):
+                out.append(held[:length])
+            else:
+                out.append(memoryview(b""))
+                missing.append(i)
+        if missing:
+            for i, view in zip(missing, self._reader.read_ranges([ranges[i] for i in missing])):
+                out[i] = view
+        return out
+
+
+def _decoded_by(encoding: any_pb2.Any) -> str:
+    """Who decoded a page, for errors about its output: the plugin (and distribution) providing the
+    page decoder of its type URL, and any other plugins whose kind decoders replace members of that
+    family (the likelier culprits when a built-in family decoder returns something wrong)."""
+    from lance_fw.plugin_manager import owner
+
+    url = encoding.type_url
+    page_owner = owner("lance_page_decoders", url)
+    text = f"the page decoder of plugin {page_owner}" if page_owner else f"the page decoder of {url!r}"
+    try:
+        family = url.lstrip("/")
+        owners = {owner("lance_kind_decoders", k) for k in registry.kind_decoders if k[0] == family}
+        kinds = sorted(o for o in owners if o is not None and o != page_owner)
+    except LanceError:  # a conflict among kind decoders is reported where they are used
+        kinds = []
+    if kinds:
+        text += f" with kind decoders of plugin {', '.join(kinds)}"
+    return text
+
+
+def concat_pages(pieces: list[pa.Array], arrow_type: pa.DataType) -> pa.Array:
+    if len(pieces) == 1:
+        return pieces[0]
+    if pa.types.is_dictionary(arrow_type):  # pages carry their own dictionaries (nulls included)
+        merged = pa.concat_arrays([p.dictionary_decode() for p in pieces])
+        return pc.dictionary_encode(merged).cast(arrow_type)
+    return pa.concat_arrays(pieces)
