@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, range_positions
+from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, pool_empty, range_positions
 
 from . import chunked, compressive, fullzip_values
 from .decoded_values import DecodedValues, RawBytes, as_u8, present
@@ -264,7 +264,7 @@ def _chunk_bytes(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.
     if k >= 2:
         size, step = int(sizes[0]), int(starts[1] - starts[0])
         if step >= size and (sizes[:k] == size).all() and (np.diff(starts[:k]) == step).all():
-            out = np.empty(k * size + int(sizes[k]), np.uint8)
+            out = pool_empty(k * size + int(sizes[k]), np.uint8)
             grid = np.lib.stride_tricks.as_strided(
                 data[int(starts[0]) :], shape=(k, size), strides=(step, 1), writeable=False
             )
