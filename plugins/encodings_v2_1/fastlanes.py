@@ -25,6 +25,7 @@ from functools import cache
 import numpy as np
 
 from lance_fw.errors import CorruptFileError
+from lance_fw.file.buffers import pool_empty
 
 from .decoded_values import RawBytes
 
@@ -133,7 +134,7 @@ def _unpack_blocks(blocks: np.ndarray, t: int, w: int, out: np.ndarray | None = 
     lanes = BLOCK // t
     nblocks = blocks.shape[0]
     if out is None:
-        out = np.empty((nblocks, BLOCK), dtype=dt)
+        out = pool_empty(nblocks * BLOCK, dt).reshape(nblocks, BLOCK)
     if w == 0:
         out[...] = 0
         return out
@@ -145,7 +146,9 @@ def _unpack_blocks(blocks: np.ndarray, t: int, w: int, out: np.ndarray | None = 
     # (a strided (nblocks, LANES) operand costs several times more per call than the two block
     # transposes that make them contiguous).
     words = np.ascontiguousarray(blocks.reshape(nblocks, w, lanes).transpose(1, 0, 2))
-    planes = np.empty((t, nblocks, lanes), dtype=dt)  # plane k: values k*LANES .. of each block
+    planes = pool_empty(t * nblocks * lanes, dt).reshape(
+        t, nblocks, lanes
+    )  # plane k: values k*LANES .. of each block
     high = np.empty((nblocks, lanes), dtype=dt)
     for r in range(t):
         w0, shift = divmod(r * w, t)
