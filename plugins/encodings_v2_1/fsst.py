@@ -168,7 +168,8 @@ def _decompress_codes(
     out_len = st.lengths[key]
     if np.count_nonzero(out_len) != codes.size - n_escapes:
         raise CorruptFileError(where, f"FSST data uses a code beyond the {st.n_symbols} symbols of its table")
-    starts = np.zeros(codes.size + 1, np.int64)
+    starts = pool_empty(codes.size + 1, np.int64)
+    starts[0] = 0
     np.cumsum(out_len, out=starts[1:])
     return starts[rel], _expand(st.words[key], starts)
 
@@ -176,7 +177,8 @@ def _decompress_codes(
 def _decode_keys(codes: np.ndarray, rel: np.ndarray, where: str) -> tuple[np.ndarray, int]:
     """Decode-table rows of the codes (an escaped byte b becomes row 256 + b), as intp so that the
     two table lookups index without converting, and the number of escapes."""
-    key = codes.astype(np.intp)
+    key = pool_empty(codes.size, np.intp)
+    key[...] = codes
     esc_candidates = np.flatnonzero(codes == ESCAPE)
     if not esc_candidates.size:
         return key, 0
@@ -213,7 +215,7 @@ def _expand(words: np.ndarray, starts: np.ndarray) -> np.ndarray:
     the bytes past the previous symbol's length, so only the ``starts[-1]`` valid bytes remain."""
     total = int(starts[-1])
     if _SEQUENTIAL:
-        out = np.empty(total + MAX_SYMBOL_LEN, np.uint8)
+        out = pool_empty(total + MAX_SYMBOL_LEN, np.uint8)
         view = np.ndarray((total + 1,), "<u8", out, 0, (1,))
         view[starts[:-1]] = words
         return out[:total]
