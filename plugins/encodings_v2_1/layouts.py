@@ -205,6 +205,26 @@ def mini_block_dictionary(layout: pb.MiniBlockLayout, buffer: RawBytes, where: s
     )
 
 
+def layout_chunks(
+    layout: pb.MiniBlockLayout,
+    data: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    plain_ok: bool,
+    where: str,
+) -> tuple[_Chunks, tuple[int, int | None] | None]:
+    """The chunks at ``starts``/``sizes`` of ``data`` parsed with the header fields ``layout`` says
+    they hold, and ``_plain_fixed`` of its values where they are one plain buffer (``plain_ok``:
+    the caller can use plain values; a take with a dictionary cannot). Shared by whole-chunk
+    decoding (``chunk_levels``) and the take of single rows (``take._levels_at``)."""
+    has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
+    chunks = _parse_chunks(
+        data, starts, sizes, has_rep, has_def, layout.num_buffers, layout.has_large_chunk, where
+    )
+    plain = _plain_fixed(layout.value_compression) if plain_ok and layout.num_buffers == 1 else None
+    return chunks, plain
+
+
 def chunk_levels(
     layout: pb.MiniBlockLayout,
     data: np.ndarray,
@@ -219,9 +239,8 @@ def chunk_levels(
     """Decode the chunks at ``starts``/``sizes`` of ``data`` (all of a page's, or a chosen few laid
     end to end) into levels and values; also returns each chunk's level count. ``needed``: the
     only values the caller will use (see ``chunked.decode_chunks``)."""
-    large = layout.has_large_chunk
+    chunks, plain = layout_chunks(layout, data, starts, sizes, True, where)
     has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
-    chunks = _parse_chunks(data, starts, sizes, has_rep, has_def, layout.num_buffers, large, where)
     rep = (
         _chunk_levels(layout.rep_compression, data, chunks.rep, chunks.num_levels, where) if has_rep else None
     )
@@ -230,7 +249,6 @@ def chunk_levels(
         if has_def
         else None
     )
-    plain = _plain_fixed(layout.value_compression) if layout.num_buffers == 1 else None
     n = int(np.sum(counts))
     if plain is not None:
         bits, per_list = plain

@@ -169,12 +169,9 @@ def _levels_at(
     ``data`` at ``starts``), one level and one value per row (a layout without repetition): a
     take of a few rows builds, validates and copies those rows, not every row of their chunks.
     None where the values' encoding has no such path (``chunked.decode_chunk_values_at``)."""
-    has_def = layout.HasField("def_compression")
-    chunks = layouts._parse_chunks(
-        data, starts, sizes, False, has_def, layout.num_buffers, layout.has_large_chunk, where
-    )
+    # callers hand over layouts without repetition: the chunk headers hold no repetition sizes
+    chunks, plain = layouts.layout_chunks(layout, data, starts, sizes, dictionary is None, where)
     enc = layout.value_compression
-    plain = layouts._plain_fixed(enc) if layout.num_buffers == 1 and dictionary is None else None
     if plain is not None:
         values: DecodedValues | None = _plain_at(data, chunks.bufs[0], counts, chunk, within, *plain, where)
     else:
@@ -184,7 +181,7 @@ def _levels_at(
     if dictionary is not None:
         values = layouts._gather(dictionary, values, where)
     defs = None
-    if has_def:
+    if layout.HasField("def_compression"):
         if (chunks.num_levels != counts).any():
             raise CorruptFileError(where, "mini-block chunks hold other numbers of levels than of values")
         all_defs = layouts._chunk_levels(layout.def_compression, data, chunks.defs, chunks.num_levels, where)
