@@ -9,7 +9,6 @@ appear at once (no listing is cached). Writes to these tables are ``dml.py``'s.
 
 from __future__ import annotations
 
-import re
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,42 +17,31 @@ import duckdb
 from sqlglot import exp
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
-from lance_fw.io.storage import resolve_storage
+from lance_fw.table.namespace_dir import VERSIONS_DIR, DirectoryTables  # noqa: F401  (VERSIONS_DIR: dml.py imports it from here)
 
 #: The only schema of an attached Lance directory (as DuckDB's lance extension names it).
 MAIN_SCHEMA = "main"
-#: The ending of a dataset directory inside an attached root.
-DATASET_SUFFIX = ".lance"
-#: Where a dataset keeps its manifests; a ``*.lance`` directory without it is not listed as a table.
-VERSIONS_DIR = "_versions"
-#: Table names that stay inside the attached directory: no separators, no ``..``, nothing hidden.
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-.]*")
 
 
 @dataclass
 class LanceCatalog:
-    """One attached directory."""
+    """One attached directory; which tables it holds and where is ``DirectoryTables``' (shared with
+    ``lance_fw.namespace.DirectoryNamespace``, so both agree on names and paths)."""
 
     name: str
     root: str
     storage_options: dict[str, str] | None = None
 
+    def _tables(self) -> DirectoryTables:
+        return DirectoryTables(self.root, self.storage_options)
+
     def path(self, table: str) -> str:
         """The dataset path of ``table``; a name that could leave the directory is refused."""
-        if not _SAFE_NAME.fullmatch(table) or ".." in table:
-            raise InvalidArgumentError(f"Unsafe Lance dataset name for directory namespace: {table!r}")
-        return f"{self.root.rstrip('/')}/{table}{DATASET_SUFFIX}"
+        return self._tables().path(table)
 
     def tables(self) -> list[str]:
-        """The datasets in the directory now, sorted by name."""
-        storage = resolve_storage(self.root, self.storage_options)
-        names = []
-        for entry in storage.list_dir(self.root):
-            if entry.endswith(DATASET_SUFFIX) and storage.list_dir(
-                f"{self.root.rstrip('/')}/{entry}/{VERSIONS_DIR}"
-            ):
-                names.append(entry[: -len(DATASET_SUFFIX)])
-        return sorted(names)
+        """The datasets in the directory now (those with data), sorted by name."""
+        return self._tables().tables()
 
 
 @dataclass
