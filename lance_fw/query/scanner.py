@@ -255,7 +255,7 @@ class LanceScanner:
             yield from self.search.run(self).combine_chunks().to_batches()
             return
         extra = [n for n, on in (("_rowid", self.with_row_id), ("_rowaddr", self.with_row_address)) if on]
-        for batch in rechunk(self._pieces(), self.batch_size):
+        for batch in self._batches():
             if self.projection is not None:
                 tail = [batch.column(n) for n in extra]
                 projected = self.projection.apply(batch.drop_columns(extra))
@@ -264,6 +264,21 @@ class LanceScanner:
                     [c.combine_chunks() for c in projected.columns] + tail, schema=pa.schema(fields)
                 )
             yield batch
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        """pylance's batch boundaries. A plain scan: ``batch_size`` rows per fragment. A filtered
+        scan: what each batch it reads keeps (``batch_size`` live rows, or index candidates),
+        ``offset``/``limit`` cut from those; when pylance materialises some projected column late
+        (after the filter: any but fixed-width values of at most 8 bytes), it then joins those
+        batches, across fragments, until each holds ``batch_size`` rows or more."""
+        if self._plan is None:
+            return rechunk(self._pieces(), self.batch_size)
+        kept = (batch for _, batch in self._pieces())
+        filter_ids = {f.id for f in self._plan.fields}
+        late = any(_materialised_late(f) for f in self._fields if f.id not in filter_ids)
+        if late:
+            return coalesce(kept, self.batch_size)
+        return kept
 
     def to_reader(self) -> pa.RecordBatchReader:
         if self.search is not None or self.fts is not None:
@@ -385,6 +400,46 @@ def rechunk(pieces: Iterator[tuple[int, pa.RecordBatch]], size: int) -> Iterator
             rows -= full
     if held and rows:
         yield _joined(held)
+
+
+def coalesce(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` joined in order until each output holds ``size`` rows or more (the last
+    fewer; a batch of ``size`` or more passes alone): how pylance's take of late-materialised
+    columns batches a filtered stream."""
+    held: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if batch.num_rows >= size:  # a full batch passes as it is, after what was held
+            if held:
+                yield _joined(held)
+                held, rows = [], 0
+            yield batch
+            continue
+        held.append(batch)
+        rows += batch.num_rows
+        if rows >= size:
+            yield _joined(held)
+            held, rows = [], 0
+    if rows:
+        yield _joined(held)
+
+
+#: The widest values pylance reads together with a filter's columns; wider ones (and booleans,
+#: strings, lists ...) it reads after the filter, for the matching rows only.
+EARLY_VALUE_BYTES = 8
+
+
+def _materialised_late(field: LanceField) -> bool:
+    t = field.arrow_type()
+    if pa.types.is_fixed_size_list(t) and not pa.types.is_nested(t.value_type):
+        width = t.list_size * (t.value_type.bit_width if not pa.types.is_boolean(t.value_type) else 0)
+        return not 0 < width <= 8 * EARLY_VALUE_BYTES
+    if pa.types.is_boolean(t) or pa.types.is_nested(t) or pa.types.is_dictionary(t):
+        return True
+    try:
+        return not t.bit_width <= 8 * EARLY_VALUE_BYTES
+    except ValueError:  # variable width
+        return True
 
 
 def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -85,10 +86,12 @@ def _matched_batches(
     hits: np.ndarray,
     fetched: list[pa.Array],
     schema: pa.Schema,
-    batch_size: int,
+    windows: np.ndarray,
 ) -> Iterator[pa.RecordBatch]:
     """The rows ``hits`` of a late-materialised read, in ``schema`` (``fields`` then the row columns
-    asked for) and batches of ``batch_size``: the filter's columns and the row columns come from
+    asked for), one batch per run of equal ``windows`` (each hit's window of ``batch_size`` live
+    rows: pylance filters each batch it reads and hands on what matches, so a filtered scan's
+    batches end where the read batches end). The filter's columns and the row columns come from
     ``probe`` (filter columns, ``_rowid``, ``_rowaddr``), the other fields from ``fetched`` (those
     fields' values at the hits, in ``fields`` order)."""
     chosen = pa.array(hits)
@@ -99,8 +102,9 @@ def _matched_batches(
     ]
     arrays += [probe.column(name).take(chosen) for name in schema.names[len(fields) :]]
     out = pa.RecordBatch.from_arrays(arrays, schema=schema)
-    for lo in range(0, out.num_rows, batch_size):
-        yield out.slice(lo, batch_size)
+    cuts = [0, *(np.flatnonzero(np.diff(windows)) + 1).tolist(), out.num_rows]
+    for lo, hi in itertools.pairwise(cuts):
+        yield out.slice(lo, hi - lo)
 
 
 @dataclass(frozen=True)
@@ -242,6 +246,16 @@ class FragmentReader:
             out.append(array if inverse is None else array.take(pa.array(inverse)))
         return out
 
+    def _live_windows(self, offsets: np.ndarray, batch_size: int) -> np.ndarray:
+        """For live physical ``offsets`` (sorted), which window of ``batch_size`` live rows of the
+        fragment each lies in."""
+        ranks = (
+            offsets - np.searchsorted(self.deleted.astype(np.int64), offsets)
+            if len(self.deleted)
+            else offsets
+        )
+        return ranks // batch_size
+
     def physical_of_live(self, positions: np.ndarray) -> np.ndarray:
         """Physical offsets of the live rows at ``positions`` (0-based among live rows).
 
@@ -308,12 +322,18 @@ class FragmentReader:
                 yield batch
 
     def filtered_batches(
-        self, rows: Rows, filter_fields: list[LanceField], matcher: Matcher
+        self,
+        rows: Rows,
+        filter_fields: list[LanceField],
+        matcher: Matcher,
+        windows_of: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Late materialisation: per batch the filter's columns are read and ``matcher`` run first;
         the other projected columns are read only for batches with matches (a few matching rows
         through ``take_physical``, many as a range). Rows stay in physical order. The filter also
-        sees ``_rowid`` and ``_rowaddr``."""
+        sees ``_rowid`` and ``_rowaddr``. The matches come out in one batch per window that
+        ``windows_of`` gives their physical offsets (default: windows of ``batch_size`` live rows,
+        pylance's read batches)."""
         schema = rows.schema()
         filter_ids = [f.id for f in filter_fields]
         probe_schema = _probe_schema(filter_fields)
@@ -338,9 +358,9 @@ class FragmentReader:
                 fetched = self.take_physical(others, hits + start)
             else:
                 fetched = [a.take(pa.array(hits)) for a in self.read_range(others, start, stop)]
-            yield from _matched_batches(
-                rows.fields, filter_ids, probe, hits, fetched, schema, rows.batch_size
-            )
+            found = hits + start
+            windows = windows_of(found) if windows_of else self._live_windows(found, rows.batch_size)
+            yield from _matched_batches(rows.fields, filter_ids, probe, hits, fetched, schema, windows)
 
     def candidate_batches(
         self, rows: Rows, filter_fields: list[LanceField], matcher: Matcher, candidates: np.ndarray
@@ -354,11 +374,17 @@ class FragmentReader:
         offsets = offsets[(offsets >= first) & (offsets < last)]
         if len(self.deleted):
             offsets = offsets[~np.isin(offsets, self.deleted.astype(np.int64), assume_unique=True)]
+
+        def window_of_candidate(found: np.ndarray) -> np.ndarray:
+            """pylance reads an index's live candidates in batches of ``batch_size`` and filters
+            each: a match's batch is its candidate's rank over ``batch_size``."""
+            return np.searchsorted(offsets, found) // rows.batch_size
+
         if len(offsets) > CANDIDATE_SHARE * max(last - first, 1):  # many: scan the spans holding them
             cuts = np.flatnonzero(np.diff(offsets) > SPAN_GAP) + 1
             for lo, hi in zip(offsets[np.r_[0, cuts]], offsets[np.r_[cuts - 1, len(offsets) - 1]]):
                 span = replace(rows, start=int(lo), stop=int(hi) + 1)
-                yield from self.filtered_batches(span, filter_fields, matcher)
+                yield from self.filtered_batches(span, filter_fields, matcher, window_of_candidate)
             return
         if not len(offsets):
             return
@@ -375,9 +401,8 @@ class FragmentReader:
             return
         others = [f for f in rows.fields if f.id not in filter_ids]
         fetched = self.take_physical(others, offsets[hits]) if others else []
-        yield from _matched_batches(
-            rows.fields, filter_ids, probe, hits, fetched, rows.schema(), rows.batch_size
-        )
+        windows = window_of_candidate(offsets[hits])
+        yield from _matched_batches(rows.fields, filter_ids, probe, hits, fetched, rows.schema(), windows)
 
     def close(self) -> None:
         if "_readers" in self.__dict__:

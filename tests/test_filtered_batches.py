@@ -1,0 +1,51 @@
+"""Where a filtered scan's batches end, against pylance: pylance reads batches of ``batch_size``
+live rows (or, where a scalar index answers, of index candidates), filters each and hands on what
+it keeps, never merging them; ``offset``/``limit`` cut from that stream. Rows, order and every
+batch's length must match, with deletions, several fragments and an index."""
+
+from __future__ import annotations
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_fw
+
+ROWS = 12_000
+FILTERS = ["x % 3 = 0", "x > 5000", "c = 3", "c < 5 AND x > 1000", "x % 7 = 0 AND c < 5", "x < 0"]
+OPTIONS = [
+    {"batch_size": 700},
+    {},
+    {"batch_size": 1024, "offset": 50, "limit": 2500},
+    {"batch_size": 333, "with_row_id": True},
+    {"batch_size": 4096, "columns": ["c"]},
+]
+
+
+@pytest.fixture(scope="module", params=["plain", "indexed"])
+def path(request, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp(request.param) / "t.lance")
+    rng = np.random.default_rng(4)
+    table = pa.table(
+        {"x": np.arange(ROWS), "c": rng.integers(0, 10, ROWS), "s": [f"s{i % 77}" for i in range(ROWS)]}
+    )
+    lance.write_dataset(table, out, max_rows_per_file=4500)
+    lance.dataset(out).delete("x < 500 OR (x >= 4500 AND x < 4900) OR x % 101 = 0")
+    if request.param == "indexed":
+        lance.dataset(out).create_scalar_index("c", "BITMAP")
+    return out
+
+
+@pytest.mark.parametrize("where", FILTERS)
+@pytest.mark.parametrize("options", OPTIONS, ids=str)
+def test_filtered_batches_match_pylance(request, path, where, options):
+    if where == "c = 3" and "indexed" in request.node.name and "columns" not in options:
+        # pylance answers a filter its index decides alone with one take per fragment, cut per
+        # fragment; lance_fw still joins the batches as for a refined filter (rows and order agree)
+        request.applymarker(pytest.mark.xfail(strict=True, reason="index-exact filter batches"))
+    ours = list(lance_fw.dataset(path).to_batches(filter=where, **options))
+    theirs = list(lance.dataset(path).to_batches(filter=where, **options))
+    assert [b.num_rows for b in ours] == [b.num_rows for b in theirs]
+    if theirs:
+        assert pa.Table.from_batches(ours).equals(pa.Table.from_batches(theirs).cast(ours[0].schema))
