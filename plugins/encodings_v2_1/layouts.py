@@ -213,10 +213,7 @@ def layout_chunks(
     plain_ok: bool,
     where: str,
 ) -> tuple[_Chunks, tuple[int, int | None] | None]:
-    """The chunks at ``starts``/``sizes`` of ``data`` parsed with the header fields ``layout`` says
-    they hold, and ``_plain_fixed`` of its values where they are one plain buffer (``plain_ok``:
-    the caller can use plain values; a take with a dictionary cannot). Shared by whole-chunk
-    decoding (``chunk_levels``) and the take of single rows (``take._levels_at``)."""
+    """Chunks parsed as ``layout`` says, and ``_plain_fixed`` of its values if ``plain_ok`` (shared)."""
     has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
     chunks = _parse_chunks(
         data, starts, sizes, has_rep, has_def, layout.num_buffers, layout.has_large_chunk, where

@@ -40,6 +40,33 @@ def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
 # --- mini-block ---------------------------------------------------------------------------------
 
 
+#: Chunk tables of pages whose metadata is at most this many bytes are cached (``_chunk_table``),
+#: at most this many, oldest dropped first.
+CHUNK_TABLE_CACHE_META_BYTES = 8 * 1024
+CHUNK_TABLE_CACHE_ENTRIES = 256
+_CHUNK_TABLES: dict[tuple[bytes, bool, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _chunk_table(
+    layout: pb.MiniBlockLayout, meta: np.ndarray, total: int, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``layouts.chunk_table``, kept for small tables by their own bytes (and the page's item
+    count and size): a point lookup reads the same pages' tables call after call. The arrays
+    are shared, so read-only."""
+    if len(meta) > CHUNK_TABLE_CACHE_META_BYTES:
+        return layouts.chunk_table(layout, meta, total, where)
+    key = (meta.tobytes(), layout.has_large_chunk, layout.num_items, total)
+    found = _CHUNK_TABLES.get(key)
+    if found is None:
+        found = layouts.chunk_table(layout, meta, total, where)
+        for array in found:
+            array.setflags(write=False)
+        if len(_CHUNK_TABLES) >= CHUNK_TABLE_CACHE_ENTRIES:
+            _CHUNK_TABLES.pop(next(iter(_CHUNK_TABLES)))
+        _CHUNK_TABLES[key] = found
+    return found
+
+
 def mini_block_rows(
     layout: pb.MiniBlockLayout, page: PageInput, rows: np.ndarray
 ) -> tuple[PageLevels, np.ndarray]:
@@ -55,7 +82,7 @@ def mini_block_rows(
             where, f"mini-block page has {len(page.buffers)} buffers, needs {max(wanted) + 1}"
         )
     small = dict(zip(wanted, page.read_parts([(i, 0, page.buffer_size(i)) for i in wanted])))
-    starts, sizes, counts = layouts.chunk_table(layout, as_u8(small[0]), page.buffer_size(1), where)
+    starts, sizes, counts = _chunk_table(layout, as_u8(small[0]), page.buffer_size(1), where)
     dictionary = layouts.mini_block_dictionary(layout, small[2], where) if has_dict else None
     if has_rep:
         chosen, completed, run_start, start_chunk = _chunks_by_rep_index(
@@ -143,7 +170,7 @@ def mini_block_pages_rows(
                 page.where, f"mini-block page has {len(page.buffers)} buffers, needs at least 2"
             )
         meta = as_u8(page.read_parts([(0, 0, page.buffer_size(0))])[0])
-        table = layouts.chunk_table(layout, meta, page.buffer_size(1), page.where)
+        table = _chunk_table(layout, meta, page.buffer_size(1), page.where)
         data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, wanted, *table)
         # chunk sizes are whole CHUNK_SIZE_UNITs: each page's chunks stay aligned laid after the others'
         parts.append((local_starts + nbytes, sizes, counts, k + nchunks, within))
