@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from lance_fw._util.refusals import refusing
+from lance_fw._util.refusals import REFUSED_MARK, refusing
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.table.namespace_dir import (
     MANIFEST_TABLE,
@@ -367,13 +367,19 @@ class DirectoryNamespace:
         ]
 
 
+_REST_CLIENT = (
+    "it speaks the Lance REST namespace protocol to a catalog server, which lance_fw does not implement "
+    "(use DirectoryNamespace)"
+)
+_REST_SERVER = "it serves a namespace over the Lance REST protocol, and lance_fw implements no REST server"
+
+
 class RestNamespace:
     """pylance's REST namespace client: refused (lance_fw implements no REST namespace protocol)."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise UnsupportedFeatureError(
-            "lance.namespace.RestNamespace is not supported by lance_fw: it speaks the Lance REST namespace "
-            "protocol to a catalog server, which lance_fw does not implement (use DirectoryNamespace)"
+            f"lance.namespace.RestNamespace is not supported by lance_fw: {_REST_CLIENT}"
         )
 
 
@@ -382,9 +388,13 @@ class RestAdapter:
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise UnsupportedFeatureError(
-            "lance.namespace.RestAdapter is not supported by lance_fw: it serves a namespace over the Lance "
-            "REST protocol, and lance_fw implements no REST server"
+            f"lance.namespace.RestAdapter is not supported by lance_fw: {_REST_SERVER}"
         )
+
+
+# the compatibility table reads a refused name's reason from this mark
+setattr(RestNamespace, REFUSED_MARK, _REST_CLIENT)
+setattr(RestAdapter, REFUSED_MARK, _REST_SERVER)
 
 
 def resolve_table_uri(namespace_client: object, table_id: list[str]) -> tuple[str, dict[str, str] | None]:

@@ -944,3 +944,55 @@ def _maybe_sample(ctx: Ctx) -> object:
         )
     finally:
         np.random.set_state(state)
+
+
+# -- lance.namespace ------------------------------------------------------------------------------
+def _namespace_module(ctx: Ctx) -> ModuleType:
+    import importlib
+
+    return importlib.import_module(ctx.lib.__name__ + ".namespace")
+
+
+def _ipc_stream(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+@smoke("lance.namespace.DirectoryNamespace")
+def _directory_namespace(ctx: Ctx) -> object:
+    m = _namespace_module(ctx)
+    root = ctx.path()
+    ns = m.DirectoryNamespace(root=root)
+
+    def listed() -> object:
+        return ns.list_tables(m.ListTablesRequest(id=[])).tables
+
+    created = ns.create_table(m.CreateTableRequest(id=["t"]), _ipc_stream(DATA))
+    ns.declare_table(m.DeclareTableRequest(id=["d"]))
+    described = ns.describe_table(m.DescribeTableRequest(id=["t"]))
+    return (
+        created.version,
+        created.location.endswith("/t.lance"),
+        listed(),
+        described.location.endswith("/t.lance"),
+        ctx.lib.dataset(described.location).count_rows(),
+        raises(lambda: ns.create_table(m.CreateTableRequest(id=["t"]), _ipc_stream(DATA))),
+        raises(lambda: ns.describe_table(m.DescribeTableRequest(id=["zz"]))),
+        ns.drop_table(m.DropTableRequest(id=["d"])).id,
+        listed(),
+        ns.list_namespaces(m.ListNamespacesRequest(id=[])).namespaces,
+    )
+
+
+@smoke("lance.namespace.DynamicContextProvider")
+def _dynamic_context_provider(ctx: Ctx) -> object:
+    m = _namespace_module(ctx)
+
+    class Provider(m.DynamicContextProvider):  # type: ignore[name-defined]
+        def provide_context(self, info: dict[str, str]) -> dict[str, str]:
+            return {"headers.Authorization": "Bearer x"}
+
+    ns = m.DirectoryNamespace(root=ctx.path(), context_provider=Provider())
+    return ns.list_tables(m.ListTablesRequest(id=[])).tables, raises(lambda: m.DynamicContextProvider())
