@@ -187,3 +187,24 @@ def test_s3_root_shared_with_pylance(s3_server):
     assert py.list_tables(L.ListTablesRequest(id=[])).tables == ["by_py"]
     with pytest.raises(fwns.TableNotFoundError):
         fw.describe_table(L.DescribeTableRequest(id=["by_fw"]))
+
+
+def test_dataset_and_write_dataset_take_a_namespace_as_pylance(tmp_path):
+    """``write_dataset`` / ``dataset`` with ``namespace_client=`` and ``table_id=`` write and open
+    the same table as pylance's, each library reading what the other wrote."""
+    for mod, ns_mod, name in ((lance, pyns, "by_pylance"), (lance_fw, fwns, "by_lance_fw")):
+        ns = ns_mod.DirectoryNamespace(root=str(tmp_path))
+        mod.write_dataset(_data(), namespace_client=ns, table_id=[name])
+        mod.write_dataset(_data(), namespace_client=ns, table_id=[name], mode="append")
+    for name in ("by_pylance", "by_lance_fw"):
+        ours = lance_fw.dataset(namespace_client=fwns.DirectoryNamespace(root=str(tmp_path)), table_id=[name])
+        theirs = lance.dataset(namespace_client=pyns.DirectoryNamespace(root=str(tmp_path)), table_id=[name])
+        assert ours.to_table().equals(theirs.to_table())
+        assert ours.count_rows() == 2 * ROWS
+    fw = fwns.DirectoryNamespace(root=str(tmp_path))
+    with pytest.raises(fwns.TableAlreadyExistsError):
+        lance_fw.write_dataset(_data(), namespace_client=fw, table_id=["by_lance_fw"])
+    with pytest.raises(fwns.TableNotFoundError):
+        lance_fw.dataset(namespace_client=fw, table_id=["missing"])
+    with pytest.raises(lance_fw.errors.InvalidArgumentError):
+        lance_fw.dataset(str(tmp_path / "x"), namespace_client=fw, table_id=["by_lance_fw"])

@@ -77,7 +77,7 @@ IndexArg: TypeAlias = Sequence[int] | np.ndarray | pa.Array | pa.ChunkedArray
 
 
 def dataset(
-    uri: Uri | None,
+    uri: Uri | None = None,
     version: int | str | None = None,
     asof: datetime | str | None = None,
     block_size: int | None = None,
@@ -89,7 +89,7 @@ def dataset(
     index_cache_size_bytes: int | None = None,
     read_params: dict | None = None,
     session: Unsupported = None,
-    namespace_client: Unsupported = None,
+    namespace_client: Any = None,
     table_id: list | None = None,
     base_store_params: dict | None = None,
 ) -> LanceDataset:
@@ -100,13 +100,18 @@ def dataset(
         {
             "read_params": read_params,
             "session": session,
-            "namespace_client": namespace_client,
-            "table_id": table_id,
             "base_store_params": base_store_params,
         },
     )
+    if namespace_client is not None or table_id is not None:
+        if uri is not None or namespace_client is None or table_id is None:
+            raise InvalidArgumentError("dataset: give either uri, or namespace_client and table_id")
+        from lance_fw.namespace import resolve_table_uri  # the same rank: imported when used
+
+        uri, found = resolve_table_uri(namespace_client, table_id)
+        storage_options = storage_options or found
     if uri is None:
-        raise InvalidArgumentError("dataset: uri is required (namespace_client/table_id are not supported)")
+        raise InvalidArgumentError("dataset: uri (or namespace_client and table_id) is required")
     return LanceDataset(
         uri,
         version=version,

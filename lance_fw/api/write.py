@@ -52,6 +52,9 @@ UNSUPPORTED_WRITE_OPTIONS: dict[str, Any] = {
 #: Of those, the ones pylance applies only to a dataset the write creates (``write_dataset``
 #: checks them once it knows whether it appends).
 NEW_DATASET_OPTIONS = ("enable_v2_manifest_paths", "enable_stable_row_ids")
+#: How ``write_dataset`` names a table instead of a uri (``lance_fw.namespace``; still refused by
+#: ``write_fragments``).
+NAMESPACE_OPTIONS = ("namespace_client", "table_id")
 
 
 def refuse_write_options(function: str, arguments: Mapping[str, Any], skip: Collection[str] = ()) -> None:
@@ -114,8 +117,8 @@ def write_dataset(
     external_blob_mode: str = "reference",
     allow_external_blob_outside_bases: bool = False,
     blob_pack_file_size_threshold: int | None = None,
-    namespace_client: Unsupported = None,
-    table_id: Unsupported = None,
+    namespace_client: Any = None,
+    table_id: list | None = None,
     session: Unsupported = None,
     allow_plugin_encodings: bool = False,
 ) -> LanceDataset:
@@ -127,11 +130,16 @@ def write_dataset(
     arguments = dict(locals())  # every option by name, before any other local exists
     from lance_fw.api.dataset import LanceDataset
 
-    refuse_write_options("write_dataset", arguments, skip=NEW_DATASET_OPTIONS)
+    refuse_write_options("write_dataset", arguments, skip=(*NEW_DATASET_OPTIONS, *NAMESPACE_OPTIONS))
+    if namespace_client is not None or table_id is not None:
+        if uri is not None or namespace_client is None or table_id is None:
+            raise InvalidArgumentError("write_dataset: give either uri, or namespace_client and table_id")
+        from lance_fw.namespace import resolve_write_uri  # the same rank: imported when used
+
+        uri, found = resolve_write_uri(namespace_client, table_id, mode)
+        storage_options = arguments["storage_options"] = storage_options or found
     if uri is None:
-        raise InvalidArgumentError(
-            "write_dataset: uri is required (namespace_client/table_id are not supported)"
-        )
+        raise InvalidArgumentError("write_dataset: uri (or namespace_client and table_id) is required")
     plan, batches = plan_data_write(data_obj, uri_string(uri), schema, mode, arguments)
     if plan.mode != "append":  # pylance applies these two only to a dataset the write creates
         refuse_write_options("write_dataset", {k: arguments[k] for k in NEW_DATASET_OPTIONS})
