@@ -649,8 +649,8 @@ def _result_types(ctx: Ctx) -> object:
     import importlib
 
     module = importlib.import_module(ctx.lib.__name__ + ".dataset")
-    names = ("Tag", "Version", "VersionRef", "DatasetStats", "UpdateResult", "DeleteResult", "ExecuteResult")
-    names += ("AutoCleanupConfig", "AlterColumn")
+    names = ["Tag", "Version", "VersionRef", "DatasetStats", "UpdateResult", "DeleteResult", "ExecuteResult"]
+    names += ["AutoCleanupConfig", "AlterColumn"]
     ds = ctx.fresh()
     deleted, updated = ds.delete("id < 2"), ds.update({"x": "x + 1"}, where="id < 5")
     return (
