@@ -40,27 +40,6 @@ COLUMN_POOL = "column-decode"
 DECODE_AHEAD_BYTES = 1 << 20
 
 
-#: How many data files' parsed tails (``_open_tail``) stay cached, oldest dropped first.
-OPENED_CACHE_FILES = 256
-_OPENED: dict[tuple[str, int], tuple[FileTail, LanceSchema]] = {}
-
-
-def _open_tail(reader: RangeReader, path: str) -> tuple[FileTail, LanceSchema]:
-    """A data file's tail and schema, checked: a readable version, every logical type known.
-    Both are only read afterwards (shared by every reader of the file)."""
-    tail = read_tail(reader)
-    if tail.version not in READABLE_VERSIONS:
-        raise UnsupportedFeatureError(
-            f"{path}: data file version {version_name(tail.version)} is not readable by this lance_fw yet"
-        )
-    try:
-        schema = LanceSchema.from_protos(tail.descriptor.schema.fields, tail.descriptor.schema.metadata)
-        schema.to_arrow()  # every logical type must be known
-    except SchemaError as exc:
-        raise CorruptFileError(path, f"bad schema in the file descriptor: {exc}") from None
-    return tail, schema
-
-
 class LanceFileReader:
     """Open once (reads the tail), then read any row range of any field."""
 
@@ -73,17 +52,19 @@ class LanceFileReader:
     ):
         self.path = path
         self._reader = reader or storage.open_reader(path)
-        # A dataset's data files (``column_of_field`` given) are written once under unique names,
-        # so their parsed tail is reused by path and size; a bare file may be rewritten in place.
-        key = (path, self._reader.size()) if column_of_field is not None else None
-        opened = _OPENED.get(key) if key is not None else None
-        if opened is None:
-            opened = _open_tail(self._reader, path)
-            if key is not None:
-                if len(_OPENED) >= OPENED_CACHE_FILES:
-                    _OPENED.pop(next(iter(_OPENED)))
-                _OPENED[key] = opened
-        self.tail, self.schema = opened
+        self.tail: FileTail = read_tail(self._reader)
+        if self.tail.version not in READABLE_VERSIONS:
+            raise UnsupportedFeatureError(
+                f"{path}: data file version {version_name(self.tail.version)} "
+                f"is not readable by this lance_fw yet"
+            )
+        try:
+            self.schema = LanceSchema.from_protos(
+                self.tail.descriptor.schema.fields, self.tail.descriptor.schema.metadata
+            )
+            self.schema.to_arrow()  # every logical type must be known
+        except SchemaError as exc:
+            raise CorruptFileError(path, f"bad schema in the file descriptor: {exc}") from None
         if column_of_field is None:  # a bare file: columns follow the schema's pre-order
             owners = [
                 f for f in self.schema.walk() if self.tail.version == (2, 0) or structure_v2_1.is_leaf(f)
