@@ -68,6 +68,11 @@ _ENCODE_POOL = "encode"
 ENCODING_HINT_PREFIX = "lance-encoding:"
 
 
+#: Bytes of page framing (alignment, metadata) allowed on top of pages being encoded when judging
+#: whether they could reach a size limit (``LanceFileWriter.written_bytes``).
+PENDING_SLACK_BYTES = 64 * 1024
+
+
 @dataclass
 class _Column:
     spec: ColumnSpec
@@ -122,6 +127,9 @@ class LanceFileWriter:
         self._out = storage.open_output(path)
         #: pages being encoded, in submission (= file) order: (column, page future, rows)
         self._inflight: deque[tuple[_Column, Future[Any], int]] = deque()
+        #: the input bytes of each page in ``_inflight`` (same order), and their sum
+        self._inflight_sizes: deque[int] = deque()
+        self._inflight_bytes = 0
         self._pos = 0
         self._rows = 0
         self._retained = 0
@@ -209,11 +217,31 @@ class LanceFileWriter:
             future = Future()
             future.set_result(col.encoder.encode(array))
         self._inflight.append((col, future, len(array)))
+        self._inflight_sizes.append(array.nbytes)
+        self._inflight_bytes += array.nbytes
         while len(self._inflight) > ENCODE_WORKERS:
             self._write_next()
 
+    def written_bytes(self, limit: int | None = None) -> int:
+        """Bytes of pages written to the file so far, counting every page already cut (encoding
+        in a worker or held back) once it could take the file to ``limit`` (None: always): the
+        count then does not depend on how far the workers have got, so where a writer rolls
+        files by size (``max_bytes_per_file``) is the same on every run.
+
+        Returns:
+            The file position after the written pages.
+        """
+        held = sum(a.nbytes for c in self._columns for a in c.backlog)
+        pending = self._inflight_bytes + held
+        if limit is not None and self._pos + 2 * pending + PENDING_SLACK_BYTES < limit:
+            return self._pos  # even encoded at twice their size, the pages cut cannot reach it
+        while self._inflight:
+            self._write_next()
+        return self._pos
+
     def _write_next(self) -> None:
         col, future, rows = self._inflight.popleft()
+        self._inflight_bytes -= self._inflight_sizes.popleft()
         self._write_encoded(col, future.result(), rows)
         if col.backlog:  # its first page is written: the pages held back go now, in order
             held, col.backlog = col.backlog, []

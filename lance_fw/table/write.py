@@ -206,7 +206,10 @@ def write_fragments(
                 piece = batch.slice(start, room)
                 writer.write_batch(piece)
                 start += piece.num_rows
-                if writer._rows >= max_rows_per_file or _file_bytes(writer) >= max_bytes_per_file:
+                if (
+                    writer._rows >= max_rows_per_file
+                    or _file_bytes(writer, max_bytes_per_file) >= max_bytes_per_file
+                ):
                     close_writer()
         close_writer()
     except BaseException:
@@ -218,11 +221,11 @@ def write_fragments(
     return fragments
 
 
-def _file_bytes(writer: LanceFileWriter) -> int:
-    """Bytes of pages already written to the file. pylance's rule for ``max_bytes_per_file``: the
-    file rolls after the batch in which written pages pass the limit (buffered data does not count),
-    so a file overshoots by at most what its columns buffer."""
-    return writer._pos
+def _file_bytes(writer: LanceFileWriter, limit: int) -> int:
+    """Bytes of pages written to the file, pages cut from this batch included. pylance's rule for
+    ``max_bytes_per_file``: the file rolls after the batch in which written pages pass the limit
+    (data still buffered in columns does not count), so a file overshoots by at most that."""
+    return writer.written_bytes(limit)
 
 
 def _fragment_of(done: WrittenFile) -> table_pb2.DataFragment:
