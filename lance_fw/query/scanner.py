@@ -30,6 +30,7 @@ from lance_fw.query.projection import Projection
 from lance_fw.query.scan_searches import FullTextSearch, NearestSearch
 from lance_fw.query.vector_index_search import index_plan_text
 from lance_fw.query.vector_search import (
+    PlanRequest,
     plan_text,
 )
 from lance_fw.schema import LanceField
@@ -350,20 +351,10 @@ class LanceScanner:
         text = self.filter if isinstance(self.filter, str) or self.filter is None else str(self.filter)
         read = [f.name for f in self._plan.fields] if self._plan is not None else []
         names = [f.name for f in self._fields]
+        request = PlanRequest(search.query, self._snapshot.uri, names, read, text, search.prefilter)
         if search.index is not None:
-            return index_plan_text(
-                search.query,
-                self._snapshot.uri,
-                names,
-                read,
-                text,
-                search.prefilter,
-                search.index,
-                self._chosen(),
-            )
-        return plan_text(
-            search.query, self._snapshot.uri, names, read, text, search.prefilter, len(self._chosen())
-        )
+            return index_plan_text(request, search.index, self._chosen())
+        return plan_text(request, len(self._chosen()))
 
     def count_rows(self) -> int:
         return sum(b.num_rows for b in self.to_batches())

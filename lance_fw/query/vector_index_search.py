@@ -32,7 +32,15 @@ import numpy as np
 from lance_fw._proto import table_pb2, vector_index_pb2
 from lance_fw.errors import IndexContractError, UnsupportedFeatureError
 from lance_fw.interfaces import VectorIndexReader, VectorIndexType, VectorQuery, VectorSearchResult
-from lance_fw.query.vector_search import NearestQuery, SearchScope, TopK, distances, flat_search, vectors_of
+from lance_fw.query.vector_search import (
+    NearestQuery,
+    PlanRequest,
+    SearchScope,
+    TopK,
+    distances,
+    flat_search,
+    vectors_of,
+)
 from lance_fw.schema import LanceField
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.indices import fragment_bitmap, open_index
@@ -318,19 +326,13 @@ def _render(node: PlanNode, depth: int = 0) -> list[str]:
 
 
 def index_plan_text(
-    query: NearestQuery,
-    uri: str,
-    names: list[str],
-    read: list[str],
-    filter_text: str | None,
-    prefilter: bool,
-    handles: list[VectorHandle],
-    fragments: Sequence[table_pb2.DataFragment],
+    request: PlanRequest, handles: list[VectorHandle], fragments: Sequence[table_pb2.DataFragment]
 ) -> list[str]:
     """pylance's plan of an index search (``explain_plan``), top line first: the ``ANNSubIndex`` /
     ``ANNIvfPartition`` pair (with the prefilter's scan as a second input), a re-measure of the
     candidates (``KNNVectorDistance``) with ``refine_factor`` and when fragments are unindexed
     (then a union with their flat top-k), the takes and the post-filter, as in ``plan_text``."""
+    query, uri, names, read, filter_text, prefilter = request
     query = replace(query, metric=handles[0].metric)
     chosen = {f.id for f in fragments}
     uncovered = [f for f in fragments if f.id not in set().union(*(h.fragments for h in handles))]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -414,20 +414,25 @@ def flat_search(scope: SearchScope, query: NearestQuery) -> list[TopK]:
     return tops
 
 
-def plan_text(
-    query: NearestQuery,
-    uri: str,
-    names: list[str],
-    read: list[str],
-    filter_text: str | None,
-    prefilter: bool,
-    fragments: int,
-) -> list[str]:
+class PlanRequest(NamedTuple):
+    """What a search's ``explain_plan`` shows: the query, the dataset, the columns returned and
+    read (the filter's), the filter's text and whether it is a prefilter."""
+
+    query: NearestQuery
+    uri: str
+    names: list[str]
+    read: list[str]
+    filter_text: str | None
+    prefilter: bool
+
+
+def plan_text(request: PlanRequest, fragments: int) -> list[str]:
     """pylance's plan for a flat search (``explain_plan``), top line first: a ProjectionExec over
     takes by row id (``LanceRead ... source=stream(_rowid)``: the filter's columns then a
     post-filter, then the other columns) of the top-k of ``KNNVectorDistance`` over a scan of the
     vector column (with a prefilter: the filter's columns too, filtered first). Column indices
     are positions in the plan's row (read columns, _rowid, _distance, then each take's)."""
+    query, uri, names, read, filter_text, prefilter = request
     pre = bool(filter_text) and prefilter
     inner = [*(c for c in read if c != query.column), query.column] if pre else [query.column]
     row = [*inner, "_rowid", DISTANCE_COLUMN]
