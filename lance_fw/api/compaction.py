@@ -217,13 +217,3 @@ class Compaction:
         metrics, version = kernel.commit_compaction(dataset._snapshot, [r.result for r in rewrites])
         dataset._move_to(version)
         return metrics
-
-
-__all__ = [
-    "Compaction",
-    "CompactionMetrics",
-    "CompactionOptions",
-    "CompactionPlan",
-    "CompactionTask",
-    "RewriteResult",
-]
