@@ -358,6 +358,37 @@ def remove_index_files(store: IndexFiles) -> None:
             pass
 
 
+def check_new_index(
+    snapshot: Snapshot,
+    kind: ScalarIndexType | VectorIndexType,
+    field: LanceField,
+    name: str | None,
+    replace: bool,
+    params: Mapping[str, Any],
+) -> tuple[str, list[table_pb2.IndexMetadata]]:
+    """The checks every ``create_*index`` makes before building, scalar or vector: the name (the
+    column's ``<name>_idx`` by default), the index type's own parameter check, an existing index of
+    that name (refused unless ``replace``) and rows to index. Returns the name and the segments
+    of an index it replaces.
+
+    Raises:
+        InvalidArgumentError: a bad name, a taken one without ``replace``, or an empty dataset.
+    """
+    if name is None:
+        name = field.name + DEFAULT_NAME_SUFFIX
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
+    kind.check(field.to_arrow(), params)
+    existing = [
+        m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name
+    ]
+    if existing and not replace:
+        raise InvalidArgumentError(f"Index name '{name}' already exists")
+    if not len(snapshot.fragments):
+        raise InvalidArgumentError(f"{snapshot.uri}: cannot create an index on a dataset with no rows")
+    return name, existing
+
+
 def create_scalar_index(
     snapshot: Snapshot,
     column: Any,
@@ -373,20 +404,9 @@ def create_scalar_index(
         )
     kind = index_type_named(index_type)
     field = _check_column(snapshot, column)
-    if name is None:
-        name = field.name + DEFAULT_NAME_SUFFIX
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
-    kind.check(field.to_arrow(), params)
-    existing = [
-        m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name
-    ]
-    if existing and not replace:
-        raise InvalidArgumentError(f"Index name '{name}' already exists")
-    if existing and any(list(m.fields) != [field.id] for m in existing):
+    name, existing = check_new_index(snapshot, kind, field, name, replace, params)
+    if any(list(m.fields) != [field.id] for m in existing):
         raise InvalidArgumentError(f"Index name '{name}' already exists on another column")
-    if not len(snapshot.fragments):
-        raise InvalidArgumentError(f"{snapshot.uri}: cannot create an index on a dataset with no rows")
     meta, store = build_index(snapshot, kind, field, name, params)
     planned = (
         frozenset(m.name for m in snapshot.index_section.indices) if snapshot.index_section else frozenset()

@@ -23,11 +23,11 @@ from lance_fw.interfaces import VectorIndexType
 from lance_fw.plugin_manager import owner, registry
 from lance_fw.table.index_files import IndexFiles, index_dir
 from lance_fw.table.indices import (
-    DEFAULT_NAME_SUFFIX,
     CreateIndex,
     _check_column,
     build_index,
     check_index_type,
+    check_new_index,
     remove_index_files,
     type_url_of,
 )
@@ -84,18 +84,7 @@ def create_vector_index(
             f"(installed: {', '.join(sorted(types)) or 'none'})"
         )
     field = _check_column(snapshot, column)
-    if name is None:
-        name = field.name + DEFAULT_NAME_SUFFIX
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
-    kind.check(field.to_arrow(), params)
-    existing = [
-        m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name
-    ]
-    if existing and not replace:
-        raise InvalidArgumentError(f"Index name '{name}' already exists")
-    if not len(snapshot.fragments):
-        raise InvalidArgumentError(f"{snapshot.uri}: cannot create an index on a dataset with no rows")
+    name, existing = check_new_index(snapshot, kind, field, name, replace, params)
     meta, store = build_index(snapshot, kind, field, name, params, vector_rows=True)
     planned = (
         frozenset(m.name for m in snapshot.index_section.indices) if snapshot.index_section else frozenset()
