@@ -17,6 +17,8 @@ import pyarrow as pa
 
 from lance_fw._proto import file_pb2
 from lance_fw.errors import SchemaError
+from lance_fw.schema_json import json_to_schema as json_to_schema  # pylance's lance.schema names
+from lance_fw.schema_json import schema_to_json as schema_to_json
 
 _BatchOrTable = TypeVar("_BatchOrTable", pa.RecordBatch, pa.Table)
 
