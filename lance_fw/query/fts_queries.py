@@ -41,8 +41,12 @@ class FullTextQueryType(StrEnum):
 class FullTextQuery:
     """The base of every query object (pylance's ``lance.query.FullTextQuery``)."""
 
-    #: the kind, as each class's ``query_type()`` reports it
+    #: the kind, as each class's ``query_type()`` reports it (given as ``kind=`` in its class line)
     QUERY_TYPE: ClassVar[FullTextQueryType]
+
+    def __init_subclass__(cls, *, kind: FullTextQueryType, **rest: Any) -> None:
+        super().__init_subclass__(**rest)
+        cls.QUERY_TYPE = kind
 
     def query_type(self) -> FullTextQueryType:
         """This query's kind (a method, as in pylance)."""
@@ -50,12 +54,10 @@ class FullTextQuery:
 
 
 @dataclass(frozen=True)
-class MatchQuery(FullTextQuery):
+class MatchQuery(FullTextQuery, kind=FullTextQueryType.MATCH):
     """Rows holding the query's tokens in ``column`` (any: ``OR``, all: ``AND``); score times
     ``boost``. pylance's ``lance.query.MatchQuery`` (whose parameters live in native code, so
     lance_fw takes its own objects with the same signature)."""
-
-    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.MATCH
 
     query: str
     column: str
@@ -67,10 +69,8 @@ class MatchQuery(FullTextQuery):
 
 
 @dataclass(frozen=True)
-class PhraseQuery(FullTextQuery):
+class PhraseQuery(FullTextQuery, kind=FullTextQueryType.MATCH_PHRASE):
     """pylance's phrase query (refused: lance_fw does not decode token positions)."""
-
-    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.MATCH_PHRASE
 
     query: str
     column: str
@@ -78,10 +78,8 @@ class PhraseQuery(FullTextQuery):
 
 
 @dataclass(frozen=True)
-class BoostQuery(FullTextQuery):
+class BoostQuery(FullTextQuery, kind=FullTextQueryType.BOOST):
     """Rows of ``positive``; those also matching ``negative`` lose ``negative_boost`` times its score."""
-
-    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.BOOST
 
     positive: Any
     negative: Any
@@ -89,10 +87,8 @@ class BoostQuery(FullTextQuery):
 
 
 @dataclass(frozen=True)
-class MultiMatchQuery(FullTextQuery):
+class MultiMatchQuery(FullTextQuery, kind=FullTextQueryType.MULTI_MATCH):
     """A match query on each column; a row scores its best column (times that column's boost)."""
-
-    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.MULTI_MATCH
 
     query: str
     columns: list[str]
@@ -101,11 +97,9 @@ class MultiMatchQuery(FullTextQuery):
 
 
 @dataclass(frozen=True)
-class BooleanQuery(FullTextQuery):
+class BooleanQuery(FullTextQuery, kind=FullTextQueryType.BOOLEAN):
     """Rows matching every MUST clause (or, without one, any SHOULD clause) and no MUST_NOT clause;
     the score adds the MUST and matching SHOULD scores in clause order."""
-
-    QUERY_TYPE: ClassVar[FullTextQueryType] = FullTextQueryType.BOOLEAN
 
     queries: list[tuple[Occur | str, Any]]
 
