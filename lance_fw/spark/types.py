@@ -62,6 +62,16 @@ _WIDER = {
 }
 
 
+#: Arrow list types, all of which Spark reads as its one ArrayType
+_LIST_KINDS = (
+    pa.types.is_list,
+    pa.types.is_large_list,
+    pa.types.is_fixed_size_list,
+    pa.types.is_list_view,
+    pa.types.is_large_list_view,
+)
+
+
 def spark_arrow_type(t: pa.DataType, where: str = "") -> pa.DataType:
     """The Arrow type Spark accepts for Lance type ``t`` (what a reader must emit, before relabelling)."""
     if t in _WIDER:
@@ -78,13 +88,7 @@ def spark_arrow_type(t: pa.DataType, where: str = "") -> pa.DataType:
         if t.precision > 38:
             raise SchemaError(f"column {where!r}: {t} has no Spark type (decimal precision is at most 38)")
         return pa.decimal128(t.precision, t.scale)
-    if (
-        pa.types.is_list(t)
-        or pa.types.is_large_list(t)
-        or pa.types.is_fixed_size_list(t)
-        or pa.types.is_list_view(t)
-        or pa.types.is_large_list_view(t)
-    ):
+    if any(is_kind(t) for is_kind in _LIST_KINDS):
         item = t.value_field
         return pa.list_(item.with_type(spark_arrow_type(item.type, where)))
     if pa.types.is_map(t):
