@@ -11,11 +11,23 @@ from lance_fw.file.pylance_api import (
     LanceFileWriter,
     ReaderResults,
 )
+from lance_fw.file.pylance_metadata import (
+    LanceColumnMetadata,
+    LanceColumnStatistics,
+    LanceFileStatistics,
+    LancePageMetadata,
+    stable_version,
+)
 
 __all__ = [
     "LanceBufferDescriptor",
+    "LanceColumnMetadata",
+    "LanceColumnStatistics",
     "LanceFileMetadata",
     "LanceFileReader",
+    "LanceFileStatistics",
     "LanceFileWriter",
+    "LancePageMetadata",
     "ReaderResults",
+    "stable_version",
 ]

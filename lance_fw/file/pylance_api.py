@@ -16,6 +16,14 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError, InvalidUserInputError
+from lance_fw.file.container import FOOTER
+from lance_fw.file.pylance_metadata import (
+    LanceBufferDescriptor,
+    LanceColumnMetadata,
+    LanceFileStatistics,
+    column_metadata,
+    file_statistics,
+)
 from lance_fw.file.reader import LanceFileReader as _FileReader
 from lance_fw.file.version import footer_version, parse_version
 from lance_fw.file.writer import MAX_PAGE_BYTES
@@ -48,16 +56,8 @@ class ReaderResults:
 
 
 @dataclass(frozen=True)
-class LanceBufferDescriptor:
-    """Where a global buffer lies in the file."""
-
-    position: int
-    size: int
-
-
-@dataclass(frozen=True)
 class LanceFileMetadata:
-    """The parts of pylance's ``LanceFileMetadata`` lance_fw reports."""
+    """pylance's ``LanceFileMetadata`` (how each size is counted: ``file.pylance_metadata``)."""
 
     num_rows: int
     major_version: int
@@ -65,6 +65,9 @@ class LanceFileMetadata:
     schema: pa.Schema
     global_buffers: list[LanceBufferDescriptor]
     num_global_buffer_bytes: int
+    num_data_bytes: int
+    num_column_metadata_bytes: int
+    columns: list[LanceColumnMetadata]
 
 
 class LanceFileReader:
@@ -80,7 +83,8 @@ class LanceFileReader:
         table_id: list[str] | None = None,
     ) -> None:
         refuse("LanceFileReader", {"namespace_client": namespace_client, "table_id": table_id})
-        self._reader = _FileReader(resolve_storage(path, storage_options), path)
+        self._storage, self._path = resolve_storage(path, storage_options), path
+        self._reader = _FileReader(self._storage, path)
         fields = list(self._reader.schema.fields)
         if columns is not None:
             names = [f.name for f in fields]
@@ -98,13 +102,19 @@ class LanceFileReader:
     def metadata(self) -> LanceFileMetadata:
         tail = self._reader.tail
         descriptors = [LanceBufferDescriptor(int(p), int(s)) for p, s in tail.global_buffers]
+        with self._storage.open_reader(self._path) as reader:
+            column_meta_start, _cmo, gbo_position, *_rest = FOOTER.unpack(reader.tail(FOOTER.size))
+        global_bytes = sum(d.size for d in descriptors)
         return LanceFileMetadata(
             num_rows=tail.num_rows,
             major_version=footer_version(tail.version)[0],  # as the footer says: 2.0 is 0.3
             minor_version=footer_version(tail.version)[1],
             schema=self._schema,
             global_buffers=descriptors,
-            num_global_buffer_bytes=sum(d.size for d in descriptors),
+            num_global_buffer_bytes=global_bytes,
+            num_data_bytes=column_meta_start - global_bytes,
+            num_column_metadata_bytes=gbo_position - column_meta_start,
+            columns=column_metadata(tail.columns, self._path),
         )
 
     def read_all(self, *, batch_size: int = DEFAULT_BATCH_SIZE, batch_readahead: int = 16) -> ReaderResults:
@@ -147,8 +157,8 @@ class LanceFileReader:
             )
         return bytes(self._reader.read_global_buffer(index))
 
-    def file_statistics(self) -> Any:
-        refuse("LanceFileReader", {"file_statistics": True})
+    def file_statistics(self) -> LanceFileStatistics:
+        return file_statistics(self._reader.tail.columns, self._path)
 
 
 class LanceFileWriter:
