@@ -996,3 +996,77 @@ def _dynamic_context_provider(ctx: Ctx) -> object:
 
     ns = m.DirectoryNamespace(root=ctx.path(), context_provider=Provider())
     return ns.list_tables(m.ListTablesRequest(id=[])).tables, raises(lambda: m.DynamicContextProvider())
+
+
+@smoke("lance.schema.schema_to_json", "lance.schema.json_to_schema")
+def _schema_json(ctx: Ctx) -> object:
+    import importlib
+
+    m = importlib.import_module(ctx.lib.__name__ + ".schema")
+    schema = pa.schema(
+        [
+            pa.field("a", pa.int64(), nullable=False, metadata={"k": "v"}),
+            pa.field("l", pa.list_(pa.string())),
+            pa.field(
+                "s",
+                pa.struct([pa.field("t", pa.timestamp("us", "UTC")), pa.field("d", pa.decimal128(10, 2))]),
+            ),
+            pa.field("v", pa.list_(pa.float32(), 4)),
+            pa.field("c", pa.dictionary(pa.int32(), pa.string())),
+        ],
+        metadata={"m": "1"},
+    )
+    as_json = m.schema_to_json(schema)
+    back = m.json_to_schema(as_json)
+    return (
+        as_json,
+        back.equals(schema, check_metadata=True),
+        raises(lambda: m.schema_to_json(pa.schema([pa.field("x", pa.string_view())]))),
+        raises(
+            lambda: m.json_to_schema({"fields": [{"name": "x", "type": {"type": "foo"}, "nullable": True}]})
+        ),
+    )
+
+
+@smoke(
+    "lance.file.LanceFileStatistics",
+    "lance.file.LanceColumnMetadata",
+    "lance.file.LancePageMetadata",
+    "lance.file.stable_version",
+    "LanceFileReader.file_statistics",
+)
+def _file_metadata(ctx: Ctx) -> object:
+    """Reads files pylance wrote (the two writers may choose other encodings: not what is compared)."""
+    import importlib
+
+    import lance.file
+
+    file_api = importlib.import_module(ctx.lib.__name__ + ".file")
+    out = []
+    for version in ("2.0", "2.1"):
+        path = str(ctx.tmp / f"meta-{version}.lance")
+        writer = lance.file.LanceFileWriter(path, version=version)
+        writer.write_batch(DATA)
+        writer.close()
+        reader = file_api.LanceFileReader(path)
+        meta, stats = reader.metadata(), reader.file_statistics()
+        columns = [
+            (
+                [(b.position, b.size) for b in c.column_buffers],
+                [([(b.position, b.size) for b in p.buffers], p.encoding) for p in c.pages],
+            )
+            for c in meta.columns
+        ]
+        out.append(
+            (
+                meta.num_data_bytes,
+                meta.num_column_metadata_bytes,
+                columns,
+                [(c.num_pages, c.size_bytes) for c in stats.columns],
+                repr(stats),
+                type(stats).__name__ == "LanceFileStatistics",
+                isinstance(meta.columns[0], file_api.LanceColumnMetadata),
+                isinstance(meta.columns[0].pages[0], file_api.LancePageMetadata),
+            )
+        )
+    return file_api.stable_version(), out
