@@ -15,6 +15,7 @@ from lance_fw.api.write import write_dataset
 from lance_fw.errors import LanceError
 from lance_fw.plugin_manager import plugins
 from lance_fw.query.scanner import LanceScanner
+from lance_fw.schema_json import json_to_schema, schema_to_json
 from lance_fw.table.cleanup import CleanupStats
 from lance_fw.table.merge_insert import MergeInsertBuilder
 
@@ -29,7 +30,9 @@ __all__ = [
     "MergeInsertBuilder",
     "__version__",
     "dataset",
+    "json_to_schema",
     "plugins",
+    "schema_to_json",
     "write_dataset",
     "write_fragments",
 ]
