@@ -88,3 +88,19 @@ def test_versions_and_empty_files(tmp_path: Path, version: str) -> None:
         assert (meta.major_version, meta.minor_version) == (ours.major_version, ours.minor_version)
         assert (meta.major_version, meta.minor_version) == ((0, 3) if version == "2.0" else (2, int(version[-1])))
         assert pl_file.LanceFileReader(path).read_all().to_table().num_rows == 0
+
+
+def test_writer_as_context_manager_matches_pylance(tmp_path):
+    """``with LanceFileWriter(path) as w:`` closes the file at the end of the block, as pylance's."""
+    import lance.file as pylance_file
+    import pyarrow as pa
+
+    import lance_fw.file as fw_file
+
+    table = pa.table({"a": list(range(5000)), "b": [str(i) for i in range(5000)]})
+    for mod, name in ((pylance_file, "pylance.lance"), (fw_file, "lance_fw.lance")):
+        with mod.LanceFileWriter(str(tmp_path / name)) as writer:
+            writer.write_batch(table)
+    for name in ("pylance.lance", "lance_fw.lance"):
+        assert pylance_file.LanceFileReader(str(tmp_path / name)).read_all().to_table().equals(table)
+        assert fw_file.LanceFileReader(str(tmp_path / name)).read_all().to_table().equals(table)

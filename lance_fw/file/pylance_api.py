@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_fw.errors import InvalidArgumentError, InvalidUserInputError
+from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, LanceError
 from lance_fw.file.container import FOOTER
 from lance_fw.file.pylance_metadata import (
     LanceBufferDescriptor,
@@ -209,6 +209,20 @@ class LanceFileWriter:
         """Keep ``data`` as the file's next global buffer; returns its number (1 for the first)."""
         self._buffers.append(bytes(data))
         return len(self._buffers)
+
+    def __enter__(self) -> LanceFileWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        """Close the file, as pylance's writer does, also when the block failed (the rows written
+        so far make the file); a failure of that close gives way to the block's own error."""
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except LanceError:
+            pass
 
     def close(self) -> int | None:
         if self._schema is None:
