@@ -7,6 +7,7 @@ all chunks at once, and variable-width chunks are located and copied one range p
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,37 +46,64 @@ def decode_chunk_ranges(
     kind = _name(enc)
     if len(bufs) == 1 and len(counts):
         starts, sizes = (np.asarray(x, np.int64) for x in bufs[0])
-        if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
-            fast = _inline_chunks(enc, data, starts, sizes, counts, where, needed)
+        chunks = _Chunks(data, starts, sizes, counts)
+        if _plain_inline(enc):
+            fast = _inline_chunks(enc, chunks, where, needed)
             if fast is not None:
                 return fast
-        var, general = _variable_of(enc.fsst.values if kind == "fsst" else enc)
-        if var is not None:
-            if general is not None:  # each chunk's buffer is compressed on its own
-                data, starts, sizes = _laid_end_to_end(
-                    [
-                        decompress_buffer(data[a : a + n], general, where)
-                        for a, n in zip(starts.tolist(), sizes.tolist())
-                    ]
-                )
-            inner = _variable_ranges(var, data, starts, sizes, counts, where, needed)
+        found = _variable_chunks(enc, chunks, where)
+        if found is not None:
+            inner = _variable_ranges(found[0], found[1], where, needed)
             return _fsst(enc.fsst, inner, where, needed) if kind == "fsst" else inner
     places = [(a.tolist(), b.tolist()) for a, b in bufs]
     pieces = [[data[a[i] : a[i] + b[i]] for a, b in places] for i in range(len(counts))]
     return decode_chunks(enc, pieces, counts, where, needed)
 
 
+class _Chunks(NamedTuple):
+    """The value buffers of a page's mini-block chunks where they lie: chunk ``c``'s buffer is
+    ``data[starts[c] : starts[c] + sizes[c]]`` and holds ``counts[c]`` values. One bundle, since
+    every vectorised decoder here needs all four together."""
+
+    data: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    counts: np.ndarray
+
+
+def _plain_inline(enc: pb.CompressiveEncoding) -> bool:
+    """Inline bitpacking whose packed words are stored as they are (no nested value encoding):
+    the case the vectorised unpacking handles."""
+    return _name(enc) == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values")
+
+
+def _variable_chunks(
+    enc: pb.CompressiveEncoding, chunks: _Chunks, where: str
+) -> tuple[pb.CompressiveEncoding, _Chunks] | None:
+    """For a plain ``variable`` encoding (alone, inside ``general`` or as FSST's values): that
+    encoding and the chunks as it reads them (each chunk decompressed on its own and laid end to
+    end when ``general`` wraps it). None for anything else."""
+    var, general = _variable_of(enc.fsst.values if _name(enc) == "fsst" else enc)
+    if var is None:
+        return None
+    if general is not None:  # each chunk's buffer is compressed on its own
+        data, starts, sizes = _laid_end_to_end(
+            [
+                decompress_buffer(chunks.data[a : a + n], general, where)
+                for a, n in zip(chunks.starts.tolist(), chunks.sizes.tolist())
+            ]
+        )
+        chunks = _Chunks(data, starts, sizes, chunks.counts)
+    return var, chunks
+
+
 def _inline_words(
-    enc: pb.CompressiveEncoding,
-    data: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    counts: np.ndarray,
-    where: str,
+    enc: pb.CompressiveEncoding, chunks: _Chunks, where: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
     """Inline-bitpacked chunks (one 1024-value block each: a width word, then its packed words)
     where they lie in ``data``, checked: (the page as words, each chunk's first packed word, each
     chunk's width, bits per value). None when a chunk holds more than one block."""
+    data, starts, sizes, counts = chunks
     if not ((counts > 0) & (counts <= fastlanes.BLOCK)).all():
         return None
     t = int(enc.inline_bitpacking.uncompressed_bits_per_value)
@@ -114,17 +142,12 @@ def _inline_words(
 
 
 def _inline_chunks(
-    enc: pb.CompressiveEncoding,
-    data: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    counts: np.ndarray,
-    where: str,
-    needed: np.ndarray | None,
+    enc: pb.CompressiveEncoding, chunks: _Chunks, where: str, needed: np.ndarray | None
 ) -> DecodedValues | None:
     """Inline-bitpacked chunks unpacked from where they lie in ``data`` (``_inline_words``).
     None when a chunk holds more than one block."""
-    found = _inline_words(enc, data, starts, sizes, counts, where)
+    counts = chunks.counts
+    found = _inline_words(enc, chunks, where)
     if found is None:
         return None
     words, packed, widths, t = found
@@ -165,27 +188,20 @@ def decode_chunk_values_at(
     if len(bufs) != 1 or not len(counts):
         return None
     starts, sizes = (np.asarray(x, np.int64) for x in bufs[0])
-    kind = _name(enc)
-    if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
-        found = _inline_words(enc, data, starts, sizes, counts, where)
+    chunks = _Chunks(data, starts, sizes, counts)
+    if _plain_inline(enc):
+        found = _inline_words(enc, chunks, where)
         if found is None:
             return None
         words, packed, widths, t = found
         return DecodedValues(
             "fixed", len(chunk), fastlanes.unpack_at(words, packed, widths, t, chunk, within), t
         )
-    var, general = _variable_of(enc.fsst.values if kind == "fsst" else enc)
-    if var is None:
+    variable = _variable_chunks(enc, chunks, where)
+    if variable is None:
         return None
-    if general is not None:  # each chunk's buffer is compressed on its own
-        data, starts, sizes = _laid_end_to_end(
-            [
-                decompress_buffer(data[a : a + n], general, where)
-                for a, n in zip(starts.tolist(), sizes.tolist())
-            ]
-        )
-    inner = _variable_at(var, data, starts, sizes, counts, chunk, within, where)
-    return _fsst(enc.fsst, inner, where) if kind == "fsst" else inner
+    inner = _variable_at(variable[0], variable[1], chunk, within, where)
+    return _fsst(enc.fsst, inner, where) if _name(enc) == "fsst" else inner
 
 
 def decode_chunks(
@@ -213,9 +229,9 @@ def decode_chunks(
     kind = _name(enc)
     counts_a = np.asarray(counts, np.int64)
     single = all(len(b) == 1 for b in chunks)
-    if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") and single:
-        data, starts, sizes = _laid_end_to_end([as_u8(b[0]) for b in chunks])
-        fast = _inline_chunks(enc, data, starts, sizes, counts_a, where, needed)
+    if _plain_inline(enc) and single:
+        laid = _Chunks(*_laid_end_to_end([as_u8(b[0]) for b in chunks]), counts_a)
+        fast = _inline_chunks(enc, laid, where, needed)
         if fast is not None:
             return fast
     var, general = _variable_of(enc.fsst.values if kind == "fsst" else enc)
@@ -223,22 +239,17 @@ def decode_chunks(
         raws = [as_u8(b[0]) for b in chunks]
         if general is not None:
             raws = [decompress_buffer(r, general, where) for r in raws]
-        inner = _variable_ranges(var, *_laid_end_to_end(raws), counts_a, where, needed)
+        inner = _variable_ranges(var, _Chunks(*_laid_end_to_end(raws), counts_a), where, needed)
         return _fsst(enc.fsst, inner, where, needed) if kind == "fsst" else inner
-    if kind == "fsst":
-        inner = concat(
-            [
-                _decode_mb(enc.fsst.values, _Buffers(b, f"{where}: chunk {i}"), n, where)
-                for i, (b, n) in enumerate(zip(chunks, counts_a.tolist()))
-            ]
-        )
-        return _fsst(enc.fsst, inner, where, needed)
-    return concat(
+    inner = concat(
         [
-            _decode_mb(enc, _Buffers(b, f"{where}: chunk {i}"), n, where)
+            _decode_mb(
+                enc.fsst.values if kind == "fsst" else enc, _Buffers(b, f"{where}: chunk {i}"), n, where
+            )
             for i, (b, n) in enumerate(zip(chunks, counts_a.tolist()))
         ]
     )
+    return _fsst(enc.fsst, inner, where, needed) if kind == "fsst" else inner
 
 
 def _laid_end_to_end(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -266,21 +277,15 @@ def _variable_of(
 
 
 def _variable_ranges(
-    enc: pb.CompressiveEncoding,
-    big: np.ndarray,
-    base: np.ndarray,
-    sizes: np.ndarray,
-    counts_a: np.ndarray,
-    where: str,
-    needed: np.ndarray | None = None,
+    enc: pb.CompressiveEncoding, chunks: _Chunks, where: str, needed: np.ndarray | None = None
 ) -> DecodedValues:
-    """All chunks of a ``variable`` page in one vectorised pass: chunk ``c``'s buffer is
-    ``big[base[c] : base[c] + sizes[c]]``, ``(n+1)`` offsets relative to the buffer, then bytes;
-    every value is located by its global start. Values not in ``needed`` (when given) come back
-    empty."""
+    """All chunks of a ``variable`` page in one vectorised pass: each chunk's buffer holds
+    ``(n+1)`` offsets relative to the buffer, then bytes; every value is located by its global
+    start. Values not in ``needed`` (when given) come back empty."""
     if needed is not None:
-        return _variable_needed(enc, big, base, sizes, counts_a, where, needed)
-    words, big, base, width = _variable_words(enc, big, base, sizes, counts_a, where)
+        return _variable_needed(enc, chunks, where, needed)
+    sizes, counts_a = chunks.sizes, chunks.counts
+    words, big, base, width = _variable_words(enc, chunks, where)
     # offsets of chunk c sit at words[base_c / width + j], j = 0..n_c
     offs = words[range_positions(base // width, counts_a + 1)].astype(np.int64)
     bounds = np.zeros(len(counts_a) + 1, np.int64)
@@ -303,15 +308,11 @@ def _variable_ranges(
 
 
 def _variable_words(
-    enc: pb.CompressiveEncoding,
-    big: np.ndarray,
-    base: np.ndarray,
-    sizes: np.ndarray,
-    counts_a: np.ndarray,
-    where: str,
+    enc: pb.CompressiveEncoding, chunks: _Chunks, where: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Variable chunks checked and aligned: (the page as offset words, the page, each chunk's
     start, offset width in bytes)."""
+    big, base, sizes, counts_a = chunks
     width = enc.variable.offsets.flat.bits_per_value // 8
     if (sizes % width).any():
         raise CorruptFileError(where, "variable chunk buffer is not padded to its offset width")
@@ -323,19 +324,13 @@ def _variable_words(
 
 
 def _variable_at(
-    enc: pb.CompressiveEncoding,
-    big: np.ndarray,
-    base: np.ndarray,
-    sizes: np.ndarray,
-    counts_a: np.ndarray,
-    chunk: np.ndarray,
-    within: np.ndarray,
-    where: str,
+    enc: pb.CompressiveEncoding, chunks: _Chunks, chunk: np.ndarray, within: np.ndarray, where: str
 ) -> DecodedValues:
     """Only values ``within[i]`` (less than the chunk's count) of chunks ``chunk[i]`` of a
     ``variable`` page (layout as in ``_variable_ranges``), in that order: each one's two offsets are read and checked on their
     own, so random access costs per wanted value, not per value of every chunk read."""
-    words, big, base, width = _variable_words(enc, big, base, sizes, counts_a, where)
+    sizes = chunks.sizes
+    words, big, base, width = _variable_words(enc, chunks, where)
     at = base[chunk] // width + within
     lo, hi = words[at].astype(np.int64), words[at + 1].astype(np.int64)
     if (hi < lo).any() or (hi > sizes[chunk]).any():
@@ -349,21 +344,16 @@ def _variable_at(
 
 
 def _variable_needed(
-    enc: pb.CompressiveEncoding,
-    big: np.ndarray,
-    base: np.ndarray,
-    sizes: np.ndarray,
-    counts_a: np.ndarray,
-    where: str,
-    needed: np.ndarray,
+    enc: pb.CompressiveEncoding, chunks: _Chunks, where: str, needed: np.ndarray
 ) -> DecodedValues:
     """Only the ``needed`` values of variable chunks (the others empty), from ``_variable_at``."""
+    counts_a = chunks.counts
     total = int(counts_a.sum())
     first = np.zeros(len(counts_a) + 1, np.int64)
     np.cumsum(counts_a, out=first[1:])
     want = np.unique(needed)
     chunk = np.searchsorted(first, want, side="right") - 1
-    compact = _variable_at(enc, big, base, sizes, counts_a, chunk, want - first[chunk], where)
+    compact = _variable_at(enc, chunks, chunk, want - first[chunk], where)
     lengths = np.zeros(total, np.int64)
     lengths[want] = np.diff(present(compact.offsets, "offsets"))
     out_offs = np.zeros(total + 1, np.int64)
