@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,8 @@ from lance_fw_plugins.index_ivf_pq_train import (
     ROW_ID_COLUMN,
     STORAGE_META_KEY,
     TYPE_URL,
+    Partitioned,
+    Storage,
     check_params,
     details_bytes,
 )
@@ -307,19 +309,21 @@ class IvfPqReader(IvfReader):
         }
 
 
-class IvfPqType:
-    """The IVF_PQ index type (``VectorIndexType``)."""
+class IvfType:
+    """What every IVF index type shares (``VectorIndexType``): ``index_ivf_pq_train`` partitions
+    the vectors for each; a subclass names its reader and how the partitioned rows are stored,
+    trained (``storage``) or with an existing index's codebook or bounds (``kept_storage``)."""
 
-    name = "IVF_PQ"
-    display_name = "IVF_PQ"
+    name = display_name = ""
     type_url = TYPE_URL
     index_version = IVF_PQ_INDEX_VERSION
+    reader: type[IvfReader] = IvfReader
 
     def details(self, params: Mapping[str, Any]) -> bytes:
-        return details_bytes(params)
+        return details_bytes(params, self.name)
 
     def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
-        check_params(field, params)
+        check_params(field, params, self.name)
 
     def train(
         self,
@@ -328,7 +332,7 @@ class IvfPqType:
         params: Mapping[str, Any],
         store: ix.IndexFileStore,
     ) -> None:
-        train_mod.train(batches, field, params, store)
+        train_mod.train(batches, field, params, store, self.name, self.storage)
 
     def rebuild(
         self,
@@ -337,19 +341,34 @@ class IvfPqType:
         old: ix.IndexFileStore,
         store: ix.IndexFileStore,
     ) -> None:
-        model = IvfPqReader(old, field)
-        train_mod.rebuild(
-            batches,
-            field,
-            store,
-            self.name,
-            model.metric,
-            model.centroids,
-            lambda ivf: train_mod.pq_encoded(ivf, model.codebook),
-        )
+        model = self.reader(old, field)
+        storage = self.kept_storage(model)
+        train_mod.rebuild(batches, field, store, self.name, model.metric, model.centroids, storage)
 
-    def load(self, store: ix.IndexFileStore, field: pa.Field) -> IvfPqReader:
-        return IvfPqReader(store, field)
+    def load(self, store: ix.IndexFileStore, field: pa.Field) -> IvfReader:
+        return self.reader(store, field)
+
+    def storage(self, ivf: Partitioned, params: Mapping[str, Any]) -> Storage:
+        """The stored rows of a freshly trained index."""
+        raise NotImplementedError
+
+    def kept_storage(self, model: IvfReader) -> Callable[[Partitioned], Storage]:
+        """The stored rows of a rebuilt index, with ``model``'s codebook or bounds."""
+        raise NotImplementedError
+
+
+class IvfPqType(IvfType):
+    """The IVF_PQ index type (``VectorIndexType``)."""
+
+    name = display_name = "IVF_PQ"
+    reader = IvfPqReader
+
+    def storage(self, ivf: Partitioned, params: Mapping[str, Any]) -> Storage:
+        return train_mod.pq_storage(ivf, params)
+
+    def kept_storage(self, model: IvfReader) -> Callable[[Partitioned], Storage]:
+        assert isinstance(model, IvfPqReader)  # ``reader`` above
+        return lambda ivf: train_mod.pq_encoded(ivf, model.codebook)
 
 
 @hookimpl(trylast=True)

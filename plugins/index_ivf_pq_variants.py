@@ -17,7 +17,7 @@ Observed on pylance's files:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -25,9 +25,8 @@ import pyarrow as pa
 
 from lance_fw import interfaces as ix
 from lance_fw.errors import UnsupportedFeatureError
-from lance_fw_plugins import index_ivf_pq_train as train_mod
-from lance_fw_plugins.index_ivf_pq import SUPPORTED_NBITS, IvfReader, _fsl_values
-from lance_fw_plugins.index_ivf_pq_train import TYPE_URL, Partitioned, Storage
+from lance_fw_plugins.index_ivf_pq import SUPPORTED_NBITS, IvfReader, IvfType, _fsl_values
+from lance_fw_plugins.index_ivf_pq_train import Partitioned, Storage
 
 FLAT_COLUMN = "flat"
 SQ_COLUMN = "__sq_code"
@@ -116,52 +115,19 @@ def sq_storage(
     return Storage({SQ_COLUMN: column}, {"dim": dim, "num_bits": SUPPORTED_NBITS, "bounds": stored})
 
 
-class _IvfType:
+class _IvfType(IvfType):
     """IVF_FLAT / IVF_SQ (``VectorIndexType``): the IVF_PQ training with another storage."""
 
-    type_url = TYPE_URL
     index_version = IVF_INDEX_VERSION
-    name = display_name = ""
-    reader: type[IvfReader] = IvfReader
 
-    def details(self, params: Mapping[str, Any]) -> bytes:
-        return train_mod.details_bytes(params, self.name)
+    def storage(self, ivf: Partitioned, params: Mapping[str, Any]) -> Storage:
+        return flat_storage(ivf, params) if self.name == "IVF_FLAT" else sq_storage(ivf, params)
 
-    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
-        train_mod.check_params(field, params, self.name)
-
-    def train(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        params: Mapping[str, Any],
-        store: ix.IndexFileStore,
-    ) -> None:
-        storage = flat_storage if self.name == "IVF_FLAT" else sq_storage
-        train_mod.train(batches, field, params, store, self.name, storage)
-
-    def rebuild(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        old: ix.IndexFileStore,
-        store: ix.IndexFileStore,
-    ) -> None:
-        model = self.reader(old, field)
+    def kept_storage(self, model: IvfReader) -> Callable[[Partitioned], Storage]:
         if isinstance(model, IvfSqReader):
             bounds = (float(model.start), float(model.end))
-
-            def storage(ivf: Partitioned) -> Storage:
-                return sq_storage(ivf, {}, bounds)
-        else:
-
-            def storage(ivf: Partitioned) -> Storage:
-                return flat_storage(ivf, {})
-
-        train_mod.rebuild(batches, field, store, self.name, model.metric, model.centroids, storage)
-
-    def load(self, store: ix.IndexFileStore, field: pa.Field) -> IvfReader:
-        return self.reader(store, field)
+            return lambda ivf: sq_storage(ivf, {}, bounds)
+        return lambda ivf: flat_storage(ivf, {})
 
 
 class IvfFlatType(_IvfType):
