@@ -291,19 +291,33 @@ class BitmapIndexType:
         """``BitmapIndexDetails`` (and ``LabelListIndexDetails``) is an empty message."""
         return b""
 
+    #: the refusal of a key type ``is_key_type`` does not take, after the column's name
+    key_refusal = (
+        "has type {}; it must be an integer, float, bool, string, binary, decimal, fixed-size binary "
+        "or temporal column"
+    )
+
+    def key_type(self, field: pa.Field) -> pa.DataType:
+        """The type of the values the bitmaps are keyed by: the column's own."""
+        return field.type
+
     def check(self, field: pa.Field, params: Params) -> None:
-        """Scalar columns only (pylance's list); no parameters."""
-        if not is_key_type(field.type):
+        """Keys of a type pylance's bitmaps take (scalars, see ``key_type``); no parameters."""
+        key = self.key_type(field)
+        if not is_key_type(key):
             raise UnsupportedFeatureError(
-                f"BITMAP index column {field.name} has type {field.type}; it must be an integer, float, "
-                "bool, string, binary, decimal, fixed-size binary or temporal column"
+                f"{self.name} index column {field.name} " + self.key_refusal.format(key)
             )
         _refuse_params(self.name, params)
 
     def train(self, batches: Batches, field: pa.Field, params: Params, store: ix.IndexFileStore) -> None:
-        """Group the row addresses by value and write ``bitmap_page_lookup.lance``."""
+        """Check, read the column with its row addresses, and write the bitmaps (``write``)."""
         self.check(field, params)
         values, addrs = _training_table(batches, field)
+        self.write(store, values, addrs)
+
+    def write(self, store: ix.IndexFileStore, values: pa.Array, addrs: np.ndarray) -> None:
+        """Group the row addresses by value and write ``bitmap_page_lookup.lance``."""
         codes, keys = group_keys(values)
         _write_bitmaps(store, codes, addrs, keys, _stats_metadata(len(keys)))
 
@@ -320,24 +334,22 @@ class LabelListIndexType(BitmapIndexType):
     type_url = "/lance.table.LabelListIndexDetails"
     index_version = LABEL_LIST_INDEX_VERSION
 
-    def check(self, field: pa.Field, params: Params) -> None:
-        """A list or large list of a scalar type BITMAP takes; no parameters."""
+    key_refusal = (
+        "has items of type {}; lance_fw indexes lists of integer, float, bool, string, binary, "
+        "decimal or temporal items"
+    )
+
+    def key_type(self, field: pa.Field) -> pa.DataType:
+        """The items' type of a list or large list column (anything else refused)."""
         t = field.type
         if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
             raise UnsupportedFeatureError(
                 f"LABEL_LIST index column {field.name} has type {t}; it must be a list or large list"
             )
-        if not is_key_type(t.value_type):
-            raise UnsupportedFeatureError(
-                f"LABEL_LIST index column {field.name} has items of type {t.value_type}; lance_fw indexes "
-                "lists of integer, float, bool, string, binary, decimal or temporal items"
-            )
-        _refuse_params(self.name, params)
+        return t.value_type
 
-    def train(self, batches: Batches, field: pa.Field, params: Params, store: ix.IndexFileStore) -> None:
+    def write(self, store: ix.IndexFileStore, values: pa.Array, addrs: np.ndarray) -> None:
         """Group row addresses by list item (a row once per distinct item), record the null lists."""
-        self.check(field, params)
-        values, addrs = _training_table(batches, field)
         items = pc.list_flatten(values)
         parents = np.asarray(pc.list_parent_indices(values).to_numpy(zero_copy_only=False), dtype=np.int64)
         codes, keys = group_keys(items)
