@@ -23,7 +23,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
-from lance_fw_plugins.fsspec_cloud import Setting, StoreOptions, client_settings, store_setting
+from lance_fw_plugins.fsspec_cloud import (
+    Setting,
+    StoreOptions,
+    client_settings,
+    prefixed_setting,
+    store_setting,
+)
 
 #: The key prefix object_store strips, and reads ``AZURE_*`` variables for.
 PREFIX = "azure_"
@@ -43,6 +49,7 @@ STATIC_TOKEN_LIFETIME_S = 24 * 3600
 
 
 _setting = partial(store_setting, PREFIX)
+_short = partial(prefixed_setting, PREFIX)
 
 
 ACCOUNT_NAME = _setting(("azure_storage_account_name", "account_name"), "Azure storage account name")
@@ -82,24 +89,16 @@ SAS_KEY = _setting(
 TOKEN = _setting(("azure_storage_token", "bearer_token", "token"), "static Azure OAuth bearer token")
 USE_EMULATOR = _setting(("azure_storage_use_emulator", "use_emulator"), "use Azurite (the local emulator)")
 ENDPOINT = _setting(("azure_storage_endpoint", "azure_endpoint", "endpoint"), "Azure blob endpoint URL")
-OBJECT_ID = _setting(("azure_object_id", "object_id"), "managed identity object id")
-MSI_RESOURCE_ID = _setting(("azure_msi_resource_id", "msi_resource_id"), "managed identity resource id")
-FEDERATED_TOKEN_FILE = _setting(
-    ("azure_federated_token_file", "federated_token_file"), "workload identity token file"
-)
-USE_FABRIC_ENDPOINT = _setting(
-    ("azure_use_fabric_endpoint", "use_fabric_endpoint"), "use the Microsoft Fabric blob endpoint"
-)
-USE_AZURE_CLI = _setting(("azure_use_azure_cli", "use_azure_cli"), "authenticate with the Azure CLI")
-SKIP_SIGNATURE = _setting(("azure_skip_signature", "skip_signature"), "send anonymous Azure requests")
-CONTAINER_NAME = _setting(
-    ("azure_container_name", "container_name"), "Azure container (must match the URI, which names it)"
-)
-DISABLE_TAGGING = _setting(
-    ("azure_disable_tagging", "disable_tagging"), "do not tag blobs (lance_fw never does)"
-)
-CREDENTIAL_TYPE = _setting(
-    ("azure_credential_type", "credential_type"),
+OBJECT_ID = _short("object_id", "managed identity object id")
+MSI_RESOURCE_ID = _short("msi_resource_id", "managed identity resource id")
+FEDERATED_TOKEN_FILE = _short("federated_token_file", "workload identity token file")
+USE_FABRIC_ENDPOINT = _short("use_fabric_endpoint", "use the Microsoft Fabric blob endpoint")
+USE_AZURE_CLI = _short("use_azure_cli", "authenticate with the Azure CLI")
+SKIP_SIGNATURE = _short("skip_signature", "send anonymous Azure requests")
+CONTAINER_NAME = _short("container_name", "Azure container (must match the URI, which names it)")
+DISABLE_TAGGING = _short("disable_tagging", "do not tag blobs (lance_fw never does)")
+CREDENTIAL_TYPE = _short(
+    "credential_type",
     "which Azure credential to use: auto, access_key, sas_token, bearer_token, client_secret, "
     "workload_identity, azure_cli, managed_identity",
 )

@@ -69,6 +69,12 @@ def store_setting(
     return Setting(keys, env_names(keys, prefix) + extra_env, description)
 
 
+def prefixed_setting(prefix: str, name: str, description: str) -> Setting:
+    """A setting object_store spells ``<prefix><name>`` (canonical) or plain ``<name>``, read from
+    the prefixed key's variable: the rule most GCS and Azure keys follow."""
+    return store_setting(prefix, (prefix + name, name), description)
+
+
 def client_settings(prefix: str, allow_http: str, timeout: str) -> tuple[Setting, Setting, Setting]:
     """object_store's client options as GCS and Azure read them: ``allow_http``, ``connect_timeout``
     and ``timeout``, each also spelt with the store's ``prefix`` and read from that variable. The

@@ -22,7 +22,13 @@ from functools import partial
 from typing import Any
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
-from lance_fw_plugins.fsspec_cloud import Setting, StoreOptions, client_settings, store_setting
+from lance_fw_plugins.fsspec_cloud import (
+    Setting,
+    StoreOptions,
+    client_settings,
+    prefixed_setting,
+    store_setting,
+)
 
 #: The key prefix object_store strips, and reads ``GOOGLE_*`` variables for.
 PREFIX = "google_"
@@ -41,6 +47,7 @@ FILE_DISABLE_OAUTH_FIELD = "disable_oauth"
 
 
 _setting = partial(store_setting, PREFIX)
+_short = partial(prefixed_setting, PREFIX)
 
 
 SERVICE_ACCOUNT = _setting(
@@ -48,22 +55,20 @@ SERVICE_ACCOUNT = _setting(
     "path to a GCS service-account JSON file",
     ("SERVICE_ACCOUNT",),
 )
-SERVICE_ACCOUNT_KEY = _setting(
-    ("google_service_account_key", "service_account_key"), "a GCS service-account key, serialized JSON"
-)
+SERVICE_ACCOUNT_KEY = _short("service_account_key", "a GCS service-account key, serialized JSON")
 BUCKET = _setting(
     ("google_bucket", "google_bucket_name", "bucket", "bucket_name"),
     "GCS bucket (must match the gs:// URI, which names it)",
 )
-BASE_URL = _setting(("google_base_url", "base_url"), f"GCS endpoint (default {DEFAULT_BASE_URL})")
-APPLICATION_CREDENTIALS = _setting(
-    ("google_application_credentials", "application_credentials"),
+BASE_URL = _short("base_url", f"GCS endpoint (default {DEFAULT_BASE_URL})")
+APPLICATION_CREDENTIALS = _short(
+    "application_credentials",
     "path to a GCS application-default-credentials JSON file",
 )
-BEARER_TOKEN = _setting(("google_bearer_token", "bearer_token"), "static GCS OAuth bearer token")
+BEARER_TOKEN = _short("bearer_token", "static GCS OAuth bearer token")
 #: lance's own spelling of a static token (read from the options only).
 STORAGE_TOKEN = Setting(("google_storage_token",), (), "static GCS OAuth token (lance's key)")
-SKIP_SIGNATURE = _setting(("google_skip_signature", "skip_signature"), "send anonymous GCS requests")
+SKIP_SIGNATURE = _short("skip_signature", "send anonymous GCS requests")
 #: object_store would allow http on GCS by default, but pylance (lance's client options) refuses
 #: an http:// endpoint unless allow_http is set: lance_fw does what pylance does.
 ALLOW_HTTP, CONNECT_TIMEOUT, TIMEOUT = client_settings(

@@ -56,10 +56,14 @@ class Setting:
     description: str
 
 
-ACCESS_KEY_ID = Setting(("aws_access_key_id", "access_key_id"), ("AWS_ACCESS_KEY_ID",), "S3 access key id")
-SECRET_ACCESS_KEY = Setting(
-    ("aws_secret_access_key", "secret_access_key"), ("AWS_SECRET_ACCESS_KEY",), "S3 secret access key"
-)
+def _aws(name: str, description: str) -> Setting:
+    """A setting object_store spells ``aws_<name>`` (canonical) or plain ``<name>``, read from
+    ``AWS_<NAME>``: the rule most S3 keys follow."""
+    return Setting(("aws_" + name, name), ("AWS_" + name.upper(),), description)
+
+
+ACCESS_KEY_ID = _aws("access_key_id", "S3 access key id")
+SECRET_ACCESS_KEY = _aws("secret_access_key", "S3 secret access key")
 SESSION_TOKEN = Setting(
     ("aws_session_token", "aws_token", "session_token", "token"),
     ("AWS_SESSION_TOKEN", "AWS_TOKEN"),
@@ -80,31 +84,21 @@ ALLOW_HTTP = Setting(
     ("AWS_ALLOW_HTTP",),
     "allow an http:// endpoint (refused otherwise, as in pylance)",
 )
-VIRTUAL_HOSTED = Setting(
-    ("aws_virtual_hosted_style_request", "virtual_hosted_style_request"),
-    ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST",),
-    "bucket in the host name instead of the path (AWS endpoint only)",
+VIRTUAL_HOSTED = _aws(
+    "virtual_hosted_style_request", "bucket in the host name instead of the path (AWS endpoint only)"
 )
-SKIP_SIGNATURE = Setting(
-    ("aws_skip_signature", "skip_signature"), ("AWS_SKIP_SIGNATURE",), "send unsigned (anonymous) requests"
-)
+SKIP_SIGNATURE = _aws("skip_signature", "send unsigned (anonymous) requests")
 ALLOW_INVALID_CERTIFICATES = Setting(
     ("allow_invalid_certificates", "aws_allow_invalid_certificates"),
     ("AWS_ALLOW_INVALID_CERTIFICATES",),
     "skip TLS certificate checks",
 )
-REQUEST_PAYER = Setting(
-    ("aws_request_payer", "request_payer"), ("AWS_REQUEST_PAYER",), "accept requester-pays charges"
-)
+REQUEST_PAYER = _aws("request_payer", "accept requester-pays charges")
 CONNECT_TIMEOUT = Setting(("connect_timeout", "aws_connect_timeout"), (), "connect timeout, e.g. '5s'")
 TIMEOUT = Setting(("timeout", "aws_timeout"), (), "per-request read timeout, e.g. '30s'")
 PROXY_URL = Setting(("proxy_url", "aws_proxy_url"), (), "HTTP(S) proxy for every request")
 #: Accepted and meaningless here: lance_fw never tags objects.
-DISABLE_TAGGING = Setting(
-    ("aws_disable_tagging", "disable_tagging"),
-    ("AWS_DISABLE_TAGGING",),
-    "do not tag objects (lance_fw never does)",
-)
+DISABLE_TAGGING = _aws("disable_tagging", "do not tag objects (lance_fw never does)")
 
 SETTINGS = (
     ACCESS_KEY_ID,
