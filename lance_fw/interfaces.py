@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -309,6 +309,14 @@ class ContainsAllQuery(ValuesQuery):
     """``array_has_all(column, [values])`` on a list column."""
 
 
+#: ``train``'s input: batches of ``value`` and ``_rowaddr`` (``uint64``) in row-address order.
+Batches = Iterable[pa.RecordBatch]
+#: The keyword arguments ``create_scalar_index`` / ``create_index`` pass on to an index type.
+Params = Mapping[str, Any]
+#: What an index type's ``load`` opens (``ScalarIndexReader`` or ``VectorIndexReader``).
+_Reader = TypeVar("_Reader", covariant=True)
+
+
 @dataclass(frozen=True)
 class IndexSearchResult:
     """Row addresses (``fragment_id << 32 | offset``) an index found for a query.
@@ -389,44 +397,46 @@ class ScalarIndexReader(Protocol):
         """The type-specific part of pylance's ``index_statistics`` (e.g. ``{"num_pages": 3}``)."""
 
 
-class ScalarIndexType(Protocol):
-    """One index type (a plugin's value from ``lance_index_types``)."""
+class IndexType(Protocol[_Reader]):
+    """What a scalar and a vector index type (a plugin's value from ``lance_index_types`` or
+    ``lance_vector_index_types``) share: how it is named and matched in a manifest, its details
+    message, its refusals, its training and how an index of it is opened (a ``_Reader``)."""
 
-    #: pylance's ``index_type`` argument ("BTREE") and ``describe_indices`` name ("BTree").
+    #: pylance's ``index_type`` argument ("BTREE", "IVF_PQ") and ``describe_indices`` /
+    #: ``index_stats`` name ("BTree").
     name: str
     display_name: str
-    #: ``IndexMetadata.index_details`` type url, e.g. ``"/lance.table.BTreeIndexDetails"``: how an
-    #: index in a manifest is matched to its plugin.
+    #: ``IndexMetadata.index_details`` type url, e.g. ``"/lance.table.BTreeIndexDetails"`` (every
+    #: vector index: ``/lance.index.pb.VectorIndexDetails``): how an index in a manifest is matched to
+    #: its plugin.
     type_url: str
     #: ``IndexMetadata.index_version`` pylance 14 writes for this type.
     index_version: int
 
-    def details(self, params: Mapping[str, Any]) -> bytes:
+    def details(self, params: Params) -> bytes:
         """The serialized ``index_details`` message (``b""`` for the empty scalar details)."""
 
-    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+    def check(self, field: pa.Field, params: Params) -> None:
         """Refuse a column type or a parameter this type does not implement.
 
         Raises: ``UnsupportedFeatureError`` (type), ``InvalidArgumentError`` (unknown or bad
         parameter): never ignore a parameter.
         """
 
-    def train(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        params: Mapping[str, Any],
-        store: IndexFileStore,
-    ) -> None:
+    def train(self, batches: Batches, field: pa.Field, params: Params, store: IndexFileStore) -> None:
         """Write the index files for ``batches``: columns ``value`` (the column, type ``field.type``)
         and ``_rowaddr`` (``uint64``), every live row of the covered fragments once, in row-address
         order. Files go to ``store``; nothing else may be written."""
 
-    def load(self, store: IndexFileStore, field: pa.Field) -> ScalarIndexReader:
+    def load(self, store: IndexFileStore, field: pa.Field) -> _Reader:
         """Open an index of this type (built by lance_fw or pylance) from ``store``.
 
         Raises: ``CorruptFileError`` naming the file when the files are not this type's.
         """
+
+
+class ScalarIndexType(IndexType[ScalarIndexReader], Protocol):
+    """One scalar index type (a plugin's value from ``lance_index_types``)."""
 
 
 # --- vector indices (used by table/indices.py and query/vector_index_search.py) -------------------
@@ -484,7 +494,7 @@ class VectorIndexReader(Protocol):
         """The type-specific part of pylance's ``index_statistics`` (partitions, sub index)."""
 
 
-class VectorIndexType(Protocol):
+class VectorIndexType(IndexType[VectorIndexReader], Protocol):
     """One vector index type (a plugin's value from ``lance_vector_index_types``).
 
     ``train`` receives the kernel's training batches (``value``: the vector column, ``_rowaddr``:
@@ -493,41 +503,7 @@ class VectorIndexType(Protocol):
     pylance's ``create_index`` keyword arguments that were given (``metric`` always, lower case).
     """
 
-    #: pylance's ``index_type`` argument and ``index_stats`` name ("IVF_PQ")
-    name: str
-    display_name: str
-    #: ``IndexMetadata.index_details`` type url (``/lance.index.pb.VectorIndexDetails``)
-    type_url: str
-    index_version: int
-
-    def details(self, params: Mapping[str, Any]) -> bytes:
-        """The serialized ``VectorIndexDetails`` message."""
-
-    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
-        """Refuse a column type or a parameter this type does not implement (never ignore one)."""
-
-    def train(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        params: Mapping[str, Any],
-        store: IndexFileStore,
-    ) -> None:
-        """Train the index on ``batches`` and write its files to ``store``."""
-
-    def rebuild(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        old: IndexFileStore,
-        store: IndexFileStore,
-    ) -> None:
+    def rebuild(self, batches: Batches, field: pa.Field, old: IndexFileStore, store: IndexFileStore) -> None:
         """Index ``batches`` into ``store`` with the model (centroids, codebooks, bounds) of the
         index in ``old``, without training: ``optimize_indices`` after appends, as pylance merges
         new rows into an index. The index details stay those of ``old``."""
-
-    def load(self, store: IndexFileStore, field: pa.Field) -> VectorIndexReader:
-        """Open an index of this type (built by lance_fw or pylance) from ``store``.
-
-        Raises: ``CorruptFileError`` naming the file when the files are not this type's.
-        """

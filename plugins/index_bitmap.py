@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from lance_fw import interfaces as ix
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.hookspecs import hookimpl
+from lance_fw.interfaces import Batches, Params
 from lance_fw_plugins.index_bitmap_format import (
     binary_parts,
     decode_row_addr_map,
@@ -35,7 +36,7 @@ from lance_fw_plugins.index_bitmap_format import (
     sortable,
     sorted_unique,
 )
-from lance_fw_plugins.index_common import EMPTY_ADDRESSES, Batches, Params, is_key_type
+from lance_fw_plugins.index_common import EMPTY_ADDRESSES, is_key_type
 
 #: The one file of a bitmap / label-list index.
 LOOKUP_FILE = "bitmap_page_lookup.lance"

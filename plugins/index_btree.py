@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.hookspecs import hookimpl
-from lance_fw.interfaces import IndexFileStore
+from lance_fw.interfaces import Batches, IndexFileStore, Params
 from lance_fw_plugins.index_btree_keys import domain_for
 from lance_fw_plugins.index_btree_reader import (
     BATCH_SIZE_KEY,
@@ -43,7 +43,6 @@ from lance_fw_plugins.index_btree_reader import (
     VALUES_COLUMN,
     BTreeReader,
 )
-from lance_fw_plugins.index_common import Batches, Params
 
 #: The parameter pylance 14 honours for a BTREE (``IndexConfig("btree", {"zone_size": n})``):
 #: rows per page, written as ``batch_size``. Its other field, ``range_id``, is deprecated and ignored

@@ -1,5 +1,6 @@
-"""What the built-in scalar index types share: the argument shapes of the index-type protocol, the
-column types pylance indexes by value, and the empty answer.
+"""What the built-in scalar index types share: the column types pylance indexes by value, and the
+empty answer (the argument shapes of the index-type protocol, ``Batches`` and ``Params``, are the
+kernel's: ``lance_fw.interfaces``).
 
 Why one module: BTREE, BITMAP/LABEL_LIST and ZONEMAP implement the same ``ScalarIndexType``
 protocol (``lance_fw.interfaces``) over the same key types; their type lists must not drift apart.
@@ -7,16 +8,9 @@ protocol (``lance_fw.interfaces``) over the same key types; their type lists mus
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 
-#: ``train``'s input: batches of ``value`` and ``_rowaddr`` in row-address order.
-Batches = Iterable[pa.RecordBatch]
-#: The index parameters ``create_scalar_index(..., **params)`` passed on.
-Params = Mapping[str, Any]
 #: No row: an index answer that matches nothing.
 EMPTY_ADDRESSES = np.zeros(0, dtype=np.uint64)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,7 @@ import pyarrow as pa
 from lance_fw._proto import index_pb2
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.hookspecs import hookimpl
-from lance_fw.interfaces import IndexFileStore, IndexSearchResult, ScalarQuery
+from lance_fw.interfaces import Batches, IndexFileStore, IndexSearchResult, Params, ScalarQuery
 from lance_fw_plugins.index_inverted_build import WRITTEN_FORMAT_VERSION, build, resolve_params
 from lance_fw_plugins.index_inverted_format import decode_posting, fst_entries
 from lance_fw_plugins.index_inverted_tokenizer import Analyzer
@@ -46,6 +46,18 @@ FST_TOKEN_SET = "fst"
 VARINT_TAIL_CODEC = "varint_delta_v1"
 FIXED32_TAIL_CODEC = "fixed32_v1"
 DEFAULT_BLOCK_SIZE = 128
+#: The ``InvertedIndexDetails`` fields (as ``describe_indices`` lists them) a rebuild passes back
+#: to ``create_scalar_index``: the tokenizer's.
+REBUILD_PARAMS = (
+    "base_tokenizer",
+    "language",
+    "with_position",
+    "max_token_length",
+    "lower_case",
+    "stem",
+    "remove_stop_words",
+    "ascii_folding",
+)
 
 
 @dataclass(frozen=True)
@@ -198,7 +210,7 @@ class InvertedIndexType:
     type_url = TYPE_URL
     index_version = INVERTED_INDEX_VERSION
 
-    def details(self, params: Mapping[str, Any]) -> bytes:
+    def details(self, params: Params) -> bytes:
         """pylance's ``InvertedIndexDetails`` of the parameters (``posting_format_version`` 1)."""
         full = resolve_params(params)
         details = index_pb2.InvertedIndexDetails(
@@ -219,7 +231,7 @@ class InvertedIndexType:
             details.max_token_length = full["max_token_length"]
         return details.SerializeToString()
 
-    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+    def check(self, field: pa.Field, params: Params) -> None:
         if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
             raise UnsupportedFeatureError(
                 f"an INVERTED index on column {field.name!r} of type {field.type} is not supported "
@@ -227,32 +239,18 @@ class InvertedIndexType:
             )
         resolve_params(params)
 
-    def train(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        params: Mapping[str, Any],
-        store: IndexFileStore,
-    ) -> None:
+    def train(self, batches: Batches, field: pa.Field, params: Params, store: IndexFileStore) -> None:
         build(batches, resolve_params(params), store)
 
     def params_from_details(self, value: bytes) -> dict[str, Any]:
         """The ``create_scalar_index`` keywords an index's ``InvertedIndexDetails`` records, so a
         rebuild (``optimize_indices``) keeps the tokenizer it was built with."""
-        details = index_pb2.InvertedIndexDetails()
-        details.ParseFromString(value)
-        return {
-            "base_tokenizer": details.base_tokenizer if details.HasField("base_tokenizer") else "simple",
-            "language": json.loads(details.language) if details.language else "English",
-            "with_position": details.with_position,
-            "max_token_length": details.max_token_length if details.HasField("max_token_length") else None,
-            "lower_case": details.lower_case,
-            "stem": details.stem,
-            "remove_stop_words": details.remove_stop_words,
-            "ascii_folding": details.ascii_folding,
-        }
+        from lance_fw.table.index_list import inverted_details  # the table layer: loaded on demand
 
-    def analyzer(self, params: Mapping[str, Any]) -> Analyzer:
+        listed = inverted_details(value)
+        return {key: listed[key] for key in REBUILD_PARAMS}
+
+    def analyzer(self, params: Params) -> Analyzer:
         """The analyzer of tokenizer ``params`` (``{}``: pylance's defaults, used to search a
         column without an index)."""
         return Analyzer(params)

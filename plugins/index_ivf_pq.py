@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -319,27 +319,19 @@ class IvfType:
     index_version = IVF_PQ_INDEX_VERSION
     reader: type[IvfReader] = IvfReader
 
-    def details(self, params: Mapping[str, Any]) -> bytes:
+    def details(self, params: ix.Params) -> bytes:
         return details_bytes(params, self.name)
 
-    def check(self, field: pa.Field, params: Mapping[str, Any]) -> None:
+    def check(self, field: pa.Field, params: ix.Params) -> None:
         check_params(field, params, self.name)
 
     def train(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        params: Mapping[str, Any],
-        store: ix.IndexFileStore,
+        self, batches: ix.Batches, field: pa.Field, params: ix.Params, store: ix.IndexFileStore
     ) -> None:
         train_mod.train(batches, field, params, store, self.name, self.storage)
 
     def rebuild(
-        self,
-        batches: Iterable[pa.RecordBatch],
-        field: pa.Field,
-        old: ix.IndexFileStore,
-        store: ix.IndexFileStore,
+        self, batches: ix.Batches, field: pa.Field, old: ix.IndexFileStore, store: ix.IndexFileStore
     ) -> None:
         model = self.reader(old, field)
         storage = self.kept_storage(model)

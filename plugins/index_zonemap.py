@@ -35,7 +35,7 @@ from lance_fw import interfaces as ix
 from lance_fw._proto import index_pb2
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.hookspecs import hookimpl
-from lance_fw_plugins.index_common import Batches, Params
+from lance_fw.interfaces import Batches, Params
 
 #: The one file of a zone map index.
 ZONEMAP_FILE = "zonemap.lance"

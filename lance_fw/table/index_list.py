@@ -177,7 +177,7 @@ def _type_and_details(
     if type_url in OPAQUE_TYPES:
         return OPAQUE_TYPES[type_url], None
     if type_url == INVERTED_TYPE_URL:
-        return "Inverted", _inverted(meta.index_details.value)
+        return "Inverted", inverted_details(meta.index_details.value)
     plugin = next((k for k in index_types().values() if k.type_url == type_url), None)
     if plugin is not None:  # a third-party index type: its own name, no details lance_fw decodes
         return plugin.display_name, {}
@@ -219,10 +219,11 @@ def _vector(details: vector_index_pb2.VectorIndexDetails) -> tuple[str, dict[str
     return kind + (which.upper() if which else "FLAT"), out
 
 
-def _inverted(value: bytes) -> dict[str, Any]:
+def inverted_details(value: bytes) -> dict[str, Any]:
     """The details dict pylance 14 builds from an ``InvertedIndexDetails`` message (its defaults
     where the message leaves a field unset; ``lance_tokenizer`` and ``custom_stop_words`` are not
-    in the message and read back as None)."""
+    in the message and read back as None). The INVERTED plugin's rebuild reads its tokenizer
+    parameters from here too, so a listing and a rebuild never disagree on a default."""
     details = index_pb2.InvertedIndexDetails()
     details.ParseFromString(value)
     code = details.code_config
