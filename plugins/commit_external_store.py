@@ -50,7 +50,7 @@ from lance_fw.table.manifest_store import (
     open_manifest_store,
     staging_name,
 )
-from lance_fw.table.transaction import PUBLISHED_ATTR
+from lance_fw.table.transaction import mark_maybe_published, remove_quietly
 
 _LOCAL_PREFIX = "file://"
 
@@ -115,7 +115,7 @@ class ExternalStoreCommitHandler(CommitHandler):
         try:
             ours = self._publish(base, key, version, staged, final_name, data)
         except BaseException as exc:
-            _flag_maybe_published(exc, version)
+            mark_maybe_published(exc, version)
             raise
         if not ours:
             raise CommitConflictError(
@@ -188,21 +188,21 @@ class ExternalStoreCommitHandler(CommitHandler):
             self.store.put_if_absent(key, version, staged)
             return
         except CommitConflictError:
-            _delete_quietly(self.storage, join_uri(base, staged))
+            remove_quietly(self.storage, join_uri(base, staged))
             self.repair(base, version)
             raise
         except BaseException as exc:
             try:  # a store failure may or may not have recorded the claim: look
                 mine = self.store.get(key, version) == staged
             except Exception:
-                _flag_maybe_published(exc, version)
+                mark_maybe_published(exc, version)
                 raise exc from None
             if mine and isinstance(exc, Exception):
                 return
             if mine:  # Ctrl-C after the claim landed: the next writer publishes it
-                _flag_maybe_published(exc, version)
+                mark_maybe_published(exc, version)
             else:
-                _delete_quietly(self.storage, join_uri(base, staged))
+                remove_quietly(self.storage, join_uri(base, staged))
             raise
 
     def _publish(self, base: str, key: str, version: int, staged: str, final_name: str, data: bytes) -> bool:
@@ -212,7 +212,7 @@ class ExternalStoreCommitHandler(CommitHandler):
         final = join_uri(base, VERSIONS_DIR, final_name)
         ours = self._place(final, data)
         self.store.put_if_exists(key, version, f"{VERSIONS_DIR}/{final_name}")
-        _delete_quietly(self.storage, join_uri(base, staged))
+        remove_quietly(self.storage, join_uri(base, staged))
         return ours
 
     def _place(self, final: str, data: bytes) -> bool:
@@ -254,22 +254,6 @@ class ExternalStoreCommitHandler(CommitHandler):
             f"if the dataset was dropped or restored from a backup, clear its entries with "
             f"ManifestStore.delete({key!r}) while no writer is committing"
         )
-
-
-def _flag_maybe_published(exc: BaseException, version: int) -> None:
-    """Mark ``exc`` the way the commit loop does, so the caller keeps the files of this attempt."""
-    try:
-        setattr(exc, PUBLISHED_ATTR, version)
-    except AttributeError:
-        pass
-
-
-def _delete_quietly(storage: Storage, path: str) -> None:
-    """Remove a staging file; a leftover one is only clutter (it is never listed as a version)."""
-    try:
-        storage.delete(path)
-    except Exception:
-        pass
 
 
 @hookimpl

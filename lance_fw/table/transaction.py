@@ -13,7 +13,7 @@ import random
 import time
 import uuid as uuidlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -423,7 +423,9 @@ class Project(_SchemaChange):
         txn.project.preserves_nullability = True
 
 
-def _mark_published(exc: BaseException, version: int) -> None:
+def mark_maybe_published(exc: BaseException, version: int) -> None:
+    """Flag ``exc`` as raised once ``version``'s manifest may be published, so the files of the
+    attempt are kept (``may_be_published``); commit handlers flag their own failures with it."""
     try:
         setattr(exc, PUBLISHED_ATTR, version)
     except AttributeError:  # an exception type without a __dict__: nothing to flag it with
@@ -445,18 +447,16 @@ def undo_unless_published(undo: Callable[[], None]) -> Iterator[None]:
         yield
     except BaseException as exc:
         if not may_be_published(exc):
-            try:
+            with suppress(Exception):
                 undo()
-            except Exception:
-                pass
         raise
 
 
-def _remove_quietly(storage: Storage, path: str) -> None:
-    try:
+def remove_quietly(storage: Storage, path: str) -> None:
+    """Delete a file no version names (a failed attempt's transaction, a staging file); if that
+    fails too, a leftover file is only clutter, and the original failure is what to report."""
+    with suppress(Exception):
         storage.delete(path)
-    except Exception:
-        pass
 
 
 def _published_state(storage: Storage, path: str, data: bytes) -> bool | None:
@@ -568,7 +568,7 @@ def commit(
         try:
             handler.commit(path, data)
         except CommitConflictError as exc:
-            _remove_quietly(storage, txn_path)  # this attempt's transaction file: no manifest will name it
+            remove_quietly(storage, txn_path)  # this attempt's transaction file: no manifest will name it
             refused = _unpublished_refusal(
                 storage, base_uri, handler, new.version, refused, attempt == max_retries - 1, exc
             )
@@ -578,14 +578,14 @@ def commit(
             state = _published_state(storage, path, data)
             if not (state and isinstance(exc, Exception)):
                 if state is False and not may_be_published(exc):
-                    _remove_quietly(storage, txn_path)  # no manifest will ever name it
+                    remove_quietly(storage, txn_path)  # no manifest will ever name it
                 else:  # in place, unknown, or a handler that may still publish it (a repairable claim)
-                    _mark_published(exc, new.version)
+                    mark_maybe_published(exc, new.version)
                 raise
         try:
             write_hint(storage, base_uri, new.version)
         except BaseException as exc:  # write_hint swallows errors; this is Ctrl-C and the like
-            _mark_published(exc, new.version)
+            mark_maybe_published(exc, new.version)
             raise
         return new.version
     raise CommitConflictError(f"{base_uri}: gave up after {max_retries} conflicting concurrent commits")
