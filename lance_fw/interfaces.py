@@ -313,6 +313,8 @@ class ContainsAllQuery(ValuesQuery):
 Batches = Iterable[pa.RecordBatch]
 #: The keyword arguments ``create_scalar_index`` / ``create_index`` pass on to an index type.
 Params = Mapping[str, Any]
+#: Schema metadata of an index file a plugin writes (None: none)
+SchemaMeta = Mapping[str, str] | None
 #: What an index type's ``load`` opens (``ScalarIndexReader`` or ``VectorIndexReader``).
 _Reader = TypeVar("_Reader", covariant=True)
 
@@ -338,11 +340,7 @@ class IndexFileStore(Protocol):
     """
 
     def write_table(
-        self,
-        name: str,
-        table: pa.Table,
-        metadata: Mapping[str, str] | None = None,
-        global_buffers: Sequence[bytes] = (),
+        self, name: str, table: pa.Table, metadata: SchemaMeta = None, global_buffers: Sequence[bytes] = ()
     ) -> None:
         """Write ``table`` (and schema ``metadata``) as Lance file ``name``; ``global_buffers`` become
         the file's global buffers 1, 2, ... (0 is the schema), as pylance's LABEL_LIST null lists.

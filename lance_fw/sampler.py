@@ -25,6 +25,7 @@ deals rows across batch boundaries and yields the rank's rows there.
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 import warnings
@@ -33,7 +34,7 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from heapq import heappush, heappushpop
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -211,18 +212,10 @@ class Sampler(ABC):
     """Sampler over a dataset: ``__call__`` yields ``pyarrow.RecordBatch`` es."""
 
     @abstractmethod
-    def __call__(
-        self,
-        ds: LanceDataset,
-        *args: Any,
-        batch_size: int = 128,
-        columns: Columns | None = None,
-        filter: str | None = None,
-        batch_readahead: int = 16,
-        with_row_id: bool = False,
-        **kwargs: Any,
-    ) -> Batches:
-        """A generator of record batches from the dataset."""
+    def __call__(self, ds: LanceDataset, *args: Any, **kwargs: Any) -> Batches:
+        """A generator of record batches from the dataset, taking ``batch_size``, ``columns``,
+        ``filter``, ``batch_readahead`` and ``with_row_id`` as keywords (its signature is
+        ``FragmentSampler.__call__``'s, set below, with the dataset named ``ds`` as in pylance)."""
 
 
 class FragmentSampler(Sampler):
@@ -258,6 +251,18 @@ class FragmentSampler(Sampler):
         """The fragments to read, in the order to read them."""
 
 
+def _abstract_call_signature() -> inspect.Signature:
+    """pylance's ``Sampler.__call__`` signature: ``FragmentSampler.__call__``'s parameters, the
+    dataset named ``ds``. Why: one parameter list in the source, two names in the signatures."""
+    signature = inspect.signature(FragmentSampler.__call__)
+    params = list(signature.parameters.values())
+    params[1] = params[1].replace(name="ds")
+    return signature.replace(parameters=params)
+
+
+Sampler.__call__.__signature__ = _abstract_call_signature()  # type: ignore[attr-defined]
+
+
 class FullScanSampler(FragmentSampler):
     """Every fragment in dataset order: a plain sequential scan."""
 
@@ -274,13 +279,11 @@ def _torch_rank_and_size() -> tuple[int, int]:
     return int(torch.distributed.get_rank()), int(torch.distributed.get_world_size())
 
 
-class ShardedFragmentSampler(FragmentSampler):
-    """Fragments ``ds.get_fragments()[rank::world_size]`` for this rank, the fragment list first
-    shuffled by ``seed`` when ``randomize`` (the epoch does not change that order, as in pylance).
-    Cheaper than ``ShardedBatchSampler``: whole fragments are read."""
+class _RankShard:
+    """What the sharded samplers share: this process's ``rank`` among ``world_size``, whether
+    (and with which ``seed``) to shuffle, and the epoch ``set_epoch`` sets."""
 
     def __init__(self, rank: int, world_size: int, randomize: bool = False, seed: int = 0) -> None:
-        super().__init__()
         self._rank = rank
         self._world_size = world_size
         self._randomize = randomize
@@ -290,11 +293,17 @@ class ShardedFragmentSampler(FragmentSampler):
     def set_epoch(self, epoch: int) -> None:
         self._epoch = epoch
 
-    @staticmethod
-    def from_torch(randomize: bool = False, seed: int = 0) -> ShardedFragmentSampler:
+    @classmethod
+    def from_torch(cls, randomize: bool = False, seed: int = 0) -> Self:
         """The sampler for this process of a ``torch.distributed`` group."""
         rank, world_size = _torch_rank_and_size()
-        return ShardedFragmentSampler(rank, world_size, randomize=randomize, seed=seed)
+        return cls(rank, world_size, randomize=randomize, seed=seed)
+
+
+class ShardedFragmentSampler(_RankShard, FragmentSampler):
+    """Fragments ``ds.get_fragments()[rank::world_size]`` for this rank, the fragment list first
+    shuffled by ``seed`` when ``randomize`` (the epoch does not change that order, as in pylance).
+    Cheaper than ``ShardedBatchSampler``: whole fragments are read."""
 
     def iter_fragments(  # type: ignore[override]  # pylance's names: ``dataset``, no ``*args``
         self, dataset: LanceDataset, **kwargs: Any
@@ -305,7 +314,7 @@ class ShardedFragmentSampler(FragmentSampler):
         yield from fragments[self._rank :: self._world_size]
 
 
-class ShardedBatchSampler(Sampler):
+class ShardedBatchSampler(_RankShard, Sampler):
     """Batches of ``batch_size`` rows dealt round-robin to the ranks.
 
     Without a filter, rank r reads the live-row ranges ``[i * batch_size, (i + 1) * batch_size)``
@@ -318,13 +327,6 @@ class ShardedBatchSampler(Sampler):
 
     _len: int
 
-    def __init__(self, rank: int, world_size: int, randomize: bool = False, seed: int = 0) -> None:
-        self._rank = rank
-        self._world_size = world_size
-        self._randomize = randomize
-        self._seed = seed
-        self._epoch = 0
-
     def __len__(self) -> int:
         try:
             return self._len
@@ -333,15 +335,6 @@ class ShardedBatchSampler(Sampler):
                 f"'{type(self).__name__}' has no length: only ShardedFixedBatchSampler knows its "
                 "batch count in advance"
             ) from None
-
-    def set_epoch(self, epoch: int) -> None:
-        self._epoch = epoch
-
-    @staticmethod
-    def from_torch(randomize: bool = False, seed: int = 0) -> ShardedBatchSampler:
-        """The sampler for this process of a ``torch.distributed`` group."""
-        rank, world_size = _torch_rank_and_size()
-        return ShardedBatchSampler(rank, world_size, randomize=randomize, seed=seed)
 
     def _rows_of_rank(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Every ``world_size``-th row of the stream, from row ``rank``, whatever the batching.
@@ -396,15 +389,8 @@ class ShardedBatchSampler(Sampler):
             pending, held = [joined.slice(start)], joined.num_rows - start
         yield _concat_batches(pending)
 
-    def _sample_filtered(
-        self,
-        dataset: LanceDataset,
-        batch_size: int,
-        columns: Columns | None,
-        batch_readahead: int,
-        filter: str,
-    ) -> Batches:
-        batches = self._shard_scan(dataset, batch_size, columns, batch_readahead, filter)
+    def _shuffled(self, batches: Batches) -> Batches:
+        """``batches`` as they come, or shuffled through a seeded reservoir when ``randomize``."""
         if not self._randomize:
             yield from batches
             return
@@ -467,7 +453,7 @@ class ShardedBatchSampler(Sampler):
         **kwargs: Any,
     ) -> Batches | pa.RecordBatchReader:
         if filter is not None:
-            return self._sample_filtered(dataset, batch_size, columns, batch_readahead, filter)
+            return self._shuffled(self._shard_scan(dataset, batch_size, columns, batch_readahead, filter))
         if with_row_id is not None:
             warnings.warn(_ROW_ID_WARNING, stacklevel=2)
         return self._sample_all(dataset, batch_size, columns, batch_readahead)

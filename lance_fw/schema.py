@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from lance_fw._proto import file_pb2
 from lance_fw.errors import SchemaError
+from lance_fw.schema_json import DATE_TYPES, SIMPLE_TYPES
 from lance_fw.schema_json import json_to_schema as json_to_schema  # pylance's lance.schema names
 from lance_fw.schema_json import schema_to_json as schema_to_json
 
@@ -27,27 +28,8 @@ _BatchOrTable = TypeVar("_BatchOrTable", pa.RecordBatch, pa.Table)
 _ENC_NONE, _ENC_PLAIN = file_pb2.NONE, file_pb2.PLAIN
 _ENC_VAR_BINARY, _ENC_DICTIONARY = file_pb2.VAR_BINARY, file_pb2.DICTIONARY
 
-_SIMPLE: dict[str, pa.DataType] = {
-    "null": pa.null(),
-    "bool": pa.bool_(),
-    "int8": pa.int8(),
-    "int16": pa.int16(),
-    "int32": pa.int32(),
-    "int64": pa.int64(),
-    "uint8": pa.uint8(),
-    "uint16": pa.uint16(),
-    "uint32": pa.uint32(),
-    "uint64": pa.uint64(),
-    "halffloat": pa.float16(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "large_string": pa.large_string(),
-    "binary": pa.binary(),
-    "large_binary": pa.large_binary(),
-    "date32:day": pa.date32(),
-    "date64:ms": pa.date64(),
-}
+#: Logical type names of parameterless types, as field protos store them.
+_SIMPLE: dict[str, pa.DataType] = {**SIMPLE_TYPES, **DATE_TYPES}
 _SIMPLE_NAMES = {str(t): name for name, t in _SIMPLE.items()}
 #: Types whose logical type is ``<name>:<unit>``: the constructor from the unit, and the Arrow class.
 _UNIT_TYPES: dict[str, tuple[Callable[[str], pa.DataType], type[pa.DataType]]] = {

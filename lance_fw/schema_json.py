@@ -32,7 +32,8 @@ _UNITS = ("s", "ms", "us", "ns")
 _TIME32_UNITS = ("s", "ms")
 _TIME64_UNITS = ("us", "ns")
 #: Logical type name of a type that has no parameters (and of a dictionary's value or index type).
-_SIMPLE: dict[str, pa.DataType] = {
+#: The manifest's field protos and the JSON schema share these names (``lance_fw.schema`` reads them).
+SIMPLE_TYPES: dict[str, pa.DataType] = {
     "null": pa.null(),
     "bool": pa.bool_(),
     "int8": pa.int8(),
@@ -51,8 +52,9 @@ _SIMPLE: dict[str, pa.DataType] = {
     "large_string": pa.large_string(),
     "large_binary": pa.large_binary(),
 }
-_DATES: dict[str, pa.DataType] = {"date32:day": pa.date32(), "date64:ms": pa.date64()}
-_NAME_OF = {t: name for name, t in {**_SIMPLE, **_DATES}.items()}
+#: Date types, whose logical names carry their unit.
+DATE_TYPES: dict[str, pa.DataType] = {"date32:day": pa.date32(), "date64:ms": pa.date64()}
+_NAME_OF = {t: name for name, t in {**SIMPLE_TYPES, **DATE_TYPES}.items()}
 #: Decimal widths (bits) pylance 14 writes and reads.
 _DECIMAL_WIDTHS = {"128": pa.decimal128, "256": pa.decimal256}
 #: The largest ``length`` an Arrow fixed-size type holds (an i32).
@@ -217,8 +219,8 @@ def _json_field(obj: Any) -> pa.Field:
 
 def _json_type(obj: dict[str, Any], what: str) -> pa.DataType:
     name = _required(obj, "type", str, what)
-    if name in _SIMPLE or name in _DATES:
-        return {**_SIMPLE, **_DATES}[name]
+    if name in SIMPLE_TYPES or name in DATE_TYPES:
+        return {**SIMPLE_TYPES, **DATE_TYPES}[name]
     if name.split(":")[0] in ("time32", "time64", "timestamp", "duration", "dict", "decimal"):
         return _parse_logical(name, what)
     if name in ("list", "large_list", "fixed_size_list", "struct"):
@@ -273,16 +275,16 @@ def _parse_logical(text: str, what: str) -> pa.DataType:
             raise SchemaError(f"Failed to convert json to schema: Unsupported TimeUnit: {parts[1]} ({what})")
         return pa.timestamp(parts[1], None if parts[2] in (_NO_TZ, "") else parts[2])
     if kind == "dict":
-        if len(rest) != 3 or rest[0] not in _SIMPLE or rest[1] not in _SIMPLE:
+        if len(rest) != 3 or rest[0] not in SIMPLE_TYPES or rest[1] not in SIMPLE_TYPES:
             raise SchemaError(
                 f"Failed to convert json to schema: Unsupported dictionary type: {text} ({what})"
             )
-        index = _SIMPLE[rest[1]]
+        index = SIMPLE_TYPES[rest[1]]
         if not pa.types.is_integer(index):
             raise SchemaError(
                 f"Failed to convert json to schema: dictionary index type {index} is not an integer"
             )
-        return pa.dictionary(index, _SIMPLE[rest[0]])  # the ordered flag is never read back
+        return pa.dictionary(index, SIMPLE_TYPES[rest[0]])  # the ordered flag is never read back
     return _parse_decimal(text, rest, what)
 
 

@@ -11,15 +11,13 @@ return other rows, partitions or codes than pylance without saying so.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from lance_fw._util.refusals import REFUSED_MARK
-from lance_fw.errors import UnsupportedFeatureError
+from lance_fw._util.refusals import refused_function
 
 #: Column names of ``vec_to_table``'s table from a dict (ids, vectors) and from a list or array
 _DICT_NAMES = ["id", "vector"]
@@ -36,21 +34,8 @@ INDEX_INTERNALS = (
     "union-find order), which lance_fw does not expose"
 )
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _refused(why: str) -> Callable[[F], F]:
-    """Make a function (kept for its pylance signature) raise ``UnsupportedFeatureError``."""
-
-    def decorate(fn: F) -> F:
-        @functools.wraps(fn)
-        def stub(*args: object, **kwargs: object) -> NoReturn:
-            raise UnsupportedFeatureError(f"lance.vector.{fn.__name__} is not supported by lance_fw: {why}")
-
-        setattr(stub, REFUSED_MARK, why)
-        return stub  # type: ignore[return-value]
-
-    return decorate
+#: The module name pylance users import these helpers from
+_MODULE = "lance.vector"
 
 
 def _check_ndim(vectors: Iterable[Sequence[float]], ndim: int | None) -> int | None:
@@ -103,152 +88,38 @@ def vec_to_table(
 
 
 # -- refused: accelerator training and assignment ------------------------------------------------
-@_refused(ACCELERATOR)
-def train_pq_codebook_on_accelerator(
-    dataset: Any,
-    metric_type: Any,
-    accelerator: Any,
-    num_sub_vectors: int,
-    batch_size: int = 1024 * 10 * 4,
-    dtype: Any = np.float32,
-) -> tuple[np.ndarray, list[Any]]:
-    raise AssertionError("refused")
-
-
-@_refused(ACCELERATOR)
-def train_ivf_centroids_on_accelerator(
-    dataset: Any,
-    column: str,
-    k: int,
-    metric_type: Any,
-    accelerator: Any,
-    batch_size: int = 1024 * 10 * 4,
-    *,
-    sample_rate: int = 256,
-    max_iters: int = 50,
-    filter_nan: bool = True,
-) -> tuple[np.ndarray, Any]:
-    raise AssertionError("refused")
-
-
-@_refused(ACCELERATOR)
-def compute_pq_codes(
-    dataset: Any,
-    kmeans_list: list[Any],
-    batch_size: int = 1024 * 10 * 4,
-    dst_dataset_uri: Any = None,
-    allow_cuda_tf32: bool = True,
-) -> tuple[Any, list[str]]:
-    raise AssertionError("refused")
-
-
-@_refused(ACCELERATOR)
-def compute_partitions(
-    dataset: Any,
-    column: str,
-    kmeans: Any,
-    batch_size: int = 1024 * 10 * 4,
-    dst_dataset_uri: Any = None,
-    allow_cuda_tf32: bool = True,
-    num_sub_vectors: int | None = None,
-    filter_nan: bool = True,
-    sample_size: int | None = None,
-) -> str:
-    raise AssertionError("refused")
-
-
-@_refused(ACCELERATOR)
-def one_pass_train_ivf_pq_on_accelerator(
-    dataset: Any,
-    column: str,
-    k: int,
-    metric_type: Any,
-    accelerator: Any,
-    num_sub_vectors: int,
-    batch_size: int = 1024 * 10 * 4,
-    *,
-    sample_rate: int = 256,
-    max_iters: int = 50,
-    filter_nan: bool = True,
-) -> Any:
-    raise AssertionError("refused")
-
-
-@_refused(ACCELERATOR)
-def one_pass_assign_ivf_pq_on_accelerator(
-    dataset: Any,
-    column: str,
-    metric_type: Any,
-    accelerator: Any,
-    ivf_kmeans: Any,
-    pq_kmeans_list: list[Any],
-    dst_dataset_uri: Any = None,
-    batch_size: int = 1024 * 10 * 4,
-    *,
-    filter_nan: bool = True,
-    allow_cuda_tf32: bool = True,
-) -> Any:
-    raise AssertionError("refused")
-
+train_pq_codebook_on_accelerator = refused_function(_MODULE, "train_pq_codebook_on_accelerator", ACCELERATOR)
+train_ivf_centroids_on_accelerator = refused_function(
+    _MODULE, "train_ivf_centroids_on_accelerator", ACCELERATOR
+)
+compute_pq_codes = refused_function(_MODULE, "compute_pq_codes", ACCELERATOR)
+compute_partitions = refused_function(_MODULE, "compute_partitions", ACCELERATOR)
+one_pass_train_ivf_pq_on_accelerator = refused_function(
+    _MODULE, "one_pass_train_ivf_pq_on_accelerator", ACCELERATOR
+)
+one_pass_assign_ivf_pq_on_accelerator = refused_function(
+    _MODULE, "one_pass_assign_ivf_pq_on_accelerator", ACCELERATOR
+)
 
 # -- refused: vector index internals -------------------------------------------------------------
-@_refused(INDEX_INTERNALS)
-def find_duplicate_pairs(
-    dataset: Any,
-    column: str,
-    distance_threshold: float,
-    *,
-    memory_limit: int | None = None,
-    max_concurrency: int | None = None,
-) -> pa.RecordBatchReader:
-    raise AssertionError("refused")
-
-
-@_refused(INDEX_INTERNALS)
-def find_duplicate_pairs_in_partition(
-    dataset: Any,
-    column: str,
-    segment_id: Any,
-    partition_id: int,
-    distance_threshold: float,
-    *,
-    memory_limit: int | None = None,
-    max_concurrency: int | None = None,
-) -> pa.RecordBatchReader:
-    raise AssertionError("refused")
-
-
-@_refused(INDEX_INTERNALS)
-def hamming_clustering_for_ivf_partition(
-    dataset: Any,
-    index_name: str,
-    partition_id: int,
-    hamming_threshold: int,
-    *,
-    index_segments: Iterable[Any] | None = None,
-) -> pa.RecordBatchReader:
-    raise AssertionError("refused")
-
-
-@_refused(INDEX_INTERNALS)
-def get_ivf_partition_info(
-    dataset: Any, index_name: str, *, index_segments: Iterable[Any] | None = None
-) -> list[dict[str, Any]]:
-    raise AssertionError("refused")
-
-
-@_refused("its random sample and its representative choice (native union-find order) cannot be reproduced")
-def hamming_clustering_for_sample(
-    dataset: Any, column: str, sample_size: int | None = None, hamming_threshold: int = 10
-) -> pa.RecordBatchReader:
-    raise AssertionError("refused")
-
-
-@_refused("the representative and output order of its native union-find are not specified")
-def hamming_clustering_for_range(
-    dataset: Any, column: str, fragment_id: int, start_row: int, num_rows: int, hamming_threshold: int = 10
-) -> pa.RecordBatchReader:
-    raise AssertionError("refused")
+find_duplicate_pairs = refused_function(_MODULE, "find_duplicate_pairs", INDEX_INTERNALS)
+find_duplicate_pairs_in_partition = refused_function(
+    _MODULE, "find_duplicate_pairs_in_partition", INDEX_INTERNALS
+)
+hamming_clustering_for_ivf_partition = refused_function(
+    _MODULE, "hamming_clustering_for_ivf_partition", INDEX_INTERNALS
+)
+get_ivf_partition_info = refused_function(_MODULE, "get_ivf_partition_info", INDEX_INTERNALS)
+hamming_clustering_for_sample = refused_function(
+    _MODULE,
+    "hamming_clustering_for_sample",
+    "its random sample and its representative choice (native union-find order) cannot be reproduced",
+)
+hamming_clustering_for_range = refused_function(
+    _MODULE,
+    "hamming_clustering_for_range",
+    "the representative and output order of its native union-find are not specified",
+)
 
 
 __all__ = [

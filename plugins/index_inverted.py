@@ -205,6 +205,9 @@ class InvertedIndexReader:
 
 
 class InvertedIndexType:
+    """``create_scalar_index(col, "INVERTED")``: a full-text index (tokens, posting lists, documents)
+    answering ``full_text_query``, not filters."""
+
     name = "INVERTED"
     display_name = "Inverted"
     type_url = TYPE_URL

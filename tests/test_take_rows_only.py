@@ -24,9 +24,9 @@ def _served(monkeypatch: pytest.MonkeyPatch) -> collections.Counter:
     seen: collections.Counter = collections.Counter()
     original = take_module._levels_at
 
-    def counting(layout, *args):
-        out = original(layout, *args)
-        seen[(layout.value_compression.WhichOneof("compression"), out is not None)] += 1
+    def counting(run, *args):
+        out = original(run, *args)
+        seen[(run.layout.value_compression.WhichOneof("compression"), out is not None)] += 1
         return out
 
     monkeypatch.setattr(take_module, "_levels_at", counting)

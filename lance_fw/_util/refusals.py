@@ -58,6 +58,14 @@ class Refused:
         self._raise()
 
 
+def refused_function(module: str, name: str, why: str) -> Refused:
+    """A module-level refused function (``lance.vector``'s accelerator helpers): called with any
+    arguments it raises ``UnsupportedFeatureError`` naming ``<module>.<name>`` and ``why``."""
+    stub = Refused(why)
+    stub.owner, stub.name = module, name
+    return stub
+
+
 def refused_names(cls: type) -> dict[str, str]:
     """Every refused name of ``cls`` (and its bases) with its reason."""
     out: dict[str, str] = {}
@@ -106,4 +114,11 @@ BRANCHES = "branches and multi-base datasets are not implemented"
 IO_STATS = "lance_fw keeps no IO statistics"
 
 
-__all__ = ["REFUSED_MARK", "NotImplementedInPylanceError", "Refused", "refused_names", "refusing"]
+__all__ = [
+    "REFUSED_MARK",
+    "NotImplementedInPylanceError",
+    "Refused",
+    "refused_function",
+    "refused_names",
+    "refusing",
+]

@@ -45,7 +45,9 @@ def create_scalar_index(
     )
     if not isinstance(replace, bool):
         raise InvalidArgumentError(f"replace must be a bool, got {replace!r}")
-    version = table_indices.create_scalar_index(ds._snapshot, column, index_type, name, replace, dict(params))
+    version = table_indices.create_scalar_index(
+        ds._snapshot, table_indices.IndexRequest(column, index_type, name, replace, dict(params))
+    )
     ds._move_to(version)
 
 
@@ -73,7 +75,9 @@ def create_index(
     given.update(
         {k: v for k, v in (("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors))}
     )
-    version = vector_indices.create_vector_index(ds._snapshot, column, index_type, name, replace, given)
+    version = vector_indices.create_vector_index(
+        ds._snapshot, table_indices.IndexRequest(column, index_type, name, replace, given)
+    )
     ds._move_to(version)
 
 

@@ -59,16 +59,19 @@ _MANAGED_DIRS = (
 )
 
 
-@dataclass
+@dataclass(slots=True)  # counters are bumped by name (``_remove``): a misspelt one fails
 class CleanupStats:
     """pylance's ``CleanupStats`` fields. ``bytes_removed`` also counts manifests and temp manifests."""
 
+    #: bytes of every file removed, manifests included
     bytes_removed: int = 0
+    #: versions (manifests) removed
     old_versions: int = 0
     data_files_removed: int = 0
     deletion_files_removed: int = 0
     transaction_files_removed: int = 0
     index_files_removed: int = 0
+    #: files whose removal failed with an OS error (left for a later cleanup)
     failed_deletes: int = 0
 
 

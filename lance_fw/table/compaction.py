@@ -48,9 +48,13 @@ class CompactionMetrics:
     """pylance's ``CompactionMetrics`` fields (files count data and deletion files)."""
 
     fragments_removed: int = 0
+    """fragments rewritten into new ones"""
     fragments_added: int = 0
+    """fragments written"""
     files_removed: int = 0
+    """data and deletion files of the removed fragments"""
     files_added: int = 0
+    """data files written"""
 
     def add(self, old: Iterable[Fragment], fresh: Iterable[Fragment]) -> CompactionMetrics:
         """Count one rewrite of ``old`` into ``fresh`` (a deletion file counts as a removed file)."""

@@ -10,7 +10,7 @@ pages, and remembers what it wrote so the kernel can list ``IndexMetadata.files`
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +18,7 @@ import pyarrow as pa
 from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.file.reader import LanceFileReader
 from lance_fw.file.writer import LanceFileWriter
+from lance_fw.interfaces import SchemaMeta
 from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
 from lance_fw.schema import LanceSchema
 from lance_fw.table.paths import INDICES_DIR
@@ -60,11 +61,7 @@ class IndexFiles:
             return reader
 
     def write_table(
-        self,
-        name: str,
-        table: pa.Table,
-        metadata: Mapping[str, str] | None = None,
-        global_buffers: Sequence[bytes] = (),
+        self, name: str, table: pa.Table, metadata: SchemaMeta = None, global_buffers: Sequence[bytes] = ()
     ) -> None:
         """Write ``table`` with schema ``metadata`` (and global buffers 1, 2, ...) as the Lance
         file ``name`` (see ``IndexFileStore``)."""

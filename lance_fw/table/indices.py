@@ -16,7 +16,7 @@ import uuid as uuidlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -95,17 +95,31 @@ def index_types() -> dict[str, ScalarIndexType]:
     return out
 
 
-def index_type_named(index_type: str) -> ScalarIndexType:
-    """The plugin for pylance's ``index_type`` argument (any case)."""
+K = TypeVar("K")
+
+
+def plugin_named(types: Mapping[str, K], index_type: object, what: str = "index type") -> K:
+    """The plugin for pylance's ``index_type`` argument (any case) among ``types`` (by upper-case
+    name); ``what`` names the family in the error ("index type", "vector index type").
+
+    Raises:
+        InvalidArgumentError: ``index_type`` is not a string.
+        UnsupportedFeatureError: no installed plugin has that name (the error lists those that are).
+    """
     if not isinstance(index_type, str):
         raise InvalidArgumentError(f"index_type must be a string, got {index_type!r}")
-    types = index_types()
     kind = types.get(index_type.upper())
     if kind is None:
         raise UnsupportedFeatureError(
-            f"index type {index_type!r} is not supported by lance_fw (installed: {', '.join(sorted(types))})"
+            f"{what} {index_type!r} is not supported by lance_fw "
+            f"(installed: {', '.join(sorted(types)) or 'none'})"
         )
     return kind
+
+
+def index_type_named(index_type: str) -> ScalarIndexType:
+    """The scalar index plugin for pylance's ``index_type`` argument (any case)."""
+    return plugin_named(index_types(), index_type)
 
 
 def type_url_of(meta: table_pb2.IndexMetadata) -> str:
@@ -389,30 +403,47 @@ def check_new_index(
     return name, existing
 
 
-def create_scalar_index(
+@dataclass(frozen=True)
+class IndexRequest:
+    """What pylance's ``create_scalar_index`` / ``create_index`` ask for, checked by the façade:
+    the column, the index type's name (any case), the index name (None: ``<column>_idx``), whether
+    an index of that name is replaced, and the index type's parameters."""
+
+    column: Any
+    index_type: str
+    name: str | None
+    replace: bool
+    params: Mapping[str, Any]
+
+
+def commit_new_index(
     snapshot: Snapshot,
-    column: Any,
-    index_type: str,
-    name: str | None,
-    replace: bool,
-    params: Mapping[str, Any],
+    meta: table_pb2.IndexMetadata,
+    existing: list[table_pb2.IndexMetadata],
+    store: IndexFiles,
 ) -> int:
-    """pylance's ``create_scalar_index``: build and commit; returns the new version."""
-    if _stable_row_ids(snapshot):
-        raise UnsupportedFeatureError(
-            f"{snapshot.uri}: indices on datasets with stable row ids are not supported by lance_fw yet"
-        )
-    kind = index_type_named(index_type)
-    field = _check_column(snapshot, column)
-    name, existing = check_new_index(snapshot, kind, field, name, replace, params)
-    if any(list(m.fields) != [field.id] for m in existing):
-        raise InvalidArgumentError(f"Index name '{name}' already exists on another column")
-    meta, store = build_index(snapshot, kind, field, name, params)
+    """Commit a built index segment (``existing``: the segments it replaces); on a failed commit
+    its files are removed. Returns the new version."""
     planned = (
         frozenset(m.name for m in snapshot.index_section.indices) if snapshot.index_section else frozenset()
     )
     operation = CreateIndex(new=[meta], removed=existing, planned_names=planned)
     return snapshot.commit(operation, lambda: remove_index_files(store))
+
+
+def create_scalar_index(snapshot: Snapshot, request: IndexRequest) -> int:
+    """pylance's ``create_scalar_index``: build and commit; returns the new version."""
+    if _stable_row_ids(snapshot):
+        raise UnsupportedFeatureError(
+            f"{snapshot.uri}: indices on datasets with stable row ids are not supported by lance_fw yet"
+        )
+    kind = index_type_named(request.index_type)
+    field = _check_column(snapshot, request.column)
+    name, existing = check_new_index(snapshot, kind, field, request.name, request.replace, request.params)
+    if any(list(m.fields) != [field.id] for m in existing):
+        raise InvalidArgumentError(f"Index name '{name}' already exists on another column")
+    meta, store = build_index(snapshot, kind, field, name, request.params)
+    return commit_new_index(snapshot, meta, existing, store)
 
 
 def drop_index(snapshot: Snapshot, name: str) -> int:

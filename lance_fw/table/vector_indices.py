@@ -18,17 +18,17 @@ from typing import Any
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2, vector_index_pb2
-from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.interfaces import VectorIndexType
 from lance_fw.plugin_manager import owner, registry
 from lance_fw.table.index_files import IndexFiles, index_dir
 from lance_fw.table.indices import (
-    CreateIndex,
+    IndexRequest,
     _check_column,
     build_index,
     check_index_type,
     check_new_index,
-    remove_index_files,
+    commit_new_index,
+    plugin_named,
     type_url_of,
 )
 from lance_fw.table.snapshot import Snapshot
@@ -64,33 +64,14 @@ def vector_kind_name(meta: table_pb2.IndexMetadata) -> str | None:
     )
 
 
-def create_vector_index(
-    snapshot: Snapshot,
-    column: Any,
-    index_type: str,
-    name: str | None,
-    replace: bool,
-    params: Mapping[str, Any],
-) -> int:
+def create_vector_index(snapshot: Snapshot, request: IndexRequest) -> int:
     """pylance's ``create_index`` for a vector index type: build over every live row, commit (on
     a dataset with stable row ids the index stores the ids, as pylance's)."""
-    if not isinstance(index_type, str):
-        raise InvalidArgumentError(f"index_type must be a string, got {index_type!r}")
-    types = vector_index_types()
-    kind = types.get(index_type.upper())
-    if kind is None:
-        raise UnsupportedFeatureError(
-            f"vector index type {index_type!r} is not supported by lance_fw "
-            f"(installed: {', '.join(sorted(types)) or 'none'})"
-        )
-    field = _check_column(snapshot, column)
-    name, existing = check_new_index(snapshot, kind, field, name, replace, params)
-    meta, store = build_index(snapshot, kind, field, name, params, vector_rows=True)
-    planned = (
-        frozenset(m.name for m in snapshot.index_section.indices) if snapshot.index_section else frozenset()
-    )
-    operation = CreateIndex(new=[meta], removed=existing, planned_names=planned)
-    return snapshot.commit(operation, lambda: remove_index_files(store))
+    kind = plugin_named(vector_index_types(), request.index_type, "vector index type")
+    field = _check_column(snapshot, request.column)
+    name, existing = check_new_index(snapshot, kind, field, request.name, request.replace, request.params)
+    meta, store = build_index(snapshot, kind, field, name, request.params, vector_rows=True)
+    return commit_new_index(snapshot, meta, existing, store)
 
 
 @dataclass

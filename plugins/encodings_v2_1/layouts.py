@@ -185,7 +185,7 @@ def mini_block(
         if len(buffers) < 3:
             raise CorruptFileError(where, "dictionary page without a dictionary buffer")
         dictionary = mini_block_dictionary(layout, buffers[2], where)
-    return chunk_levels(layout, data, starts, sizes, counts, dictionary, num_rows, where)[0]
+    return chunk_levels(ChunkRun(layout, data, starts, sizes, counts, dictionary, where), num_rows)[0]
 
 
 def chunk_table(
@@ -222,21 +222,32 @@ def layout_chunks(
     return chunks, plain
 
 
+@dataclass(frozen=True)
+class ChunkRun:
+    """Mini-block chunks laid end to end in ``data`` at ``starts``/``sizes`` (all of a page's, or
+    a chosen few, possibly from several pages of one layout), ``counts`` values each: what decoding
+    them needs besides which rows."""
+
+    layout: pb.MiniBlockLayout
+    data: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    counts: np.ndarray
+    dictionary: DecodedValues | None
+    where: str
+
+    def parsed(self, plain_ok: bool) -> tuple[_Chunks, tuple[int, int | None] | None]:
+        """``layout_chunks`` of this run."""
+        return layout_chunks(self.layout, self.data, self.starts, self.sizes, plain_ok, self.where)
+
+
 def chunk_levels(
-    layout: pb.MiniBlockLayout,
-    data: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    counts: np.ndarray,
-    dictionary: DecodedValues | None,
-    num_rows: int,
-    where: str,
-    needed: np.ndarray | None = None,
+    run: ChunkRun, num_rows: int, needed: np.ndarray | None = None
 ) -> tuple[PageLevels, np.ndarray]:
-    """Decode the chunks at ``starts``/``sizes`` of ``data`` (all of a page's, or a chosen few laid
-    end to end) into levels and values; also returns each chunk's level count. ``needed``: the
-    only values the caller will use (see ``chunked.decode_chunks``)."""
-    chunks, plain = layout_chunks(layout, data, starts, sizes, True, where)
+    """Decode the chunks of ``run`` into levels and values; also returns each chunk's level
+    count. ``needed``: the only values the caller will use (see ``chunked.decode_chunks``)."""
+    layout, data, counts, dictionary, where = run.layout, run.data, run.counts, run.dictionary, run.where
+    chunks, plain = run.parsed(True)
     has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
     rep = (
         _chunk_levels(layout.rep_compression, data, chunks.rep, chunks.num_levels, where) if has_rep else None

@@ -89,21 +89,19 @@ def mini_block_rows(
             as_u8(small[wanted[-1]]), len(starts), rows, page.num_rows, where
         )
         data, local_starts = _read_chunks(page, starts[chosen], sizes[chosen])
-        levels, num_levels = layouts.chunk_levels(
-            layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, 0, where
-        )
+        run = layouts.ChunkRun(layout, data, local_starts, sizes[chosen], counts[chosen], dictionary, where)
+        levels, num_levels = layouts.chunk_levels(run, 0)
         return levels, _rep_positions(
             levels, layout, chosen, num_levels, completed, run_start, start_chunk, rows, where
         )
     data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, rows, starts, sizes, counts)
-    compact = _levels_at(layout, data, local_starts, sizes, counts, dictionary, k, within, where)
+    run = layouts.ChunkRun(layout, data, local_starts, sizes, counts, dictionary, where)
+    compact = _levels_at(run, k, within)
     if compact is not None:
         return compact, np.arange(len(rows))
     before = _exclusive_cumsum(counts)  # one value per row: its place among the chosen chunks' values
     positions = before[k] + within
-    levels, _ = layouts.chunk_levels(
-        layout, data, local_starts, sizes, counts, dictionary, 0, where, needed=positions
-    )
+    levels, _ = layouts.chunk_levels(run, 0, needed=positions)
     levels.num_rows = int(before[-1])
     return levels, positions
 
@@ -178,26 +176,19 @@ def mini_block_pages_rows(
         nbytes, nchunks = nbytes + len(data), nchunks + len(sizes)
     starts, sizes, counts, chunk, within = (np.concatenate(column) for column in zip(*parts))
     where = f"{pages[0].where} (and the {len(pages) - 1} pages after it)"
-    return _levels_at(first, _joined(datas), starts, sizes, counts, None, chunk, within, where)
+    return _levels_at(
+        layouts.ChunkRun(first, _joined(datas), starts, sizes, counts, None, where), chunk, within
+    )
 
 
-def _levels_at(
-    layout: pb.MiniBlockLayout,
-    data: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    counts: np.ndarray,
-    dictionary: DecodedValues | None,
-    chunk: np.ndarray,
-    within: np.ndarray,
-    where: str,
-) -> PageLevels | None:
-    """Levels of only the rows ``within[i]`` of chunk ``chunk[i]`` (chunks laid end to end in
-    ``data`` at ``starts``), one level and one value per row (a layout without repetition): a
-    take of a few rows builds, validates and copies those rows, not every row of their chunks.
+def _levels_at(run: layouts.ChunkRun, chunk: np.ndarray, within: np.ndarray) -> PageLevels | None:
+    """Levels of only the rows ``within[i]`` of chunk ``chunk[i]`` of ``run``, one level and one
+    value per row (a layout without repetition): a take of a few rows builds, validates and copies
+    those rows, not every row of their chunks.
     None where the values' encoding has no such path (``chunked.decode_chunk_values_at``)."""
     # callers hand over layouts without repetition: the chunk headers hold no repetition sizes
-    chunks, plain = layouts.layout_chunks(layout, data, starts, sizes, dictionary is None, where)
+    layout, data, counts, dictionary, where = run.layout, run.data, run.counts, run.dictionary, run.where
+    chunks, plain = run.parsed(dictionary is None)
     enc = layout.value_compression
     if plain is not None:
         values: DecodedValues | None = _plain_at(data, chunks.bufs[0], counts, chunk, within, *plain, where)
