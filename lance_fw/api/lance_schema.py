@@ -46,25 +46,20 @@ class LanceSchemaField:
             return True
         return self.metadata.get(PRIMARY_KEY_KEY, "").lower() == "true"
 
+    def _position(self, name: str) -> int | None:
+        """Field proto value ``name`` (a key position); pylance shows an unrecorded 0 as None."""
+        pb = self._field.pb
+        return int(getattr(pb, name)) or None if pb is not None else None
+
     def unenforced_primary_key_position(self) -> int | None:
         """The position in a composite key, as recorded (pylance shows an unrecorded 0 as None)."""
-        pb = self._field.pb
-        return (
-            int(pb.unenforced_primary_key_position)
-            if pb is not None and pb.unenforced_primary_key_position
-            else None
-        )
+        return self._position("unenforced_primary_key_position")
 
     def is_unenforced_clustering_key(self) -> bool:
         return self.unenforced_clustering_key_position() is not None
 
     def unenforced_clustering_key_position(self) -> int | None:
-        pb = self._field.pb
-        return (
-            int(pb.unenforced_clustering_key_position)
-            if pb is not None and pb.unenforced_clustering_key_position
-            else None
-        )
+        return self._position("unenforced_clustering_key_position")
 
     def __eq__(self, other: object) -> bool:
         return (

@@ -16,7 +16,7 @@ import io
 import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlparse
 from urllib.request import urlopen
 
@@ -29,68 +29,60 @@ ENCODED_IMAGE_EXTENSION = "lance.arrow.encoded_image"
 IMAGE_TENSOR_EXTENSION = "lance.arrow.fixed_shape_image_tensor"
 #: URI schemes read over HTTP rather than through a pyarrow filesystem
 _HTTP_SCHEMES = ("http", "https")
-#: Default storage types (module singletons: a call in a default argument is evaluated once anyway)
-_STRING = pa.string()
+#: Default storage type of encoded images (a module singleton, as a default argument is)
 _BINARY = pa.binary()
 
 
-def _string_storage(t: pa.DataType) -> bool:
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
-
-
-def _binary_storage(t: pa.DataType) -> bool:
-    return bool(pa.types.is_binary(t) or pa.types.is_large_binary(t))
-
-
 class _ImageExtension(pa.ExtensionType):
-    """Shared pickling: rebuild from storage type and metadata (pyarrow < 13 needs this)."""
+    """What the image types share: pickling that rebuilds from storage type and metadata
+    (pyarrow < 13 needs this), and their array and scalar classes (``_classes``, set at the end
+    of the module, where those classes exist)."""
+
+    _classes: tuple[type, type]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self).__arrow_ext_deserialize__, (self.storage_type, self.__arrow_ext_serialize__())
 
+    def __arrow_ext_class__(self) -> type:
+        return self._classes[0]
 
-class ImageURIType(_ImageExtension):
+    def __arrow_ext_scalar_class__(self) -> type:
+        return self._classes[1]
+
+
+class _StorageOnlyImage(_ImageExtension):
+    """An image type whose only parameter is its storage type (one of ``_storage_types``'
+    two: normal and large offsets), with empty metadata."""
+
+    _extension_name: str
+    _storage_types: tuple[pa.DataType, pa.DataType]
+
+    def __init__(self, storage_type: pa.DataType | None = None) -> None:
+        storage_type = self._storage_types[0] if storage_type is None else storage_type
+        if storage_type not in self._storage_types:
+            raise ValueError(f"storage_type must be a {self._storage_types[0]} type")
+        pa.ExtensionType.__init__(self, storage_type, self._extension_name)
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> Self:
+        return cls(storage_type)
+
+
+class ImageURIType(_StorageOnlyImage):
     """``lance.arrow.image_uri``: a string (or large string) per image, empty metadata."""
 
-    def __init__(self, storage_type: pa.DataType = _STRING) -> None:
-        if not _string_storage(storage_type):
-            raise ValueError("storage_type must be a string type")
-        pa.ExtensionType.__init__(self, storage_type, IMAGE_URI_EXTENSION)
-
-    def __arrow_ext_serialize__(self) -> bytes:
-        return b""
-
-    @classmethod
-    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> ImageURIType:
-        return cls(storage_type)
-
-    def __arrow_ext_class__(self) -> type:
-        return ImageURIArray
-
-    def __arrow_ext_scalar_class__(self) -> type:
-        return ImageURIScalar
+    _extension_name = IMAGE_URI_EXTENSION
+    _storage_types = (pa.string(), pa.large_string())
 
 
-class EncodedImageType(_ImageExtension):
+class EncodedImageType(_StorageOnlyImage):
     """``lance.arrow.encoded_image``: encoded bytes (binary or large binary), empty metadata."""
 
-    def __init__(self, storage_type: pa.DataType = _BINARY) -> None:
-        if not _binary_storage(storage_type):
-            raise ValueError("storage_type must be a binary type")
-        pa.ExtensionType.__init__(self, storage_type, ENCODED_IMAGE_EXTENSION)
-
-    def __arrow_ext_serialize__(self) -> bytes:
-        return b""
-
-    @classmethod
-    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> EncodedImageType:
-        return cls(storage_type)
-
-    def __arrow_ext_class__(self) -> type:
-        return EncodedImageArray
-
-    def __arrow_ext_scalar_class__(self) -> type:
-        return EncodedImageScalar
+    _extension_name = ENCODED_IMAGE_EXTENSION
+    _storage_types = (pa.binary(), pa.large_binary())
 
 
 class FixedShapeImageTensorType(_ImageExtension):
@@ -113,12 +105,6 @@ class FixedShapeImageTensorType(_ImageExtension):
         cls, storage_type: pa.DataType, serialized: bytes
     ) -> FixedShapeImageTensorType:
         return cls(storage_type.value_type, json.loads(serialized.decode())["shape"])
-
-    def __arrow_ext_class__(self) -> type:
-        return FixedShapeImageTensorArray
-
-    def __arrow_ext_scalar_class__(self) -> type:
-        return FixedShapeImageTensorScalar
 
 
 class ImageArray(pa.ExtensionArray):
@@ -265,3 +251,8 @@ class EncodedImageScalar(ImageScalar):
 
 class FixedShapeImageTensorScalar(ImageScalar):
     pass
+
+
+ImageURIType._classes = (ImageURIArray, ImageURIScalar)
+EncodedImageType._classes = (EncodedImageArray, EncodedImageScalar)
+FixedShapeImageTensorType._classes = (FixedShapeImageTensorArray, FixedShapeImageTensorScalar)
