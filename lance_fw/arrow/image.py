@@ -164,11 +164,18 @@ class ImageURIArray(ImageArray):
         return EncodedImageArray.from_storage(EncodedImageType(storage_type), storage)
 
 
-def _pillow() -> Any | None:
+def _pillow(role: str, article: str) -> Any:
+    """Pillow's ``Image`` module, the default ``role`` ("decoder", "encoder").
+
+    Raises:
+        ValueError: Pillow is not installed (pylance's message and class).
+    """
     try:
         from PIL import Image  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        return None
+        raise ValueError(
+            f"No image {role} available. Please install pillow or pass {article} {role} argument."
+        ) from None
     return Image
 
 
@@ -182,11 +189,7 @@ class EncodedImageArray(ImageArray):
     def to_tensor(self, decoder: Callable[[pa.Array], Any] | None = None) -> FixedShapeImageTensorArray:
         """Decode every image (``decoder``: storage array -> ndarray ``(n, *shape)``; default Pillow)."""
         if decoder is None:
-            image = _pillow()
-            if image is None:
-                raise ValueError(
-                    "No image decoder available. Please install pillow or pass a decoder argument."
-                )
+            image = _pillow("decoder", "a")
 
             def decoder(images: pa.Array) -> np.ndarray:
                 return np.stack([np.asarray(image.open(io.BytesIO(b))) for b in images.to_pylist()])
@@ -216,11 +219,7 @@ class FixedShapeImageTensorArray(ImageArray):
     ) -> EncodedImageArray:
         """Encode every image (``encoder``: ndarray -> binary array; default Pillow PNG)."""
         if encoder is None:
-            image = _pillow()
-            if image is None:
-                raise ValueError(
-                    "No image encoder available. Please install pillow or pass an encoder argument."
-                )
+            image = _pillow("encoder", "an")
 
             def encoder(pixels: np.ndarray) -> pa.Array:
                 out = []
