@@ -288,3 +288,36 @@ def test_a_failed_build_leaves_the_version_and_no_files(tmp_path: Path, runtime_
     leftovers = [p for p in (Path(uri) / "_indices").rglob("*") if p.is_file()] if (Path(uri) / "_indices").exists() else []
     assert leftovers == []
     shutil.rmtree(uri)
+
+
+@pytest.mark.parametrize(
+    ("filter", "rechecked"),
+    [("id IN (5, 9999, 10000, 29999, 12345)", False), ("id = 12345 AND x > 0.5", True), ("id < 20", False)],
+)
+def test_an_exact_btree_answer_is_not_rechecked_and_matches_pylance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filter: str, rechecked: bool
+) -> None:
+    """When exact indices answer the whole filter, the scan takes their rows without evaluating
+    the filter again; results (with rows deleted after the index) stay pylance's."""
+    from lance_fw.query import filter_plan
+
+    uri = str(tmp_path / "t.lance")
+    lance_fw.write_dataset(_table(), uri, max_rows_per_file=10_000)
+    lance_fw.dataset(uri).create_scalar_index("id", "BTREE")
+    lance_fw.dataset(uri).delete("id = 9999 OR id = 7")
+    evaluated: list[int] = []
+    original = filter_plan.matcher_for
+
+    def counting(expression: pc.Expression):  # type: ignore[no-untyped-def]
+        inner = original(expression)
+
+        def matcher(batch: pa.RecordBatch) -> np.ndarray:
+            evaluated.append(batch.num_rows)
+            return inner(batch)
+
+        return matcher
+
+    monkeypatch.setattr(filter_plan, "matcher_for", counting)
+    got = lance_fw.dataset(uri).to_table(filter=filter)
+    assert got.equals(lance.dataset(uri).to_table(filter=filter))
+    assert bool(evaluated) is rechecked

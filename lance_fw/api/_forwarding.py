@@ -45,7 +45,17 @@ def derived_method(
         kept = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in kept]
     signature = inspect.Signature([_SELF, *first, *kept])
 
+    defaults = {p.name: p.default for p in kept if p.default is not inspect.Parameter.empty}
+    keywords = frozenset(
+        p.name
+        for p in kept
+        if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    )
+    complete = len(defaults) == len(kept) and not first  # every option has a default
+
     def method(self: S, /, *args: Any, **kwargs: Any) -> R:
+        if complete and not args and keywords.issuperset(kwargs):
+            return run(self, {**defaults, **kwargs})  # the common call: keywords only (bind is slow)
         bound = signature.bind(self, *args, **kwargs)  # unknown or doubled options: TypeError
         bound.apply_defaults()
         options = dict(bound.arguments)

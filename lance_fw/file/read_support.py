@@ -2,11 +2,14 @@
 to the plugin that provided it, answering reads from buffers already fetched, and joining the
 pieces of a column read from several pages.
 
+Also what opening a file parses (``FileMetadata``), which a table version caches per path.
+
 Apart from the reader so that the reader keeps to what it owns: columns, pages and caches.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -15,11 +18,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import any_pb2
 
-from lance_fw.errors import CorruptFileError, LanceError
+from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
+from lance_fw.file.container import FileTail, read_tail
+from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader
 from lance_fw.plugin_manager import registry
+from lance_fw.schema import LanceSchema
 
 _T = TypeVar("_T")
+
+#: (major, minor) data file versions this reader decodes
+READABLE_VERSIONS = ((2, 0), (2, 1), (2, 2))
 
 #: What a decoder may raise when a page's bytes do not mean what its encoding says: the page is
 #: damaged (a decoder bug on a sound file shows up the same way, with its exception named).
@@ -109,3 +118,34 @@ def concat_pages(pieces: list[pa.Array], arrow_type: pa.DataType) -> pa.Array:
         merged = pa.concat_arrays([p.dictionary_decode() for p in pieces])
         return pc.dictionary_encode(merged).cast(arrow_type)
     return pa.concat_arrays(pieces)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileMetadata:
+    """What opening a data file parses, kept per path by a table version's cache: its tail, its
+    schema and (filled as columns are read) the first row of each page per column."""
+
+    tail: FileTail
+    schema: LanceSchema
+    page_starts: dict[int, list[int]] = dataclasses.field(default_factory=dict)
+
+
+def read_metadata(reader: RangeReader) -> FileMetadata:
+    """Read and check a data file's tail and schema.
+
+    Raises:
+        CorruptFileError: a damaged tail or schema.
+        UnsupportedFeatureError: a file version this lance_fw cannot read.
+    """
+    path = reader.path
+    tail = read_tail(reader)
+    if tail.version not in READABLE_VERSIONS:
+        raise UnsupportedFeatureError(
+            f"{path}: data file version {version_name(tail.version)} is not readable by this lance_fw yet"
+        )
+    try:
+        schema = LanceSchema.from_protos(tail.descriptor.schema.fields, tail.descriptor.schema.metadata)
+        schema.to_arrow()  # every logical type must be known
+    except SchemaError as exc:
+        raise CorruptFileError(path, f"bad schema in the file descriptor: {exc}") from None
+    return FileMetadata(tail, schema)

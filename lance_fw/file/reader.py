@@ -13,18 +13,16 @@ from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
 from lance_fw._util import pools
-from lance_fw.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
+from lance_fw._util.lru import LruCache
+from lance_fw.errors import CorruptFileError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.buffers import range_positions
-from lance_fw.file.container import FileTail, parse_message, read_tail
+from lance_fw.file.container import FileTail, parse_message
 from lance_fw.file.encoding import PageBuffers, PageInput, check_decoded, decode_page, row_decoder
-from lance_fw.file.read_support import HeldFirst, concat_pages, guarded
-from lance_fw.file.version import version_name
+from lance_fw.file.read_support import FileMetadata, HeldFirst, concat_pages, guarded, read_metadata
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.plugin_manager import registry
-from lance_fw.schema import LanceField, LanceSchema
-
-READABLE_VERSIONS = ((2, 0), (2, 1), (2, 2))
+from lance_fw.schema import LanceField
 
 #: A page is decoded whole (not row by row) once more than this share of its rows is wanted.
 WHOLE_PAGE_SHARE = 0.25
@@ -49,22 +47,24 @@ class LanceFileReader:
         path: str,
         column_of_field: dict[int, int] | None = None,
         reader: RangeReader | None = None,
+        metadata_cache: LruCache[str, FileMetadata] | None = None,
     ):
+        """Open ``path`` (or use ``reader``) and read its metadata, or take it from
+        ``metadata_cache`` (by path: a cache for one version of a table, whose data files are
+        immutable). ``column_of_field``: the column of each field id (None: the schema's order).
+
+        Raises:
+            CorruptFileError: a damaged tail or schema. UnsupportedFeatureError: a file version
+            this lance_fw cannot read.
+        """
         self.path = path
         self._reader = reader or storage.open_reader(path)
-        self.tail: FileTail = read_tail(self._reader)
-        if self.tail.version not in READABLE_VERSIONS:
-            raise UnsupportedFeatureError(
-                f"{path}: data file version {version_name(self.tail.version)} "
-                f"is not readable by this lance_fw yet"
-            )
-        try:
-            self.schema = LanceSchema.from_protos(
-                self.tail.descriptor.schema.fields, self.tail.descriptor.schema.metadata
-            )
-            self.schema.to_arrow()  # every logical type must be known
-        except SchemaError as exc:
-            raise CorruptFileError(path, f"bad schema in the file descriptor: {exc}") from None
+        if metadata_cache is None:
+            metadata = read_metadata(self._reader)
+        else:
+            metadata = metadata_cache.get_or_load(path, lambda: read_metadata(self._reader))
+        self.tail: FileTail = metadata.tail
+        self.schema = metadata.schema
         if column_of_field is None:  # a bare file: columns follow the schema's pre-order
             owners = [
                 f for f in self.schema.walk() if self.tail.version == (2, 0) or structure_v2_1.is_leaf(f)
@@ -73,7 +73,8 @@ class LanceFileReader:
         self.column_of_field = column_of_field
         self._top_level = {f.id for f in self.schema.fields}
         self._parent = {child.id: f for f in self.schema.walk() for child in f.children}
-        self._page_starts: dict[int, list[int]] = {}
+        #: first row of each page, per column (``_starts``): shared through the metadata cache
+        self._page_starts = metadata.page_starts
         #: per tuple of field ids read together: (column, leaf, decoded type, page starts) for decode_ahead
         self._ahead_columns: dict[tuple[int, ...], list[tuple[int, LanceField, pa.DataType, list[int]]]] = {}
         self._cache: dict[int, tuple[int, pa.Array]] = {}

@@ -66,7 +66,12 @@ class Leaf:
 
     handles: list[IndexHandle]
     query: ScalarQuery
-    text: str
+    #: the filter part the index answers (rendered as text only for plans: ``text``)
+    node: exp.Expression
+
+    @property
+    def text(self) -> str:
+        return self.node.sql(dialect="spark")
 
     @property
     def coverage(self) -> frozenset[int]:
@@ -99,8 +104,10 @@ def _leaves(tree: Tree) -> list[Leaf]:
 class IndexPlan:
     """The index part of a filtered scan: candidate rows per covered fragment, searched once."""
 
-    def __init__(self, snapshot: Snapshot, tree: Tree) -> None:
-        self.snapshot, self.tree = snapshot, tree
+    def __init__(self, snapshot: Snapshot, tree: Tree, complete: bool = False) -> None:
+        """``complete``: the tree stands for the whole filter (no part is left to the scan)."""
+        self.snapshot, self.tree, self.complete = snapshot, tree, complete
+        self._exact = False
         coverage = frozenset(f.id for f in snapshot.fragments)
         for leaf in _leaves(tree):
             coverage &= leaf.coverage
@@ -110,6 +117,13 @@ class IndexPlan:
 
     def describe(self) -> str:
         return describe(self.tree)
+
+    @property
+    def exact(self) -> bool:
+        """Whether the candidates are exactly the matching rows (deleted ones aside): the whole
+        filter was answered by indices that were all exact, so re-checking it finds nothing to drop.
+        Known once ``candidates`` has searched."""
+        return self._exact
 
     def candidates(self, fragment_id: int) -> np.ndarray | None:
         """Sorted physical offsets of fragment ``fragment_id`` that may match (deleted rows
@@ -122,7 +136,8 @@ class IndexPlan:
         return self._candidates.get(fragment_id, np.zeros(0, np.int64))
 
     def _search(self) -> dict[int, np.ndarray]:
-        addresses, _ = self._evaluate(self.tree)
+        addresses, exact = self._evaluate(self.tree)
+        self._exact = self.complete and exact
         fragments = address_fragments(addresses).astype(np.int64)
         offsets = address_offsets(addresses).astype(np.int64)
         out: dict[int, np.ndarray] = {}
@@ -173,12 +188,12 @@ def index_plan(snapshot: Snapshot, text: str) -> IndexPlan | None:
         return None
     try:
         planner = _Planner(snapshot, text, handles)
-        tree, _ = planner.plan(parse_where(text))
+        tree, complete = planner.plan(parse_where(text))
     except LanceError:
         return None  # the filter's own parse reports the error
     if tree is None:
         return None
-    plan = IndexPlan(snapshot, tree)
+    plan = IndexPlan(snapshot, tree, complete)
     return plan if plan.coverage else None
 
 
@@ -253,7 +268,7 @@ class _Planner:
         for group in self.by_column.get(column, []):
             try:
                 if open_index(self.snapshot, group[0]).supports(query):
-                    return Leaf(group, query, node.sql(dialect="spark"))
+                    return Leaf(group, query, node)
             except LanceError:
                 continue
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -13,8 +13,10 @@ import pyarrow.compute as pc
 from pyarrow import acero
 
 from lance_fw._proto import table_pb2
+from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_1
+from lance_fw.file.read_support import FileMetadata
 from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
@@ -130,11 +132,32 @@ def _probe_schema(filter_fields: list[LanceField]) -> pa.Schema:
     return Rows(filter_fields, with_row_address=True, with_row_id=True).schema()
 
 
+#: Data files (their parsed metadata) and deletion vectors one table version keeps, each
+FILES_CACHED_PER_VERSION = 4096
+
+
+@dataclass(frozen=True)
+class VersionCache:
+    """What reading one version parses once and every later query of that version reuses: data
+    file metadata (tail, schema) by path, and deleted offsets by deletion file path. Why: a point
+    lookup otherwise spends as long re-reading the tails of the files it touches as finding its
+    row. Safe because a version's data and deletion files are never rewritten."""
+
+    files: LruCache[str, FileMetadata] = field(default_factory=lambda: LruCache(FILES_CACHED_PER_VERSION))
+    deletions: LruCache[str, np.ndarray] = field(default_factory=lambda: LruCache(FILES_CACHED_PER_VERSION))
+
+
 class FragmentReader:
     def __init__(
-        self, storage: Storage, base_uri: str, fragment: table_pb2.DataFragment, schema: LanceSchema
+        self,
+        storage: Storage,
+        base_uri: str,
+        fragment: table_pb2.DataFragment,
+        schema: LanceSchema,
+        cache: VersionCache | None = None,
     ) -> None:
         self.storage, self.base_uri, self.fragment, self.schema = storage, base_uri, fragment, schema
+        self.cache = cache
 
     @property
     def physical_rows(self) -> int:
@@ -142,23 +165,22 @@ class FragmentReader:
 
     @cached_property
     def deleted(self) -> np.ndarray:
+        """Deleted physical offsets (sorted, read-only; empty without a deletion file)."""
         if not self.fragment.HasField("deletion_file"):
             return np.zeros(0, dtype=np.uint32)
-        offsets = read_deleted_offsets(
-            self.storage, self.base_uri, self.fragment.id, self.fragment.deletion_file
-        )
-        if len(offsets) and int(offsets.max()) >= self.physical_rows:
-            raise CorruptFileError(
-                deletion_path(
-                    self.base_uri,
-                    self.fragment.id,
-                    self.fragment.deletion_file.read_version,
-                    self.fragment.deletion_file.id,
-                    self.fragment.deletion_file.file_type,
-                ),
-                f"deletes row {int(offsets.max())} of a fragment with {self.physical_rows} rows",
-            )
-        return offsets
+        dfile = self.fragment.deletion_file
+        path = deletion_path(self.base_uri, self.fragment.id, dfile.read_version, dfile.id, dfile.file_type)
+
+        def load() -> np.ndarray:
+            offsets = read_deleted_offsets(self.storage, self.base_uri, self.fragment.id, dfile)
+            if len(offsets) and int(offsets.max()) >= self.physical_rows:
+                raise CorruptFileError(
+                    path, f"deletes row {int(offsets.max())} of a fragment with {self.physical_rows} rows"
+                )
+            offsets.setflags(write=False)
+            return offsets
+
+        return load() if self.cache is None else self.cache.deletions.get_or_load(path, load)
 
     @cached_property
     def _readers(self) -> list[tuple[set[int], LanceFileReader]]:
@@ -170,7 +192,12 @@ class FragmentReader:
                     f"{data_file.base_id}; multi-base datasets are not supported yet"
                 )
             mapping = {fid: col for fid, col in zip(data_file.fields, data_file.column_indices) if col >= 0}
-            reader = LanceFileReader(self.storage, join_uri(self.base_uri, DATA_DIR, data_file.path), mapping)
+            reader = LanceFileReader(
+                self.storage,
+                join_uri(self.base_uri, DATA_DIR, data_file.path),
+                mapping,
+                metadata_cache=self.cache.files if self.cache is not None else None,
+            )
             out.append((set(data_file.fields), reader))
             if reader.num_rows != self.physical_rows:  # the manifest's count drives scans, takes and counts
                 for _, opened in out:
@@ -363,12 +390,19 @@ class FragmentReader:
             yield from _matched_batches(rows.fields, filter_ids, probe, hits, fetched, schema, windows)
 
     def candidate_batches(
-        self, rows: Rows, filter_fields: list[LanceField], matcher: Matcher, candidates: np.ndarray
+        self,
+        rows: Rows,
+        filter_fields: list[LanceField],
+        matcher: Matcher,
+        candidates: np.ndarray,
+        exact: bool = False,
     ) -> Iterator[pa.RecordBatch]:
         """``filtered_batches`` over only the physical rows ``candidates`` (sorted; an index's
         answer, deleted rows included): live candidates are taken, the filter re-checks them, and
         the other columns are taken for the matches. Many candidates are read as the spans of rows
-        holding them (``SPAN_GAP``), filtered as a scan would, skipping the rows between spans."""
+        holding them (``SPAN_GAP``), filtered as a scan would, skipping the rows between spans.
+        ``exact``: the candidates are the filter's matches (``IndexPlan.exact``), so a few of them
+        are taken in one pass, without the re-check."""
         first, last = self._span(rows.start, rows.stop)
         offsets = np.asarray(candidates, np.int64)
         offsets = offsets[(offsets >= first) & (offsets < last)]
@@ -388,10 +422,17 @@ class FragmentReader:
             return
         if not len(offsets):
             return
-        filter_ids = [f.id for f in filter_fields]
         ids = self.row_ids
         address = pa.array(row_addresses(self.fragment.id, offsets.astype(np.uint64)))
         row_id = address if ids is None else pa.array(ids[offsets])
+        if exact:
+            row_columns = pa.RecordBatch.from_arrays([row_id, address], schema=_probe_schema([]))
+            fetched = self.take_physical(rows.fields, offsets)
+            every = np.arange(len(offsets))
+            windows = window_of_candidate(offsets)
+            yield from _matched_batches(rows.fields, [], row_columns, every, fetched, rows.schema(), windows)
+            return
+        filter_ids = [f.id for f in filter_fields]
         probe = pa.RecordBatch.from_arrays(
             self.take_physical(filter_fields, offsets) + [row_id, address],
             schema=_probe_schema(filter_fields),

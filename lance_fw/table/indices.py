@@ -10,10 +10,8 @@ checked here before a scan trusts it.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid as uuidlib
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,6 +21,7 @@ import pyarrow as pa
 import pyroaring
 
 from lance_fw._proto import table_pb2, transaction_pb2
+from lance_fw._util.lru import LruCache
 from lance_fw.errors import (
     CommitConflictError,
     CorruptFileError,
@@ -184,26 +183,19 @@ def _stable_row_ids(snapshot: Snapshot) -> bool:
     return bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
 
 
-_OPEN: OrderedDict[tuple[str, str], Any] = OrderedDict()
-_OPEN_LOCK = threading.Lock()
+#: Opened indices by (dataset uri, index uuid): index files are immutable.
+_OPEN: LruCache[tuple[str, str], Any] = LruCache(OPEN_CACHE_SIZE)
 
 
 def open_index(snapshot: Snapshot, handle: Any) -> Any:
     """The opened index of ``handle`` (its ``uuid``, ``kind`` and ``field``; scalar or vector),
     cached per dataset and uuid: index files are immutable."""
-    key = (snapshot.uri, handle.uuid)
-    with _OPEN_LOCK:
-        found = _OPEN.get(key)
-        if found is not None:
-            _OPEN.move_to_end(key)
-            return found
-    store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, handle.uuid))
-    reader = handle.kind.load(store, handle.field.to_arrow())
-    with _OPEN_LOCK:
-        _OPEN[key] = reader
-        while len(_OPEN) > OPEN_CACHE_SIZE:
-            _OPEN.popitem(last=False)
-    return reader
+
+    def load() -> Any:
+        store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, handle.uuid))
+        return handle.kind.load(store, handle.field.to_arrow())
+
+    return _OPEN.get_or_load((snapshot.uri, handle.uuid), load)
 
 
 def search(snapshot: Snapshot, handle: IndexHandle, query: ScalarQuery) -> IndexSearchResult:

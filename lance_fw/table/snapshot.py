@@ -21,7 +21,7 @@ from lance_fw._proto import table_pb2
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import Storage
 from lance_fw.schema import LanceField, LanceSchema
-from lance_fw.table.fragment import FragmentReader, Matcher, Rows
+from lance_fw.table.fragment import FragmentReader, Matcher, Rows, VersionCache
 from lance_fw.table.transaction import Operation, commit, undo_unless_published
 
 
@@ -37,6 +37,8 @@ class Snapshot:
     storage_options: dict | None = None
     #: pylance's ``commit_lock`` given to ``dataset()``: every commit from this snapshot runs under it.
     commit_lock: Any = field(default=None)
+    #: What reads of this version parse once (data file metadata, deletion vectors).
+    cache: VersionCache = field(default_factory=VersionCache, compare=False, repr=False)
 
     @property
     def version(self) -> int:
@@ -85,7 +87,7 @@ class Snapshot:
         return [self.lance_schema.field(c) for c in columns]
 
     def fragment_reader(self, frag: table_pb2.DataFragment) -> FragmentReader:
-        return FragmentReader(self.storage, self.uri, frag, self.lance_schema)
+        return FragmentReader(self.storage, self.uri, frag, self.lance_schema, self.cache)
 
     def read_fragment(
         self,
@@ -112,14 +114,20 @@ class Snapshot:
             if plan is None:
                 yield from reader.batches(rows)
             elif (candidates := _candidates(plan, frag.id)) is not None:
-                yield from reader.candidate_batches(rows, plan[1], plan[0], candidates)
+                exact = bool(getattr(_index_of(plan), "exact", False))
+                yield from reader.candidate_batches(rows, plan[1], plan[0], candidates, exact)
             else:
                 yield from reader.filtered_batches(rows, plan[1], plan[0])
         finally:
             reader.close()
 
 
+def _index_of(plan: tuple) -> Any:
+    """A filter plan's index part (``query.index_plan.IndexPlan``), None without one."""
+    return plan[2] if len(plan) > 2 else None
+
+
 def _candidates(plan: tuple, fragment_id: int) -> np.ndarray | None:
     """The candidate offsets a filter plan's index part gives for a fragment (None: scan it)."""
-    index = plan[2] if len(plan) > 2 else None
+    index = _index_of(plan)
     return None if index is None else index.candidates(fragment_id)

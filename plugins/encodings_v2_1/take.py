@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES
 from lance_fw.file.encoding import PageInput
@@ -44,7 +45,9 @@ def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
 #: at most this many, oldest dropped first.
 CHUNK_TABLE_CACHE_META_BYTES = 8 * 1024
 CHUNK_TABLE_CACHE_ENTRIES = 256
-_CHUNK_TABLES: dict[tuple[bytes, bool, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_CHUNK_TABLES: LruCache[tuple[bytes, bool, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = LruCache(
+    CHUNK_TABLE_CACHE_ENTRIES
+)
 
 
 def _chunk_table(
@@ -55,16 +58,15 @@ def _chunk_table(
     are shared, so read-only."""
     if len(meta) > CHUNK_TABLE_CACHE_META_BYTES:
         return layouts.chunk_table(layout, meta, total, where)
-    key = (meta.tobytes(), layout.has_large_chunk, layout.num_items, total)
-    found = _CHUNK_TABLES.get(key)
-    if found is None:
+
+    def load() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         found = layouts.chunk_table(layout, meta, total, where)
         for array in found:
             array.setflags(write=False)
-        if len(_CHUNK_TABLES) >= CHUNK_TABLE_CACHE_ENTRIES:
-            _CHUNK_TABLES.pop(next(iter(_CHUNK_TABLES)))
-        _CHUNK_TABLES[key] = found
-    return found
+        return found
+
+    key = (meta.tobytes(), layout.has_large_chunk, layout.num_items, total)
+    return _CHUNK_TABLES.get_or_load(key, load)
 
 
 def mini_block_rows(

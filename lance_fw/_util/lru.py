@@ -1,0 +1,58 @@
+"""A small thread-safe least-recently-used cache: the one cache type of the kernel.
+
+Why: several readers keep immutable things they parsed once (a data file's metadata, a deletion
+vector, an opened index) so that the next query on the same version does not parse them again.
+Each needs a bound (a dataset of many files must not grow memory without limit) and safety under
+the scan's reader threads; one class gives both.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LruCache(Generic[K, V]):
+    """At most ``max_entries`` values; the least recently used one is dropped first."""
+
+    def __init__(self, max_entries: int) -> None:
+        if max_entries < 1:
+            raise ValueError(f"an LruCache holds at least one entry, not {max_entries}")
+        self.max_entries = max_entries
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get_or_load(self, key: K, load: Callable[[], V]) -> V:
+        """The value cached under ``key``, or ``load()``'s, cached. ``load`` runs outside the lock:
+        two threads missing the same key both load it (the values must be equal; the later one is
+        kept), and a slow load never blocks readers of other keys.
+
+        Raises:
+            Whatever ``load`` raises; nothing is cached then.
+        """
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        value = load()
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+__all__ = ["LruCache"]
