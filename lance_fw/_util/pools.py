@@ -8,6 +8,7 @@ pyarrow and zstd release the GIL in their kernels, which is where these tasks sp
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -19,8 +20,10 @@ _POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
 
 
+@functools.cache
 def workers() -> int:
-    """Threads a pool runs: ``min(MAX_WORKERS, cores)``."""
+    """Threads a pool runs: ``min(MAX_WORKERS, cores)`` (asked once: ``os.cpu_count`` reads
+    ``/sys`` on every call, which a point lookup paid per query)."""
     return min(MAX_WORKERS, os.cpu_count() or 1)
 
 
