@@ -5,11 +5,19 @@ files, and the new rows (rewritten and inserted, in source order) are appended a
 The key join is a pyarrow hash join over the target's key columns and row addresses, so memory is
 bounded by the keys and the source, not by the whole dataset. Semantics follow pylance 14: NULL
 keys never match; a target row matched by two source rows is an error; a source without some
-columns updates only the columns it has.
+columns updates only the columns it has, and inserts nulls for the others.
+
+pylance 14 picks how merged rows are written (``write_mode``): ``rewrite_rows`` as above, or
+``rewrite_columns`` (``table/column_rewrite.py``: patch the source's columns in place, rows keep
+their order). ``auto`` patches columns exactly where pylance's indexed join runs on a partial
+source: one key column carrying a BTREE or BITMAP index, ``use_index`` on, no
+``when_not_matched_by_source_delete``, matched rows not deleted, a non-empty source. That indexed
+join also drops source rows whose key is NULL (neither matched nor inserted), so lance_fw does too.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -18,10 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, SchemaError, UnsupportedFeatureError
-from lance_fw.query.filter import parse_filter
+from lance_fw.query.filter import FilterError, parse_filter
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import conform
 from lance_fw.table import flags as feature_flags
+from lance_fw.table.column_rewrite import rewrite_columns
 from lance_fw.table.delete import addresses_matcher, stage_deletions
 from lance_fw.table.fragment import matcher_for
 from lance_fw.table.snapshot import Snapshot
@@ -30,6 +39,10 @@ from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
 
 ADDRESS = "_rowaddr"
 _SOURCE_ROW = "__lance_fw_source_row"
+#: ``write_mode`` values pylance 14 accepts
+WRITE_MODES = ("auto", "rewrite_rows", "rewrite_columns")
+#: index details type urls whose index pylance 14's merge_insert joins through (exact equality)
+_EXACT_INDEX_TYPES = frozenset({"/lance.table.BTreeIndexDetails", "/lance.table.BitmapIndexDetails"})
 
 
 def rewrite(
@@ -108,6 +121,8 @@ class MergeInsertBuilder:
         self._condition: str | None = None
         self._insert = False
         self._by_source: tuple[bool, str | None] = (False, None)
+        self._use_index = True
+        self._write_mode = "auto"
 
     def when_matched_update_all(self, condition: str | None = None) -> MergeInsertBuilder:
         self._matched, self._condition = "update", condition
@@ -141,6 +156,20 @@ class MergeInsertBuilder:
     def retry_timeout(self, timeout: object) -> MergeInsertBuilder:
         return self
 
+    def use_index(self, use_index: bool) -> MergeInsertBuilder:
+        """False: never join through an index on the key (so never patch columns in ``auto``)."""
+        self._use_index = bool(use_index)
+        return self
+
+    def write_mode(self, mode: str) -> MergeInsertBuilder:
+        """``auto`` | ``rewrite_rows`` | ``rewrite_columns``: see the module docstring."""
+        if mode not in WRITE_MODES:
+            raise InvalidArgumentError(
+                f"Invalid write_mode: {mode}. Expected one of 'auto', 'rewrite_rows', 'rewrite_columns'"
+            )
+        self._write_mode = mode
+        return self
+
     # -- execution ----------------------------------------------------------------------------
     def _source(self, data: Any, schema: pa.Schema | None) -> pa.Table:
         source_schema, batches = as_reader(data, schema)
@@ -152,20 +181,72 @@ class MergeInsertBuilder:
         missing_keys = [k for k in self._on if k not in source.column_names]
         if missing_keys:
             raise SchemaError(f"merge_insert: the source lacks key column(s) {missing_keys}")
-        if self._insert and len(source.column_names) != len(target.names):
-            absent = [n for n in target.names if n not in source.column_names]
-            raise SchemaError(f"merge_insert: inserting rows needs every column; the source lacks {absent}")
+        absent = [n for n in target.names if n not in source.column_names]
+        required = [n for n in absent if not target.field(n).nullable]
+        if self._insert and required:  # pylance's words; nullable ones are inserted as nulls
+            raise InvalidUserInputError(
+                "Cannot insert rows with a partial-schema source: target column(s) "
+                f"{json.dumps(required)} are non-nullable and not provided by the source. Either add "
+                "them to the source or set when_not_matched to DoNothing."
+            )
         partial = pa.schema([target.field(n) for n in source.column_names])
         return conform(source, partial, "merge_insert").append_column(
             _SOURCE_ROW, pa.array(np.arange(source.num_rows, dtype=np.int64))
         )
 
+    def _indexed_join(self, ds: Snapshot) -> bool:
+        """Whether pylance joins through an index on the key: one key column with a BTREE or
+        BITMAP index, ``use_index`` on, and no delete of rows the source does not match."""
+        if not self._use_index or self._by_source[0] or len(self._on) != 1 or ds.index_section is None:
+            return False
+        key = ds.lance_schema.field(self._on[0]).id
+        return any(
+            list(meta.fields) == [key] and meta.index_details.type_url in _EXACT_INDEX_TYPES
+            for meta in ds.index_section.indices
+        )
+
+    def _rewrites_columns(self, ds: Snapshot, names: list[str], partial: bool) -> bool:
+        """pylance's choice between patching columns and rewriting rows (module docstring);
+        ``rewrite_columns`` on a merge it cannot express is pylance's error."""
+        if self._write_mode == "rewrite_rows":
+            return False
+        if self._write_mode == "auto":
+            return partial and self._matched != "delete" and self._indexed_join(ds)
+        reasons = []
+        if not partial:
+            reasons.append("the source covers every dataset column, so there is nothing to skip")
+        elif all(n in self._on for n in names):
+            reasons.append("the source carries no column besides the join key")
+        if self._matched != "update":
+            reasons.append("when_matched must update rather than delete or do nothing")
+        if self._insert:
+            reasons.append("inserting unmatched source rows adds rows, which patching cannot do")
+        if self._by_source[0]:
+            reasons.append("deleting target rows unmatched by the source removes rows")
+        if reasons:
+            raise InvalidUserInputError(
+                "MergeInsertWriteMode::RewriteColumns cannot express this merge insert: "
+                f"{'; '.join(reasons)}. Use MergeInsertWriteMode::Auto or RewriteRows instead."
+            )
+        return True
+
     def execute(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict:
+        if self._matched is None and not self._insert and not self._by_source[0]:
+            raise InvalidArgumentError(
+                "merge_insert: the merge insert job is not configured to change the data in any way"
+            )
         ds = self._current()
         source = self._source(data_obj, schema)
-        partial = len(source.column_names) - 1 < len(ds.schema.names)
-        need_all_columns = self._condition is not None or partial
-        target_columns = ds.schema.names if need_all_columns else self._on
+        names = source.column_names[:-1]  # without _SOURCE_ROW
+        partial = source.num_rows > 0 and len(names) < len(ds.schema.names)  # pylance: empty is full
+        patch = self._rewrites_columns(ds, names, partial)
+        if self._indexed_join(ds) and not (partial and self._write_mode == "rewrite_rows"):
+            source = _without_null_keys(source, self._on)
+        if patch:  # pylance's target side holds only the source's columns (for the condition too)
+            target_columns = names if self._condition is not None else self._on
+        else:
+            need_all_columns = self._condition is not None or partial
+            target_columns = ds.schema.names if need_all_columns else self._on
         target = LanceScanner(ds, columns=target_columns, with_row_address=True).to_table()
         keys = target.select([*self._on, ADDRESS])
         pairs = keys.join(
@@ -184,10 +265,22 @@ class MergeInsertBuilder:
                 f"merge_insert: when_matched_fail: found a matching row with key {first}"
             )
         if self._condition is not None and len(matched_addresses):
-            keep = self._condition_mask(self._condition, target, source, matched_addresses, matched_sources)
+            try:
+                keep = self._condition_mask(
+                    self._condition, target, source, matched_addresses, matched_sources
+                )
+            except FilterError as exc:
+                if not patch:
+                    raise
+                raise InvalidUserInputError(  # pylance: "Error during planning" (an OSError)
+                    f"merge_insert: {exc}; when patching columns the target side holds only the "
+                    f"source's columns {names}"
+                ) from None
             chosen_addresses, chosen_sources = matched_addresses[keep], matched_sources[keep]
         else:
             chosen_addresses, chosen_sources = matched_addresses, matched_sources
+        if patch:
+            return self._patch(ds, source, names, chosen_addresses, chosen_sources, matched_sources)
 
         delete = [np.zeros(0, np.uint64)]
         new_parts: list[tuple[np.ndarray, pa.Table]] = []
@@ -204,7 +297,8 @@ class MergeInsertBuilder:
         if self._insert:
             unmatched = np.setdiff1d(np.arange(source.num_rows), matched_sources)
             stats["num_inserted_rows"] = len(unmatched)
-            new_parts.append((unmatched, source.take(pa.array(unmatched)).drop_columns([_SOURCE_ROW])))
+            inserted = source.take(pa.array(unmatched)).drop_columns([_SOURCE_ROW])
+            new_parts.append((unmatched, _with_null_columns(inserted, ds.schema)))
         if self._by_source[0]:
             gone = self._not_matched_by_source(target, matched_addresses)
             stats["num_deleted_rows"] += len(gone)
@@ -219,6 +313,31 @@ class MergeInsertBuilder:
         new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
         addresses = np.unique(np.concatenate(delete))
         version = rewrite(ds, addresses, new_rows)  # like pylance, even a no-op commits a version
+        self._advance(version)
+        return stats
+
+    def _patch(
+        self,
+        ds: Snapshot,
+        source: pa.Table,
+        names: list[str],
+        addresses: np.ndarray,
+        sources: np.ndarray,
+        matched_sources: np.ndarray,
+    ) -> dict:
+        """The ``rewrite_columns`` path: matched rows patched in place, unmatched ones appended."""
+        stats = {"num_inserted_rows": 0, "num_updated_rows": 0, "num_deleted_rows": 0}
+        if self._matched != "update":  # insert-only, or when_matched_fail that found no match
+            addresses, sources = addresses[:0], sources[:0]
+        stats["num_updated_rows"] = len(sources)
+        columns = [n for n in names if n not in self._on]
+        values = source.take(pa.array(sources)).select(columns)
+        inserted = None
+        if self._insert:
+            unmatched = np.setdiff1d(np.arange(source.num_rows), matched_sources)
+            stats["num_inserted_rows"] = len(unmatched)
+            inserted = source.take(pa.array(unmatched)).drop_columns([_SOURCE_ROW])
+        version = rewrite_columns(ds, columns, addresses, values, inserted)
         self._advance(version)
         return stats
 
@@ -264,3 +383,22 @@ class MergeInsertBuilder:
                 self._current(), columns=self._on, filter=expr, with_row_address=True
             ).to_table()
         return np.setdiff1d(target.column(ADDRESS).to_numpy(), matched_addresses)
+
+
+def _without_null_keys(source: pa.Table, keys: list[str]) -> pa.Table:
+    """``source`` without rows whose key is NULL, renumbered (``_SOURCE_ROW`` is a position)."""
+    valid = pc.is_valid(source.column(keys[0]))
+    for key in keys[1:]:
+        valid = pc.and_(valid, pc.is_valid(source.column(key)))
+    if pc.all(valid).as_py() is not False:
+        return source
+    kept = source.filter(valid).drop_columns([_SOURCE_ROW])
+    return kept.append_column(_SOURCE_ROW, pa.array(np.arange(kept.num_rows, dtype=np.int64)))
+
+
+def _with_null_columns(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Inserted rows of a partial source: the dataset's other columns as nulls (pylance's rule)."""
+    for name in schema.names:
+        if name not in rows.column_names:
+            rows = rows.append_column(schema.field(name), pa.nulls(rows.num_rows, schema.field(name).type))
+    return rows
