@@ -43,12 +43,16 @@ class LruCache(Generic[K, V]):
                 self._entries.move_to_end(key)
                 return self._entries[key]
         value = load()
+        self.put(key, value)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        """Cache ``value`` under ``key`` (replacing what was there), as the most recently used."""
         with self._lock:
             self._entries[key] = value
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
-        return value
 
     def clear(self) -> None:
         with self._lock:

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, NoReturn
 import duckdb
 
 import lance_fw
+from lance_fw._util.lru import LruCache
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.duckdb import copy_to, dml, explain, index_ddl, vector_functions
 from lance_fw.duckdb.names import decode, missing_name, replacement_path, same_dataset
@@ -131,9 +132,7 @@ class StatementDatasets:
         key = (same_dataset(uri), version)
         snapshot = self._snapshots.get(key)
         if snapshot is None:
-            snapshot = self._snapshots[key] = lance_fw.dataset(
-                uri, version=version, storage_options=storage_options_for(self._con, uri)
-            )
+            snapshot = self._snapshots[key] = _open(self._con, uri, version)
         self._con.register(name, explain.scan_dataset(self._con, uri, snapshot, self._record))
         self._names.append(name)
         return True
@@ -143,6 +142,36 @@ class StatementDatasets:
 
     def _raise(self, exc: duckdb.Error) -> NoReturn:
         raise typed(self._con, exc) from exc
+
+
+#: Datasets opened by earlier statements, per connection: (path key, version, storage options) -> dataset
+_OPENED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: Datasets each connection keeps open between statements (the least recently read dropped first)
+OPENED_PER_CONNECTION = 64
+
+
+def _open(con: duckdb.DuckDBPyConnection, uri: str, version: int | str | None) -> LanceDataset:
+    """The dataset ``uri`` at ``version`` (None: the latest now) for a statement. An earlier
+    statement's dataset object is reused while it still is that version (for None: while no commit
+    came since, one listing of the versions), so its parsed file metadata and opened indices
+    stay warm. Local paths only: an object store dataset is opened again with the credentials of
+    the moment (secrets, environment), and a tag is resolved again each time (tags move)."""
+    options = storage_options_for(con, uri)
+
+    def fresh() -> LanceDataset:
+        return lance_fw.dataset(uri, version=version, storage_options=options)
+
+    if isinstance(version, str) or "://" in uri:  # object stores: credentials are read at each open
+        return fresh()
+    opened = _OPENED.get(con)
+    if opened is None:
+        opened = _OPENED[con] = LruCache(OPENED_PER_CONNECTION)
+    key = (same_dataset(uri), version, repr(sorted((options or {}).items())))
+    dataset = opened.get_or_load(key, fresh)
+    if version is None and dataset.version != dataset.latest_version:
+        dataset = fresh()
+        opened.put(key, dataset)
+    return dataset
 
 
 #: The first LanceError a dataset raised while DuckDB read it, per connection, for the statement running:
