@@ -164,6 +164,17 @@ CASES: dict[str, tuple[Build, pa.Table, dict]] = {
     "empty source": (UPDATE, _source([]), {}),
     "null keys dropped by the indexed join": (UPSERT, _source([2, None, 12]), {}),
     "null keys without index": (UPSERT, _source([2, None, 12]), {"index": None}),
+    "null keys, delete matched (no index probe)": (
+        lambda b: b.when_matched_delete().when_not_matched_insert_all(),
+        _source([2, None, 12]),
+        {},
+    ),
+    "null keys, full source through the index": (UPSERT, _source([2, None, 12], ("a", "b", "c")), {}),
+    "null keys, full source, rewrite_rows": (
+        lambda b: UPSERT(b).write_mode("rewrite_rows"),
+        _source([2, None, 12], ("a", "b", "c")),
+        {},
+    ),
     "rewrite_columns without index": (
         lambda b: UPDATE(b).write_mode("rewrite_columns"),
         _source([2, 5, 12]),
@@ -314,3 +325,27 @@ def test_stable_row_ids_are_refused_not_rewritten(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="stable row ids"):
         UPDATE(lance_fw.dataset(uri).merge_insert("id")).execute(_source([2]))
     assert lance_fw.dataset(uri).version == 2
+
+
+def test_concurrent_append_rebases_and_concurrent_delete_conflicts(tmp_path: Path) -> None:
+    import os
+
+    from lance_fw.errors import CommitConflictError
+
+    uri = str(tmp_path / "ds")
+    _make(uri, lance_fw, 10, 4, "BTREE", None)
+    stale = lance_fw.dataset(uri)
+    lance.write_dataset(_table(2), uri, mode="append")  # another writer appends: no conflict
+    UPDATE(stale.merge_insert("id")).execute(_source([2, 5]))
+    got = lance.dataset(uri).to_table()
+    assert got.column("id").to_pylist() == [*range(10), 0, 1]
+    assert got.column("b").to_pylist()[:6] == [100, 101, -2, 103, 104, -5]
+    assert lance.dataset(uri).version == 4
+
+    stale = lance_fw.dataset(uri)
+    lance.dataset(uri).delete("id = 3")  # another writer deletes in a fragment this merge patches
+    before = sorted(os.listdir(os.path.join(uri, "data")))
+    with pytest.raises(CommitConflictError):
+        UPDATE(stale.merge_insert("id")).execute(_source([2]))
+    assert sorted(os.listdir(os.path.join(uri, "data"))) == before  # the patch file was removed
+    assert lance.dataset(uri).version == 5

@@ -11,8 +11,9 @@ pylance 14 picks how merged rows are written (``write_mode``): ``rewrite_rows`` 
 ``rewrite_columns`` (``table/column_rewrite.py``: patch the source's columns in place, rows keep
 their order). ``auto`` patches columns exactly where pylance's indexed join runs on a partial
 source: one key column carrying a BTREE or BITMAP index, ``use_index`` on, no
-``when_not_matched_by_source_delete``, matched rows not deleted, a non-empty source. That indexed
-join also drops source rows whose key is NULL (neither matched nor inserted), so lance_fw does too.
+``when_not_matched_by_source_delete``, matched rows not deleted, a non-empty source. pylance joins
+a full source through such an index too (a partial one only to patch), and that indexed join drops
+source rows whose key is NULL (neither matched nor inserted), so lance_fw does too.
 """
 
 from __future__ import annotations
@@ -240,7 +241,7 @@ class MergeInsertBuilder:
         names = source.column_names[:-1]  # without _SOURCE_ROW
         partial = source.num_rows > 0 and len(names) < len(ds.schema.names)  # pylance: empty is full
         patch = self._rewrites_columns(ds, names, partial)
-        if self._indexed_join(ds) and not (partial and self._write_mode == "rewrite_rows"):
+        if self._indexed_join(ds) and (patch or not partial):  # a partial source probes only to patch
             source = _without_null_keys(source, self._on)
         if patch:  # pylance's target side holds only the source's columns (for the condition too)
             target_columns = names if self._condition is not None else self._on
