@@ -34,6 +34,7 @@ from lance_fw.table import flags as feature_flags
 from lance_fw.table.column_rewrite import rewrite_columns
 from lance_fw.table.delete import addresses_matcher, stage_deletions
 from lance_fw.table.fragment import matcher_for
+from lance_fw.table.index_list import SCALAR_TYPES
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Update
 from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
@@ -43,7 +44,7 @@ _SOURCE_ROW = "__lance_fw_source_row"
 #: ``write_mode`` values pylance 14 accepts
 WRITE_MODES = ("auto", "rewrite_rows", "rewrite_columns")
 #: index details type urls whose index pylance 14's merge_insert joins through (exact equality)
-_EXACT_INDEX_TYPES = frozenset({"/lance.table.BTreeIndexDetails", "/lance.table.BitmapIndexDetails"})
+_EXACT_INDEX_TYPES = frozenset(url for url, kind in SCALAR_TYPES.items() if kind in ("BTree", "Bitmap"))
 
 
 def rewrite(
