@@ -36,6 +36,7 @@ from lance_fw.interfaces import (
 )
 from lance_fw.query.dialect import column_path, parse_where, unwrap
 from lance_fw.query.filter import filter_visitor
+from lance_fw.table.index_paths import quoted_path
 from lance_fw.table.indices import IndexHandle, open_index, search, usable_indices
 from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
 from lance_fw.table.snapshot import Snapshot
@@ -68,10 +69,15 @@ class Leaf:
     query: ScalarQuery
     #: the filter part the index answers (rendered as text only for plans: ``text``)
     node: exp.Expression
+    #: the column as pylance's plan names it (``p.a`` however the filter spelled it)
+    column: str = ""
 
     @property
     def text(self) -> str:
-        return self.node.sql(dialect="spark")
+        if not self.column:
+            return self.node.sql(dialect="spark")
+        named = self.node.transform(lambda n: exp.var(self.column) if _is_column(n) else n)
+        return named.sql(dialect="spark")
 
     @property
     def coverage(self) -> frozenset[int]:
@@ -87,6 +93,13 @@ class Node:
 
 
 Tree = Leaf | Node
+
+
+def _is_column(node: exp.Expression) -> bool:
+    """A column or struct-field reference (what ``column_path`` reads), not a function over one."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower() == "get_field" and bool(column_path(node))
+    return isinstance(node, (exp.Column, exp.Dot, exp.Bracket)) and bool(column_path(node))
 
 
 def describe(tree: Tree) -> str:
@@ -202,13 +215,13 @@ class _Planner:
         self.snapshot, self.text = snapshot, text
         self.schema = snapshot.schema
         self.visitor = filter_visitor(text, self.schema)
-        self.by_column: dict[str, list[list[IndexHandle]]] = {}
+        self.by_column: dict[tuple[str, ...], list[list[IndexHandle]]] = {}
         groups: dict[str, list[IndexHandle]] = {}
         for h in handles:
             groups.setdefault(h.name, []).append(h)
         ordered = sorted(groups.values(), key=lambda g: (g[0].kind.name in _INEXACT_LAST, g[0].name))
         for group in ordered:
-            self.by_column.setdefault(group[0].field.name, []).append(group)
+            self.by_column.setdefault(group[0].column, []).append(group)
 
     # (tree, complete): complete means the tree's rows are exactly the node's truth (given exact
     # leaf results), so a NOT over it may be taken.
@@ -236,14 +249,32 @@ class _Planner:
         leaf = self.leaf(node)
         return (leaf, True) if leaf is not None else (None, False)
 
-    def column(self, node: exp.Expression) -> str | None:
+    def column(self, node: exp.Expression) -> tuple[str, ...] | None:
+        """The column path ``node`` names, as the filter resolves it: the top-level name in any
+        case unless quoted, a struct's children exactly (``p.a``, ```p`.`a```, ``p['a']``)."""
         path = column_path(node)
-        if len(path) != 1:
+        if not path:
             return None
         head, quoted = path[0]
-        if quoted:
-            return head if head in self.schema.names else None
-        return self.visitor.lookup.get(head.lower())
+        top = (
+            (head if head in self.schema.names else None) if quoted else self.visitor.lookup.get(head.lower())
+        )
+        if top is None:
+            return None
+        names = [top]
+        t = self.schema.field(top).type
+        for part, _ in path[1:]:
+            if not pa.types.is_struct(t) or t.get_field_index(part) < 0:
+                return None
+            t = t.field(part).type
+            names.append(part)
+        return tuple(names)
+
+    def type_of(self, path: tuple[str, ...]) -> pa.DataType:
+        t = self.schema.field(path[0]).type
+        for part in path[1:]:
+            t = t.field(part).type
+        return t
 
     def literal(self, node: exp.Expression, t: pa.DataType) -> Any:
         """The literal's value coerced as the filter coerces it; ``_NO`` when it is not a usable one."""
@@ -268,12 +299,12 @@ class _Planner:
         for group in self.by_column.get(column, []):
             try:
                 if open_index(self.snapshot, group[0]).supports(query):
-                    return Leaf(group, query, node)
+                    return Leaf(group, query, node, quoted_path(column))
             except LanceError:
                 continue
         return None
 
-    def query(self, node: exp.Expression) -> tuple[str, ScalarQuery] | None:
+    def query(self, node: exp.Expression) -> tuple[tuple[str, ...], ScalarQuery] | None:
         if isinstance(node, (exp.EQ, exp.NEQ, *_RANGES)):
             left, right, kind = node.this, node.expression, type(node)
             if self.column(left) is None:
@@ -283,14 +314,14 @@ class _Planner:
             name = self.column(node.this)
             if name is None:
                 return None
-            t = self.schema.field(name).type
+            t = self.type_of(name)
             lo, hi = self.literal(node.args["low"], t), self.literal(node.args["high"], t)
             return None if _NO in (lo, hi) else (name, RangeQuery(lo, True, hi, True))
         if isinstance(node, exp.In):
             name = self.column(node.this)
             if name is None or node.args.get("query") is not None or not node.expressions:
                 return None
-            t = self.schema.field(name).type
+            t = self.type_of(name)
             values = [self.literal(v, t) for v in node.expressions if not isinstance(unwrap(v), exp.Null)]
             return None if _NO in values else (name, InQuery(tuple(values)))
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
@@ -304,17 +335,17 @@ class _Planner:
         ):
             return self.contains(node)
         name = self.column(node)
-        if name is not None and pa.types.is_boolean(self.schema.field(name).type):
+        if name is not None and pa.types.is_boolean(self.type_of(name)):
             return name, EqualsQuery(True)
         return None
 
     def compare(
         self, kind: type, left: exp.Expression, right: exp.Expression
-    ) -> tuple[str, ScalarQuery] | None:
+    ) -> tuple[tuple[str, ...], ScalarQuery] | None:
         name = self.column(left)
         if name is None:
             return None
-        value = self.literal(right, self.schema.field(name).type)
+        value = self.literal(right, self.type_of(name))
         if value is _NO:
             return None
         if kind is exp.EQ:
@@ -326,12 +357,18 @@ class _Planner:
             RangeQuery(value, inclusive, None, True) if lower else RangeQuery(None, True, value, inclusive)
         )
 
-    def prefix(self, node: exp.Like) -> tuple[str, ScalarQuery] | None:
+    def prefix(self, node: exp.Like) -> tuple[tuple[str, ...], ScalarQuery] | None:
         name = self.column(node.this)
         pattern = node.expression
-        if name is None or node.args.get("escape") is not None or not isinstance(pattern, exp.Literal):
+        # pylance answers LIKE and array_has_* from an index on a top-level column only
+        if (
+            name is None
+            or len(name) > 1
+            or node.args.get("escape") is not None
+            or not isinstance(pattern, exp.Literal)
+        ):
             return None
-        if not pattern.is_string or not pa.types.is_string(self.schema.field(name).type):
+        if not pattern.is_string or not pa.types.is_string(self.type_of(name)):
             return None
         text = pattern.this
         head = text[:-1]
@@ -339,14 +376,14 @@ class _Planner:
             return None
         return name, PrefixQuery(head)
 
-    def contains(self, node: exp.Expression) -> tuple[str, ScalarQuery] | None:
+    def contains(self, node: exp.Expression) -> tuple[tuple[str, ...], ScalarQuery] | None:
         args = [node.this, node.expression] if not isinstance(node, exp.Anonymous) else list(node.expressions)
         if len(args) != 2:
             return None
         name = self.column(args[0])
-        if name is None:
+        if name is None or len(name) > 1:
             return None
-        t = self.schema.field(name).type
+        t = self.type_of(name)
         if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
             return None
         needles = args[1]

@@ -41,6 +41,7 @@ from lance_fw.schema import LanceField
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.index_files import IndexFiles, index_dir
+from lance_fw.table.index_paths import child_values, nested_field, quoted_path, struct_paths
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Indices, Operation
 
@@ -48,6 +49,8 @@ from lance_fw.table.transaction import Indices, Operation
 DEFAULT_NAME_SUFFIX = "_idx"
 #: Rows per training batch handed to a plugin.
 TRAIN_BATCH_ROWS = 1 << 16
+#: The full-text index type's name (``usable_indices`` leaves nested ones to the scan).
+INVERTED_NAME = "INVERTED"
 #: Opened indices kept per process (index files never change: a uuid names one build).
 OPEN_CACHE_SIZE = 32
 _MS_PER_S = 1000
@@ -137,6 +140,14 @@ class IndexHandle:
     field: LanceField
     #: fragment ids the index answers for (its bitmap, limited to the version's fragments)
     fragments: frozenset[int]
+    #: names from the top-level column down to ``field`` (``("p", "a")`` for ``p.a``); empty
+    #: for a top-level column
+    path: tuple[str, ...] = ()
+
+    @property
+    def column(self) -> tuple[str, ...]:
+        """The indexed column's path from the top level (``("id",)``, ``("p", "a")``)."""
+        return self.path or (self.field.name,)
 
     @property
     def name(self) -> str:
@@ -157,25 +168,32 @@ def fragment_bitmap(meta: table_pb2.IndexMetadata, where: str) -> pyroaring.BitM
 
 
 def usable_indices(snapshot: Snapshot) -> list[IndexHandle]:
-    """The version's indices a scan may consult: a known scalar type on one top-level column.
+    """The version's indices a scan may consult: a known scalar type on one column, top-level or
+    a struct's child (pylance indexes ``p.a`` as the column ``get_field(p, 'a')``).
 
-    Others (vector, full-text, a type no plugin provides, nested columns) are skipped: the scan then
-    reads the data, which is always exact. Datasets with stable row ids index row ids, not
-    addresses; lance_fw does not map them yet, so their indices are skipped too.
+    Others (vector, a type no plugin provides, a nested full-text index, fields under lists) are
+    skipped: the scan then reads the data, which is always exact. Datasets with stable row ids
+    index row ids, not addresses; lance_fw does not map them yet, so their indices are skipped too.
     """
     section = snapshot.index_section
     if section is None or not len(section.indices) or _stable_row_ids(snapshot):
         return []
     by_url = {k.type_url: k for k in index_types().values()}
-    top = {f.id: f for f in snapshot.lance_schema.fields}
+    paths = struct_paths(snapshot.lance_schema.fields)
     live = {f.id for f in snapshot.fragments}
     out = []
     for meta in section.indices:
         kind = by_url.get(type_url_of(meta))
-        if kind is None or len(meta.fields) != 1 or meta.fields[0] not in top:
+        if kind is None or len(meta.fields) != 1 or meta.fields[0] not in paths:
             continue
+        path = paths[meta.fields[0]]
+        # full-text search looks its indices up by top-level name: a nested one would be taken
+        # for a top-level column of the same name
+        if len(path) > 1 and kind.name.upper() == INVERTED_NAME:
+            continue
+        names = tuple(f.name for f in path) if len(path) > 1 else ()
         covered = frozenset(int(i) for i in fragment_bitmap(meta, snapshot.uri)) & live
-        out.append(IndexHandle(meta, kind, top[meta.fields[0]], frozenset(covered)))
+        out.append(IndexHandle(meta, kind, path[-1], frozenset(covered), names))
     return out
 
 
@@ -262,23 +280,34 @@ def training_batches(
     snapshot: Snapshot, field: LanceField, fragments: list, row_ids: bool = False
 ) -> Iterator[pa.RecordBatch]:
     """``value`` and ``_rowaddr`` of every live row of ``fragments``, in row-address order
-    (``row_ids``: ``_rowid`` instead, what a vector index stores on a dataset with stable ids)."""
+    (``row_ids``: ``_rowid`` instead, what a vector index stores on a dataset with stable ids).
+
+    A struct's child is read through its top-level column; a row whose parent (or any struct
+    above) is null has a null value, as pylance indexes it (``p.a IS NULL`` finds those rows)."""
     name = "_rowid" if row_ids else "_rowaddr"
     schema = pa.schema([pa.field("value", field.arrow_type()), pa.field(name, pa.uint64(), False)])
+    path = struct_paths(snapshot.lance_schema.fields).get(field.id, [field])
     for frag in fragments:
         for batch in snapshot.read_fragment(
-            frag, [field], None, TRAIN_BATCH_ROWS, with_row_address=not row_ids, with_row_id=row_ids
+            frag, [path[0]], None, TRAIN_BATCH_ROWS, with_row_address=not row_ids, with_row_id=row_ids
         ):
-            yield pa.RecordBatch.from_arrays([batch.column(0), batch.column(name)], schema=schema)
+            values = batch.column(0)
+            for child in path[1:]:
+                values = child_values(values, child.name)
+            yield pa.RecordBatch.from_arrays([values, batch.column(name)], schema=schema)
 
 
-def _check_column(snapshot: Snapshot, column: Any) -> LanceField:
+def _check_column(snapshot: Snapshot, column: Any, nested: bool = False) -> LanceField:
+    """The field ``column`` names: a top-level name (any case) or, with ``nested``, a path to a
+    struct's child (``p.a``, ```p`.`x.y```)."""
     if isinstance(column, (list, tuple)):
         if len(column) != 1:
             raise UnsupportedFeatureError("lance_fw builds scalar indices on one column only")
         column = column[0]
     if not isinstance(column, str):
         raise InvalidArgumentError(f"column must be a column name, got {column!r}")
+    if nested and column not in snapshot.schema.names and ("." in column or "`" in column):
+        return nested_field(snapshot, column)
     if column not in snapshot.schema.names:
         found = [f.name for f in snapshot.lance_schema.fields if f.name.lower() == column.lower()]
         if not found:
@@ -381,7 +410,8 @@ def check_new_index(
         InvalidArgumentError: a bad name, a taken one without ``replace``, or an empty dataset.
     """
     if name is None:
-        name = field.name + DEFAULT_NAME_SUFFIX
+        path = struct_paths(snapshot.lance_schema.fields).get(field.id, [field])
+        name = quoted_path([f.name for f in path]) + DEFAULT_NAME_SUFFIX
     if not isinstance(name, str) or not name:
         raise InvalidArgumentError(f"name must be a non-empty string, got {name!r}")
     kind.check(field.to_arrow(), params)
@@ -430,7 +460,7 @@ def create_scalar_index(snapshot: Snapshot, request: IndexRequest) -> int:
             f"{snapshot.uri}: indices on datasets with stable row ids are not supported by lance_fw yet"
         )
     kind = index_type_named(request.index_type)
-    field = _check_column(snapshot, request.column)
+    field = _check_column(snapshot, request.column, nested=True)
     name, existing = check_new_index(snapshot, kind, field, request.name, request.replace, request.params)
     if any(list(m.fields) != [field.id] for m in existing):
         raise InvalidArgumentError(f"Index name '{name}' already exists on another column")
@@ -485,9 +515,12 @@ def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -
             covered = set().union(*(set(fragment_bitmap(m, snapshot.uri)) for m in metas))
             if live <= covered and len(metas) == 1:
                 continue
-            field = next((f for f in snapshot.lance_schema.fields if f.id == metas[0].fields[0]), None)
-            if field is None:
-                raise UnsupportedFeatureError(f"index {name!r}: its column is not a top-level column")
+            path = struct_paths(snapshot.lance_schema.fields).get(metas[0].fields[0])
+            if path is None:
+                raise UnsupportedFeatureError(
+                    f"index {name!r}: its column is neither a top-level column nor a struct's child"
+                )
+            field = path[-1]
             meta, store = build_index(
                 snapshot,
                 kind,

@@ -1,0 +1,101 @@
+"""Scalar indices on a struct's child (``p.a``): field paths as pylance spells and resolves them.
+
+Why apart from ``indices.py``: the same paths are needed by the build (which field ``p.a`` names,
+the default index name ``p.a_idx``, reading the child's values with their parent's nulls), by
+``usable_indices`` and by the planner, and they follow pylance's text rules (a part holding a dot
+in backticks: ``p.`x.y```), which are not the filter's.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from lance_fw.errors import InvalidArgumentError
+from lance_fw.schema import LanceField
+from lance_fw.table.snapshot import Snapshot
+
+
+def struct_paths(fields: list[LanceField]) -> dict[int, list[LanceField]]:
+    """Every field reachable through structs only, by id: the fields from the top level down to
+    it. A struct's child is indexed (and filtered on) as pylance's ``get_field(p, 'a')``; fields
+    under lists or maps are not: no row-level value stands for them."""
+    out: dict[int, list[LanceField]] = {}
+
+    def visit(f: LanceField, above: list[LanceField]) -> None:
+        path = above + [f]
+        out[f.id] = path
+        if f.is_struct and not f.is_blob_v2:
+            for child in f.children:
+                visit(child, path)
+
+    for top in fields:
+        visit(top, [])
+    return out
+
+
+def quoted_path(names: tuple[str, ...] | list[str]) -> str:
+    """pylance's text for a field path (index names, ``field_names``, plans): parts joined by
+    ``.``, a part that holds a ``.`` in backticks (``p.`x.y```)."""
+    return ".".join(f"`{n}`" if "." in n else n for n in names)
+
+
+def child_values(parent: pa.Array, name: str) -> pa.Array:
+    """The child ``name`` of a struct array, null where the parent row is null (``flatten``
+    merges the parent's validity; ``field`` would not)."""
+    if isinstance(parent, pa.ExtensionArray):
+        parent = parent.storage
+    assert isinstance(parent, pa.StructArray)
+    return parent.flatten()[parent.type.get_field_index(name)]
+
+
+def _split_path(column: str) -> list[tuple[str, bool]]:
+    """``p.a`` / ```p`.`a``` / ``p.`x.y``` as (name, quoted) parts: dots outside backticks split.
+
+    Raises: InvalidArgumentError for an unclosed backtick or an empty part."""
+    parts: list[tuple[str, bool]] = []
+    rest = column
+    while True:
+        if rest.startswith("`"):
+            end = rest.find("`", 1)
+            if end < 0:
+                raise InvalidArgumentError(f"column {column!r}: unclosed backtick")
+            part, quoted, rest = rest[1:end], True, rest[end + 1 :]
+            if rest and not rest.startswith("."):
+                raise InvalidArgumentError(f"column {column!r}: a quoted name must end a part")
+        else:
+            part, dot, tail = rest.partition(".")
+            quoted, rest = False, dot + tail
+        if not part:
+            raise InvalidArgumentError(f"column {column!r} has an empty name part")
+        parts.append((part, quoted))
+        if not rest:
+            return parts
+        rest = rest[1:]
+
+
+def _named(fields: list[LanceField], name: str) -> LanceField | None:
+    """The field called ``name``: exactly, else the one of that name in another case (pylance's
+    ``create_scalar_index`` resolves ``up.lo`` to ``Up.Lo``)."""
+    for f in fields:
+        if f.name == name:
+            return f
+    found = [f for f in fields if f.name.lower() == name.lower()]
+    return found[0] if len(found) == 1 else None
+
+
+def nested_field(snapshot: Snapshot, column: str) -> LanceField:
+    """The field of a nested path (children of structs), as pylance resolves it.
+
+    Raises: InvalidArgumentError naming the path when some part is missing or not a struct's."""
+    fields = snapshot.lance_schema.fields
+    found: LanceField | None = None
+    for part, _ in _split_path(column):
+        if found is not None and (not found.is_struct or found.is_blob_v2):
+            found = None
+        else:
+            found = _named(fields, part)
+        if found is None:
+            raise InvalidArgumentError(f"column {column!r} is not in the dataset's schema")
+        fields = found.children
+    assert found is not None
+    return found
