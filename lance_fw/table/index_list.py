@@ -21,6 +21,7 @@ import pyroaring
 from lance_fw._proto import index_pb2, table_pb2, vector_index_pb2
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.table.deletion import live_rows
+from lance_fw.table.index_paths import quoted_path
 from lance_fw.table.indices import index_types
 from lance_fw.table.metadata import field_paths
 from lance_fw.table.snapshot import Snapshot
@@ -141,7 +142,7 @@ def _describe(snapshot: Snapshot, name: str, metas: list[table_pb2.IndexMetadata
 def _field_path(fields: Iterable, field_id: int) -> str:
     for path, fid in field_paths(fields).items():
         if fid == field_id:
-            return ".".join(path)
+            return quoted_path(path)  # pylance: ``p.`x.y``` for a child named ``x.y``
     return str(field_id)
 
 

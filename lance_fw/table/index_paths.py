@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from lance_fw._proto import table_pb2
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.schema import LanceField
 from lance_fw.table.snapshot import Snapshot
@@ -99,3 +100,27 @@ def nested_field(snapshot: Snapshot, column: str) -> LanceField:
         fields = found.children
     assert found is not None
     return found
+
+
+#: The first counter of a default index name another index holds (``id_idx`` -> ``id_idx_2``).
+_NAME_COUNTER_START = 2
+
+
+def default_index_name(
+    snapshot: Snapshot, field: LanceField, type_url: str, suffix: str, indices: list[table_pb2.IndexMetadata]
+) -> str:
+    """pylance's name for an index created without one: the name of an index of the same type on
+    the same field (which is then replaced), else ``<column path><suffix>`` (``p.a_idx``), with
+    ``_2``, ``_3`` ... when another index holds that name (a ZONEMAP and a BTREE on one column
+    are two indices, ``id_idx`` and ``id_idx_2``)."""
+    for meta in indices:
+        same_type = meta.index_details.type_url == type_url if meta.HasField("index_details") else False
+        if list(meta.fields) == [field.id] and same_type:
+            return meta.name
+    path = struct_paths(snapshot.lance_schema.fields).get(field.id, [field])
+    base = quoted_path([f.name for f in path]) + suffix
+    taken = {m.name for m in indices}
+    name, counter = base, _NAME_COUNTER_START
+    while name in taken:
+        name, counter = f"{base}_{counter}", counter + 1
+    return name

@@ -41,7 +41,13 @@ from lance_fw.schema import LanceField
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.index_files import IndexFiles, index_dir
-from lance_fw.table.index_paths import child_values, nested_field, quoted_path, struct_paths
+from lance_fw.table.index_paths import (
+    child_values,
+    default_index_name,
+    nested_field,
+    quoted_path,
+    struct_paths,
+)
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Indices, Operation
 
@@ -461,7 +467,11 @@ def create_scalar_index(snapshot: Snapshot, request: IndexRequest) -> int:
         )
     kind = index_type_named(request.index_type)
     field = _check_column(snapshot, request.column, nested=True)
-    name, existing = check_new_index(snapshot, kind, field, request.name, request.replace, request.params)
+    requested = request.name
+    if requested is None:
+        indices = list(snapshot.index_section.indices) if snapshot.index_section else []
+        requested = default_index_name(snapshot, field, kind.type_url, DEFAULT_NAME_SUFFIX, indices)
+    name, existing = check_new_index(snapshot, kind, field, requested, request.replace, request.params)
     if any(list(m.fields) != [field.id] for m in existing):
         raise InvalidArgumentError(f"Index name '{name}' already exists on another column")
     meta, store = build_index(snapshot, kind, field, name, request.params)
