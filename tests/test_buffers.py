@@ -108,6 +108,20 @@ def test_range_positions_and_gather_ranges_match_slicing(mean):
     assert gather_ranges(data, starts[:0], lengths[:0]).dtype == np.uint8
 
 
+@pytest.mark.parametrize("gap", [0, 1, 5, 400])  # dense ordered ranges (a mask of the span) and sparse ones
+def test_gather_ranges_of_ordered_ranges_match_slicing(gap):
+    from lance_fw.file.buffers import gather_ranges
+
+    rng = np.random.default_rng(gap)
+    lengths = rng.integers(0, 300, 5000)
+    lengths[::7] = 0  # empty ranges, some starting where the one before ends
+    gaps = rng.integers(0, gap + 1, 5000)
+    starts = np.cumsum(gaps) + np.concatenate([[0], np.cumsum(lengths[:-1])])
+    data = rng.integers(0, 256, int(starts[-1] + lengths[-1]) + 3).astype(np.uint8)
+    want = b"".join(data[a:a + n].tobytes() for a, n in zip(starts, lengths))
+    assert gather_ranges(data, starts, lengths).tobytes() == want
+
+
 def test_validity_bitmaps_and_fixed_bits():
     import pyarrow as pa
 

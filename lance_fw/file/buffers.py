@@ -61,12 +61,21 @@ def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 _SLICE_ABOVE = 64
 
 
+#: Share of the bytes spanned by ordered ranges above which they are gathered through a mask of
+#: the span (the gaps are small: headers between values, as in a full-zip page).
+_MASK_ABOVE = 0.5
+
+
 def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``data[starts[i] : starts[i] + lengths[i]]`` for all i, concatenated (a copy)."""
     lengths = np.asarray(lengths, np.int64)
     if not len(lengths):
         return data[:0]
     total = int(lengths.sum())
+    dense = _dense_ordered(np.asarray(starts, np.int64), lengths, total)
+    if dense is not None:
+        lo, hi, inside = dense
+        return data[lo:hi][inside]
     if total > _SLICE_ABOVE * len(lengths):
         out = pool_empty(total, data.dtype)
         np.concatenate(
@@ -74,6 +83,23 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
         )
         return out
     return data[range_positions(starts, lengths)]
+
+
+def _dense_ordered(starts: np.ndarray, lengths: np.ndarray, total: int) -> tuple[int, int, np.ndarray] | None:
+    """For ranges in increasing order, not overlapping, that cover most of what they span: the
+    span ``[lo, hi)`` and a mask of its bytes inside a range. Built from +1/-1 marks at the range
+    edges and one cumulative sum: a pass over the span, where per-byte positions would cost 16
+    bytes of index per byte gathered (a 10 MB full-zip string page: ~280 ms -> ~30 ms). None when
+    the ranges are not like that."""
+    ends = starts + lengths
+    lo, hi = int(starts[0]), int(ends[-1])
+    if hi <= lo or total < _MASK_ABOVE * (hi - lo) or (len(starts) > 1 and (starts[1:] < ends[:-1]).any()):
+        return None
+    full = lengths > 0
+    marks = np.zeros(hi - lo + 1, np.int8)
+    marks[starts[full] - lo] = 1
+    marks[ends[full] - lo] -= 1  # an end may be the next range's start: 1 - 1 = 0, still inside
+    return lo, hi, np.cumsum(marks[:-1], dtype=np.int8).view(np.bool_)
 
 
 def fixed_bits(t: pa.DataType) -> int | None:

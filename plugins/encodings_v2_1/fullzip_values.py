@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import ARROW_UINT_BY_BITS, range_positions
+from lance_fw.file.buffers import ARROW_UINT_BY_BITS, gather_ranges
 
 from . import fsst
 from .compressive import _check_offsets, _decode_block, _name, decompress_buffer
@@ -90,7 +90,7 @@ def _variable_packed_struct(
                 raise CorruptFileError(where, f"packed struct field {i} overruns its row")
             out_offs = np.zeros(n + 1, np.int64)
             np.cumsum(lengths, out=out_offs[1:])
-            body = raw[range_positions(starts, lengths)]
+            body = gather_ranges(raw, starts, lengths)
             children.append(
                 pa.Array.from_buffers(
                     pa.large_binary(), n, [None, pa.py_buffer(out_offs), pa.py_buffer(body)], null_count=0

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, pool_empty, range_positions
+from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, pool_empty
 
 from . import chunked, compressive, fullzip_values
 from .decoded_values import DecodedValues, RawBytes, as_u8, present
@@ -319,10 +319,8 @@ def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> De
         lengths = (offs[1:] - offs[:-1])[idx]
         out_offs = np.zeros(len(idx) + 1, np.int64)
         np.cumsum(lengths, out=out_offs[1:])
-        gather = range_positions(offs[:-1][idx], lengths)
-        return DecodedValues(
-            "variable", len(idx), np.asarray(dictionary.data, np.uint8)[gather], offsets=out_offs
-        )
+        data = gather_ranges(np.asarray(dictionary.data, np.uint8), offs[:-1][idx], lengths)
+        return DecodedValues("variable", len(idx), data, offsets=out_offs)
     raise UnsupportedEncodingError(f"{where}: a {dictionary.kind} dictionary is not supported")
 
 
@@ -444,7 +442,7 @@ def zipped_levels(
     payload_starts = vstart + len_bytes
     if len(payload_starts) and (payload_starts + lengths).max() > len(data):
         raise CorruptFileError(where, "full-zip value runs past the end of the page")
-    payload = data[range_positions(payload_starts, lengths)]
+    payload = gather_ranges(data, payload_starts, lengths)
     decoded = fullzip_values.decode_fullzip_variable(layout.value_compression, offsets, payload, where)
     values = _spread_variable(decoded, has_value, _visible_mask(layers, defs, n))
     return PageLevels(layers, num_rows, rep, defs, values)
