@@ -31,10 +31,10 @@ from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import (
     Indices,
     Operation,
-    _assign_ids,
-    _check_unchanged,
-    _check_written_schema,
-    _files_and_deletions,
+    assign_ids,
+    check_unchanged,
+    check_written_schema,
+    files_and_deletions,
     next_fragment_id,
 )
 from lance_fw.table.write import delete_fragment_files, plan_write, refuse_blob_columns
@@ -60,8 +60,8 @@ class ColumnUpdate(Operation):
     schema_fields: list = field(default_factory=list)
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
-        _check_written_schema(base, self.schema_fields, "merge_insert")
-        _check_unchanged(base, self.expected, "merge_insert", _files_and_deletions)
+        check_written_schema(base, self.schema_fields, "merge_insert")
+        check_unchanged(base, self.expected, "merge_insert", files_and_deletions)
         patched = {f.id: f for f in self.updated}
         kept = []
         for frag in new.fragments:
@@ -70,7 +70,7 @@ class ColumnUpdate(Operation):
             kept.append(copy)
         new.ClearField("fragments")
         new.fragments.extend(kept)
-        self._added = _assign_ids(new, self.fragments, next_fragment_id(base))
+        self._added = assign_ids(new, self.fragments, next_fragment_id(base))
 
     def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
         """Indices on a modified field drop the patched fragments from their ``fragment_bitmap``
@@ -201,7 +201,7 @@ def rewrite_columns(
     op = ColumnUpdate(
         fragments=fresh,
         updated=updated,
-        expected={f.id: _files_and_deletions(by_id[f.id]) for f in updated},
+        expected={f.id: files_and_deletions(by_id[f.id]) for f in updated},
         fields_modified=[f.id for f in update_schema.walk()] if written else [],
         schema_fields=schema_fields,
     )

@@ -73,7 +73,7 @@ class Operation:
         return indices
 
 
-def _check_unchanged(
+def check_unchanged(
     base: table_pb2.Manifest | None,
     expected: dict[int, object],
     what: str,
@@ -90,13 +90,13 @@ def _check_unchanged(
             )
 
 
-def _files_and_deletions(frag: table_pb2.DataFragment) -> tuple:
+def files_and_deletions(frag: table_pb2.DataFragment) -> tuple:
     """What a rewrite of a fragment depends on: its deletions and every data file (a concurrent
     ``add_columns`` adds a file whose column the rewritten rows would otherwise lose)."""
     return deletion_file_id(frag), tuple(f.path for f in frag.files)
 
 
-def _check_written_schema(base: table_pb2.Manifest | None, schema_fields: list | None, what: str) -> None:
+def check_written_schema(base: table_pb2.Manifest | None, schema_fields: list | None, what: str) -> None:
     """New fragments written with ``schema_fields`` fit only a base with that same schema: after a
     concurrent overwrite or ``add_columns`` they would lack columns or name the wrong field ids."""
     if schema_fields and base is not None and _shape(base.fields) != _shape(schema_fields):
@@ -106,7 +106,7 @@ def _check_written_schema(base: table_pb2.Manifest | None, schema_fields: list |
         )
 
 
-def _assign_ids(manifest: table_pb2.Manifest, fragments: list, next_id: int) -> list:
+def assign_ids(manifest: table_pb2.Manifest, fragments: list, next_id: int) -> list:
     out = []
     for i, frag in enumerate(fragments):
         added = manifest.fragments.add()  # a reference into the manifest, so later edits stick
@@ -163,8 +163,8 @@ class Append(Operation):
     schema_fields: list = field(default_factory=list)
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
-        _check_written_schema(base, self.schema_fields, "append")
-        self._added = _assign_ids(new, self.fragments, next_fragment_id(base))
+        check_written_schema(base, self.schema_fields, "append")
+        self._added = assign_ids(new, self.fragments, next_fragment_id(base))
         if base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
             _assign_row_ids(new, self._added)
 
@@ -192,7 +192,7 @@ class Overwrite(Operation):
         _set_schema(new, self.schema_fields, self.schema_metadata)
         new.data_format.file_format = "lance"
         new.data_format.version = self.data_format_version
-        self._added = _assign_ids(new, self.fragments, next_fragment_id(base))
+        self._added = assign_ids(new, self.fragments, next_fragment_id(base))
 
     def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
         return None  # pylance 14 drops every index of an overwritten dataset
@@ -218,7 +218,7 @@ class Delete(Operation):
     predicate: str = ""
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
-        _check_unchanged(base, self.expected, "delete")
+        check_unchanged(base, self.expected, "delete")
         replaced = {f.id: f for f in self.updated}
         removed = set(self.removed)
         kept = []
@@ -249,9 +249,9 @@ class Update(Delete):
     schema_fields: list = field(default_factory=list)
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
-        _check_written_schema(base, self.schema_fields if self.fragments else None, "update")
+        check_written_schema(base, self.schema_fields if self.fragments else None, "update")
         super().apply(base, new)
-        self._added = _assign_ids(new, self.fragments, next_fragment_id(base))
+        self._added = assign_ids(new, self.fragments, next_fragment_id(base))
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.update.removed_fragment_ids.extend(self.removed)
@@ -272,11 +272,11 @@ class Rewrite(Operation):
     fragment_ids: list[int] | None = None
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
-        _check_unchanged(
+        check_unchanged(
             base,
-            {f.id: _files_and_deletions(f) for old, _ in self.groups for f in old},
+            {f.id: files_and_deletions(f) for old, _ in self.groups for f in old},
             "compaction",
-            _files_and_deletions,
+            files_and_deletions,
         )
         ids = (
             iter(self.fragment_ids)
