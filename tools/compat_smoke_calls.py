@@ -387,6 +387,16 @@ def _merge_retries(ctx: Ctx) -> object:
     return builder.retry_timeout(timedelta(seconds=5)).execute(MORE)
 
 
+@smoke("MergeInsertBuilder.use_index", "MergeInsertBuilder.write_mode")
+def _merge_partial(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.create_scalar_index("id", "BTREE")
+    new = pa.table({"id": pa.array([1, 3], pa.int64()), "x": [7.0, 8.0]})
+    stats = ds.merge_insert("id").when_matched_update_all().use_index(True).write_mode("rewrite_columns").execute(new)
+    unindexed = ds.merge_insert("id").when_matched_update_all().use_index(False).execute(new)
+    return stats, unindexed, ds.to_table()
+
+
 @smoke("LanceDataset.merge")
 def _merge(ctx: Ctx) -> object:
     ds = ctx.fresh()
