@@ -29,6 +29,19 @@ DEFAULT_BATCH_SIZE = 8192
 #: In a filtered scan, the other columns of a batch are fetched row by row (``take``) when at most
 #: this share of its rows match, else read as a range.
 TAKE_SHARE = 1 / 64
+#: The same for string and binary columns (``FragmentReader._fetch_matches``).
+VARIABLE_TAKE_SHARE = 1 / 4
+
+
+def _variable(field: LanceField) -> bool:
+    t = field.arrow_type()
+    return bool(
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
+
 
 #: An index's candidates are read row by row up to this share of a fragment's rows; more are read
 #: as ranges with the filter (whole pages then cost less than many row lookups).
@@ -379,15 +392,42 @@ class FragmentReader:
                 hits = hits[mask[hits]]
             if not len(hits):
                 continue
-            if not others:
-                fetched = []
-            elif len(hits) <= TAKE_SHARE * (stop - start):
-                fetched = self.take_physical(others, hits + start)
-            else:
-                fetched = [a.take(pa.array(hits)) for a in self.read_range(others, start, stop)]
+            fetched = self._fetch_matches(others, hits, start, stop)
             found = hits + start
             windows = windows_of(found) if windows_of else self._live_windows(found, rows.batch_size)
             yield from _matched_batches(rows.fields, filter_ids, probe, hits, fetched, schema, windows)
+
+    def _takes_values(self, field: LanceField) -> bool:
+        """Whether a take of ``field`` decodes only the taken values: strings and binaries of 2.1+
+        files (a 2.0 take reads each value's own byte range, slower than one read of the page)."""
+        reader = self._reader_for(field)
+        return _variable(field) and reader is not None and reader.tail.version != (2, 0)
+
+    def _fetch_matches(
+        self, fields: list[LanceField], hits: np.ndarray, start: int, stop: int
+    ) -> list[pa.Array]:
+        """``fields`` at the matches ``hits`` (offsets from ``start``) of physical rows [start, stop):
+        each column taken row by row (``take_physical``) when few enough rows match for its kind,
+        else read as a range and taken from. Strings and binaries of 2.1+ files are taken up to
+        ``VARIABLE_TAKE_SHARE``: decoding only the matching values (FSST, offsets) costs far less
+        than a whole page (10% of a 1M-string FSST page: ~23 ms against ~90), where fixed-width
+        values decode as cheaply in bulk."""
+        if not fields:
+            return []
+        share = len(hits) / max(stop - start, 1)
+        by_take = [
+            f for f in fields if share <= (VARIABLE_TAKE_SHARE if self._takes_values(f) else TAKE_SHARE)
+        ]
+        ranged = [f for f in fields if f not in by_take]
+        out = dict(zip((f.id for f in by_take), self.take_physical(by_take, hits + start) if by_take else []))
+        if ranged:
+            out.update(
+                zip(
+                    (f.id for f in ranged),
+                    (a.take(pa.array(hits)) for a in self.read_range(ranged, start, stop)),
+                )
+            )
+        return [out[f.id] for f in fields]
 
     def candidate_batches(
         self,
