@@ -36,8 +36,10 @@ from lance_fw.interfaces import (
 )
 from lance_fw.query.dialect import column_path, parse_where, unwrap
 from lance_fw.query.filter import filter_visitor
+from lance_fw.query.index_text import merge_ranges, query_text
+from lance_fw.table.index_list import SCALAR_TYPES
 from lance_fw.table.index_paths import quoted_path
-from lance_fw.table.indices import IndexHandle, open_index, search, usable_indices
+from lance_fw.table.indices import IndexHandle, open_index, search, type_url_of, usable_indices
 from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
 from lance_fw.table.snapshot import Snapshot
 
@@ -59,6 +61,9 @@ _FLIP: dict[type, type] = {
 #: Index types whose answers are supersets: consulted only when no other index answers.
 _INEXACT_LAST = ("ZONEMAP",)
 _LIKE_WILDCARDS = ("%", "_", "\\")
+#: IN lists up to this long on a top-level column show as an OR of equalities in pylance's plan
+#: (DataFusion's simplifier inlines them)
+_INLINE_IN_LIST = 3
 
 
 @dataclass
@@ -71,13 +76,31 @@ class Leaf:
     node: exp.Expression
     #: the column as pylance's plan names it (``p.a`` however the filter spelled it)
     column: str = ""
+    #: the column's path from the top level (``("p", "a")``)
+    path: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
+        """pylance's text for the query when the index is one of pylance's types and the values'
+        spelling is known; else the filter part's SQL, the column named as pylance names it."""
+        if self.column and type_url_of(self.handles[0].meta) in SCALAR_TYPES:
+            text = query_text(self.column, self.query, self.handles[0].field.arrow_type())
+            if text is not None:
+                return text
         if not self.column:
             return self.node.sql(dialect="spark")
         named = self.node.transform(lambda n: exp.var(self.column) if _is_column(n) else n)
         return named.sql(dialect="spark")
+
+    def in_chain(self) -> list[Leaf] | None:
+        """pylance (DataFusion) plans a short IN list on a top-level column as an OR of equalities:
+        the leaves it shows, or None for any other leaf."""
+        query = self.query
+        if not isinstance(query, InQuery) or len(self.path) != 1 or len(query.values) > _INLINE_IN_LIST:
+            return None
+        if type_url_of(self.handles[0].meta) not in SCALAR_TYPES:
+            return None
+        return [Leaf(self.handles, EqualsQuery(v), self.node, self.column, self.path) for v in query.values]
 
     @property
     def coverage(self) -> frozenset[int]:
@@ -105,9 +128,24 @@ def _is_column(node: exp.Expression) -> bool:
 def describe(tree: Tree) -> str:
     """pylance's ``ScalarIndexQuery`` text: ``AND([id > 5]@id_idx(BTree),[s = s3]@s_idx(Bitmap))``."""
     if isinstance(tree, Leaf):
+        chain = tree.in_chain()
+        if chain is not None and len(chain) > 1:
+            return _chain("OR", [describe(c) for c in chain])
         handle = tree.handles[0]
         return f"[{tree.text}]@{handle.name}({handle.kind.display_name})"
+    if tree.op == "NOT" and isinstance(tree.children[0], Leaf):
+        chain = tree.children[0].in_chain()
+        if chain is not None and len(chain) > 1:  # NOT IN: pylance's AND of NOT(=)
+            return _chain("AND", [f"NOT({describe(c)})" for c in chain])
     return f"{tree.op}({','.join(describe(c) for c in tree.children)})"
+
+
+def _chain(op: str, parts: list[str]) -> str:
+    """``a OP b OP c`` as DataFusion nests it: ``OP(OP(a,b),c)``."""
+    out = parts[0]
+    for part in parts[1:]:
+        out = f"{op}({out},{part})"
+    return out
 
 
 def _leaves(tree: Tree) -> list[Leaf]:
@@ -235,6 +273,9 @@ class _Planner:
                 return None, False
             if len(kept) == 1:
                 return kept[0][0], complete
+            merged = self.merge(kept[0][0], kept[1][0], node)
+            if merged is not None:
+                return merged, complete
             return Node("AND", [t for t, _ in kept]), complete
         if isinstance(node, exp.Or):
             parts = [self.plan(c) for c in (node.this, node.expression)]
@@ -246,8 +287,25 @@ class _Planner:
             if inner is None or not complete:
                 return None, False
             return Node("NOT", [inner]), False
+        if isinstance(node, exp.NEQ):  # pylance: NOT(x = v), over the rows the index finds
+            equal = self.leaf(exp.EQ(this=node.this, expression=node.expression))
+            return (Node("NOT", [equal]), False) if equal is not None else (None, False)
         leaf = self.leaf(node)
         return (leaf, True) if leaf is not None else (None, False)
+
+    def merge(self, a: Tree, b: Tree, node: exp.Expression) -> Leaf | None:
+        """Two ranges on one index under an AND, as the one range pylance plans."""
+        if not (isinstance(a, Leaf) and isinstance(b, Leaf)) or a.handles[0].name != b.handles[0].name:
+            return None
+        if not (isinstance(a.query, RangeQuery) and isinstance(b.query, RangeQuery)):
+            return None
+        query = merge_ranges(a.query, b.query)
+        try:
+            if query is None or not open_index(self.snapshot, a.handles[0]).supports(query):
+                return None
+        except LanceError:
+            return None
+        return Leaf(a.handles, query, node, a.column, a.path)
 
     def column(self, node: exp.Expression) -> tuple[str, ...] | None:
         """The column path ``node`` names, as the filter resolves it: the top-level name in any
@@ -296,10 +354,13 @@ class _Planner:
         if found is None:
             return None
         column, query = found
+        # pylance answers nothing about a struct's boolean child from an index
+        if len(column) > 1 and pa.types.is_boolean(self.type_of(column)):
+            return None
         for group in self.by_column.get(column, []):
             try:
                 if open_index(self.snapshot, group[0]).supports(query):
-                    return Leaf(group, query, node, quoted_path(column))
+                    return Leaf(group, query, node, quoted_path(column), column)
             except LanceError:
                 continue
         return None
@@ -309,6 +370,9 @@ class _Planner:
             left, right, kind = node.this, node.expression, type(node)
             if self.column(left) is None:
                 left, right, kind = right, left, _FLIP[kind]
+                flipped = self.column(left)
+                if flipped is not None and len(flipped) > 1:
+                    return None  # pylance: ``3 < p.a`` is not answered from an index
             return self.compare(kind, left, right)
         if isinstance(node, exp.Between):
             name = self.column(node.this)
@@ -322,7 +386,9 @@ class _Planner:
             if name is None or node.args.get("query") is not None or not node.expressions:
                 return None
             t = self.type_of(name)
-            values = [self.literal(v, t) for v in node.expressions if not isinstance(unwrap(v), exp.Null)]
+            if any(isinstance(unwrap(v), exp.Null) for v in node.expressions):
+                return None  # pylance: an IN list holding NULL is not answered from an index
+            values = [self.literal(v, t) for v in node.expressions]
             return None if _NO in values else (name, InQuery(tuple(values)))
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
             name = self.column(node.this)
@@ -360,13 +426,7 @@ class _Planner:
     def prefix(self, node: exp.Like) -> tuple[tuple[str, ...], ScalarQuery] | None:
         name = self.column(node.this)
         pattern = node.expression
-        # pylance answers LIKE and array_has_* from an index on a top-level column only
-        if (
-            name is None
-            or len(name) > 1
-            or node.args.get("escape") is not None
-            or not isinstance(pattern, exp.Literal)
-        ):
+        if name is None or node.args.get("escape") is not None or not isinstance(pattern, exp.Literal):
             return None
         if not pattern.is_string or not pa.types.is_string(self.type_of(name)):
             return None
@@ -381,7 +441,7 @@ class _Planner:
         if len(args) != 2:
             return None
         name = self.column(args[0])
-        if name is None or len(name) > 1:
+        if name is None or len(name) > 1:  # pylance: array_has_* only on a top-level column
             return None
         t = self.type_of(name)
         if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
