@@ -7,6 +7,7 @@ from lance_fw import dataset as _dataset_module  # noqa: F401  (``from lance.dat
 from lance_fw import (
     fragment,  # noqa: F401  (pylance users import lance.fragment)
     optimize,  # noqa: F401  (pylance users import lance.optimize)
+    udf,  # noqa: F401  (pylance users import lance.udf)
 )
 from lance_fw._version import __version__
 from lance_fw.api.dataset import LanceDataset, LanceFragment, dataset
@@ -18,6 +19,7 @@ from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema_json import json_to_schema, schema_to_json
 from lance_fw.table.cleanup import CleanupStats
 from lance_fw.table.merge_insert import MergeInsertBuilder
+from lance_fw.udf import batch_udf
 
 __all__ = [
     "CleanupStats",
@@ -29,6 +31,7 @@ __all__ = [
     "LanceScanner",
     "MergeInsertBuilder",
     "__version__",
+    "batch_udf",
     "dataset",
     "json_to_schema",
     "plugins",

@@ -519,7 +519,9 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods, pads.Dataset):
     ) -> None:
         """New columns from ``{name: SQL expression}`` or a UDF (``RecordBatch`` -> new columns; one
         new data file per fragment, nothing rewritten) or from pyarrow fields (all null, metadata
-        only). Readers of new data (``reader_schema``) are not supported."""
+        only). A ``lance_fw.batch_udf`` gives the output schema, and with ``checkpoint_file`` a
+        failed run resumes from the results it saved. Readers of new data (``reader_schema``) are
+        not supported."""
         from lance_fw.table.schema_evolution import add_columns
 
         refuse("add_columns", {"reader_schema": reader_schema})

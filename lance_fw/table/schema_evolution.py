@@ -9,14 +9,15 @@ nulls. Dropping columns commits a ``Project``: the data stays in the files, unre
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 import pyarrow as pa
+from google.protobuf import json_format
 
 from lance_fw._proto import file_pb2, table_pb2
-from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, SchemaError
+from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, LanceError, SchemaError
 from lance_fw.file.version import parse_version
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceField, LanceSchema, check_names, conform
@@ -29,6 +30,35 @@ if TYPE_CHECKING:
     from lance_fw.query.projection import Projection
 
 _ALL_ROWS = 2**62  # one data file per fragment: never roll over
+
+
+class BatchInfo(NamedTuple):
+    """Which batch of a UDF's results a checkpoint holds: the ``batch_index``-th range of
+    ``batch_size`` physical rows of fragment ``fragment_id`` (pylance's key)."""
+
+    fragment_id: int
+    batch_index: int
+
+
+class UdfCheckpoint(Protocol):
+    """Where a ``BatchUDF`` with a ``checkpoint_file`` keeps results not yet committed
+    (``lance_fw.udf.BatchUDFCheckpoint``): computed batches of the fragment being written, and
+    fragments whose new data file is complete. A failed ``add_columns`` run again with the same
+    checkpoint reads these instead of calling the UDF again (pylance's resume)."""
+
+    def get_batch(self, info: BatchInfo) -> pa.RecordBatch | None: ...
+    def insert_batch(self, info: BatchInfo, batch: pa.RecordBatch) -> None: ...
+    def get_fragment(self, fragment_id: int) -> str | None: ...
+    def insert_fragment(self, fragment_id: int, fragment: str) -> None: ...
+    def cleanup(self) -> None: ...
+
+
+def udf_checkpoint(transforms: object) -> UdfCheckpoint | None:
+    """The checkpoint of a ``BatchUDF`` made with ``checkpoint_file`` (lance_fw's or pylance's:
+    both keep it as ``cache``), else None."""
+    cache = getattr(transforms, "cache", None)
+    return cache if cache is not None and hasattr(cache, "get_fragment") else None
+
 
 #: a UDF of ``add_columns``: read rows in, new columns out (RecordBatch, Table, dict or DataFrame)
 BatchUdf = Callable[[pa.RecordBatch], Any]
@@ -113,8 +143,15 @@ def udf_batch(
     udf: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch, schema: pa.Schema | None
 ) -> pa.RecordBatch:
     """The new columns ``udf`` returns for ``batch``: a RecordBatch, a Table, a dict of arrays or a
-    pandas DataFrame (as pylance takes), one row per input row, with the schema of the first batch."""
-    result = udf(batch)
+    pandas DataFrame (as pylance takes), one row per input row, with the schema of the first batch.
+    An exception of the UDF is re-raised as pylance does: an ``OSError`` (``InvalidUserInputError``)
+    naming it, the original chained."""
+    try:
+        result = udf(batch)
+    except LanceError:
+        raise
+    except Exception as exc:  # any failure of user code: pylance's OSError
+        raise InvalidUserInputError(f"add_columns: the UDF raised {type(exc).__name__}: {exc}") from exc
     if isinstance(result, dict):
         result = pa.RecordBatch.from_pydict(result)
     elif type(result).__module__.split(".")[0] == "pandas":
@@ -134,8 +171,8 @@ def udf_batch(
             f"add_columns: the UDF returned {result.num_rows} rows for a batch of {batch.num_rows}"
         )
     if schema is not None and not result.schema.equals(schema):
-        raise SchemaError(
-            f"add_columns: the UDF returned columns {result.schema} where its first batch had {schema}"
+        raise InvalidUserInputError(  # pylance: an OSError (its output schema check fails)
+            f"add_columns: the UDF returned columns {result.schema} where its output schema is {schema}"
         )
     return result
 
@@ -208,9 +245,13 @@ def add_columns(
         return _commit_schema(snapshot, _new_fields(snapshot, [f.with_nullable(True) for f in transforms]))
     plan = plan_add_columns(snapshot, transforms, read_columns)
     needed = [snapshot.lance_schema.field(n) for n in plan.needed]
-    return _write_columns(
-        snapshot, needed, plan.added_schema(), plan.compute(snapshot), plan.fields(), batch_size
+    checkpoint = udf_checkpoint(transforms)
+    version = _write_columns(
+        snapshot, needed, plan.added_schema(), plan.compute(snapshot), plan.fields(), batch_size, checkpoint
     )
+    if checkpoint is not None:
+        checkpoint.cleanup()  # committed: nothing left to resume (pylance removes the file too)
+    return version
 
 
 def write_fragment_columns(
@@ -220,20 +261,30 @@ def write_fragment_columns(
     added: LanceSchema,
     compute: Callable[[pa.Table], pa.Table],
     batch_size: int | None = None,
+    checkpoint: UdfCheckpoint | None = None,
 ) -> table_pb2.DataFragment:
     """One data file of ``added`` columns computed from the ``needed`` columns of every physical
     row of ``frag`` (deleted rows included, so offsets line up); returns ``frag`` with that file
-    added (nothing committed). If this fails, the file is deleted."""
+    added (nothing committed). If this fails, the file is deleted. With a ``checkpoint``, each
+    computed range of ``batch_size`` rows is saved there, and a saved one is read, not computed."""
     target = added.to_arrow()
     source_schema = pa.schema([f.to_arrow() for f in needed])
     size = batch_size or DEFAULT_BATCH_SIZE
     reader = snapshot.fragment_reader(frag)
 
     def computed() -> Iterator[pa.RecordBatch]:
-        for start in range(0, frag.physical_rows, size):
+        for index, start in enumerate(range(0, frag.physical_rows, size)):
             stop = min(start + size, frag.physical_rows)
+            info = BatchInfo(frag.id, index)
+            saved = checkpoint.get_batch(info) if checkpoint is not None else None
+            if saved is not None:
+                yield from _saved_batch(saved, stop - start, target, snapshot.uri).to_batches()
+                continue
             rows = pa.Table.from_arrays(reader.read_range(needed, start, stop), schema=source_schema)
-            yield from conform(compute(rows), target, "new column").to_batches()
+            out = conform(compute(rows), target, "new column").combine_chunks()
+            if checkpoint is not None:
+                checkpoint.insert_batch(info, out.to_batches()[0])
+            yield from out.to_batches()
 
     try:  # write_fragments removes a file it fails to finish
         files = write_fragments(
@@ -268,18 +319,76 @@ def added_files(snapshot: Snapshot, updated: list[table_pb2.DataFragment]) -> li
     return out
 
 
-def commit_columns(snapshot: Snapshot, updated: list[table_pb2.DataFragment], schema_fields: list) -> int:
+def commit_columns(
+    snapshot: Snapshot,
+    updated: list[table_pb2.DataFragment],
+    schema_fields: list,
+    keep: Collection[int] = (),
+) -> int:
     """One Merge: every fragment of ``snapshot`` with its new file, the schema ``schema_fields``.
-    If the commit fails before it is published, the new files are deleted."""
+    If the commit fails before it is published, the new files are deleted, except those of the
+    fragments ``keep`` names (a UDF checkpoint points at them, to resume with)."""
     op = Merge(
         fragments=updated,
         schema_fields=schema_fields,
         schema_metadata=snapshot.lance_schema.metadata,
         read_fields=snapshot.lance_schema.to_protos(),
     )
-    return snapshot.commit(
-        op, lambda: delete_fragment_files(snapshot.storage, snapshot.uri, added_files(snapshot, updated))
-    )
+    return snapshot.commit(op, lambda: _delete_added(snapshot, updated, keep))
+
+
+def _delete_added(snapshot: Snapshot, updated: list[table_pb2.DataFragment], keep: Collection[int]) -> None:
+    dropped = [f for f in updated if f.id not in keep]
+    delete_fragment_files(snapshot.storage, snapshot.uri, added_files(snapshot, dropped))
+
+
+def _saved_batch(saved: pa.RecordBatch, rows: int, target: pa.Schema, uri: str) -> pa.Table:
+    """A checkpoint's batch, checked to be the range it stands for (a resume must use the same
+    ``batch_size``, else the saved results would land on the wrong rows)."""
+    if saved.num_rows != rows or not saved.schema.equals(target):
+        raise InvalidUserInputError(
+            f"add_columns on {uri}: the UDF checkpoint holds a batch of {saved.num_rows} rows "
+            f"{saved.schema} where {rows} rows {target} are computed; resume with the batch_size "
+            "and UDF of the failed run, or delete the checkpoint file"
+        )
+    return pa.Table.from_batches([saved])
+
+
+def _saved_fragment(
+    checkpoint: UdfCheckpoint, snapshot: Snapshot, frag: table_pb2.DataFragment, added: LanceSchema
+) -> table_pb2.DataFragment | None:
+    """``frag`` with the new data file a checkpoint saved for it, or None if it saved none. The
+    saved fragment must be ``frag`` with one more file of the ``added`` fields (else the checkpoint
+    belongs to another dataset, version or UDF); the deletion file is ``frag``'s own."""
+    text = checkpoint.get_fragment(frag.id)
+    if text is None:
+        return None
+    saved = table_pb2.DataFragment()
+    try:
+        json_format.Parse(text, saved)
+    except json_format.ParseError:
+        raise InvalidUserInputError(
+            f"add_columns on {snapshot.uri}: the UDF checkpoint's fragment {frag.id} was not written by "
+            "lance_fw; delete the checkpoint file"
+        ) from None
+    old = [f.path for f in frag.files]
+    new = saved.files[len(frag.files) :]
+    ids = {f.id for f in added.to_protos()}
+    if (
+        [f.path for f in saved.files[: len(old)]] != old
+        or saved.physical_rows != frag.physical_rows
+        or not new
+        or not {i for f in new for i in f.fields} <= ids
+    ):
+        raise InvalidUserInputError(
+            f"add_columns on {snapshot.uri}: the UDF checkpoint's fragment {frag.id} does not extend "
+            "this version's fragment with the planned columns; it belongs to another run. Delete the "
+            "checkpoint file"
+        )
+    copy = table_pb2.DataFragment()
+    copy.CopyFrom(frag)
+    copy.files.extend(new)
+    return copy
 
 
 def _write_columns(
@@ -289,16 +398,25 @@ def _write_columns(
     compute: Callable[[pa.Table], pa.Table],
     schema_fields: list[file_pb2.Field],
     batch_size: int | None = None,
+    checkpoint: UdfCheckpoint | None = None,
 ) -> int:
     """Per fragment, one data file of ``added`` columns computed (``compute(table) -> table``) from
-    the ``needed`` columns of every physical row; then one Merge with ``schema_fields``."""
+    the ``needed`` columns of every physical row; then one Merge with ``schema_fields``. With a
+    ``checkpoint``, each finished fragment is saved there and its file kept if a later one fails;
+    a fragment saved by an earlier run is taken from it, not computed again."""
     updated: list[table_pb2.DataFragment] = []
-    with undo_unless_published(
-        lambda: delete_fragment_files(snapshot.storage, snapshot.uri, added_files(snapshot, updated))
-    ):
+    kept: set[int] = set()  # fragments the checkpoint holds: their files survive a failure
+    with undo_unless_published(lambda: _delete_added(snapshot, updated, kept)):
         for frag in snapshot.manifest.fragments:
-            updated.append(write_fragment_columns(snapshot, frag, needed, added, compute, batch_size))
-    return commit_columns(snapshot, updated, schema_fields)
+            saved = _saved_fragment(checkpoint, snapshot, frag, added) if checkpoint is not None else None
+            if saved is None:
+                saved = write_fragment_columns(snapshot, frag, needed, added, compute, batch_size, checkpoint)
+                if checkpoint is not None:
+                    checkpoint.insert_fragment(frag.id, json_format.MessageToJson(saved, indent=None))
+            updated.append(saved)
+            if checkpoint is not None:
+                kept.add(frag.id)
+    return commit_columns(snapshot, updated, schema_fields, kept)
 
 
 def alter_columns(snapshot: Snapshot, *alterations: dict) -> int:
