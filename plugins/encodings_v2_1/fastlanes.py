@@ -25,7 +25,7 @@ from functools import cache
 import numpy as np
 
 from lance_fw.errors import CorruptFileError
-from lance_fw.file.buffers import pool_empty
+from lance_fw.file.buffers import gather_rows, pool_empty
 
 from .decoded_values import RawBytes
 
@@ -251,7 +251,7 @@ def unpack_inline_blocks(
                 words[int(s[0]) :], shape=(len(s), w * lanes), strides=(step * isz, isz), writeable=False
             )
         else:
-            grid = words[s[:, None] + np.arange(w * lanes)[None, :]]
+            grid = gather_rows(words, s, w * lanes)
         if target is not None:
             _unpack_blocks(grid, t, w, target)
         else:

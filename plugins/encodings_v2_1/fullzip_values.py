@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import ARROW_UINT_BY_BITS, gather_ranges
+from lance_fw.file.buffers import ARROW_UINT_BY_BITS, gather_ranges, gather_rows
 
 from . import fsst
 from .compressive import _check_offsets, _decode_block, _name, decompress_buffer
@@ -71,7 +71,7 @@ def _variable_packed_struct(
                 raise UnsupportedEncodingError(f"{where}: packed struct field of {f.bits_per_value} bits")
             if n and (pos + width > offs[1:]).any():
                 raise CorruptFileError(where, f"packed struct field {i} overruns its row")
-            cols = raw[pos[:, None] + np.arange(width)[None, :]] if n else np.zeros((0, width), np.uint8)
+            cols = gather_rows(raw, pos, width)
             data = np.ascontiguousarray(cols).reshape(-1)
             children.append(pa.Array.from_buffers(t, n, [None, pa.py_buffer(data)], null_count=0))
             pos = pos + width
@@ -81,7 +81,7 @@ def _variable_packed_struct(
             width = f.bits_per_length // 8
             if n and (pos + width > offs[1:]).any():
                 raise CorruptFileError(where, f"packed struct field {i} overruns its row")
-            lens = raw[pos[:, None] + np.arange(width)[None, :]] if n else np.zeros((0, width), np.uint8)
+            lens = gather_rows(raw, pos, width)
             lengths = (
                 np.ascontiguousarray(lens).view("<u4" if width == 4 else "<u8").reshape(-1).astype(np.int64)
             )

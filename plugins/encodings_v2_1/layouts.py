@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, pool_empty
+from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, gather_rows, pool_empty
 
 from . import chunked, compressive, fullzip_values
 from .decoded_values import DecodedValues, RawBytes, as_u8, present
@@ -120,11 +120,7 @@ def _parse_chunks(
         raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
 
     # every chunk's header bytes as one (chunks, header) grid, then its u16 / u32 fields
-    grid = (
-        data[starts_a[:, None] + np.arange(header)[None, :]]
-        if len(starts_a)
-        else np.zeros((0, header), np.uint8)
-    )
+    grid = gather_rows(data, starts_a, header)
     small = np.ascontiguousarray(grid[:, : 2 * level_words]).view("<u2")
     num_levels = small[:, 0].astype(np.int64)
     zeros = np.zeros(len(starts_a), np.int64)
@@ -518,7 +514,7 @@ def _gather_bytes(data: np.ndarray, starts: np.ndarray, width: int, where: str) 
         return np.zeros((len(starts), 0), np.uint8)
     if len(starts) and starts.max() + width > len(data):
         raise CorruptFileError(where, "full-zip control word or length runs past the page")
-    return data[starts[:, None] + np.arange(width)[None, :]]
+    return gather_rows(data, starts, width)
 
 
 def _ctrl_words(grid: np.ndarray, width: int) -> np.ndarray:
