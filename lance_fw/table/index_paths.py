@@ -8,11 +8,13 @@ in backticks: ``p.`x.y```), which are not the filter's.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw.errors import InvalidArgumentError
-from lance_fw.schema import LanceField
+from lance_fw.schema import PACKED_KEY, LanceField
 from lance_fw.table.snapshot import Snapshot
 
 
@@ -40,13 +42,28 @@ def quoted_path(names: tuple[str, ...] | list[str]) -> str:
     return ".".join(f"`{n}`" if "." in n else n for n in names)
 
 
-def child_values(parent: pa.Array, name: str) -> pa.Array:
-    """The child ``name`` of a struct array, null where the parent row is null (``flatten``
-    merges the parent's validity; ``field`` would not)."""
-    if isinstance(parent, pa.ExtensionArray):
-        parent = parent.storage
-    assert isinstance(parent, pa.StructArray)
-    return parent.flatten()[parent.type.get_field_index(name)]
+def pruned_parent(path: list[LanceField]) -> LanceField:
+    """The top-level field of ``path`` holding only the structs down to its last field, so that
+    training reads the indexed child and not its siblings; a packed struct (one column for all
+    its children) is read whole."""
+    if len(path) == 1 or any(PACKED_KEY in f.metadata for f in path):
+        return path[0]
+    out = path[-1]
+    for parent in reversed(path[:-1]):
+        out = dataclasses.replace(parent, children=[out])
+    return out
+
+
+def child_values(top: pa.Array, path: list[LanceField]) -> pa.Array:
+    """The values of ``path``'s last field in the top-level column ``top``: null where any
+    struct above is null (``flatten`` merges the parent's validity; ``field`` would not)."""
+    values = top
+    for child in path[1:]:
+        if isinstance(values, pa.ExtensionArray):
+            values = values.storage
+        assert isinstance(values, pa.StructArray)
+        values = values.flatten()[values.type.get_field_index(child.name)]
+    return values
 
 
 def _split_path(column: str) -> list[tuple[str, bool]]:

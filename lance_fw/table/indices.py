@@ -45,6 +45,7 @@ from lance_fw.table.index_paths import (
     child_values,
     default_index_name,
     nested_field,
+    pruned_parent,
     quoted_path,
     struct_paths,
 )
@@ -293,13 +294,10 @@ def training_batches(
     name = "_rowid" if row_ids else "_rowaddr"
     schema = pa.schema([pa.field("value", field.arrow_type()), pa.field(name, pa.uint64(), False)])
     path = struct_paths(snapshot.lance_schema.fields).get(field.id, [field])
+    read = [pruned_parent(path)]
     for frag in fragments:
-        for batch in snapshot.read_fragment(
-            frag, [path[0]], None, TRAIN_BATCH_ROWS, with_row_address=not row_ids, with_row_id=row_ids
-        ):
-            values = batch.column(0)
-            for child in path[1:]:
-                values = child_values(values, child.name)
+        for batch in snapshot.read_fragment(frag, read, None, TRAIN_BATCH_ROWS, not row_ids, row_ids):
+            values = child_values(batch.column(0), path)
             yield pa.RecordBatch.from_arrays([values, batch.column(name)], schema=schema)
 
 
