@@ -287,7 +287,7 @@ def _variable_ranges(
     sizes, counts_a = chunks.sizes, chunks.counts
     words, big, base, width = _variable_words(enc, chunks, where)
     # offsets of chunk c sit at words[base_c / width + j], j = 0..n_c
-    offs = words[range_positions(base // width, counts_a + 1)].astype(np.int64)
+    offs = gather_ranges(words, base // width, counts_a + 1).astype(np.int64)
     bounds = np.zeros(len(counts_a) + 1, np.int64)
     np.cumsum(counts_a + 1, out=bounds[1:])
     first, last = offs[bounds[:-1]], offs[bounds[1:] - 1]
