@@ -18,7 +18,7 @@ from lance_fw.plugin_manager import plugins
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema_json import json_to_schema, schema_to_json
 from lance_fw.table.cleanup import CleanupStats
-from lance_fw.table.merge_insert import MergeInsertBuilder
+from lance_fw.table.merge_insert import MergeInsertBuilder, Transaction
 from lance_fw.udf import batch_udf
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "LanceOperation",
     "LanceScanner",
     "MergeInsertBuilder",
+    "Transaction",
     "__version__",
     "batch_udf",
     "dataset",

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw.api.write import plan_data_write, refuse_write_options
-from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
+from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.file.version import V2_2, from_footer, version_name
 from lance_fw.io.storage import resolve_storage
 from lance_fw.options import CommitLock, Unsupported, Uri, refuse, uri_string
@@ -26,6 +26,7 @@ from lance_fw.schema import LanceSchema
 from lance_fw.table import transaction
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
 from lance_fw.table.manifest import list_versions
+from lance_fw.table.merge_insert import Transaction, UpdateOperation
 from lance_fw.table.write import (
     COMMIT_MESSAGE_KEY,
     DEFAULT_MAX_BYTES_PER_FILE,
@@ -185,15 +186,28 @@ class _Overwrite:
 
 
 class LanceOperation:
-    """The operations ``LanceDataset.commit`` accepts (pylance's names)."""
+    """The operations ``LanceDataset.commit`` accepts (pylance's names). ``Update`` is what
+    ``MergeInsertBuilder.execute_uncommitted`` returns inside its ``Transaction``."""
 
     Append = _Append
     Overwrite = _Overwrite
+    Update = UpdateOperation
+
+
+def _staged_update(operation: UpdateOperation) -> transaction.Update:
+    """The operation lance_fw staged for an ``Update`` from ``execute_uncommitted``; one built by
+    hand has no record of the deletion files it replaces, so it is refused."""
+    if operation.staged is None:
+        raise UnsupportedFeatureError(
+            "LanceDataset.commit: a LanceOperation.Update built by hand (lance_fw commits only the "
+            "ones MergeInsertBuilder.execute_uncommitted returns)"
+        )
+    return operation.staged
 
 
 def commit(
     base_uri: Uri,
-    operation: _Append | _Overwrite,
+    operation: _Append | _Overwrite | UpdateOperation | Transaction,
     read_version: int | None = None,
     commit_lock: CommitLock | None = None,
     storage_options: dict | None = None,
@@ -234,13 +248,16 @@ def commit(
     )
     uri = uri_string(base_uri)
     storage = resolve_storage(uri, storage_options)
+    if isinstance(operation, Transaction):
+        read_version = operation.read_version if read_version is None else read_version
+        operation = operation.operation
     fragments = [
         f.message
         if isinstance(f, FragmentMetadata)
         else FragmentMetadata.from_json(f).message
         if isinstance(f, (str, dict))
         else f
-        for f in operation.fragments
+        for f in (operation.new_fragments if isinstance(operation, UpdateOperation) else operation.fragments)
     ]
     properties = {COMMIT_MESSAGE_KEY: commit_message} if commit_message else {}
     op: transaction.Operation
@@ -266,10 +283,16 @@ def commit(
             data_format_version=version_name(version),
             plugin_encodings=committed_plugin_encodings(storage, uri, fragments, lance_schema),
         )
+    elif isinstance(operation, UpdateOperation):
+        if read_version is None:
+            raise InvalidArgumentError(
+                "LanceDataset.commit: an Update needs the read_version it was made from"
+            )
+        op = _staged_update(operation)
     else:
         raise InvalidArgumentError(
-            f"cannot commit a {type(operation).__name__}; use LanceOperation.Append or "
-            "LanceOperation.Overwrite"
+            f"cannot commit a {type(operation).__name__}; use LanceOperation.Append, "
+            "LanceOperation.Overwrite or a Transaction from execute_uncommitted"
         )
     if max_retries < 1:
         raise InvalidArgumentError(f"max_retries must be at least 1, got {max_retries}")

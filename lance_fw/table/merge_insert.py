@@ -19,7 +19,10 @@ source rows whose key is NULL (neither matched nor inserted), so lance_fw does t
 from __future__ import annotations
 
 import json
+import time
+import uuid as uuidlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, SchemaError, UnsupportedFeatureError
+from lance_fw.file.version import parse_version, requested_version, version_name
 from lance_fw.query.filter import FilterError, parse_filter
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import conform
@@ -47,10 +51,53 @@ WRITE_MODES = ("auto", "rewrite_rows", "rewrite_columns")
 _EXACT_INDEX_TYPES = frozenset(url for url, kind in SCALAR_TYPES.items() if kind in ("BTree", "Bitmap"))
 
 
-def rewrite(
+@dataclass
+class StagedRewrite:
+    """An ``Update`` whose files are written but not committed: the deletion files and new
+    fragments, the version they were read from, and how to remove them if never committed."""
+
+    snapshot: Snapshot
+    op: Update
+    read_version: int
+    undo: Callable[[], None]
+    new_fragments: list = field(default_factory=list)
+
+    def commit(self) -> int:
+        return self.snapshot.commit(self.op, self.undo, self.read_version)
+
+
+@dataclass
+class UpdateOperation:
+    """pylance's ``LanceOperation.Update`` as ``execute_uncommitted`` returns it: the fragments
+    removed, those with new deletion files, and the new ones (``DataFragment`` messages). lance_fw
+    commits the operation it staged (``staged``), which also carries the deletion files it expects
+    to replace, so a concurrent change to those fragments is a conflict."""
+
+    removed_fragment_ids: list[int] = field(default_factory=list)
+    updated_fragments: list = field(default_factory=list)
+    new_fragments: list = field(default_factory=list)
+    fields_modified: list[int] = field(default_factory=list)
+    fields_for_preserving_frag_bitmap: list[int] = field(default_factory=list)
+    update_mode: str = "rewrite_rows"
+    updated_fragment_offsets: dict[int, bytes] | None = None
+    staged: Update | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class Transaction:
+    """pylance's ``Transaction``: an operation read from ``read_version``, committed later with
+    ``LanceDataset.commit(uri, transaction, read_version=transaction.read_version)``."""
+
+    read_version: int
+    operation: UpdateOperation
+    uuid: str = field(default_factory=lambda: str(uuidlib.uuid4()))
+    transaction_properties: dict[str, str] | None = field(default_factory=dict)
+
+
+def stage_rewrite(
     snapshot: Snapshot, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = ""
-) -> int:
-    """Delete rows at ``delete_addresses`` and append ``new_rows``, in one Update version."""
+) -> StagedRewrite:
+    """Write the files of ``rewrite`` (deletion files, new fragments) without committing."""
     if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
         raise UnsupportedFeatureError(
             f"{snapshot.uri}: update/merge_insert on a dataset with stable row ids "
@@ -74,7 +121,14 @@ def rewrite(
         staged.undo(snapshot.storage)
         delete_fragment_files(snapshot.storage, snapshot.uri, fragments)
 
-    return snapshot.commit(op, undo, staged.read_version)
+    return StagedRewrite(snapshot, op, staged.read_version, undo, fragments)
+
+
+def rewrite(
+    snapshot: Snapshot, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = ""
+) -> int:
+    """Delete rows at ``delete_addresses`` and append ``new_rows``, in one Update version."""
+    return stage_rewrite(snapshot, delete_addresses, new_rows, predicate).commit()
 
 
 def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:
@@ -125,6 +179,7 @@ class MergeInsertBuilder:
         self._by_source: tuple[bool, str | None] = (False, None)
         self._use_index = True
         self._write_mode = "auto"
+        self._file_version: tuple[int, int] | None = None  # data_storage_version(): checked at execute
 
     def when_matched_update_all(self, condition: str | None = None) -> MergeInsertBuilder:
         self._matched, self._condition = "update", condition
@@ -232,12 +287,133 @@ class MergeInsertBuilder:
             )
         return True
 
-    def execute(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict:
+    def data_storage_version(self, version: str) -> MergeInsertBuilder:
+        """The file version of the files written: lance_fw writes the dataset's own version only,
+        so another one (pylance would mix versions in one dataset) is refused when executing."""
+        self._file_version = requested_version(version)
+        return self
+
+    def _check_configured(self, ds: Snapshot) -> None:
         if self._matched is None and not self._insert and not self._by_source[0]:
             raise InvalidArgumentError(
                 "merge_insert: the merge insert job is not configured to change the data in any way"
             )
+        if self._file_version is not None and self._file_version != parse_version(ds.data_storage_version):
+            raise UnsupportedFeatureError(
+                f"merge_insert: data_storage_version {version_name(self._file_version)}: lance_fw writes "
+                f"the dataset's own file version ({ds.data_storage_version}) only"
+            )
+
+    def execute(self, data_obj: Any, *, schema: pa.Schema | None = None) -> dict:
+        """Merge ``data_obj`` and commit: ``{num_inserted_rows, num_updated_rows, num_deleted_rows}``."""
+        staged, stats = self._stage(data_obj, schema, uncommitted=False)
+        if staged is not None:
+            self._advance(staged.commit())  # like pylance, even a no-op commits a version
+        return stats
+
+    def execute_batches(self, new_data: Any, /) -> dict:
+        """pylance's ``execute`` for in-memory data (a Table, batches): the same merge here."""
+        return self.execute(new_data)
+
+    def execute_uncommitted(
+        self, data_obj: Any, *, schema: pa.Schema | None = None
+    ) -> tuple[Transaction, dict]:
+        """Write the merge's files without committing: ``(Transaction, stats)``; commit with
+        ``LanceDataset.commit(uri, transaction, read_version=transaction.read_version)``. Patching
+        columns in place (``write_mode("rewrite_columns")``, or ``auto`` choosing it) is refused."""
+        staged, stats = self._stage(data_obj, schema, uncommitted=True)
+        assert staged is not None  # _stage refuses the patch path when uncommitted
+        op = staged.op
+        operation = UpdateOperation(
+            removed_fragment_ids=list(op.removed),
+            updated_fragments=list(op.updated),
+            new_fragments=list(op.fragments),
+            fields_for_preserving_frag_bitmap=[f.id for f in staged.snapshot.lance_schema.to_protos()],
+            staged=op,
+        )
+        return Transaction(staged.read_version, operation), stats
+
+    def execute_uncommitted_batches(self, new_data: Any, /) -> tuple[Transaction, dict]:
+        """``execute_uncommitted`` for in-memory data (pylance's name)."""
+        return self.execute_uncommitted(new_data)
+
+    def _header(self) -> str:
+        """pylance's first plan line: the merge's configuration in its words."""
+        on = f"on=[{', '.join(self._on)}]"
+        matched = {None: "DoNothing", "update": "UpdateAll", "delete": "Delete", "fail": "Fail"}[
+            self._matched
+        ]
+        if self._matched == "update" and self._condition is not None:
+            matched = "UpdateIf(MergeCondition)"
+        inserted = "InsertAll" if self._insert else "DoNothing"
+        if self._matched == "delete" and not self._insert and not self._by_source[0]:
+            return f"DeleteOnlyMergeInsert: {on}, when_matched=Delete, when_not_matched={inserted}"
+        by_source = (
+            "Keep" if not self._by_source[0] else "Delete" if self._by_source[1] is None else "DeleteIf"
+        )
+        return f"MergeInsert: {on}, when_matched={matched}, when_not_matched={inserted}, when_not_matched_by_source={by_source}"
+
+    def explain_plan(self, schema: pa.Schema | None = None, verbose: bool = False) -> str:
+        """pylance's first line (the merge's configuration), then lance_fw's own plan: a hash
+        join of the target's key columns and row addresses with the source (pylance's lines below
+        the first are DataFusion's, which lance_fw does not run)."""
         ds = self._current()
+        self._check_configured(ds)
+        names = list(schema.names) if schema is not None else ds.schema.names
+        unknown = [n for n in names if n not in ds.schema.names]
+        if unknown or any(k not in names for k in self._on):
+            raise UnsupportedFeatureError(  # pylance: OSError "does not support explain_plan"
+                f"merge_insert.explain_plan: a source schema {names} that is not a subset of the "
+                f"dataset's holding the key {self._on}"
+            )
+        if self._condition is not None:  # planned against the source's columns, as pylance does
+            sides = {"target": ds.schema, "source": pa.schema([ds.schema.field(n) for n in names])}
+            pair = pa.schema([pa.field(side, pa.struct(list(fields))) for side, fields in sides.items()])
+            try:
+                parse_filter(self._condition, pair)
+            except FilterError as exc:
+                raise InvalidUserInputError(f"merge_insert.explain_plan: {exc}") from None
+        join = "Right" if self._insert else "Inner"
+        if self._by_source[0]:
+            join = "Full" if self._insert else "Left"
+        lines = [
+            self._header(),
+            f"  HashJoin: join_type={join}, on=[{', '.join(self._on)}]",
+            f"    LanceRead: uri={ds.uri}, projection=[{', '.join(self._on)}], "
+            f"num_fragments={len(ds.manifest.fragments)}, row_addr=true",
+            f"    SourceTable: projection=[{', '.join(names)}]",
+        ]
+        if verbose:
+            lines.append(f"  write_mode={self._write_mode}, use_index={str(self._use_index).lower()}")
+        return "\n".join(lines) + "\n"
+
+    def analyze_plan(self, data_obj: Any, *, schema: pa.Schema | None = None) -> str:
+        """Run the merge without committing (its files are removed again) and report pylance's
+        counters on the first line's node; the dataset is unchanged."""
+        started = time.perf_counter()
+        staged, stats = self._stage(data_obj, schema, uncommitted=True)
+        assert staged is not None
+        staged.undo()
+        elapsed = (time.perf_counter() - started) * 1000
+        files = sum(len(f.files) for f in staged.new_fragments)
+        node, _, rest = self._header().partition(": ")
+        metrics = ", ".join(
+            [
+                f"num_deleted_rows={_count(stats['num_deleted_rows'])}",
+                f"num_files_written={_count(files)}",
+                f"num_inserted_rows={_count(stats['num_inserted_rows'])}",
+                f"num_updated_rows={_count(stats['num_updated_rows'])}",
+            ]
+        )
+        return f"{node}: elapsed={elapsed:.6f}ms, {rest}, metrics=[{metrics}]\n"
+
+    def _stage(
+        self, data_obj: Any, schema: pa.Schema | None, uncommitted: bool
+    ) -> tuple[StagedRewrite | None, dict]:
+        """The merge's files written, not committed, and its counts; None for the files when it
+        patched columns in place (that path commits itself, and is refused when ``uncommitted``)."""
+        ds = self._current()
+        self._check_configured(ds)
         source = self._source(data_obj, schema)
         names = source.column_names[:-1]  # without _SOURCE_ROW
         partial = source.num_rows > 0 and len(names) < len(ds.schema.names)  # pylance: empty is full
@@ -282,7 +458,13 @@ class MergeInsertBuilder:
         else:
             chosen_addresses, chosen_sources = matched_addresses, matched_sources
         if patch:
-            return self._patch(ds, source, names, chosen_addresses, chosen_sources, matched_sources)
+            if uncommitted:
+                raise UnsupportedFeatureError(
+                    "merge_insert: execute_uncommitted / analyze_plan of a merge that patches columns "
+                    "in place (write_mode rewrite_columns, or auto with a partial source joined through "
+                    "a key index); use write_mode('rewrite_rows')"
+                )
+            return None, self._patch(ds, source, names, chosen_addresses, chosen_sources, matched_sources)
 
         delete = [np.zeros(0, np.uint64)]
         new_parts: list[tuple[np.ndarray, pa.Table]] = []
@@ -314,9 +496,7 @@ class MergeInsertBuilder:
         ]
         new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
         addresses = np.unique(np.concatenate(delete))
-        version = rewrite(ds, addresses, new_rows)  # like pylance, even a no-op commits a version
-        self._advance(version)
-        return stats
+        return stage_rewrite(ds, addresses, new_rows), stats
 
     def _patch(
         self,
@@ -385,6 +565,14 @@ class MergeInsertBuilder:
                 self._current(), columns=self._on, filter=expr, with_row_address=True
             ).to_table()
         return np.setdiff1d(target.column(ADDRESS).to_numpy(), matched_addresses)
+
+
+def _count(n: int) -> str:
+    """A counter as DataFusion prints it in an analyzed plan: ``999``, ``2.18 K``, ``1.50 M``."""
+    for scale, unit in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return str(n)
 
 
 def _without_null_keys(source: pa.Table, keys: list[str]) -> pa.Table:
