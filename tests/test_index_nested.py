@@ -321,3 +321,20 @@ def test_file_versions(tmp_path: Path, version: str, builder: str) -> None:
     for f in filters:
         assert _index_line(fw, f) == _index_line(pl, f) != "", f
     _same_results(fw, pl, filters)
+
+
+@pytest.mark.parametrize("builder", sorted(LIBS))
+def test_full_text_index_on_a_child(tmp_path: Path, builder: str) -> None:
+    """An INVERTED index on ``p.b``: listed and described alike, pylance searches the one
+    lance_fw built; lance_fw's full-text search does not look at nested indices yet (it says so)."""
+    n = 5000
+    p = pa.StructArray.from_arrays([pa.array([f"word{i % 13} other{i % 7}" for i in range(n)])], names=["b"])
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(pa.table({"id": pa.array(range(n)), "p": p}), uri, max_rows_per_file=2000)
+    LIBS[builder].dataset(uri).create_scalar_index("p.b", "INVERTED")
+    fw, pl = lance_fw.dataset(uri), lance.dataset(uri)
+    assert _describe(fw) == _describe(pl)
+    assert _stats(fw, "p.b_idx") == _stats(pl, "p.b_idx")
+    assert pl.to_table(full_text_query="word3").num_rows == len(range(3, n, 13))
+    with pytest.raises(LanceError):
+        fw.to_table(full_text_query="word3")

@@ -174,13 +174,15 @@ def fragment_bitmap(meta: table_pb2.IndexMetadata, where: str) -> pyroaring.BitM
         raise CorruptFileError(where, f"index {meta.name!r}: fragment bitmap does not parse: {exc}") from exc
 
 
-def usable_indices(snapshot: Snapshot) -> list[IndexHandle]:
+def usable_indices(snapshot: Snapshot, nested_full_text: bool = False) -> list[IndexHandle]:
     """The version's indices a scan may consult: a known scalar type on one column, top-level or
     a struct's child (pylance indexes ``p.a`` as the column ``get_field(p, 'a')``).
 
     Others (vector, a type no plugin provides, a nested full-text index, fields under lists) are
     skipped: the scan then reads the data, which is always exact. Datasets with stable row ids
     index row ids, not addresses; lance_fw does not map them yet, so their indices are skipped too.
+    ``nested_full_text``: keep a nested full-text index too (statistics read it; full-text search
+    looks its indices up by top-level name and would take it for a top-level column's).
     """
     section = snapshot.index_section
     if section is None or not len(section.indices) or _stable_row_ids(snapshot):
@@ -196,7 +198,7 @@ def usable_indices(snapshot: Snapshot) -> list[IndexHandle]:
         path = paths[meta.fields[0]]
         # full-text search looks its indices up by top-level name: a nested one would be taken
         # for a top-level column of the same name
-        if len(path) > 1 and kind.name.upper() == INVERTED_NAME:
+        if len(path) > 1 and kind.name.upper() == INVERTED_NAME and not nested_full_text:
             continue
         names = tuple(f.name for f in path) if len(path) > 1 else ()
         covered = frozenset(int(i) for i in fragment_bitmap(meta, snapshot.uri)) & live
@@ -568,7 +570,7 @@ def index_statistics(snapshot: Snapshot, name: str) -> dict[str, Any]:
         display = vector.kind.display_name
         per_segment = [vector_indices.vector_statistics(snapshot, vector.kind, m) for m in metas]
     else:
-        handles = [h for h in usable_indices(snapshot) if h.name == name]
+        handles = [h for h in usable_indices(snapshot, nested_full_text=True) if h.name == name]
         if len(handles) != len(metas):
             raise UnsupportedFeatureError(f"index {name!r}: lance_fw cannot open this index type")
         display = handles[0].kind.display_name
