@@ -392,9 +392,62 @@ def _merge_partial(ctx: Ctx) -> object:
     ds = ctx.fresh()
     ds.create_scalar_index("id", "BTREE")
     new = pa.table({"id": pa.array([1, 3], pa.int64()), "x": [7.0, 8.0]})
-    stats = ds.merge_insert("id").when_matched_update_all().use_index(True).write_mode("rewrite_columns").execute(new)
+    stats = (
+        ds.merge_insert("id")
+        .when_matched_update_all()
+        .use_index(True)
+        .write_mode("rewrite_columns")
+        .execute(new)
+    )
     unindexed = ds.merge_insert("id").when_matched_update_all().use_index(False).execute(new)
     return stats, unindexed, ds.to_table()
+
+
+@smoke(
+    "MergeInsertBuilder.execute_uncommitted",
+    "MergeInsertBuilder.execute_uncommitted_batches",
+    "lance.Transaction",
+)
+def _merge_uncommitted(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    new = pa.table({"id": pa.array([1, 3, 100], pa.int64()), "s": ["a", "b", "c"], "x": [7.0, 8.0, 9.0]})
+    builder = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    transaction, stats = builder.execute_uncommitted(new)
+    unchanged = ctx.lib.dataset(ds.uri).version
+    committed = ctx.lib.LanceDataset.commit(ds.uri, transaction, read_version=transaction.read_version)
+    _, batch_stats = ds.merge_insert("id").when_matched_delete().execute_uncommitted_batches(new)
+    kind = isinstance(transaction, ctx.lib.Transaction), transaction.read_version
+    return kind, stats, batch_stats, unchanged, committed.version, committed.to_table().sort_by("id")
+
+
+@smoke("MergeInsertBuilder.execute_batches", "MergeInsertBuilder.data_storage_version")
+def _merge_batches(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    new = pa.table({"id": pa.array([2, 101], pa.int64()), "s": ["a", "b"], "x": [1.0, 2.0]})
+    builder = ds.merge_insert("id").data_storage_version(ds.data_storage_version)
+    stats = builder.when_matched_update_all().when_not_matched_insert_all().execute_batches(new)
+    return stats, ds.to_table().sort_by("id")
+
+
+@smoke(
+    "MergeInsertBuilder.explain_plan",
+    "MergeInsertBuilder.analyze_plan",
+    "MergeInsertBuilder.analyze_plan_batches",
+)
+def _merge_plans(ctx: Ctx) -> object:
+    """The first line only: pylance's lines below it are DataFusion's, lance_fw's are its own."""
+    ds = ctx.fresh()
+    builder = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+    explained = builder.explain_plan().splitlines()[0]
+    analyzed = [builder.analyze_plan(MORE), builder.analyze_plan_batches(MORE)]
+    counts = []
+    for text in analyzed:  # the first node's counters of the rows merged
+        first = next(line.strip() for line in text.splitlines() if line.strip())
+        metrics = first.partition("metrics=[")[2].rstrip("]").split(", ")
+        counts.append(
+            sorted(m for m in metrics if m.startswith(("num_deleted", "num_inserted", "num_updated")))
+        )
+    return explained, counts, ds.version
 
 
 @smoke("LanceDataset.merge")
@@ -409,6 +462,46 @@ def _add_columns(ctx: Ctx) -> object:
     ds = ctx.fresh()
     ds.add_columns({"y": "id * 2"})
     return ds.to_table(columns=["id", "y"])
+
+
+@smoke("lance.batch_udf", "lance.udf.batch_udf", "lance.udf.BatchUDF", "lance.udf.BatchUDFCheckpoint")
+def _batch_udf(ctx: Ctx) -> object:
+    """A checkpointed UDF that fails on the last fragment, then resumes: only that one is computed."""
+    ds = ctx.fresh()
+    calls: list[int] = []
+    failing = [True]
+
+    @ctx.lib.batch_udf(
+        output_schema=pa.schema([pa.field("y", pa.float64())]), checkpoint_file=str(ctx.tmp / "ck")
+    )
+    def double(batch: pa.RecordBatch) -> pa.RecordBatch:
+        calls.append(batch.column("id")[0].as_py())
+        if failing[0] and calls[-1] >= 8:
+            raise RuntimeError("boom")
+        return pa.record_batch([pc.multiply(batch.column("x"), 2)], names=["y"])
+
+    failed = raises(lambda: ds.add_columns(double, read_columns=["id", "x"]))
+    first, failing[0] = list(calls), False
+    calls.clear()
+    ctx.lib.dataset(ds.uri).add_columns(double, read_columns=["id", "x"])
+    import importlib
+
+    udf = importlib.import_module(ctx.lib.__name__ + ".udf")
+    kinds = isinstance(double, udf.BatchUDF), isinstance(udf.BatchUDFCheckpoint(str(ctx.tmp / "ck2")), object)
+    return failed, first, calls, (ctx.tmp / "ck").exists(), kinds, ctx.lib.dataset(ds.uri).to_table()
+
+
+@smoke("lance.udf.normalize_transform")
+def _normalize_transform(ctx: Ctx) -> object:
+    import importlib
+
+    udf = importlib.import_module(ctx.lib.__name__ + ".udf")
+    wrapped = udf.normalize_transform(lambda b: pa.record_batch([b.column("id")], names=["k"]), ctx.ds)
+    return (
+        udf.normalize_transform({"y": "id + 1"}, ctx.ds),
+        wrapped.output_schema,
+        raises(lambda: udf.normalize_transform({"y": 1}, ctx.ds)),
+    )
 
 
 @smoke("LanceDataset.alter_columns")

@@ -311,7 +311,7 @@ class MergeInsertBuilder:
             self._advance(staged.commit())  # like pylance, even a no-op commits a version
         return stats
 
-    def execute_batches(self, new_data: Any, /) -> dict:
+    def execute_batches(self, new_data: Any) -> dict:
         """pylance's ``execute`` for in-memory data (a Table, batches): the same merge here."""
         return self.execute(new_data)
 
@@ -333,7 +333,7 @@ class MergeInsertBuilder:
         )
         return Transaction(staged.read_version, operation), stats
 
-    def execute_uncommitted_batches(self, new_data: Any, /) -> tuple[Transaction, dict]:
+    def execute_uncommitted_batches(self, new_data: Any) -> tuple[Transaction, dict]:
         """``execute_uncommitted`` for in-memory data (pylance's name)."""
         return self.execute_uncommitted(new_data)
 
@@ -406,6 +406,10 @@ class MergeInsertBuilder:
             ]
         )
         return f"{node}: elapsed={elapsed:.6f}ms, {rest}, metrics=[{metrics}]\n"
+
+    def analyze_plan_batches(self, new_data: Any) -> str:
+        """``analyze_plan`` for in-memory data (pylance's name)."""
+        return self.analyze_plan(new_data)
 
     def _stage(
         self, data_obj: Any, schema: pa.Schema | None, uncommitted: bool
