@@ -20,6 +20,7 @@ OPTIONS = [
     {"batch_size": 1024, "offset": 50, "limit": 2500},
     {"batch_size": 333, "with_row_id": True},
     {"batch_size": 4096, "columns": ["c"]},
+    {"batch_size": 100, "offset": 150, "limit": 700},
 ]
 
 
@@ -40,10 +41,6 @@ def path(request, tmp_path_factory):
 @pytest.mark.parametrize("where", FILTERS)
 @pytest.mark.parametrize("options", OPTIONS, ids=str)
 def test_filtered_batches_match_pylance(request, path, where, options):
-    if where == "c = 3" and "indexed" in request.node.name and "columns" not in options:
-        # pylance answers a filter its index decides alone with one take per fragment, cut per
-        # fragment; lance_fw still joins the batches as for a refined filter (rows and order agree)
-        request.applymarker(pytest.mark.xfail(strict=True, reason="index-exact filter batches"))
     ours = list(lance_fw.dataset(path).to_batches(filter=where, **options))
     theirs = list(lance.dataset(path).to_batches(filter=where, **options))
     assert [b.num_rows for b in ours] == [b.num_rows for b in theirs]

@@ -275,11 +275,26 @@ class LanceScanner:
         if self._plan is None:
             return rechunk(self._pieces(), self.batch_size)
         kept = (batch for _, batch in self._pieces())
+        if self._index_decides():  # per fragment, its matches in batches of batch_size, then cut
+            return kept
         filter_ids = {f.id for f in self._plan.fields}
         late = any(_materialised_late(f) for f in self._fields if f.id not in filter_ids)
         if late:
             return coalesce(kept, self.batch_size)
         return kept
+
+    def _index_decides(self) -> bool:
+        """Whether exact scalar indices answer the whole filter for every fragment scanned: pylance
+        then takes each fragment's matches in ``batch_size`` batches (``offset`` / ``limit`` cut
+        from those) and joins nothing (its plan has no filter left to run); the fragment reads
+        give exactly those batches (``FragmentReader.candidate_batches``). Runs the index search
+        (once per scan)."""
+        index = self._plan.scalar_index if self._plan is not None else None
+        chosen = [frag.id for frag in self._chosen()]
+        if index is None or not chosen or not index.coverage.issuperset(chosen):
+            return False
+        index.candidates(chosen[0])
+        return bool(index.exact)
 
     def to_reader(self) -> pa.RecordBatchReader:
         if self.search is not None or self.fts is not None:
