@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from lance_fw.errors import SchemaError, UnsupportedFeatureError
 from lance_fw.table.schema_evolution import BatchInfo as _BatchInfo
-from lance_fw.table.schema_evolution import udf_batch
+from lance_fw.table.schema_evolution import infer_udf_schema, udf_batch
 
 if TYPE_CHECKING:
     from lance_fw.api.dataset import LanceDataset, LanceFragment
@@ -135,9 +135,7 @@ def normalize_transform(
     on the first row). Readers of new column values are not supported by lance_fw."""
     if isinstance(udf_like, BatchUDF):
         if udf_like.output_schema is None:
-            udf_like.output_schema = udf_batch(
-                udf_like.func, _first_batch(data_source, read_columns), None
-            ).schema
+            infer_udf_schema(udf_like, _first_batch(data_source, read_columns))  # sets it
         return udf_like
     if isinstance(udf_like, dict):
         for key, value in udf_like.items():
@@ -147,15 +145,9 @@ def normalize_transform(
                 raise TypeError(f"Column expressions must be a string. Got {type(value)}")
         return udf_like
     if callable(udf_like):
-        try:
-            schema = udf_batch(udf_like, _first_batch(data_source, read_columns), None).schema
-        except Exception as exc:  # pylance turns any failure into this TypeError
-            raise TypeError(
-                "transforms must be a BatchUDF, dict, map function, or ReaderLike value.  Received "
-                f"{type(udf_like)}, which is callable, but gave an error when called with a batch "
-                f"of data: {exc}"
-            ) from None
-        return BatchUDF(udf_like, output_schema=schema)
+        return BatchUDF(
+            udf_like, output_schema=infer_udf_schema(udf_like, _first_batch(data_source, read_columns))
+        )
     raise UnsupportedFeatureError(
         f"normalize_transform: new column values from a reader ({type(udf_like).__name__}"
         f"{', reader_schema' if reader_schema is not None else ''}) are not supported by lance_fw; "

@@ -83,12 +83,15 @@ def test_add_columns_batch_udf(tmp_path: Path, case: str) -> None:
     assert got.equals(expected)
 
 
-def _resume(lib: ModuleType, path: Path, checkpoint: Path, fail_from: int) -> dict[str, Any]:
-    """Run a checkpointed UDF that fails at row ``fail_from``, then again without failing."""
+def _resume(
+    lib: ModuleType, path: Path, checkpoint: Path, fail_from: int, given: bool = True
+) -> dict[str, Any]:
+    """Run a checkpointed UDF that fails at row ``fail_from``, then again without failing
+    (``given``: with its output schema, else inferred from a first call on one row)."""
     calls: list[int] = []
     failing = [True]
 
-    @lib.batch_udf(output_schema=OUT, checkpoint_file=str(checkpoint))
+    @lib.batch_udf(output_schema=OUT if given else None, checkpoint_file=str(checkpoint))
     def double(batch: pa.RecordBatch) -> pa.RecordBatch:
         first = batch.column("a")[0].as_py()
         calls.append(first)
@@ -119,10 +122,11 @@ def _resume(lib: ModuleType, path: Path, checkpoint: Path, fail_from: int) -> di
     }
 
 
+@pytest.mark.parametrize("given", [True, False], ids=["schema_given", "schema_inferred"])
 @pytest.mark.parametrize("fail_from", [0, 4000, 7000, 9000])
-def test_checkpoint_resume_calls(tmp_path: Path, fail_from: int) -> None:
-    expected = _resume(lance, tmp_path / "py", tmp_path / "py.sqlite", fail_from)
-    got = _resume(lance_fw, tmp_path / "fw", tmp_path / "fw.sqlite", fail_from)
+def test_checkpoint_resume_calls(tmp_path: Path, fail_from: int, given: bool) -> None:
+    expected = _resume(lance, tmp_path / "py", tmp_path / "py.sqlite", fail_from, given)
+    got = _resume(lance_fw, tmp_path / "fw", tmp_path / "fw.sqlite", fail_from, given)
     assert got["table"].equals(expected["table"])
     assert got["table"].column("b").to_pylist() == [2 * i for i in range(ROWS)]
     for key in (

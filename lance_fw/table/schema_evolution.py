@@ -17,7 +17,13 @@ import pyarrow as pa
 from google.protobuf import json_format
 
 from lance_fw._proto import file_pb2, table_pb2
-from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, LanceError, SchemaError
+from lance_fw.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidUserInputError,
+    LanceError,
+    SchemaError,
+)
 from lance_fw.file.version import parse_version
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceField, LanceSchema, check_names, conform
@@ -171,23 +177,46 @@ def udf_batch(
             f"add_columns: the UDF returned {result.num_rows} rows for a batch of {batch.num_rows}"
         )
     if schema is not None and not result.schema.equals(schema):
-        raise InvalidUserInputError(  # pylance: an OSError (its output schema check fails)
-            f"add_columns: the UDF returned columns {result.schema} where its output schema is {schema}"
+        if hasattr(udf, "output_schema"):  # a BatchUDF: pylance's check of it fails as an OSError
+            raise InvalidUserInputError(
+                f"add_columns: the UDF returned columns {result.schema} where its output_schema is {schema}"
+            )
+        raise SchemaError(
+            f"add_columns: the UDF returned columns {result.schema} where its first batch had {schema}"
         )
     return result
+
+
+def infer_udf_schema(udf: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch) -> pa.Schema:
+    """pylance's inference of a UDF's output schema from its result on ``batch`` (one row). A
+    ``BatchUDF`` (it has ``output_schema``) keeps the schema, so a resumed run does not call it
+    again, and its exception propagates as raised; a plain function that fails is pylance's
+    ``TypeError`` (``InvalidArgumentTypeError``)."""
+    if hasattr(udf, "output_schema"):
+        result = udf(batch)
+        schema = udf_batch(lambda _: result, batch, None).schema
+        udf.output_schema = schema
+        return schema
+    try:
+        return udf_batch(udf, batch, None).schema
+    except Exception as exc:  # pylance turns any failure of this first call into a TypeError
+        raise InvalidArgumentTypeError(
+            "transforms must be a BatchUDF, dict, map function, or ReaderLike value.  Received "
+            f"{type(udf)}, which is callable, but gave an error when called with a batch of data: {exc}"
+        ) from exc
 
 
 def _udf_schema(
     snapshot: Snapshot, udf: Callable[[pa.RecordBatch], Any], read_columns: list[str] | None
 ) -> pa.Schema:
-    """pylance's inference: the schema of the UDF's result on the first live row (a pylance
-    ``BatchUDF`` that names its ``output_schema`` gives it)."""
+    """The UDF's output schema: a ``BatchUDF``'s ``output_schema``, else inferred from the first
+    live row (``infer_udf_schema``)."""
     given = getattr(udf, "output_schema", None)
     if isinstance(given, pa.Schema):
         return given
     for batch in LanceScanner(snapshot, columns=read_columns, limit=1).to_batches():
         if batch.num_rows:
-            return udf_batch(udf, batch, None).schema
+            return infer_udf_schema(udf, batch)
     raise InvalidArgumentError(
         f"add_columns: {snapshot.uri} has no rows to infer the UDF's output schema from"
     )
