@@ -196,3 +196,25 @@ def test_normalize_transform(tmp_path: Path, lib: ModuleType, udf: ModuleType) -
     assert inferred.output_schema == OUT
     with pytest.raises(TypeError):
         udf.normalize_transform(lambda b: b.column("nope"), ds)
+
+
+def test_checkpoint_of_another_udf_is_refused(tmp_path: Path) -> None:
+    """A saved fragment holds the columns of the run that saved it: another UDF (same field id,
+    another name and type) resuming from it is refused rather than given those files."""
+    checkpoint = tmp_path / "ck.sqlite"
+
+    @lance_fw.batch_udf(output_schema=OUT, checkpoint_file=str(checkpoint))
+    def failing(batch: pa.RecordBatch) -> pa.RecordBatch:
+        if batch.column("a")[0].as_py() >= ROWS_PER_FILE:
+            raise RuntimeError("boom")
+        return _double(batch)
+
+    ds = _write(lance_fw, tmp_path / "ds")
+    with pytest.raises(lance_fw.LanceError):
+        ds.add_columns(failing, batch_size=BATCH)
+    other = lance_fw.batch_udf(
+        output_schema=pa.schema([pa.field("c", pa.string())]), checkpoint_file=str(checkpoint)
+    )(lambda b: pa.record_batch([pc.cast(b.column("a"), pa.string())], names=["c"]))
+    with pytest.raises(lance_fw.errors.InvalidUserInputError, match="another run"):
+        lance_fw.dataset(str(tmp_path / "ds")).add_columns(other, batch_size=BATCH)
+    assert lance_fw.dataset(str(tmp_path / "ds")).schema.names == ["a", "s"]

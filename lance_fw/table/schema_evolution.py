@@ -9,6 +9,7 @@ nulls. Dropping columns commits a ``Project``: the data stays in the files, unre
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
@@ -394,20 +395,21 @@ def _saved_fragment(
         return None
     saved = table_pb2.DataFragment()
     try:
-        json_format.Parse(text, saved)
-    except json_format.ParseError:
+        entry = json.loads(text)
+        json_format.ParseDict(entry["fragment"], saved)
+        fields = entry["fields"]
+    except (ValueError, KeyError, TypeError, json_format.ParseError):
         raise InvalidUserInputError(
             f"add_columns on {snapshot.uri}: the UDF checkpoint's fragment {frag.id} was not written by "
             "lance_fw; delete the checkpoint file"
         ) from None
     old = [f.path for f in frag.files]
     new = saved.files[len(frag.files) :]
-    ids = {f.id for f in added.to_protos()}
     if (
         [f.path for f in saved.files[: len(old)]] != old
         or saved.physical_rows != frag.physical_rows
         or not new
-        or not {i for f in new for i in f.fields} <= ids
+        or fields != _fields_text(added)
     ):
         raise InvalidUserInputError(
             f"add_columns on {snapshot.uri}: the UDF checkpoint's fragment {frag.id} does not extend "
@@ -418,6 +420,17 @@ def _saved_fragment(
     copy.CopyFrom(frag)
     copy.files.extend(new)
     return copy
+
+
+def _fields_text(added: LanceSchema) -> list[str]:
+    """The new fields (ids, names, types) as a checkpoint records them with each fragment: a
+    saved file is reused only for the same columns."""
+    return [f.SerializeToString(deterministic=True).hex() for f in added.to_protos()]
+
+
+def _checkpoint_entry(saved: table_pb2.DataFragment, added: LanceSchema) -> str:
+    """A finished fragment as a checkpoint keeps it: its message and the fields its new file holds."""
+    return json.dumps({"fragment": json_format.MessageToDict(saved), "fields": _fields_text(added)})
 
 
 def _write_columns(
@@ -441,7 +454,7 @@ def _write_columns(
             if saved is None:
                 saved = write_fragment_columns(snapshot, frag, needed, added, compute, batch_size, checkpoint)
                 if checkpoint is not None:
-                    checkpoint.insert_fragment(frag.id, json_format.MessageToJson(saved, indent=None))
+                    checkpoint.insert_fragment(frag.id, _checkpoint_entry(saved, added))
             updated.append(saved)
             if checkpoint is not None:
                 kept.add(frag.id)
