@@ -196,3 +196,13 @@ def test_lance_fw_refusals(tmp_path: Path) -> None:
         patch.execute_uncommitted(SOURCE)
     assert lance_fw.dataset(str(tmp_path / "ds")).version == 1
     assert lance_fw.dataset(str(tmp_path / "wide")).version == 1
+
+
+@LIBS
+def test_transaction_properties_are_committed(tmp_path: Path, lib: ModuleType) -> None:
+    ds = _write(lib, tmp_path / "ds")
+    transaction, _ = ds.merge_insert("id").when_not_matched_insert_all().execute_uncommitted(SOURCE)
+    transaction.transaction_properties = {"job": "nightly"}
+    lib.LanceDataset.commit(str(tmp_path / "ds"), transaction, read_version=transaction.read_version)
+    read = lance.dataset(str(tmp_path / "ds")).read_transaction(2)
+    assert read is not None and (read.transaction_properties or {}).get("job") == "nightly"

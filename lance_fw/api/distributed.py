@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -248,8 +248,10 @@ def commit(
     )
     uri = uri_string(base_uri)
     storage = resolve_storage(uri, storage_options)
+    given: dict[str, str] = {}  # a Transaction's transaction_properties
     if isinstance(operation, Transaction):
         read_version = operation.read_version if read_version is None else read_version
+        given = dict(operation.transaction_properties or {})
         operation = operation.operation
     fragments = [
         f.message
@@ -288,7 +290,7 @@ def commit(
             raise InvalidArgumentError(
                 "LanceDataset.commit: an Update needs the read_version it was made from"
             )
-        op = _staged_update(operation)
+        op = replace(_staged_update(operation), properties={**given, **properties})
     else:
         raise InvalidArgumentError(
             f"cannot commit a {type(operation).__name__}; use LanceOperation.Append, "
