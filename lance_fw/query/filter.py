@@ -238,7 +238,17 @@ class _Visitor:
         if not values:
             raise self.fail(node, "needs at least one value")
         if all(self.is_literal(v) for v in values):
-            if self.is_column(node.this):
+            if self.is_column(node.this) and len(column_path(node.this)) > 1:
+                # pylance reads a struct child as ``get_field(...)``, a computed value: DataFusion
+                # coerces it and the IN list to their common type, so a float32 child IN (0.1)
+                # is compared in float64 (unlike ``=``, where the literal takes the child's type)
+                column, t = self.column(node.this)
+                scalars = [self.loose_literal(v, t) for v in values]
+                wider = _common_numeric(t, [s.type for s in scalars if s.is_valid])
+                if wider is not None:
+                    column, t = column.cast(wider), wider
+                    scalars = [s.cast(wider) for s in scalars]
+            elif self.is_column(node.this):
                 column, t = self.column(node.this)
                 scalars = [self.literal(v, t) for v in values]
             else:
@@ -246,6 +256,10 @@ class _Visitor:
                 t = self.type_of(column)
                 scalars = [self.loose_literal(v, t) for v in values]
             present = [s for s in scalars if s.is_valid]
+            if pa.types.is_float16(t):
+                raise self.fail(
+                    node, "on a float16 value is not supported by lance_fw (no half-float kernels)"
+                )
             if all(s.type == t for s in present):
                 value_set = pa.array([s.as_py() for s in present], t)
                 if pa.types.is_floating(t):  # -0.0 and 0.0 are one value here (NaN matches NaN)
@@ -581,3 +595,15 @@ def _common_time(value: pc.Expression, t: pa.DataType, other: pa.DataType) -> pc
     if pa.types.is_timestamp(t) and pa.types.is_timestamp(other) and t.tz is None and other.tz is not None:
         return pc.assume_timezone(value, timezone=other.tz)
     return value
+
+
+def _common_numeric(column: pa.DataType, literals: list[pa.DataType]) -> pa.DataType | None:
+    """The type DataFusion compares a numeric value and numeric literals in, when it is wider
+    than the value's own: float64 once a float is involved with an integer or narrower float,
+    int64 for a narrower integer (None: the value's type holds them all, or not numeric)."""
+    numeric = [t for t in literals if pa.types.is_integer(t) or pa.types.is_floating(t)]
+    if not numeric or not (pa.types.is_integer(column) or pa.types.is_floating(column)):
+        return None
+    if any(pa.types.is_floating(t) for t in [column, *numeric]):
+        return None if column == pa.float64() else pa.float64()
+    return None if column == pa.int64() or any(t != pa.int64() for t in numeric) else pa.int64()

@@ -349,6 +349,30 @@ class _Planner:
             return _NO
         return value
 
+    def member(self, node: exp.Expression, t: pa.DataType) -> Any:
+        """An IN-list literal next to a struct child of type ``t``, which the filter compares in
+        their common type (``Filter.membership``): its value as a ``t`` when it converts exactly,
+        ``_NEVER`` when no ``t`` value can equal it (0.1 next to float32), ``_NO`` when unusable."""
+        if not self.visitor.is_literal(node):
+            return _NO
+        try:
+            scalar = self.visitor.loose_literal(node, t)
+        except LanceError:
+            return _NO
+        if not scalar.is_valid:
+            return _NO
+        if scalar.type == t:
+            return self.literal(node, t)
+        try:
+            narrowed = scalar.cast(t, safe=False)
+            exact = narrowed.cast(scalar.type, safe=False).equals(scalar)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return _NO
+        value = narrowed.as_py()
+        if isinstance(value, float) and math.isnan(value):
+            return _NO
+        return value if exact else _NEVER
+
     def leaf(self, node: exp.Expression) -> Leaf | None:
         found = self.query(node)
         if found is None:
@@ -388,6 +412,10 @@ class _Planner:
             t = self.type_of(name)
             if any(isinstance(unwrap(v), exp.Null) for v in node.expressions):
                 return None  # pylance: an IN list holding NULL is not answered from an index
+            if len(name) > 1:  # a struct child: compared with the list in their common type
+                values = [self.member(v, t) for v in node.expressions]
+                kept = tuple(v for v in values if v is not _NEVER)
+                return None if _NO in values or not kept else (name, InQuery(kept))
             values = [self.literal(v, t) for v in node.expressions]
             return None if _NO in values else (name, InQuery(tuple(values)))
         if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
@@ -470,3 +498,5 @@ class _Missing:
 
 
 _NO: Any = _Missing()
+#: An IN-list value no value of the column can equal (``_Planner.member``)
+_NEVER: Any = _Missing()
