@@ -24,7 +24,7 @@ from lance_fw.api.write import write_dataset
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.cleanup import CleanupStats
 from lance_fw.table.compaction import CompactionMetrics
-from lance_fw.table.merge_insert import MergeInsertBuilder
+from lance_fw.table.merge_insert import MergeInsertBuilder, Transaction
 from lance_fw.table.write import COMMIT_MESSAGE_KEY as LANCE_COMMIT_MESSAGE_KEY
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "MergeInsertBuilder",
     "Tag",
     "Tags",
+    "Transaction",
     "UpdateResult",
     "Version",
     "VersionRef",
