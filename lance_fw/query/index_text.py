@@ -16,16 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_fw.interfaces import (
-    ContainsAllQuery,
-    ContainsAnyQuery,
-    EqualsQuery,
-    InQuery,
-    IsNullQuery,
-    PrefixQuery,
-    RangeQuery,
-    ScalarQuery,
-)
+from lance_fw import interfaces as q
 
 
 def value_text(value: Any, single: bool = False) -> str | None:
@@ -52,7 +43,7 @@ def _values_text(values: tuple[Any, ...], sep: str, single: bool) -> str | None:
     return None if any(t is None for t in texts) else sep.join(t for t in texts if t is not None)
 
 
-def _range_text(column: str, query: RangeQuery, single: bool) -> str | None:
+def _range_text(column: str, query: q.RangeQuery, single: bool) -> str | None:
     parts = []
     if query.lower is not None:
         lower = value_text(query.lower, single)
@@ -65,30 +56,30 @@ def _range_text(column: str, query: RangeQuery, single: bool) -> str | None:
     return " && ".join(p for p in parts if p is not None)
 
 
-def query_text(column: str, query: ScalarQuery, t: pa.DataType) -> str | None:
+def query_text(column: str, query: q.ScalarQuery, t: pa.DataType) -> str | None:
     """pylance's text for ``query`` on ``column`` (its quoted path, of type ``t``), or None when
     unknown."""
     single = pa.types.is_float32(t) or (pa.types.is_list(t) and pa.types.is_float32(t.value_type))
-    if isinstance(query, EqualsQuery):
+    if isinstance(query, q.EqualsQuery):
         value = value_text(query.value, single)
         return None if value is None else f"{column} = {value}"
-    if isinstance(query, RangeQuery):
+    if isinstance(query, q.RangeQuery):
         return _range_text(column, query, single)
-    if isinstance(query, IsNullQuery):
+    if isinstance(query, q.IsNullQuery):
         return f"{column} IS NULL"
-    if isinstance(query, PrefixQuery):
+    if isinstance(query, q.PrefixQuery):
         return f"{column} LIKE '{query.prefix}%'"
-    if isinstance(query, InQuery):
+    if isinstance(query, q.InQuery):
         values = _values_text(query.values, ",", single)
         return None if values is None else f"{column} IN [{values}]"
-    if isinstance(query, (ContainsAnyQuery, ContainsAllQuery)):
+    if isinstance(query, (q.ContainsAnyQuery, q.ContainsAllQuery)):
         values = _values_text(query.values, ", ", single)
-        function = "array_has_all" if isinstance(query, ContainsAllQuery) else "array_has_any"
+        function = "array_has_all" if isinstance(query, q.ContainsAllQuery) else "array_has_any"
         return None if values is None else f"{function}({column}, List([{values}]))"
     return None
 
 
-def merge_ranges(a: RangeQuery, b: RangeQuery) -> ScalarQuery | None:
+def merge_ranges(a: q.RangeQuery, b: q.RangeQuery) -> q.ScalarQuery | None:
     """``a AND b`` on one column as one query, as pylance's planner folds them
     (``id > 3 AND id < 10`` -> ``[id > 3 && id < 10]``; ``id >= 3 AND id <= 3`` -> ``[id = 3]``);
     None when the bounds do not compare (the caller keeps an AND of two leaves)."""
@@ -98,8 +89,8 @@ def merge_ranges(a: RangeQuery, b: RangeQuery) -> ScalarQuery | None:
     except TypeError:
         return None
     if lower is not None and lower == upper and lower_inclusive and upper_inclusive:
-        return EqualsQuery(lower)
-    return RangeQuery(lower, lower_inclusive, upper, upper_inclusive)
+        return q.EqualsQuery(lower)
+    return q.RangeQuery(lower, lower_inclusive, upper, upper_inclusive)
 
 
 def _tighter(x: Any, x_inclusive: bool, y: Any, y_inclusive: bool, pick: Any) -> tuple[Any, bool]:
