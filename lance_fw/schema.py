@@ -65,6 +65,12 @@ class LanceField:
         return self.logical_type == "map"
 
     @property
+    def is_packed(self) -> bool:
+        """A struct stored row by row in one column: its metadata says so under either key pylance
+        reads (``lance-encoding:packed`` or the older ``packed``)."""
+        return self.is_struct and any(self.metadata.get(key, b"").lower() == b"true" for key in PACKED_KEYS)
+
+    @property
     def is_blob_v2(self) -> bool:
         """A 2.2 blob column: stored as one column of descriptors (bytes live elsewhere)."""
         return self.logical_type == "struct" and self.metadata.get(EXTENSION_KEY) == BLOB_V2.encode()
@@ -91,6 +97,8 @@ class LanceField:
 BLOB_ENCODING_KEY = "lance-encoding:blob"
 #: Field metadata asking for a struct of fixed-width fields stored row by row in one column
 PACKED_KEY = "lance-encoding:packed"
+#: Every key pylance 14 takes as that request (``packed`` is the older spelling, still honoured)
+PACKED_KEYS = (PACKED_KEY, "packed")
 EXTENSION_KEY = "ARROW:extension:name"
 #: The serialised parameters of an Arrow extension type, stored next to its name (as pylance does)
 EXTENSION_METADATA_KEY = "ARROW:extension:metadata"

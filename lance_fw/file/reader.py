@@ -14,12 +14,13 @@ from google.protobuf import any_pb2
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
 from lance_fw._util import pools
 from lance_fw._util.lru import LruCache
-from lance_fw.errors import CorruptFileError
+from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.buffers import range_positions
 from lance_fw.file.container import FileTail, parse_message
 from lance_fw.file.encoding import PageBuffers, PageInput, check_decoded, decode_page, row_decoder
 from lance_fw.file.read_support import FileMetadata, HeldFirst, concat_pages, guarded, read_metadata
+from lance_fw.file.version import V2_0
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.plugin_manager import registry
 from lance_fw.schema import LanceField
@@ -303,9 +304,23 @@ class LanceFileReader:
         try:
             return self.column_of_field[field.id]
         except KeyError:
+            if self.tail.version == V2_0 and self._in_packed(field):
+                raise UnsupportedFeatureError(
+                    f"{self.path}: field {field.name!r} lies in a packed struct of a 2.0 data file, "
+                    "which lance_fw cannot read yet"
+                ) from None
             raise CorruptFileError(
                 self.path, f"field {field.name!r} (id {field.id}) has no column in this file"
             ) from None
+
+    def _in_packed(self, field: LanceField) -> bool:
+        """Whether ``field`` or a struct holding it is packed (by this file's schema)."""
+        found: LanceField | None = field
+        while found is not None:
+            if found.is_packed:
+                return True
+            found = self._parent.get(found.id)
+        return False
 
     def _starts(self, col: int, field: LanceField) -> list[int]:
         """First row of each page of column ``col`` (and the total at the end).

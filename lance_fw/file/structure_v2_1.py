@@ -20,7 +20,7 @@ from lance_fw.schema import LanceField
 
 def is_packed(field: LanceField) -> bool:
     """A struct pylance stores as one packed-struct column (its fields are not columns)."""
-    return field.is_struct and field.metadata.get(PACKED_KEY, b"").lower() == b"true"
+    return field.is_packed
 
 
 def is_leaf(field: LanceField) -> bool:

@@ -111,6 +111,12 @@ class LanceFileWriter:
                 f"lance_fw cannot write data file version {version_name(version)} yet "
                 f"(writable: {', '.join(SUPPORTED_WRITE)})"
             )
+        packed = [f.name for f in schema.walk() if f.is_packed]
+        if version == V2_0 and packed:  # pylance would read such a file wrong or not at all
+            raise UnsupportedFeatureError(
+                f"{path}: packed structs ({', '.join(packed)}) in 2.0 data files are not supported by "
+                "lance_fw (pylance stores them as one column there); write 2.1 or later"
+            )
         self.path, self.schema, self.version = path, schema, version
         self.options = dict(options or {})
         self.max_page_bytes = int(self.options.get(MAX_PAGE_BYTES) or DEFAULT_MAX_PAGE_BYTES)

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw.errors import InvalidArgumentError
-from lance_fw.schema import PACKED_KEY, LanceField
+from lance_fw.schema import LanceField
 from lance_fw.table.snapshot import Snapshot
 
 
@@ -46,7 +46,7 @@ def pruned_parent(path: list[LanceField]) -> LanceField:
     """The top-level field of ``path`` holding only the structs down to its last field, so that
     training reads the indexed child and not its siblings; a packed struct (one column for all
     its children) is read whole."""
-    if len(path) == 1 or any(PACKED_KEY in f.metadata for f in path):
+    if len(path) == 1 or any(f.is_packed for f in path):
         return path[0]
     out = path[-1]
     for parent in reversed(path[:-1]):
