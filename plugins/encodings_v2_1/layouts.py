@@ -201,23 +201,6 @@ def mini_block_dictionary(layout: pb.MiniBlockLayout, buffer: RawBytes, where: s
     )
 
 
-def layout_chunks(
-    layout: pb.MiniBlockLayout,
-    data: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    plain_ok: bool,
-    where: str,
-) -> tuple[_Chunks, tuple[int, int | None] | None]:
-    """Chunks parsed as ``layout`` says, and ``_plain_fixed`` of its values if ``plain_ok`` (shared)."""
-    has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
-    chunks = _parse_chunks(
-        data, starts, sizes, has_rep, has_def, layout.num_buffers, layout.has_large_chunk, where
-    )
-    plain = _plain_fixed(layout.value_compression) if plain_ok and layout.num_buffers == 1 else None
-    return chunks, plain
-
-
 @dataclass(frozen=True)
 class ChunkRun:
     """Mini-block chunks laid end to end in ``data`` at ``starts``/``sizes`` (all of a page's, or
@@ -233,8 +216,13 @@ class ChunkRun:
     where: str
 
     def parsed(self, plain_ok: bool) -> tuple[_Chunks, tuple[int, int | None] | None]:
-        """``layout_chunks`` of this run."""
-        return layout_chunks(self.layout, self.data, self.starts, self.sizes, plain_ok, self.where)
+        """The chunks parsed as ``layout`` says, and ``_plain_fixed`` of its values if ``plain_ok``."""
+        layout = self.layout
+        has_rep, has_def = layout.HasField("rep_compression"), layout.HasField("def_compression")
+        args = (has_rep, has_def, layout.num_buffers, layout.has_large_chunk, self.where)
+        chunks = _parse_chunks(self.data, self.starts, self.sizes, *args)
+        plain = _plain_fixed(layout.value_compression) if plain_ok and layout.num_buffers == 1 else None
+        return chunks, plain
 
 
 def chunk_levels(
