@@ -450,6 +450,17 @@ def _merge_plans(ctx: Ctx) -> object:
     return explained, counts, ds.version
 
 
+@smoke("LanceFragment.merge_columns")
+def _merge_columns(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    fragments, schema = [], None
+    for fragment in ds.get_fragments():
+        meta, schema = fragment.merge_columns({"y": "x * 2"})
+        fragments.append(meta)
+    ctx.lib.LanceDataset.commit(ds.uri, ctx.lib.LanceOperation.Merge(fragments, schema), read_version=ds.version)
+    return ctx.lib.dataset(ds.uri).to_table()
+
+
 @smoke("LanceDataset.merge")
 def _merge(ctx: Ctx) -> object:
     ds = ctx.fresh()

@@ -185,13 +185,37 @@ class _Overwrite:
     fragments: list = field(default_factory=list)
 
 
+@dataclass
+class _Merge:
+    """pylance's ``LanceOperation.Merge``: every fragment of the new version (each with the files
+    ``LanceFragment.merge_columns`` added) and the schema they hold (a ``LanceSchema`` or a
+    ``pyarrow.Schema``)."""
+
+    fragments: list = field(default_factory=list)
+    schema: Any = None
+
+
 class LanceOperation:
     """The operations ``LanceDataset.commit`` accepts (pylance's names). ``Update`` is what
     ``MergeInsertBuilder.execute_uncommitted`` returns inside its ``Transaction``."""
 
     Append = _Append
     Overwrite = _Overwrite
+    Merge = _Merge
     Update = UpdateOperation
+
+
+def _merge_schema(schema: Any) -> LanceSchema:
+    """A Merge's schema: the field ids a ``LanceSchema`` from ``merge_columns`` carries, or a
+    ``pyarrow.Schema``'s in pre-order (as pylance numbers them)."""
+    if isinstance(schema, pa.Schema):
+        return LanceSchema.from_arrow(schema)
+    inner = getattr(schema, "_schema", None)
+    if not isinstance(inner, LanceSchema):
+        raise InvalidArgumentError(
+            f"LanceOperation.Merge: schema must be a LanceSchema or a pyarrow.Schema, not {type(schema).__name__}"
+        )
+    return inner
 
 
 def _staged_update(operation: UpdateOperation) -> transaction.Update:
@@ -207,7 +231,7 @@ def _staged_update(operation: UpdateOperation) -> transaction.Update:
 
 def commit(
     base_uri: Uri,
-    operation: _Append | _Overwrite | UpdateOperation | Transaction,
+    operation: _Append | _Overwrite | _Merge | UpdateOperation | Transaction,
     read_version: int | None = None,
     commit_lock: CommitLock | None = None,
     storage_options: dict | None = None,
@@ -285,6 +309,16 @@ def commit(
             data_format_version=version_name(version),
             plugin_encodings=committed_plugin_encodings(storage, uri, fragments, lance_schema),
         )
+    elif isinstance(operation, _Merge):
+        if read_version is None:
+            raise InvalidArgumentError("LanceDataset.commit: a Merge needs the read_version it was made from")
+        merged = _merge_schema(operation.schema)
+        op = transaction.Merge(
+            fragments=fragments,
+            properties=properties,
+            schema_fields=merged.to_protos(),
+            schema_metadata=merged.metadata,
+        )
     elif isinstance(operation, UpdateOperation):
         if read_version is None:
             raise InvalidArgumentError(
@@ -294,7 +328,7 @@ def commit(
     else:
         raise InvalidArgumentError(
             f"cannot commit a {type(operation).__name__}; use LanceOperation.Append, "
-            "LanceOperation.Overwrite or a Transaction from execute_uncommitted"
+            "LanceOperation.Overwrite, LanceOperation.Merge or a Transaction from execute_uncommitted"
         )
     if max_retries < 1:
         raise InvalidArgumentError(f"max_retries must be at least 1, got {max_retries}")

@@ -1,5 +1,6 @@
 """``LanceFragment`` methods that wrap its scan, and the typed refusals of the pylance fragment
-names lance_fw does not implement (uncommitted fragment rewrites: ``delete``, ``merge_columns`` ...).
+names lance_fw does not implement (uncommitted fragment rewrites: ``delete``, ``update_columns`` ...),
+and ``merge_columns`` (new columns for one fragment, committed later with ``LanceOperation.Merge``).
 
 Why a module of its own: ``api/fragment.py`` holds the fragment's scan options; these are thin
 conveniences and a list of refusals. ``FragmentExtras`` is a mixin of ``LanceFragment``.
@@ -15,12 +16,14 @@ import pyarrow as pa
 from lance_fw._util.refusals import NotImplementedInPylanceError, refusing
 from lance_fw.api.dataset_extras import without_blob_mode
 from lance_fw.errors import InvalidArgumentError
-from lance_fw.options import Columns, Filter
+from lance_fw.options import Columns, Filter, refuse
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from lance_fw.api.distributed import FragmentMetadata
     from lance_fw.api.fragment import LanceFragment
+    from lance_fw.api.lance_schema import LanceSchema
 
 _UNCOMMITTED = "writing uncommitted fragment changes is not implemented; use the LanceDataset method"
 _NOT_IN_PYLANCE = "pylance does not implement it either"
@@ -30,7 +33,7 @@ _NOT_IN_PYLANCE = "pylance does not implement it either"
     {
         "creating fragments outside a commit is not implemented; use write_fragments": ("create",),
         "registering existing files is not implemented; use write_fragments": ("create_from_file",),
-        _UNCOMMITTED: ("delete", "delete_rows", "merge", "merge_columns", "update_columns"),
+        _UNCOMMITTED: ("delete", "delete_rows", "merge", "update_columns"),
         "fragment sessions are not implemented; use take or scanner": ("open_session",),
         "fragment validation is not implemented": ("validate",),
     }
@@ -62,6 +65,36 @@ class FragmentExtras:
                 f"take: indices must lie in [0, {table.num_rows}), got {indices!r:.80}"
             )
         return table.take(pa.array(wanted, pa.int64()))
+
+    def merge_columns(
+        self,
+        value_func: Any,
+        columns: list[str] | None = None,
+        batch_size: int | None = None,
+        reader_schema: pa.Schema | None = None,
+    ) -> tuple[FragmentMetadata, LanceSchema]:
+        """pylance's (internal) distributed ``add_columns``: this fragment with a new data file of
+        the columns ``value_func`` computes (``{name: SQL}`` or a UDF, as ``add_columns``), and
+        the schema with them; nothing is committed (``LanceOperation.Merge`` commits them). A
+        checkpointed ``BatchUDF`` is refused, as in pylance.
+
+        Raises:
+            InvalidArgumentError: a checkpointed UDF, or transforms ``add_columns`` refuses.
+        """
+        from lance_fw.api.distributed import FragmentMetadata
+        from lance_fw.api.lance_schema import LanceSchema
+        from lance_fw.table.schema_evolution import fragment_columns, udf_checkpoint
+
+        refuse("merge_columns", {"reader_schema": reader_schema})
+        if udf_checkpoint(value_func) is not None:
+            raise InvalidArgumentError(
+                "merge_columns: a BatchUDF with a checkpoint is not supported (as in pylance)"
+            )
+        fragment = self._fragment()
+        updated, schema = fragment_columns(
+            self._ds._snapshot, fragment.metadata, value_func, columns, batch_size
+        )
+        return FragmentMetadata(updated), LanceSchema(schema)
 
     def to_pandas(
         self,

@@ -242,9 +242,10 @@ def plan_add_columns(
         # a constant expression reads no column, but still needs one to know how many rows there are
         needed = list(read_columns or projection.columns or snapshot.schema.names[:1])
         output = None
-    else:
-        raise InvalidArgumentError(
-            "add_columns takes {name: SQL expression}, a function of a RecordBatch, a pyarrow field, fields or schema"
+    else:  # pylance's class: a TypeError
+        raise InvalidArgumentTypeError(
+            "add_columns takes {name: SQL expression}, a function of a RecordBatch, a pyarrow field, "
+            f"fields or schema, not {type(transforms).__name__}"
         )
     for name in needed:
         snapshot.lance_schema.field(name)  # an unknown column fails here, before any task runs
@@ -282,6 +283,23 @@ def add_columns(
     if checkpoint is not None:
         checkpoint.cleanup()  # committed: nothing left to resume (pylance removes the file too)
     return version
+
+
+def fragment_columns(
+    snapshot: Snapshot,
+    frag: table_pb2.DataFragment,
+    transforms: Transforms,
+    read_columns: list[str] | None = None,
+    batch_size: int | None = None,
+) -> tuple[table_pb2.DataFragment, LanceSchema]:
+    """One fragment's part of ``add_columns``, uncommitted (pylance's ``merge_columns``): the
+    fragment with a data file of the new columns, and the whole schema holding them."""
+    plan = plan_add_columns(snapshot, transforms, read_columns)
+    needed = [snapshot.lance_schema.field(n) for n in plan.needed]
+    updated = write_fragment_columns(
+        snapshot, frag, needed, plan.added_schema(), plan.compute(snapshot), batch_size
+    )
+    return updated, LanceSchema.from_protos(plan.fields(), snapshot.lance_schema.metadata)
 
 
 def write_fragment_columns(
