@@ -461,6 +461,18 @@ def _merge_columns(ctx: Ctx) -> object:
     return ctx.lib.dataset(ds.uri).to_table()
 
 
+@smoke("LanceFragment.delete")
+def _fragment_delete(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    updated, removed = [], []
+    for fragment in ds.get_fragments():
+        out = fragment.delete("id % 3 = 0")
+        (removed.append(fragment.fragment_id) if out is None else updated.append(out))
+    operation = ctx.lib.LanceOperation.Delete(updated, removed, "id % 3 = 0")
+    ctx.lib.LanceDataset.commit(ds.uri, operation, read_version=ds.version)
+    return ctx.lib.dataset(ds.uri).to_table()
+
+
 @smoke("LanceDataset.merge")
 def _merge(ctx: Ctx) -> object:
     ds = ctx.fresh()

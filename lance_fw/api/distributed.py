@@ -186,6 +186,16 @@ class _Overwrite:
 
 
 @dataclass
+class _Delete:
+    """pylance's ``LanceOperation.Delete``: fragments with new deletion files (from
+    ``LanceFragment.delete``), the ids of fragments left without rows, and the predicate."""
+
+    updated_fragments: list = field(default_factory=list)
+    deleted_fragment_ids: list = field(default_factory=list)
+    predicate: str = ""
+
+
+@dataclass
 class _Merge:
     """pylance's ``LanceOperation.Merge``: every fragment of the new version (each with the files
     ``LanceFragment.merge_columns`` added) and the schema they hold (a ``LanceSchema`` or a
@@ -202,6 +212,7 @@ class LanceOperation:
     Append = _Append
     Overwrite = _Overwrite
     Merge = _Merge
+    Delete = _Delete
     Update = UpdateOperation
 
 
@@ -231,7 +242,7 @@ def _staged_update(operation: UpdateOperation) -> transaction.Update:
 
 def commit(
     base_uri: Uri,
-    operation: _Append | _Overwrite | _Merge | UpdateOperation | Transaction,
+    operation: _Append | _Overwrite | _Merge | _Delete | UpdateOperation | Transaction,
     read_version: int | None = None,
     commit_lock: CommitLock | None = None,
     storage_options: dict | None = None,
@@ -283,7 +294,13 @@ def commit(
         else FragmentMetadata.from_json(f).message
         if isinstance(f, (str, dict))
         else f
-        for f in (operation.new_fragments if isinstance(operation, UpdateOperation) else operation.fragments)
+        for f in (
+            operation.new_fragments
+            if isinstance(operation, UpdateOperation)
+            else operation.updated_fragments
+            if isinstance(operation, _Delete)
+            else operation.fragments
+        )
     ]
     properties = {COMMIT_MESSAGE_KEY: commit_message} if commit_message else {}
     op: transaction.Operation
@@ -309,6 +326,15 @@ def commit(
             data_format_version=version_name(version),
             plugin_encodings=committed_plugin_encodings(storage, uri, fragments, lance_schema),
         )
+    elif isinstance(operation, _Delete):
+        if read_version is None:
+            raise InvalidArgumentError(
+                "LanceDataset.commit: a Delete needs the read_version it was made from"
+            )
+        removed = [int(i) for i in operation.deleted_fragment_ids]
+        op = transaction.Delete(
+            updated=fragments, removed=removed, predicate=str(operation.predicate), properties=properties
+        )
     elif isinstance(operation, _Merge):
         if read_version is None:
             raise InvalidArgumentError("LanceDataset.commit: a Merge needs the read_version it was made from")
@@ -328,7 +354,8 @@ def commit(
     else:
         raise InvalidArgumentError(
             f"cannot commit a {type(operation).__name__}; use LanceOperation.Append, "
-            "LanceOperation.Overwrite, LanceOperation.Merge or a Transaction from execute_uncommitted"
+            "LanceOperation.Overwrite, LanceOperation.Merge, LanceOperation.Delete or a Transaction from "
+            "execute_uncommitted"
         )
     if max_retries < 1:
         raise InvalidArgumentError(f"max_retries must be at least 1, got {max_retries}")

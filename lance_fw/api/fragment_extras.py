@@ -1,6 +1,6 @@
 """``LanceFragment`` methods that wrap its scan, and the typed refusals of the pylance fragment
-names lance_fw does not implement (uncommitted fragment rewrites: ``delete``, ``update_columns`` ...),
-and ``merge_columns`` (new columns for one fragment, committed later with ``LanceOperation.Merge``).
+names lance_fw does not implement (uncommitted fragment rewrites: ``update_columns`` ...),
+and ``delete`` / ``merge_columns`` (new columns for one fragment, committed later with ``LanceOperation.Merge``).
 
 Why a module of its own: ``api/fragment.py`` holds the fragment's scan options; these are thin
 conveniences and a list of refusals. ``FragmentExtras`` is a mixin of ``LanceFragment``.
@@ -33,7 +33,7 @@ _NOT_IN_PYLANCE = "pylance does not implement it either"
     {
         "creating fragments outside a commit is not implemented; use write_fragments": ("create",),
         "registering existing files is not implemented; use write_fragments": ("create_from_file",),
-        _UNCOMMITTED: ("delete", "delete_rows", "merge", "update_columns"),
+        _UNCOMMITTED: ("delete_rows", "merge", "update_columns"),
         "fragment sessions are not implemented; use take or scanner": ("open_session",),
         "fragment validation is not implemented": ("validate",),
     }
@@ -65,6 +65,19 @@ class FragmentExtras:
                 f"take: indices must lie in [0, {table.num_rows}), got {indices!r:.80}"
             )
         return table.take(pa.array(wanted, pa.int64()))
+
+    def delete(self, predicate: str) -> FragmentMetadata | None:
+        """pylance's (internal) uncommitted delete: this fragment with a new deletion file for
+        the rows ``predicate`` matches (None when no row is left; the fragment itself when none
+        matches); ``LanceOperation.Delete`` commits it."""
+        from lance_fw.api.distributed import FragmentMetadata
+        from lance_fw.table.delete import expression_matcher, stage_deletions
+
+        snapshot, metadata = self._ds._snapshot, self._fragment().metadata
+        staged = stage_deletions(snapshot, expression_matcher(snapshot, predicate), [metadata])
+        if staged.removed:
+            return None
+        return FragmentMetadata(staged.updated[0] if staged.updated else metadata)
 
     def merge_columns(
         self,

@@ -8,7 +8,7 @@ deleted is dropped from the manifest instead.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,11 +50,14 @@ class StagedDeletions:
             storage.delete(path)
 
 
-def stage_deletions(snapshot: Snapshot, matcher: Matcher) -> StagedDeletions:
-    """Write the deletion files for the rows ``matcher`` selects in each fragment of ``snapshot``."""
+def stage_deletions(
+    snapshot: Snapshot, matcher: Matcher, fragments: Sequence[table_pb2.DataFragment] | None = None
+) -> StagedDeletions:
+    """Write the deletion files for the rows ``matcher`` selects in each fragment of ``snapshot``
+    (or of ``fragments``, some of them: pylance's uncommitted ``LanceFragment.delete``)."""
     staged = StagedDeletions(snapshot.version)
     try:
-        for frag in snapshot.fragments:
+        for frag in snapshot.fragments if fragments is None else fragments:
             reader = snapshot.fragment_reader(frag)
             try:
                 hits = matcher(reader, frag)
