@@ -13,6 +13,7 @@ checks row for row:
 - floats are totally ordered (``float_order``): a NaN sorts above every number and a negative NaN
   (x86's 0.0 / 0.0, ``-x`` of a NaN) below; two float expressions also order -0.0 below 0.0 (a
   literal 0 matches both zeros);
+- float16 is compared and computed in float32 (pyarrow has no float16 kernels), as ``coercion`` says;
 - ``CAST(int_or_decimal_column AS int_or_decimal) <op> literal`` compares the column itself when
   the literal fits its type (DataFusion's unwrap-cast rewrite: for dec = 2.5, ``CAST(dec AS INT) = 2``
   is false).
@@ -38,8 +39,8 @@ import pyarrow.acero as acero
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from lance_fw.query import coercion, filter_regex, float_math, float_order, visitors
 from lance_fw.query import filter_functions as functions
-from lance_fw.query import filter_regex, float_math, float_order, visitors
 from lance_fw.query.dialect import (
     ARITHMETIC,
     FLIPPED,
@@ -54,6 +55,8 @@ from lance_fw.query.filter_literals import (
     _PRECISION_UNIT,
     _UNIT_NS,
     LiteralValue,
+    _float_cast_type,
+    _half,
     _is_literal,
     _is_string,
     _literal_value,
@@ -172,12 +175,14 @@ class _Visitor:
     ) -> pc.Expression:
         if not value.is_valid:
             return pc.scalar(_NULL_BOOL)
+        if pa.types.is_float16(t):  # no float16 kernels in pyarrow: compared in float32 (exact)
+            expr, t, value = expr.cast(coercion.WIDE), coercion.WIDE, coercion.half_scalar(value)
         if pa.types.is_date(t) and pa.types.is_timestamp(value.type):
             expr = expr.cast(value.type)
         floating = pa.types.is_floating(value.type)
         nan = floating and math.isnan(value.as_py())
         if pa.types.is_decimal(t) and floating:  # compared as floats, as DataFusion coerces them
-            expr, t = _decimal_float(expr), pa.float64()
+            expr, t = coercion.decimal_float(expr), pa.float64()
         if not (pa.types.is_floating(t) or nan):
             return getattr(pc, op)(expr, value)
         if not pa.types.is_floating(t):
@@ -186,8 +191,9 @@ class _Visitor:
 
     def compare_values(self, op: str, a: pc.Expression, b: pc.Expression) -> pc.Expression:
         ta, tb = self.type_of(a), self.type_of(b)
-        if _temporal(ta) and _temporal(tb):
-            a, b = _common_time(a, ta, tb), _common_time(b, tb, ta)
+        if coercion.temporal(ta) and coercion.temporal(tb):
+            a, b = coercion.common_time(a, ta, tb), coercion.common_time(b, tb, ta)
+        a, ta, b, tb, _ = coercion.half_operands(a, ta, b, tb)
         if not (pa.types.is_floating(ta) or pa.types.is_floating(tb)):
             return getattr(pc, op)(a, b)
         if pa.types.is_decimal(ta) or pa.types.is_decimal(tb):  # DataFusion compares these as decimals
@@ -244,7 +250,7 @@ class _Visitor:
                 # is compared in float64 (unlike ``=``, where the literal takes the child's type)
                 column, t = self.column(node.this)
                 scalars = [self.loose_literal(v, t) for v in values]
-                wider = _common_numeric(t, [s.type for s in scalars if s.is_valid])
+                wider = coercion.common_numeric(t, [s.type for s in scalars if s.is_valid])
                 if wider is not None:
                     column, t = column.cast(wider), wider
                     scalars = [s.cast(wider) for s in scalars]
@@ -255,11 +261,10 @@ class _Visitor:
                 column = self.visit_value(node.this)
                 t = self.type_of(column)
                 scalars = [self.loose_literal(v, t) for v in values]
+            if pa.types.is_float16(t):  # compared in float32, as ``compare_literal`` does
+                column, t = column.cast(coercion.WIDE), coercion.WIDE
+                scalars = [coercion.half_scalar(s) for s in scalars]
             present = [s for s in scalars if s.is_valid]
-            if pa.types.is_float16(t):
-                raise self.fail(
-                    node, "on a float16 value is not supported by lance_fw (no half-float kernels)"
-                )
             if all(s.type == t for s in present):
                 value_set = pa.array([s.as_py() for s in present], t)
                 if pa.types.is_floating(t):  # -0.0 and 0.0 are one value here (NaN matches NaN)
@@ -352,6 +357,14 @@ class _Visitor:
             x.cast(t) if self.is_literal(n) else x
             for x, t, n in ((a, ta, node.this), (b, tb, node.expression))
         )
+        a, ta, b, tb, half = coercion.half_operands(a, ta, b, tb)
+        if half:  # DataFusion computes in float16: in float32 here, rounded back
+            return coercion.to_half(self.arithmetic_of(node, a, ta, b, tb))
+        return self.arithmetic_of(node, a, ta, b, tb)
+
+    def arithmetic_of(
+        self, node: exp.Binary, a: pc.Expression, ta: pa.DataType, b: pc.Expression, tb: pa.DataType
+    ) -> pc.Expression:
         # an integer next to a decimal becomes a decimal: Arrow casts int64 only to 19+ digit ones
         if pa.types.is_integer(ta) and pa.types.is_decimal(tb):
             a, ta = self.as_decimal(node.this, a), tb
@@ -432,6 +445,8 @@ class _Visitor:
         target = self.cast_type(node)
         value = self.visit_value(node.this)
         source = self.type_of(value)
+        if pa.types.is_float16(source):  # exact; pyarrow has no float16 kernels (trunc, round)
+            value, source = value.cast(coercion.WIDE), coercion.WIDE
         if (
             node.args.get("safe")
             and pa.types.is_string(source)
@@ -446,7 +461,7 @@ class _Visitor:
         if pa.types.is_floating(source) and pa.types.is_integer(target):
             value = pc.trunc(value)  # Rust casts truncate; NaN and overflow still fail
         if pa.types.is_decimal(source) and pa.types.is_floating(target):
-            return _decimal_float(value).cast(target)
+            return coercion.decimal_float(value).cast(target)
         if pa.types.is_integer(source) and pa.types.is_decimal(target):
             value = value.cast(pa.decimal128(38, target.scale))  # Arrow wants room for any integer first
         if pa.types.is_string(target) and (pa.types.is_floating(source) or pa.types.is_timestamp(source)):
@@ -486,6 +501,11 @@ class _Visitor:
             return _scalar(value)
         if value is None:
             return pa.scalar(None, t)
+        cast_type = _float_cast_type(node, self) if pa.types.is_floating(t) else None
+        if cast_type is not None and cast_type != t and isinstance(value, float):
+            return pa.scalar(value, cast_type)  # CAST(0.1 AS DOUBLE) keeps its type next to a float32
+        if pa.types.is_float16(t) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return _half(value, self, node)
         if pa.types.is_timestamp(t):
             return self.timestamp_literal(node, value, t)
         if isinstance(value, _Timestamp) and pa.types.is_date(t):
@@ -576,34 +596,3 @@ class _Visitor:
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.fail(node, "must be an integer literal")
         return value
-
-
-def _decimal_float(value: pc.Expression) -> pc.Expression:
-    """Decimal -> float64, correctly rounded (pyarrow's direct cast is off by an ulp at times)."""
-    return value.cast(pa.string()).cast(pa.float64())
-
-
-def _temporal(t: pa.DataType) -> bool:
-    return pa.types.is_timestamp(t) or pa.types.is_date(t)
-
-
-def _common_time(value: pc.Expression, t: pa.DataType, other: pa.DataType) -> pc.Expression:
-    """``value`` ready to compare with a value of type ``other``, as DataFusion coerces: a date
-    becomes midnight UTC, a zone-less timestamp a wall clock in the other side's zone."""
-    if pa.types.is_date(t) and pa.types.is_timestamp(other):
-        return value.cast(pa.timestamp(other.unit)).cast(other)
-    if pa.types.is_timestamp(t) and pa.types.is_timestamp(other) and t.tz is None and other.tz is not None:
-        return pc.assume_timezone(value, timezone=other.tz)
-    return value
-
-
-def _common_numeric(column: pa.DataType, literals: list[pa.DataType]) -> pa.DataType | None:
-    """The type DataFusion compares a numeric value and numeric literals in, when it is wider
-    than the value's own: float64 once a float is involved with an integer or narrower float,
-    int64 for a narrower integer (None: the value's type holds them all, or not numeric)."""
-    numeric = [t for t in literals if pa.types.is_integer(t) or pa.types.is_floating(t)]
-    if not numeric or not (pa.types.is_integer(column) or pa.types.is_floating(column)):
-        return None
-    if any(pa.types.is_floating(t) for t in [column, *numeric]):
-        return None if column == pa.float64() else pa.float64()
-    return None if column == pa.int64() or any(t != pa.int64() for t in numeric) else pa.int64()

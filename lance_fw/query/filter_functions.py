@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from lance_fw.file.buffers import range_positions
-from lance_fw.query import float_math, float_order
+from lance_fw.query import coercion, float_math, float_order
 from lance_fw.query.filter_regex import (
     MATCHED_GROUPS,
     regexp_like,
@@ -312,7 +312,7 @@ def _round(v: _Visitor, node: exp.Expression, args: list[exp.Expression]) -> pc.
     digits = v.int_literal(args[1]) if len(args) > 1 else 0
     value = v.visit_value(args[0])
     t = v.type_of(value)
-    if not pa.types.is_floating(t):
+    if not pa.types.is_floating(t) or pa.types.is_float16(t):  # DataFusion rounds a float16 as float64
         value, t = value.cast(pa.float64()), pa.float64()
     factor = pc.scalar(pa.scalar(10.0**digits, t))
     return pc.divide(pc.round(pc.multiply(value, factor), round_mode="half_towards_infinity"), factor)
@@ -493,7 +493,7 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "regexp_like": (_arity(2, 3), regexp_like),
     "regexp_match": (_arity(2, 3), regexp_match),
     "is_valid": (_arity(1), lambda v, node, args: v.visit_value(args[0]).is_valid()),
-    "abs": (_arity(1), _unary(pc.abs_checked)),
+    "abs": (_arity(1), lambda v, n, a: coercion.absolute(v, v.visit_value(a[0]))),
     "sqrt": (_arity(1), lambda v, n, a: float_math.apply("sqrt", _float(v, a[0]))),
     "ln": (_arity(1), lambda v, n, a: pc.ln(_float(v, a[0]))),
     "exp": (_arity(1), lambda v, n, a: pc.exp(_float(v, a[0]))),

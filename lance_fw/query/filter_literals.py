@@ -195,3 +195,26 @@ def _offset(zone: str | None, local: dt.datetime) -> int:
         return seconds if zone[0] == "+" else -seconds
     # an aware datetime with a ZoneInfo always has an offset; the fallback only satisfies the type
     return int((local.replace(tzinfo=zoneinfo.ZoneInfo(zone)).utcoffset() or dt.timedelta(0)).total_seconds())
+
+
+def _half(value: int | float, visitor: _Visitor, node: exp.Expression) -> pa.Scalar:
+    """A number literal next to a float16 column, as pylance coerces it: rounded to the nearest
+    float16 (0.1 is 0.0999755859375, 2049 is 2048), refused when that loses the number altogether:
+    a finite number becoming infinity (from 65520 on) or a non-zero one becoming 0 (at or below
+    2**-25). Infinity and NaN literals are kept."""
+    half = pa.scalar(float(value)).cast(pa.float16(), safe=False)
+    rounded = half.as_py()
+    if (math.isfinite(value) and not math.isfinite(rounded)) or (value != 0 and rounded == 0):
+        raise visitor.fail(node, "cannot be used with a halffloat column: out of its range")
+    return half
+
+
+def _float_cast_type(node: exp.Expression, visitor: _Visitor) -> pa.DataType | None:
+    """The float type of ``CAST(<constant> AS FLOAT|DOUBLE)``: pylance compares such a literal in
+    its own type (DataFusion's coercion), not in a float column's (None: not such a cast)."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, (exp.Cast, exp.TryCast)):
+        return None
+    target = visitor.cast_type(node)
+    return target if pa.types.is_floating(target) else None
