@@ -196,6 +196,22 @@ class _Delete:
 
 
 @dataclass
+class _Project:
+    """pylance's ``LanceOperation.Project``: a new schema over the same data (dropped or renamed
+    columns; no data written)."""
+
+    schema: Any = None
+    preserves_nullability: bool = False
+
+
+@dataclass
+class _Restore:
+    """pylance's ``LanceOperation.Restore``: make an old version the newest."""
+
+    version: int = 0
+
+
+@dataclass
 class _Merge:
     """pylance's ``LanceOperation.Merge``: every fragment of the new version (each with the files
     ``LanceFragment.merge_columns`` added) and the schema they hold (a ``LanceSchema`` or a
@@ -213,6 +229,8 @@ class LanceOperation:
     Overwrite = _Overwrite
     Merge = _Merge
     Delete = _Delete
+    Project = _Project
+    Restore = _Restore
     Update = UpdateOperation
 
 
@@ -221,7 +239,7 @@ def _merge_schema(schema: Any) -> LanceSchema:
     ``pyarrow.Schema``'s in pre-order (as pylance numbers them)."""
     if isinstance(schema, pa.Schema):
         return LanceSchema.from_arrow(schema)
-    inner = getattr(schema, "_schema", None)
+    inner = schema if isinstance(schema, LanceSchema) else getattr(schema, "_schema", None)
     if not isinstance(inner, LanceSchema):
         raise InvalidArgumentError(
             f"LanceOperation.Merge: schema must be a LanceSchema or a pyarrow.Schema, not {type(schema).__name__}"
@@ -242,7 +260,7 @@ def _staged_update(operation: UpdateOperation) -> transaction.Update:
 
 def commit(
     base_uri: Uri,
-    operation: _Append | _Overwrite | _Merge | _Delete | UpdateOperation | Transaction,
+    operation: _Append | _Overwrite | _Merge | _Delete | _Project | _Restore | UpdateOperation | Transaction,
     read_version: int | None = None,
     commit_lock: CommitLock | None = None,
     storage_options: dict | None = None,
@@ -299,6 +317,8 @@ def commit(
             if isinstance(operation, UpdateOperation)
             else operation.updated_fragments
             if isinstance(operation, _Delete)
+            else []
+            if isinstance(operation, (_Project, _Restore))
             else operation.fragments
         )
     ]
@@ -335,6 +355,16 @@ def commit(
         op = transaction.Delete(
             updated=fragments, removed=removed, predicate=str(operation.predicate), properties=properties
         )
+    elif isinstance(operation, _Project):
+        projected = _merge_schema(operation.schema)
+        op = transaction.Project(
+            schema_fields=projected.to_protos(), schema_metadata=projected.metadata, properties=properties
+        )
+    elif isinstance(operation, _Restore):
+        from lance_fw.table.restore import Restore
+
+        old = LanceDataset(uri, version=int(operation.version), storage_options=storage_options)._snapshot
+        op = Restore(old=old.manifest, old_indices=old.index_section, properties=properties)
     elif isinstance(operation, _Merge):
         if read_version is None:
             raise InvalidArgumentError("LanceDataset.commit: a Merge needs the read_version it was made from")
@@ -354,8 +384,7 @@ def commit(
     else:
         raise InvalidArgumentError(
             f"cannot commit a {type(operation).__name__}; use LanceOperation.Append, "
-            "LanceOperation.Overwrite, LanceOperation.Merge, LanceOperation.Delete or a Transaction from "
-            "execute_uncommitted"
+            "Overwrite, Merge, Delete, Project, Restore or a Transaction from execute_uncommitted"
         )
     if max_retries < 1:
         raise InvalidArgumentError(f"max_retries must be at least 1, got {max_retries}")
