@@ -93,9 +93,27 @@ FILTERS = [
     "p.q IN (0.0999755859375, 0.25)",
     "p.q IN (2049)",
     "p.q IN (2049, 0.5)",
+    "coalesce(q, 0.5) = 0.5",
+    "coalesce(q, 1) > 0.2",
+    "coalesce(q, 2049) = 2049",
+    "coalesce(q, f) > 0.2",
+    "coalesce(q, k) > 0.2",
+    "nullif(q, 1) IS NULL",
+    "greatest(q, 1) = 1",
+    "least(q, 1) < 0.5",
+    "q + 1 NOT IN (1)",
+    "q = k",
 ]
-#: refused by both (pylance: the literal cannot become a float16)
-REFUSED = ["q = 1e-8", "q = 65520", "q > -65520.0", "q IN (1e-8)"]
+#: refused by both (pylance: the literal cannot become a float16; float16 and decimal mixed)
+REFUSED = [
+    "q = 1e-8",
+    "q = 65520",
+    "q > -65520.0",
+    "q IN (1e-8)",
+    "q > CAST(1 AS DECIMAL(3,1))",
+    "q > CAST(k AS DECIMAL(6,1))",
+    "q - CAST(1 AS DECIMAL(3,1)) > 1",
+]
 
 
 def _same(got: pa.Table, want: pa.Table) -> bool:

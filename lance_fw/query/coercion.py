@@ -12,6 +12,7 @@ wins (the float16 is widened to it, exactly).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -75,14 +76,17 @@ def half_scalar(value: pa.Scalar) -> pa.Scalar:
 
 
 def half_operands(
-    a: pc.Expression, ta: pa.DataType, b: pc.Expression, tb: pa.DataType
+    a: pc.Expression, ta: pa.DataType, b: pc.Expression, tb: pa.DataType, fail: Callable[[str], Exception]
 ) -> tuple[pc.Expression, pa.DataType, pc.Expression, pa.DataType, bool]:
     """Two operands, at least one of them float16, ready for pyarrow: ``(a, ta, b, tb, half)`` where
     ``half`` says DataFusion computes the result in float16 (round it back with :func:`to_half`).
-    Operands that are not float16 and not a float16's partner are returned unchanged."""
+    Operands that are not float16 are returned unchanged; a float16 next to a decimal is refused
+    with ``fail(why)`` (DataFusion has no common type for them; pyarrow would answer)."""
     if not (pa.types.is_float16(ta) or pa.types.is_float16(tb)):
         return a, ta, b, tb, False
     other = tb if pa.types.is_float16(ta) else ta
+    if pa.types.is_decimal(other):
+        raise fail("mixes float16 and decimal, which pylance cannot coerce to one type")
     if pa.types.is_float32(other) or pa.types.is_float64(other):
         return a.cast(other), other, b.cast(other), other, False
     if not (pa.types.is_float16(other) or pa.types.is_integer(other)):
@@ -101,3 +105,15 @@ def absolute(v: Visitor, value: pc.Expression) -> pc.Expression:
     if pa.types.is_float16(v.type_of(value)):
         return to_half(pc.abs(value.cast(WIDE)))
     return pc.abs_checked(value)
+
+
+def coalesce(v: Visitor, values: list[pc.Expression]) -> pc.Expression:
+    """``coalesce`` in DataFusion's common type: with a float16 among the values, float64 or float32
+    when one is there, else float16 (integers rounded to it), taken in float32 and rounded back."""
+    types = [v.type_of(x) for x in values]
+    if not any(pa.types.is_float16(t) for t in types):
+        return pc.coalesce(*values)
+    common = next((t for t in (pa.float64(), WIDE) if t in types), HALF)
+    values = [x if pa.types.is_floating(t) else _as_half(x) for x, t in zip(values, types, strict=True)]
+    out = pc.coalesce(*(x.cast(WIDE if common == HALF else common) for x in values))
+    return to_half(out) if common == HALF else out

@@ -193,7 +193,7 @@ class _Visitor:
         ta, tb = self.type_of(a), self.type_of(b)
         if coercion.temporal(ta) and coercion.temporal(tb):
             a, b = coercion.common_time(a, ta, tb), coercion.common_time(b, tb, ta)
-        a, ta, b, tb, _ = coercion.half_operands(a, ta, b, tb)
+        a, ta, b, tb, _ = coercion.half_operands(a, ta, b, tb, lambda w: self.error(f"{self.text!r}: {w}"))
         if not (pa.types.is_floating(ta) or pa.types.is_floating(tb)):
             return getattr(pc, op)(a, b)
         if pa.types.is_decimal(ta) or pa.types.is_decimal(tb):  # DataFusion compares these as decimals
@@ -357,7 +357,7 @@ class _Visitor:
             x.cast(t) if self.is_literal(n) else x
             for x, t, n in ((a, ta, node.this), (b, tb, node.expression))
         )
-        a, ta, b, tb, half = coercion.half_operands(a, ta, b, tb)
+        a, ta, b, tb, half = coercion.half_operands(a, ta, b, tb, lambda why: self.fail(node, why))
         if half:  # DataFusion computes in float16: in float32 here, rounded back
             return coercion.to_half(self.arithmetic_of(node, a, ta, b, tb))
         return self.arithmetic_of(node, a, ta, b, tb)

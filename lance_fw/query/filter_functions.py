@@ -506,7 +506,7 @@ FUNCTIONS: dict[str, tuple[Callable[[int], bool], Callable]] = {
     "isnan": (_arity(1), _isnan),
     "greatest": (_ANY, lambda v, n, a: _extreme(v, a, greatest=True)),
     "least": (_ANY, lambda v, n, a: _extreme(v, a, greatest=False)),
-    "coalesce": (_ANY, lambda v, n, a: pc.coalesce(*_same_type(v, a))),
+    "coalesce": (_ANY, lambda v, n, a: coercion.coalesce(v, _same_type(v, a))),
     "nullif": (_arity(2), _nullif),
     "date_part": (_arity(2), _date_part),
     "datepart": (_arity(2), _date_part),
