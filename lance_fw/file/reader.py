@@ -14,13 +14,12 @@ from google.protobuf import any_pb2
 from lance_fw._proto import encodings_v2_0_pb2, file2_pb2
 from lance_fw._util import pools
 from lance_fw._util.lru import LruCache
-from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
+from lance_fw.errors import CorruptFileError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.buffers import range_positions
 from lance_fw.file.container import FileTail, parse_message
 from lance_fw.file.encoding import PageBuffers, PageInput, check_decoded, decode_page, row_decoder
 from lance_fw.file.read_support import FileMetadata, HeldFirst, concat_pages, guarded, read_metadata
-from lance_fw.file.version import V2_0
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.plugin_manager import registry
 from lance_fw.schema import LanceField
@@ -67,9 +66,11 @@ class LanceFileReader:
         self.tail: FileTail = metadata.tail
         self.schema = metadata.schema
         if column_of_field is None:  # a bare file: columns follow the schema's pre-order
-            owners = [
-                f for f in self.schema.walk() if self.tail.version == (2, 0) or structure_v2_1.is_leaf(f)
-            ]
+            owners = (
+                list(structure_v2_0.column_fields(self.schema.fields))
+                if self.tail.version == (2, 0)
+                else [f for f in self.schema.walk() if structure_v2_1.is_leaf(f)]
+            )
             column_of_field = {f.id: i for i, f in enumerate(owners)}
         self.column_of_field = column_of_field
         self._top_level = {f.id for f in self.schema.fields}
@@ -216,7 +217,7 @@ class LanceFileReader:
                     (self._column(chain[-1]), chain[-1], structure_v2_1.path_type(chain))
                     for chain in structure_v2_1.leaf_paths(field)
                 ]
-            elif field.is_struct:
+            elif field.is_struct and not field.is_packed:  # a packed struct is one column
                 out += self._row_column_types(field.children)
             elif not field.is_list:
                 out.append((self._column(field), field, field.arrow_type()))
@@ -228,7 +229,7 @@ class LanceFileReader:
         for field in fields:
             if self.tail.version != (2, 0):
                 out += [(self._column(chain[-1]), chain[-1]) for chain in structure_v2_1.leaf_paths(field)]
-            elif field.is_struct:
+            elif field.is_struct and not field.is_packed:
                 out += self._row_columns(field.children)
             elif not field.is_list:
                 out.append((self._column(field), field))
@@ -245,7 +246,7 @@ class LanceFileReader:
             ]
             return structure_v2_1.merge(field, arrays, self.path)
         col = self._column(field)
-        if field.is_struct:
+        if field.is_struct and not field.is_packed:  # a packed struct's column holds whole rows
             children = [self.read_field(c, start, stop) for c in field.children]
             return (
                 pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children])
@@ -281,7 +282,7 @@ class LanceFileReader:
             ]
             return structure_v2_1.merge(field, arrays, self.path)
         col = self._column(field)
-        if field.is_struct:
+        if field.is_struct and not field.is_packed:
             children = [self._take_field(c, rows) for c in field.children]
             return (
                 pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children])
@@ -304,23 +305,9 @@ class LanceFileReader:
         try:
             return self.column_of_field[field.id]
         except KeyError:
-            if self.tail.version == V2_0 and self._in_packed(field):
-                raise UnsupportedFeatureError(
-                    f"{self.path}: field {field.name!r} lies in a packed struct of a 2.0 data file, "
-                    "which lance_fw cannot read yet"
-                ) from None
             raise CorruptFileError(
                 self.path, f"field {field.name!r} (id {field.id}) has no column in this file"
             ) from None
-
-    def _in_packed(self, field: LanceField) -> bool:
-        """Whether ``field`` or a struct holding it is packed (by this file's schema)."""
-        found: LanceField | None = field
-        while found is not None:
-            if found.is_packed:
-                return True
-            found = self._parent.get(found.id)
-        return False
 
     def _starts(self, col: int, field: LanceField) -> list[int]:
         """First row of each page of column ``col`` (and the total at the end).

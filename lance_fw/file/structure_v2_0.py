@@ -3,29 +3,89 @@
 In 2.0 every field owns a column, in pre-order: a struct parent's column only records a row count,
 a list parent's column stores the list offsets (here handed to encoders as int64 *lengths* with the
 list's validity, and decoded to ``LIST_PAGE_TYPE``), and the item column follows with the items.
+A packed struct (``LanceField.is_packed``) is one column of whole rows, its fields own none, as
+pylance stores it: the page is a ``packed_struct`` of the children's fixed-width values side by side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lance_fw.errors import CorruptFileError, SchemaError
-from lance_fw.file.buffers import validity_or_none
+from lance_fw.errors import CorruptFileError, SchemaError, UnsupportedFeatureError
+from lance_fw.file.buffers import fixed_bits, validity_or_none
 from lance_fw.schema import LanceField
+
+
+def column_fields(fields: Iterable[LanceField]) -> Iterator[LanceField]:
+    """The fields owning a 2.0 column, in column order: pre-order, not into packed structs."""
+    for f in fields:
+        yield f
+        if not f.is_packed:
+            yield from column_fields(f.children)
+
+
+def packable(t: pa.DataType) -> bool:
+    """Whether pylance 14 writes *and reads back* a 2.0 packed-struct child of type ``t``: whole
+    bytes of fixed width (fixed-size binary and lists of such included). Booleans and strings it
+    refuses to write; nested structs and dictionaries it writes but cannot read, or panics on."""
+    if pa.types.is_fixed_size_list(t):
+        return t.list_size > 0 and packable(t.value_type)
+    if pa.types.is_boolean(t) or pa.types.is_null(t) or pa.types.is_dictionary(t):
+        return False
+    if pa.types.is_nested(t):
+        return False
+    bits = fixed_bits(t)
+    return bits is not None and bits > 0 and bits % 8 == 0
+
+
+def check_packed(fields: Iterable[LanceField], where: str) -> None:
+    """Refuse (``UnsupportedFeatureError``) a packed struct pylance could not read at 2.0."""
+    for f in column_fields(fields):
+        if not f.is_packed:
+            continue
+        bad = [c for c in f.children if not packable(c.arrow_type())]
+        if bad or not f.children:
+            what = ", ".join(f"{c.name!r} ({c.arrow_type()})" for c in bad) or "no fields"
+            raise UnsupportedFeatureError(
+                f"{where}: packed struct {f.name!r} has {what}; a 2.0 packed struct holds only "
+                "fixed-width fields of whole bytes (pylance refuses or cannot read others): "
+                "drop the packed metadata or write 2.1 or later"
+            )
+
+
+def _no_struct_nulls(field: LanceField, array: pa.Array) -> None:
+    if array.null_count:
+        raise SchemaError(
+            f"field {field.name!r}: Lance file version 2.0 does not encode struct validity "
+            "(null structs); write with data_storage_version='2.1' or later"
+        )
+
+
+def _has_nulls(array: pa.Array) -> bool:
+    if array.null_count:
+        return True
+    if pa.types.is_fixed_size_list(array.type):
+        return _has_nulls(array.flatten())
+    return False
 
 
 def shred(field: LanceField, array: pa.Array) -> Iterator[tuple[LanceField, str, pa.Array]]:
     """Yield (field, role, column array) for ``array`` and its descendants in column order."""
-    if field.is_struct:
-        if array.null_count:
-            raise SchemaError(
-                f"field {field.name!r}: Lance file version 2.0 does not encode struct validity "
-                "(null structs); write with data_storage_version='2.1' or later"
-            )
+    if field.is_packed:
+        _no_struct_nulls(field, array)
+        for child, i in zip(field.children, range(array.type.num_fields)):
+            if _has_nulls(array.field(i)):
+                raise UnsupportedFeatureError(
+                    f"field {field.name!r}.{child.name!r}: a 2.0 packed struct cannot hold null "
+                    "values (pylance refuses them too); write 2.1 or later, or drop the packed metadata"
+                )
+        yield field, "leaf", array
+    elif field.is_struct:
+        _no_struct_nulls(field, array)
         yield field, "struct", pa.nulls(len(array))
         for child, child_array in zip(field.children, array.flatten()):
             yield from shred(child, child_array)

@@ -111,12 +111,8 @@ class LanceFileWriter:
                 f"lance_fw cannot write data file version {version_name(version)} yet "
                 f"(writable: {', '.join(SUPPORTED_WRITE)})"
             )
-        packed = [f.name for f in schema.walk() if f.is_packed]
-        if version == V2_0 and packed:  # pylance would read such a file wrong or not at all
-            raise UnsupportedFeatureError(
-                f"{path}: packed structs ({', '.join(packed)}) in 2.0 data files are not supported by "
-                "lance_fw (pylance stores them as one column there); write 2.1 or later"
-            )
+        if version == V2_0:  # a packed struct of fields pylance cannot pack (or read back) at 2.0
+            structure_v2_0.check_packed(schema.fields, path)
         self.path, self.schema, self.version = path, schema, version
         self.options = dict(options or {})
         self.max_page_bytes = int(self.options.get(MAX_PAGE_BYTES) or DEFAULT_MAX_PAGE_BYTES)
@@ -392,23 +388,23 @@ def _label(encoder: Any) -> str:
 
 def column_specs(schema: LanceSchema, version: tuple[int, int]) -> list[ColumnSpec]:
     """What ``lance_select_encoder`` sees for each column of a data file, in column order: 2.0 has a
-    column per field (struct and list parents included), 2.1+ one per leaf path."""
+    column per field (struct and list parents included; a packed struct is one ``leaf`` column of
+    its struct type, its fields have none), 2.1+ one per leaf path."""
 
     def spec(f: LanceField, role: str, arrow_type: pa.DataType, path: tuple) -> ColumnSpec:
         md = {k: v.decode("utf-8", "replace") for k, v in f.metadata.items()}
         return ColumnSpec(f, arrow_type, md, version, role, path)
 
     if version == V2_0:
-        roles = {True: "struct", False: "leaf"}
-        return [
-            spec(
-                f,
-                "list" if f.is_list else roles[f.is_struct],
-                pa.int64() if f.is_list else pa.null() if f.is_struct else f.arrow_type(),
-                (),
-            )
-            for f in schema.walk()
-        ]
+        out = []
+        for f in structure_v2_0.column_fields(schema.fields):
+            if f.is_list:
+                out.append(spec(f, "list", pa.int64(), ()))
+            elif f.is_struct and not f.is_packed:
+                out.append(spec(f, "struct", pa.null(), ()))
+            else:
+                out.append(spec(f, "leaf", f.arrow_type(), ()))
+        return out
     return [
         spec(chain[-1], "leaf", structure_v2_1.path_type(chain, decoded=False), tuple(chain))
         for top in schema.fields

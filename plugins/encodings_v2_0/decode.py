@@ -15,7 +15,7 @@ from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits, validity_bitmap
 from lance_fw.file.container import parse_message
-from lance_fw.file.encoding import PageInput, check_decoded, decode_kind
+from lance_fw.file.encoding import KindDecoder, PageInput, check_decoded, decode_kind
 from lance_fw.file.structure_v2_0 import LIST_PAGE_TYPE, list_page_rows
 
 FAMILY = "lance.encodings.ArrayEncoding"
@@ -300,7 +300,60 @@ def _struct(msg: pb.SimpleStruct, page: PageInput, n: int, arrow_type: pa.DataTy
     return pa.nulls(n)
 
 
-KIND_DECODERS = {
+def _packed_width(t: pa.DataType, where: str) -> int:
+    """Bytes one value of a packed-struct child of type ``t`` takes in a row."""
+    if pa.types.is_fixed_size_list(t):
+        return t.list_size * _packed_width(t.value_type, where)
+    bits = fixed_bits(t)
+    if bits is None or bits % 8 or pa.types.is_boolean(t) or pa.types.is_dictionary(t):
+        raise CorruptFileError(where, f"a packed struct cannot hold a {t} field")
+    return bits // 8
+
+
+def _packed_layout(msg: pb.PackedStruct, arrow_type: pa.DataType, where: str) -> list[int]:
+    """Byte width of each child in a packed row, once the page's children match the column's."""
+    if not pa.types.is_struct(arrow_type) or arrow_type.num_fields != len(msg.inner) or not msg.inner:
+        raise CorruptFileError(where, f"packed struct of {len(msg.inner)} fields for a {arrow_type} column")
+    return [_packed_width(f.type, where) for f in arrow_type]
+
+
+def unpack_rows(
+    msg: pb.PackedStruct, raw: np.ndarray, n: int, arrow_type: pa.DataType, page: PageInput
+) -> pa.Array:
+    """``n`` packed rows (``raw``: their bytes end to end) -> the struct array. Each child's bytes
+    are cut out of the rows and decoded by its own tree, which reads them as its buffer 0."""
+    widths = _packed_layout(msg, arrow_type, page.where)
+    row = sum(widths)
+    if len(raw) < n * row:
+        raise CorruptFileError(page.where, f"packed struct buffer holds {len(raw)} bytes, needs {n * row}")
+    table = raw[: n * row].reshape(n, row)
+    children, at = [], 0
+    for f, width, inner in zip(arrow_type, widths, msg.inner):
+        part = np.ascontiguousarray(table[:, at : at + width]).reshape(-1)
+        at += width
+        sub = PageInput([part.data], n, f.type, f"{page.where}, packed field {f.name!r}")
+        children.append(decode_kind(FAMILY, inner, sub, n, f.type))
+    return pa.StructArray.from_arrays(children, fields=list(arrow_type))
+
+
+def _packed_struct(msg: pb.PackedStruct, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    """A 2.0 packed struct: one buffer of whole rows, each the children's values side by side."""
+    buf = _buffer(msg.buffer, page, msg.HasField("buffer"))
+    return unpack_rows(msg, np.frombuffer(buf, np.uint8), n, arrow_type, page)
+
+
+def take_packed(msg: pb.PackedStruct, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    """Rows ``rows`` of a packed-struct page: only their bytes are read (a row is contiguous)."""
+    row = sum(_packed_layout(msg, arrow_type, page.where))
+    if msg.HasField("buffer") and msg.buffer.buffer_type != pb.Buffer.page:
+        raise CorruptFileError(page.where, "only page buffers are supported in 2.0 encodings")
+    index = msg.buffer.buffer_index
+    parts = page.read_parts([(index, int(r) * row, row) for r in rows])
+    raw = np.frombuffer(b"".join(parts), np.uint8)
+    return unpack_rows(msg, raw, len(rows), arrow_type, page)
+
+
+KIND_DECODERS: dict[str, KindDecoder] = {
     "flat": _flat,
     "constant": _constant,
     "nullable": _nullable,
@@ -310,4 +363,5 @@ KIND_DECODERS = {
     "list": _list,
     "dictionary": _dictionary,
     "struct": _struct,
+    "packed_struct": _packed_struct,
 }

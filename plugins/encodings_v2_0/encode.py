@@ -6,6 +6,8 @@
 * fixed_size_list: ``nullable{... fixed_size_list{dimension, items}}``
 * Arrow dictionary: ``dictionary{1-based indices (0 = null), items, num_dictionary_items}``
 * struct parents: ``struct{}`` with no buffers
+* packed structs: ``packed_struct{inner = each child's tree over buffer 0, buffer}``, the children's
+  values side by side, row after row, in the page's one buffer
 """
 
 from __future__ import annotations
@@ -149,8 +151,30 @@ def _dictionary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     )
 
 
+def _packed_struct(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+    """As pylance 14 packs a 2.0 struct: each child is encoded alone (its tree over its one buffer,
+    index 0), then the children's bytes are interleaved row by row into the page's buffer. The
+    writer has checked the children are null-free fixed-width types (``structure_v2_0.shred``)."""
+    n = len(array)
+    inner: list[pb.ArrayEncoding] = []
+    columns: list[np.ndarray] = []
+    for i in range(array.type.num_fields):
+        own = _Buffers()
+        inner.append(_leaf(array.field(i), own))
+        if len(own.items) != 1:  # a null-free fixed-width child is one flat buffer
+            raise ValueError(
+                f"packed struct child {array.type.field(i).name!r} encoded to {len(own.items)} buffers"
+            )
+        raw = np.frombuffer(own.items[0], np.uint8)
+        columns.append(raw.reshape(n, len(raw) // n) if n else raw)
+    rows = np.concatenate(columns, axis=1).tobytes() if n and columns else b""
+    return pb.ArrayEncoding(packed_struct=pb.PackedStruct(inner=inner, buffer=buffers.add(rows)))
+
+
 def _leaf(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     t = array.type
+    if pa.types.is_struct(t):
+        return _packed_struct(array, buffers)
     if _is_binary_like(t):
         return _binary(array, buffers)
     if pa.types.is_dictionary(t):

@@ -1,7 +1,7 @@
 """Decoding chosen rows of a 2.0 page, reading only their byte ranges where the encoding allows.
 
 Plain fixed-width values, bitmaps (validity, booleans), fixed-size lists/binaries, offsets-based
-strings over plain bytes and dictionary indices are read row by row; anything else (compressed
+strings over plain bytes, dictionary indices and packed-struct rows are read row by row; anything else (compressed
 buffers, a kind replaced by another plugin) returns None and the page is decoded whole.
 """
 
@@ -76,6 +76,8 @@ def take(
         return pa.nulls(n) if pa.types.is_null(arrow_type) else None
     if group != 1:
         return None
+    if kind == "packed_struct":
+        return decode.take_packed(msg, page, rows, arrow_type)
     if kind == "binary":
         return _binary(msg, page, rows, arrow_type)
     if kind == "dictionary":
