@@ -34,6 +34,7 @@ from lance_fw.interfaces import (
     RangeQuery,
     ScalarQuery,
 )
+from lance_fw.query import coercion
 from lance_fw.query.dialect import column_path, parse_where, unwrap
 from lance_fw.query.filter import filter_visitor
 from lance_fw.query.index_text import merge_ranges, query_text
@@ -349,29 +350,34 @@ class _Planner:
             return _NO
         return value
 
-    def member(self, node: exp.Expression, t: pa.DataType) -> Any:
-        """An IN-list literal next to a struct child of type ``t``, which the filter compares in
-        their common type (``Filter.membership``): its value as a ``t`` when it converts exactly,
-        ``_NEVER`` when no ``t`` value can equal it (0.1 next to float32), ``_NO`` when unusable."""
-        if not self.visitor.is_literal(node):
-            return _NO
+    def members(self, nodes: list[exp.Expression], t: pa.DataType) -> list[Any]:
+        """An IN list next to a struct child of type ``t``, which the filter compares in the common
+        type of the child and the whole list (``Filter.membership``, ``coercion.common_numeric``):
+        each value as a ``t`` the filter would match (rounded as the filter rounds it when no
+        wider type is taken), ``_NEVER`` when no ``t`` value can equal it (0.1 next to float32),
+        ``_NO`` when unusable."""
+        if not all(self.visitor.is_literal(n) for n in nodes):
+            return [_NO]
         try:
-            scalar = self.visitor.loose_literal(node, t)
+            scalars = [self.visitor.loose_literal(n, t) for n in nodes]
         except LanceError:
-            return _NO
-        if not scalar.is_valid:
-            return _NO
-        if scalar.type == t:
-            return self.literal(node, t)
-        try:
-            narrowed = scalar.cast(t, safe=False)
-            exact = narrowed.cast(scalar.type, safe=False).equals(scalar)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return _NO
-        value = narrowed.as_py()
-        if isinstance(value, float) and math.isnan(value):
-            return _NO
-        return value if exact else _NEVER
+            return [_NO]
+        if not all(s.is_valid for s in scalars):
+            return [_NO]
+        if coercion.common_numeric(t, [s.type for s in scalars]) is None:
+            return [self.literal(n, t) for n in nodes]  # compared in the child's own type
+        out: list[Any] = []
+        for scalar in scalars:
+            try:
+                narrowed = scalar.cast(t, safe=False)
+                exact = narrowed.cast(scalar.type, safe=False).equals(scalar)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return [_NO]
+            value = narrowed.as_py()
+            if isinstance(value, float) and math.isnan(value):
+                return [_NO]
+            out.append(value if exact else _NEVER)
+        return out
 
     def leaf(self, node: exp.Expression) -> Leaf | None:
         found = self.query(node)
@@ -413,7 +419,7 @@ class _Planner:
             if any(isinstance(unwrap(v), exp.Null) for v in node.expressions):
                 return None  # pylance: an IN list holding NULL is not answered from an index
             if len(name) > 1:  # a struct child: compared with the list in their common type
-                values = [self.member(v, t) for v in node.expressions]
+                values = self.members(list(node.expressions), t)
                 kept = tuple(v for v in values if v is not _NEVER)
                 return None if _NO in values or not kept else (name, InQuery(kept))
             values = [self.literal(v, t) for v in node.expressions]
@@ -498,5 +504,5 @@ class _Missing:
 
 
 _NO: Any = _Missing()
-#: An IN-list value no value of the column can equal (``_Planner.member``)
+#: An IN-list value no value of the column can equal (``_Planner.members``)
 _NEVER: Any = _Missing()
