@@ -31,6 +31,8 @@ class ColumnSpec:
 
     ``role`` is ``"leaf"`` for a value column, ``"struct"`` / ``"list"`` for the 2.0 columns of a
     struct or list parent (whose array is a null array / int64 list lengths, see ``file.shred``).
+    A packed struct is one ``"leaf"`` column of struct type (its fields have no columns), in 2.0
+    as in 2.1+.
     """
 
     field: LanceField
