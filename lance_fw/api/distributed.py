@@ -234,6 +234,23 @@ class LanceOperation:
     Update = UpdateOperation
 
 
+def _messages(items: list) -> list[table_pb2.DataFragment]:
+    """Fragments given as ``FragmentMetadata``, its JSON (text or dict), or the proto itself."""
+    return [
+        f.message
+        if isinstance(f, FragmentMetadata)
+        else FragmentMetadata.from_json(f).message
+        if isinstance(f, (str, dict))
+        else f
+        for f in items
+    ]
+
+
+def _need_read_version(read_version: int | None, what: str) -> None:
+    if read_version is None:
+        raise InvalidArgumentError(f"LanceDataset.commit: {what} needs the read_version it was made from")
+
+
 def _merge_schema(schema: Any) -> LanceSchema:
     """A Merge's schema: the field ids a ``LanceSchema`` from ``merge_columns`` carries, or a
     ``pyarrow.Schema``'s in pre-order (as pylance numbers them)."""
@@ -306,25 +323,10 @@ def commit(
         read_version = operation.read_version if read_version is None else read_version
         given = dict(operation.transaction_properties or {})
         operation = operation.operation
-    fragments = [
-        f.message
-        if isinstance(f, FragmentMetadata)
-        else FragmentMetadata.from_json(f).message
-        if isinstance(f, (str, dict))
-        else f
-        for f in (
-            operation.new_fragments
-            if isinstance(operation, UpdateOperation)
-            else operation.updated_fragments
-            if isinstance(operation, _Delete)
-            else []
-            if isinstance(operation, (_Project, _Restore))
-            else operation.fragments
-        )
-    ]
     properties = {COMMIT_MESSAGE_KEY: commit_message} if commit_message else {}
     op: transaction.Operation
     if isinstance(operation, _Append):
+        fragments = _messages(operation.fragments)
         if not list_versions(storage, uri):
             raise DatasetNotFoundError(f"{uri}: no dataset to append to; commit an Overwrite to create it")
         op = transaction.Append(
@@ -335,6 +337,7 @@ def commit(
     elif isinstance(operation, _Overwrite):
         if operation.new_schema is None:
             raise InvalidArgumentError("LanceOperation.Overwrite needs new_schema")
+        fragments = _messages(operation.fragments)
         lance_schema = LanceSchema.from_arrow(operation.new_schema)
         files = [f for frag in fragments for f in frag.files]
         version = from_footer(files[0].file_major_version, files[0].file_minor_version) if files else V2_2
@@ -347,13 +350,12 @@ def commit(
             plugin_encodings=committed_plugin_encodings(storage, uri, fragments, lance_schema),
         )
     elif isinstance(operation, _Delete):
-        if read_version is None:
-            raise InvalidArgumentError(
-                "LanceDataset.commit: a Delete needs the read_version it was made from"
-            )
-        removed = [int(i) for i in operation.deleted_fragment_ids]
+        _need_read_version(read_version, "a Delete")
         op = transaction.Delete(
-            updated=fragments, removed=removed, predicate=str(operation.predicate), properties=properties
+            updated=_messages(operation.updated_fragments),
+            removed=[int(i) for i in operation.deleted_fragment_ids],
+            predicate=str(operation.predicate),
+            properties=properties,
         )
     elif isinstance(operation, _Project):
         projected = _merge_schema(operation.schema)
@@ -366,20 +368,16 @@ def commit(
         old = LanceDataset(uri, version=int(operation.version), storage_options=storage_options)._snapshot
         op = Restore(old=old.manifest, old_indices=old.index_section, properties=properties)
     elif isinstance(operation, _Merge):
-        if read_version is None:
-            raise InvalidArgumentError("LanceDataset.commit: a Merge needs the read_version it was made from")
+        _need_read_version(read_version, "a Merge")
         merged = _merge_schema(operation.schema)
         op = transaction.Merge(
-            fragments=fragments,
+            fragments=_messages(operation.fragments),
             properties=properties,
             schema_fields=merged.to_protos(),
             schema_metadata=merged.metadata,
         )
     elif isinstance(operation, UpdateOperation):
-        if read_version is None:
-            raise InvalidArgumentError(
-                "LanceDataset.commit: an Update needs the read_version it was made from"
-            )
+        _need_read_version(read_version, "an Update")
         op = replace(_staged_update(operation), properties={**given, **properties})
     else:
         raise InvalidArgumentError(
