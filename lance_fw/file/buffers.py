@@ -120,6 +120,16 @@ def gather_rows(data: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(data, width)[starts]
 
 
+def is_variable_bytes(t: pa.DataType) -> bool:
+    """Strings and binaries with 32- or 64-bit offsets: values of variable width as bytes."""
+    return bool(
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
+
+
 def fixed_bits(t: pa.DataType) -> int | None:
     """Bits per value of a fixed-width Arrow type (1 for booleans); None for variable-width and
     nested types, fixed-size lists included."""

@@ -16,6 +16,7 @@ from lance_fw._proto import table_pb2
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_1
+from lance_fw.file.buffers import is_variable_bytes
 from lance_fw.file.read_support import FileMetadata
 from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
@@ -31,16 +32,6 @@ DEFAULT_BATCH_SIZE = 8192
 TAKE_SHARE = 1 / 64
 #: The same for string and binary columns (``FragmentReader._fetch_matches``).
 VARIABLE_TAKE_SHARE = 1 / 4
-
-
-def _variable(field: LanceField) -> bool:
-    t = field.arrow_type()
-    return bool(
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    )
 
 
 #: An index's candidates are read row by row up to this share of a fragment's rows; more are read
@@ -401,7 +392,7 @@ class FragmentReader:
         """Whether a take of ``field`` decodes only the taken values: strings and binaries of 2.1+
         files (a 2.0 take reads each value's own byte range, slower than one read of the page)."""
         reader = self._reader_for(field)
-        return _variable(field) and reader is not None and reader.tail.version != (2, 0)
+        return is_variable_bytes(field.arrow_type()) and reader is not None and reader.tail.version != (2, 0)
 
     def _fetch_matches(
         self, fields: list[LanceField], hits: np.ndarray, start: int, stop: int

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
-from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits
+from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits, is_variable_bytes
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
 
@@ -124,10 +124,6 @@ def _is_large(t: pa.DataType) -> bool:
     return pa.types.is_large_string(t) or pa.types.is_large_binary(t)
 
 
-def _is_binary_like(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_binary(t) or _is_large(t)
-
-
 def _fixed_size_list(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     t = array.type
     dim = t.list_size
@@ -175,7 +171,7 @@ def _leaf(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     t = array.type
     if pa.types.is_struct(t):
         return _packed_struct(array, buffers)
-    if _is_binary_like(t):
+    if is_variable_bytes(t):
         return _binary(array, buffers)
     if pa.types.is_dictionary(t):
         return _dictionary(array, buffers)
