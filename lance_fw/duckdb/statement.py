@@ -144,7 +144,7 @@ class StatementDatasets:
         raise typed(self._con, exc) from exc
 
 
-#: Datasets opened by earlier statements, per connection: (path key, version, storage options) -> dataset
+#: Datasets opened by earlier statements, per connection: (path key, version) -> dataset
 _OPENED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: Datasets each connection keeps open between statements (the least recently read dropped first)
 OPENED_PER_CONNECTION = 64
@@ -156,20 +156,21 @@ def _open(con: duckdb.DuckDBPyConnection, uri: str, version: int | str | None) -
     came since, one listing of the versions), so its parsed file metadata and opened indices
     stay warm. Local paths only: an object store dataset is opened again with the credentials of
     the moment (secrets, environment), and a tag is resolved again each time (tags move)."""
-    options = storage_options_for(con, uri)
-
-    def fresh() -> LanceDataset:
-        return lance_fw.dataset(uri, version=version, storage_options=options)
-
     if isinstance(version, str) or "://" in uri:  # object stores: credentials are read at each open
-        return fresh()
+        return lance_fw.dataset(uri, version=version, storage_options=storage_options_for(con, uri))
     opened = _OPENED.get(con)
     if opened is None:
         opened = _OPENED[con] = LruCache(OPENED_PER_CONNECTION)
-    key = (same_dataset(uri), version, repr(sorted((options or {}).items())))
+    key = (same_dataset(uri), version)
+    opened_now: list[LanceDataset] = []
+
+    def fresh() -> LanceDataset:
+        opened_now.append(lance_fw.dataset(uri, version=version))  # a local path: no storage options
+        return opened_now[-1]
+
     dataset = opened.get_or_load(key, fresh)
-    if version is None and dataset.version != dataset.latest_version:
-        dataset = fresh()
+    if version is None and not opened_now and dataset.version != dataset.latest_version:
+        dataset = fresh()  # a commit came since it was opened
         opened.put(key, dataset)
     return dataset
 
