@@ -184,7 +184,13 @@ def compare(fn: Smoke, theirs: Ctx, ours: Ctx) -> Outcome:
 
 def run_smokes(only: Callable[[str], bool] | None = None) -> dict[str, Outcome]:
     """Every smoke call (or those whose name ``only`` accepts), once per distinct function."""
+    import importlib
+
     import compat_smoke_calls  # noqa: F401  (registers the calls)
+
+    # further areas live in their own modules, compat_smoke_calls_<area>.py, beside this one
+    for extra in sorted(Path(__file__).parent.glob("compat_smoke_calls_*.py")):
+        importlib.import_module(extra.stem)
 
     outcomes: dict[str, Outcome] = {}
     done: dict[Smoke, Outcome] = {}
