@@ -25,6 +25,7 @@ from lance_fw._util.refusals import (
     NotImplementedInPylanceError,
     refusing,
 )
+from lance_fw.api import transactions
 from lance_fw.api._forwarding import derived_method
 from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile, take_blobs
 from lance_fw.api.indices import DatasetStats
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from lance_fw.api.dataset import LanceDataset
+    from lance_fw.table.merge_insert import Transaction
 
 #: pylance's ``dataset_stats`` default: a fragment with fewer rows than this is a "small file"
 DEFAULT_MAX_ROWS_PER_GROUP = 1024
@@ -204,7 +206,6 @@ class LanceStats(DatasetStats):
         "cleanup explanations are not implemented": ("explain_cleanup_old_versions",),
         "roaring Bitmap results are not implemented; use get_fragments()": ("fragment_ids",),
         "pydantic schemas are not implemented": ("from_pydantic_model",),
-        "reading transaction files is not implemented": ("get_transactions", "read_transaction"),
         "manifest path migration is not implemented": ("migrate_manifest_paths_v2",),
         "file sessions are not implemented; use lance_fw.file": ("new_file_session",),
         "the planned blob reader is not implemented": ("read_blobs", "read_blob_ranges"),
@@ -332,6 +333,21 @@ class DatasetExtras:
     def stats(self) -> LanceStats:
         """pylance's ``ds.stats``: ``dataset_stats()``, ``index_stats(name)``."""
         return LanceStats(self._ds())
+
+    # -- transactions -----------------------------------------------------------------------
+    def read_transaction(self, version: int) -> Transaction | None:
+        """The ``Transaction`` that created ``version`` (its read version, uuid, properties and
+        ``LanceOperation``), or None when that version records none."""
+        snapshot = self._ds()._snapshot
+        return transactions.read_transaction(snapshot.storage, snapshot.uri, version)
+
+    def get_transactions(self, recent_transactions: int = 10) -> list[Transaction | None]:
+        """The transactions of this version and the ones before it, newest first (at least one;
+        fewer where older versions are gone)."""
+        snapshot = self._ds()._snapshot
+        return transactions.get_transactions(
+            snapshot.storage, snapshot.uri, snapshot.version, recent_transactions
+        )
 
     # -- files ------------------------------------------------------------------------------
     def validate(self) -> None:

@@ -1,0 +1,273 @@
+"""``LanceDataset.read_transaction`` / ``get_transactions`` against pylance: the same history
+(create, append, delete, update, merge_insert, add_columns, drop_columns, compaction, a scalar
+index, restore, overwrite, config and schema changes) written by either library reads the same
+through both, and the same code run on both libraries records the same operations."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_fw
+from lance_fw.io.storage import resolve_storage
+from lance_fw.table.manifest import encode_manifest, find_version, read_manifest
+
+ROWS = 5000  # crosses a 4096-row chunk; max_rows_per_file makes two fragments
+LIBS = (lance, lance_fw)
+
+
+def _table(rows: int, start: int = 0) -> pa.Table:
+    ids = np.arange(start, start + rows)
+    return pa.table(
+        {
+            "a": ids,
+            "b": [f"v{i}" for i in ids],
+            "s": pa.StructArray.from_arrays([ids * 2, [str(i % 7) for i in ids]], names=["x", "y"]),
+        }
+    )
+
+
+def _history(lib: Any, uri: str, storage_version: str) -> None:
+    """One version per step (compaction: two, ReserveFragments then Rewrite)."""
+    lib.write_dataset(
+        _table(ROWS), uri, max_rows_per_file=3000, data_storage_version=storage_version, commit_message="init"
+    )
+    ds = lib.write_dataset(_table(10, ROWS), uri, mode="append", transaction_properties={"k": "v"})
+    ds.delete("a < 100")
+    ds.update({"b": "'zz'"}, where="a = 200")
+    new = _table(3, ROWS - 1)
+    ds.merge_insert("a").when_matched_update_all().when_not_matched_insert_all().execute(new)
+    ds.add_columns({"c": "a * 2"})
+    ds.drop_columns(["c"])
+    ds.optimize.compact_files()
+    ds.create_scalar_index("a", "BTREE")
+    ds = lib.dataset(uri)
+    ds.checkout_version(3).restore()
+    ds = lib.write_dataset(_table(ROWS), uri, mode="overwrite", max_rows_per_file=4500)
+    ds.update_config({"k": "v"})
+    ds.alter_columns({"path": "b", "name": "bb"})
+    ds.delete_config_keys(["k"])
+    ds.update_schema_metadata({"m": "1"}, replace=True)
+    ds.delete("true")
+
+
+def norm(o: Any) -> Any:
+    """Either library's transaction as plain values: a fragment as ``to_json()``, a schema as its
+    arrow form and field ids, a set (pylance's ``Bitmap``) sorted, an operation as its class name
+    (lance_fw's ``UpdateOperation`` is pylance's ``Update``) and every attribute."""
+    if o is None or isinstance(o, (bool, int, float, str, bytes, datetime.datetime)):
+        return o
+    if hasattr(o, "to_json") and hasattr(o, "physical_rows"):
+        return o.to_json()
+    if hasattr(o, "to_pyarrow") and hasattr(o, "fields"):
+        return (o.to_pyarrow(), _ids(o.fields()))
+    if hasattr(o, "file_size_bytes") and hasattr(o, "column_indices"):
+        names = ("path", "fields", "column_indices", "file_major_version", "file_minor_version")
+        return {k: getattr(o, k) for k in (*names, "file_size_bytes", "base_id")}
+    if isinstance(o, (list, tuple)):
+        return [norm(x) for x in o]
+    if isinstance(o, dict):
+        return {k: norm(v) for k, v in o.items()}
+    if hasattr(o, "__iter__") and hasattr(o, "__contains__"):
+        return sorted(o)
+    name = type(o).__name__.lstrip("_")
+    name = "Update" if name == "UpdateOperation" else name
+    if dataclasses.is_dataclass(o):
+        return name, {k: norm(v) for k, v in vars(o).items() if k != "staged"}
+    return (name,)
+
+
+def _ids(fields: list) -> list:
+    return [(f.name(), f.id(), _ids(f.children())) for f in fields]
+
+
+#: what two runs of the same code cannot share: uuids, file names and sizes (index files too), times, ids
+_RUN_SPECIFIC = {"uuid", "path", "file_size_bytes", "size_bytes", "created_at", "id", "old_id", "new_id"}
+
+
+def _scrub(o: Any) -> Any:
+    if isinstance(o, dict):
+        return {k: "*" if k in _RUN_SPECIFIC else _scrub(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_scrub(x) for x in o]
+    return o
+
+
+def _kind(t: Any) -> str:
+    return norm(t)[1]["operation"][0]
+
+
+@pytest.fixture(scope="module", params=["2.0", "2.2"])
+def histories(request, tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp(f"txn{request.param}")
+    out: dict = {"storage_version": request.param}
+    for lib in LIBS:
+        out[lib] = str(root / f"{lib.__name__}.lance")
+        _history(lib, out[lib], request.param)
+    return out
+
+
+EXPECTED_KINDS = [
+    "Overwrite",
+    "Append",
+    "Delete",
+    "Update",
+    "Update",
+    "Merge",
+    "Project",
+    "BaseOperation",  # compaction's ReserveFragments: pylance has no class for it
+    "Rewrite",
+    "CreateIndex",
+    "Restore",
+    "Overwrite",
+    "UpdateConfig",
+    "Project",
+    "UpdateConfig",
+    "UpdateConfig",
+    "Delete",
+]
+
+
+@pytest.mark.parametrize("writer", LIBS, ids=lambda lib: lib.__name__)
+def test_both_libraries_read_the_same_transactions(histories, writer):
+    path = histories[writer]
+    ours, theirs = lance_fw.dataset(path), lance.dataset(path)
+    assert ours.version == theirs.version == len(EXPECTED_KINDS)
+    for version in range(1, ours.version + 1):
+        expected = norm(theirs.read_transaction(version))
+        assert norm(ours.read_transaction(version)) == expected, f"version {version}"
+    assert [_kind(t) for t in ours.get_transactions(100)] == EXPECTED_KINDS[::-1]
+    assert [norm(t) for t in ours.get_transactions()] == [norm(t) for t in theirs.get_transactions()]
+
+
+def test_field_values(histories):
+    """A few values spelled out: the read version, properties, the operation's own fields."""
+    ds = lance_fw.dataset(histories[lance_fw])
+    first, append, delete = (ds.read_transaction(v) for v in (1, 2, 3))
+    assert first.read_version == 0 and first.transaction_properties == {"__lance_commit_message": "init"}
+    assert isinstance(first.operation, lance_fw.LanceOperation.Overwrite)
+    assert first.operation.new_schema.to_pyarrow() == _table(1).schema
+    assert [f.physical_rows for f in first.operation.fragments] == [3000, 2000]
+    assert append.read_version == 1 and append.transaction_properties == {"k": "v"}
+    assert [f.physical_rows for f in append.operation.fragments] == [10]
+    assert isinstance(delete.operation, lance_fw.LanceOperation.Delete)
+    assert delete.operation.predicate == "a < 100" and delete.operation.deleted_fragment_ids == []
+    restore = ds.read_transaction(11).operation
+    assert isinstance(restore, lance_fw.LanceOperation.Restore) and restore.version == 3
+    config = ds.read_transaction(13).operation
+    assert config.config_updates.updates == {"k": "v"} and config.config_updates.replace is False
+    index = ds.read_transaction(10).operation.new_indices[0]
+    assert index.name == "a_idx" and index.fields == [0] and index.dataset_version == 9
+
+
+def test_same_code_records_the_same_operations(histories):
+    """Run-specific values aside, each version's transaction is the same whichever library wrote
+    it, except the known writer differences below."""
+    ours, theirs = (lance.dataset(histories[lib]) for lib in (lance_fw, lance))
+    known = dict(KNOWN_WRITER_DIFFERENCES)
+    if histories["storage_version"] == "2.0":
+        known.update(KNOWN_2_0_DIFFERENCES)
+    for version in range(1, theirs.version + 1):
+        if version in known:
+            continue
+        expected = _scrub(norm(theirs.read_transaction(version)))
+        assert _scrub(norm(ours.read_transaction(version))) == expected, f"version {version}"
+
+
+#: versions whose transactions lance_fw's writers record differently from pylance's (not the
+#: reader): update/merge_insert leave ``fields_for_preserving_frag_bitmap`` empty, and after
+#: drop_columns the fragments keep the dropped column's data file, which compaction then lists
+KNOWN_WRITER_DIFFERENCES = {4: "update", 5: "merge_insert", 9: "compaction after drop_columns"}
+#: on a 2.0 dataset, lance_fw's overwrite (no data_storage_version given) writes 2.2 files where
+#: pylance keeps the dataset's 2.0
+KNOWN_2_0_DIFFERENCES = {12: "overwrite keeps the storage version"}
+
+
+@pytest.mark.xfail(strict=True, reason="lance_fw's update/merge_insert/drop_columns/overwrite writers differ")
+@pytest.mark.parametrize("version", sorted({**KNOWN_WRITER_DIFFERENCES, **KNOWN_2_0_DIFFERENCES}))
+def test_known_writer_differences(histories, version):
+    if version in KNOWN_2_0_DIFFERENCES and histories["storage_version"] != "2.0":
+        pytest.xfail("2.0 only")  # keeps the strict xfail meaningful where the difference is
+    ours, theirs = (lance.dataset(histories[lib]) for lib in (lance_fw, lance))
+    assert _scrub(norm(ours.read_transaction(version))) == _scrub(norm(theirs.read_transaction(version)))
+
+
+def test_get_transactions_counts(histories):
+    """From the dataset's own version down: at least one, no more than the versions there are."""
+    for lib in LIBS:
+        ds = lib.dataset(histories[lance], version=3)
+        assert [t.read_version for t in ds.get_transactions(20)] == [2, 1, 0]
+        assert len(ds.get_transactions(0)) == len(ds.get_transactions(1)) == 1
+        assert len(ds.get_transactions(2)) == 2
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=lambda lib: lib.__name__)
+def test_bad_versions(histories, lib):
+    ds = lib.dataset(histories[lance])
+    with pytest.raises(OSError):
+        ds.read_transaction(99)
+    with pytest.raises(OSError):
+        ds.read_transaction(0)
+    with pytest.raises(TypeError):
+        ds.read_transaction(None)
+    with pytest.raises(TypeError):
+        ds.get_transactions(None)
+
+
+def test_version_without_transaction(tmp_path):
+    """A manifest that records no transaction (older writers): None from both libraries, also
+    inside ``get_transactions``."""
+    paths = {}
+    for lib in LIBS:
+        paths[lib] = str(tmp_path / f"{lib.__name__}.lance")
+        lib.write_dataset(_table(ROWS), paths[lib], max_rows_per_file=3000)
+        lib.write_dataset(_table(10, ROWS), paths[lib], mode="append")
+        storage = resolve_storage(paths[lib], None)
+        entry = find_version(storage, paths[lib], 2)
+        manifest, indices = read_manifest(storage, entry.path)
+        manifest.ClearField("transaction_file")
+        manifest.ClearField("transaction_section")
+        storage.write_bytes(entry.path, encode_manifest(manifest, None, indices))
+    for path in paths.values():
+        for lib in LIBS:
+            ds = lib.dataset(path)
+            assert ds.read_transaction(2) is None
+            assert [t is None for t in ds.get_transactions()] == [True, False]
+
+
+def test_compaction_remapping_an_index(tmp_path):
+    """Compaction after an index was built records the remapped index. pylance 14 cannot show it
+    (its ``RewrittenIndex`` misses three arguments: TypeError); lance_fw gives pylance's fields."""
+    path = str(tmp_path / "ds")
+    ds = lance.write_dataset(_table(ROWS), path, max_rows_per_file=1000)
+    ds.create_scalar_index("a", "BTREE")
+    ds.delete("a < 10")
+    ds.optimize.compact_files()
+    with pytest.raises(TypeError):
+        lance.dataset(path).get_transactions(1)
+    ours = lance_fw.dataset(path)
+    rewrite = ours.get_transactions(1)[0].operation
+    index_uuid = ours.read_transaction(2).operation.new_indices[0].uuid
+    assert [r.old_id for r in rewrite.rewritten_indices] == [index_uuid]
+    assert all(r.new_id != index_uuid and r.new_details_type_url for r in rewrite.rewritten_indices)
+    assert sum(len(g.old_fragments) for g in rewrite.groups) == 5
+    assert [f.physical_rows for g in rewrite.groups for f in g.new_fragments] == [ROWS - 10]
+
+
+def test_append_fragments_are_fragment_metadata(tmp_path):
+    """An Append's fragments are lance_fw's ``FragmentMetadata`` (what ``commit`` takes), naming
+    the files the version added."""
+    path = str(tmp_path / "ds")
+    lance_fw.write_dataset(_table(ROWS), path)
+    ds = lance_fw.write_dataset(_table(10, ROWS), path, mode="append")
+    append = ds.read_transaction(2)
+    assert isinstance(append.operation, lance_fw.LanceOperation.Append)
+    assert [f.to_json()["files"] for f in append.operation.fragments] == [
+        lance.dataset(path).get_fragments()[-1].metadata.to_json()["files"]
+    ]
