@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -127,7 +127,10 @@ class PageInput:
     num_rows: int
     arrow_type: pa.DataType
     where: str  # "file X, column N (field f), page P" for error messages
-    extra: dict = field(default_factory=dict)
+    #: Names the page's bytes for caches of what decoders derive from them (a chunk table read
+    #: call after call by point lookups): the reader's (file metadata token, column, page); None
+    #: where the page has no such identity (nothing derived from it is then kept).
+    key: tuple[int, int, int] | None = None
 
     def buffer_size(self, i: int) -> int:
         if i >= len(self.buffers):

@@ -210,6 +210,8 @@ class IntegerDomain(KeyDomain):
 
     def mask_in(self, values: pa.Array, points: list[Any]) -> np.ndarray:
         keys = self._ints(values)
+        if len(points) == 1:  # a point lookup: one comparison, not isin's sort-based setup
+            return _valid(values) & (keys == keys.dtype.type(points[0]))
         return _valid(values) & np.isin(keys, np.asarray(points, dtype=keys.dtype))
 
     def sort_order(self, values: pa.Array) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw import interfaces as ix
+from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw_plugins.index_btree_keys import Bounds, BytesDomain, KeyDomain, NotComparable, domain_for
 from lance_fw_plugins.index_btree_stats import format_stat
@@ -35,6 +36,9 @@ RANGE_PARTITIONED_KEY = "range_partitioned"
 #: pylance's default rows per page (``zone_size``); written as ``batch_size``.
 DEFAULT_BATCH_SIZE = 4096
 _EMPTY = np.zeros(0, dtype=np.uint64)
+#: Pages of ``page_data.lance`` (each ``batch_size`` rows of one or two columns) an opened index
+#: keeps, least recently used dropped first: 64 pages of 4096 int64 pairs are 4 MiB.
+BTREE_PAGE_CACHE_ENTRIES = 64
 
 
 class BTreeReader:
@@ -43,6 +47,7 @@ class BTreeReader:
     def __init__(self, store: ix.IndexFileStore, field: pa.Field) -> None:
         self.store = store
         self.field = field
+        self._pages_cache: LruCache[tuple[Any, ...], pa.Table] = LruCache(BTREE_PAGE_CACHE_ENTRIES)
         self.domain: KeyDomain | None = domain_for(field.type)
         for name in (PAGES_FILE, LOOKUP_FILE):
             if not store.exists(name):
@@ -165,13 +170,25 @@ class BTreeReader:
         return out
 
     def _read(self, pages: Iterable[int], columns: list[str]) -> pa.Table:
-        spans: list[list[int]] = []
-        for start, stop in (self._page_rows(p) for p in sorted(set(pages))):
-            if spans and spans[-1][1] == start:  # neighbouring pages: one range read
-                spans[-1][1] = stop
+        """Columns ``columns`` of pages ``pages`` (in page order). Pages read before come from
+        the reader's page cache, as pylance's index cache keeps them: a point lookup reads the
+        same few pages query after query. The rest are read as runs of neighbouring pages."""
+        wanted = sorted(set(pages))
+        found = {p: self._pages_cache.get((p, *columns)) for p in wanted}
+        spans: list[list[int]] = []  # [first page, last page + 1] of each run not cached
+        for p in (p for p in wanted if found[p] is None):
+            if spans and spans[-1][1] == p:
+                spans[-1][1] = p + 1
             else:
-                spans.append([start, stop])
-        tables = [self.store.read_range(PAGES_FILE, start, stop, columns) for start, stop in spans]
+                spans.append([p, p + 1])
+        for first, end in spans:
+            start, stop = self._page_rows(first)[0], self._page_rows(end - 1)[1]
+            run = self.store.read_range(PAGES_FILE, start, stop, columns)
+            for p in range(first, end):
+                lo, hi = self._page_rows(p)
+                found[p] = run.slice(lo - start, hi - lo)
+                self._pages_cache.put((p, *columns), found[p])
+        tables = [found[p] for p in wanted]
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def _ids_where(self, partial: list[int], mask_of: Any) -> list[np.ndarray]:

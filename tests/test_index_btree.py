@@ -346,6 +346,9 @@ def test_point_lookup_reads_one_page_and_coerces_literals(tmp_path: Any) -> None
     assert counting.taken == []  # loading reads the lookup only
     assert reader.search(EqualsQuery(30_000)).addresses.tolist() == [15_000]
     assert counting.taken == [4096]
+    # the same lookup again: its page is in the opened index's page cache (as in pylance's)
+    assert reader.search(EqualsQuery(30_000)).addresses.tolist() == [15_000]
+    assert counting.taken == [4096]
     # a float literal on an int column: exact meaning, no crash
     assert reader.search(EqualsQuery(5.5)).addresses.tolist() == []
     assert reader.search(EqualsQuery(6.0)).addresses.tolist() == [3]
@@ -358,6 +361,7 @@ def test_point_lookup_reads_one_page_and_coerces_literals(tmp_path: Any) -> None
     with pytest.raises(UnsupportedFeatureError):
         reader.search(EqualsQuery("12"))
     # a wide range reads the ids of the pages wholly inside it, values only at its two ends
+    reader = BTREE.load(counting, ds.schema.field("x"))  # a cold page cache
     counting.taken, counting.with_values = [], []
     got = reader.search(RangeQuery(lower=1001, upper=100_001)).addresses
     rows = np.arange(501, 50_001)
@@ -583,12 +587,12 @@ def test_a_run_of_duplicates_is_read_as_ids_only(tmp_path: Any) -> None:
     store = _pylance_index(ds, "x")
     counting = _CountingStore(store.storage, store.directory)
     counting.taken, counting.with_values = [], []
-    reader = BTREE.load(counting, ds.schema.field("x"))
     for q, expr in [
         (EqualsQuery(5), "x = 5"),
         (InQuery((5, 9)), "x IN (5, 9)"),
         (InQuery((0, 7)), "x IN (0, 7)"),
     ]:
+        reader = BTREE.load(counting, ds.schema.field("x"))  # a cold page cache for each query
         assert np.array_equal(reader.search(q).addresses, _addresses(ds, expr)), expr
     # pages 1 and 2 hold only 5s: their values are never read
     assert sum(counting.with_values) == 3 * 2 * 4096  # pages 0 and 3 (7 may lie within [5, 9])

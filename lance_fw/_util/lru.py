@@ -30,6 +30,14 @@ class LruCache(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def get(self, key: K) -> V | None:
+        """The value cached under ``key`` (now the most recently used), or None."""
+        with self._lock:
+            if key not in self._entries:
+                return None
+            self._entries.move_to_end(key)
+            return self._entries[key]
+
     def get_or_load(self, key: K, load: Callable[[], V]) -> V:
         """The value cached under ``key``, or ``load()``'s, cached. ``load`` runs outside the lock:
         two threads missing the same key both load it (the values must be equal; the later one is

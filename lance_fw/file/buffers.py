@@ -117,6 +117,11 @@ def gather_rows(data: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
         return np.zeros((len(starts), width), data.dtype)
     if len(data) < width:
         raise IndexError(f"rows of {width} items out of {len(data)}")
+    if data.ndim == 1 and data.flags.c_contiguous:  # the same view, without numpy's ~10 us of checks
+        step = data.itemsize
+        windows = np.ndarray((len(data) - width + 1, width), data.dtype, data, 0, (step, step))
+        windows.flags.writeable = False
+        return windows[starts]
     return np.lib.stride_tricks.sliding_window_view(data, width)[starts]
 
 

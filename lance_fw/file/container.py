@@ -10,8 +10,10 @@ Global buffer 0 is the ``FileDescriptor`` (schema + row count).
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import BinaryIO, TypeVar
 
 import numpy as np
@@ -30,6 +32,8 @@ TAIL_PREFETCH = 64 * 1024
 
 MessageT = TypeVar("MessageT", bound=Message)
 
+_TAIL_TOKENS = itertools.count()
+
 
 @dataclass
 class FileTail:
@@ -39,6 +43,9 @@ class FileTail:
     columns: list[file2_pb2.ColumnMetadata]
     descriptor: file2_pb2.FileDescriptor
     global_buffers: list[tuple[int, int]]
+    #: Unique per parsed tail (never reused, unlike ``id()``): with a column and page it keys caches
+    #: of what decoders derive from that page's bytes (``PageInput.key``), valid as long as this tail.
+    token: int = dataclass_field(default_factory=lambda: next(_TAIL_TOKENS), compare=False)
 
     @property
     def num_rows(self) -> int:

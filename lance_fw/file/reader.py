@@ -435,7 +435,8 @@ class LanceFileReader:
         where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
         source = HeldFirst(self._reader, self._small) if self._small else self._reader
         buffers = PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where)
-        return PageInput(buffers, meta.length, arrow_type, where), self._page_encoding(meta, where)
+        key = (self.tail.token, col, p)
+        return PageInput(buffers, meta.length, arrow_type, where, key), self._page_encoding(meta, where)
 
     def _decode_rows(
         self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType, field: LanceField

@@ -80,10 +80,9 @@ class PageLayoutDecoder:
         if kind == "mini_block_layout":
             levels, positions = take.mini_block_rows(layout.mini_block_layout, page, rows)
             built = repdef.build(levels, page.arrow_type, page.where)
-            checked = validate_decoded(built, page.where)
-            if len(positions) == len(checked) and bool((positions == np.arange(len(positions))).all()):
-                return checked  # rows already in order: the take would copy for nothing
-            return checked.take(pa.array(positions))
+            if positions is None:
+                return built  # exactly the rows asked for: no take, so the reader's validation is enough
+            return validate_decoded(built, page.where).take(pa.array(positions))
         if kind == "full_zip_layout":
             return repdef.build(
                 take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,46 +46,60 @@ def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
 #: at most this many, oldest dropped first.
 CHUNK_TABLE_CACHE_META_BYTES = 8 * 1024
 CHUNK_TABLE_CACHE_ENTRIES = 256
-_CHUNK_TABLES: LruCache[tuple[bytes, bool, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = LruCache(
-    CHUNK_TABLE_CACHE_ENTRIES
-)
 
 
-def _chunk_table(
-    layout: pb.MiniBlockLayout, meta: np.ndarray, total: int, where: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``layouts.chunk_table``, kept for small tables by their own bytes (and the page's item
-    count and size): a point lookup reads the same pages' tables call after call. The arrays
-    are shared, so read-only."""
-    if len(meta) > CHUNK_TABLE_CACHE_META_BYTES:
-        return layouts.chunk_table(layout, meta, total, where)
+@dataclass(frozen=True)
+class _ChunkTable:
+    """Every chunk of a page: byte start, byte size, value count, and the values up to its end
+    (the arrays are shared by cached tables, so read-only)."""
 
-    def load() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        found = layouts.chunk_table(layout, meta, total, where)
-        for array in found:
-            array.setflags(write=False)
-        return found
+    starts: np.ndarray
+    sizes: np.ndarray
+    counts: np.ndarray
+    ends: np.ndarray
 
-    key = (meta.tobytes(), layout.has_large_chunk, layout.num_items, total)
-    return _CHUNK_TABLES.get_or_load(key, load)
+
+_CHUNK_TABLES: LruCache[tuple[int, int, int], _ChunkTable] = LruCache(CHUNK_TABLE_CACHE_ENTRIES)
+
+
+def _chunk_table(layout: pb.MiniBlockLayout, page: PageInput) -> _ChunkTable:
+    """The page's chunk table (``layouts.chunk_table``). A point lookup reads the same pages'
+    tables call after call, so small ones are kept by the page's identity (``PageInput.key``):
+    a hit reads and parses nothing."""
+    cacheable = page.key is not None and page.buffer_size(0) <= CHUNK_TABLE_CACHE_META_BYTES
+
+    def load() -> _ChunkTable:
+        meta = as_u8(page.read_parts([(0, 0, page.buffer_size(0))])[0])
+        starts, sizes, counts = layouts.chunk_table(layout, meta, page.buffer_size(1), page.where)
+        table = _ChunkTable(starts, sizes, counts, np.cumsum(counts))
+        if cacheable:
+            for array in (table.starts, table.sizes, table.counts, table.ends):
+                array.setflags(write=False)
+        return table
+
+    if not cacheable or page.key is None:
+        return load()
+    return _CHUNK_TABLES.get_or_load(page.key, load)
 
 
 def mini_block_rows(
     layout: pb.MiniBlockLayout, page: PageInput, rows: np.ndarray
-) -> tuple[PageLevels, np.ndarray]:
-    """Levels of the chunks holding ``rows``, and where each wanted row sits among their rows."""
+) -> tuple[PageLevels, np.ndarray | None]:
+    """Levels of the chunks holding ``rows``, and where each wanted row sits among their rows
+    (None: the levels hold exactly the wanted rows, in order)."""
     where = page.where
     if len(page.buffers) < 2:
         raise CorruptFileError(where, f"mini-block page has {len(page.buffers)} buffers, needs at least 2")
     has_dict = layout.HasField("dictionary")
     has_rep = layout.HasField("rep_compression")
-    wanted = [0] + ([2] if has_dict else []) + ([3 if has_dict else 2] if has_rep else [])
-    if max(wanted) >= len(page.buffers):
+    wanted = ([2] if has_dict else []) + ([3 if has_dict else 2] if has_rep else [])
+    if max(wanted, default=1) >= len(page.buffers):
         raise CorruptFileError(
             where, f"mini-block page has {len(page.buffers)} buffers, needs {max(wanted) + 1}"
         )
     small = dict(zip(wanted, page.read_parts([(i, 0, page.buffer_size(i)) for i in wanted])))
-    starts, sizes, counts = _chunk_table(layout, as_u8(small[0]), page.buffer_size(1), where)
+    table = _chunk_table(layout, page)
+    starts, sizes, counts = table.starts, table.sizes, table.counts
     dictionary = layouts.mini_block_dictionary(layout, small[2], where) if has_dict else None
     if has_rep:
         chosen, completed, run_start, start_chunk = _chunks_by_rep_index(
@@ -96,11 +111,11 @@ def mini_block_rows(
         return levels, _rep_positions(
             levels, layout, chosen, num_levels, completed, run_start, start_chunk, rows, where
         )
-    data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, rows, starts, sizes, counts)
+    data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, rows, table)
     run = layouts.ChunkRun(layout, data, local_starts, sizes, counts, dictionary, where)
     compact = _levels_at(run, k, within)
     if compact is not None:
-        return compact, np.arange(len(rows))
+        return compact, None
     before = _exclusive_cumsum(counts)  # one value per row: its place among the chosen chunks' values
     positions = before[k] + within
     levels, _ = layouts.chunk_levels(run, 0, needed=positions)
@@ -112,9 +127,7 @@ def _chosen_chunks(
     layout: pb.MiniBlockLayout,
     page: PageInput,
     rows: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    counts: np.ndarray,
+    table: _ChunkTable,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The chunks holding ``rows`` (sorted, distinct) of a page without repetition, read and laid
     end to end: (their bytes, where each starts there, their sizes, their value counts, each
@@ -123,7 +136,7 @@ def _chosen_chunks(
         raise CorruptFileError(
             page.where, f"mini-block chunks hold {layout.num_items} values for {page.num_rows} rows"
         )
-    ends = np.cumsum(counts)  # rows up to the end of each chunk
+    starts, sizes, counts, ends = table.starts, table.sizes, table.counts, table.ends
     chunk_of = np.searchsorted(ends, rows, side="right")
     within = rows - ends[chunk_of] + counts[chunk_of]
     if len(rows) == 1:
@@ -169,9 +182,8 @@ def mini_block_pages_rows(
             raise CorruptFileError(
                 page.where, f"mini-block page has {len(page.buffers)} buffers, needs at least 2"
             )
-        meta = as_u8(page.read_parts([(0, 0, page.buffer_size(0))])[0])
-        table = _chunk_table(layout, meta, page.buffer_size(1), page.where)
-        data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, wanted, *table)
+        table = _chunk_table(layout, page)
+        data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, wanted, table)
         # chunk sizes are whole CHUNK_SIZE_UNITs: each page's chunks stay aligned laid after the others'
         parts.append((local_starts + nbytes, sizes, counts, k + nchunks, within))
         datas.append(data.data)
@@ -243,6 +255,8 @@ def _read_chunks(page: PageInput, starts: np.ndarray, sizes: np.ndarray) -> tupl
     lo, hi = int(starts[0]), int(starts[-1] + sizes[-1])
     if len(starts) > 1 and int(sizes.sum()) >= SPAN_READ_SHARE * (hi - lo):
         return np.frombuffer(page.read_parts([(1, lo, hi - lo)])[0], np.uint8), starts - lo
+    if len(starts) == 1:
+        return as_u8(page.read_parts([(1, lo, hi - lo)])[0]), np.zeros(1, np.int64)
     blobs = page.read_parts([(1, a, b) for a, b in zip(starts.tolist(), sizes.tolist())])
     return _joined(blobs), _exclusive_cumsum(sizes)[:-1]
 
