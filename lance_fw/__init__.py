@@ -12,6 +12,8 @@ from lance_fw import (
 from lance_fw._version import __version__
 from lance_fw.api.dataset import LanceDataset, LanceFragment, dataset
 from lance_fw.api.distributed import FragmentMetadata, LanceOperation, write_fragments
+from lance_fw.api.result_types import DataStatistics, FieldStatistics
+from lance_fw.api.transactions import Index, IndexFile
 from lance_fw.api.write import write_dataset
 from lance_fw.errors import LanceError
 from lance_fw.plugin_manager import plugins
@@ -23,7 +25,11 @@ from lance_fw.udf import batch_udf
 
 __all__ = [
     "CleanupStats",
+    "DataStatistics",
+    "FieldStatistics",
     "FragmentMetadata",
+    "Index",
+    "IndexFile",
     "LanceDataset",
     "LanceError",
     "LanceFragment",

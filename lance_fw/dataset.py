@@ -13,13 +13,16 @@ from lance_fw.api.result_types import (
     AlterColumn,
     AutoCleanupConfig,
     DatasetStats,
+    DataStatistics,
     DeleteResult,
     ExecuteResult,
+    FieldStatistics,
     Tag,
     UpdateResult,
     Version,
     VersionRef,
 )
+from lance_fw.api.transactions import Index, IndexFile
 from lance_fw.api.write import write_dataset
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.cleanup import CleanupStats
@@ -34,11 +37,15 @@ __all__ = [
     "BlobFile",
     "CleanupStats",
     "CompactionMetrics",
+    "DataStatistics",
     "DatasetOptimizer",
     "DatasetStats",
     "DeleteResult",
     "ExecuteResult",
+    "FieldStatistics",
     "FragmentMetadata",
+    "Index",
+    "IndexFile",
     "LanceDataset",
     "LanceFragment",
     "LanceOperation",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -29,20 +29,28 @@ from lance_fw.api import transactions
 from lance_fw.api._forwarding import derived_method
 from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile, take_blobs
 from lance_fw.api.indices import DatasetStats
+from lance_fw.api.result_types import DataStatistics, FieldStatistics
 from lance_fw.api.write import write_dataset
 from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
+from lance_fw.file.read_support import FileMetadata, read_metadata
+from lance_fw.io.storage import join_uri
 from lance_fw.options import Columns, refuse
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table import file_listing
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows
+from lance_fw.table.paths import DATA_DIR
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from lance_fw._proto import table_pb2
     from lance_fw.api.dataset import LanceDataset
     from lance_fw.table.merge_insert import Transaction
+    from lance_fw.table.snapshot import Snapshot
 
+#: the data storage version of datasets of the legacy (pre-2.0) file format
+LEGACY_STORAGE_VERSION = "0.1"
 #: pylance's ``dataset_stats`` default: a fragment with fewer rows than this is a "small file"
 DEFAULT_MAX_ROWS_PER_GROUP = 1024
 
@@ -168,9 +176,34 @@ class _KeyLookup:
         )
 
 
+def _column_bytes(snapshot: Snapshot, data_file: table_pb2.DataFile) -> Iterator[tuple[int, int]]:
+    """(field id, bytes) for each column of a data file: the sum of its pages' buffer sizes
+    (column-level buffers do not count, as in pylance). A column no field of the file names
+    belongs to the last field named before it (pylance's rule)."""
+    if data_file.base_id:
+        raise UnsupportedFeatureError(
+            f"{snapshot.uri}: data file {data_file.path} lives under base path {data_file.base_id}; "
+            "multi-base datasets are not supported yet"
+        )
+    path = join_uri(snapshot.uri, DATA_DIR, data_file.path)
+
+    def load() -> FileMetadata:
+        reader = snapshot.storage.open_reader(path)
+        try:
+            return read_metadata(reader)
+        finally:
+            reader.close()
+
+    columns = snapshot.cache.files.get_or_load(path, load).tail.columns
+    owner = {column: fid for fid, column in zip(data_file.fields, data_file.column_indices) if column >= 0}
+    field_id = 0
+    for number, column in enumerate(columns):
+        field_id = owner.get(number, field_id)
+        yield field_id, sum(sum(page.buffer_sizes) for page in column.pages)
+
+
 class LanceStats(DatasetStats):
-    """pylance's ``ds.stats``: ``dataset_stats()`` and ``index_stats(name)``; ``data_stats()``
-    (bytes on disk per field) is refused."""
+    """pylance's ``ds.stats``: ``dataset_stats()``, ``index_stats(name)`` and ``data_stats()``."""
 
     def dataset_stats(self, max_rows_per_group: int = DEFAULT_MAX_ROWS_PER_GROUP) -> dict[str, int]:
         """Deleted rows, fragments, and fragments of fewer than ``max_rows_per_group`` rows."""
@@ -181,8 +214,21 @@ class LanceStats(DatasetStats):
             "num_small_files": sum(f.physical_rows < max_rows_per_group for f in fragments),
         }
 
-    def data_stats(self) -> Any:
-        raise UnsupportedFeatureError("LanceStats.data_stats (bytes on disk per field) is not supported")
+    def data_stats(self) -> DataStatistics:
+        """Bytes on disk per field of the schema (nested ones included, pre-order): the page
+        buffers of its columns in every data file of this version, deleted rows included (they
+        still take the space). Legacy (0.1) datasets give zeros, as in pylance; a dropped field's
+        columns count for nothing."""
+        snapshot = self._ds._snapshot
+        ids = [f.id for f in snapshot.lance_schema.walk()]
+        sizes = dict.fromkeys(ids, 0)
+        if snapshot.data_storage_version != LEGACY_STORAGE_VERSION:
+            for fragment in snapshot.fragments:
+                for data_file in fragment.files:
+                    for field_id, size in _column_bytes(snapshot, data_file):
+                        if field_id in sizes:
+                            sizes[field_id] += size
+        return DataStatistics([FieldStatistics(i, sizes[i]) for i in ids])
 
 
 @refusing(

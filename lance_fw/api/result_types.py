@@ -1,12 +1,14 @@
 """The typed dictionaries pylance's ``lance.dataset`` declares for what its calls return or take
 (``ds.delete`` -> ``DeleteResult``, ``ds.versions()`` -> ``Version`` ...), with pylance's names and
-keys, so code annotated against pylance type-checks against lance_fw.
+keys, so code annotated against pylance type-checks against lance_fw; and the two dataclasses of
+``ds.stats.data_stats()``.
 
 Why TypedDicts: pylance returns plain dicts there, and so does lance_fw; these only name the keys.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypedDict
 
@@ -64,12 +66,30 @@ class AlterColumn(TypedDict):
     data_type: pa.DataType | None
 
 
+@dataclass
+class FieldStatistics:
+    """pylance's ``FieldStatistics``: the bytes on disk (possibly compressed) of one field's data."""
+
+    id: int
+    bytes_on_disk: int
+
+
+@dataclass
+class DataStatistics:
+    """pylance's ``DataStatistics`` (``ds.stats.data_stats()``): one entry per field of the
+    schema, nested ones included, in field-id pre-order."""
+
+    fields: list[FieldStatistics]
+
+
 __all__ = [
     "AlterColumn",
     "AutoCleanupConfig",
+    "DataStatistics",
     "DatasetStats",
     "DeleteResult",
     "ExecuteResult",
+    "FieldStatistics",
     "Tag",
     "UpdateResult",
     "Version",
