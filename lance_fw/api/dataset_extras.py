@@ -51,6 +51,12 @@ if TYPE_CHECKING:
 
 #: the data storage version of datasets of the legacy (pre-2.0) file format
 LEGACY_STORAGE_VERSION = "0.1"
+#: why ``session()`` is refused: pylance's ``Session`` reports and bounds caches in bytes
+_NO_SESSION = (
+    "sessions are not implemented: lance_fw's caches are per dataset version (file metadata, "
+    "deletion vectors) and process-wide (opened indices), bounded by entry count, so no Session "
+    "could report size_bytes()/index_cache_size_bytes() or take byte capacities meaning what pylance's do"
+)
 #: pylance's ``dataset_stats`` default: a fragment with fewer rows than this is a "small file"
 DEFAULT_MAX_ROWS_PER_GROUP = 1024
 
@@ -255,7 +261,7 @@ class LanceStats(DatasetStats):
         "manifest path migration is not implemented": ("migrate_manifest_paths_v2",),
         "file sessions are not implemented; use lance_fw.file": ("new_file_session",),
         "the planned blob reader is not implemented": ("read_blobs", "read_blob_ranges"),
-        "sessions (shared caches) are not implemented": ("session",),
+        _NO_SESSION: ("session",),
         "SQL queries over a dataset are not implemented (see lance_fw.duckdb)": ("sql",),
         "storage option providers are not implemented": ("storage_options_accessor",),
         "listing every file under the root is not implemented (tracked_files() is)": ("all_files",),

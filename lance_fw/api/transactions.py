@@ -5,7 +5,9 @@ that made a version (``_transactions/*.txn`` or the manifest's inline section), 
 Why a module of its own: reading a transaction turns every operation message into the Python
 object pylance builds for it, which needs classes lance_fw had no use for while only writing
 (``Rewrite``, ``CreateIndex``, ``UpdateConfig`` ...); they live here, with pylance's names and
-fields, and the writing side (``api/distributed.py``) keeps the ones ``commit`` accepts.
+fields, and the writing side (``api/distributed.py``) keeps the ones ``commit`` accepts. This
+module imports ``distributed`` only inside functions, so ``LanceOperation`` there can take these
+classes from here.
 """
 
 from __future__ import annotations
@@ -15,10 +17,9 @@ import uuid as uuidlib
 from abc import ABC
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lance_fw._proto import table_pb2, transaction_pb2
-from lance_fw.api.distributed import FragmentMetadata, LanceOperation
 from lance_fw.api.lance_schema import LanceSchema
 from lance_fw.errors import (
     DatasetNotFoundError,
@@ -32,6 +33,9 @@ from lance_fw.table.indices import fragment_bitmap
 from lance_fw.table.manifest import list_versions
 from lance_fw.table.manifest import read_transaction as read_transaction_message
 from lance_fw.table.merge_insert import Transaction, UpdateOperation
+
+if TYPE_CHECKING:
+    from lance_fw.api.distributed import FragmentMetadata
 
 #: ``Transaction.UpdateMode`` numbers and pylance's names of them
 UPDATE_MODES = {
@@ -185,6 +189,8 @@ def _with_fields(cls: type, **values: Any) -> Any:
 
 
 def _fragments(messages: Any) -> list[FragmentMetadata]:
+    from lance_fw.api.distributed import FragmentMetadata
+
     return [FragmentMetadata(m) for m in messages]
 
 
@@ -286,6 +292,8 @@ def operation_of(txn: transaction_pb2.Transaction, where: str) -> Any:
     Raises:
         UnsupportedFeatureError: an operation (or a part of one) lance_fw cannot show as pylance does.
     """
+    from lance_fw.api.distributed import LanceOperation  # imported here: it may import this module
+
     kind = txn.WhichOneof("operation")
     if kind == "append":
         return LanceOperation.Append(_fragments(txn.append.fragments))
