@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from lance_fw.errors import InvalidArgumentError
+from lance_fw.file.legacy_v0_1 import LEGACY_VERSION
+from lance_fw.file.legacy_v0_1_write import MAX_ROWS_PER_GROUP
 from lance_fw.options import CommitLock, Unsupported, Uri, refuse, uri_string
 from lance_fw.table.write import (
     COMMIT_MESSAGE_KEY,
@@ -86,6 +88,8 @@ def plan_data_write(
         if arguments["allow_plugin_encodings"] is None
         else arguments["allow_plugin_encodings"],
     )
+    if plan.version == LEGACY_VERSION and arguments.get(MAX_ROWS_PER_GROUP):  # rows per 0.1 batch
+        plan.options[MAX_ROWS_PER_GROUP] = int(arguments[MAX_ROWS_PER_GROUP])
     return plan, batches
 
 

@@ -17,8 +17,8 @@ from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_1
 from lance_fw.file.buffers import is_variable_bytes
+from lance_fw.file.legacy_v0_1 import DataFileReader, open_data_file
 from lance_fw.file.read_support import FileMetadata
-from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.deletion import deletion_path, read_deleted_offsets
@@ -187,7 +187,7 @@ class FragmentReader:
         return load() if self.cache is None else self.cache.deletions.get_or_load(path, load)
 
     @cached_property
-    def _readers(self) -> list[tuple[set[int], LanceFileReader]]:
+    def _readers(self) -> list[tuple[set[int], DataFileReader]]:
         out = []
         for data_file in self.fragment.files:
             if data_file.base_id:
@@ -196,10 +196,11 @@ class FragmentReader:
                     f"{data_file.base_id}; multi-base datasets are not supported yet"
                 )
             mapping = {fid: col for fid, col in zip(data_file.fields, data_file.column_indices) if col >= 0}
-            reader = LanceFileReader(
+            reader = open_data_file(
                 self.storage,
                 join_uri(self.base_uri, DATA_DIR, data_file.path),
                 mapping,
+                data_file.file_major_version,
                 metadata_cache=self.cache.files if self.cache is not None else None,
             )
             out.append((set(data_file.fields), reader))
@@ -223,7 +224,7 @@ class FragmentReader:
         for _, reader in self._readers:
             reader.prefetch_small_buffers([f for f in fields if self._reader_for(f) is reader], offsets)
 
-    def _reader_for(self, field: LanceField) -> LanceFileReader | None:
+    def _reader_for(self, field: LanceField) -> DataFileReader | None:
         for ids, reader in self._readers:
             if field.id in ids or any(c.id in ids for c in field.walk()):
                 return reader

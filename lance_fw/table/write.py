@@ -25,6 +25,8 @@ from lance_fw.errors import (
     SchemaError,
     UnsupportedFeatureError,
 )
+from lance_fw.file.legacy_v0_1 import LEGACY_VERSION
+from lance_fw.file.legacy_v0_1_write import LegacyFileWriter
 from lance_fw.file.version import SUPPORTED_WRITE, from_footer, parse_version, requested_version, version_name
 from lance_fw.file.writer import (
     ALLOW_PLUGIN_ENCODINGS,
@@ -182,7 +184,8 @@ def write_fragments(
     """
     fragments: list[table_pb2.DataFragment] = []
     written: list[str] = []
-    writer: LanceFileWriter | None = None
+    writer: LanceFileWriter | LegacyFileWriter | None = None
+    writer_class = LegacyFileWriter if version == LEGACY_VERSION else LanceFileWriter
 
     def close_writer() -> None:
         nonlocal writer
@@ -200,8 +203,8 @@ def write_fragments(
                     name = _data_file_name()
                     path = join_uri(uri, DATA_DIR, name)
                     written.append(path)
-                    writer = LanceFileWriter(storage, path, schema, version, options)
-                    writer.name = name  # type: ignore[attr-defined]
+                    writer = writer_class(storage, path, schema, version, options)
+                    writer.name = name  # type: ignore[union-attr]
                 room = max_rows_per_file - writer._rows
                 piece = batch.slice(start, room)
                 writer.write_batch(piece)
@@ -221,7 +224,7 @@ def write_fragments(
     return fragments
 
 
-def _file_bytes(writer: LanceFileWriter, limit: int) -> int:
+def _file_bytes(writer: LanceFileWriter | LegacyFileWriter, limit: int) -> int:
     """Bytes of pages written to the file, pages cut from this batch included. pylance's rule for
     ``max_bytes_per_file``: the file rolls after the batch in which written pages pass the limit
     (data still buffered in columns does not count), so a file overshoots by at most that."""
@@ -431,6 +434,8 @@ def _plugin_encodings(
 ) -> dict[str, str]:
     """The plugins whose non-pylance-readable encodings the planned files would use, once allowed
     (see ``plan_write``); raises ``PluginEncodingNotAllowedError`` before anything is written."""
+    if version == LEGACY_VERSION:  # 0.1 files have no encoders to choose (legacy_v0_1_write)
+        return {}
     if allow is None:
         recorded = recorded_plugins(uri, base.config) if base is not None else {}
         used = plugin_encodings(uri, lance_schema, version, options, allowed=True)
