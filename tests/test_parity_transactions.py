@@ -271,3 +271,64 @@ def test_append_fragments_are_fragment_metadata(tmp_path):
     assert [f.to_json()["files"] for f in append.operation.fragments] == [
         lance.dataset(path).get_fragments()[-1].metadata.to_json()["files"]
     ]
+
+
+def _pylance_data_replacement(path: str) -> None:
+    """pylance commits a DataReplacement: fragment 0's file of column ``b`` swapped for a new one."""
+    from lance.file import LanceFileWriter
+    from lance.fragment import DataFile
+
+    ds = lance.write_dataset(pa.table({"a": np.arange(ROWS)}), path, max_rows_per_file=3000)
+    ds.add_columns({"b": "a * 2"})
+    old = ds.get_fragments()[0].metadata.files[1]
+    writer = LanceFileWriter(f"{path}/data/new_b.lance")
+    writer.write_batch(pa.table({"b": np.arange(3000) * 3}))
+    writer.close()
+    new = DataFile("new_b.lance", [1], [0], old.file_major_version, old.file_minor_version)
+    group = lance.LanceOperation.DataReplacementGroup(0, new)
+    lance.LanceDataset.commit(path, lance.LanceOperation.DataReplacement([group]), read_version=ds.version)
+
+
+@pytest.mark.parametrize("writer", LIBS, ids=lambda lib: lib.__name__)
+def test_metadata_updates_read_the_same(tmp_path, writer):
+    """Table, field and schema metadata changes and a partial-column merge_insert."""
+    path = str(tmp_path / "ds")
+    ds = writer.write_dataset(_table(ROWS), path, max_rows_per_file=3000)
+    ds.update_metadata({"tm": "1"})
+    ds.update_field_metadata({"b": {"fm": "2"}})
+    ds.update_schema_metadata({"x": "y"})
+    partial = pa.table({"a": pa.array([1, 2, 4000]), "b": ["p", "q", "r"]})
+    ds.merge_insert("a").when_matched_update_all().execute(partial)
+    ours, theirs = lance_fw.dataset(path), lance.dataset(path)
+    assert [norm(t) for t in ours.get_transactions(10)] == [norm(t) for t in theirs.get_transactions(10)]
+    assert [_kind(t) for t in ours.get_transactions(10)] == [
+        "Update",
+        "UpdateConfig",
+        "UpdateConfig",
+        "UpdateConfig",
+        "Overwrite",
+    ]
+    field_update = ours.read_transaction(3).operation.field_metadata_updates
+    assert {k: (v.updates, v.replace) for k, v in field_update.items()} == {1: ({"fm": "2"}, False)}
+
+
+def test_data_replacement_reads_the_same(tmp_path):
+    path = str(tmp_path / "ds")
+    _pylance_data_replacement(path)
+    ours, theirs = lance_fw.dataset(path), lance.dataset(path)
+    assert norm(ours.read_transaction(3)) == norm(theirs.read_transaction(3))
+    group = ours.read_transaction(3).operation.replacements[0]
+    assert (group.fragment_id, group.new_file.path, group.new_file.fields) == (0, "new_b.lance", [1])
+
+
+def test_get_transactions_stops_at_cleaned_up_versions(tmp_path):
+    from datetime import timedelta
+
+    path = str(tmp_path / "ds")
+    ds = lance.write_dataset(_table(ROWS), path, max_rows_per_file=3000)
+    for start in (ROWS, ROWS + 10, ROWS + 20):
+        ds = lance.write_dataset(_table(10, start), path, mode="append")
+    ds.cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
+    expected = [norm(t) for t in lance.dataset(path).get_transactions(10)]
+    assert len(expected) == 1
+    assert [norm(t) for t in lance_fw.dataset(path).get_transactions(10)] == expected
