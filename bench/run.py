@@ -30,17 +30,27 @@ import index_bench  # noqa: E402
 RESULTS = os.path.join(os.path.dirname(__file__), "results")
 
 
+#: A timed sample lasts at least this long: a call of a millisecond (a point lookup) is timed as
+#: the mean of a loop of calls, where one call's time is mostly timer and scheduler noise.
+MIN_SAMPLE_SECONDS = 0.1
+
+
 def timed(fn: Callable[[], object], repeat: int) -> float | None:
-    """Median seconds of ``repeat`` runs after one warm-up; None if the engine cannot do it."""
+    """Median seconds per call over ``repeat`` samples after one warm-up (each sample a loop of
+    calls lasting ``MIN_SAMPLE_SECONDS`` or more); None if the engine cannot do it."""
     try:
-        fn()
-    except NotImplementedError:
-        return None
-    runs = []
-    for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
-        runs.append(time.perf_counter() - t0)
+        first = time.perf_counter() - t0
+    except NotImplementedError:
+        return None
+    calls = max(1, min(1000, int(MIN_SAMPLE_SECONDS / max(first, 1e-6))))
+    runs = []
+    for _ in range(max(repeat, 5) if calls > 1 else repeat):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        runs.append((time.perf_counter() - t0) / calls)
     return statistics.median(runs)
 
 

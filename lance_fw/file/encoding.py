@@ -92,6 +92,8 @@ def selecting_plugin(spec: ColumnSpec, options: Mapping[str, Any]) -> EncoderOri
     return EncoderOrigin(None, None)
 
 
+#: Bytes of an array above which ``validate_decoded`` tests text for ASCII before validating it.
+_ASCII_TEST_ABOVE = 64 * 1024
 #: the high bit of every byte of a u64: text is ASCII (hence valid UTF-8) when no byte has it
 _HIGH_BITS = np.uint64(0x8080808080808080)
 
@@ -108,10 +110,16 @@ def validate_decoded(array: pa.Array, where: str) -> pa.Array:
     Full validation is cheap except for UTF-8 (about 1 GB/s). Text whose bytes are all ASCII is
     valid UTF-8, and a bitwise OR over the data buffers answers that at memory speed, so such
     arrays are validated as binary (offsets and lengths only); others get the full UTF-8 check.
+    Small arrays (a take of a few rows) skip that test: Arrow checks their few bytes faster than
+    the test is set up.
     """
     checked = array
     as_binary = _utf8_as_binary(array.type)
-    if as_binary is not None and all(_is_ascii(buf) for buf in _utf8_data(array)):
+    if (
+        as_binary is not None
+        and array.get_total_buffer_size() > _ASCII_TEST_ABOVE
+        and all(_is_ascii(buf) for buf in _utf8_data(array))
+    ):
         try:
             checked = array.view(as_binary)
         except (pa.ArrowException, ValueError):  # a non-nullable child under null parents (path arrays)

@@ -87,9 +87,12 @@ def index_types() -> dict[str, ScalarIndexType]:
     Raises: ``IndexContractError`` naming the plugin whose value lacks what the kernel needs;
     ``PluginConflictError`` when two names claim one ``type_url``.
     """
+    registered = registry.index_types
+    if _CHECKED_TYPES is not None and _CHECKED_TYPES[0] is registered:
+        return _CHECKED_TYPES[1]
     out: dict[str, ScalarIndexType] = {}
     by_url: dict[str, str] = {}
-    for name, kind in registry.index_types.items():
+    for name, kind in registered.items():
         who = owner(_HOOK, name) or "an index plugin"
         check_index_type(kind, name, who, "index type")
         if kind.name.upper() != str(name).upper():
@@ -101,7 +104,19 @@ def index_types() -> dict[str, ScalarIndexType]:
             )
         by_url[kind.type_url] = str(name)
         out[str(name).upper()] = kind
+    _remember_checked(registered, out)
     return out
+
+
+#: The last registry mapping ``index_types`` checked, and its answer: every scan plans with the
+#: index types, and the registry hands out the same mapping until a plugin is (un)registered.
+#: Holding the mapping keeps its identity from being reused by another.
+_CHECKED_TYPES: tuple[Mapping[str, Any], dict[str, ScalarIndexType]] | None = None
+
+
+def _remember_checked(registered: Mapping[str, Any], checked: dict[str, ScalarIndexType]) -> None:
+    global _CHECKED_TYPES
+    _CHECKED_TYPES = (registered, checked)
 
 
 K = TypeVar("K")
