@@ -47,8 +47,9 @@ _MILLIS = 1000
 
 
 class BaseOperation(ABC):  # noqa: B024 (pylance's base class has no abstract method either)
-    """pylance's ``LanceOperation.BaseOperation``: what pylance gives for an operation it has no
-    Python class for (``ReserveFragments``, which compaction commits first)."""
+    """pylance's ``LanceOperation.BaseOperation``: the base of the operations read here, and what
+    pylance gives for an operation it has no Python class for (``ReserveFragments``, which
+    compaction commits first)."""
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self)
@@ -77,7 +78,7 @@ class RewrittenIndex:
 
 
 @dataclass
-class Rewrite:
+class Rewrite(BaseOperation):
     """pylance's ``LanceOperation.Rewrite`` (compaction)."""
 
     groups: list[RewriteGroup]
@@ -111,7 +112,7 @@ class Index:
 
 
 @dataclass
-class CreateIndex:
+class CreateIndex(BaseOperation):
     """pylance's ``LanceOperation.CreateIndex``: index segments added and replaced."""
 
     new_indices: list[Index]
@@ -140,7 +141,7 @@ class DataReplacementGroup:
 
 
 @dataclass
-class DataReplacement:
+class DataReplacement(BaseOperation):
     """pylance's ``LanceOperation.DataReplacement``."""
 
     replacements: list[DataReplacementGroup]
@@ -156,7 +157,7 @@ class UpdateMap:
 
 
 @dataclass
-class UpdateConfig:
+class UpdateConfig(BaseOperation):
     """pylance's ``LanceOperation.UpdateConfig``: changes to the config, table metadata, schema
     metadata and field metadata (None: left alone)."""
 
@@ -167,7 +168,7 @@ class UpdateConfig:
 
 
 @dataclass
-class Clone:
+class Clone(BaseOperation):
     """pylance's ``LanceOperation.Clone``: a shallow or deep clone of another dataset's version."""
 
     is_shallow: bool
