@@ -87,7 +87,7 @@ class LegacyPageDecoder:
         if pb.encoding == file_pb2.DICTIONARY and pa.types.is_dictionary(t):
             pos, _length = self._page(field, batch, hi)
             indices = self._plain(pos, lo, hi, t.index_type, field.name)
-            values = self._dictionary(field, pb, t.value_type)
+            values = self.dictionary(field, pb, t.value_type)
             raw = indices.to_numpy(zero_copy_only=False).astype(np.int64)
             if len(raw) and (raw.min() < 0 or raw.max() >= len(values)):
                 raise CorruptFileError(
@@ -194,13 +194,13 @@ class LegacyPageDecoder:
                 raise CorruptFileError(self.path, f"field {name!r}: invalid UTF-8 ({exc})") from None
         return out
 
-    def _dictionary(self, field: LanceField, pb: file_pb2.Field, value_type: pa.DataType) -> pa.Array:
+    def dictionary(self, field: LanceField, pb: file_pb2.Field, value_type: pa.DataType) -> pa.Array:
         """The dictionary values of ``field`` (read once per file): never null, as pylance reads them."""
         found = self._dictionaries.get(field.id)
         if found is not None:
             return found
         offset, length = int(pb.dictionary.offset), int(pb.dictionary.length)
-        if offset <= 0 or length < 0:
+        if offset < 0 or length <= 0:
             raise CorruptFileError(self.path, f"field {field.name!r}: no dictionary values (offset {offset})")
         if fixed_width_bits(value_type) is None:
             values = self._var_binary(offset, 0, length, value_type, False, field.name)

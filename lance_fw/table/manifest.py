@@ -188,10 +188,12 @@ def encode_manifest(
     manifest: table_pb2.Manifest,
     transaction: transaction_pb2.Transaction | None,
     index_section: table_pb2.IndexSection | None = None,
+    prefix: bytes = b"",
 ) -> bytes:
-    """Frame a manifest the way pylance 14 does (index section, inline transaction, manifest, footer)."""
-    parts: list[bytes] = []
-    pos = 0
+    """Frame a manifest the way pylance 14 does (index section, inline transaction, manifest, footer).
+    ``prefix``: bytes before the sections (a 0.1 dataset's dictionaries, ``legacy_v0_1_manifest``)."""
+    parts: list[bytes] = [prefix]
+    pos = len(prefix)
     if index_section is not None and index_section.ListFields():
         manifest.index_section = pos
         body = index_section.SerializeToString()

@@ -20,6 +20,7 @@ from typing import ClassVar
 from lance_fw._proto import file_pb2, rowids_pb2, table_pb2, transaction_pb2
 from lance_fw._version import __version__
 from lance_fw.errors import CommitConflictError, CommitStuckError, DatasetExistsError, InvalidArgumentError
+from lance_fw.file.legacy_v0_1_manifest import dictionary_prefix
 from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler, CommitLockHandler, handler_label, resolve_commit_handler
@@ -563,7 +564,8 @@ def commit(
         txn_path = join_uri(base_uri, TRANSACTIONS_DIR, txn_name)
         storage.write_bytes(txn_path, txn.SerializeToString())
         new.transaction_file = txn_name
-        data = encode_manifest(new, txn, new_indices)
+        prefix = dictionary_prefix(storage, latest.path if base is not None else None, base, new)
+        data = encode_manifest(new, txn, new_indices, prefix)
         path = join_uri(base_uri, VERSIONS_DIR, manifest_name(new.version, use_v2_names))
         try:
             handler.commit(path, data)
