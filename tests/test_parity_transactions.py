@@ -332,3 +332,13 @@ def test_get_transactions_stops_at_cleaned_up_versions(tmp_path):
     expected = [norm(t) for t in lance.dataset(path).get_transactions(10)]
     assert len(expected) == 1
     assert [norm(t) for t in lance_fw.dataset(path).get_transactions(10)] == expected
+
+
+@pytest.mark.xfail(strict=True, reason="FragmentMetadata.to_json() gives no row_id_meta / version metas yet")
+def test_stable_row_id_fragments(tmp_path):
+    """The fragments of a dataset with stable row ids carry row id and version sequences, which
+    pylance's ``to_json()`` shows."""
+    path = str(tmp_path / "ds")
+    ds = lance.write_dataset(_table(ROWS), path, max_rows_per_file=3000, enable_stable_row_ids=True)
+    ds.update({"b": "'z'"}, where="a < 5")
+    assert norm(lance_fw.dataset(path).read_transaction(2)) == norm(lance.dataset(path).read_transaction(2))
