@@ -218,6 +218,9 @@ def test_bad_versions(histories, lib):
         ds.read_transaction(None)
     with pytest.raises(TypeError):
         ds.get_transactions(None)
+    with pytest.raises(TypeError):
+        ds.read_transaction(2.0)
+    assert ds.read_transaction(np.int64(2)).read_version == 1  # numpy ints are integers
 
 
 def test_version_without_transaction(tmp_path):

@@ -13,6 +13,7 @@ classes from here.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import uuid as uuidlib
 from abc import ABC
 from dataclasses import dataclass, field
@@ -381,14 +382,17 @@ def transaction_of(txn: transaction_pb2.Transaction, where: str) -> Transaction:
 
 
 def _version_number(value: object, name: str) -> int:
-    """An int argument as pylance's binding takes it (no None, str or bool tricks)."""
-    if not isinstance(value, int) or isinstance(value, bool):
+    """An int argument as pylance's binding takes it: anything with ``__index__`` (numpy ints,
+    bools), not None, floats or strings."""
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
         raise InvalidArgumentTypeError(
             f"argument {name!r}: {type(value).__name__!r} object cannot be interpreted as an integer"
-        )
-    if value < 0:
-        raise InvalidArgumentError(f"argument {name!r}: a negative number ({value}) is not allowed")
-    return value
+        ) from None
+    if number < 0:
+        raise InvalidArgumentError(f"argument {name!r}: a negative number ({number}) is not allowed")
+    return number
 
 
 def read_transaction(storage: Storage, uri: str, version: int) -> Transaction | None:
