@@ -15,8 +15,10 @@ import pyarrow as pa
 import pytest
 
 import lance_fw
+from lance_fw.api.transactions import UpdateMap
 from lance_fw.io.storage import resolve_storage
 from lance_fw.table.manifest import encode_manifest, find_version, read_manifest
+from lance_fw.table.manifest import read_transaction as read_transaction_message
 
 ROWS = 5000  # crosses a 4096-row chunk; max_rows_per_file makes two fragments
 LIBS = (lance, lance_fw)
@@ -345,3 +347,44 @@ def test_stable_row_id_fragments(tmp_path):
     ds = lance.write_dataset(_table(ROWS), path, max_rows_per_file=3000, enable_stable_row_ids=True)
     ds.update({"b": "'z'"}, where="a < 5")
     assert norm(lance_fw.dataset(path).read_transaction(2)) == norm(lance.dataset(path).read_transaction(2))
+
+
+def _rewrite_transaction(path: str, version: int, change) -> None:
+    """Replace the transaction recorded for ``version`` by ``change(transaction)``'s edit of it
+    (what an older writer would have written)."""
+    storage = resolve_storage(path, None)
+    entry = find_version(storage, path, version)
+    manifest, indices = read_manifest(storage, entry.path)
+    transaction = read_transaction_message(storage, path, entry.path)
+    change(transaction)
+    manifest.ClearField("transaction_file")
+    storage.write_bytes(entry.path, encode_manifest(manifest, transaction, indices))
+
+
+def test_older_update_config_and_rewrite_forms(tmp_path):
+    """UpdateConfig's flat fields (upsert_values, delete_keys, schema_metadata, field_metadata) and
+    Rewrite's flat fragment lists (no groups), which older writers recorded, read as pylance."""
+    config, rewrite = str(tmp_path / "config"), str(tmp_path / "rewrite")
+    lance.write_dataset(_table(10), config).update_config({"k": "v"})
+
+    def flat_config(t) -> None:
+        t.update_config.Clear()
+        t.update_config.upsert_values["k"] = "v"
+        t.update_config.delete_keys.append("gone")
+        t.update_config.schema_metadata["sm"] = "1"
+        t.update_config.field_metadata[0].metadata["fm"] = "2"
+
+    def flat_rewrite(t) -> None:
+        group = t.rewrite.groups[0]
+        t.rewrite.old_fragments.extend(group.old_fragments)
+        t.rewrite.new_fragments.extend(group.new_fragments)
+        t.rewrite.ClearField("groups")
+
+    _rewrite_transaction(config, 2, flat_config)
+    lance.write_dataset(_table(ROWS), rewrite, max_rows_per_file=1000).optimize.compact_files()
+    _rewrite_transaction(rewrite, 3, flat_rewrite)
+    for path, version in ((config, 2), (rewrite, 3)):
+        expected = norm(lance.dataset(path).read_transaction(version))
+        assert norm(lance_fw.dataset(path).read_transaction(version)) == expected
+    op = lance_fw.dataset(config).read_transaction(2).operation
+    assert op.config_updates == UpdateMap({"k": "v", "gone": None}, replace=False)
