@@ -194,6 +194,8 @@ def plain_bytes(array: pa.Array) -> bytes:
     if bits == 1:
         raw = np.frombuffer(array.buffers()[1], np.uint8)
         unpacked = np.unpackbits(raw, bitorder="little")[array.offset : array.offset + len(array)]
+        if array.null_count:  # pylance writes a null boolean as false (numbers keep their bytes)
+            unpacked = unpacked & array.is_valid().to_numpy(zero_copy_only=False)
         return np.packbits(unpacked, bitorder="little").tobytes()
     width = bits // 8
     data = array.buffers()[1]
