@@ -86,12 +86,9 @@ def _assert_refused(call: Any, name: str, stub: Refused) -> None:
 
 
 def test_static_refusals_raise_through_the_class(tmp_path: Path) -> None:
-    """pylance's static methods (``LanceDataset.drop``, ``LanceFragment.create``) are refused when
-    called on the class too."""
+    """pylance's static methods (``LanceDataset.drop``) are refused when called on the class too."""
     with pytest.raises(UnsupportedFeatureError, match="drop"):
         lance_fw.LanceDataset.drop(str(tmp_path))
-    with pytest.raises(UnsupportedFeatureError, match="create"):
-        lance_fw.LanceFragment.create(str(tmp_path), pa.table({"a": [1]}))
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw.api.write import plan_data_write, refuse_write_options
-from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import V2_2, from_footer, version_name
 from lance_fw.io.storage import resolve_storage
 from lance_fw.options import CommitLock, Unsupported, Uri, refuse, uri_string
@@ -41,25 +41,28 @@ _DELETION_TYPES = {ARROW_ARRAY: "array", BITMAP: "bitmap"}
 
 
 class FragmentMetadata:
-    """One fragment's metadata (a ``DataFragment`` message), picklable and JSON-able."""
+    """One fragment's metadata (a ``DataFragment`` message), picklable and JSON-able.
 
-    def __init__(self, message: table_pb2.DataFragment) -> None:
-        self.message = message
+    ``pending``: a fragment whose data file is still being written (what a ``progress`` tracker's
+    ``begin`` gets): its row count and file sizes are unknown, ``None`` as in pylance."""
+
+    def __init__(self, message: table_pb2.DataFragment, pending: bool = False) -> None:
+        self.message, self.pending = message, pending
 
     @property
     def id(self) -> int:
         return self.message.id
 
     @property
-    def physical_rows(self) -> int:
-        return self.message.physical_rows
+    def physical_rows(self) -> int | None:
+        return None if self.pending else self.message.physical_rows
 
     @property
     def files(self) -> list:
         return list(self.message.files)
 
-    def __reduce__(self) -> tuple[Callable[[bytes], FragmentMetadata], tuple[bytes]]:
-        return _from_bytes, (self.message.SerializeToString(),)
+    def __reduce__(self) -> tuple[Callable[[bytes, bool], FragmentMetadata], tuple[bytes, bool]]:
+        return _from_bytes, (self.message.SerializeToString(), self.pending)
 
     def __repr__(self) -> str:
         return f"FragmentMetadata(id={self.id}, files={[f.path for f in self.files]}, physical_rows={self.physical_rows})"
@@ -77,26 +80,27 @@ class FragmentMetadata:
                 "num_deleted_rows": d.num_deleted_rows,
                 "base_id": None,
             }
-        return {
+        files = [
+            {
+                "fields": list(f.fields),
+                "column_indices": list(f.column_indices),
+                "file_major_version": f.file_major_version,
+                "file_minor_version": f.file_minor_version,
+                "file_size_bytes": f.file_size_bytes or None,
+                "base_id": f.base_id or None,
+                "path": f.path,
+            }
+            for f in m.files
+        ]
+        return {  # pylance's key order: the JSON text (progress files) is the same
             "id": m.id,
+            "files": files,
             "overlays": [],
-            "physical_rows": m.physical_rows,
+            "physical_rows": None if self.pending else m.physical_rows,
             "deletion_file": deletion,
             "row_id_meta": None,
             "created_at_version_meta": None,
             "last_updated_at_version_meta": None,
-            "files": [
-                {
-                    "fields": list(f.fields),
-                    "column_indices": list(f.column_indices),
-                    "file_major_version": f.file_major_version,
-                    "file_minor_version": f.file_minor_version,
-                    "file_size_bytes": f.file_size_bytes,
-                    "base_id": f.base_id or None,
-                    "path": f.path,
-                }
-                for f in m.files
-            ],
         }
 
     @classmethod
@@ -104,7 +108,8 @@ class FragmentMetadata:
         """From ``to_json()``'s dictionary or its JSON text (lance_fw's or pylance's)."""
         try:
             d = json.loads(data) if isinstance(data, (str, bytes)) else dict(data)
-            m = table_pb2.DataFragment(id=int(d.get("id") or 0), physical_rows=int(d["physical_rows"]))
+            rows = d["physical_rows"]
+            m = table_pb2.DataFragment(id=int(d.get("id") or 0), physical_rows=int(rows or 0))
             for f in d["files"]:
                 m.files.add(
                     path=f["path"],
@@ -129,11 +134,37 @@ class FragmentMetadata:
                 raise InvalidArgumentError("FragmentMetadata with stable row ids is not supported yet")
         except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
             raise InvalidArgumentError(f"not a fragment's metadata: {exc!r}") from None
-        return cls(m)
+        return cls(m, pending=rows is None)
 
 
-def _from_bytes(raw: bytes) -> FragmentMetadata:
-    return FragmentMetadata(table_pb2.DataFragment.FromString(raw))
+def _from_bytes(raw: bytes, pending: bool = False) -> FragmentMetadata:
+    return FragmentMetadata(table_pb2.DataFragment.FromString(raw), pending)
+
+
+class WriteProgressAdapter:
+    """``table.write.FileProgress`` calling a pylance ``FragmentWriteProgress``: ``begin`` with the
+    fragment as pylance shows it then (``fragment_id``; the file named only when ``named``, as
+    ``LanceFragment.create`` does; rows and size unknown), ``complete`` with the written one."""
+
+    def __init__(self, progress: Any, fragment_id: int, named: bool, version: tuple[int, int]) -> None:
+        for method in ("begin", "complete"):
+            if not callable(getattr(progress, method, None)):
+                raise InvalidArgumentError(
+                    f"progress must be a FragmentWriteProgress (with begin and complete), not {type(progress).__name__}"
+                )
+        self.progress, self.fragment_id, self.named, self.version = progress, fragment_id, named, version
+
+    def opened(self, name: str) -> None:
+        frag = table_pb2.DataFragment(id=self.fragment_id)
+        if self.named:
+            frag.files.add(path=name, file_major_version=self.version[0], file_minor_version=self.version[1])
+        self.progress.begin(FragmentMetadata(frag, pending=True))
+
+    def finished(self, fragment: table_pb2.DataFragment) -> None:
+        done = table_pb2.DataFragment()
+        done.CopyFrom(fragment)
+        done.id = self.fragment_id
+        self.progress.complete(FragmentMetadata(done))
 
 
 def write_fragments(
@@ -148,7 +179,7 @@ def write_fragments(
     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
     data_cache_bytes: int | None = None,
     max_page_bytes: int | None = None,
-    progress: Unsupported = None,
+    progress: Any = None,
     data_storage_version: str | None = None,
     use_legacy_format: bool | None = None,
     storage_options: dict | None = None,
@@ -166,12 +197,14 @@ def write_fragments(
 ) -> list[FragmentMetadata]:
     """Write ``data`` into new data files of ``dataset_uri`` and return their metadata, uncommitted.
     ``mode="append"`` uses the existing dataset's schema; ``create``/``overwrite`` the data's.
-    ``return_transaction=True`` (a pylance Transaction object) is not supported."""
+    ``return_transaction=True`` (a pylance Transaction object) is not supported. ``progress`` (a
+    ``lance_fw.progress.FragmentWriteProgress``) hears ``begin``/``complete`` of each file."""
     arguments = dict(locals())
-    refuse_write_options("write_fragments", arguments)
+    refuse_write_options("write_fragments", arguments, skip=("progress",))
     create = mode if mode != "create" else "overwrite"  # no version is committed: create is overwrite
     plan, batches = plan_data_write(data, uri_string(dataset_uri), schema, create, arguments)
-    return [FragmentMetadata(f) for f in plan.write(batches)]
+    tracker = None if progress is None else WriteProgressAdapter(progress, 0, False, plan.version)
+    return [FragmentMetadata(f) for f in plan.write(batches, tracker)]
 
 
 @dataclass
@@ -221,9 +254,41 @@ class _Merge:
     schema: Any = None
 
 
-class LanceOperation:
+#: ``LanceOperation`` names whose classes live in ``api/transactions.py`` (which reads
+#: transactions and imports this module, so they are looked up when first used)
+_READ_SIDE_CLASSES = (
+    "BaseOperation",
+    "Clone",
+    "CreateIndex",
+    "DataReplacement",
+    "DataReplacementGroup",
+    "Rewrite",
+    "RewriteGroup",
+    "RewrittenIndex",
+    "UpdateConfig",
+    "UpdateMap",
+)
+
+
+class _OperationNames(type):
+    """Finds the ``_READ_SIDE_CLASSES`` on ``LanceOperation`` without an import cycle."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name in _READ_SIDE_CLASSES:
+            from lance_fw.api import transactions
+
+            return getattr(transactions, name)
+        raise AttributeError(f"type object 'LanceOperation' has no attribute {name!r}")
+
+    def __dir__(cls) -> list[str]:
+        return sorted(set(super().__dir__()) | set(_READ_SIDE_CLASSES))
+
+
+class LanceOperation(metaclass=_OperationNames):
     """The operations ``LanceDataset.commit`` accepts (pylance's names). ``Update`` is what
-    ``MergeInsertBuilder.execute_uncommitted`` returns inside its ``Transaction``."""
+    ``MergeInsertBuilder.execute_uncommitted`` returns inside its ``Transaction``, or one built
+    from ``LanceFragment.update_columns``/``delete_rows`` results; ``Rewrite``,
+    ``DataReplacement`` and ``UpdateConfig`` are committed by ``api/operations.py``."""
 
     Append = _Append
     Overwrite = _Overwrite
@@ -264,20 +329,9 @@ def _merge_schema(schema: Any) -> LanceSchema:
     return inner
 
 
-def _staged_update(operation: UpdateOperation) -> transaction.Update:
-    """The operation lance_fw staged for an ``Update`` from ``execute_uncommitted``; one built by
-    hand has no record of the deletion files it replaces, so it is refused."""
-    if operation.staged is None:
-        raise UnsupportedFeatureError(
-            "LanceDataset.commit: a LanceOperation.Update built by hand (lance_fw commits only the "
-            "ones MergeInsertBuilder.execute_uncommitted returns)"
-        )
-    return operation.staged
-
-
 def commit(
     base_uri: Uri,
-    operation: _Append | _Overwrite | _Merge | _Delete | _Project | _Restore | UpdateOperation | Transaction,
+    operation: Any,
     read_version: int | None = None,
     commit_lock: CommitLock | None = None,
     storage_options: dict | None = None,
@@ -376,14 +430,22 @@ def commit(
             schema_fields=merged.to_protos(),
             schema_metadata=merged.metadata,
         )
-    elif isinstance(operation, UpdateOperation):
+    elif isinstance(operation, UpdateOperation) and operation.staged is not None:
         _need_read_version(read_version, "an Update")
-        op = replace(_staged_update(operation), properties={**given, **properties})
+        op = replace(operation.staged, properties={**given, **properties})
     else:
-        raise InvalidArgumentError(
-            f"cannot commit a {type(operation).__name__}; use LanceOperation.Append, "
-            "Overwrite, Merge, Delete, Project, Restore or a Transaction from execute_uncommitted"
-        )
+        from lance_fw.api.operations import table_operation
+
+        if read_version is None and isinstance(operation, UpdateOperation):
+            _need_read_version(read_version, "an Update")
+        made = table_operation(operation, uri, storage, read_version, {**given, **properties})
+        if made is None:
+            raise InvalidArgumentError(
+                f"cannot commit a {type(operation).__name__}; use LanceOperation.Append, Overwrite, "
+                "Merge, Delete, Project, Restore, Update, Rewrite, DataReplacement, UpdateConfig or a "
+                "Transaction from execute_uncommitted"
+            )
+        op = made
     if max_retries < 1:
         raise InvalidArgumentError(f"max_retries must be at least 1, got {max_retries}")
     committed = transaction.commit(

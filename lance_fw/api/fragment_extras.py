@@ -1,6 +1,7 @@
-"""``LanceFragment`` methods that wrap its scan, and the typed refusals of the pylance fragment
-names lance_fw does not implement (uncommitted fragment rewrites: ``update_columns`` ...),
-and ``delete`` / ``merge_columns`` (new columns for one fragment, committed later with ``LanceOperation.Merge``).
+"""``LanceFragment`` methods that wrap its scan, the typed refusals of the pylance fragment
+names lance_fw does not implement, and the uncommitted fragment writes (``create``,
+``update_columns``, ``merge``, ``merge_columns``, ``delete``, ``delete_rows``: see
+``api/fragment_writes.py``), committed later with ``LanceDataset.commit``.
 
 Why a module of its own: ``api/fragment.py`` holds the fragment's scan options; these are thin
 conveniences and a list of refusals. ``FragmentExtras`` is a mixin of ``LanceFragment``.
@@ -14,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._util.refusals import NotImplementedInPylanceError, refusing
+from lance_fw.api import fragment_writes
 from lance_fw.api.dataset_extras import without_blob_mode
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.options import Columns, Filter, refuse
@@ -25,15 +27,11 @@ if TYPE_CHECKING:
     from lance_fw.api.fragment import LanceFragment
     from lance_fw.api.lance_schema import LanceSchema
 
-_UNCOMMITTED = "writing uncommitted fragment changes is not implemented; use the LanceDataset method"
 _NOT_IN_PYLANCE = "pylance does not implement it either"
 
 
 @refusing(
     {
-        "creating fragments outside a commit is not implemented; use write_fragments": ("create",),
-        "registering existing files is not implemented; use write_fragments": ("create_from_file",),
-        _UNCOMMITTED: ("delete_rows", "merge", "update_columns"),
         "fragment sessions are not implemented; use take or scanner": ("open_session",),
         "fragment validation is not implemented": ("validate",),
     }
@@ -50,6 +48,42 @@ class FragmentExtras:
 
     def _fragment(self) -> LanceFragment:
         return self  # type: ignore[return-value]
+
+    create = staticmethod(fragment_writes.create)
+    create_from_file = staticmethod(fragment_writes.create_from_file)
+
+    def update_columns(
+        self,
+        data_obj: Any,
+        left_on: str = "_rowid",
+        right_on: str | None = None,
+        schema: pa.Schema | None = None,
+        *,
+        with_offsets: bool = False,
+    ) -> tuple[FragmentMetadata, list[int]] | tuple[FragmentMetadata, list[int], bytes]:
+        """pylance's (internal) uncommitted update: this fragment with one new data file of the
+        columns of ``data_obj`` other than ``right_on``, holding the joined row's value where a row
+        of ``data_obj`` has the key of the fragment's ``left_on`` (row ids for ``_rowid``) and the
+        old value elsewhere; and the field ids changed. ``with_offsets`` adds the matched physical
+        offsets (a portable roaring bitmap). ``LanceOperation.Update(updated_fragments=...,
+        fields_modified=...)`` commits it."""
+        return fragment_writes.update_columns(
+            self._ds, self._fragment().metadata, data_obj, left_on, right_on, schema, with_offsets
+        )
+
+    def merge(
+        self, data_obj: Any, left_on: str, right_on: str | None = None, schema: pa.Schema | None = None
+    ) -> tuple[FragmentMetadata, LanceSchema]:
+        """pylance's (internal) per-fragment ``merge``: a left join of this fragment with
+        ``data_obj`` on ``left_on`` = ``right_on``, its other columns as a new data file (nulls
+        where nothing matches), and the schema with them; ``LanceOperation.Merge`` commits them."""
+        return fragment_writes.merge(self._ds, self._fragment().metadata, data_obj, left_on, right_on, schema)
+
+    def delete_rows(self, offsets: Any) -> FragmentMetadata | None:
+        """pylance's (internal) delete by physical offsets in this fragment: the fragment with a
+        new deletion file (itself when each is deleted already; None when no row is left);
+        ``LanceOperation.Delete`` commits it."""
+        return fragment_writes.delete_rows(self._ds, self._fragment().metadata, offsets)
 
     @property
     def schema(self) -> pa.Schema:

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -49,6 +49,15 @@ DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
 #: The transaction property pylance stores ``commit_message`` under.
 COMMIT_MESSAGE_KEY = "__lance_commit_message"
+
+
+class FileProgress(Protocol):
+    """Told about each data file ``write_fragments`` writes (pylance's ``progress=`` callbacks):
+    ``opened`` with the file's name before its first row, ``finished`` with its fragment."""
+
+    def opened(self, name: str) -> None: ...
+
+    def finished(self, fragment: table_pb2.DataFragment) -> None: ...
 
 
 def _data_file_name() -> str:
@@ -177,8 +186,10 @@ def write_fragments(
     max_rows_per_file: int,
     max_bytes_per_file: int,
     options: dict,
+    progress: FileProgress | None = None,
 ) -> list[table_pb2.DataFragment]:
     """Write batches into data files that roll at ``max_rows_per_file``; return fragments (ids unset).
+    ``progress`` hears of each file opened and finished.
 
     On failure every file written so far is deleted, so a failed write leaves no trace.
     """
@@ -193,6 +204,8 @@ def write_fragments(
             done = writer.finish()
             fragments.append(_fragment_of(done))
             writer = None
+            if progress is not None:
+                progress.finished(fragments[-1])
 
     try:
         for batch in batches:
@@ -203,6 +216,8 @@ def write_fragments(
                     name = _data_file_name()
                     path = join_uri(uri, DATA_DIR, name)
                     written.append(path)
+                    if progress is not None:
+                        progress.opened(name)
                     writer = writer_class(storage, path, schema, version, options)
                     writer.name = name  # type: ignore[union-attr]
                 room = max_rows_per_file - writer._rows
@@ -269,8 +284,9 @@ class WritePlan:
         them checks the latest version still has."""
         return self.dataset_fields or self.lance_schema.to_protos()
 
-    def write(self, data: Any) -> list[table_pb2.DataFragment]:
-        """Write ``data`` (anything ``write_dataset`` accepts) into new data files; commit nothing."""
+    def write(self, data: Any, progress: FileProgress | None = None) -> list[table_pb2.DataFragment]:
+        """Write ``data`` (anything ``write_dataset`` accepts) into new data files; commit nothing.
+        ``progress`` hears of each file (see ``FileProgress``)."""
         _, batches = as_reader(data, self.arrow_schema)
         options = self.options
         if isinstance(data, (pa.Table, pa.RecordBatch)) and MAX_BUFFERED_BYTES not in options:
@@ -287,6 +303,7 @@ class WritePlan:
             self.max_rows_per_file,
             self.max_bytes_per_file,
             options,
+            progress,
         )
 
     def commit(
