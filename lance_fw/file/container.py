@@ -87,8 +87,12 @@ def read_tail(reader: RangeReader) -> FileTail:
         raise CorruptFileError(
             path, f"bad magic {magic!r} (expected {MAGIC!r}): not a Lance file or truncated"
         )
-    if (major, minor) == (0, 2):
-        raise CorruptFileError(path, "legacy Lance v1 (0.1) data files are not supported by lance_fw")
+    if (major, minor) == (0, 2):  # 0.1 files have their own reader (datasets open them through it)
+        raise CorruptFileError(
+            path,
+            "a legacy Lance v1 (0.1) data file: this reader reads v2 files only, as pylance's "
+            "lance.file.LanceFileReader does (datasets read 0.1 files: lance_fw.file.legacy_v0_1)",
+        )
     cmo = np.frombuffer(grab(cmo_pos, n_cols * 16, "column metadata offsets"), dtype="<u8").reshape(-1, 2)
     gbo = np.frombuffer(grab(gbo_pos, n_gb * 16, "global buffer offsets"), dtype="<u8").reshape(-1, 2)
     if n_gb < 1:
