@@ -263,12 +263,64 @@ def test_truncated_file_raises(tmp_path):
 
 
 def test_unwritable_type_is_refused(tmp_path):
-    table = pa.table({"m": pa.array([{1: 2}], pa.map_(pa.int32(), pa.int32()))})
+    """pylance cannot write a map at 0.1 either; lance_fw refuses it before writing a file."""
+    table = pa.table({"m": pa.array([[(1, 2)]], pa.map_(pa.int32(), pa.int32()))})
     with pytest.raises(LanceError):
         _write_lance_fw(table, str(tmp_path / "fw"))
-    assert (
-        not list((tmp_path / "fw" / "data").glob("*.lance")) if (tmp_path / "fw" / "data").exists() else True
+    assert not list(tmp_path.glob("fw/data/*.lance"))
+
+
+def test_lance_fw_operations_on_a_pylance_legacy_dataset(tmp_path):
+    """Every rewrite lance_fw makes of a 0.1 dataset writes 0.1 files pylance reads."""
+    uri = str(tmp_path / "ds")
+    n = 3000
+    table = pa.table(
+        {
+            "id": pa.array(range(n)),
+            "s": pa.array([f"v{i}" for i in range(n)]),
+            "l": pa.array([[i] * (i % 3) for i in range(n)]),
+            "st": pa.array([{"a": i, "b": f"b{i}"} for i in range(n)]),
+        }
     )
+    _write_pylance(table, uri, max_rows_per_file=1200, max_rows_per_group=500)
+    more = pa.table(
+        {
+            "id": pa.array(range(2900, 3100)),
+            "s": pa.array(["m"] * 200),
+            "l": pa.array([[1]] * 200),
+            "st": pa.array([{"a": 1, "b": "m"}] * 200),
+        }
+    )
+    steps = [
+        lambda: lance_fw.dataset(uri).update({"s": "'upd'"}, where="id < 100"),
+        lambda: (
+            lance_fw.dataset(uri)
+            .merge_insert("id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(more)
+        ),
+        lambda: lance_fw.dataset(uri).add_columns({"x2": "id * 2"}),
+        lambda: lance_fw.dataset(uri).optimize.compact_files(target_rows_per_fragment=5000),
+        lambda: lance_fw.write_dataset(
+            more.slice(0, 10).append_column("x2", pa.array([0] * 10)), uri, mode="append"
+        ),
+    ]
+    for step in steps:
+        step()
+        theirs = lance.dataset(uri)
+        _equal(theirs.to_table(), lance_fw.dataset(uri).to_table())
+        assert {
+            (f.file_major_version, f.file_minor_version)
+            for g in theirs.get_fragments()
+            for f in g.metadata.files
+        } == {(0, 2)}
+    assert lance.dataset(uri).count_rows() == n + 100 + 10
+
+
+def test_use_legacy_format_alias(tmp_path):
+    ds = lance_fw.write_dataset(pa.table({"x": [1, 2]}), str(tmp_path / "fw"), use_legacy_format=True)
+    assert ds.data_storage_version == "0.1" == lance.dataset(str(tmp_path / "fw")).data_storage_version
 
 
 # --- random tables ---------------------------------------------------------------------------------
