@@ -10,6 +10,7 @@ these write files and check pylance's options.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from lance_fw._proto import table_pb2
 from lance_fw.api.distributed import FragmentMetadata, WriteProgressAdapter
 from lance_fw.api.lance_schema import LanceSchema
 from lance_fw.api.write import plan_data_write
-from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, UnsupportedFeatureError
+from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, SchemaError, UnsupportedFeatureError
 from lance_fw.options import refuse, uri_string
 from lance_fw.table import fragment_update
 from lance_fw.table.write import as_reader
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 
 #: The modes ``LanceFragment.create`` takes (``create`` and ``overwrite`` both write the data's schema)
 CREATE_MODES = ("append", "create", "overwrite")
+#: ``Field.parent_id`` of a top-level field
+TOP_LEVEL_PARENT = -1
 #: No file roll: ``LanceFragment.create`` writes all the data into one data file.
 _ONE_FILE = sys.maxsize
 
@@ -76,8 +79,21 @@ def create(
         "max_page_bytes": None,
         "allow_plugin_encodings": False,
     }
+    if schema is None and _bare_batches(data):
+        raise InvalidArgumentError("Must provide schema to write dataset from RecordBatch iterable")
+    incoming, stream = as_reader(data, schema)
+    reader = pa.RecordBatchReader.from_batches(incoming, stream)
     write_mode = "overwrite" if mode == "create" else mode  # nothing is committed: create is overwrite
-    plan, batches = plan_data_write(data, uri_string(dataset_uri), schema, write_mode, arguments)
+    try:
+        plan, batches = plan_data_write(reader, uri_string(dataset_uri), incoming, write_mode, arguments)
+    except SchemaError as exc:  # pylance's append: the schema check is an OSError
+        raise InvalidUserInputError(f"Append with different schema: {exc}") from None
+    if plan.mode == "append":
+        expected = [f.name for f in plan.planned_fields() if f.parent_id == TOP_LEVEL_PARENT]
+        if incoming.names != expected:  # a fragment holds every column, in the dataset's order
+            raise InvalidUserInputError(
+                f"Append with different schema: expected columns {expected}, the data has {incoming.names}"
+            )
     tracker = None if progress is None else WriteProgressAdapter(progress, frag_id, True, plan.version)
     written = plan.write(batches, tracker)
     if not written:
@@ -128,6 +144,15 @@ def create_from_file(filename: str, dataset: LanceDataset, fragment_id: int) -> 
         file_minor_version=version[1],
     )
     return FragmentMetadata(frag)
+
+
+def _bare_batches(data: Any) -> bool:
+    """An iterator or list of record batches: pylance needs their schema given."""
+    if isinstance(data, pa.RecordBatchReader):
+        return False
+    if isinstance(data, list):
+        return bool(data) and all(isinstance(b, pa.RecordBatch) for b in data)
+    return isinstance(data, Iterator)
 
 
 def _right_table(data: Any, schema: pa.Schema | None) -> pa.Table:

@@ -105,6 +105,11 @@ def update_columns(
             )
     refuse_blob_columns(targets, snapshot.uri)
     values = {n: right.column(n).combine_chunks() for n in columns}
+    reader = snapshot.fragment_reader(frag)
+    try:  # deleted rows keep their values: pylance joins the fragment's live rows only
+        deleted = np.asarray(reader.deleted, dtype=np.int64)
+    finally:
+        reader.close()
     matched: list[np.ndarray] = []
     position = [0]
 
@@ -117,8 +122,11 @@ def update_columns(
         else:
             keys = rows.column(left_on)
         index = _matches(keys, right_keys)
-        hit = pc.is_valid(index)
-        matched.append(start + np.flatnonzero(hit.to_numpy(zero_copy_only=False)))
+        found = pc.is_valid(index).to_numpy(zero_copy_only=False)
+        lo, hi = np.searchsorted(deleted, [start, start + rows.num_rows])
+        found[deleted[lo:hi] - start] = False
+        hit = pa.array(found, pa.bool_())
+        matched.append(start + np.flatnonzero(found))
         out = [pc.if_else(hit, values[n].take(index), rows.column(n)) for n in columns]
         return pa.Table.from_arrays(out, schema=target_arrow)
 
@@ -160,9 +168,9 @@ def merge_columns(
 def delete_offsets(
     snapshot: Snapshot, frag: table_pb2.DataFragment, offsets: np.ndarray
 ) -> tuple[table_pb2.DataFragment | None, Callable[[], None]]:
-    """``frag`` with the rows at physical ``offsets`` deleted as well (a new deletion file; the
-    fragment itself when each is already deleted; None when no row is left), and how to remove
-    the deletion file written.
+    """``frag`` with the rows at physical ``offsets`` deleted as well (a new deletion file, as in
+    pylance even when none is new; the fragment itself when it has no deletions and no offsets are
+    given; None when no row is left), and how to remove the deletion file written.
 
     Raises:
         InvalidArgumentError: an offset outside the fragment.
@@ -176,7 +184,8 @@ def delete_offsets(
         )
 
     def matcher(reader: FragmentReader, _: table_pb2.DataFragment) -> np.ndarray:
-        return np.setdiff1d(offsets.astype(np.uint32), reader.deleted.astype(np.uint32))
+        # as pylance: a new deletion file even when no offset is new (or none is given)
+        return offsets.astype(np.uint32) if len(offsets) else reader.deleted.astype(np.uint32)
 
     staged = stage_deletions(snapshot, matcher, [frag])
     undo = lambda: staged.undo(snapshot.storage)  # noqa: E731
