@@ -86,7 +86,7 @@ def test_file_system_progress_writes_pylance_files(tmp_path: Path, finish: bool)
     for lib, module in LIBS.items():
         folder = tmp_path / f"{lib.__name__}-progress"
 
-        class Tracker(module.FileSystemFragmentWriteProgress):  # type: ignore[name-defined,misc]
+        class Tracker(module.FileSystemFragmentWriteProgress):  # type: ignore[name-defined]
             def complete(self, fragment: Any, **kwargs: Any) -> None:
                 if finish:
                     super().complete(fragment, **kwargs)

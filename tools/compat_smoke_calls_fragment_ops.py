@@ -72,7 +72,8 @@ def _update_columns(ctx: Ctx) -> object:
 def _merge(ctx: Ctx) -> object:
     ds = ctx.fresh()
     right = pa.table({"key": pa.array([9, 1, 4], pa.int64()), "z": ["nine", "one", "four"]})
-    merged, schema = [], None
+    merged: list = []
+    schema: Any = None
     for fragment in ds.get_fragments():
         meta, schema = fragment.merge(right, "id", "key")
         merged.append(meta)
@@ -96,7 +97,7 @@ def _delete_rows(ctx: Ctx) -> object:
 
 
 def _recorder(ctx: Ctx) -> Any:
-    class Recorder(_progress(ctx).FragmentWriteProgress):  # type: ignore[name-defined,misc]
+    class Recorder(_progress(ctx).FragmentWriteProgress):  # type: ignore[misc]
         def __init__(self) -> None:
             self.calls: list = []
 
