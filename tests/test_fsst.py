@@ -264,15 +264,3 @@ def test_nested_strings_get_fsst(uri, version):
     assert ("mini_block_layout", "fsst") in value_encodings(uri, 0)
     assert_tables_equal(table, lance.dataset(uri).to_table())
     assert_tables_equal(table, lance_fw.dataset(uri).to_table())
-
-
-def test_masked_expansion_fallback(monkeypatch):
-    """Where numpy would not apply a fancy assignment in index order, the decoder falls back to
-    copying each symbol's bytes through a mask: same result."""
-    strings = [b"lance \xff\xff columnar", b"", b"\xff", b"format format format"]
-    offsets, data = _arrays(strings)
-    table, comp_offsets, codes = fsst.compress_strings(offsets, data)
-    assert fsst._SEQUENTIAL  # this numpy writes in order
-    monkeypatch.setattr(fsst, "_SEQUENTIAL", False)
-    out_offsets, out = fsst.decompress(table, comp_offsets, codes)
-    assert _split(out_offsets, out) == strings

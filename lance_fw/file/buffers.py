@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 #: Little-endian unsigned numpy dtypes by width in bytes (how Lance stores offsets and words).
 UINT_BY_BYTES: dict[int, np.dtype] = {
@@ -61,21 +62,15 @@ def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 _SLICE_ABOVE = 64
 
 
-#: Share of the bytes spanned by ordered ranges above which they are gathered through a mask of
-#: the span (the gaps are small: headers between values, as in a full-zip page).
-_MASK_ABOVE = 0.5
-
-
 def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``data[starts[i] : starts[i] + lengths[i]]`` for all i, concatenated (a copy)."""
     lengths = np.asarray(lengths, np.int64)
     if not len(lengths):
         return data[:0]
+    ordered = _ordered_take(data, np.asarray(starts, np.int64), lengths)
+    if ordered is not None:
+        return ordered
     total = int(lengths.sum())
-    dense = _dense_ordered(np.asarray(starts, np.int64), lengths, total)
-    if dense is not None:
-        lo, hi, inside = dense
-        return data[lo:hi][inside]
     if total > _SLICE_ABOVE * len(lengths):
         out = pool_empty(total, data.dtype)
         np.concatenate(
@@ -85,21 +80,28 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     return data[range_positions(starts, lengths)]
 
 
-def _dense_ordered(starts: np.ndarray, lengths: np.ndarray, total: int) -> tuple[int, int, np.ndarray] | None:
-    """For ranges in increasing order, not overlapping, that cover most of what they span: the
-    span ``[lo, hi)`` and a mask of its bytes inside a range. Built from +1/-1 marks at the range
-    edges and one cumulative sum: a pass over the span, where per-byte positions would cost 16
-    bytes of index per byte gathered (a 10 MB full-zip string page: ~280 ms -> ~30 ms). None when
-    the ranges are not like that."""
-    ends = starts + lengths
-    lo, hi = int(starts[0]), int(ends[-1])
-    if hi <= lo or total < _MASK_ABOVE * (hi - lo) or (len(starts) > 1 and (starts[1:] < ends[:-1]).any()):
+def _ordered_take(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
+    """For byte ranges in increasing order, not overlapping, inside ``data``: their bytes, by one
+    C++ ``take``. Laid out as offsets, the range edges (start, end, next start, ...) are an Arrow
+    binary array over ``data`` whose even elements are the ranges and odd ones the gaps; taking
+    the even ones copies the ranges end to end (a page's chunks or a full-zip page's values,
+    whatever their sizes: 7,000 ranges of 4 KiB in ~6 ms, a million of 25 bytes in ~20 ms, where
+    slicing each costs ~0.3 us a range and a mask over the span ~3 ns a byte). None otherwise."""
+    if data.dtype != np.uint8 or data.ndim != 1 or not data.flags.c_contiguous:
         return None
-    full = lengths > 0
-    marks = np.zeros(hi - lo + 1, np.int8)
-    marks[starts[full] - lo] = 1
-    marks[ends[full] - lo] -= 1  # an end may be the next range's start: 1 - 1 = 0, still inside
-    return lo, hi, np.cumsum(marks[:-1], dtype=np.int8).view(np.bool_)
+    edges = np.empty(2 * len(starts), np.int64)
+    edges[0::2] = starts
+    edges[1::2] = starts + lengths
+    if edges[0] < 0 or edges[-1] > len(data) or (edges[1:] < edges[:-1]).any():
+        return None
+    pieces = pa.Array.from_buffers(
+        pa.large_binary(), len(edges) - 1, [None, pa.py_buffer(edges), pa.py_buffer(data)]
+    )
+    taken = pc.take(pieces, pa.array(np.arange(0, len(edges) - 1, 2)))
+    total = int(edges[1::2].sum() - edges[0::2].sum())
+    if not total:
+        return data[:0].copy()
+    return np.frombuffer(taken.buffers()[2], np.uint8, total)
 
 
 def gather_rows(data: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
