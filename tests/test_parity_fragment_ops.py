@@ -61,6 +61,13 @@ def _same_result(paths: dict[Any, str]) -> pa.Table:
         for p in paths.values()
     ]
     assert layouts[0] == layouts[1]
+    coverage = [
+        sorted(
+            (i.name, sorted(s.fragment_ids)) for i in lance.dataset(p).describe_indices() for s in i.segments
+        )
+        for p in paths.values()
+    ]
+    assert coverage[0] == coverage[1]
     return want
 
 
@@ -147,6 +154,8 @@ def test_update_columns_then_update_matches_pylance(tmp_path: Path) -> None:
     paths = _copies(tmp_path)
     fields = {}
     for lib, uri in paths.items():
+        lib.dataset(uri).create_scalar_index("x", "BTREE")
+        lib.dataset(uri).create_scalar_index("s", "BITMAP")
         ds = lib.dataset(uri)
         updated, modified = [], []
         for fragment in ds.get_fragments():
@@ -265,6 +274,7 @@ def test_delete_rows_then_delete_matches_pylance(tmp_path: Path) -> None:
 def test_rewrite_matches_pylance(tmp_path: Path) -> None:
     paths = _copies(tmp_path)
     for lib, uri in paths.items():
+        lib.dataset(uri).create_scalar_index("id", "BTREE")
         ds = lib.dataset(uri)
         old = ds.get_fragments()[:2]
         live = pa.concat_tables([f.to_table() for f in old])
@@ -272,6 +282,7 @@ def test_rewrite_matches_pylance(tmp_path: Path) -> None:
         group = lib.LanceOperation.RewriteGroup([f.metadata for f in old], new)
         lib.LanceDataset.commit(uri, lib.LanceOperation.Rewrite([group], []), read_version=ds.version)
         assert [f.fragment_id for f in lib.dataset(uri).get_fragments()] == [2, 3, 4, 5]
+        assert lib.dataset(uri).to_table(filter="id = 4100")["x"].to_pylist() == [2050.0]  # indexed
         stale = lib.LanceOperation.Rewrite([group], [])
         stale_commit = partial(lib.LanceDataset.commit, uri, stale, read_version=ds.version)
         assert _error_class(stale_commit) is OSError
@@ -350,4 +361,31 @@ def test_operations_read_back_as_pylance_names_them(tmp_path: Path) -> None:
     updates = [lance.dataset(uri).read_transaction(3).operation for uri in paths.values()]
     assert [(u.fields_modified, u.update_mode, len(u.updated_fragments)) for u in updates] == [
         ([2], "rewrite_rows", 1)
+    ] * 2
+
+
+def test_update_with_removed_and_new_fragments_matches_pylance(tmp_path: Path) -> None:
+    """A hand-built rows update: one fragment's rows deleted by offset, one fragment removed, and
+    new fragments from ``write_fragments`` holding the rewritten rows; scalar indices survive."""
+    paths = _copies(tmp_path)
+    for lib, uri in paths.items():
+        lib.dataset(uri).create_scalar_index("id", "BTREE")
+        ds = lib.dataset(uri)
+        frags = ds.get_fragments()
+        moved = frags[0].to_table(filter="id < 100")
+        offsets = [i for i in range(100) if i % 7]
+        updated = frags[0].delete_rows(offsets)
+        rewritten = moved.set_column(2, "x", pa.compute.multiply(moved["x"], -1))
+        new = lib.fragment.write_fragments(rewritten, uri)
+        op = lib.LanceOperation.Update(
+            removed_fragment_ids=[frags[2].fragment_id], updated_fragments=[updated], new_fragments=new
+        )
+        ds = lib.LanceDataset.commit(uri, op, read_version=ds.version)
+        assert ds.to_table(filter="id = 50")["x"].to_pylist() == [-25.0]
+        assert ds.count_rows("id >= 10000") == 0
+    table = _same_result(paths)
+    assert table.num_rows == lance.dataset(paths[lance_fw]).count_rows()
+    kinds = [lance.dataset(p).read_transaction(4).operation for p in paths.values()]
+    assert [(k.removed_fragment_ids, len(k.new_fragments), k.update_mode) for k in kinds] == [
+        ([2], 1, "rewrite_rows")
     ] * 2

@@ -23,7 +23,7 @@ from lance_fw.errors import (
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table import metadata as table_metadata
 from lance_fw.table import transaction
-from lance_fw.table.fragment_ops import UPDATE_MODES, FragmentsUpdate, planned_states
+from lance_fw.table.fragment_ops import UPDATE_MODES, CallerRewrite, FragmentsUpdate, planned_states
 from lance_fw.table.fragment_ops import DataReplacement as ReplaceFiles
 from lance_fw.table.merge_insert import UpdateOperation
 from lance_fw.table.paths import DATA_DIR
@@ -62,7 +62,7 @@ def _update(
     )
 
 
-def _rewrite(op: Rewrite, props: dict) -> transaction.Rewrite:
+def _rewrite(op: Rewrite, props: dict) -> CallerRewrite:
     if list(op.rewritten_indices or []):
         raise UnsupportedFeatureError(
             "LanceOperation.Rewrite with rewritten_indices (remapped index files) is not supported yet"
@@ -71,7 +71,7 @@ def _rewrite(op: Rewrite, props: dict) -> transaction.Rewrite:
     for old, _ in groups:
         if not old:
             raise InvalidArgumentError("LanceOperation.RewriteGroup: old_fragments is empty")
-    return transaction.Rewrite(groups=groups, properties=props)
+    return CallerRewrite(groups=groups, properties=props)
 
 
 def _data_file(given: Any, storage: Storage, uri: str) -> table_pb2.DataFile:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from lance_fw._proto import table_pb2, transaction_pb2
 from lance_fw.errors import CommitConflictError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.table.column_rewrite import ColumnUpdate
-from lance_fw.table.index_section import without_fragments
-from lance_fw.table.transaction import Indices, Operation, check_unchanged, files_and_deletions
+from lance_fw.table.transaction import Indices, Operation, Rewrite, check_unchanged, files_and_deletions
 
 #: ``Transaction.Update.update_mode`` by pylance's names ('' is pylance's default: rows)
 UPDATE_MODES = {
@@ -43,7 +42,8 @@ def planned_states(read: table_pb2.Manifest, ids: list[int], what: str) -> dict[
 class FragmentsUpdate(ColumnUpdate):
     """pylance's ``Update`` as a caller builds it: ``updated`` fragments replace theirs whole,
     ``removed`` ids go, ``fragments`` are added; indices on ``fields_modified`` stop covering the
-    updated fragments (their index entries may hold old values), and no index covers a removed one."""
+    updated fragments (their index entries may hold old values). As in pylance, an index keeps a
+    removed fragment's id in its ``fragment_bitmap`` (ids are never reused: it covers no rows)."""
 
     removed: list[int] = field(default_factory=list)
     update_mode: transaction_pb2.Transaction.UpdateMode = transaction_pb2.Transaction.REWRITE_ROWS
@@ -57,14 +57,21 @@ class FragmentsUpdate(ColumnUpdate):
         new.fragments.extend(kept)
         super().apply(base, new)
 
-    def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
-        return without_fragments(super().apply_indices(base, indices), set(self.removed))
-
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         super().fill_transaction(txn, fragments)
         txn.update.removed_fragment_ids.extend(self.removed)
         txn.update.fields_for_preserving_frag_bitmap.extend(self.fields_for_preserving_frag_bitmap)
         txn.update.update_mode = self.update_mode
+
+
+@dataclass
+class CallerRewrite(Rewrite):
+    """pylance's ``Rewrite`` as a caller builds it (no ``rewritten_indices``): as in pylance, the
+    indices keep their ``fragment_bitmap`` (the old ids then cover no rows, and the new fragments
+    are read unindexed until ``optimize_indices``), where lance_fw's own compaction drops them."""
+
+    def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
+        return indices
 
 
 @dataclass
@@ -97,4 +104,4 @@ class DataReplacement(Operation):
             out.replacements.add(fragment_id=frag_id, new_file=data_file)
 
 
-__all__ = ["UPDATE_MODES", "DataReplacement", "FragmentsUpdate", "planned_states"]
+__all__ = ["UPDATE_MODES", "CallerRewrite", "DataReplacement", "FragmentsUpdate", "planned_states"]
