@@ -389,3 +389,20 @@ def test_update_with_removed_and_new_fragments_matches_pylance(tmp_path: Path) -
     assert [(k.removed_fragment_ids, len(k.new_fragments), k.update_mode) for k in kinds] == [
         ([2], 1, "rewrite_rows")
     ] * 2
+
+
+@pytest.mark.parametrize("concurrent", ["delete", "add_columns"])
+def test_update_over_a_concurrent_change_conflicts(tmp_path: Path, concurrent: str) -> None:
+    """An ``Update`` replacing a fragment that a later commit changed (new deletions, a new data
+    file) must not silently undo that change: both libraries refuse it with an ``OSError``."""
+    paths = _copies(tmp_path)
+    for lib, uri in paths.items():
+        ds = lib.dataset(uri)
+        meta, modified = ds.get_fragment(0).update_columns(_updates(), "id")
+        if concurrent == "delete":
+            lib.dataset(uri).delete("id = 10")
+        else:
+            lib.dataset(uri).add_columns({"y": "x * 2"})
+        op = lib.LanceOperation.Update(updated_fragments=[meta], fields_modified=modified)
+        assert _error_class(partial(lib.LanceDataset.commit, uri, op, read_version=ds.version)) is OSError
+    _same_result(paths)

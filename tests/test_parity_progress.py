@@ -118,3 +118,24 @@ def test_index_progress_fraction(completed: int | None, total: int | None) -> No
     made = [m.IndexProgress("progress", "train", completed, total, "rows") for m in LIBS.values()]
     assert made[0].fraction == made[1].fraction
     assert (made[0].event, made[0].stage, made[0].unit) == (made[1].event, made[1].stage, made[1].unit)
+
+
+def test_pending_fragment_json_round_trip(tmp_path: Path) -> None:
+    """The JSON pylance hands ``_do_begin`` (rows and sizes null) reads back as a pending fragment,
+    in lance_fw as in pylance, and survives pickling."""
+    import pickle
+
+    seen = {}
+    for lib, module in LIBS.items():
+        recorder = _recorder(module)
+        lib.LanceFragment.create(str(tmp_path / lib.__name__), _table(), fragment_id=1, progress=recorder)
+        text = (
+            '{"id": 1, "files": [{"fields": [], "column_indices": [], "file_major_version": 2, '
+            '"file_minor_version": 2, "file_size_bytes": null, "base_id": null, "path": "a.lance"}], '
+            '"overlays": [], "physical_rows": null, "deletion_file": null, "row_id_meta": null, '
+            '"created_at_version_meta": null, "last_updated_at_version_meta": null}'
+        )
+        recorder._do_begin(text)
+        fragment = lib.fragment.FragmentMetadata.from_json(text)
+        seen[lib] = (recorder.calls[-1], pickle.loads(pickle.dumps(fragment)).to_json())
+    assert seen[lance] == seen[lance_fw]
