@@ -133,7 +133,8 @@ def update_columns(
     needed = ([] if key_field is None else [key_field]) + list(targets.fields)
     patched = write_fragment_columns(snapshot, frag, needed, targets, compute)
     offsets = np.concatenate(matched) if matched else np.zeros(0, np.int64)
-    return _tombstoned(patched), [f.id for f in targets.walk()], offsets.astype(np.uint32)
+    # the ids the new file holds (leaf fields from format 2.1 on), as pylance reports them
+    return _tombstoned(patched), list(patched.files[-1].fields), offsets.astype(np.uint32)
 
 
 def merge_columns(
