@@ -7,6 +7,7 @@ from lance_fw import dataset as _dataset_module  # noqa: F401  (``from lance.dat
 from lance_fw import (
     fragment,  # noqa: F401  (pylance users import lance.fragment)
     optimize,  # noqa: F401  (pylance users import lance.optimize)
+    progress,  # noqa: F401  (pylance users import lance.progress)
     udf,  # noqa: F401  (pylance users import lance.udf)
 )
 from lance_fw._version import __version__
@@ -17,6 +18,7 @@ from lance_fw.api.transactions import Index, IndexFile
 from lance_fw.api.write import write_dataset
 from lance_fw.errors import LanceError
 from lance_fw.plugin_manager import plugins
+from lance_fw.progress import IndexProgress
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema_json import json_to_schema, schema_to_json
 from lance_fw.table.cleanup import CleanupStats
@@ -30,6 +32,7 @@ __all__ = [
     "FragmentMetadata",
     "Index",
     "IndexFile",
+    "IndexProgress",
     "LanceDataset",
     "LanceError",
     "LanceFragment",
