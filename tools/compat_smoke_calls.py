@@ -457,7 +457,9 @@ def _merge_columns(ctx: Ctx) -> object:
     for fragment in ds.get_fragments():
         meta, schema = fragment.merge_columns({"y": "x * 2"})
         fragments.append(meta)
-    ctx.lib.LanceDataset.commit(ds.uri, ctx.lib.LanceOperation.Merge(fragments, schema), read_version=ds.version)
+    ctx.lib.LanceDataset.commit(
+        ds.uri, ctx.lib.LanceOperation.Merge(fragments, schema), read_version=ds.version
+    )
     return ctx.lib.dataset(ds.uri).to_table()
 
 
@@ -1124,7 +1126,12 @@ def _dynamic_context_provider(ctx: Ctx) -> object:
     return ns.list_tables(m.ListTablesRequest(id=[])).tables, raises(lambda: m.DynamicContextProvider())
 
 
-@smoke("lance.schema.schema_to_json", "lance.schema.json_to_schema")
+@smoke(
+    "lance.schema.schema_to_json",
+    "lance.schema.json_to_schema",
+    "lance.schema_to_json",
+    "lance.json_to_schema",
+)
 def _schema_json(ctx: Ctx) -> object:
     import importlib
 

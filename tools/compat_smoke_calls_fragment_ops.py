@@ -135,7 +135,7 @@ def _file_system_progress(ctx: Ctx) -> object:
     return begun, state, sorted(os.listdir(folder))
 
 
-@smoke("lance.progress.IndexProgress")
+@smoke("lance.progress.IndexProgress", "lance.IndexProgress")
 def _index_progress(ctx: Ctx) -> object:
     made = [
         _progress(ctx).IndexProgress("progress", "train", c, t, "rows")

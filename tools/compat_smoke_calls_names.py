@@ -1,0 +1,22 @@
+"""Smoke calls for names that are plain records: constructed with pylance's arguments, read back."""
+
+from __future__ import annotations
+
+from compat_smokes import Ctx, smoke
+
+
+@smoke("lance.fragment.DataFile")
+def _data_file(ctx: Ctx) -> object:
+    made = ctx.lib.fragment.DataFile("data/a.lance", [0, 1, 2], [0, 1, 2], 2, 2, 1234)
+    default = ctx.lib.fragment.DataFile("data/b.lance", [3])
+    return [
+        (
+            d.path,
+            list(d.fields),
+            list(d.column_indices) if d.column_indices is not None else None,
+            d.file_major_version,
+            d.file_minor_version,
+            d.file_size_bytes,
+        )
+        for d in (made, default)
+    ]
