@@ -155,9 +155,14 @@ def _bare_batches(data: Any) -> bool:
     return isinstance(data, Iterator)
 
 
-def _right_table(data: Any, schema: pa.Schema | None) -> pa.Table:
+def _right_side(
+    data: Any, schema: pa.Schema | None, left_on: str, right_on: str | None
+) -> tuple[pa.Table, str, str]:
+    """The new columns' rows as one table, and the join keys (``right_on`` defaults to ``left_on``,
+    as in pylance)."""
     arrow_schema, batches = as_reader(data, schema)
-    return pa.Table.from_batches(list(batches), schema=arrow_schema)
+    right = pa.Table.from_batches(list(batches), schema=arrow_schema)
+    return right, left_on, left_on if right_on is None else right_on
 
 
 def update_columns(
@@ -170,9 +175,8 @@ def update_columns(
     with_offsets: bool,
 ) -> tuple[FragmentMetadata, list[int]] | tuple[FragmentMetadata, list[int], bytes]:
     """See ``LanceFragment.update_columns``."""
-    right = _right_table(data, schema)
     updated, fields, offsets = fragment_update.update_columns(
-        ds._snapshot, frag, right, left_on, left_on if right_on is None else right_on
+        ds._snapshot, frag, *_right_side(data, schema, left_on, right_on)
     )
     if with_offsets:
         from lance_fw.table.deletion import BITMAP, codec
@@ -190,9 +194,8 @@ def merge(
     schema: pa.Schema | None,
 ) -> tuple[FragmentMetadata, LanceSchema]:
     """See ``LanceFragment.merge``."""
-    right = _right_table(data, schema)
     merged, new_schema = fragment_update.merge_columns(
-        ds._snapshot, frag, right, left_on, left_on if right_on is None else right_on
+        ds._snapshot, frag, *_right_side(data, schema, left_on, right_on)
     )
     return FragmentMetadata(merged), LanceSchema(new_schema)
 

@@ -16,12 +16,12 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import file_pb2, table_pb2
-from lance_fw.errors import SchemaError, UnsupportedFeatureError
+from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.file.buffers import range_positions
 from lance_fw.file.container import MAGIC
 from lance_fw.file.legacy_v0_1 import LEGACY_FOOTER, LEGACY_FOOTER_VERSION, LEGACY_VERSION, LENGTH_PREFIX
 from lance_fw.file.legacy_v0_1_decode import LIST_OFFSET_BYTES, fixed_width_bits
-from lance_fw.file.writer import WrittenFile
+from lance_fw.file.writer import WrittenFile, check_batch_width
 from lance_fw.io.storage import Storage
 from lance_fw.schema import LanceField, LanceSchema
 
@@ -76,10 +76,7 @@ class LegacyFileWriter:
     def write_batch(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
-        if len(batch.schema) != len(self.schema.fields):
-            raise SchemaError(
-                f"{self.path}: batch has {len(batch.schema)} columns, schema has {len(self.schema.fields)}"
-            )
+        check_batch_width(self.path, batch, self.schema)
         self._pending.append(batch)
         self._pending_rows += batch.num_rows
         self._rows += batch.num_rows

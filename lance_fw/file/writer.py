@@ -151,10 +151,7 @@ class LanceFileWriter:
     def write_batch(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
-        if len(batch.schema) != len(self.schema.fields):
-            raise SchemaError(
-                f"{self.path}: batch has {len(batch.schema)} columns, schema has {len(self.schema.fields)}"
-            )
+        check_batch_width(self.path, batch, self.schema)
         full = []
         for col, arr in zip(self._columns, self._split(batch)):
             if not len(arr):  # e.g. the items of an all-null list column
@@ -370,6 +367,14 @@ class LanceFileWriter:
             getattr(self._out, "abort", self._out.close)()
         except Exception:
             pass
+
+
+def check_batch_width(path: str, batch: pa.RecordBatch, schema: LanceSchema) -> None:
+    """Refuse a batch with another number of columns than the file's schema (any file format).
+
+    Raises: ``SchemaError`` naming the file."""
+    if len(batch.schema) != len(schema.fields):
+        raise SchemaError(f"{path}: batch has {len(batch.schema)} columns, schema has {len(schema.fields)}")
 
 
 def _encoder_name(encoder: Any) -> str:
