@@ -27,6 +27,13 @@ from lance_fw.schema import LanceField
 #: A page is decoded whole (not row by row) once more than this share of its rows is wanted.
 WHOLE_PAGE_SHARE = 0.25
 
+#: Pages whose row-read setup (checks, parsed encoding, where) ``_row_page`` keeps, by (file tail
+#: token, column, page): a few hundred bytes each.
+ROW_PAGES_CACHED = 1024
+_ROW_PAGES: LruCache[tuple[int, int, int], tuple[str, str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]] = (
+    LruCache(ROW_PAGES_CACHED)
+)
+
 #: Page buffers up to this size are fetched ahead for a take (``prefetch_small_buffers``):
 #: metadata-like buffers a row decoder reads before it knows which chunks to read.
 SMALL_BUFFER = 64 * 1024
@@ -429,14 +436,22 @@ class LanceFileReader:
     def _row_page(
         self, col: int, p: int, arrow_type: pa.DataType, field: LanceField
     ) -> tuple[PageInput, any_pb2.Any]:
-        """Page ``p`` of column ``col`` as a row decoder reads it (buffers read on demand), and its encoding."""
-        meta = self.tail.columns[col].pages[p]
-        self._check_page(col, p, meta)
-        where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
+        """Page ``p`` of column ``col`` as a row decoder reads it (buffers read on demand), and its encoding.
+
+        What does not depend on the rows (the page's checks, encoding, buffer places) is kept per
+        page (``_ROW_PAGES``): a point lookup reads the same pages query after query."""
+        key = (self.tail.token, col, p)
+        found = _ROW_PAGES.get(key)
+        if found is None or found[0] != field.name:
+            meta = self.tail.columns[col].pages[p]
+            self._check_page(col, p, meta)
+            where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
+            found = (field.name, where, self._page_encoding(meta, where), meta)
+            _ROW_PAGES.put(key, found)
+        _, where, encoding, meta = found
         source = HeldFirst(self._reader, self._small) if self._small else self._reader
         buffers = PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where)
-        key = (self.tail.token, col, p)
-        return PageInput(buffers, meta.length, arrow_type, where, key), self._page_encoding(meta, where)
+        return PageInput(buffers, meta.length, arrow_type, where, key), encoding
 
     def _decode_rows(
         self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType, field: LanceField
