@@ -87,6 +87,8 @@ class LanceFileReader:
         #: per tuple of field ids read together: (column, leaf, decoded type, page starts) for decode_ahead
         self._ahead_columns: dict[tuple[int, ...], list[tuple[int, LanceField, pa.DataType, list[int]]]] = {}
         self._cache: dict[int, tuple[int, pa.Array]] = {}
+        #: Pages ``decode_ahead`` decoded for a range not read yet, by (column, page).
+        self._ahead: dict[tuple[int, int], pa.Array] = {}
         #: Buffers of pages fetched ahead (``prefetch``), by (column, page); taken when decoded.
         self._prefetched: dict[tuple[int, int], list[memoryview]] = {}
         #: Small page buffers fetched ahead for a take (``prefetch_small_buffers``), by offset.
@@ -174,14 +176,15 @@ class LanceFileReader:
                 self._small.update(held)
 
     def decode_ahead(self, fields: list[LanceField], start: int, stop: int) -> None:
-        """Decode side by side, on the column pool, the page each column of ``fields`` needs for
-        rows [start, stop) that is not decoded yet, so that the reads of those rows only slice.
+        """Decode side by side, on the column pool, the pages the columns of ``fields`` need for
+        rows [start, stop) that are not decoded yet, so that the reads of those rows only slice.
 
         Why: a scan decodes a column's page on the first batch that touches it, column after
-        column, while the later batches only slice decoded pages; decoding those pages at once
-        uses every core on the expensive batch (numpy, pyarrow and zstd release the GIL). Nothing
-        happens unless two or more columns need a page of ``DECODE_AHEAD_BYTES`` or more within
-        the range (other pages, and ranges that span pages, are read as usual).
+        column (and a range over several pages of a column, page after page), while the later
+        batches only slice decoded pages; decoding those pages at once uses every core on the
+        expensive batch (numpy, pyarrow and zstd release the GIL). Nothing happens unless two or
+        more pages of ``DECODE_AHEAD_BYTES`` or more are needed within the range (others are
+        read as usual). Pages decoded here wait in ``_ahead`` until the range is read.
         """
         stop = min(stop, self.num_rows)
         if stop <= start or self.tail.version == (2, 0):  # 2.0 pages are plain: copies, not compute
@@ -196,9 +199,10 @@ class LanceFileReader:
         jobs: list[tuple[int, int, pa.DataType, LanceField]] = []
         for col, leaf, arrow_type, starts in columns:
             first = bisect.bisect_right(starts, start) - 1
-            if first != bisect.bisect_left(starts, stop) - 1 or self._cached(col, first) is not None:
-                continue
-            jobs.append((col, first, arrow_type, leaf))
+            last = bisect.bisect_left(starts, stop) - 1
+            jobs += [
+                (col, p, arrow_type, leaf) for p in range(first, last + 1) if self._cached(col, p) is None
+            ]
         heavy = [
             j for j in jobs if sum(self.tail.columns[j[0]].pages[j[1]].buffer_sizes) >= DECODE_AHEAD_BYTES
         ]
@@ -213,7 +217,7 @@ class LanceFileReader:
         pages = list(pools.pool(COLUMN_POOL).map(decode, jobs))
         with self._lock:
             for (col, page, _, _), decoded in zip(jobs, pages, strict=True):
-                self._cache[col] = (page, decoded)
+                self._ahead[(col, page)] = decoded
 
     def _row_column_types(self, fields: list[LanceField]) -> list[tuple[int, LanceField, pa.DataType]]:
         """As ``_row_columns``, with the Arrow type each column's pages decode to."""
@@ -378,9 +382,11 @@ class LanceFileReader:
             lo = max(start, starts[p]) - starts[p]
             hi = min(stop, starts[p + 1]) - starts[p]
             pieces.append(page.slice(lo, hi - lo))
-        if todo:
-            with self._lock:
+        with self._lock:
+            if todo or (col, last) in self._ahead:
                 self._cache[col] = (last, decoded[last] if last in decoded else self._cached(col, last))
+            for p in range(first, last + 1):  # read now: the last one is the column's cached page
+                self._ahead.pop((col, p), None)
         return concat_pages(pieces, arrow_type)
 
     def _take_column(
@@ -497,7 +503,7 @@ class LanceFileReader:
 
     def _cached(self, col: int, page: int) -> pa.Array | None:
         hit = self._cache.get(col)
-        return hit[1] if hit is not None and hit[0] == page else None
+        return hit[1] if hit is not None and hit[0] == page else self._ahead.get((col, page))
 
     def _decode_pages(
         self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField
