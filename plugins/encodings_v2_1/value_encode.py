@@ -173,7 +173,7 @@ def value_plan(values: pa.Array, general: bool = True) -> ValuePlan:
         return [buf + b"\x00" * (-len(buf) % (off_bits // 8))]  # padded to the offset width
 
     if not general or not zstd_pays(values):
-        return enc, None, _per_chunk(variable_chunk)
+        return enc, None, lambda page, spans: variable_chunks(page, spans, large)
     codec = pa.Codec("zstd")
 
     def zstd_chunk(chunk: pa.Array) -> list[bytes]:
@@ -184,6 +184,36 @@ def value_plan(values: pa.Array, general: bool = True) -> ValuePlan:
         general=pb.General(compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD), values=enc)
     )
     return general, None, _per_chunk(zstd_chunk)
+
+
+def variable_chunks(page: pa.Array, spans: list[tuple[int, int]], large: bool) -> list[list[bytes]]:
+    """Every chunk's ``variable`` buffer (``count + 1`` offsets from the buffer's start, the
+    bytes, zeros to the offset width) for a page at once: the offsets of all chunks are rebased
+    and converted in one pass, and each chunk is one join of three slices (per-chunk array
+    slicing and conversion took ~11 us a chunk, a 4 KiB chunk of text being ~4,000 a page)."""
+    if not spans:
+        return []
+    width = 8 if large else 4
+    offs, data = offsets_and_data(page)
+    first = np.array([a for a, _ in spans], np.int64)
+    stop = np.array([b for _, b in spans], np.int64)
+    counts = stop - first + 1  # offsets per chunk
+    header = counts * width
+    rel = offs[range_positions(first, counts)] - np.repeat(offs[first] - header, counts)
+    rel_view = rel.astype("<u8" if large else "<u4").data.cast("B")
+    data_view = data.data
+    rel_at = np.zeros(len(spans) + 1, np.int64)
+    np.cumsum(header, out=rel_at[1:])
+    pads = (-(header + offs[stop] - offs[first]) % width).tolist()
+    edges, d0, d1 = rel_at.tolist(), offs[first].tolist(), offs[stop].tolist()
+    return [
+        [b"".join((rel_view[edges[i] : edges[i + 1]], data_view[d0[i] : d1[i]], _ZERO_PADS[pads[i]]))]
+        for i in range(len(spans))
+    ]
+
+
+#: ``_ZERO_PADS[k]``: k zero bytes (a ``variable`` chunk is padded to its offset width).
+_ZERO_PADS = [b"\x00" * k for k in range(8)]
 
 
 def _rle_plan(values: pa.Array, bits: int) -> ValuePlan | None:
