@@ -2,8 +2,9 @@
 
 Why a file-like object: pylance hands blobs out as ``BlobFile`` handles (``read``, ``seek``,
 ``tell``, ``size``, ``read_range``) so that code streams them; code written against it must work
-unchanged. lance_fw reads each blob's bytes in one ranged read (``table.blobs``) and serves the
-handle from memory: the same calls, the same bytes, no lazy reading.
+unchanged. A ``BlobFile`` reads its bytes lazily, range by range, from the file they lie in (the
+data file or a sidecar, see ``table.blobs``), ``buffer_size`` bytes ahead for sequential reads, so
+a multi-gigabyte blob is never held whole. Calls, results and error classes follow pylance 14's.
 """
 
 from __future__ import annotations
@@ -16,40 +17,188 @@ import numpy as np
 
 from lance_fw._util.refusals import NotImplementedInPylanceError
 from lance_fw.api.row_columns import live_positions
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import InvalidArgumentError, InvalidArgumentTypeError
+from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.table import blobs as table_blobs
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.take import addresses_of, live_addresses
 
-#: pylance's default read buffer of a ``BlobFile`` (accepted; lance_fw holds the whole blob)
+#: pylance's default sequential read-ahead of a ``BlobFile`` (bytes).
 DEFAULT_BLOB_BUFFER_SIZE = 512 * 1024
 
 
-class BlobFile(io.BytesIO):
-    """One blob's bytes as a read-only binary file (pylance's ``BlobFile`` calls)."""
+class BlobSource:
+    """Where one blob's bytes are: ``size`` bytes at ``position`` of the file at ``path`` (opened
+    on the first read, closed with the ``BlobFile``), or bytes held in memory."""
+
+    def __init__(self, storage: Storage | None, path: str, position: int, size: int, data: bytes = b""):
+        self.storage, self.path, self.position, self.size = storage, path, position, size
+        self._data = data
+        self._reader: RangeReader | None = None
+
+    @classmethod
+    def of_bytes(cls, data: bytes) -> BlobSource:
+        return cls(None, "", 0, len(data), bytes(data))
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes from blob offset ``offset`` (the caller keeps within the blob)."""
+        if length <= 0:
+            return b""
+        if self.storage is None:
+            return self._data[offset : offset + length]
+        if self._reader is None:
+            self._reader = self.storage.open_reader(self.path)
+        return self._reader.read_exact(
+            self.position + offset, length, f"blob bytes at {self.position + offset}"
+        )
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+
+def _validate_buffer_size(buffer_size: Any) -> int:
+    if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
+        raise InvalidArgumentTypeError(f"buffer_size must be an int, got {type(buffer_size).__name__}")
+    if buffer_size < 0:
+        raise InvalidArgumentError("buffer_size must be non-negative")
+    return buffer_size
+
+
+def _closed_error() -> InvalidArgumentError:
+    return InvalidArgumentError("Invalid user input: Blob file is already closed")
+
+
+class BlobFile(io.BufferedIOBase):
+    """One blob as a read-only, seekable binary file (pylance's ``BlobFile`` calls).
+
+    ``read_range`` and ``read_ranges`` neither use the read-ahead buffer nor move the cursor."""
+
+    def __init__(self, source: BlobSource | bytes, buffer_size: int = DEFAULT_BLOB_BUFFER_SIZE):
+        super().__init__()
+        self._source = source if isinstance(source, BlobSource) else BlobSource.of_bytes(source)
+        self._buffer_size = _validate_buffer_size(buffer_size)
+        self._pos = 0
+        self._ahead = b""  # bytes read ahead, starting at blob offset _ahead_at
+        self._ahead_at = 0
+        self._closed = False
+
+    # -- state ------------------------------------------------------------------------------
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._ahead = b""
+            self._source.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
 
     def size(self) -> int:
-        """The blob's length in bytes."""
-        return len(self.getbuffer())
+        """The blob's length in bytes (also once closed)."""
+        return self._source.size
 
-    def read_range(self, offset: int, length: int) -> bytes:
-        """``length`` bytes from ``offset``; the read position does not move."""
-        if offset < 0 or length < 0 or offset + length > self.size():
-            raise InvalidArgumentError(
-                f"read_range: [{offset}, {offset + length}) is outside a {self.size()}-byte blob"
+    def tell(self) -> int:
+        if self._closed:
+            raise _closed_error()
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_SET:
+            position = offset
+        elif whence == io.SEEK_CUR:
+            position = self.tell() + offset
+        elif whence == io.SEEK_END:
+            position = self.size() + offset
+        else:
+            raise InvalidArgumentError(f"Invalid whence: {whence}")
+        if position < 0:
+            raise InvalidArgumentError(f"negative seek value {position}")
+        if self._closed:
+            raise _closed_error()
+        self._pos = position
+        return position
+
+    # -- sequential reads -------------------------------------------------------------------
+    def _read_up_to(self, n: int) -> bytes:
+        """At most ``n`` bytes at the cursor, from the read-ahead buffer (refilled when the
+        cursor has left it); advances the cursor."""
+        if self._closed:
+            raise _closed_error()
+        n = min(n, self.size() - self._pos)
+        if n <= 0:
+            return b""
+        start = self._pos - self._ahead_at
+        if not 0 <= start < len(self._ahead):
+            fetch = min(max(n, self._buffer_size), self.size() - self._pos)
+            self._ahead, self._ahead_at, start = self._source.read(self._pos, fetch), self._pos, 0
+        out = self._ahead[start : start + n]
+        self._pos += len(out)
+        return out
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self._closed:
+            raise ValueError("read of closed file")
+        if size is None or size < 0:
+            return self.readall()
+        parts, want = [], size
+        while want > 0:
+            part = self._read_up_to(want)
+            if not part:
+                break
+            parts.append(part)
+            want -= len(part)
+        return b"".join(parts)
+
+    def read1(self, size: int = -1) -> bytes:
+        if self._closed:
+            raise ValueError("read of closed file")
+        return self._read_up_to(io.DEFAULT_BUFFER_SIZE if size is None or size < 0 else size)
+
+    def readall(self) -> bytes:
+        if self._closed:
+            raise ValueError("read of closed file")
+        rest = max(0, self.size() - self._pos)
+        out = self._source.read(self._pos, rest)
+        self._pos += len(out)
+        return out
+
+    def readinto(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        if view.readonly:
+            raise InvalidArgumentTypeError(
+                f"readinto() argument must be read-write bytes-like object, not {type(b).__name__}"
             )
-        return bytes(self.getbuffer()[offset : offset + length])
+        if self._closed:
+            raise ValueError("readinto of closed file")
+        data = self.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+    # -- ranged reads -----------------------------------------------------------------------
+    def read_range(self, offset: int, length: int) -> bytes:
+        """``length`` bytes from blob offset ``offset``; the cursor does not move."""
+        if self._closed:
+            raise _closed_error()
+        if offset < 0 or length < 0:
+            raise OverflowError("can't convert negative int to unsigned")
+        if offset + length > self.size():
+            raise InvalidArgumentError(
+                f"Invalid user input: Blob range end {offset + length} exceeds blob size {self.size()}"
+            )
+        return self._source.read(offset, length)
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        """``read_range`` for each ``(offset, length)``, in the order given."""
+        """``read_range`` of each ``(offset, length)``, in the order given."""
         return [self.read_range(offset, length) for offset, length in ranges]
-
-    def writable(self) -> bool:
-        return False
-
-    def write(self, data: Any) -> int:
-        raise io.UnsupportedOperation("a BlobFile is read-only")
 
     def __repr__(self) -> str:
         return f"<BlobFile size={self.size()}>"
@@ -68,8 +217,6 @@ def take_blobs(
     given = [s for s in (ids, addresses, indices) if s is not None]
     if len(given) != 1:
         raise InvalidArgumentError("take_blobs: exactly one of ids, indices, or addresses must be specified")
-    if buffer_size <= 0:
-        raise InvalidArgumentError(f"take_blobs: buffer_size must be positive, got {buffer_size}")
     selection: Any = given[0]
     wanted = np.asarray(selection.to_pylist() if hasattr(selection, "to_pylist") else selection)
     if indices is None:
@@ -83,8 +230,8 @@ def take_blobs(
                 "take_blobs: ids or addresses of deleted rows are not supported"
             )
         wanted = live_positions(snapshot, live)
-    values = table_blobs.take_blobs(snapshot, column, wanted.astype(np.int64))
-    return [None if v is None else BlobFile(v) for v in values]
+    where = table_blobs.take_locations(snapshot, column, wanted.astype(np.int64))
+    return [None if w is None else BlobFile(BlobSource(snapshot.storage, *w), buffer_size) for w in where]
 
 
-__all__ = ["DEFAULT_BLOB_BUFFER_SIZE", "BlobFile", "take_blobs"]
+__all__ = ["DEFAULT_BLOB_BUFFER_SIZE", "BlobFile", "BlobSource", "take_blobs"]

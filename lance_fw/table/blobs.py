@@ -1,8 +1,10 @@
-"""Blob columns (file format 2.2, ``lance-encoding:blob``): descriptors in the table, bytes elsewhere.
+"""Blob v2 columns (file format 2.2, ``lance.blob.v2``): descriptors in the table, bytes elsewhere.
 
 A descriptor says where one value's bytes are: ``kind`` 0 = inline in the fragment's data file at
-``position``/``size``; kind 1 = in the sidecar file ``data/<data file stem>/<blob_id>.blob``, whose
-name is the blob id as 32 hex digits, reversed (as pylance 14 names them).
+``position``/``size``; kind 1 = packed in a shared sidecar file at ``position``; kind 2 = a sidecar
+file of its own; both sidecars are ``data/<data file stem>/<name of blob_id>.blob``, whose name is
+the blob id's 32 bits, least significant first (as pylance 14 names them); kind 3 (an external
+uri) is not read. ``blob_v2_write`` writes them.
 """
 
 from __future__ import annotations
@@ -18,20 +20,41 @@ from lance_fw.table.fragment import Rows
 from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.snapshot import Snapshot
 
-INLINE, SIDECAR = 0, 1
+#: Descriptor kinds: where a blob's bytes are.
+INLINE, PACKED, DEDICATED, EXTERNAL = 0, 1, 2, 3
+#: The older name of PACKED (a sidecar file).
+SIDECAR = PACKED
+#: Bits of a blob id, spelled out (reversed) in its sidecar file's name.
+BLOB_ID_BITS = 32
+SIDECAR_SUFFIX = ".blob"
 
 
 def sidecar_name(blob_id: int) -> str:
-    return f"{blob_id:032x}"[::-1] + ".blob"
+    return f"{blob_id:0{BLOB_ID_BITS}b}"[::-1] + SIDECAR_SUFFIX
 
 
-def take_blobs(snapshot: Snapshot, column: str, indices: ArrayLike) -> list[bytes | None]:
-    """The bytes of ``column`` at row positions ``indices`` (over live rows), in order."""
+def blob_location(snapshot_uri: str, data_path: str, d: dict) -> tuple[str, int, int]:
+    """(file path, position, size) of the bytes descriptor ``d`` of a value in the data file
+    ``data_path`` (relative to the data directory) points at."""
+    if d["kind"] == INLINE:
+        path = join_uri(snapshot_uri, DATA_DIR, data_path)
+    elif d["kind"] in (PACKED, DEDICATED):
+        path = join_uri(snapshot_uri, DATA_DIR, data_path.rsplit(".", 1)[0], sidecar_name(d["blob_id"]))
+    else:
+        raise UnsupportedFeatureError(
+            f"blob descriptor kind {d['kind']} (an external blob uri {d.get('blob_uri')!r}) is not supported"
+        )
+    return path, int(d["position"]), int(d["size"])
+
+
+def take_locations(snapshot: Snapshot, column: str, indices: ArrayLike) -> list[tuple[str, int, int] | None]:
+    """Where the bytes of ``column`` at row positions ``indices`` (over live rows) are, in order;
+    None for a null value."""
     field = snapshot.lance_schema.field(column)
     if not field.is_blob_v2:
         raise InvalidArgumentError(f"column {column!r} is not a blob column")
     wanted = np.asarray(indices, dtype=np.int64)
-    out: list[bytes | None] = [None] * len(wanted)
+    out: list[tuple[str, int, int] | None] = [None] * len(wanted)
     base = 0
     for frag in snapshot.fragments:
         live = live_rows(frag)
@@ -45,17 +68,19 @@ def take_blobs(snapshot: Snapshot, column: str, indices: ArrayLike) -> list[byte
             descriptors = table.column(0).take(pa.array(wanted[hit] - base)).to_pylist()
             data_file = next(f for f in frag.files if field.id in f.fields)
             for i, d in zip(hit, descriptors):
-                out[i] = None if d is None else _read(snapshot, data_file.path, d)
+                out[i] = None if d is None else blob_location(snapshot.uri, data_file.path, d)
         base += live
     return out
 
 
-def _read(snapshot: Snapshot, data_path: str, d: dict) -> bytes:
-    if d["kind"] == INLINE:
-        path = join_uri(snapshot.uri, DATA_DIR, data_path)
-    elif d["kind"] == SIDECAR:
-        path = join_uri(snapshot.uri, DATA_DIR, data_path.rsplit(".", 1)[0], sidecar_name(d["blob_id"]))
-    else:
-        raise UnsupportedFeatureError(f"blob descriptor kind {d['kind']} is not supported (external blobs)")
-    with snapshot.storage.open_reader(path) as reader:
-        return reader.read_exact(d["position"], d["size"], f"blob at {d['position']}")
+def take_blobs(snapshot: Snapshot, column: str, indices: ArrayLike) -> list[bytes | None]:
+    """The bytes of ``column`` at row positions ``indices`` (over live rows), in order."""
+    out: list[bytes | None] = []
+    for where in take_locations(snapshot, column, indices):
+        if where is None:
+            out.append(None)
+            continue
+        path, position, size = where
+        with snapshot.storage.open_reader(path) as reader:
+            out.append(reader.read_exact(position, size, f"blob at {position}") if size else b"")
+    return out

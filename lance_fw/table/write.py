@@ -39,6 +39,7 @@ from lance_fw.file.writer import (
 from lance_fw.io.storage import Storage, join_uri, resolve_storage
 from lance_fw.options import CommitLock
 from lance_fw.schema import BLOB_ENCODING_KEY, LanceSchema, conform, storage_batch
+from lance_fw.table.blob_v2_write import BlobV2FileWriter, check_blob_v2, has_blob_v2, write_schema
 from lance_fw.table.flags import recorded_plugins
 from lance_fw.table.manifest import list_versions, read_manifest
 from lance_fw.table.paths import DATA_DIR, DATA_FILE_SUFFIX
@@ -197,6 +198,8 @@ def write_fragments(
     written: list[str] = []
     writer: LanceFileWriter | LegacyFileWriter | None = None
     writer_class = LegacyFileWriter if version == LEGACY_VERSION else LanceFileWriter
+    if has_blob_v2(schema):  # blob v2 values: bytes inline or in sidecars, descriptors as the column
+        writer_class = BlobV2FileWriter
 
     def close_writer() -> None:
         nonlocal writer
@@ -383,14 +386,14 @@ def plan_write(
     dataset_fields = None
     if mode == "append" and base is not None:  # (an append to nothing became a create above)
         lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
-        refuse_blob_columns(lance_schema, uri)
-        _check_append_schema(lance_schema.to_arrow(), schema, allow_subset)
+        refuse_blob_columns(lance_schema, uri, allow_blob_v2=True)
+        _check_append_schema(write_schema(lance_schema, lance_schema.to_arrow(), schema, uri), schema, allow_subset)
         if len(schema.names) < len(lance_schema.fields):  # the new files hold only the given columns
             dataset_fields = lance_schema.to_protos()
             lance_schema = LanceSchema(
                 [f for f in lance_schema.fields if f.name in schema.names], lance_schema.metadata
             )
-        target = lance_schema.to_arrow()
+        target = write_schema(lance_schema, lance_schema.to_arrow(), schema, uri)
         dataset_version = base.data_format.version or "0.1"
         if data_storage_version is not None and requested_version(data_storage_version) != parse_version(
             dataset_version
@@ -403,10 +406,11 @@ def plan_write(
     else:
         version = requested_version(data_storage_version)
         lance_schema = LanceSchema.from_arrow(schema)
-        refuse_blob_columns(lance_schema, uri)
-        target = lance_schema.to_arrow()
+        refuse_blob_columns(lance_schema, uri, allow_blob_v2=True)
+        target = write_schema(lance_schema, lance_schema.to_arrow(), schema, uri)
         if schema.metadata:
             target = target.with_metadata(schema.metadata)
+    check_blob_v2(lance_schema, version, uri)
     options: dict = {MAX_PAGE_BYTES: max_page_bytes} if max_page_bytes else {}
     plugins = _plugin_encodings(uri, base, lance_schema, version, options, allow_plugin_encodings)
     if plugins:
@@ -427,13 +431,14 @@ def plan_write(
     )
 
 
-def refuse_blob_columns(lance_schema: LanceSchema, uri: str) -> None:
-    """Refuse to write blob columns (``lance-encoding:blob`` metadata, or 2.2 blob descriptors):
-    pylance stores their bytes apart from the column (a blob layout on 2.1, descriptors plus sidecar
-    files on 2.2), which lance_fw does not encode; plain binary under that metadata is a dataset
+def refuse_blob_columns(lance_schema: LanceSchema, uri: str, allow_blob_v2: bool = False) -> None:
+    """Refuse to write blob columns (``lance-encoding:blob`` metadata, or 2.2 blob descriptors
+    unless ``allow_blob_v2``: new rows, which ``blob_v2_write`` stores): pylance stores their bytes
+    apart from the column (a blob layout on 2.1, descriptors plus sidecar files on 2.2), which
+    lance_fw does not encode for rewritten rows; plain binary under that metadata is a dataset
     pylance cannot read."""
     for f in lance_schema.walk():
-        if f.is_blob_v2 or BLOB_ENCODING_KEY in f.metadata:
+        if (f.is_blob_v2 and not allow_blob_v2) or BLOB_ENCODING_KEY in f.metadata:
             raise UnsupportedFeatureError(
                 f"{uri}: column {f.name!r} is a blob column ({BLOB_ENCODING_KEY}); lance_fw cannot write "
                 "blob columns: write it with pylance (lance.write_dataset), or drop the "

@@ -30,6 +30,7 @@ from lance_fw.file.version import V2_1
 from lance_fw.hookspecs import hookimpl
 
 from . import encode, layouts, repdef, take
+from .blob_descriptors import BlobDescriptorEncoder
 from .decoded_values import RawBytes
 from .layouts import PageLevels
 
@@ -131,4 +132,6 @@ def lance_kind_decoders() -> Mapping[tuple[str, str], KindDecoder]:
 def lance_select_encoder(column: ColumnSpec, options: Mapping[str, Any]) -> encode.V21ColumnEncoder | None:
     if column.version < V2_1:
         return None
+    if column.field.is_blob_v2:  # descriptors: rows with a variable-width field (see blob_descriptors)
+        return BlobDescriptorEncoder(column)
     return encode.V21ColumnEncoder(column)
