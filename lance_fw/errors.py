@@ -108,3 +108,25 @@ class InvalidUserInputError(InvalidArgumentError, OSError):
     """An argument pylance 14 rejects as ``OSError("Invalid user input: ...")`` (e.g. casting an
     indexed column): both a ``ValueError`` like every ``InvalidArgumentError`` and the ``OSError``
     code written against pylance catches."""
+
+
+class ColumnNotFoundError(InvalidArgumentError, KeyError):
+    """A column argument names no column of the schema. Also a ``KeyError``, as pylance raises
+    from ``create_scalar_index`` (its message is not quoted as a ``KeyError``'s would be)."""
+
+    __str__ = Exception.__str__
+
+
+class IndexNotFoundError(InvalidArgumentError, KeyError, RuntimeError):
+    """No index has the given name. pylance raises ``KeyError`` from ``stats.index_stats`` and
+    ``RuntimeError`` from ``drop_index`` / ``prewarm_index``: this is both."""
+
+    __str__ = Exception.__str__
+
+
+class UnknownIndexTypeError(UnsupportedFeatureError, NotImplementedError):
+    """No installed index plugin has the requested ``index_type`` (pylance: ``NotImplementedError``)."""
+
+
+class IndexColumnTypeError(UnsupportedFeatureError, TypeError):
+    """An index type cannot index a column of this type (pylance: ``TypeError``)."""

@@ -23,7 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw import interfaces as ix
-from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.errors import (
+    CorruptFileError,
+    IndexColumnTypeError,
+    InvalidArgumentError,
+    UnsupportedFeatureError,
+)
 from lance_fw.hookspecs import hookimpl
 from lance_fw.interfaces import Batches, Params
 from lance_fw_plugins.index_bitmap_format import (
@@ -306,7 +311,7 @@ class BitmapIndexType:
         """Keys of a type pylance's bitmaps take (scalars, see ``key_type``); no parameters."""
         key = self.key_type(field)
         if not is_key_type(key):
-            raise UnsupportedFeatureError(
+            raise IndexColumnTypeError(
                 f"{self.name} index column {field.name} " + self.key_refusal.format(key)
             )
         _refuse_params(self.name, params)
@@ -344,7 +349,7 @@ class LabelListIndexType(BitmapIndexType):
         """The items' type of a list or large list column (anything else refused)."""
         t = field.type
         if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
-            raise UnsupportedFeatureError(
+            raise IndexColumnTypeError(
                 f"LABEL_LIST index column {field.name} has type {t}; it must be a list or large list"
             )
         return t.value_type

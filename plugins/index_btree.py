@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.errors import IndexColumnTypeError, InvalidArgumentError
 from lance_fw.hookspecs import hookimpl
 from lance_fw.interfaces import Batches, IndexFileStore, Params
 from lance_fw_plugins.index_btree_keys import domain_for
@@ -67,7 +67,7 @@ class BTreeIndexType:
         """Refuse a column type without a key order here (lists, structs, intervals ...) and any
         parameter but a positive integer ``zone_size``."""
         if domain_for(field.type) is None:
-            raise UnsupportedFeatureError(
+            raise IndexColumnTypeError(
                 f"a BTREE index on column {field.name!r} of type {field.type} is not supported "
                 "(integer, float, boolean, string, binary, decimal and temporal columns are)"
             )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import IndexNotFoundError, InvalidArgumentError
 from lance_fw.options import refuse
 from lance_fw.table import indices as table_indices
 from lance_fw.table import vector_indices
@@ -120,7 +120,7 @@ def prewarm_index(ds: LanceDataset, name: str, with_position: bool, index_segmen
     )
     handles = [h for h in table_indices.usable_indices(ds._snapshot) if h.name == name]
     if not handles:
-        raise InvalidArgumentError(f"Index not found: {name!r}")
+        raise IndexNotFoundError(f"Index not found: {name!r}")
     for handle in handles:
         table_indices.open_index(ds._snapshot, handle)
 

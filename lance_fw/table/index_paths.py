@@ -13,7 +13,7 @@ import dataclasses
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import ColumnNotFoundError, InvalidArgumentError
 from lance_fw.schema import LanceField
 from lance_fw.table.snapshot import Snapshot
 
@@ -113,7 +113,7 @@ def nested_field(snapshot: Snapshot, column: str) -> LanceField:
         else:
             found = _named(fields, part)
         if found is None:
-            raise InvalidArgumentError(f"column {column!r} is not in the dataset's schema")
+            raise ColumnNotFoundError(f"column {column!r} is not in the dataset's schema")
         fields = found.children
     assert found is not None
     return found

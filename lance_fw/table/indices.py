@@ -23,11 +23,14 @@ import pyroaring
 from lance_fw._proto import table_pb2, transaction_pb2
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import (
+    ColumnNotFoundError,
     CommitConflictError,
     CorruptFileError,
     IndexContractError,
+    IndexNotFoundError,
     InvalidArgumentError,
     PluginConflictError,
+    UnknownIndexTypeError,
     UnsupportedFeatureError,
 )
 from lance_fw.interfaces import (
@@ -134,7 +137,7 @@ def plugin_named(types: Mapping[str, K], index_type: object, what: str = "index 
         raise InvalidArgumentError(f"index_type must be a string, got {index_type!r}")
     kind = types.get(index_type.upper())
     if kind is None:
-        raise UnsupportedFeatureError(
+        raise UnknownIndexTypeError(
             f"{what} {index_type!r} is not supported by lance_fw "
             f"(installed: {', '.join(sorted(types)) or 'none'})"
         )
@@ -332,7 +335,7 @@ def _check_column(snapshot: Snapshot, column: Any, nested: bool = False) -> Lanc
     if column not in snapshot.schema.names:
         found = [f.name for f in snapshot.lance_schema.fields if f.name.lower() == column.lower()]
         if not found:
-            raise InvalidArgumentError(f"column {column!r} is not in the dataset's schema")
+            raise ColumnNotFoundError(f"column {column!r} is not in the dataset's schema")
         column = found[0]
     return snapshot.lance_schema.field(column)
 
@@ -499,7 +502,7 @@ def drop_index(snapshot: Snapshot, name: str) -> int:
         m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name
     ]
     if not existing:
-        raise InvalidArgumentError(f"Index not found: {name!r}")
+        raise IndexNotFoundError(f"Index not found: {name!r}")
     return snapshot.commit(CreateIndex(removed=existing), lambda: None)
 
 
@@ -577,7 +580,7 @@ def index_statistics(snapshot: Snapshot, name: str) -> dict[str, Any]:
     """pylance's ``stats.index_stats(name)`` for a scalar or vector index."""
     metas = [m for m in (snapshot.index_section.indices if snapshot.index_section else []) if m.name == name]
     if not metas:
-        raise InvalidArgumentError(f"Index not found: {name!r}")
+        raise IndexNotFoundError(f"Index not found: {name!r}")
     from lance_fw.table import vector_indices  # it builds through this module
 
     vector = vector_indices.vector_rebuild(snapshot, metas[0])
