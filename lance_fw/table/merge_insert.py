@@ -40,7 +40,7 @@ from lance_fw.table.delete import addresses_matcher, stage_deletions
 from lance_fw.table.fragment import matcher_for
 from lance_fw.table.index_list import SCALAR_TYPES
 from lance_fw.table.snapshot import Snapshot
-from lance_fw.table.transaction import Update
+from lance_fw.table.transaction import Update, column_field_ids
 from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
 
 ADDRESS = "_rowaddr"
@@ -144,12 +144,11 @@ def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None
         )
     rows = LanceScanner(snapshot, filter=where, with_row_address=True).to_table()
     expressions = {name: updates.get(name, f"`{name}`") for name in snapshot.schema.names}
-    new = Projection(expressions, snapshot.schema).apply(
-        rows.drop_columns([ADDRESS])
-    )  # validates even with no rows
+    new = Projection(expressions, snapshot.schema).apply(rows.drop_columns([ADDRESS]))  # even with no rows
     new = conform(as_stored(new, snapshot.schema, "update()"), snapshot.schema, "update()")
-    version = rewrite(snapshot, rows.column(ADDRESS).to_numpy(), new, where or "")
-    return rows.num_rows, version
+    staged = stage_rewrite(snapshot, rows.column(ADDRESS).to_numpy(), new, where or "")
+    staged.op.preserved_fields = column_field_ids(snapshot.lance_schema.to_protos(), updates)
+    return rows.num_rows, staged.commit()
 
 
 class MergeInsertBuilder:
@@ -328,7 +327,7 @@ class MergeInsertBuilder:
             removed_fragment_ids=list(op.removed),
             updated_fragments=list(op.updated),
             new_fragments=list(op.fragments),
-            fields_for_preserving_frag_bitmap=[f.id for f in staged.snapshot.lance_schema.to_protos()],
+            fields_for_preserving_frag_bitmap=list(op.preserved_fields),
             staged=op,
         )
         return Transaction(staged.read_version, operation), stats
@@ -500,7 +499,9 @@ class MergeInsertBuilder:
         ]
         new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
         addresses = np.unique(np.concatenate(delete))
-        return stage_rewrite(ds, addresses, new_rows), stats
+        staged = stage_rewrite(ds, addresses, new_rows)
+        staged.op.preserved_fields = column_field_ids(ds.lance_schema.to_protos())  # as pylance: all
+        return staged, stats
 
     def _patch(
         self,
