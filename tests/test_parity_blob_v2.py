@@ -197,15 +197,30 @@ def test_blob_file_reads(written: tuple[str, str]) -> None:
     assert results[0] == results[1]
 
 
+def _builtin(exc: Exception) -> type:
+    """The builtin class of an error (what pylance users catch)."""
+    return next(
+        c
+        for c in (OSError, TypeError, OverflowError, NotImplementedError, ValueError, Exception)
+        if isinstance(exc, c)
+    )
+
+
 def _error(call: Callable[..., Any], *args: Any) -> type | None:
-    """The builtin class of the error ``call(*args)`` raises (what pylance users catch), None if none."""
+    """The builtin class of the error ``call(*args)`` raises, None if none."""
     try:
         call(*args)
     except Exception as exc:
-        return next(
-            c for c in (OSError, TypeError, OverflowError, ValueError, Exception) if isinstance(exc, c)
-        )
+        return _builtin(exc)
     return None
+
+
+def _outcome(call: Callable[..., Any], *args: Any) -> Any:
+    """What ``call(*args)`` returns, or the builtin class of its error."""
+    try:
+        return call(*args)
+    except Exception as exc:
+        return _builtin(exc)
 
 
 ERRORS: list[tuple[str, Callable[[Any, ModuleType, str], Any]]] = [
@@ -319,3 +334,87 @@ def test_edge_columns(tmp_path: Any, writer: str, values: list[bytes | None]) ->
         got.append((_descriptors(ds.to_table()), _read(ds.take_blobs("b", indices=list(range(len(values)))))))
     assert got[0] == got[1]
     assert got[0][1] == values
+
+
+# -- read_blobs / read_blob_ranges (lance_fw.api.blobs; Dataset methods once wired) -------------
+
+
+def _read_blobs(ds: Any, column: str, **selection: Any) -> Any:
+    if isinstance(ds, lance.LanceDataset):
+        return ds.read_blobs(column, **selection)
+    from lance_fw.api.blobs import read_blobs
+
+    chosen = [selection.pop(k, None) for k in ("ids", "addresses", "indices")]
+    return read_blobs(ds._ds()._snapshot, column, *chosen, **selection)
+
+
+def _read_blob_ranges(ds: Any, column: str, requests: Any, **options: Any) -> Any:
+    if isinstance(ds, lance.LanceDataset):
+        return ds.read_blob_ranges(column, requests, **options)
+    from lance_fw.api.blobs import read_blob_ranges
+
+    return read_blob_ranges(ds._ds()._snapshot, column, requests, **options)
+
+
+READS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("indices", lambda ds: _read_blobs(ds, "b", indices=[5, 0, 2, 1, 3, 7, 1800, 4096, 0])),
+    ("addresses", lambda ds: _read_blobs(ds, "b", addresses=[(1 << 32) + 7, 0, 2, 9])),
+    ("ids", lambda ds: _read_blobs(ds, "b", ids=[0, 2, 9, 7])),
+    ("no rows", lambda ds: _read_blobs(ds, "b", indices=[])),
+    (
+        "ranges",
+        lambda ds: _read_blob_ranges(
+            ds,
+            "b",
+            [(7, 5, 10), (0, 0, 1), (2, 0, 0), (3, 0, 9), (5, 0, 0), (9, 65_000, 537)],
+            selector="indices",
+        ),
+    ),
+    (
+        "range by address",
+        lambda ds: _read_blob_ranges(ds, "b", [((1 << 32) + 7, 1, 2)], selector="addresses"),
+    ),
+    ("deleted address", lambda ds: _read_blobs(ds, "b", addresses=[1])),
+    ("index past the end", lambda ds: _read_blobs(ds, "b", indices=[ROWS])),
+    ("address of no fragment", lambda ds: _read_blobs(ds, "b", addresses=[99 << 32])),
+    ("not a blob column", lambda ds: _read_blobs(ds, "id", indices=[0])),
+    ("no selector", lambda ds: _read_blobs(ds, "b")),
+    ("zero io buffer", lambda ds: _read_blobs(ds, "b", indices=[0], io_buffer_size=0)),
+    ("range past the end", lambda ds: _read_blob_ranges(ds, "b", [(0, 0, 10**6)], selector="indices")),
+    ("negative offset", lambda ds: _read_blob_ranges(ds, "b", [(0, -1, 1)], selector="indices")),
+    ("bad selector", lambda ds: _read_blob_ranges(ds, "b", [(0, 0, 1)], selector="rows")),
+    ("take_blobs address of no fragment", lambda ds: ds.take_blobs("b", addresses=[99 << 32])),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in READS], ids=[n for n, _ in READS])
+def test_read_blobs(written: tuple[str, str], call: Callable[[Any], Any]) -> None:
+    _, path = written
+    got = [_outcome(call, lib.dataset(path)) for lib in LIBS.values()]
+    assert got[0] == got[1]
+
+
+def test_failed_write_leaves_no_sidecars(tmp_path: Any) -> None:
+    """A write that fails part way (an external uri in its second batch) deletes the blob bytes
+    it had written, with the data file."""
+    blob = lance_fw.blob
+    batches = [
+        pa.record_batch({"b": blob.blob_array([b"p" * 70_000, b"d" * (DEDICATED_LIMIT + 1)])}),
+        pa.record_batch({"b": blob.blob_array(["file:///elsewhere/x.bin"])}),
+    ]
+    path = tmp_path / "d"
+    with pytest.raises(OSError, match="external blob uri"):
+        lance_fw.write_dataset(iter(batches), str(path), data_storage_version="2.2")
+    assert [f for _, _, files in os.walk(path) for f in files] == []
+
+
+def test_delete_sidecars(tmp_path: Any) -> None:
+    from lance_fw.io.storage import resolve_storage
+    from lance_fw.table.blob_v2_write import delete_sidecars
+
+    path = str(tmp_path / "d")
+    lance_fw.write_dataset(_table(lance_fw.blob, VALUES[:12]), path, data_storage_version="2.2")
+    data_file = os.path.join(path, "data", lance.dataset(path).get_fragments()[0].data_files()[0].path)
+    before = _sidecars(path)
+    gone = delete_sidecars(resolve_storage(path, None), data_file)
+    assert len(gone) == len(before) == 2 and _sidecars(path) == []

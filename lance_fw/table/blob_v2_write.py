@@ -28,7 +28,7 @@ from lance_fw.errors import InvalidUserInputError, UnsupportedFeatureError
 from lance_fw.file.writer import LanceFileWriter, WrittenFile
 from lance_fw.io.storage import Storage
 from lance_fw.schema import BLOB_DESCRIPTOR, BLOB_V2, LanceField, LanceSchema, logical_type_of
-from lance_fw.table.blobs import DEDICATED, INLINE, PACKED, sidecar_name
+from lance_fw.table.blobs import DEDICATED, INLINE, PACKED, SIDECAR_SUFFIX, sidecar_name
 from lance_fw.table.paths import DATA_FILE_SUFFIX
 
 #: pylance 14's default thresholds (bytes): inline up to 64 KiB, dedicated above 4 MiB.
@@ -86,6 +86,11 @@ def write_schema(
     for f in arrow_schema:
         if f.name in blob:
             t = given.get(f.name)
+            if t is not None and t.equals(BLOB_DESCRIPTOR):  # rows read back, being rewritten
+                raise UnsupportedFeatureError(
+                    f"{uri}: column {f.name!r} is a blob v2 column; lance_fw does not rewrite existing "
+                    "rows of blob v2 columns (update, merge_insert): their bytes would have to move too"
+                )
             if t is not None and not (isinstance(t, pa.BaseExtensionType) and t.extension_name == BLOB_V2):
                 raise UnsupportedFeatureError(
                     f"{uri}: column {f.name!r} is a blob v2 column; lance_fw writes blob values to it "
@@ -117,7 +122,7 @@ class BlobV2FileWriter(LanceFileWriter):
         super().__init__(storage, path, schema, version, options)
         self._storage = storage
         self._blobs = [i for i, f in enumerate(schema.fields) if f.is_blob_v2]
-        self._sidecar_dir = path[: -len(DATA_FILE_SUFFIX)] if path.endswith(DATA_FILE_SUFFIX) else path
+        self._sidecar_dir = sidecar_dir(path)
         self._next_id = 1
         self._pack: tuple[int, BinaryIO] | None = None  # (blob id, open stream)
         self._pack_size = 0
@@ -257,7 +262,17 @@ def file_schema(schema: LanceSchema) -> LanceSchema:
     return LanceSchema(out, schema.metadata)
 
 
-def sidecar_paths(data_path: str, blob_ids: list[int]) -> list[str]:
-    """The sidecar files of ``blob_ids`` next to the data file at ``data_path``."""
-    stem = data_path[: -len(DATA_FILE_SUFFIX)] if data_path.endswith(DATA_FILE_SUFFIX) else data_path
-    return [f"{stem}/{sidecar_name(i)}" for i in blob_ids]
+def sidecar_dir(data_path: str) -> str:
+    """The directory of the sidecar files of the data file at ``data_path``."""
+    return data_path[: -len(DATA_FILE_SUFFIX)] if data_path.endswith(DATA_FILE_SUFFIX) else data_path
+
+
+def delete_sidecars(storage: Storage, data_path: str) -> list[str]:
+    """Delete the sidecar files of the data file at ``data_path`` (full path); returns their
+    paths. For whoever deletes a data file (a failed write or commit, cleanup): its blob bytes go
+    with it, as pylance's cleanup removes them."""
+    directory = sidecar_dir(data_path)
+    paths = [f"{directory}/{name}" for name in storage.list_dir(directory) if name.endswith(SIDECAR_SUFFIX)]
+    for path in paths:
+        storage.delete(path)
+    return paths
