@@ -8,6 +8,19 @@ is what ``import lance_fw.dataset`` / ``from lance_fw.dataset import ...`` load.
 from lance_fw.api.blobs import BlobFile
 from lance_fw.api.dataset import DatasetOptimizer, LanceDataset, LanceFragment, Tags
 from lance_fw.api.dataset_extras import LanceStats
+from lance_fw.api.dataset_names import (
+    Branch,
+    Branches,
+    BulkCommitResult,
+    ColumnOrdering,
+    DatasetDelta,
+    IndexInformation,
+    SqlQuery,
+    SqlQueryBuilder,
+    VectorIndexReader,
+    VectorSearchQuery,
+    serialize_row_addrs,
+)
 from lance_fw.api.distributed import FragmentMetadata, LanceOperation
 from lance_fw.api.result_types import (
     AlterColumn,
@@ -22,6 +35,7 @@ from lance_fw.api.result_types import (
     Version,
     VersionRef,
 )
+from lance_fw.api.scanner_builder import ScannerBuilder
 from lance_fw.api.transactions import Index, IndexFile
 from lance_fw.api.write import write_dataset
 from lance_fw.query.scanner import LanceScanner
@@ -35,9 +49,14 @@ __all__ = [
     "AlterColumn",
     "AutoCleanupConfig",
     "BlobFile",
+    "Branch",
+    "Branches",
+    "BulkCommitResult",
     "CleanupStats",
+    "ColumnOrdering",
     "CompactionMetrics",
     "DataStatistics",
+    "DatasetDelta",
     "DatasetOptimizer",
     "DatasetStats",
     "DeleteResult",
@@ -46,17 +65,24 @@ __all__ = [
     "FragmentMetadata",
     "Index",
     "IndexFile",
+    "IndexInformation",
     "LanceDataset",
     "LanceFragment",
     "LanceOperation",
     "LanceScanner",
     "LanceStats",
     "MergeInsertBuilder",
+    "ScannerBuilder",
+    "SqlQuery",
+    "SqlQueryBuilder",
     "Tag",
     "Tags",
     "Transaction",
     "UpdateResult",
+    "VectorIndexReader",
+    "VectorSearchQuery",
     "Version",
     "VersionRef",
+    "serialize_row_addrs",
     "write_dataset",
 ]
