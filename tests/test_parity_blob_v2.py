@@ -418,3 +418,14 @@ def test_delete_sidecars(tmp_path: Any) -> None:
     before = _sidecars(path)
     gone = delete_sidecars(resolve_storage(path, None), data_file)
     assert len(gone) == len(before) == 2 and _sidecars(path) == []
+
+
+def test_user_schema(written: tuple[str, str], tmp_path: Any) -> None:
+    """lance_fw.blob.user_schema gives pylance's Dataset.schema (for Dataset.schema to use)."""
+    _, path = written
+    field = lance.blob.blob_field("b", inline_size_threshold=10)
+    with_thresholds = str(tmp_path / "t")
+    lance.write_dataset(_table(lance.blob, [b"a"], field), with_thresholds, data_storage_version="2.2")
+    for p in (path, with_thresholds):
+        ours = lance_fw.blob.user_schema(lance_fw.dataset(p)._ds()._snapshot.lance_schema)
+        assert ours.equals(lance.dataset(p).schema, check_metadata=True)
