@@ -429,3 +429,20 @@ def test_user_schema(written: tuple[str, str], tmp_path: Any) -> None:
     for p in (path, with_thresholds):
         ours = lance_fw.blob.user_schema(lance_fw.dataset(p)._ds()._snapshot.lance_schema)
         assert ours.equals(lance.dataset(p).schema, check_metadata=True)
+
+
+def test_scanned_blobs(written: tuple[str, str]) -> None:
+    """Scanned descriptors (with their rows' addresses) as bytes and as BlobFiles: pylance's
+    blob_handling="all_binary" and to_pandas() blob values (for lance_fw's scanner to use)."""
+    from lance_fw.api.blobs import scanned_blob_bytes, scanned_blob_files
+
+    _, path = written
+    ours = lance_fw.dataset(path)
+    table = ours.to_table(columns=["b"], with_row_address=True, filter="id % 5 = 0")
+    snapshot = ours._ds()._snapshot
+    got = scanned_blob_bytes(snapshot, "b", table.column("b"), table.column("_rowaddr"))
+    theirs = lance.dataset(path).to_table(columns=["b"], blob_handling="all_binary", filter="id % 5 = 0")
+    assert got.equals(theirs.column("b").combine_chunks())
+    files = scanned_blob_files(snapshot, "b", table.column("b"), table.column("_rowaddr"))
+    their_files = lance.dataset(path).to_pandas(columns=["b"], filter="id % 5 = 0")["b"]
+    assert _read(files) == _read(list(their_files))

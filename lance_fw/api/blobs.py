@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from lance_fw._util.refusals import NotImplementedInPylanceError
 from lance_fw.api.row_columns import _locate, live_positions
@@ -314,6 +315,50 @@ def read_blobs(
     _io_buffer_size(io_buffer_size)
     values = _read(snapshot, column, positions, None)
     return list(zip((int(a) for a in found), values))
+
+
+def scanned_blob_bytes(snapshot: Snapshot, column: str, descriptors: Any, addresses: Any) -> pa.Array:
+    """A scanned blob column's descriptors as its bytes (``large_binary``), given each row's
+    address: what pylance's ``blob_handling="all_binary"`` and ``to_pandas(blob_mode="bytes")``
+    return. For the scanner to call with the rows' ``_rowaddr``."""
+    values = _read_at(snapshot, table_blobs.locate(snapshot, column, _pylist(descriptors), addresses))
+    return pa.array(values, pa.large_binary())
+
+
+def scanned_blob_files(
+    snapshot: Snapshot,
+    column: str,
+    descriptors: Any,
+    addresses: Any,
+    buffer_size: int = DEFAULT_BLOB_BUFFER_SIZE,
+) -> list[BlobFile | None]:
+    """A scanned blob column's descriptors as ``BlobFile`` handles (pylance's ``to_pandas()``
+    default, ``blob_mode="lazy"``), given each row's address."""
+    where = table_blobs.locate(snapshot, column, _pylist(descriptors), addresses)
+    return [None if w is None else BlobFile(BlobSource(snapshot.storage, *w), buffer_size) for w in where]
+
+
+def _pylist(values: Any) -> list:
+    return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+
+
+def _read_at(snapshot: Snapshot, where: list[tuple[str, int, int] | None]) -> list[bytes | None]:
+    """The bytes at each location (None stays None); a file is opened once."""
+    readers: dict[str, RangeReader] = {}
+    out: list[bytes | None] = []
+    try:
+        for w in where:
+            if w is None or w[2] == 0:
+                out.append(None if w is None else b"")
+                continue
+            path, position, size = w
+            if path not in readers:
+                readers[path] = snapshot.storage.open_reader(path)
+            out.append(readers[path].read_exact(position, size, f"blob bytes at {position}"))
+    finally:
+        for reader in readers.values():
+            reader.close()
+    return out
 
 
 #: The selectors ``read_blob_ranges`` takes, as pylance spells them.
