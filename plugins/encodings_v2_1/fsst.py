@@ -369,7 +369,8 @@ def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray, piece: int)
             code = book.long_code[_slot(word & _PREFIX3)]
             full = (word & book.token_masks[code]) == book.token_words[code]
             code = np.where(full, code, book.short_code[word & _PREFIX2])
-            tokens[pos] = code
+            # cast first: a scatter that casts as it stores ran ~1.5x slower (7% of a page)
+            tokens[pos] = code.astype(np.uint8)
             pos = pos + book.token_lengths[code]
             more = pos < end
             pos, end = pos[more], end[more]
