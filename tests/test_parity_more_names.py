@@ -320,3 +320,26 @@ REFUSED = {
 def test_refused_names_say_why(module: Any, name: str) -> None:
     with pytest.raises(UnsupportedFeatureError, match=name):
         getattr(module, name)("x", 1)
+
+
+@pytest.mark.parametrize("phrase", [False, True])
+def test_document_granularity_row_searches_as_pylance(tmp_path: Path, phrase: bool) -> None:
+    """``document_granularity=DocumentGranularity.ROW`` is the default search; list elements are
+    refused by lance_fw (it searches string columns, one document per row)."""
+    data = pa.table(
+        {"id": pa.array(range(6000), pa.int64()), "s": [f"w{i % 41} w{i % 7} z" for i in range(6000)]}
+    )
+    results = []
+    for lib, query in ((lance, lance.query), (lance_fw, lance_fw.query)):
+        ds = lib.write_dataset(data, str(tmp_path / lib.__name__), max_rows_per_file=2500)
+        ds.create_scalar_index("s", "INVERTED", with_position=True)
+        cls = query.PhraseQuery if phrase else query.MatchQuery
+        text = "w3 w3" if phrase else "w3 w5"
+        fts = cls(text, "s", document_granularity=query.DocumentGranularity.ROW)
+        results.append(ds.to_table(full_text_query=fts, columns=["id"]).sort_by("id").to_pylist())
+    assert results[1] == results[0]
+    listed = lance_fw.query.MatchQuery(
+        "w3", "s", document_granularity=lance_fw.query.DocumentGranularity.LIST_ELEMENT
+    )
+    with pytest.raises(UnsupportedFeatureError):
+        ds.to_table(full_text_query=listed)
