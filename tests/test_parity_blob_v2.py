@@ -446,3 +446,30 @@ def test_scanned_blobs(written: tuple[str, str]) -> None:
     files = scanned_blob_files(snapshot, "b", table.column("b"), table.column("_rowaddr"))
     their_files = lance.dataset(path).to_pandas(columns=["b"], filter="id % 5 = 0")["b"]
     assert _read(files) == _read(list(their_files))
+
+
+def test_many_blob_files_share_few_readers(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of BlobFiles of one take read through a few open files (dedicated blobs: a file
+    each), never one open file per handle."""
+    from lance_fw.api import blobs as api_blobs
+
+    field = lance_fw.blob.blob_field("b", inline_size_threshold=0, dedicated_size_threshold=5)
+    values = [bytes([i % 251]) * (4 + i % 3) for i in range(3000)]  # inline, packed and dedicated
+    path = str(tmp_path / "d")
+    lance_fw.write_dataset(_table(lance_fw.blob, values, field), path, data_storage_version="2.2")
+    opened: list[Any] = []
+    ds = lance_fw.dataset(path)
+    storage = ds._ds()._snapshot.storage
+    real_open = storage.open_reader
+
+    def counting_open(p: str) -> Any:
+        reader = real_open(p)
+        opened.append(reader)
+        return reader
+
+    monkeypatch.setattr(storage, "open_reader", counting_open)
+    monkeypatch.setattr(api_blobs.ReaderPool, "MAX_OPEN", 4)
+    files = ds.take_blobs("b", indices=list(range(3000)))
+    assert _read(files) == values
+    still_open = [r for r in opened if getattr(r, "_fd", -1) >= 0]
+    assert len(opened) > 1000 and len(still_open) <= 4

@@ -10,6 +10,8 @@ a multi-gigabyte blob is never held whole. Calls, results and error classes foll
 from __future__ import annotations
 
 import io
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,14 +33,63 @@ from lance_fw.table.take import addresses_of, live_addresses
 DEFAULT_BLOB_BUFFER_SIZE = 512 * 1024
 
 
-class BlobSource:
-    """Where one blob's bytes are: ``size`` bytes at ``position`` of the file at ``path`` (opened
-    on the first read, closed with the ``BlobFile``), or bytes held in memory."""
+class ReaderPool:
+    """Open readers of the files the blobs of one call lie in, shared by its ``BlobFile``s: a take
+    of many blobs opens each file once, and at most ``MAX_OPEN`` stay open (least recently used
+    closed first, once no read is using them), so thousands of handles never exhaust descriptors."""
 
-    def __init__(self, storage: Storage | None, path: str, position: int, size: int, data: bytes = b""):
-        self.storage, self.path, self.position, self.size = storage, path, position, size
+    #: Files kept open at once.
+    MAX_OPEN = 32
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self._lock = threading.Lock()
+        #: path -> [reader, reads in progress, evicted]
+        self._open: OrderedDict[str, list[Any]] = OrderedDict()
+
+    def read(self, path: str, offset: int, length: int) -> bytes:
+        with self._lock:
+            entry = self._open.get(path)
+            if entry is None:
+                entry = self._open[path] = [self.storage.open_reader(path), 0, False]
+            self._open.move_to_end(path)
+            entry[1] += 1
+            self._evict(self.MAX_OPEN)
+        try:
+            data: bytes = entry[0].read_exact(offset, length, f"blob bytes at {offset}")
+            return data
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if entry[2] and not entry[1]:
+                    entry[0].close()
+
+    def _evict(self, keep: int) -> None:
+        """Close (or mark, while a read uses them) the least recently used beyond ``keep``."""
+        while len(self._open) > keep:
+            _, entry = self._open.popitem(last=False)
+            entry[2] = True
+            if not entry[1]:
+                entry[0].close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._evict(0)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class BlobSource:
+    """Where one blob's bytes are: ``size`` bytes at ``position`` of the file at ``path``, read
+    through ``pool``, or bytes held in memory."""
+
+    def __init__(self, pool: ReaderPool | None, path: str, position: int, size: int, data: bytes = b""):
+        self.pool, self.path, self.position, self.size = pool, path, position, size
         self._data = data
-        self._reader: RangeReader | None = None
 
     @classmethod
     def of_bytes(cls, data: bytes) -> BlobSource:
@@ -48,18 +99,12 @@ class BlobSource:
         """``length`` bytes from blob offset ``offset`` (the caller keeps within the blob)."""
         if length <= 0:
             return b""
-        if self.storage is None:
+        if self.pool is None:
             return self._data[offset : offset + length]
-        if self._reader is None:
-            self._reader = self.storage.open_reader(self.path)
-        return self._reader.read_exact(
-            self.position + offset, length, f"blob bytes at {self.position + offset}"
-        )
+        return self.pool.read(self.path, self.position + offset, length)
 
     def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+        """Nothing to release: the pool's readers are shared with the call's other blobs."""
 
 
 def _validate_buffer_size(buffer_size: Any) -> int:
@@ -256,7 +301,8 @@ def take_blobs(
     _validate_buffer_size(buffer_size)
     positions, _ = _resolve(snapshot, ids, addresses, indices, "take_blobs")
     where = table_blobs.take_locations(snapshot, column, positions)
-    return [None if w is None else BlobFile(BlobSource(snapshot.storage, *w), buffer_size) for w in where]
+    pool = ReaderPool(snapshot.storage)
+    return [None if w is None else BlobFile(BlobSource(pool, *w), buffer_size) for w in where]
 
 
 def _io_buffer_size(value: Any) -> None:
@@ -335,7 +381,8 @@ def scanned_blob_files(
     """A scanned blob column's descriptors as ``BlobFile`` handles (pylance's ``to_pandas()``
     default, ``blob_mode="lazy"``), given each row's address."""
     where = table_blobs.locate(snapshot, column, _pylist(descriptors), addresses)
-    return [None if w is None else BlobFile(BlobSource(snapshot.storage, *w), buffer_size) for w in where]
+    pool = ReaderPool(snapshot.storage)
+    return [None if w is None else BlobFile(BlobSource(pool, *w), buffer_size) for w in where]
 
 
 def _pylist(values: Any) -> list:
