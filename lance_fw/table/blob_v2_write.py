@@ -101,6 +101,15 @@ def write_schema(
     return pa.schema(fields, metadata=arrow_schema.metadata)
 
 
+def _values(data: pa.Array) -> list[memoryview]:
+    """Each value of a binary array as a view of its bytes (no copy: blobs may be large)."""
+    data = data.cast(pa.large_binary())
+    n = len(data)
+    offsets = np.frombuffer(data.buffers()[1], np.int64)[data.offset : data.offset + n + 1].tolist()
+    body = memoryview(data.buffers()[2] or b"")
+    return [body[offsets[i] : offsets[i + 1]] for i in range(n)]
+
+
 def _threshold(field: LanceField, key: str, default: int) -> int:
     raw = field.metadata.get(key)
     return default if raw is None else int(raw)
@@ -164,10 +173,11 @@ class BlobV2FileWriter(LanceFileWriter):
         position = np.zeros(n, np.uint64)
         size = np.zeros(n, np.uint64)
         blob_id = np.zeros(n, np.uint32)
-        for row, value in enumerate(data.to_pylist()):
+        has_data = data.is_valid().to_numpy(zero_copy_only=False)
+        for row, value in enumerate(_values(data)):
             if not valid[row]:
                 continue
-            if value is None:  # a non-null blob is bytes or a uri (pylance's Blob checks this)
+            if not has_data[row]:  # a non-null blob is bytes or a uri (pylance's Blob checks this)
                 raise InvalidUserInputError(
                     f"Invalid user input: blob column {field.name!r} row {row} sets neither data nor uri"
                 )
@@ -193,7 +203,7 @@ class BlobV2FileWriter(LanceFileWriter):
         )
 
     # -- where bytes go ---------------------------------------------------------------------
-    def _inline(self, value: bytes) -> int:
+    def _inline(self, value: memoryview) -> int:
         at = self._pos
         if value:
             self._write(value)
@@ -207,13 +217,13 @@ class BlobV2FileWriter(LanceFileWriter):
         self._sidecars.append(path)
         return blob_id, self._storage.open_output(path)
 
-    def _dedicated(self, value: bytes) -> int:
+    def _dedicated(self, value: memoryview) -> int:
         blob_id, out = self._open_sidecar()
         out.write(value)
         out.close()
         return blob_id
 
-    def _packed(self, value: bytes, limit: int) -> tuple[int, int]:
+    def _packed(self, value: memoryview, limit: int) -> tuple[int, int]:
         if self._pack is not None and self._pack_size + len(value) > limit:
             self._close_pack()
         if self._pack is None:
