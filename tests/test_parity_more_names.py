@@ -343,3 +343,40 @@ def test_document_granularity_row_searches_as_pylance(tmp_path: Path, phrase: bo
     )
     with pytest.raises(UnsupportedFeatureError):
         ds.to_table(full_text_query=listed)
+
+
+VECTOR_QUERIES: list[tuple[Any, dict[str, Any]]] = [
+    ([1, 2], {}),
+    (np.array([[1.0, 2.0], [3.0, 4.0]]), {}),
+    ([[1, 2], [3]], {}),
+    (np.array([1, 2], dtype=np.float64), {"k": 3, "use_index": False}),
+    (pa.array([1, 2], pa.float16()), {}),
+    (pa.array([1, 2], pa.int32()), {}),
+    ([1, 2], {"k": 0}),
+    ([1, 2], {"k": -1}),
+    ([1, 2], {"nprobes": 0}),
+    ([1, 2], {"nprobes": 0, "search_effort": 0.5}),
+    ([1, 2], {"minimum_nprobes": -1}),
+    ([1, 2], {"minimum_nprobes": 5, "maximum_nprobes": 2}),
+    ([1, 2], {"refine_factor": 0}),
+    ([1, 2], {"ef": 0}),
+    ([1, 2], {"query_parallelism": -2}),
+    ([1, 2], {"query_parallelism": 2.5}),
+    ([1, 2], {"approx_mode": "x"}),
+    ("abc", {}),
+    (None, {}),
+    (pa.array(["a"]), {}),
+]
+
+
+@pytest.mark.parametrize("q, options", VECTOR_QUERIES, ids=[str(i) for i in range(len(VECTOR_QUERIES))])
+def test_vector_search_query_matches_pylance(q: Any, options: dict[str, Any]) -> None:
+    outcomes = []
+    for module in (PY_DATASET, FW_DATASET):
+        try:
+            inner = dict(module.VectorSearchQuery("vec", q, **options).inner())
+            vector = inner.pop("q")
+            outcomes.append((str(vector.type), vector.to_pylist(), inner))
+        except Exception as error:
+            outcomes.append(next(c for c in type(error).__mro__ if c.__module__ == "builtins"))
+    assert outcomes[1] == outcomes[0]

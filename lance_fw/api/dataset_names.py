@@ -10,6 +10,7 @@ search filter) says for itself when lance_fw cannot honour it.
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -66,10 +67,71 @@ def serialize_row_addrs(addrs: Iterable[int]) -> bytes:
     return b"".join(out)
 
 
+def _query_vector(q: Any) -> pa.Array:
+    """``q`` as pylance's search query holds it: a float array (lists and numpy through float64 to
+    float32, integer arrays cast to float32), or a list<float32> array for several vectors.
+
+    Raises:
+        TypeError: a value that is no float vector; ValueError: vectors of unequal lengths.
+    """
+    if hasattr(q, "__getitem__") and not isinstance(q, (str, bytes, pa.Array)) and len(q) > 0:
+        if isinstance(q[0], (list, tuple, np.ndarray, pa.Array)):
+            dim = len(q[0])
+            vectors = []
+            for vector in q:
+                if len(vector) != dim:
+                    raise ValueError(
+                        f"All query vectors must have the same length, but got {dim} and {len(vector)}"
+                    )
+                vectors.append(_query_vector(vector))
+            return pa.array(vectors, type=pa.list_(pa.float32()))
+    if isinstance(q, pa.Scalar) and isinstance(q.type, pa.FixedSizeListType):
+        q = q.values
+    elif isinstance(q, (list, tuple, np.ndarray)):
+        q = pa.array(np.asarray(q, dtype=np.float64).astype(np.float32))
+    elif not isinstance(q, pa.Array):
+        try:
+            q = pa.array(q)
+        except (TypeError, ValueError, pa.ArrowException) as error:
+            raise TypeError(
+                f"Query vectors should be an array of floats, got {type(q)} which we cannot coerce to a float array"
+            ) from error
+    if pa.types.is_integer(q.type):
+        return q.cast(pa.float32())
+    if not pa.types.is_floating(q.type):
+        raise TypeError(f"query vector must be list-like or pa.FloatingPointArray but received {q.type}")
+    return q
+
+
+def _check_search(options: dict[str, Any]) -> None:
+    """pylance's checks of a vector search's numbers (``ValueError`` as pylance raises them)."""
+    given: dict[str, Any] = {key: value for key, value in options.items() if value is not None}
+    if "k" in given and int(given["k"]) <= 0:
+        raise ValueError(f"Nearest-K must be > 0 but got {given['k']}")
+    if "search_effort" not in given and "nprobes" in given and int(given["nprobes"]) <= 0:
+        raise ValueError(f"Nprobes must be > 0 but got {given['nprobes']}")
+    for key, label in (("minimum_nprobes", "Minimum nprobes"), ("maximum_nprobes", "Maximum nprobes")):
+        if key in given and int(given[key]) < 0:
+            raise ValueError(f"{label} must be >= 0 but got {given[key]}")
+    if "minimum_nprobes" in given and "maximum_nprobes" in given:
+        if given["minimum_nprobes"] > given["maximum_nprobes"]:
+            raise ValueError("minimum_nprobes must be <= maximum_nprobes")
+    if "refine_factor" in given and int(given["refine_factor"]) < 1:
+        raise ValueError(f"Refine factor must be 1 or more got {given['refine_factor']}")
+    if "ef" in given and int(given["ef"]) <= 0:
+        raise ValueError(f"ef must be > 0 but got {given['ef']}")
+    if "query_parallelism" in given and given["query_parallelism"] < -1:
+        raise ValueError("query_parallelism must be >= -1")
+    if options.get("approx_mode") not in APPROX_MODES:
+        raise ValueError(
+            f"approx_mode must be one of 'fast', 'normal', or 'accurate', got {options.get('approx_mode')!r}"
+        )
+
+
 class VectorSearchQuery:
     """Vector search parameters as a record (pylance's ``VectorSearchQuery``): ``inner()`` gives
-    them as pylance's dict, the query vector as a float32 Arrow array. Used as a search *filter*
-    (``ScannerBuilder.filter``) it is refused there; pass ``nearest=`` for a vector search."""
+    them as pylance's dict, checked and with the query as pylance coerces it. Used as a search
+    *filter* (``ScannerBuilder.filter``) it is refused there; pass ``nearest=`` for a search."""
 
     _inner: dict[str, Any]
 
@@ -89,9 +151,7 @@ class VectorSearchQuery:
         approx_mode: str = "normal",
         search_effort: float | None = None,
     ) -> None:
-        if approx_mode not in APPROX_MODES:
-            raise ValueError(f"approx_mode must be one of {', '.join(APPROX_MODES)}, got {approx_mode!r}")
-        vector = q if isinstance(q, pa.Array) else pa.array(np.asarray(q, dtype=np.float32).ravel())
+        vector = _query_vector(q)
         self._inner = {
             "column": column,
             "q": vector,
@@ -103,11 +163,12 @@ class VectorSearchQuery:
             "refine_factor": refine_factor,
             "use_index": use_index,
             "ef": ef,
-            "query_parallelism": query_parallelism,
+            "query_parallelism": None if query_parallelism is None else operator.index(query_parallelism),
             "approx_mode": approx_mode,
             "search_effort": search_effort,
             "distance_range": None,
         }
+        _check_search(self._inner)
 
     def inner(self) -> dict[str, Any]:
         return self._inner
