@@ -371,7 +371,7 @@ VECTOR_QUERIES: list[tuple[Any, dict[str, Any]]] = [
 
 @pytest.mark.parametrize("q, options", VECTOR_QUERIES, ids=[str(i) for i in range(len(VECTOR_QUERIES))])
 def test_vector_search_query_matches_pylance(q: Any, options: dict[str, Any]) -> None:
-    outcomes = []
+    outcomes: list[object] = []
     for module in (PY_DATASET, FW_DATASET):
         try:
             inner = dict(module.VectorSearchQuery("vec", q, **options).inner())
