@@ -380,3 +380,60 @@ def test_vector_search_query_matches_pylance(q: Any, options: dict[str, Any]) ->
         except Exception as error:
             outcomes.append(next(c for c in type(error).__mro__ if c.__module__ == "builtins"))
     assert outcomes[1] == outcomes[0]
+
+
+def _ordering_table() -> pa.Table:
+    rng = np.random.default_rng(11)
+    n = 9000
+    floats = rng.choice([-1.5, -0.0, 0.0, 2.25, np.inf, -np.inf, np.nan, 7.0], n)
+    nulls = rng.random(n) < 0.1
+    words = np.array(["b", "a", "B", "", "aa", "é", "zz", "a b"])
+    return pa.table(
+        {
+            "id": pa.array(np.arange(n), pa.int64()),
+            "i32": pa.array(rng.integers(-5, 5, n).astype(np.int32), mask=nulls),
+            "u64": pa.array(rng.integers(0, 1 << 63, n, dtype=np.uint64) | np.uint64(1 << 63)),
+            "f64": pa.array(floats, mask=rng.random(n) < 0.1),
+            "f32": pa.array(floats.astype(np.float32)),
+            "flag": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.2),
+            "s": pa.array(rng.choice(words, n), mask=rng.random(n) < 0.1),
+            "day": pa.array(rng.integers(0, 30, n).astype("datetime64[D]")),
+            "blob": pa.array([bytes([x % 7, x % 3]) for x in rng.integers(0, 100, n)], pa.binary()),
+        }
+    )
+
+
+ORDERINGS: list[list[tuple[str, bool, bool]]] = [
+    [("i32", True, False)],
+    [("i32", False, True)],
+    [("u64", True, False)],
+    [("f64", True, False)],
+    [("f64", False, False)],
+    [("f64", True, True)],
+    [("f32", False, True)],
+    [("flag", False, False)],
+    [("s", True, False)],
+    [("s", False, True)],
+    [("day", False, False)],
+    [("blob", True, False)],
+    [("s", True, True), ("f64", False, False), ("i32", True, False)],
+]
+
+
+@pytest.mark.parametrize("keys", ORDERINGS, ids=[str(k) for k in ORDERINGS])
+def test_ordering_kernel_orders_as_pylance(tmp_path: Path, keys: list[tuple[str, bool, bool]]) -> None:
+    """``lance_fw.query.ordering`` (for the scanner's ``order_by=``) against pylance's sort: with
+    ``id`` as the last key the order is total, so the rows must come back identical."""
+    from lance_fw.query.ordering import order_table
+
+    data = _ordering_table()
+    ds = lance.write_dataset(data, str(tmp_path / "d"), max_rows_per_file=2500)
+    orderings = [PY_DATASET.ColumnOrdering(c, a, n) for c, a, n in keys] + [PY_DATASET.ColumnOrdering("id")]
+    theirs = ds.to_table(order_by=orderings, offset=100, limit=5000)
+    ours = order_table(
+        data,
+        [FW_DATASET.ColumnOrdering(c, a, n) for c, a, n in keys] + [FW_DATASET.ColumnOrdering("id")],
+        100,
+        5000,
+    )
+    assert ours.column("id").to_pylist() == theirs.column("id").to_pylist()
