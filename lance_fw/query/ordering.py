@@ -12,6 +12,11 @@ Rows with equal keys have no specified order in pylance (its sort merges partiti
 observed differing from a stable sort at 50k rows), so any order of them is pylance's order; this
 kernel keeps them in scan order (a stable sort). The result is cut into ``batch_size`` batches, as
 pylance's sorted stream is.
+
+What pylance 14 accepts (for the scanner that calls this): sort columns are dataset columns only
+(a ``{name: SQL}`` alias or ``_rowid`` raises ``ValueError`` "Column x not found"); a sort column
+missing from ``columns=`` raises ``ValueError`` (a TakeExec planning error) unless a filter is given;
+``offset`` / ``limit`` apply after the sort (its top-k, again with unspecified tie order).
 """
 
 from __future__ import annotations
