@@ -27,7 +27,7 @@ import pyarrow as pa
 from lance_fw.errors import InvalidUserInputError, UnsupportedFeatureError
 from lance_fw.file.writer import LanceFileWriter, WrittenFile
 from lance_fw.io.storage import Storage
-from lance_fw.schema import BLOB_DESCRIPTOR, BLOB_V2, LanceField, LanceSchema, logical_type_of
+from lance_fw.schema import BLOB_DESCRIPTOR, BLOB_V2, LanceField, LanceSchema, blob_v2_type, logical_type_of
 from lance_fw.table.blobs import DEDICATED, INLINE, PACKED, SIDECAR_SUFFIX, sidecar_name
 from lance_fw.table.paths import DATA_FILE_SUFFIX
 
@@ -76,8 +76,6 @@ def write_schema(
         UnsupportedFeatureError: ``incoming`` holds something else in a blob v2 column (pylance
             also takes plain binary there; lance_fw takes blob values only).
     """
-    from lance_fw.blob import BlobType
-
     blob = {f.name for f in schema.fields if f.is_blob_v2}
     if not blob:
         return arrow_schema
@@ -96,7 +94,7 @@ def write_schema(
                     f"{uri}: column {f.name!r} is a blob v2 column; lance_fw writes blob values to it "
                     f"(lance_fw.blob.blob_array, BlobType), not {t}"
                 )
-            f = pa.field(f.name, t if t is not None else BlobType(), f.nullable)
+            f = pa.field(f.name, t if t is not None else blob_v2_type(), f.nullable)
         fields.append(f)
     return pa.schema(fields, metadata=arrow_schema.metadata)
 
