@@ -6,6 +6,7 @@ Switching from pylance is a one-line change: ``import lance_fw as lance``.
 from lance_fw import (
     blob,  # noqa: F401  (pylance users import lance.blob)
     fragment,  # noqa: F401  (pylance users import lance.fragment)
+    indices,  # noqa: F401  (pylance users import lance.indices)
     optimize,  # noqa: F401  (pylance users import lance.optimize)
     progress,  # noqa: F401  (pylance users import lance.progress)
     udf,  # noqa: F401  (pylance users import lance.udf)
@@ -15,6 +16,30 @@ from lance_fw._version import __version__
 from lance_fw.api.dataset import LanceDataset, LanceFragment, dataset
 from lance_fw.api.distributed import FragmentMetadata, LanceOperation, write_fragments
 from lance_fw.api.result_types import DataStatistics, FieldStatistics
+from lance_fw.api.toplevel_names import (
+    CleanupCandidateFile,
+    CleanupExplanation,
+    CleanupReferencedBranch,
+    CompactedSsTable,
+    DatasetBasePath,
+    ExecutionPlan,
+    FFILanceTableProvider,
+    FtsToken,
+    LsmPointLookupPlanner,
+    LsmScanner,
+    LsmVectorSearchPlanner,
+    ScanStatistics,
+    ShardingField,
+    ShardingSpec,
+    ShardSnapshot,
+    ShardWriter,
+    bytes_read_counter,
+    evaluate_sharding_spec,
+    iops_counter,
+    set_logger,
+    simd_info,
+    tokenize,
+)
 from lance_fw.api.transactions import Index, IndexFile
 from lance_fw.api.write import write_dataset
 from lance_fw.blob import Blob, BlobArray, BlobColumn, BlobFile, blob_array, blob_field
@@ -32,10 +57,18 @@ __all__ = [
     "BlobArray",
     "BlobColumn",
     "BlobFile",
+    "CleanupCandidateFile",
+    "CleanupExplanation",
+    "CleanupReferencedBranch",
     "CleanupStats",
+    "CompactedSsTable",
     "DataStatistics",
+    "DatasetBasePath",
+    "ExecutionPlan",
+    "FFILanceTableProvider",
     "FieldStatistics",
     "FragmentMetadata",
+    "FtsToken",
     "Index",
     "IndexFile",
     "IndexProgress",
@@ -44,16 +77,30 @@ __all__ = [
     "LanceFragment",
     "LanceOperation",
     "LanceScanner",
+    "LsmPointLookupPlanner",
+    "LsmScanner",
+    "LsmVectorSearchPlanner",
     "MergeInsertBuilder",
+    "ScanStatistics",
+    "ShardSnapshot",
+    "ShardWriter",
+    "ShardingField",
+    "ShardingSpec",
     "Transaction",
     "__version__",
     "batch_udf",
     "blob_array",
     "blob_field",
+    "bytes_read_counter",
     "dataset",
+    "evaluate_sharding_spec",
+    "iops_counter",
     "json_to_schema",
     "plugins",
     "schema_to_json",
+    "set_logger",
+    "simd_info",
+    "tokenize",
     "write_dataset",
     "write_fragments",
 ]
