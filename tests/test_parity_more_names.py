@@ -135,7 +135,6 @@ def test_scanner_builder_refuses_what_lance_fw_lacks(datasets: dict[str, Any]) -
     builder = FW_DATASET.ScannerBuilder
     ordering = FW_DATASET.ColumnOrdering("id", ascending=False)
     refused = [
-        lambda: builder(ds).order_by([ordering]).to_scanner(),
         lambda: builder(ds).minhash_search(lance_fw.query.MinHashQuery("word1", "s")).to_scanner(),
         lambda: builder(ds).substrait_aggregate(b"\x00").to_scanner(),
         lambda: builder(ds).filter(lance_fw.query.MatchQuery("word1", "s")),
@@ -145,6 +144,8 @@ def test_scanner_builder_refuses_what_lance_fw_lacks(datasets: dict[str, Any]) -
     for call in refused:
         with pytest.raises(UnsupportedFeatureError):
             call()
+    # order_by is supported now (query/ordering.py): the builder passes it to the scan
+    assert builder(ds).order_by([ordering]).to_scanner().to_table().equals(ds.to_table(order_by=[ordering]))
 
 
 def test_serialize_row_addrs_is_byte_identical() -> None:

@@ -22,6 +22,7 @@ missing from ``columns=`` raises ``ValueError`` (a TakeExec planning error) unle
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,15 @@ def _keys(column: pa.Array, ascending: bool, nulls_first: bool) -> list[np.ndarr
     return [group, value if ascending else ~value]
 
 
+@dataclass(frozen=True)
+class _ByName:
+    """A sort key given as a column name (``order_by=["x"]``)."""
+
+    column_name: str
+    ascending: bool
+    nulls_first: bool
+
+
 def _attribute(ordering: Any, name: str) -> Any:
     try:
         return getattr(ordering, name)
@@ -67,6 +77,27 @@ def _attribute(ordering: Any, name: str) -> Any:
         raise InvalidArgumentError(
             f"order_by: expected ColumnOrdering objects, got {type(ordering).__name__}"
         ) from None
+
+
+def checked_orderings(orderings: Sequence[Any], schema: pa.Schema) -> list[Any]:
+    """``order_by=`` checked before any read: a list of ``ColumnOrdering``-like objects naming
+    dataset columns.
+
+    Raises:
+        InvalidArgumentError: not a list of such objects, or a column the dataset does not have
+            (pylance: ``ValueError`` "Column x not found"; ``_rowid`` and aliases included).
+    """
+    if isinstance(orderings, (str, bytes)) or not isinstance(orderings, Sequence):
+        raise InvalidArgumentError(f"order_by must be a list of ColumnOrdering, got {orderings!r}")
+    # a name alone is pylance's ColumnOrdering(name): ascending, nulls last
+    out = [_ByName(o, True, False) if isinstance(o, str) else o for o in orderings]
+    for ordering in out:
+        name = _attribute(ordering, "column_name")
+        _attribute(ordering, "ascending")
+        _attribute(ordering, "nulls_first")
+        if name not in schema.names:
+            raise InvalidArgumentError(f"Invalid user input: Column {name} not found")
+    return out
 
 
 def sort_indices(table: pa.Table, orderings: Sequence[Any]) -> np.ndarray:
@@ -110,4 +141,4 @@ def ordered_batches(table: pa.Table, batch_size: int) -> list[pa.RecordBatch]:
     ]
 
 
-__all__ = ["order_table", "ordered_batches", "sort_indices"]
+__all__ = ["checked_orderings", "order_table", "ordered_batches", "sort_indices"]
