@@ -5,7 +5,7 @@ As in pylance, the package attribute ``lance_fw.dataset`` is the ``dataset()`` f
 is what ``import lance_fw.dataset`` / ``from lance_fw.dataset import ...`` load.
 """
 
-from lance_fw.api.blobs import BlobFile
+from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile
 from lance_fw.api.dataset import DatasetOptimizer, LanceDataset, LanceFragment, Tags
 from lance_fw.api.dataset_extras import LanceStats
 from lance_fw.api.dataset_names import (
@@ -45,6 +45,7 @@ from lance_fw.table.merge_insert import MergeInsertBuilder, Transaction
 from lance_fw.table.write import COMMIT_MESSAGE_KEY as LANCE_COMMIT_MESSAGE_KEY
 
 __all__ = [
+    "DEFAULT_BLOB_BUFFER_SIZE",
     "LANCE_COMMIT_MESSAGE_KEY",
     "AlterColumn",
     "AutoCleanupConfig",

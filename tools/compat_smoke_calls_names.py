@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compat_smokes import Ctx, smoke
+from compat_smokes import Ctx, raises, smoke
 
 
 @smoke("lance.fragment.DataFile")
@@ -20,3 +20,16 @@ def _data_file(ctx: Ctx) -> object:
         )
         for d in (made, default)
     ]
+
+
+@smoke("Tags.replace_metadata")
+def _tag_metadata(ctx: Ctx) -> object:
+    ds = ctx.fresh()
+    ds.tags.create("t1", 1)
+    ds.tags.replace_metadata("t1", {"k": "v", "n": "1"})
+    first = ds.tags.list()["t1"]["metadata"]
+    ds.tags.replace_metadata("t1", {"only": "this"})
+    ds.delete("id = 1")
+    ds.tags.update("t1", 2)  # moving the tag keeps its metadata
+    moved = ds.tags.list()["t1"]
+    return first, moved["metadata"], moved["version"], raises(lambda: ds.tags.replace_metadata("nope", {}))

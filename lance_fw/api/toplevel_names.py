@@ -215,19 +215,32 @@ LsmVectorSearchPlanner = _refused("LsmVectorSearchPlanner", MEM_WAL)
 ShardSnapshot = _refused("ShardSnapshot", MEM_WAL)
 ShardWriter = _refused("ShardWriter", MEM_WAL)
 evaluate_sharding_spec = _refused("evaluate_sharding_spec", f"{MEM_WAL} (sharding specs route MemWAL writes)")
+#: pylance's low-level blob v2 writers (descriptor arrays and sidecar files built by hand)
+BLOB_WRITERS = (
+    "writing blob descriptors and sidecar files by hand is not implemented; write blob_array values "
+    "with write_dataset (lance_fw writes the descriptors and sidecars)"
+)
+BlobDescriptor = _refused("BlobDescriptor", BLOB_WRITERS)
+BlobDescriptorArrayBuilder = _refused("BlobDescriptorArrayBuilder", BLOB_WRITERS)
+DedicatedBlobWriter = _refused("DedicatedBlobWriter", BLOB_WRITERS)
+PackedBlobWriter = _refused("PackedBlobWriter", BLOB_WRITERS)
 
 __all__ = [
+    "BlobDescriptor",
+    "BlobDescriptorArrayBuilder",
     "CleanupCandidateFile",
     "CleanupExplanation",
     "CleanupReferencedBranch",
     "CompactedSsTable",
     "DatasetBasePath",
+    "DedicatedBlobWriter",
     "ExecutionPlan",
     "FFILanceTableProvider",
     "FtsToken",
     "LsmPointLookupPlanner",
     "LsmScanner",
     "LsmVectorSearchPlanner",
+    "PackedBlobWriter",
     "ScanStatistics",
     "ShardSnapshot",
     "ShardWriter",

@@ -1,19 +1,17 @@
 """``merge_insert`` (upsert) and ``update``: rewrite rows as deletions plus new fragments.
 
-Both commit one ``Update`` version, as pylance does: the old versions of changed rows get deletion
-files, and the new rows (rewritten and inserted, in source order) are appended as new fragments.
-The key join is a pyarrow hash join over the target's key columns and row addresses, so memory is
-bounded by the keys and the source, not by the whole dataset. Semantics follow pylance 14: NULL
-keys never match; a target row matched by two source rows is an error; a source without some
-columns updates only the columns it has, and inserts nulls for the others.
+Both commit one ``Update`` version, as pylance does: old versions of changed rows get deletion files,
+the new rows (rewritten and inserted, in source order) are appended as new fragments. The key join
+is a pyarrow hash join over the target's key columns and row addresses (memory bounded by the keys
+and the source). As pylance 14: NULL keys never match; a target row matched by two source rows is
+an error; a source without some columns updates only those it has, and inserts nulls for others.
 
 pylance 14 picks how merged rows are written (``write_mode``): ``rewrite_rows`` as above, or
-``rewrite_columns`` (``table/column_rewrite.py``: patch the source's columns in place, rows keep
-their order). ``auto`` patches columns exactly where pylance's indexed join runs on a partial
-source: one key column carrying a BTREE or BITMAP index, ``use_index`` on, no
-``when_not_matched_by_source_delete``, matched rows not deleted, a non-empty source. pylance joins
-a full source through such an index too (a partial one only to patch), and that indexed join drops
-source rows whose key is NULL (neither matched nor inserted), so lance_fw does too.
+``rewrite_columns`` (``table/column_rewrite.py``: the source's columns patched in place). ``auto``
+patches exactly where pylance's indexed join runs on a partial source: one key column with a BTREE
+or BITMAP index, ``use_index`` on, no ``when_not_matched_by_source_delete``, matched rows kept, a
+non-empty source. pylance joins a full source through such an index too (a partial one only to
+patch); that join drops source rows whose key is NULL (neither matched nor inserted), as here.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw._util.refusals import BRANCHES, MEM_WAL, refusing
 from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, SchemaError, UnsupportedFeatureError
 from lance_fw.file.version import parse_version, requested_version, version_name
 from lance_fw.query.filter import FilterError, parse_filter
@@ -151,6 +150,7 @@ def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None
     return rows.num_rows, staged.commit()
 
 
+@refusing({BRANCHES: ("target_bases", "target_all_bases"), MEM_WAL: ("mark_sstables_as_compacted",)})
 class MergeInsertBuilder:
     """pylance's builder: ``ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
     .execute(data)`` -> ``{num_inserted_rows, num_updated_rows, num_deleted_rows}``.
