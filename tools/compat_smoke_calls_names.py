@@ -33,3 +33,15 @@ def _tag_metadata(ctx: Ctx) -> object:
     ds.tags.update("t1", 2)  # moving the tag keeps its metadata
     moved = ds.tags.list()["t1"]
     return first, moved["metadata"], moved["version"], raises(lambda: ds.tags.replace_metadata("nope", {}))
+
+
+@smoke("lance.__version__", "lance.io")
+def _module_attributes(ctx: Ctx) -> object:
+    """The version is each library's own (a PEP 440 string either way); ``io`` is a module (pylance's
+    holds no public names)."""
+    import re
+    import types
+
+    return bool(re.fullmatch(r"\d+(\.\d+)*\S*", ctx.lib.__version__)), isinstance(
+        ctx.lib.io, types.ModuleType
+    )
