@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from compat_smokes import Ctx, raises, smoke
 
 
@@ -45,3 +46,15 @@ def _module_attributes(ctx: Ctx) -> object:
     return bool(re.fullmatch(r"\d+(\.\d+)*\S*", ctx.lib.__version__)), isinstance(
         ctx.lib.io, types.ModuleType
     )
+
+
+@smoke("lance.schema.LanceSchema")
+def _lance_schema(ctx: Ctx) -> object:
+    """pylance's class builds from and back to a pyarrow schema. lance_fw.schema.LanceSchema is the
+    kernel's schema class (its ``fields`` a list every layer reads); pylance's object is
+    ``ds.lance_schema`` (lance_fw.api.lance_schema), not reachable under this name."""
+    import importlib
+
+    schema = pa.schema([pa.field("a", pa.int64()), pa.field("s", pa.struct([pa.field("x", pa.string())]))])
+    cls = importlib.import_module(f"{ctx.lib.__name__}.schema").LanceSchema
+    return raises(lambda: cls.from_pyarrow(schema).to_pyarrow().equals(schema))
