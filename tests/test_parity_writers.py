@@ -204,6 +204,22 @@ def test_duplicate_fragment_ids_are_refused(tmp_path, ids):
         assert lib.dataset(path).version == 1
 
 
+def test_appending_fragments_that_carry_row_ids(tmp_path):
+    """On a stable-row-id dataset, new fragments get the next row ids; a caller's fragment that
+    already carries some (``row_id_meta``, which pylance keeps and completes) is refused, typed."""
+    path = str(tmp_path / "ds")
+    lance.write_dataset(_table(ROWS), path, max_rows_per_file=3000, enable_stable_row_ids=True)
+    plain = lance_fw.fragment.LanceFragment.create(path, _table(5, ROWS), data_storage_version="2.2")
+    carrying = plain.to_json()
+    carrying["row_id_meta"] = lance.dataset(path).get_fragments()[0].metadata.to_json()["row_id_meta"]
+    with pytest.raises(lance_fw.errors.UnsupportedFeatureError, match="row_id_meta"):
+        op = lance_fw.LanceOperation.Append([lance_fw.fragment.FragmentMetadata.from_json(carrying)])
+        lance_fw.LanceDataset.commit(path, op, read_version=1)
+    lance_fw.LanceDataset.commit(path, lance_fw.LanceOperation.Append([plain]), read_version=1)
+    row_ids = lance.dataset(path).to_table(with_row_id=True)["_rowid"].to_pylist()
+    assert row_ids == list(range(ROWS + 5))
+
+
 # -- 3. fields_for_preserving_frag_bitmap --------------------------------------------------------
 
 PRESERVING_STEPS: dict[str, Callable[[Any, str], Any]] = {

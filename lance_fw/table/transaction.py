@@ -251,8 +251,9 @@ class Update(Delete):
 class Rewrite(Operation):
     """Compaction: each group of old fragments is replaced by new fragments holding the same live
     rows. As in pylance 14, the new fragments follow every kept fragment (concurrent appends
-    included), group after group. A concurrent change to an old fragment (deleted, or new
-    deletions) is a conflict; concurrent appends rebase."""
+    included), group after group, and the commit then orders all by id (``tidy_fragments``: ids
+    reserved before a concurrent append come before its fragments). A concurrent change to an
+    old fragment (deleted, or new deletions) is a conflict; concurrent appends rebase."""
 
     groups: list = field(default_factory=list)  # [(old DataFragments, new DataFragments)]
     #: ids reserved for the new fragments by an earlier ``ReserveFragments`` commit (pylance's way),
