@@ -21,7 +21,7 @@ from typing import IO, Any
 import pyarrow as pa
 
 from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile
-from lance_fw.schema import BLOB_V2
+from lance_fw.schema import BLOB_STORAGE, BLOB_V2, LanceSchema
 
 #: Field metadata keys of the per-column storage thresholds ``blob_field`` accepts (as pylance's).
 INLINE_THRESHOLD_KEY = b"lance-encoding:blob-inline-size-threshold"
@@ -30,15 +30,6 @@ PACK_FILE_THRESHOLD_KEY = b"lance-encoding:blob-pack-file-size-threshold"
 #: The largest threshold pylance accepts: a Rust ``usize`` on this platform.
 MAX_THRESHOLD = ctypes.c_size_t(-1).value
 
-#: The logical storage of a blob value: inline bytes, or an external uri with an optional range.
-BLOB_STORAGE = pa.struct(
-    [
-        pa.field("data", pa.large_binary(), nullable=True),
-        pa.field("uri", pa.utf8(), nullable=True),
-        pa.field("position", pa.uint64(), nullable=True),
-        pa.field("size", pa.uint64(), nullable=True),
-    ]
-)
 #: The storage fields in order; the first two (data, uri) alone are also an accepted storage.
 _STORAGE_FIELDS = [(f.name, f.type) for f in BLOB_STORAGE]
 
@@ -260,6 +251,22 @@ class BlobColumn:
 
     def __iter__(self) -> BlobIterator:
         return BlobIterator(iter(self.blob_column))
+
+
+def user_schema(schema: LanceSchema) -> pa.Schema:
+    """The schema pylance's ``Dataset.schema`` gives: each blob v2 column as the blob extension
+    type over its stored fields (scans still return descriptors, ``LanceField.to_arrow``), its other
+    metadata (e.g. ``blob_field``'s thresholds) kept. The type is the registered class of the
+    extension (pylance's when pylance registered it first), as Arrow reads such a field back."""
+    out = schema.to_arrow()
+    for i, f in enumerate(schema.fields):
+        if f.is_blob_v2:
+            storage = pa.struct([c.to_arrow() for c in f.children])
+            tagged = pa.field(
+                f.name, storage, f.nullable, metadata={k.encode(): v for k, v in f.metadata.items()}
+            )
+            out = out.set(i, pa.ipc.read_schema(pa.schema([tagged]).serialize()).field(0))
+    return out
 
 
 __all__ = [

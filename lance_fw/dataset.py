@@ -5,9 +5,22 @@ As in pylance, the package attribute ``lance_fw.dataset`` is the ``dataset()`` f
 is what ``import lance_fw.dataset`` / ``from lance_fw.dataset import ...`` load.
 """
 
-from lance_fw.api.blobs import BlobFile
+from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile
 from lance_fw.api.dataset import DatasetOptimizer, LanceDataset, LanceFragment, Tags
 from lance_fw.api.dataset_extras import LanceStats
+from lance_fw.api.dataset_names import (
+    Branch,
+    Branches,
+    BulkCommitResult,
+    ColumnOrdering,
+    DatasetDelta,
+    IndexInformation,
+    SqlQuery,
+    SqlQueryBuilder,
+    VectorIndexReader,
+    VectorSearchQuery,
+    serialize_row_addrs,
+)
 from lance_fw.api.distributed import FragmentMetadata, LanceOperation
 from lance_fw.api.result_types import (
     AlterColumn,
@@ -22,6 +35,7 @@ from lance_fw.api.result_types import (
     Version,
     VersionRef,
 )
+from lance_fw.api.scanner_builder import ScannerBuilder
 from lance_fw.api.transactions import Index, IndexFile
 from lance_fw.api.write import write_dataset
 from lance_fw.query.scanner import LanceScanner
@@ -31,13 +45,19 @@ from lance_fw.table.merge_insert import MergeInsertBuilder, Transaction
 from lance_fw.table.write import COMMIT_MESSAGE_KEY as LANCE_COMMIT_MESSAGE_KEY
 
 __all__ = [
+    "DEFAULT_BLOB_BUFFER_SIZE",
     "LANCE_COMMIT_MESSAGE_KEY",
     "AlterColumn",
     "AutoCleanupConfig",
     "BlobFile",
+    "Branch",
+    "Branches",
+    "BulkCommitResult",
     "CleanupStats",
+    "ColumnOrdering",
     "CompactionMetrics",
     "DataStatistics",
+    "DatasetDelta",
     "DatasetOptimizer",
     "DatasetStats",
     "DeleteResult",
@@ -46,17 +66,24 @@ __all__ = [
     "FragmentMetadata",
     "Index",
     "IndexFile",
+    "IndexInformation",
     "LanceDataset",
     "LanceFragment",
     "LanceOperation",
     "LanceScanner",
     "LanceStats",
     "MergeInsertBuilder",
+    "ScannerBuilder",
+    "SqlQuery",
+    "SqlQueryBuilder",
     "Tag",
     "Tags",
     "Transaction",
     "UpdateResult",
+    "VectorIndexReader",
+    "VectorSearchQuery",
     "Version",
     "VersionRef",
+    "serialize_row_addrs",
     "write_dataset",
 ]

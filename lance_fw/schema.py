@@ -126,6 +126,16 @@ def _extension_tagged(field: pa.Field) -> pa.Field:
 
 
 BLOB_V2 = "lance.blob.v2"
+#: What users write into a blob v2 column (the ``lance.blob.v2`` extension type's storage): inline
+#: bytes, or an external uri with an optional range.
+BLOB_STORAGE = pa.struct(
+    [
+        pa.field("data", pa.large_binary(), nullable=True),
+        pa.field("uri", pa.utf8(), nullable=True),
+        pa.field("position", pa.uint64(), nullable=True),
+        pa.field("size", pa.uint64(), nullable=True),
+    ]
+)
 #: The descriptor of one 2.2 blob: inline (kind 0) or in a sidecar file (kind 1, ``blob_id``).
 BLOB_DESCRIPTOR = pa.struct(
     [
@@ -136,6 +146,14 @@ BLOB_DESCRIPTOR = pa.struct(
         pa.field("blob_uri", pa.string(), False),
     ]
 )
+
+
+def blob_v2_type() -> pa.DataType:
+    """The ``lance.blob.v2`` extension type as registered (``lance_fw.blob.BlobType``, registered
+    when ``lance_fw`` is imported; pylance's class where pylance registered it first), read back
+    through Arrow IPC as any such field is: the kernel names the type without importing the façade."""
+    tagged = pa.field("blob", BLOB_STORAGE, metadata={EXTENSION_KEY.encode(): BLOB_V2.encode()})
+    return _with_extension(tagged).type
 
 
 def _arrow_type(f: LanceField) -> pa.DataType:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from lance_fw._util.refusals import INDEX_SEGMENTS, refused_function
+
 #: pylance's string form of a timestamp when pandas is not installed
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -41,4 +43,10 @@ def sanitize_ts(ts: Any) -> datetime:
     return ts
 
 
-__all__ = ["sanitize_ts", "td_to_micros"]
+#: pylance's in-memory vector index builders (``lance.util``), which lance_fw does not offer
+_VECTOR_TOOLS = f"{INDEX_SEGMENTS}; lance_fw's IVF_PQ index trains inside create_index"
+HNSW = refused_function("lance_fw.util", "HNSW", _VECTOR_TOOLS)
+KMeans = refused_function("lance_fw.util", "KMeans", _VECTOR_TOOLS)
+validate_vector_index = refused_function("lance_fw.util", "validate_vector_index", _VECTOR_TOOLS)
+
+__all__ = ["HNSW", "KMeans", "sanitize_ts", "td_to_micros", "validate_vector_index"]

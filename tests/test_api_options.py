@@ -43,10 +43,20 @@ def paths(tmp_path_factory):
 
 def _public_callables():
     """(name, callable) for every public entry point that takes options."""
-    items = [("dataset", lance_fw.dataset), ("write_dataset", lance_fw.write_dataset),
-             ("write_fragments", lance_fw.fragment.write_fragments), ("LanceScanner", LanceScanner.__init__),
-             ("compact_files", DatasetOptimizer.compact_files), ("table.compact_files", compaction.compact_files)]
-    for cls in (lance_fw.LanceDataset, lance_fw.LanceFragment, lance_fw.LanceScanner, lance_fw.MergeInsertBuilder):
+    items = [
+        ("dataset", lance_fw.dataset),
+        ("write_dataset", lance_fw.write_dataset),
+        ("write_fragments", lance_fw.fragment.write_fragments),
+        ("LanceScanner", LanceScanner.__init__),
+        ("compact_files", DatasetOptimizer.compact_files),
+        ("table.compact_files", compaction.compact_files),
+    ]
+    for cls in (
+        lance_fw.LanceDataset,
+        lance_fw.LanceFragment,
+        lance_fw.LanceScanner,
+        lance_fw.MergeInsertBuilder,
+    ):
         for name, member in inspect.getmembers(cls, callable):
             if not name.startswith("_") or name == "_take_rows":
                 items.append((f"{cls.__name__}.{name}", member))
@@ -62,16 +72,33 @@ CHECKED_KEYWORDS = {"LanceDataset.create_scalar_index", "LanceDataset.create_ind
 
 
 def test_no_public_function_swallows_keywords():
-    swallowing = [name for name, fn in _public_callables()
-                  if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())]
+    swallowing = [
+        name
+        for name, fn in _public_callables()
+        if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+    ]
     assert sorted(swallowing) == sorted(CHECKED_KEYWORDS)
 
 
-PYLANCE_NAMES = ["dataset", "write_dataset", "fragment.write_fragments", "LanceDataset.scanner",
-                 "LanceDataset.to_table", "LanceDataset.to_batches", "LanceDataset.take", "LanceDataset._take_rows",
-                 "LanceDataset.count_rows", "LanceDataset.commit", "LanceDataset.get_fragments",
-                 "LanceDataset.add_columns", "fragment.LanceFragment.to_table", "fragment.LanceFragment.to_batches",
-                 "fragment.LanceFragment.scanner", "fragment.LanceFragment.count_rows", "optimize.compact_files"]
+PYLANCE_NAMES = [
+    "dataset",
+    "write_dataset",
+    "fragment.write_fragments",
+    "LanceDataset.scanner",
+    "LanceDataset.to_table",
+    "LanceDataset.to_batches",
+    "LanceDataset.take",
+    "LanceDataset._take_rows",
+    "LanceDataset.count_rows",
+    "LanceDataset.commit",
+    "LanceDataset.get_fragments",
+    "LanceDataset.add_columns",
+    "fragment.LanceFragment.to_table",
+    "fragment.LanceFragment.to_batches",
+    "fragment.LanceFragment.scanner",
+    "fragment.LanceFragment.count_rows",
+    "optimize.compact_files",
+]
 
 
 def _resolve(module, dotted: str):
@@ -87,21 +114,35 @@ def _resolve(module, dotted: str):
 def test_every_pylance_parameter_is_named(name):
     """A pylance option passed to lance_fw is never a TypeError: it is honoured or refused by name."""
     theirs, ours = _resolve(lance, name), _resolve(lance_fw, name)
-    named = {n for n, p in inspect.signature(theirs).parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    named = {
+        n
+        for n, p in inspect.signature(theirs).parameters.items()
+        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    }
     assert named - {"self", "data_obj", "data"} <= set(inspect.signature(ours).parameters)
 
 
 def test_unknown_keywords_raise_type_error(paths):
     ds = lance_fw.dataset(paths[lance_fw])
     frag = ds.get_fragments()[0]
-    calls = [lambda: lance_fw.dataset(paths[lance_fw], bogus=1), lambda: ds.scanner(bogus=1),
-             lambda: ds.to_table(bogus=1), lambda: list(ds.to_batches(bogus=1)), lambda: ds.head(2, bogus=1),
-             lambda: ds.take([0], bogus=1), lambda: ds._take_rows([0], bogus=1), lambda: ds.count_rows(bogus=1),
-             lambda: frag.to_table(bogus=1), lambda: list(frag.to_batches(bogus=1)), lambda: frag.scanner(bogus=1),
-             lambda: ds.optimize.compact_files(bogus=1), lambda: ds.add_columns({"y": "x"}, bogus=1),
-             lambda: lance_fw.write_dataset(TABLE, paths[lance_fw] + "-new", bogus=1),
-             lambda: lance_fw.fragment.write_fragments(TABLE, paths[lance_fw], bogus=1),
-             lambda: lance_fw.LanceDataset.commit(paths[lance_fw], lance_fw.LanceOperation.Append([]), bogus=1)]
+    calls = [
+        lambda: lance_fw.dataset(paths[lance_fw], bogus=1),
+        lambda: ds.scanner(bogus=1),
+        lambda: ds.to_table(bogus=1),
+        lambda: list(ds.to_batches(bogus=1)),
+        lambda: ds.head(2, bogus=1),
+        lambda: ds.take([0], bogus=1),
+        lambda: ds._take_rows([0], bogus=1),
+        lambda: ds.count_rows(bogus=1),
+        lambda: frag.to_table(bogus=1),
+        lambda: list(frag.to_batches(bogus=1)),
+        lambda: frag.scanner(bogus=1),
+        lambda: ds.optimize.compact_files(bogus=1),
+        lambda: ds.add_columns({"y": "x"}, bogus=1),
+        lambda: lance_fw.write_dataset(TABLE, paths[lance_fw] + "-new", bogus=1),
+        lambda: lance_fw.fragment.write_fragments(TABLE, paths[lance_fw], bogus=1),
+        lambda: lance_fw.LanceDataset.commit(paths[lance_fw], lance_fw.LanceOperation.Append([]), bogus=1),
+    ]
     for call in calls:
         with pytest.raises(TypeError, match="bogus"):
             call()
@@ -110,12 +151,18 @@ def test_unknown_keywords_raise_type_error(paths):
 # -- implemented options, against pylance -----------------------------------------------------------
 
 SCANS = [
-    {"batch_size": 700}, {"batch_size": 700, "limit": 2500, "offset": 100}, {"batch_size": 700, "offset": 2900},
-    {"columns": [], "batch_size": 1000}, {"columns": [], "batch_size": 1000, "with_row_id": True},
-    {"columns": [], "batch_size": 1000, "limit": 2500}, {"batch_size": 700, "filter": "x > 2500 AND x < 4000"},
+    {"batch_size": 700},
+    {"batch_size": 700, "limit": 2500, "offset": 100},
+    {"batch_size": 700, "offset": 2900},
+    {"columns": [], "batch_size": 1000},
+    {"columns": [], "batch_size": 1000, "with_row_id": True},
+    {"columns": [], "batch_size": 1000, "limit": 2500},
+    {"batch_size": 700, "filter": "x > 2500 AND x < 4000"},
     {"batch_size": 500, "columns": ["s"], "with_row_address": True, "limit": 1200, "offset": 2950},
-    {"batch_size": 333, "fragment_readahead": 3}, {"columns": {"y": "x * 2"}, "batch_size": 800, "offset": 10},
-    {"limit": 0}, {"batch_size": 4000, "filter": "s = 's3'", "limit": 100, "offset": 10},
+    {"batch_size": 333, "fragment_readahead": 3},
+    {"columns": {"y": "x * 2"}, "batch_size": 800, "offset": 10},
+    {"limit": 0},
+    {"batch_size": 4000, "filter": "s = 's3'", "limit": 100, "offset": 10},
 ]
 
 
@@ -131,11 +178,18 @@ def test_scan_batches_equal_pylance(paths, options):
         assert_tables_equal(pa.Table.from_batches(theirs), pa.Table.from_batches(ours))
 
 
-@pytest.mark.parametrize("options", [
-    {"offset": 10, "limit": 5}, {"filter": "x % 2 = 0", "offset": 10, "limit": 5}, {"offset": 2500},
-    {"limit": 0}, {"columns": ["s"], "with_row_id": True, "offset": 1000, "limit": 700},
-    {"columns": [], "limit": 50},
-], ids=str)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"offset": 10, "limit": 5},
+        {"filter": "x % 2 = 0", "offset": 10, "limit": 5},
+        {"offset": 2500},
+        {"limit": 0},
+        {"columns": ["s"], "with_row_id": True, "offset": 1000, "limit": 700},
+        {"columns": [], "limit": 50},
+    ],
+    ids=str,
+)
 def test_fragment_offset_limit_equal_pylance(paths, options):
     for i in range(4):
         theirs = lance.dataset(paths[lance]).get_fragments()[i]
@@ -152,9 +206,12 @@ def test_default_scan_options_batch_size(paths):
     theirs = lance.dataset(paths[lance], default_scan_options={"batch_size": 600})
     ours = lance_fw.dataset(paths[lance_fw], default_scan_options={"batch_size": 600})
     assert [b.num_rows for b in ours.to_batches()] == [b.num_rows for b in theirs.to_batches()]
-    assert [b.num_rows for b in ours.to_batches(batch_size=900)] == [b.num_rows for b in theirs.to_batches(batch_size=900)]
-    assert [b.num_rows for b in ours.get_fragments()[0].to_batches()] == \
-        [b.num_rows for b in theirs.get_fragments()[0].to_batches()]  # fragments ignore the defaults
+    assert [b.num_rows for b in ours.to_batches(batch_size=900)] == [
+        b.num_rows for b in theirs.to_batches(batch_size=900)
+    ]
+    assert [b.num_rows for b in ours.get_fragments()[0].to_batches()] == [
+        b.num_rows for b in theirs.get_fragments()[0].to_batches()
+    ]  # fragments ignore the defaults
 
 
 def test_default_scan_options_unknown_key_is_value_error(paths):
@@ -166,13 +223,16 @@ def test_default_scan_options_unknown_key_is_value_error(paths):
 
 def test_head_passes_scanner_options(paths):
     expected = lance.dataset(paths[lance]).head(5, columns=["s"], filter="x > 20", with_row_id=True)
-    assert_tables_equal(expected, lance_fw.dataset(paths[lance_fw]).head(5, columns=["s"], filter="x > 20",
-                                                                          with_row_id=True))
+    assert_tables_equal(
+        expected, lance_fw.dataset(paths[lance_fw]).head(5, columns=["s"], filter="x > 20", with_row_id=True)
+    )
 
 
 def test_take_with_sql_columns(paths):
     expected = lance.dataset(paths[lance]).take([5, 0, 4000], columns={"y": "x * 2"})
-    assert_tables_equal(expected, lance_fw.dataset(paths[lance_fw]).take([5, 0, 4000], columns={"y": "x * 2"}))
+    assert_tables_equal(
+        expected, lance_fw.dataset(paths[lance_fw]).take([5, 0, 4000], columns={"y": "x * 2"})
+    )
 
 
 @pytest.mark.parametrize("ignore_deletions", [False, True])
@@ -195,7 +255,9 @@ def test_commit_message_and_transaction_properties(tmp_path):
         uri = str(tmp_path / mod.__name__)
         mod.write_dataset(TABLE, uri, commit_message="first load", transaction_properties={"k": "v"})
         frags = mod.fragment.write_fragments(TABLE.slice(0, 10), uri)
-        mod.LanceDataset.commit(uri, mod.LanceOperation.Append(frags), read_version=1, commit_message="second")
+        mod.LanceDataset.commit(
+            uri, mod.LanceOperation.Append(frags), read_version=1, commit_message="second"
+        )
     for version in (1, 2):
         expected = lance.dataset(str(tmp_path / "lance")).read_transaction(version).transaction_properties
         actual = lance.dataset(str(tmp_path / "lance_fw")).read_transaction(version).transaction_properties
@@ -231,8 +293,9 @@ def test_storage_options_are_used(tmp_path):
         lance_fw.write_dataset(TABLE, uri, storage_options=options)
         lance_fw.dataset(uri, storage_options=options).to_table()
         frags = lance_fw.fragment.write_fragments(TABLE, uri, storage_options=options)
-        lance_fw.LanceDataset.commit(uri, lance_fw.LanceOperation.Append(frags), read_version=1,
-                                     storage_options=options)
+        lance_fw.LanceDataset.commit(
+            uri, lance_fw.LanceOperation.Append(frags), read_version=1, storage_options=options
+        )
     finally:
         unregister("storage-options-spy")
     assert seen and all(s == options for s in seen)
@@ -250,8 +313,9 @@ def test_max_bytes_per_file_splits_like_pylance(tmp_path):
     counts = {}
     for mod in (lance, lance_fw):
         uri = str(tmp_path / mod.__name__)
-        ds = mod.write_dataset(pa.Table.from_batches(data.to_batches(max_chunksize=8192)), uri,
-                               max_bytes_per_file=limit)
+        ds = mod.write_dataset(
+            pa.Table.from_batches(data.to_batches(max_chunksize=8192)), uri, max_bytes_per_file=limit
+        )
         frags = ds.get_fragments()
         counts[mod] = len(frags)
         assert sum(f.physical_rows for f in frags) == n
@@ -264,15 +328,26 @@ def test_compact_files_materialize_deletions_options(tmp_path):
     """The options reach the planner: fragments big enough to stay but with 20% of their rows
     deleted are rewritten only when deletions are materialised above the threshold (compared with
     pylance: fragment sizes, deletion counts and rows)."""
+
     def run(mod, uri, **options):
         ds = mod.write_dataset(TABLE, uri, max_rows_per_file=2000)
         ds.delete("x % 5 = 0")
         ds.optimize.compact_files(target_rows_per_fragment=1000, **options)
-        return ([f.physical_rows for f in ds.get_fragments()], [f.num_deletions for f in ds.get_fragments()],
-                ds.to_table())
+        return (
+            [f.physical_rows for f in ds.get_fragments()],
+            [f.num_deletions for f in ds.get_fragments()],
+            ds.to_table(),
+        )
+
     outcomes = []
-    for i, options in enumerate([{}, {"materialize_deletions": False}, {"materialize_deletions_threshold": 0.5},
-                                 {"materialize_deletions": True, "materialize_deletions_threshold": 0.1}]):
+    for i, options in enumerate(
+        [
+            {},
+            {"materialize_deletions": False},
+            {"materialize_deletions_threshold": 0.5},
+            {"materialize_deletions": True, "materialize_deletions_threshold": 0.1},
+        ]
+    ):
         rows, deletions, table = run(lance, str(tmp_path / f"p{i}"), **options)
         ours = run(lance_fw, str(tmp_path / f"o{i}"), **options)
         assert (ours[0], ours[1]) == (rows, deletions), options
@@ -297,25 +372,45 @@ def test_get_fragment(paths):
         expected, actual = theirs.get_fragment(fid), ours.get_fragment(fid)
         assert (actual is None) == (expected is None)
         if expected is not None:
-            assert (actual.fragment_id, actual.physical_rows, actual.count_rows()) == \
-                (expected.fragment_id, expected.physical_rows, expected.count_rows())
+            assert (actual.fragment_id, actual.physical_rows, actual.count_rows()) == (
+                expected.fragment_id,
+                expected.physical_rows,
+                expected.count_rows(),
+            )
             assert_tables_equal(expected.to_table(), actual.to_table())
 
 
 # -- refused options ----------------------------------------------------------------------------------
 
 REFUSED = [
-    ("scanner order_by", lambda ds, uri: ds.to_table(order_by=["x"])),
     ("scanner batch_size_bytes", lambda ds, uri: ds.to_table(batch_size_bytes=1024)),
     ("scanner include_deleted_rows", lambda ds, uri: ds.to_table(include_deleted_rows=True)),
     ("scanner strict_batch_size", lambda ds, uri: list(ds.to_batches(strict_batch_size=True))),
-    ("fragment blob_handling", lambda ds, uri: ds.get_fragments()[0].to_table(blob_handling="all_descriptions")),
-    ("dataset default columns", lambda ds, uri: lance_fw.dataset(uri, default_scan_options={"columns": ["x"]})),
-    ("write stable row ids", lambda ds, uri: lance_fw.write_dataset(TABLE, uri + "x", enable_stable_row_ids=True)),
+    (
+        "fragment blob_handling",
+        lambda ds, uri: ds.get_fragments()[0].to_table(blob_handling="all_descriptions"),
+    ),
+    (
+        "dataset default columns",
+        lambda ds, uri: lance_fw.dataset(uri, default_scan_options={"columns": ["x"]}),
+    ),
+    (
+        "write stable row ids",
+        lambda ds, uri: lance_fw.write_dataset(TABLE, uri + "x", enable_stable_row_ids=True),
+    ),
     ("write progress", lambda ds, uri: lance_fw.write_dataset(TABLE, uri, mode="append", progress=object())),
-    ("write v1 manifest paths", lambda ds, uri: lance_fw.write_dataset(TABLE, uri + "y", enable_v2_manifest_paths=False)),
-    ("write_fragments transaction", lambda ds, uri: lance_fw.fragment.write_fragments(TABLE, uri, return_transaction=True)),
-    ("commit detached", lambda ds, uri: lance_fw.LanceDataset.commit(uri, lance_fw.LanceOperation.Append([]), detached=True)),
+    (
+        "write v1 manifest paths",
+        lambda ds, uri: lance_fw.write_dataset(TABLE, uri + "y", enable_v2_manifest_paths=False),
+    ),
+    (
+        "write_fragments transaction",
+        lambda ds, uri: lance_fw.fragment.write_fragments(TABLE, uri, return_transaction=True),
+    ),
+    (
+        "commit detached",
+        lambda ds, uri: lance_fw.LanceDataset.commit(uri, lance_fw.LanceOperation.Append([]), detached=True),
+    ),
     ("compact_files max_source_rows", lambda ds, uri: ds.optimize.compact_files(max_source_rows=10)),
     ("add_columns reader_schema", lambda ds, uri: ds.add_columns({"y": "x"}, reader_schema=pa.schema([]))),
 ]
@@ -335,20 +430,34 @@ def test_creation_only_options_are_ignored_on_append(tmp_path):
     for mod in (lance, lance_fw):
         uri = str(tmp_path / mod.__name__)
         mod.write_dataset(TABLE, uri)
-        ds = mod.write_dataset(TABLE.slice(0, 3), uri, mode="append", enable_stable_row_ids=True,
-                               enable_v2_manifest_paths=False)
+        ds = mod.write_dataset(
+            TABLE.slice(0, 3), uri, mode="append", enable_stable_row_ids=True, enable_v2_manifest_paths=False
+        )
         assert ds.count_rows() == N + 3
-    assert_tables_equal(lance.dataset(str(tmp_path / "lance")).to_table(with_row_id=True),
-                        lance.dataset(str(tmp_path / "lance_fw")).to_table(with_row_id=True))
+    assert_tables_equal(
+        lance.dataset(str(tmp_path / "lance")).to_table(with_row_id=True),
+        lance.dataset(str(tmp_path / "lance_fw")).to_table(with_row_id=True),
+    )
 
 
 def test_tuning_options_are_accepted(paths):
     """Options that only tune performance give pylance's answer."""
-    options = dict(batch_readahead=2, scan_in_order=True, use_stats=False, io_buffer_size=1 << 20,
-                   late_materialization=True, use_scalar_index=False, prefilter=True)
+    options = dict(
+        batch_readahead=2,
+        scan_in_order=True,
+        use_stats=False,
+        io_buffer_size=1 << 20,
+        late_materialization=True,
+        use_scalar_index=False,
+        prefilter=True,
+    )
     expected = lance.dataset(paths[lance]).to_table(filter="x < 100", **options)
-    assert_tables_equal(expected, lance_fw.dataset(paths[lance_fw], block_size=4096, index_cache_size=10)
-                        .to_table(filter="x < 100", **options))
+    assert_tables_equal(
+        expected,
+        lance_fw.dataset(paths[lance_fw], block_size=4096, index_cache_size=10).to_table(
+            filter="x < 100", **options
+        ),
+    )
 
 
 # -- invalid arguments: ValueError where pylance raises ValueError --------------------------------------
@@ -369,11 +478,14 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize("call", [
-    lambda mod, uri: mod.dataset(uri).to_table(limit=1.5),
-    lambda mod, uri: mod.dataset(uri).to_table(batch_size=2.0),
-    lambda mod, uri: mod.dataset(uri).take([[1, 2]]),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda mod, uri: mod.dataset(uri).to_table(limit=1.5),
+        lambda mod, uri: mod.dataset(uri).to_table(batch_size=2.0),
+        lambda mod, uri: mod.dataset(uri).take([[1, 2]]),
+    ],
+)
 def test_non_integer_arguments_are_refused(paths, call):
     """pylance raises TypeError; lance_fw a typed InvalidArgumentError (never a silent rounding)."""
     with pytest.raises(TypeError):
@@ -386,7 +498,9 @@ def test_non_integer_arguments_are_refused(paths, call):
 def test_invalid_arguments_are_value_errors(paths, call):
     with pytest.raises(ValueError):
         call(lance, paths[lance])
-    with pytest.raises(InvalidArgumentError if call is not INVALID[3] and call is not INVALID[4] else ValueError):
+    with pytest.raises(
+        InvalidArgumentError if call is not INVALID[3] and call is not INVALID[4] else ValueError
+    ):
         call(lance_fw, paths[lance_fw])
 
 
@@ -438,8 +552,18 @@ def _create_over_existing(m, root):
     return m.write_dataset(pa.table({"x": [1]}), f"{root}/ds")
 
 
-@pytest.mark.parametrize("case", [_missing_dataset, _missing_version, _missing_tag, _checkout_missing_version,
-                                  _unknown_storage_version, _create_over_existing], ids=lambda f: f.__name__[1:])
+@pytest.mark.parametrize(
+    "case",
+    [
+        _missing_dataset,
+        _missing_version,
+        _missing_tag,
+        _checkout_missing_version,
+        _unknown_storage_version,
+        _create_over_existing,
+    ],
+    ids=lambda f: f.__name__[1:],
+)
 def test_errors_are_caught_by_the_builtin_class_pylance_raises(tmp_path, case):
     """Code written against pylance (``except ValueError`` / ``except OSError``) keeps working."""
     lance.write_dataset(pa.table({"x": [1, 2]}), str(tmp_path / "ds"))

@@ -47,7 +47,7 @@ LAYER_RANK: dict[str, int] = {
     "file": 2,
     "table": 3, "query": 3,
     "__init__": 4, "api": 4, "fragment": 4, "dataset": 4, "optimize": 4, "commit": 4, "util": 4, "schema_json": 1,
-    "arrow": 4, "vector": 4, "sampler": 4, "namespace": 4, "udf": 4, "progress": 4,
+    "arrow": 4, "vector": 4, "sampler": 4, "namespace": 4, "udf": 4, "progress": 4, "blob": 4, "indices": 4,
     "duckdb": 5, "spark": 5, "cli": 5, "testing": 5,
 }
 PLUGIN_MAX_RANK = 3

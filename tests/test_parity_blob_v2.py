@@ -197,15 +197,30 @@ def test_blob_file_reads(written: tuple[str, str]) -> None:
     assert results[0] == results[1]
 
 
+def _builtin(exc: Exception) -> type:
+    """The builtin class of an error (what pylance users catch)."""
+    return next(
+        c
+        for c in (OSError, TypeError, OverflowError, NotImplementedError, ValueError, Exception)
+        if isinstance(exc, c)
+    )
+
+
 def _error(call: Callable[..., Any], *args: Any) -> type | None:
-    """The builtin class of the error ``call(*args)`` raises (what pylance users catch), None if none."""
+    """The builtin class of the error ``call(*args)`` raises, None if none."""
     try:
         call(*args)
     except Exception as exc:
-        return next(
-            c for c in (OSError, TypeError, OverflowError, ValueError, Exception) if isinstance(exc, c)
-        )
+        return _builtin(exc)
     return None
+
+
+def _outcome(call: Callable[..., Any], *args: Any) -> Any:
+    """What ``call(*args)`` returns, or the builtin class of its error."""
+    try:
+        return call(*args)
+    except Exception as exc:
+        return _builtin(exc)
 
 
 ERRORS: list[tuple[str, Callable[[Any, ModuleType, str], Any]]] = [
@@ -319,3 +334,142 @@ def test_edge_columns(tmp_path: Any, writer: str, values: list[bytes | None]) ->
         got.append((_descriptors(ds.to_table()), _read(ds.take_blobs("b", indices=list(range(len(values)))))))
     assert got[0] == got[1]
     assert got[0][1] == values
+
+
+# -- read_blobs / read_blob_ranges (lance_fw.api.blobs; Dataset methods once wired) -------------
+
+
+def _read_blobs(ds: Any, column: str, **selection: Any) -> Any:
+    if isinstance(ds, lance.LanceDataset):
+        return ds.read_blobs(column, **selection)
+    from lance_fw.api.blobs import read_blobs
+
+    chosen = [selection.pop(k, None) for k in ("ids", "addresses", "indices")]
+    return read_blobs(ds._ds()._snapshot, column, *chosen, **selection)
+
+
+def _read_blob_ranges(ds: Any, column: str, requests: Any, **options: Any) -> Any:
+    if isinstance(ds, lance.LanceDataset):
+        return ds.read_blob_ranges(column, requests, **options)
+    from lance_fw.api.blobs import read_blob_ranges
+
+    return read_blob_ranges(ds._ds()._snapshot, column, requests, **options)
+
+
+READS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("indices", lambda ds: _read_blobs(ds, "b", indices=[5, 0, 2, 1, 3, 7, 1800, 4096, 0])),
+    ("addresses", lambda ds: _read_blobs(ds, "b", addresses=[(1 << 32) + 7, 0, 2, 9])),
+    ("ids", lambda ds: _read_blobs(ds, "b", ids=[0, 2, 9, 7])),
+    ("no rows", lambda ds: _read_blobs(ds, "b", indices=[])),
+    (
+        "ranges",
+        lambda ds: _read_blob_ranges(
+            ds,
+            "b",
+            [(7, 5, 10), (0, 0, 1), (2, 0, 0), (3, 0, 9), (5, 0, 0), (9, 65_000, 537)],
+            selector="indices",
+        ),
+    ),
+    (
+        "range by address",
+        lambda ds: _read_blob_ranges(ds, "b", [((1 << 32) + 7, 1, 2)], selector="addresses"),
+    ),
+    ("deleted address", lambda ds: _read_blobs(ds, "b", addresses=[1])),
+    ("index past the end", lambda ds: _read_blobs(ds, "b", indices=[ROWS])),
+    ("address of no fragment", lambda ds: _read_blobs(ds, "b", addresses=[99 << 32])),
+    ("not a blob column", lambda ds: _read_blobs(ds, "id", indices=[0])),
+    ("no selector", lambda ds: _read_blobs(ds, "b")),
+    ("zero io buffer", lambda ds: _read_blobs(ds, "b", indices=[0], io_buffer_size=0)),
+    ("range past the end", lambda ds: _read_blob_ranges(ds, "b", [(0, 0, 10**6)], selector="indices")),
+    ("negative offset", lambda ds: _read_blob_ranges(ds, "b", [(0, -1, 1)], selector="indices")),
+    ("bad selector", lambda ds: _read_blob_ranges(ds, "b", [(0, 0, 1)], selector="rows")),
+    ("take_blobs address of no fragment", lambda ds: ds.take_blobs("b", addresses=[99 << 32])),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in READS], ids=[n for n, _ in READS])
+def test_read_blobs(written: tuple[str, str], call: Callable[[Any], Any]) -> None:
+    _, path = written
+    got = [_outcome(call, lib.dataset(path)) for lib in LIBS.values()]
+    assert got[0] == got[1]
+
+
+def test_failed_write_leaves_no_sidecars(tmp_path: Any) -> None:
+    """A write that fails part way (an external uri in its second batch) deletes the blob bytes
+    it had written, with the data file."""
+    blob = lance_fw.blob
+    batches = [
+        pa.record_batch({"b": blob.blob_array([b"p" * 70_000, b"d" * (DEDICATED_LIMIT + 1)])}),
+        pa.record_batch({"b": blob.blob_array(["file:///elsewhere/x.bin"])}),
+    ]
+    path = tmp_path / "d"
+    with pytest.raises(OSError, match="external blob uri"):
+        lance_fw.write_dataset(iter(batches), str(path), data_storage_version="2.2")
+    assert [f for _, _, files in os.walk(path) for f in files] == []
+
+
+def test_delete_sidecars(tmp_path: Any) -> None:
+    from lance_fw.io.storage import resolve_storage
+    from lance_fw.table.blob_v2_write import delete_sidecars
+
+    path = str(tmp_path / "d")
+    lance_fw.write_dataset(_table(lance_fw.blob, VALUES[:12]), path, data_storage_version="2.2")
+    data_file = os.path.join(path, "data", lance.dataset(path).get_fragments()[0].data_files()[0].path)
+    before = _sidecars(path)
+    gone = delete_sidecars(resolve_storage(path, None), data_file)
+    assert len(gone) == len(before) == 2 and _sidecars(path) == []
+
+
+def test_user_schema(written: tuple[str, str], tmp_path: Any) -> None:
+    """lance_fw.blob.user_schema gives pylance's Dataset.schema (for Dataset.schema to use)."""
+    _, path = written
+    field = lance.blob.blob_field("b", inline_size_threshold=10)
+    with_thresholds = str(tmp_path / "t")
+    lance.write_dataset(_table(lance.blob, [b"a"], field), with_thresholds, data_storage_version="2.2")
+    for p in (path, with_thresholds):
+        ours = lance_fw.blob.user_schema(lance_fw.dataset(p)._ds()._snapshot.lance_schema)
+        assert ours.equals(lance.dataset(p).schema, check_metadata=True)
+
+
+def test_scanned_blobs(written: tuple[str, str]) -> None:
+    """Scanned descriptors (with their rows' addresses) as bytes and as BlobFiles: pylance's
+    blob_handling="all_binary" and to_pandas() blob values (for lance_fw's scanner to use)."""
+    from lance_fw.api.blobs import scanned_blob_bytes, scanned_blob_files
+
+    _, path = written
+    ours = lance_fw.dataset(path)
+    table = ours.to_table(columns=["b"], with_row_address=True, filter="id % 5 = 0")
+    snapshot = ours._ds()._snapshot
+    got = scanned_blob_bytes(snapshot, "b", table.column("b"), table.column("_rowaddr"))
+    theirs = lance.dataset(path).to_table(columns=["b"], blob_handling="all_binary", filter="id % 5 = 0")
+    assert got.equals(theirs.column("b").combine_chunks())
+    files = scanned_blob_files(snapshot, "b", table.column("b"), table.column("_rowaddr"))
+    their_files = lance.dataset(path).to_pandas(columns=["b"], filter="id % 5 = 0")["b"]
+    assert _read(files) == _read(list(their_files))
+
+
+def test_many_blob_files_share_few_readers(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of BlobFiles of one take read through a few open files (dedicated blobs: a file
+    each), never one open file per handle."""
+    from lance_fw.api import blobs as api_blobs
+
+    field = lance_fw.blob.blob_field("b", inline_size_threshold=0, dedicated_size_threshold=5)
+    values = [bytes([i % 251]) * (4 + i % 3) for i in range(3000)]  # inline, packed and dedicated
+    path = str(tmp_path / "d")
+    lance_fw.write_dataset(_table(lance_fw.blob, values, field), path, data_storage_version="2.2")
+    opened: list[Any] = []
+    ds = lance_fw.dataset(path)
+    storage = ds._ds()._snapshot.storage
+    real_open = storage.open_reader
+
+    def counting_open(p: str) -> Any:
+        reader = real_open(p)
+        opened.append(reader)
+        return reader
+
+    monkeypatch.setattr(storage, "open_reader", counting_open)
+    monkeypatch.setattr(api_blobs.ReaderPool, "MAX_OPEN", 4)
+    files = ds.take_blobs("b", indices=list(range(3000)))
+    assert _read(files) == values
+    still_open = [r for r in opened if getattr(r, "_fd", -1) >= 0]
+    assert len(opened) > 1000 and len(still_open) <= 4

@@ -123,3 +123,21 @@ def _blob_file(ctx: Ctx, ns: Any) -> object:
         isinstance(packed, ns.BlobFile),
         raises(lambda: packed.read_range(0, 10**6)),
     )
+
+
+@smoke("LanceDataset.read_blobs", "LanceDataset.read_blob_ranges", "lance.dataset.DEFAULT_BLOB_BUFFER_SIZE")
+def _read_blobs(ctx: Ctx) -> object:
+    """Whole blobs and byte ranges of a blob v2 dataset, by position, and the default buffer size."""
+    path = ctx.path()
+    blob = importlib.import_module(f"{ctx.lib.__name__}.blob")
+    ctx.lib.write_dataset(pa.table({"b": blob.blob_array(VALUES)}), path, data_storage_version="2.2")
+    ds = ctx.lib.dataset(path)
+    whole = ds.read_blobs("b", indices=[2, 0, 1, 3])
+    ranges = ds.read_blob_ranges("b", [(2, 10, 5), (1, 0, 2), (3, 0, 1)], selector="indices")
+    module = importlib.import_module(f"{ctx.lib.__name__}.dataset")
+    return (
+        [(a, None if b is None else (len(b), b[:4])) for a, b in whole],
+        ranges,
+        module.DEFAULT_BLOB_BUFFER_SIZE,
+        raises(lambda: ds.read_blobs("b")),
+    )

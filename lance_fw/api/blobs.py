@@ -10,17 +10,22 @@ a multi-gigabyte blob is never held whole. Calls, results and error classes foll
 from __future__ import annotations
 
 import io
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from lance_fw._util.refusals import NotImplementedInPylanceError
-from lance_fw.api.row_columns import live_positions
+from lance_fw.api.row_columns import _locate, live_positions
 from lance_fw.errors import InvalidArgumentError, InvalidArgumentTypeError
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.table import blobs as table_blobs
 from lance_fw.table import flags as feature_flags
+from lance_fw.table.deletion import live_rows
+from lance_fw.table.row_ids import ADDRESS_FRAGMENT_SHIFT, ADDRESS_OFFSET_MASK
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.take import addresses_of, live_addresses
 
@@ -28,14 +33,63 @@ from lance_fw.table.take import addresses_of, live_addresses
 DEFAULT_BLOB_BUFFER_SIZE = 512 * 1024
 
 
-class BlobSource:
-    """Where one blob's bytes are: ``size`` bytes at ``position`` of the file at ``path`` (opened
-    on the first read, closed with the ``BlobFile``), or bytes held in memory."""
+class ReaderPool:
+    """Open readers of the files the blobs of one call lie in, shared by its ``BlobFile``s: a take
+    of many blobs opens each file once, and at most ``MAX_OPEN`` stay open (least recently used
+    closed first, once no read is using them), so thousands of handles never exhaust descriptors."""
 
-    def __init__(self, storage: Storage | None, path: str, position: int, size: int, data: bytes = b""):
-        self.storage, self.path, self.position, self.size = storage, path, position, size
+    #: Files kept open at once.
+    MAX_OPEN = 32
+
+    def __init__(self, storage: Storage):
+        self.storage = storage
+        self._lock = threading.Lock()
+        #: path -> [reader, reads in progress, evicted]
+        self._open: OrderedDict[str, list[Any]] = OrderedDict()
+
+    def read(self, path: str, offset: int, length: int) -> bytes:
+        with self._lock:
+            entry = self._open.get(path)
+            if entry is None:
+                entry = self._open[path] = [self.storage.open_reader(path), 0, False]
+            self._open.move_to_end(path)
+            entry[1] += 1
+            self._evict(self.MAX_OPEN)
+        try:
+            data: bytes = entry[0].read_exact(offset, length, f"blob bytes at {offset}")
+            return data
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if entry[2] and not entry[1]:
+                    entry[0].close()
+
+    def _evict(self, keep: int) -> None:
+        """Close (or mark, while a read uses them) the least recently used beyond ``keep``."""
+        while len(self._open) > keep:
+            _, entry = self._open.popitem(last=False)
+            entry[2] = True
+            if not entry[1]:
+                entry[0].close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._evict(0)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class BlobSource:
+    """Where one blob's bytes are: ``size`` bytes at ``position`` of the file at ``path``, read
+    through ``pool``, or bytes held in memory."""
+
+    def __init__(self, pool: ReaderPool | None, path: str, position: int, size: int, data: bytes = b""):
+        self.pool, self.path, self.position, self.size = pool, path, position, size
         self._data = data
-        self._reader: RangeReader | None = None
 
     @classmethod
     def of_bytes(cls, data: bytes) -> BlobSource:
@@ -45,18 +99,12 @@ class BlobSource:
         """``length`` bytes from blob offset ``offset`` (the caller keeps within the blob)."""
         if length <= 0:
             return b""
-        if self.storage is None:
+        if self.pool is None:
             return self._data[offset : offset + length]
-        if self._reader is None:
-            self._reader = self.storage.open_reader(self.path)
-        return self._reader.read_exact(
-            self.position + offset, length, f"blob bytes at {self.position + offset}"
-        )
+        return self.pool.read(self.path, self.position + offset, length)
 
     def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+        """Nothing to release: the pool's readers are shared with the call's other blobs."""
 
 
 def _validate_buffer_size(buffer_size: Any) -> int:
@@ -204,6 +252,42 @@ class BlobFile(io.BufferedIOBase):
         return f"<BlobFile size={self.size()}>"
 
 
+def _resolve(
+    snapshot: Snapshot,
+    ids: Any,
+    addresses: Any,
+    indices: Any,
+    what: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(positions over the live rows, row addresses) of exactly one of: stable row ids, row
+    addresses, or positions. Rows that do not exist are refused (``InvalidArgumentError``), ids and
+    addresses of deleted rows as pylance refuses them (``NotImplementedError``)."""
+    given = [s for s in (ids, addresses, indices) if s is not None]
+    if len(given) != 1:
+        raise InvalidArgumentError(f"{what}: Exactly one of ids, indices, or addresses must be specified")
+    selection: Any = given[0]
+    wanted = np.asarray(selection.to_pylist() if hasattr(selection, "to_pylist") else selection, np.int64)
+    if indices is not None:
+        count = sum(live_rows(f) for f in snapshot.fragments)
+        bad = wanted[(wanted < 0) | (wanted >= count)]
+        if len(bad):
+            raise InvalidArgumentError(f"{what}: row index {int(bad[0])} is out of range ({count} rows)")
+        return wanted, _locate(snapshot, wanted, by_address=False)["_rowaddr"]
+    asked = wanted.astype(np.uint64)
+    if addresses is not None or not snapshot.manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS:
+        sizes = {f.id: f.physical_rows for f in snapshot.fragments}
+        for address in asked.tolist():
+            frag, offset = address >> ADDRESS_FRAGMENT_SHIFT, address & ADDRESS_OFFSET_MASK
+            if offset >= sizes.get(frag, 0):
+                raise InvalidArgumentError(f"{what}: row address {address} names no row (fragment {frag})")
+        live = live_addresses(snapshot, asked)
+    else:
+        live = addresses_of(snapshot, asked)
+    if len(live) != len(asked):  # as pylance: no None stands in for a deleted row
+        raise NotImplementedInPylanceError(f"{what}: ids or addresses of deleted rows are not supported")
+    return live_positions(snapshot, live), live
+
+
 def take_blobs(
     snapshot: Snapshot,
     column: str,
@@ -214,24 +298,152 @@ def take_blobs(
 ) -> list[BlobFile | None]:
     """The blobs of ``column`` at exactly one of: stable row ids, row addresses, or positions over
     the live rows; None for a null blob. Ids and addresses of deleted rows are refused, as pylance."""
-    given = [s for s in (ids, addresses, indices) if s is not None]
-    if len(given) != 1:
-        raise InvalidArgumentError("take_blobs: exactly one of ids, indices, or addresses must be specified")
-    selection: Any = given[0]
-    wanted = np.asarray(selection.to_pylist() if hasattr(selection, "to_pylist") else selection)
-    if indices is None:
-        asked = wanted.astype(np.uint64)
-        stable = snapshot.manifest.reader_feature_flags & feature_flags.STABLE_ROW_IDS
-        live = (
-            addresses_of(snapshot, asked) if ids is not None and stable else live_addresses(snapshot, asked)
-        )
-        if len(live) != len(asked):  # as pylance: no None stands in for a deleted row
-            raise NotImplementedInPylanceError(
-                "take_blobs: ids or addresses of deleted rows are not supported"
+    _validate_buffer_size(buffer_size)
+    positions, _ = _resolve(snapshot, ids, addresses, indices, "take_blobs")
+    where = table_blobs.take_locations(snapshot, column, positions)
+    pool = ReaderPool(snapshot.storage)
+    return [None if w is None else BlobFile(BlobSource(pool, *w), buffer_size) for w in where]
+
+
+def _io_buffer_size(value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentTypeError(f"io_buffer_size must be an int, got {type(value).__name__}")
+    if value <= 0:
+        raise InvalidArgumentError("io_buffer_size must be greater than 0")
+
+
+def _read(
+    snapshot: Snapshot, column: str, positions: np.ndarray, spans: list[tuple[int, int]] | None
+) -> list:
+    """The bytes of each position's blob (``spans``: an ``(offset, length)`` of each instead)."""
+    readers: dict[str, RangeReader] = {}
+    out: list[bytes | None] = []
+    try:
+        for i, w in enumerate(table_blobs.take_locations(snapshot, column, positions)):
+            if w is None:
+                out.append(None)
+                continue
+            path, position, size = w
+            offset, length = spans[i] if spans is not None else (0, size)
+            if offset + length > size:
+                raise InvalidArgumentError(
+                    f"Invalid user input: Blob range request {i} is invalid: Blob range end "
+                    f"{offset + length} exceeds blob size {size}"
+                )
+            if length == 0:
+                out.append(b"")
+                continue
+            if path not in readers:
+                readers[path] = snapshot.storage.open_reader(path)
+            out.append(
+                readers[path].read_exact(position + offset, length, f"blob bytes at {position + offset}")
             )
-        wanted = live_positions(snapshot, live)
-    where = table_blobs.take_locations(snapshot, column, wanted.astype(np.int64))
-    return [None if w is None else BlobFile(BlobSource(snapshot.storage, *w), buffer_size) for w in where]
+    finally:
+        for reader in readers.values():
+            reader.close()
+    return out
 
 
-__all__ = ["DEFAULT_BLOB_BUFFER_SIZE", "BlobFile", "BlobSource", "take_blobs"]
+def read_blobs(
+    snapshot: Snapshot,
+    column: str,
+    ids: Sequence[int] | None,
+    addresses: Sequence[int] | None,
+    indices: Sequence[int] | None,
+    io_buffer_size: int | None = None,
+    preserve_order: bool | None = None,
+) -> list[tuple[int, bytes | None]]:
+    """pylance's ``read_blobs``: ``(row address, bytes)`` of each selected row, in the order asked
+    (``preserve_order=False`` lets pylance reorder; the order asked is one it may give)."""
+    positions, found = _resolve(snapshot, ids, addresses, indices, "read_blobs")
+    _io_buffer_size(io_buffer_size)
+    values = _read(snapshot, column, positions, None)
+    return list(zip((int(a) for a in found), values))
+
+
+def scanned_blob_bytes(snapshot: Snapshot, column: str, descriptors: Any, addresses: Any) -> pa.Array:
+    """A scanned blob column's descriptors as its bytes (``large_binary``), given each row's
+    address: what pylance's ``blob_handling="all_binary"`` and ``to_pandas(blob_mode="bytes")``
+    return. For the scanner to call with the rows' ``_rowaddr``."""
+    values = _read_at(snapshot, table_blobs.locate(snapshot, column, _pylist(descriptors), addresses))
+    return pa.array(values, pa.large_binary())
+
+
+def scanned_blob_files(
+    snapshot: Snapshot,
+    column: str,
+    descriptors: Any,
+    addresses: Any,
+    buffer_size: int = DEFAULT_BLOB_BUFFER_SIZE,
+) -> list[BlobFile | None]:
+    """A scanned blob column's descriptors as ``BlobFile`` handles (pylance's ``to_pandas()``
+    default, ``blob_mode="lazy"``), given each row's address."""
+    where = table_blobs.locate(snapshot, column, _pylist(descriptors), addresses)
+    pool = ReaderPool(snapshot.storage)
+    return [None if w is None else BlobFile(BlobSource(pool, *w), buffer_size) for w in where]
+
+
+def _pylist(values: Any) -> list:
+    return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+
+
+def _read_at(snapshot: Snapshot, where: list[tuple[str, int, int] | None]) -> list[bytes | None]:
+    """The bytes at each location (None stays None); a file is opened once."""
+    readers: dict[str, RangeReader] = {}
+    out: list[bytes | None] = []
+    try:
+        for w in where:
+            if w is None or w[2] == 0:
+                out.append(None if w is None else b"")
+                continue
+            path, position, size = w
+            if path not in readers:
+                readers[path] = snapshot.storage.open_reader(path)
+            out.append(readers[path].read_exact(position, size, f"blob bytes at {position}"))
+    finally:
+        for reader in readers.values():
+            reader.close()
+    return out
+
+
+#: The selectors ``read_blob_ranges`` takes, as pylance spells them.
+SELECTORS = ("ids", "addresses", "indices")
+
+
+def read_blob_ranges(
+    snapshot: Snapshot,
+    column: str,
+    requests: Sequence[tuple[int, int, int]],
+    selector: str,
+    io_buffer_size: int | None = None,
+    preserve_order: bool | None = None,
+) -> list[tuple[int, int, bytes | None]]:
+    """pylance's ``read_blob_ranges``: for each ``(row, offset, length)`` request, ``(request
+    index, row address, bytes)``; None for a null blob, whatever the range."""
+    if selector not in SELECTORS:
+        raise InvalidArgumentError(
+            f"selector must be one of 'ids', 'addresses', or 'indices', got {selector!r}"
+        )
+    rows = [r for r, _, _ in requests]
+    spans = [(offset, length) for _, offset, length in requests]
+    if any(offset < 0 or length < 0 for offset, length in spans):
+        raise OverflowError("can't convert negative int to unsigned")
+    _io_buffer_size(io_buffer_size)
+    chosen = {name: (rows if name == selector else None) for name in SELECTORS}
+    positions, found = _resolve(
+        snapshot, chosen["ids"], chosen["addresses"], chosen["indices"], "read_blob_ranges"
+    )
+    values = _read(snapshot, column, positions, spans)
+    return [(i, int(a), v) for i, (a, v) in enumerate(zip(found, values))]
+
+
+__all__ = [
+    "DEFAULT_BLOB_BUFFER_SIZE",
+    "BlobFile",
+    "BlobSource",
+    "read_blob_ranges",
+    "read_blobs",
+    "take_blobs",
+]

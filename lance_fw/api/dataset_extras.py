@@ -25,7 +25,7 @@ from lance_fw._util.refusals import (
     NotImplementedInPylanceError,
     refusing,
 )
-from lance_fw.api import transactions
+from lance_fw.api import blobs, transactions
 from lance_fw.api._forwarding import derived_method
 from lance_fw.api.blobs import DEFAULT_BLOB_BUFFER_SIZE, BlobFile, take_blobs
 from lance_fw.api.indices import DatasetStats
@@ -260,7 +260,6 @@ class LanceStats(DatasetStats):
         "pydantic schemas are not implemented": ("from_pydantic_model",),
         "manifest path migration is not implemented": ("migrate_manifest_paths_v2",),
         "file sessions are not implemented; use lance_fw.file": ("new_file_session",),
-        "the planned blob reader is not implemented": ("read_blobs", "read_blob_ranges"),
         _NO_SESSION: ("session",),
         "SQL queries over a dataset are not implemented (see lance_fw.duckdb)": ("sql",),
         "storage option providers are not implemented": ("storage_options_accessor",),
@@ -365,6 +364,36 @@ class DatasetExtras:
         """File-like ``BlobFile`` handles of a blob column's values at stable row ids, row
         addresses or live positions (exactly one); None for a null value (see api/blobs.py)."""
         return take_blobs(self._ds()._snapshot, blob_column, ids, addresses, indices, buffer_size)
+
+    def read_blobs(
+        self,
+        blob_column: str,
+        ids: Sequence[int] | pa.Array | None = None,
+        addresses: Sequence[int] | pa.Array | None = None,
+        indices: Sequence[int] | pa.Array | None = None,
+        *,
+        io_buffer_size: int | None = None,
+        preserve_order: bool | None = None,
+    ) -> list[tuple[int, bytes | None]]:
+        """pylance's ``read_blobs``: ``(row address, bytes)`` of each selected row (see api/blobs.py)."""
+        return blobs.read_blobs(
+            self._ds()._snapshot, blob_column, ids, addresses, indices, io_buffer_size, preserve_order
+        )
+
+    def read_blob_ranges(
+        self,
+        blob_column: str,
+        requests: Sequence[tuple[int, int, int]],
+        *,
+        selector: str,
+        io_buffer_size: int | None = None,
+        preserve_order: bool | None = None,
+    ) -> list[tuple[int, int, bytes | None]]:
+        """pylance's ``read_blob_ranges``: ``(request index, row address, bytes)`` of each
+        ``(row, offset, length)`` request (see api/blobs.py)."""
+        return blobs.read_blob_ranges(
+            self._ds()._snapshot, blob_column, requests, selector, io_buffer_size, preserve_order
+        )
 
     # -- state ------------------------------------------------------------------------------
     @property

@@ -9,14 +9,14 @@ lance_fw and the other way round (Ray, Daft and Spark drivers pass these around)
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
+from lance_fw.api.fragment_metadata import FragmentMetadata
+from lance_fw.api.fragment_metadata import _from_bytes as _from_bytes  # pickles made before the move
 from lance_fw.api.write import plan_data_write, refuse_write_options
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
 from lance_fw.file.version import V2_2, from_footer, version_name
@@ -24,7 +24,6 @@ from lance_fw.io.storage import resolve_storage
 from lance_fw.options import CommitLock, Unsupported, Uri, refuse, uri_string
 from lance_fw.schema import LanceSchema
 from lance_fw.table import transaction
-from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
 from lance_fw.table.manifest import list_versions
 from lance_fw.table.merge_insert import Transaction, UpdateOperation
 from lance_fw.table.write import (
@@ -36,109 +35,6 @@ from lance_fw.table.write import (
 
 if TYPE_CHECKING:
     from lance_fw.api.dataset import LanceDataset
-
-_DELETION_TYPES = {ARROW_ARRAY: "array", BITMAP: "bitmap"}
-
-
-class FragmentMetadata:
-    """One fragment's metadata (a ``DataFragment`` message), picklable and JSON-able.
-
-    ``pending``: a fragment whose data file is still being written (what a ``progress`` tracker's
-    ``begin`` gets): its row count and file sizes are unknown, ``None`` as in pylance."""
-
-    def __init__(self, message: table_pb2.DataFragment, pending: bool = False) -> None:
-        self.message, self.pending = message, pending
-
-    @property
-    def id(self) -> int:
-        return self.message.id
-
-    @property
-    def physical_rows(self) -> int | None:
-        return None if self.pending else self.message.physical_rows
-
-    @property
-    def files(self) -> list:
-        return list(self.message.files)
-
-    def __reduce__(self) -> tuple[Callable[[bytes, bool], FragmentMetadata], tuple[bytes, bool]]:
-        return _from_bytes, (self.message.SerializeToString(), self.pending)
-
-    def __repr__(self) -> str:
-        return f"FragmentMetadata(id={self.id}, files={[f.path for f in self.files]}, physical_rows={self.physical_rows})"
-
-    def to_json(self) -> dict:
-        """pylance's dictionary form (``json.dumps`` it to send it anywhere)."""
-        m = self.message
-        deletion = None
-        if m.HasField("deletion_file"):
-            d = m.deletion_file
-            deletion = {
-                "read_version": d.read_version,
-                "id": d.id,
-                "file_type": _DELETION_TYPES[d.file_type],
-                "num_deleted_rows": d.num_deleted_rows,
-                "base_id": None,
-            }
-        files = [
-            {
-                "fields": list(f.fields),
-                "column_indices": list(f.column_indices),
-                "file_major_version": f.file_major_version,
-                "file_minor_version": f.file_minor_version,
-                "file_size_bytes": f.file_size_bytes or None,
-                "base_id": f.base_id or None,
-                "path": f.path,
-            }
-            for f in m.files
-        ]
-        return {  # pylance's key order: the JSON text (progress files) is the same
-            "id": m.id,
-            "files": files,
-            "overlays": [],
-            "physical_rows": None if self.pending else m.physical_rows,
-            "deletion_file": deletion,
-            "row_id_meta": None,
-            "created_at_version_meta": None,
-            "last_updated_at_version_meta": None,
-        }
-
-    @classmethod
-    def from_json(cls, data: str | dict) -> FragmentMetadata:
-        """From ``to_json()``'s dictionary or its JSON text (lance_fw's or pylance's)."""
-        try:
-            d = json.loads(data) if isinstance(data, (str, bytes)) else dict(data)
-            rows = d["physical_rows"]
-            m = table_pb2.DataFragment(id=int(d.get("id") or 0), physical_rows=int(rows or 0))
-            for f in d["files"]:
-                m.files.add(
-                    path=f["path"],
-                    fields=f["fields"],
-                    column_indices=f.get("column_indices", []),
-                    file_major_version=f.get("file_major_version", 0),
-                    file_minor_version=f.get("file_minor_version", 0),
-                    file_size_bytes=f.get("file_size_bytes") or 0,
-                )
-            if d.get("deletion_file"):
-                x = d["deletion_file"]
-                kind = {v: k for k, v in _DELETION_TYPES.items()}[x.get("file_type", "array")]
-                m.deletion_file.CopyFrom(
-                    table_pb2.DeletionFile(
-                        file_type=kind,
-                        read_version=x["read_version"],
-                        id=x["id"],
-                        num_deleted_rows=x["num_deleted_rows"],
-                    )
-                )
-            if d.get("row_id_meta"):
-                raise InvalidArgumentError("FragmentMetadata with stable row ids is not supported yet")
-        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
-            raise InvalidArgumentError(f"not a fragment's metadata: {exc!r}") from None
-        return cls(m, pending=rows is None)
-
-
-def _from_bytes(raw: bytes, pending: bool = False) -> FragmentMetadata:
-    return FragmentMetadata(table_pb2.DataFragment.FromString(raw), pending)
 
 
 class WriteProgressAdapter:
@@ -201,8 +97,11 @@ def write_fragments(
     ``lance_fw.progress.FragmentWriteProgress``) hears ``begin``/``complete`` of each file."""
     arguments = dict(locals())
     refuse_write_options("write_fragments", arguments, skip=("progress",))
-    create = mode if mode != "create" else "overwrite"  # no version is committed: create is overwrite
-    plan, batches = plan_data_write(data, uri_string(dataset_uri), schema, create, arguments)
+    # pylance: "create" refuses an existing dataset; "overwrite" without data_storage_version
+    # writes the dataset's file version
+    plan, batches = plan_data_write(
+        data, uri_string(dataset_uri), schema, mode, arguments, keep_dataset_version=True
+    )
     tracker = None if progress is None else WriteProgressAdapter(progress, 0, False, plan.version)
     return [FragmentMetadata(f) for f in plan.write(batches, tracker)]
 

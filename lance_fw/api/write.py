@@ -68,10 +68,17 @@ def refuse_write_options(function: str, arguments: Mapping[str, Any], skip: Coll
 
 
 def plan_data_write(
-    data: Any, uri: str, schema: pa.Schema | None, mode: str, arguments: Mapping[str, Any]
+    data: Any,
+    uri: str,
+    schema: pa.Schema | None,
+    mode: str,
+    arguments: Mapping[str, Any],
+    keep_dataset_version: bool = False,
 ) -> tuple[WritePlan, Iterator[pa.RecordBatch]]:
     """The table layer's plan for writing ``data`` (and its batches) from the file-shaping options
-    ``write_dataset`` and ``write_fragments`` share, read from their ``arguments`` by name."""
+    ``write_dataset`` and ``write_fragments`` share, read from their ``arguments`` by name.
+    ``keep_dataset_version``: see ``plan_write`` (True for pylance's ``write_dataset`` and
+    ``write_fragments``, False for ``LanceFragment.create``)."""
     arrow_schema, batches = as_reader(data, schema)
     plan = plan_write(
         uri,
@@ -87,6 +94,7 @@ def plan_data_write(
         allow_plugin_encodings=False
         if arguments["allow_plugin_encodings"] is None
         else arguments["allow_plugin_encodings"],
+        keep_dataset_version=keep_dataset_version,
     )
     if plan.version == LEGACY_VERSION and arguments.get(MAX_ROWS_PER_GROUP):  # rows per 0.1 batch
         plan.options[MAX_ROWS_PER_GROUP] = int(arguments[MAX_ROWS_PER_GROUP])
@@ -144,7 +152,9 @@ def write_dataset(
         storage_options = arguments["storage_options"] = storage_options or found
     if uri is None:
         raise InvalidArgumentError("write_dataset: uri (or namespace_client and table_id) is required")
-    plan, batches = plan_data_write(data_obj, uri_string(uri), schema, mode, arguments)
+    plan, batches = plan_data_write(
+        data_obj, uri_string(uri), schema, mode, arguments, keep_dataset_version=True
+    )
     if plan.mode != "append":  # pylance applies these two only to a dataset the write creates
         refuse_write_options("write_dataset", {k: arguments[k] for k in NEW_DATASET_OPTIONS})
     fragments = plan.write(batches)

@@ -5,6 +5,7 @@ The package also stands in for pylance's ``lance.query`` module: code switching 
 ``import lance_fw as lance`` finds the full-text query objects at ``lance.query.MatchQuery`` etc.
 """
 
+from lance_fw.query.fts_more import CombinedFieldsQuery, DocumentGranularity, MinHashQuery
 from lance_fw.query.fts_queries import (
     BooleanQuery,
     BoostQuery,
@@ -20,10 +21,13 @@ from lance_fw.query.fts_queries import (
 __all__ = [
     "BooleanQuery",
     "BoostQuery",
+    "CombinedFieldsQuery",
+    "DocumentGranularity",
     "FullTextOperator",
     "FullTextQuery",
     "FullTextQueryType",
     "MatchQuery",
+    "MinHashQuery",
     "MultiMatchQuery",
     "Occur",
     "PhraseQuery",

@@ -66,6 +66,8 @@ class MatchQuery(FullTextQuery, kind=FullTextQueryType.MATCH):
     max_expansions: int = field(default=50, kw_only=True)
     operator: FullTextOperator | str = field(default=FullTextOperator.OR, kw_only=True)
     prefix_length: int = field(default=0, kw_only=True)
+    #: pylance's ``DocumentGranularity`` (``lance_fw.query.fts_more``): rows only (see fts_search)
+    document_granularity: Any = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class PhraseQuery(FullTextQuery, kind=FullTextQueryType.MATCH_PHRASE):
     query: str
     column: str
     slop: int = field(default=0, kw_only=True)
+    document_granularity: Any = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,8 @@ SCORE_COLUMN = "_score"
 SCORE_FIELD = pa.field(SCORE_COLUMN, pa.float32())
 INVERTED = "INVERTED"
 INVERTED_TYPE_URL = "/lance.table.InvertedIndexDetails"
+#: ``DocumentGranularity.ROW``'s value: one document per row, the only granularity lance_fw searches
+ROW_GRANULARITY = "row"
 #: the query classes, importable from here as from lance.query
 __all__ = [
     "BooleanQuery",
@@ -161,7 +163,19 @@ def _check_column(snapshot: Snapshot, column: str) -> None:
         raise InvalidArgumentError(f"full_text_query: column {column!r} is {kind}, not a string column")
 
 
+def _check_granularity(node: MatchQuery | PhraseQuery) -> None:
+    """lance_fw searches string columns, one document per row: ``DocumentGranularity.ROW`` (or
+    None) is what it does; list-element documents (pylance's list-of-string indices) are refused."""
+    if node.document_granularity not in (None, ROW_GRANULARITY):
+        raise UnsupportedFeatureError(
+            f"full_text_query: document_granularity {node.document_granularity!r} is not supported by "
+            "lance_fw (rows only)"
+        )
+
+
 def _check_tree(snapshot: Snapshot, node: Any) -> None:
+    if isinstance(node, (MatchQuery, PhraseQuery)):
+        _check_granularity(node)
     if isinstance(node, MatchQuery):
         _check_column(snapshot, node.column)
         if node.fuzziness != 0 or node.prefix_length != 0:

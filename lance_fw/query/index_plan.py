@@ -59,8 +59,6 @@ _FLIP: dict[type, type] = {
     exp.EQ: exp.EQ,
     exp.NEQ: exp.NEQ,
 }
-#: Index types whose answers are supersets: consulted only when no other index answers.
-_INEXACT_LAST = ("ZONEMAP",)
 _LIKE_WILDCARDS = ("%", "_", "\\")
 #: IN lists up to this long on a top-level column show as an OR of equalities in pylance's plan
 #: (DataFusion's simplifier inlines them)
@@ -258,8 +256,9 @@ class _Planner:
         groups: dict[str, list[IndexHandle]] = {}
         for h in handles:
             groups.setdefault(h.name, []).append(h)
-        ordered = sorted(groups.values(), key=lambda g: (g[0].kind.name in _INEXACT_LAST, g[0].name))
-        for group in ordered:
+        # pylance consults a column's indices in manifest order (the first created that answers
+        # the query wins, a ZONEMAP before a BTREE built after it): so do its plans here
+        for group in groups.values():
             self.by_column.setdefault(group[0].column, []).append(group)
 
     # (tree, complete): complete means the tree's rows are exactly the node's truth (given exact

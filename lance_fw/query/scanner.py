@@ -13,6 +13,7 @@ its k rows per query come back as one batch, as in pylance.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +23,9 @@ import pyarrow as pa
 from lance_fw._proto import table_pb2
 from lance_fw._util.readahead import readahead
 from lance_fw._util.refusals import NotImplementedInPylanceError, refusing
-from lance_fw.errors import InvalidArgumentError
+from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.options import Columns, Filter, Unsupported, refuse
+from lance_fw.query import ordering
 from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.query.projection import Projection
@@ -101,7 +103,7 @@ class LanceScanner:
         include_deleted_rows: bool | None = None,
         scan_stats_callback: Unsupported = None,
         strict_batch_size: bool | None = None,
-        order_by: Unsupported = None,
+        order_by: Sequence[Any] | None = None,
         disable_scoring_autoprojection: bool | None = None,
         row_addr_allowlist: bytes | None = None,
         row_addr_blocklist: bytes | None = None,
@@ -116,7 +118,6 @@ class LanceScanner:
                 "include_deleted_rows": include_deleted_rows,
                 "scan_stats_callback": scan_stats_callback,
                 "strict_batch_size": strict_batch_size,
-                "order_by": order_by,
                 "row_addr_allowlist": row_addr_allowlist,
                 "row_addr_blocklist": row_addr_blocklist,
             },
@@ -154,6 +155,11 @@ class LanceScanner:
         )
         self._fields = snapshot.fields(self._read_columns)  # unknown columns fail here, before any read
         self._plan = filter_plan(snapshot, filter, use_scalar_index is not False)
+        self.order_by = None if order_by is None else ordering.checked_orderings(order_by, schema)
+        if self.order_by and (self.search is not None or self.fts is not None):
+            raise UnsupportedFeatureError(
+                "scanner: order_by with a vector or full-text search is not supported"
+            )
 
     @property
     def _read_columns(self) -> Sequence[str] | None:
@@ -249,6 +255,9 @@ class LanceScanner:
                 return  # stop reading: the generator chain is closed here
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        if self.order_by:  # pylance sorts every matching row, then applies offset / limit
+            yield from ordering.ordered_batches(self._ordered_table(), self.batch_size)
+            return
         if self.fts is not None:  # like a vector search: the result rows as one batch
             yield from self.fts.run(self).combine_chunks().to_batches()
             return
@@ -295,6 +304,26 @@ class LanceScanner:
             return False
         index.candidates(chosen[0])
         return bool(index.exact)
+
+    def _ordered_table(self) -> pa.Table:
+        """Every row the scan yields without ``offset`` / ``limit``, sorted by ``order_by``, then
+        cut by them. pylance sorts on output columns: a sort column left out of ``columns=`` is
+        its planning error without a filter (with one it sorts on the filter's read; not here)."""
+        assert self.order_by is not None
+        unordered = copy.copy(self)
+        unordered.order_by, unordered.offset, unordered.limit = None, 0, None
+        table = unordered.to_table()
+        missing = [o.column_name for o in self.order_by if o.column_name not in table.column_names]
+        if missing and self.filter is None:
+            raise InvalidArgumentError(
+                f"order_by: column(s) {missing} are not in the scan's output columns (as in pylance, "
+                "which cannot plan that sort)"
+            )
+        if missing:
+            raise UnsupportedFeatureError(
+                f"order_by on column(s) {missing} left out of columns= is not supported by lance_fw"
+            )
+        return ordering.order_table(table, self.order_by, self.offset, self.limit)
 
     def to_reader(self) -> pa.RecordBatchReader:
         if self.search is not None or self.fts is not None:

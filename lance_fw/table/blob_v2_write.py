@@ -27,8 +27,8 @@ import pyarrow as pa
 from lance_fw.errors import InvalidUserInputError, UnsupportedFeatureError
 from lance_fw.file.writer import LanceFileWriter, WrittenFile
 from lance_fw.io.storage import Storage
-from lance_fw.schema import BLOB_DESCRIPTOR, BLOB_V2, LanceField, LanceSchema, logical_type_of
-from lance_fw.table.blobs import DEDICATED, INLINE, PACKED, sidecar_name
+from lance_fw.schema import BLOB_DESCRIPTOR, BLOB_V2, LanceField, LanceSchema, blob_v2_type, logical_type_of
+from lance_fw.table.blobs import DEDICATED, INLINE, PACKED, SIDECAR_SUFFIX, sidecar_name
 from lance_fw.table.paths import DATA_FILE_SUFFIX
 
 #: pylance 14's default thresholds (bytes): inline up to 64 KiB, dedicated above 4 MiB.
@@ -76,8 +76,6 @@ def write_schema(
         UnsupportedFeatureError: ``incoming`` holds something else in a blob v2 column (pylance
             also takes plain binary there; lance_fw takes blob values only).
     """
-    from lance_fw.blob import BlobType
-
     blob = {f.name for f in schema.fields if f.is_blob_v2}
     if not blob:
         return arrow_schema
@@ -86,14 +84,28 @@ def write_schema(
     for f in arrow_schema:
         if f.name in blob:
             t = given.get(f.name)
+            if t is not None and t.equals(BLOB_DESCRIPTOR):  # rows read back, being rewritten
+                raise UnsupportedFeatureError(
+                    f"{uri}: column {f.name!r} is a blob v2 column; lance_fw does not rewrite existing "
+                    "rows of blob v2 columns (update, merge_insert): their bytes would have to move too"
+                )
             if t is not None and not (isinstance(t, pa.BaseExtensionType) and t.extension_name == BLOB_V2):
                 raise UnsupportedFeatureError(
                     f"{uri}: column {f.name!r} is a blob v2 column; lance_fw writes blob values to it "
                     f"(lance_fw.blob.blob_array, BlobType), not {t}"
                 )
-            f = pa.field(f.name, t if t is not None else BlobType(), f.nullable)
+            f = pa.field(f.name, t if t is not None else blob_v2_type(), f.nullable)
         fields.append(f)
     return pa.schema(fields, metadata=arrow_schema.metadata)
+
+
+def _values(data: pa.Array) -> list[memoryview]:
+    """Each value of a binary array as a view of its bytes (no copy: blobs may be large)."""
+    data = data.cast(pa.large_binary())
+    n = len(data)
+    offsets = np.frombuffer(data.buffers()[1], np.int64)[data.offset : data.offset + n + 1].tolist()
+    body = memoryview(data.buffers()[2] or b"")
+    return [body[offsets[i] : offsets[i + 1]] for i in range(n)]
 
 
 def _threshold(field: LanceField, key: str, default: int) -> int:
@@ -117,7 +129,7 @@ class BlobV2FileWriter(LanceFileWriter):
         super().__init__(storage, path, schema, version, options)
         self._storage = storage
         self._blobs = [i for i, f in enumerate(schema.fields) if f.is_blob_v2]
-        self._sidecar_dir = path[: -len(DATA_FILE_SUFFIX)] if path.endswith(DATA_FILE_SUFFIX) else path
+        self._sidecar_dir = sidecar_dir(path)
         self._next_id = 1
         self._pack: tuple[int, BinaryIO] | None = None  # (blob id, open stream)
         self._pack_size = 0
@@ -159,10 +171,11 @@ class BlobV2FileWriter(LanceFileWriter):
         position = np.zeros(n, np.uint64)
         size = np.zeros(n, np.uint64)
         blob_id = np.zeros(n, np.uint32)
-        for row, value in enumerate(data.to_pylist()):
+        has_data = data.is_valid().to_numpy(zero_copy_only=False)
+        for row, value in enumerate(_values(data)):
             if not valid[row]:
                 continue
-            if value is None:  # a non-null blob is bytes or a uri (pylance's Blob checks this)
+            if not has_data[row]:  # a non-null blob is bytes or a uri (pylance's Blob checks this)
                 raise InvalidUserInputError(
                     f"Invalid user input: blob column {field.name!r} row {row} sets neither data nor uri"
                 )
@@ -188,7 +201,7 @@ class BlobV2FileWriter(LanceFileWriter):
         )
 
     # -- where bytes go ---------------------------------------------------------------------
-    def _inline(self, value: bytes) -> int:
+    def _inline(self, value: memoryview) -> int:
         at = self._pos
         if value:
             self._write(value)
@@ -202,13 +215,13 @@ class BlobV2FileWriter(LanceFileWriter):
         self._sidecars.append(path)
         return blob_id, self._storage.open_output(path)
 
-    def _dedicated(self, value: bytes) -> int:
+    def _dedicated(self, value: memoryview) -> int:
         blob_id, out = self._open_sidecar()
         out.write(value)
         out.close()
         return blob_id
 
-    def _packed(self, value: bytes, limit: int) -> tuple[int, int]:
+    def _packed(self, value: memoryview, limit: int) -> tuple[int, int]:
         if self._pack is not None and self._pack_size + len(value) > limit:
             self._close_pack()
         if self._pack is None:
@@ -257,7 +270,17 @@ def file_schema(schema: LanceSchema) -> LanceSchema:
     return LanceSchema(out, schema.metadata)
 
 
-def sidecar_paths(data_path: str, blob_ids: list[int]) -> list[str]:
-    """The sidecar files of ``blob_ids`` next to the data file at ``data_path``."""
-    stem = data_path[: -len(DATA_FILE_SUFFIX)] if data_path.endswith(DATA_FILE_SUFFIX) else data_path
-    return [f"{stem}/{sidecar_name(i)}" for i in blob_ids]
+def sidecar_dir(data_path: str) -> str:
+    """The directory of the sidecar files of the data file at ``data_path``."""
+    return data_path[: -len(DATA_FILE_SUFFIX)] if data_path.endswith(DATA_FILE_SUFFIX) else data_path
+
+
+def delete_sidecars(storage: Storage, data_path: str) -> list[str]:
+    """Delete the sidecar files of the data file at ``data_path`` (full path); returns their
+    paths. For whoever deletes a data file (a failed write or commit, cleanup): its blob bytes go
+    with it, as pylance's cleanup removes them."""
+    directory = sidecar_dir(data_path)
+    paths = [f"{directory}/{name}" for name in storage.list_dir(directory) if name.endswith(SIDECAR_SUFFIX)]
+    for path in paths:
+        storage.delete(path)
+    return paths

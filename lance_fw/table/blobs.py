@@ -18,6 +18,7 @@ from lance_fw.io.storage import join_uri
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import Rows
 from lance_fw.table.paths import DATA_DIR
+from lance_fw.table.row_ids import ADDRESS_FRAGMENT_SHIFT
 from lance_fw.table.snapshot import Snapshot
 
 #: Descriptor kinds: where a blob's bytes are.
@@ -70,6 +71,30 @@ def take_locations(snapshot: Snapshot, column: str, indices: ArrayLike) -> list[
             for i, d in zip(hit, descriptors):
                 out[i] = None if d is None else blob_location(snapshot.uri, data_file.path, d)
         base += live
+    return out
+
+
+def locate(
+    snapshot: Snapshot, column: str, descriptors: list[dict | None], addresses: ArrayLike
+) -> list[tuple[str, int, int] | None]:
+    """Where the bytes of scanned descriptors of ``column`` are, given each row's address (the
+    descriptor alone does not name its data file); None for a null value."""
+    field = snapshot.lance_schema.field(column)
+    if not field.is_blob_v2:
+        raise InvalidArgumentError(f"column {column!r} is not a blob column")
+    files = {
+        frag.id: next(f.path for f in frag.files if field.id in f.fields)
+        for frag in snapshot.fragments
+        if any(field.id in f.fields for f in frag.files)
+    }
+    fragments = (np.asarray(addresses, np.uint64) >> np.uint64(ADDRESS_FRAGMENT_SHIFT)).tolist()
+    out: list[tuple[str, int, int] | None] = []
+    for d, frag in zip(descriptors, fragments):
+        if d is not None and frag not in files:
+            raise InvalidArgumentError(
+                f"row address of fragment {frag} has no data file of column {column!r}"
+            )
+        out.append(None if d is None else blob_location(snapshot.uri, files[frag], d))
     return out
 
 

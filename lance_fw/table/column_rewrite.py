@@ -4,8 +4,8 @@ pylance 14 patches columns instead of moving rows when a partial-schema source i
 scalar index on the key (``write_mode="auto"``), or when asked (``write_mode="rewrite_columns"``).
 Each fragment holding an updated row gains one data file with the source's non-key columns for
 *every* physical row (the old values where no row changed, so offsets line up), and its older data
-files name those columns' field ids as ``TOMBSTONE`` (a file left naming only tombstones is
-dropped). Nothing is deleted, so rows keep their order and addresses; rows the source inserts go to
+files name those columns' field ids as ``TOMBSTONE`` (a file left naming only tombstones stays
+in the transaction and leaves the manifest, as in pylance). Nothing is deleted, so rows keep their order and addresses; rows the source inserts go to
 new fragments that hold only the source's columns (the others read as nulls). The commit is an
 ``Update`` with ``update_mode`` REWRITE_COLUMNS and ``fields_modified``; indices on a modified field
 no longer cover the patched fragments (their index entries hold the old values), as in pylance.
@@ -132,15 +132,17 @@ def _patcher(offsets: np.ndarray, values: pa.Table) -> Callable[[pa.Table], pa.T
     return compute
 
 
-def _tombstoned(frag: table_pb2.DataFragment) -> table_pb2.DataFragment:
+def _tombstoned(frag: table_pb2.DataFragment, drop_dead: bool = True) -> table_pb2.DataFragment:
     """The fragment with its last (new) data file's field ids tombstoned in the older files, and
-    older files left naming no live field dropped."""
+    (``drop_dead``) older files left naming no live field dropped. As in pylance, merge_insert's
+    ``Update`` keeps those (its transaction names them; the commit drops them from the manifest),
+    where ``LanceFragment.update_columns`` returns the fragment without them."""
     newest = frag.files[-1]
     replaced = set(newest.fields)
     files = []
     for data_file in frag.files[:-1]:
         ids = [TOMBSTONE if fid in replaced else fid for fid in data_file.fields]
-        if all(fid == TOMBSTONE for fid in ids):
+        if drop_dead and all(fid == TOMBSTONE for fid in ids):
             continue
         copy = table_pb2.DataFile()
         copy.CopyFrom(data_file)
@@ -191,7 +193,7 @@ def rewrite_columns(
             compute = _patcher(offset_of[lo:hi], values.slice(int(lo), int(hi - lo)))
             patched = write_fragment_columns(snapshot, frag, update_schema.fields, update_schema, compute)
             written.append(_last_file(patched))
-            updated.append(_tombstoned(patched))
+            updated.append(_tombstoned(patched, drop_dead=False))
         schema_fields = schema.to_protos()
         if inserted is not None and inserted.num_rows:
             fresh = _write_inserted(snapshot, inserted)

@@ -14,7 +14,7 @@ import time
 import uuid as uuidlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,8 +29,6 @@ from lance_fw.errors import (
     IndexContractError,
     IndexNotFoundError,
     InvalidArgumentError,
-    PluginConflictError,
-    UnknownIndexTypeError,
     UnsupportedFeatureError,
 )
 from lance_fw.interfaces import (
@@ -39,7 +37,7 @@ from lance_fw.interfaces import (
     ScalarQuery,
     VectorIndexType,
 )
-from lance_fw.plugin_manager import owner, registry
+from lance_fw.plugin_manager import owner
 from lance_fw.schema import LanceField
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import live_rows
@@ -52,6 +50,7 @@ from lance_fw.table.index_paths import (
     quoted_path,
     struct_paths,
 )
+from lance_fw.table.index_types import index_type_named, index_types
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Indices, Operation
 
@@ -67,86 +66,7 @@ _MS_PER_S = 1000
 _HOOK = "lance_index_types"
 
 
-# --- the plugins -------------------------------------------------------------------------------
-
-
-def check_index_type(kind: Any, name: object, who: str, noun: str) -> None:
-    """What the kernel needs of any index type (scalar or vector) before it uses one.
-
-    Raises: ``IndexContractError`` naming the plugin ``who`` and the missing attribute or method."""
-    for attr in ("name", "display_name", "type_url"):
-        if not isinstance(getattr(kind, attr, None), str):
-            raise IndexContractError(f"{who}: {noun} {name!r} has no string {attr!r}")
-    if not isinstance(getattr(kind, "index_version", None), int):
-        raise IndexContractError(f"{who}: {noun} {name!r} has no integer 'index_version'")
-    for method in ("details", "check", "train", "load"):
-        if not callable(getattr(kind, method, None)):
-            raise IndexContractError(f"{who}: {noun} {name!r} has no method {method!r}")
-
-
-def index_types() -> dict[str, ScalarIndexType]:
-    """Every registered index type by upper-case name, each checked against the contract.
-
-    Raises: ``IndexContractError`` naming the plugin whose value lacks what the kernel needs;
-    ``PluginConflictError`` when two names claim one ``type_url``.
-    """
-    registered = registry.index_types
-    if _CHECKED_TYPES is not None and _CHECKED_TYPES[0] is registered:
-        return _CHECKED_TYPES[1]
-    out: dict[str, ScalarIndexType] = {}
-    by_url: dict[str, str] = {}
-    for name, kind in registered.items():
-        who = owner(_HOOK, name) or "an index plugin"
-        check_index_type(kind, name, who, "index type")
-        if kind.name.upper() != str(name).upper():
-            raise IndexContractError(f"{who}: index type registered as {name!r} calls itself {kind.name!r}")
-        if kind.type_url in by_url:
-            raise PluginConflictError(
-                f"index types {by_url[kind.type_url]!r} ({owner(_HOOK, by_url[kind.type_url])}) and "
-                f"{name!r} ({who}) both claim index details {kind.type_url!r}"
-            )
-        by_url[kind.type_url] = str(name)
-        out[str(name).upper()] = kind
-    _remember_checked(registered, out)
-    return out
-
-
-#: The last registry mapping ``index_types`` checked, and its answer: every scan plans with the
-#: index types, and the registry hands out the same mapping until a plugin is (un)registered.
-#: Holding the mapping keeps its identity from being reused by another.
-_CHECKED_TYPES: tuple[Mapping[str, Any], dict[str, ScalarIndexType]] | None = None
-
-
-def _remember_checked(registered: Mapping[str, Any], checked: dict[str, ScalarIndexType]) -> None:
-    global _CHECKED_TYPES
-    _CHECKED_TYPES = (registered, checked)
-
-
-K = TypeVar("K")
-
-
-def plugin_named(types: Mapping[str, K], index_type: object, what: str = "index type") -> K:
-    """The plugin for pylance's ``index_type`` argument (any case) among ``types`` (by upper-case
-    name); ``what`` names the family in the error ("index type", "vector index type").
-
-    Raises:
-        InvalidArgumentError: ``index_type`` is not a string.
-        UnsupportedFeatureError: no installed plugin has that name (the error lists those that are).
-    """
-    if not isinstance(index_type, str):
-        raise InvalidArgumentError(f"index_type must be a string, got {index_type!r}")
-    kind = types.get(index_type.upper())
-    if kind is None:
-        raise UnknownIndexTypeError(
-            f"{what} {index_type!r} is not supported by lance_fw "
-            f"(installed: {', '.join(sorted(types)) or 'none'})"
-        )
-    return kind
-
-
-def index_type_named(index_type: str) -> ScalarIndexType:
-    """The scalar index plugin for pylance's ``index_type`` argument (any case)."""
-    return plugin_named(index_types(), index_type)
+# --- the plugins: lance_fw.table.index_types ---------------------------------------------------
 
 
 def type_url_of(meta: table_pb2.IndexMetadata) -> str:

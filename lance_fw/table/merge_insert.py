@@ -1,19 +1,17 @@
 """``merge_insert`` (upsert) and ``update``: rewrite rows as deletions plus new fragments.
 
-Both commit one ``Update`` version, as pylance does: the old versions of changed rows get deletion
-files, and the new rows (rewritten and inserted, in source order) are appended as new fragments.
-The key join is a pyarrow hash join over the target's key columns and row addresses, so memory is
-bounded by the keys and the source, not by the whole dataset. Semantics follow pylance 14: NULL
-keys never match; a target row matched by two source rows is an error; a source without some
-columns updates only the columns it has, and inserts nulls for the others.
+Both commit one ``Update`` version, as pylance does: old versions of changed rows get deletion files,
+the new rows (rewritten and inserted, in source order) are appended as new fragments. The key join
+is a pyarrow hash join over the target's key columns and row addresses (memory bounded by the keys
+and the source). As pylance 14: NULL keys never match; a target row matched by two source rows is
+an error; a source without some columns updates only those it has, and inserts nulls for others.
 
 pylance 14 picks how merged rows are written (``write_mode``): ``rewrite_rows`` as above, or
-``rewrite_columns`` (``table/column_rewrite.py``: patch the source's columns in place, rows keep
-their order). ``auto`` patches columns exactly where pylance's indexed join runs on a partial
-source: one key column carrying a BTREE or BITMAP index, ``use_index`` on, no
-``when_not_matched_by_source_delete``, matched rows not deleted, a non-empty source. pylance joins
-a full source through such an index too (a partial one only to patch), and that indexed join drops
-source rows whose key is NULL (neither matched nor inserted), so lance_fw does too.
+``rewrite_columns`` (``table/column_rewrite.py``: the source's columns patched in place). ``auto``
+patches exactly where pylance's indexed join runs on a partial source: one key column with a BTREE
+or BITMAP index, ``use_index`` on, no ``when_not_matched_by_source_delete``, matched rows kept, a
+non-empty source. pylance joins a full source through such an index too (a partial one only to
+patch); that join drops source rows whose key is NULL (neither matched nor inserted), as here.
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw._util.refusals import BRANCHES, MEM_WAL, refusing
 from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, SchemaError, UnsupportedFeatureError
 from lance_fw.file.version import parse_version, requested_version, version_name
 from lance_fw.query.filter import FilterError, parse_filter
@@ -40,7 +39,7 @@ from lance_fw.table.delete import addresses_matcher, stage_deletions
 from lance_fw.table.fragment import matcher_for
 from lance_fw.table.index_list import SCALAR_TYPES
 from lance_fw.table.snapshot import Snapshot
-from lance_fw.table.transaction import Update
+from lance_fw.table.transaction import Update, column_field_ids
 from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
 
 ADDRESS = "_rowaddr"
@@ -144,14 +143,14 @@ def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None
         )
     rows = LanceScanner(snapshot, filter=where, with_row_address=True).to_table()
     expressions = {name: updates.get(name, f"`{name}`") for name in snapshot.schema.names}
-    new = Projection(expressions, snapshot.schema).apply(
-        rows.drop_columns([ADDRESS])
-    )  # validates even with no rows
+    new = Projection(expressions, snapshot.schema).apply(rows.drop_columns([ADDRESS]))  # even with no rows
     new = conform(as_stored(new, snapshot.schema, "update()"), snapshot.schema, "update()")
-    version = rewrite(snapshot, rows.column(ADDRESS).to_numpy(), new, where or "")
-    return rows.num_rows, version
+    staged = stage_rewrite(snapshot, rows.column(ADDRESS).to_numpy(), new, where or "")
+    staged.op.preserved_fields = column_field_ids(snapshot.lance_schema.to_protos(), updates)
+    return rows.num_rows, staged.commit()
 
 
+@refusing({BRANCHES: ("target_bases", "target_all_bases"), MEM_WAL: ("mark_sstables_as_compacted",)})
 class MergeInsertBuilder:
     """pylance's builder: ``ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
     .execute(data)`` -> ``{num_inserted_rows, num_updated_rows, num_deleted_rows}``.
@@ -328,7 +327,7 @@ class MergeInsertBuilder:
             removed_fragment_ids=list(op.removed),
             updated_fragments=list(op.updated),
             new_fragments=list(op.fragments),
-            fields_for_preserving_frag_bitmap=[f.id for f in staged.snapshot.lance_schema.to_protos()],
+            fields_for_preserving_frag_bitmap=list(op.preserved_fields),
             staged=op,
         )
         return Transaction(staged.read_version, operation), stats
@@ -500,7 +499,9 @@ class MergeInsertBuilder:
         ]
         new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
         addresses = np.unique(np.concatenate(delete))
-        return stage_rewrite(ds, addresses, new_rows), stats
+        staged = stage_rewrite(ds, addresses, new_rows)
+        staged.op.preserved_fields = column_field_ids(ds.lance_schema.to_protos())  # as pylance: all
+        return staged, stats
 
     def _patch(
         self,

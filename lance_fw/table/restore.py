@@ -10,6 +10,7 @@ The transaction records ``Restore(version)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from lance_fw._proto import table_pb2, transaction_pb2
 from lance_fw.table.snapshot import Snapshot
@@ -19,6 +20,7 @@ from lance_fw.table.transaction import Indices, Operation, commit
 @dataclass
 class Restore(Operation):
     old: table_pb2.Manifest | None = None
+    tidies_fragments: ClassVar[bool] = False  # the old version's fragments come back as they were
     #: the old version's indices: restored with it, as in pylance 14
     old_indices: table_pb2.IndexSection | None = None
 

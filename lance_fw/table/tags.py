@@ -12,7 +12,7 @@ import json
 import re
 from datetime import UTC, datetime
 
-from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError
+from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError, InvalidArgumentTypeError
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table.manifest import find_version, list_versions
 from lance_fw.table.paths import TAGS_DIR
@@ -67,7 +67,9 @@ class Tags:
             return self._resolve(version)
         return int(reference)
 
-    def _write(self, tag: str, version: int, created: str | None = None) -> None:
+    def _write(
+        self, tag: str, version: int, created: str | None = None, metadata: dict[str, str] | None = None
+    ) -> None:
         try:
             entry = find_version(self._storage, self._uri, version)
         except DatasetNotFoundError:
@@ -83,7 +85,7 @@ class Tags:
             "createdAt": created or now,
             "updatedAt": now,
             "manifestSize": size,
-            "metadata": {},
+            "metadata": metadata or {},
         }
         self._storage.write_bytes(self._path(tag), json.dumps(body, indent=2).encode())
 
@@ -93,8 +95,20 @@ class Tags:
         self._write(tag, self._resolve(reference))
 
     def update(self, tag: str, reference: TagReference = None) -> None:
-        created = self._read(tag).get("createdAt")
-        self._write(tag, self._resolve(reference), created)
+        """Point ``tag`` at another version (its metadata kept, as pylance keeps it)."""
+        body = self._read(tag)
+        self._write(tag, self._resolve(reference), body.get("createdAt"), body.get("metadata") or {})
+
+    def replace_metadata(self, tag: str, metadata: dict[str, str]) -> None:
+        """pylance's ``Tags.replace_metadata``: the tag's whole metadata map replaced; its version
+        and ``updatedAt`` unchanged (pylance moves ``updatedAt`` only when the version changes)."""
+        if not isinstance(metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+        ):
+            raise InvalidArgumentTypeError(f"tag metadata must be a dict of str to str, got {metadata!r}")
+        body = self._read(tag)
+        body["metadata"] = dict(metadata)
+        self._storage.write_bytes(self._path(tag), json.dumps(body, indent=2).encode())
 
     def delete(self, tag: str) -> None:
         self._read(tag)

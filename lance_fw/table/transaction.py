@@ -17,11 +17,11 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from lance_fw._proto import file_pb2, rowids_pb2, table_pb2, transaction_pb2
+from lance_fw._proto import file_pb2, table_pb2, transaction_pb2
 from lance_fw._version import __version__
-from lance_fw.errors import CommitConflictError, CommitStuckError, DatasetExistsError, InvalidArgumentError
+from lance_fw.errors import CommitConflictError, CommitStuckError, DatasetExistsError
 from lance_fw.file.legacy_v0_1_manifest import dictionary_prefix
-from lance_fw.io.storage import Storage, join_uri, unsafe_path_reason
+from lance_fw.io.storage import Storage, join_uri
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler, CommitLockHandler, handler_label, resolve_commit_handler
 from lance_fw.table.deletion import deletion_file_id
@@ -34,9 +34,19 @@ from lance_fw.table.manifest import (
     read_manifest,
     write_hint,
 )
+from lance_fw.table.new_fragments import (
+    assign_ids,
+    assign_row_ids,
+    check_new_fragments,
+    drop_files_without_fields,
+    next_fragment_id,
+    tidy_fragments,
+)
 from lance_fw.table.paths import TRANSACTION_SUFFIX, TRANSACTIONS_DIR, VERSIONS_DIR
 
 MAX_RETRIES = 100
+#: ``file_pb2.Field.parent_id`` of a top-level column.
+TOP_LEVEL_PARENT = -1
 
 #: How long the commit handler may keep refusing one version while no manifest of it appears before
 #: the commit stops retrying and reports the version as stuck (``CommitStuckError``). A live writer
@@ -61,6 +71,9 @@ class Operation:
     plugin_encodings: dict = field(default_factory=dict)
     #: the new fragments as published (ids assigned), set by ``apply``; not an argument
     _added: list[table_pb2.DataFragment] = field(default_factory=list, init=False, repr=False, compare=False)
+    #: whether the commit orders the new manifest's fragments and drops tombstone-only files
+    #: (``tidy_fragments``), as pylance does for every operation but a restore
+    tidies_fragments: ClassVar[bool] = True
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         raise NotImplementedError
@@ -107,51 +120,6 @@ def check_written_schema(base: table_pb2.Manifest | None, schema_fields: list | 
         )
 
 
-def assign_ids(manifest: table_pb2.Manifest, fragments: list, next_id: int) -> list:
-    out = []
-    for i, frag in enumerate(fragments):
-        added = manifest.fragments.add()  # a reference into the manifest, so later edits stick
-        added.CopyFrom(frag)
-        added.id = next_id + i
-        out.append(added)
-    return out
-
-
-def next_fragment_id(base: table_pb2.Manifest | None) -> int:
-    """The first fragment id no fragment of ``base`` has ever used (``max_fragment_id`` + 1)."""
-    if base is None or (not base.HasField("max_fragment_id") and not len(base.fragments)):
-        return 0
-    known = max([f.id for f in base.fragments], default=-1)
-    return max(known, base.max_fragment_id if base.HasField("max_fragment_id") else -1) + 1
-
-
-def _assign_row_ids(manifest: table_pb2.Manifest, fragments: list) -> None:
-    """With stable row ids on, each new fragment owns the next ``physical_rows`` ids."""
-    for frag in fragments:
-        start = manifest.next_row_id
-        seq = rowids_pb2.RowIdSequence()
-        seq.segments.add().range.CopyFrom(
-            rowids_pb2.U64Segment.Range(start=start, end=start + frag.physical_rows)
-        )
-        frag.inline_row_ids = seq.SerializeToString()
-        manifest.next_row_id = start + frag.physical_rows
-
-
-def _check_paths(fragments: list) -> None:
-    """New fragments may come from callers (``LanceDataset.commit``): a file path that could leave
-    the dataset root is a bad argument, refused before anything is published."""
-    for frag in fragments:
-        paths = [f.path for f in frag.files]
-        if frag.WhichOneof("row_id_sequence") == "external_row_ids":
-            paths.append(frag.external_row_ids.path)
-        for path in paths:
-            reason = unsafe_path_reason(path)
-            if reason is not None:
-                raise InvalidArgumentError(
-                    f"fragment file path {path!r} {reason}: it points outside the dataset"
-                )
-
-
 def _shape(fields: Iterable[file_pb2.Field]) -> list[tuple]:
     return [(f.id, f.parent_id, f.name, f.logical_type) for f in fields]
 
@@ -167,7 +135,7 @@ class Append(Operation):
         check_written_schema(base, self.schema_fields, "append")
         self._added = assign_ids(new, self.fragments, next_fragment_id(base))
         if base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
-            _assign_row_ids(new, self._added)
+            assign_row_ids(new, self._added)
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.append.fragments.extend(fragments)
@@ -193,7 +161,7 @@ class Overwrite(Operation):
         _set_schema(new, self.schema_fields, self.schema_metadata)
         new.data_format.file_format = "lance"
         new.data_format.version = self.data_format_version
-        self._added = assign_ids(new, self.fragments, next_fragment_id(base))
+        self._added = assign_ids(new, self.fragments, next_fragment_id(base), keep_given=False)
 
     def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
         return None  # pylance 14 drops every index of an overwritten dataset
@@ -241,13 +209,31 @@ class Delete(Operation):
         txn.delete.predicate = self.predicate
 
 
+def column_field_ids(schema_fields: list[file_pb2.Field], names: Iterable[str] | None = None) -> list[int]:
+    """The field ids of the top-level columns ``names`` (None: all), each followed by those of its
+    nested fields, in schema order: what pylance records as an ``Update``'s
+    ``fields_for_preserving_frag_bitmap`` (``update``: the columns it sets; ``merge_insert``
+    rewriting rows: every column)."""
+    tops = [f for f in schema_fields if f.parent_id == TOP_LEVEL_PARENT]
+    out: list[int] = []
+    for top in tops if names is None else [t for name in names for t in tops if t.name == name]:
+        ids = {top.id}
+        for f in schema_fields:  # pre-order: a nested field follows its parent
+            if f.parent_id in ids:
+                ids.add(f.id)
+        out.extend(f.id for f in schema_fields if f.id in ids)
+    return out
+
+
 @dataclass
 class Update(Delete):
     """Rows rewritten or inserted: deletion files for the old rows (as ``Delete``) plus ``fragments``
     holding the new rows, in one version (pylance's ``Update`` with ``rewrite_rows``).
-    ``schema_fields``: the schema ``fragments`` were written with (checked as for ``Append``)."""
+    ``schema_fields``: the schema ``fragments`` were written with (checked as for ``Append``).
+    ``preserved_fields``: pylance's ``fields_for_preserving_frag_bitmap`` (``column_field_ids``)."""
 
     schema_fields: list = field(default_factory=list)
+    preserved_fields: list[int] = field(default_factory=list)
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         check_written_schema(base, self.schema_fields if self.fragments else None, "update")
@@ -258,6 +244,7 @@ class Update(Delete):
         txn.update.removed_fragment_ids.extend(self.removed)
         txn.update.updated_fragments.extend(self.updated)
         txn.update.new_fragments.extend(fragments)
+        txn.update.fields_for_preserving_frag_bitmap.extend(self.preserved_fields)
 
 
 @dataclass
@@ -415,9 +402,13 @@ class Merge(_SchemaChange):
 
 @dataclass
 class Project(_SchemaChange):
-    """A schema change without data (``drop_columns``): data files keep the dropped columns."""
+    """A schema change without data (``drop_columns``): data files keep the dropped columns, and a
+    file left with none of the schema's fields leaves its fragments (as in pylance)."""
 
     calls: ClassVar[str] = "alter_columns/drop_columns"
+
+    def _apply_data(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
+        drop_files_without_fields(new, {f.id for f in self.schema_fields})
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         txn.project.schema.extend(self.schema_fields)
@@ -542,11 +533,13 @@ def commit(
             new.CopyFrom(base)
         new.version = (base.version if base is not None else 0) + 1
         operation.apply(base, new)
+        if operation.tidies_fragments:
+            tidy_fragments(new)
         new_indices = indices_on_live_fields(new, operation.apply_indices(base, index_section))
         feature_flags.record_plugin_encodings(
             new, operation.plugin_encodings, isinstance(operation, Overwrite)
         )
-        _check_paths(operation._added)
+        check_new_fragments(new, operation._added)
         if new.fragments:
             new.max_fragment_id = max(max(f.id for f in new.fragments), new.max_fragment_id)
         new.writer_version.library = "lance_fw"
@@ -559,7 +552,9 @@ def commit(
         txn = transaction_pb2.Transaction(read_version=read_version, uuid=txn_uuid)
         for k, v in operation.properties.items():
             txn.transaction_properties[k] = str(v)
-        operation.fill_transaction(txn, operation._added)
+        # the new fragments as given (unnumbered, or a caller's ids): pylance's transaction file
+        # records them so and numbers them only in the manifest
+        operation.fill_transaction(txn, list(operation.fragments or []))
         txn_name = f"{read_version}-{txn_uuid}{TRANSACTION_SUFFIX}"
         txn_path = join_uri(base_uri, TRANSACTIONS_DIR, txn_name)
         storage.write_bytes(txn_path, txn.SerializeToString())

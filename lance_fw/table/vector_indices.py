@@ -21,14 +21,13 @@ from lance_fw._proto import table_pb2, vector_index_pb2
 from lance_fw.interfaces import VectorIndexType
 from lance_fw.plugin_manager import owner, registry
 from lance_fw.table.index_files import IndexFiles, index_dir
+from lance_fw.table.index_types import check_index_type, plugin_named
 from lance_fw.table.indices import (
     IndexRequest,
     _check_column,
     build_index,
-    check_index_type,
     check_new_index,
     commit_new_index,
-    plugin_named,
     type_url_of,
 )
 from lance_fw.table.snapshot import Snapshot

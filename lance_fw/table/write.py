@@ -359,6 +359,7 @@ def plan_write(
     max_page_bytes: int | None = None,
     allow_subset: bool = False,
     allow_plugin_encodings: bool | None = None,
+    keep_dataset_version: bool = False,
 ) -> WritePlan:
     """Check ``mode`` and ``schema`` against the dataset at ``uri`` and fix what the write produces.
     ``allow_subset``: an append may leave out nullable columns (user appends only: rows that
@@ -366,7 +367,10 @@ def plan_write(
     ``allow_plugin_encodings``: True lets columns be written by encoders pylance cannot read (the
     manifest then records their plugins); False refuses them; None (rewrites of existing rows:
     merge_insert, update, compaction) allows exactly the plugins the dataset already records, so a
-    dataset keeps its encodings but a pylance-readable one never silently loses that."""
+    dataset keeps its encodings but a pylance-readable one never silently loses that.
+    ``keep_dataset_version``: an overwrite naming no ``data_storage_version`` writes the files at the
+    existing dataset's version, as pylance's ``write_dataset`` and ``write_fragments`` do (its
+    ``LanceFragment.create`` does not: it writes the default version whatever the dataset holds)."""
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
     if max_rows_per_file <= 0:
@@ -387,14 +391,16 @@ def plan_write(
     if mode == "append" and base is not None:  # (an append to nothing became a create above)
         lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
         refuse_blob_columns(lance_schema, uri, allow_blob_v2=True)
-        _check_append_schema(write_schema(lance_schema, lance_schema.to_arrow(), schema, uri), schema, allow_subset)
+        _check_append_schema(
+            write_schema(lance_schema, lance_schema.to_arrow(), schema, uri), schema, allow_subset
+        )
         if len(schema.names) < len(lance_schema.fields):  # the new files hold only the given columns
             dataset_fields = lance_schema.to_protos()
             lance_schema = LanceSchema(
                 [f for f in lance_schema.fields if f.name in schema.names], lance_schema.metadata
             )
         target = write_schema(lance_schema, lance_schema.to_arrow(), schema, uri)
-        dataset_version = base.data_format.version or "0.1"
+        dataset_version = base.data_format.version or version_name(LEGACY_VERSION)
         if data_storage_version is not None and requested_version(data_storage_version) != parse_version(
             dataset_version
         ):
@@ -404,7 +410,12 @@ def plan_write(
             )
         version = parse_version(dataset_version)
     else:
-        version = requested_version(data_storage_version)
+        if keep_dataset_version and data_storage_version is None and base is not None:
+            # a 2.0 dataset stays 2.0, a 0.1 one 0.1: only a new dataset or an explicit version
+            # gets another
+            version = parse_version(base.data_format.version or version_name(LEGACY_VERSION))
+        else:
+            version = requested_version(data_storage_version)
         lance_schema = LanceSchema.from_arrow(schema)
         refuse_blob_columns(lance_schema, uri, allow_blob_v2=True)
         target = write_schema(lance_schema, lance_schema.to_arrow(), schema, uri)

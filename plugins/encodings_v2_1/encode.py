@@ -445,12 +445,11 @@ def _chunk_bounds(
     if per_chunk is None:
         offs, _ = offsets_and_data(values)
         cum = offs - offs[0]
+        if visible_pos is None and n_levels == n and cap <= max_levels:
+            return _byte_cut_bounds(cum, target_bytes, cap)
         # for every start at once (one searchsorted per chunk was ~10 us, ~4,000 chunks a page)
         ends = np.searchsorted(cum, cum[:n] + target_bytes, side="right")
-        fits = ends - 1 - np.arange(n)
-        if visible_pos is None and n_levels == n and cap <= max_levels:
-            return _byte_cut_bounds(fits, cap)
-        fits_from = fits.tolist()
+        fits_from = (ends - 1 - np.arange(n)).tolist()
     if visible_pos is None:  # one visible level per value
         visible_pos = np.arange(n)
     edges = np.append(visible_pos, n_levels)
@@ -482,19 +481,28 @@ def _chunk_bounds(
     return out
 
 
-def _byte_cut_bounds(fits: np.ndarray, cap: int) -> list[ChunkBounds]:
+def _byte_cut_bounds(cum: np.ndarray, target_bytes: int, cap: int) -> list[ChunkBounds]:
     """``_chunk_bounds`` of byte-cut values with one visible level each (no level can overflow a
-    chunk of at most ``cap`` values): the chunk starting at every value is sized at once
-    (``pow2_at_most`` of what fits), and the chunks are walked from value 0 in plain Python."""
-    n = len(fits)
-    clipped = np.clip(fits, 2, min(cap, MAX_CHUNK_VALUES))
-    step = (np.int64(1) << np.floor(np.log2(clipped)).astype(np.int64)).tolist()  # pow2_at_most
+    chunk of at most ``cap`` values), from the values' cumulative sizes ``cum`` (n + 1 of them).
+
+    A chunk holds the most values, a power of two from 2 to ``cap``, whose bytes fit
+    ``target_bytes`` (the last one the rest); it is found by probing from the previous chunk's
+    count, which a page's alike values make right within a probe or two (a search for every
+    value's fit took ~80 ns a value: 15 ms for a page of 190k short strings)."""
+    n = len(cum) - 1
+    limit = min(cap, MAX_CHUNK_VALUES)
     bounds: list[ChunkBounds] = []
     v0 = 0
+    count = 2
     while v0 < n:
-        count = step[v0]
-        if n - v0 <= count or n - v0 < 2:
-            count = n - v0
-        bounds.append(((v0, v0 + count), (v0, v0 + count)))
-        v0 += count
+        budget = cum.item(v0) + target_bytes  # the chunk's values end at or before this byte
+        if v0 + count <= n and cum.item(v0 + count) <= budget:
+            while count < limit and v0 + 2 * count <= n and cum.item(v0 + 2 * count) <= budget:
+                count *= 2
+        else:
+            while count > 2 and (v0 + count > n or cum.item(v0 + count) > budget):
+                count //= 2
+        take = n - v0 if n - v0 <= count or n - v0 < 2 else count
+        bounds.append(((v0, v0 + take), (v0, v0 + take)))
+        v0 += take
     return bounds
