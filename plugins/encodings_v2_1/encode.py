@@ -164,7 +164,7 @@ class V21ColumnEncoder:
                     constant_layout=pb.ConstantLayout(layers=_layers(sh), inline_value=inline)
                 )
                 return EncodedPage([], pack_any(page), num_rows)
-        if not pa.types.is_dictionary(values.type) and _is_wide(values, self.large_chunks):
+        if not pa.types.is_dictionary(values.type) and _is_wide(values):
             return self._full_zip(sh, num_rows)
         return self._mini_block(sh, num_rows)
 
@@ -351,10 +351,11 @@ def _layers(sh: Shredded) -> list[pb.RepDefLayer]:
     return cast("list[pb.RepDefLayer]", sh.layers)
 
 
-def _is_wide(values: pa.Array, large_chunks: bool) -> bool:
-    """Full-zip for fixed values of >= 256 bytes (vectors: a take reads one value) and for strings
-    that are long on average or too long for a chunk (2.1 chunks hold at most 32 KiB);
-    mid-length text stays in (compressible) mini-block chunks."""
+def _is_wide(values: pa.Array) -> bool:
+    """Full-zip for values of >= 256 bytes: fixed-width ones (vectors: a take reads one value), and
+    strings or binaries as soon as the page's longest value is that long, as pylance 14 chooses
+    (observed on 2.1 and 2.2: a page of 20-byte strings with one of 256 bytes is full-zip, with
+    one of 255 mini-block)."""
     t = values.type
     if pa.types.is_struct(t):  # a packed struct: fixed-width rows in mini-block chunks
         return False
@@ -362,12 +363,8 @@ def _is_wide(values: pa.Array, large_chunks: bool) -> bool:
         return value_bits(t.value_type) * t.list_size >= WIDE_VALUE_BYTES * 8
     if value_bits(t):
         return value_bits(t) >= WIDE_VALUE_BYTES * 8
-    lengths = pc.binary_length(values)
-    longest = pc.max(lengths).as_py()
-    if longest is None:
-        return False
-    mean = pc.mean(lengths).as_py() or 0
-    return mean >= WIDE_VALUE_BYTES or longest >= (ZSTD_VALUE_BYTES if large_chunks else 8 * 1024)
+    longest = pc.max(pc.binary_length(values)).as_py()
+    return longest is not None and longest >= WIDE_VALUE_BYTES
 
 
 def _constant_value(values: pa.Array) -> bytes | None:
