@@ -130,3 +130,8 @@ class UnknownIndexTypeError(UnsupportedFeatureError, NotImplementedError):
 
 class IndexColumnTypeError(UnsupportedFeatureError, TypeError):
     """An index type cannot index a column of this type (pylance: ``TypeError``)."""
+
+
+class InvalidArgumentRangeError(InvalidArgumentError, OverflowError):
+    """A number outside what its field holds (a negative count for an unsigned one). Also an
+    ``OverflowError``, as pylance's bindings raise converting it."""

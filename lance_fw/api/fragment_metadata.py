@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lance_fw._proto import table_pb2
-from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.errors import InvalidArgumentError, InvalidArgumentRangeError, UnsupportedFeatureError
 from lance_fw.table.deletion import ARROW_ARRAY, BITMAP
 from lance_fw.table.paths import DELETIONS_DIR
 
@@ -43,7 +43,20 @@ class DeletionFile:
     id: int
     file_type: str
     num_deleted_rows: int
-    base_id: int | None = None
+    base_id: int | None
+
+    def __post_init__(self) -> None:
+        """pylance's checks at construction: a known file type, and unsigned numbers."""
+        if self.file_type not in _DELETION_EXTENSIONS:
+            raise InvalidArgumentError(
+                f"file_type must be either 'array' or 'bitmap', got {self.file_type!r}"
+            )
+        for name in ("read_version", "id", "num_deleted_rows", "base_id"):
+            value = getattr(self, name)
+            if isinstance(value, int) and value < 0:
+                raise InvalidArgumentRangeError(
+                    f"DeletionFile.{name}: can't convert negative int to unsigned"
+                )
 
     def asdict(self) -> dict:
         return asdict(self)
@@ -53,12 +66,25 @@ class DeletionFile:
 
     @staticmethod
     def from_json(text: str) -> DeletionFile:
-        return DeletionFile(**json.loads(text))
+        try:
+            fields = json.loads(text)
+            return DeletionFile(
+                fields["read_version"],
+                fields["id"],
+                fields["file_type"],
+                fields["num_deleted_rows"],
+                fields.get("base_id"),
+            )
+        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+            raise InvalidArgumentError(
+                f"Could not load DeletionFile due to error: missing or bad {exc}"
+            ) from None
 
     def path(self, fragment_id: int, base_uri: str | None = None) -> str:
-        """The file's path: relative to the dataset (``_deletions/...``), or under ``base_uri``."""
+        """The file's path: relative to the dataset (``_deletions/...``), or under ``base_uri``
+        (as an object store path, without leading or trailing slashes, as pylance gives it)."""
         name = f"{DELETIONS_DIR}/{fragment_id}-{self.read_version}-{self.id}.{_DELETION_EXTENSIONS[self.file_type]}"
-        return name if base_uri is None else f"{base_uri.rstrip('/')}/{name}"
+        return name if base_uri is None else f"{base_uri.strip('/')}/{name}"
 
     def __repr__(self) -> str:
         return f"DeletionFile(type={self.file_type!r}, num_deleted_rows={self.num_deleted_rows})"
@@ -66,7 +92,11 @@ class DeletionFile:
     @classmethod
     def of(cls, message: table_pb2.DeletionFile) -> DeletionFile:
         return cls(
-            message.read_version, message.id, _DELETION_TYPES[message.file_type], message.num_deleted_rows
+            message.read_version,
+            message.id,
+            _DELETION_TYPES[message.file_type],
+            message.num_deleted_rows,
+            message.base_id if message.HasField("base_id") else None,
         )
 
     def to_message(self) -> table_pb2.DeletionFile:
@@ -279,7 +309,11 @@ class FragmentMetadata:
                 x = d["deletion_file"]
                 m.deletion_file.CopyFrom(
                     DeletionFile(
-                        x["read_version"], x["id"], x.get("file_type", "array"), x["num_deleted_rows"]
+                        x["read_version"],
+                        x["id"],
+                        x.get("file_type", "array"),
+                        x["num_deleted_rows"],
+                        x.get("base_id"),
                     ).to_message()
                 )
             for key, kind, (_, inline, external) in (
