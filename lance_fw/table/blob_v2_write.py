@@ -275,12 +275,8 @@ def sidecar_dir(data_path: str) -> str:
     return data_path[: -len(DATA_FILE_SUFFIX)] if data_path.endswith(DATA_FILE_SUFFIX) else data_path
 
 
-def delete_sidecars(storage: Storage, data_path: str) -> list[str]:
-    """Delete the sidecar files of the data file at ``data_path`` (full path); returns their
-    paths. For whoever deletes a data file (a failed write or commit, cleanup): its blob bytes go
-    with it, as pylance's cleanup removes them."""
+def sidecar_files(storage: Storage, data_path: str) -> list[str]:
+    """The blob v2 sidecar files of the data file at ``data_path`` (full paths): whoever deletes a
+    data file (cleanup, a failed write or commit) deletes them too, as pylance's cleanup does."""
     directory = sidecar_dir(data_path)
-    paths = [f"{directory}/{name}" for name in storage.list_dir(directory) if name.endswith(SIDECAR_SUFFIX)]
-    for path in paths:
-        storage.delete(path)
-    return paths
+    return [f"{directory}/{name}" for name in storage.list_dir(directory) if name.endswith(SIDECAR_SUFFIX)]

@@ -32,6 +32,7 @@ from typing import Any
 from lance_fw._proto import table_pb2
 from lance_fw.errors import CorruptFileError, InvalidArgumentError
 from lance_fw.io.storage import Storage, join_uri
+from lance_fw.table.blob_v2_write import sidecar_dir, sidecar_files
 from lance_fw.table.file_listing import referenced_files
 from lance_fw.table.manifest import VersionEntry, commit_time, list_versions, read_manifest
 from lance_fw.table.paths import (
@@ -237,8 +238,10 @@ def cleanup_old_versions(
     earliest_kept = min(commit_time(manifests[e.version]) for e in kept)
 
     doomed: list[tuple[str, str | None]] = []
+    listed: dict[str, list[str]] = {}
     for directory, suffixes, counter in _MANAGED_DIRS:
-        for name in storage.list_dir(join_uri(uri, directory)):
+        listed[directory] = storage.list_dir(join_uri(uri, directory))
+        for name in listed[directory]:
             path = join_uri(uri, directory, name)
             if not name.endswith(suffixes) or path in needed:
                 continue
@@ -265,6 +268,14 @@ def cleanup_old_versions(
     for path, doomed_counter in doomed:
         pace.wait()
         _remove(storage, path, stats, doomed_counter)
+        # a data file's blob v2 sidecars (in a directory named as the file) go with it, counted as pylance
+        if (
+            doomed_counter == "data_files_removed"
+            and sidecar_dir(path).rsplit("/", 1)[-1] in listed[DATA_DIR]
+        ):
+            for sidecar in sidecar_files(storage, path):
+                pace.wait()
+                _remove(storage, sidecar, stats, doomed_counter)
     return stats
 
 
