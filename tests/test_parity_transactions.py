@@ -195,10 +195,7 @@ def _fragments(ds: Any) -> list:
     file names aside (random per run)."""
     out = []
     for frag in ds.get_fragments():
-        meta = (
-            frag.metadata if hasattr(frag.metadata, "to_json") else lance_fw.FragmentMetadata(frag.metadata)
-        )
-        d = meta.to_json()
+        d = frag.metadata.to_json()  # pylance's and lance_fw's FragmentMetadata alike
         d["files"] = [{**f, "path": "*", "file_size_bytes": "*"} for f in d["files"]]
         if d["deletion_file"]:
             d["deletion_file"] = {**d["deletion_file"], "id": "*"}
@@ -369,7 +366,7 @@ def test_stable_row_id_fragments(tmp_path):
         assert norm(lance_fw.dataset(path).read_transaction(version)) == norm(
             lance.dataset(path).read_transaction(version)
         )
-    ours = [lance_fw.FragmentMetadata(f.metadata).to_json() for f in lance_fw.dataset(path).get_fragments()]
+    ours = [f.metadata.to_json() for f in lance_fw.dataset(path).get_fragments()]
     theirs = [f.metadata.to_json() for f in lance.dataset(path).get_fragments()]
     assert ours == theirs and all(f["row_id_meta"] and f["created_at_version_meta"] for f in ours)
 

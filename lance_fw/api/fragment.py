@@ -15,6 +15,7 @@ import pyarrow as pa
 from lance_fw._proto import table_pb2
 from lance_fw.api._forwarding import derived_method, same_options
 from lance_fw.api.fragment_extras import FragmentExtras
+from lance_fw.api.fragment_metadata import FragmentMetadata
 from lance_fw.options import Columns, Filter, Unsupported
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.deletion import deleted_rows, deletion_path
@@ -35,19 +36,24 @@ class LanceFragment(FragmentExtras):
     """One fragment of a dataset version (pylance's ``LanceFragment`` names)."""
 
     def __init__(self, ds: LanceDataset, metadata: table_pb2.DataFragment) -> None:
-        self._ds, self.metadata = ds, metadata
+        self._ds, self._message = ds, metadata
+
+    @property
+    def metadata(self) -> FragmentMetadata:
+        """pylance's ``FragmentMetadata`` of this fragment (the manifest's ``DataFragment``)."""
+        return FragmentMetadata(self._message)
 
     @property
     def fragment_id(self) -> int:
-        return self.metadata.id
+        return self._message.id
 
     @property
     def physical_rows(self) -> int:
-        return self.metadata.physical_rows
+        return self._message.physical_rows
 
     @property
     def num_deletions(self) -> int:
-        return deleted_rows(self.metadata)
+        return deleted_rows(self._message)
 
     def count_rows(self, filter: Filter | None = None) -> int:
         if filter is not None:
@@ -55,13 +61,13 @@ class LanceFragment(FragmentExtras):
         return self.physical_rows - self.num_deletions
 
     def data_files(self) -> list:
-        return list(self.metadata.files)
+        return list(self._message.files)
 
     def deletion_file(self) -> str | None:
         """The deletion file's path relative to the dataset root (pylance's form), or None."""
-        if not self.metadata.HasField("deletion_file"):
+        if not self._message.HasField("deletion_file"):
             return None
-        d = self.metadata.deletion_file
+        d = self._message.deletion_file
         return deletion_path("", self.fragment_id, d.read_version, d.id, d.file_type).lstrip("/")
 
     def head(self, num_rows: int) -> pa.Table:

@@ -68,7 +68,7 @@ class FragmentExtras:
         offsets (a portable roaring bitmap). ``LanceOperation.Update(updated_fragments=...,
         fields_modified=...)`` commits it."""
         return fragment_writes.update_columns(
-            self._ds, self._fragment().metadata, data_obj, left_on, right_on, schema, with_offsets
+            self._ds, self._fragment()._message, data_obj, left_on, right_on, schema, with_offsets
         )
 
     def merge(
@@ -77,13 +77,13 @@ class FragmentExtras:
         """pylance's (internal) per-fragment ``merge``: a left join of this fragment with
         ``data_obj`` on ``left_on`` = ``right_on``, its other columns as a new data file (nulls
         where nothing matches), and the schema with them; ``LanceOperation.Merge`` commits them."""
-        return fragment_writes.merge(self._ds, self._fragment().metadata, data_obj, left_on, right_on, schema)
+        return fragment_writes.merge(self._ds, self._fragment()._message, data_obj, left_on, right_on, schema)
 
     def delete_rows(self, offsets: Any) -> FragmentMetadata | None:
         """pylance's (internal) delete by physical offsets in this fragment: the fragment with a
         new deletion file (itself when each is deleted already; None when no row is left);
         ``LanceOperation.Delete`` commits it."""
-        return fragment_writes.delete_rows(self._ds, self._fragment().metadata, offsets)
+        return fragment_writes.delete_rows(self._ds, self._fragment()._message, offsets)
 
     @property
     def schema(self) -> pa.Schema:
@@ -107,7 +107,7 @@ class FragmentExtras:
         from lance_fw.api.distributed import FragmentMetadata
         from lance_fw.table.delete import expression_matcher, stage_deletions
 
-        snapshot, metadata = self._ds._snapshot, self._fragment().metadata
+        snapshot, metadata = self._ds._snapshot, self._fragment()._message
         staged = stage_deletions(snapshot, expression_matcher(snapshot, predicate), [metadata])
         if staged.removed:
             return None
@@ -139,7 +139,7 @@ class FragmentExtras:
             )
         fragment = self._fragment()
         updated, schema = fragment_columns(
-            self._ds._snapshot, fragment.metadata, value_func, columns, batch_size
+            self._ds._snapshot, fragment._message, value_func, columns, batch_size
         )
         return FragmentMetadata(updated), LanceSchema(schema)
 

@@ -192,7 +192,9 @@ class LanceScanner:
         by_id = {f.id: f for f in self._snapshot.fragments}
         out = []
         for f in self.fragments:
+            # a LanceFragment's metadata: pylance's FragmentMetadata, around the manifest's message
             metadata = getattr(f, "metadata", None)
+            metadata = getattr(metadata, "message", metadata)
             if metadata is None:
                 if f not in by_id:
                     raise InvalidArgumentError(
