@@ -260,6 +260,7 @@ def cleanup_old_versions(
             if mtime is not None and mtime <= earliest_kept and _stale(mtime, now, delete_unverified):
                 doomed.append((path, None))
 
+    data_entries = set(listed[DATA_DIR])  # a data file's sidecar directory is named as the file
     stats = CleanupStats(old_versions=len(removed))
     pace = _Pace(delete_rate_limit)
     for entry in removed:  # manifests first: a crash midway leaves orphans, never a version missing files
@@ -269,10 +270,7 @@ def cleanup_old_versions(
         pace.wait()
         _remove(storage, path, stats, doomed_counter)
         # a data file's blob v2 sidecars (in a directory named as the file) go with it, counted as pylance
-        if (
-            doomed_counter == "data_files_removed"
-            and sidecar_dir(path).rsplit("/", 1)[-1] in listed[DATA_DIR]
-        ):
+        if doomed_counter == "data_files_removed" and sidecar_dir(path).rsplit("/", 1)[-1] in data_entries:
             for sidecar in sidecar_files(storage, path):
                 pace.wait()
                 _remove(storage, sidecar, stats, doomed_counter)

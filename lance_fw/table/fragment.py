@@ -402,15 +402,22 @@ class FragmentReader:
         step = max(rows.batch_size, PROBE_ROWS)  # one filter call per many rows; output stays batch_size
         first, last = self._span(rows.start, rows.stop)
         row_columns_first = getattr(matcher, "uses_row_columns", True)
+        filter_schema = _filter_schema(filter_fields)
+
+        def full_probe(columns: list[pa.Array], start: int, stop: int) -> pa.RecordBatch:
+            return pa.RecordBatch.from_arrays(
+                columns + list(self._row_columns(start, stop)), schema=probe_schema
+            )
+
         for start in range(first, last, step):
             stop = min(start + step, last)
             columns = self.read_range(filter_fields, start, stop)
-            if row_columns_first:
-                probe = pa.RecordBatch.from_arrays(
-                    columns + list(self._row_columns(start, stop)), schema=probe_schema
-                )
-            else:  # the filter names no row column: they are built for probes with matches only
-                probe = pa.RecordBatch.from_arrays(columns, schema=_filter_schema(filter_fields))
+            # a filter naming no row column gets them only for probes with matches
+            probe = (
+                full_probe(columns, start, stop)
+                if row_columns_first
+                else pa.RecordBatch.from_arrays(columns, schema=filter_schema)
+            )
             hits = np.asarray(matcher(probe), np.int64)
             mask = self.live_mask(start, stop)
             if mask is not None:
@@ -418,9 +425,7 @@ class FragmentReader:
             if not len(hits):
                 continue
             if not row_columns_first:
-                probe = pa.RecordBatch.from_arrays(
-                    columns + list(self._row_columns(start, stop)), schema=probe_schema
-                )
+                probe = full_probe(columns, start, stop)
             fetched = self._fetch_matches(others, hits, start, stop)
             found = hits + start
             windows = windows_of(found) if windows_of else self._live_windows(found, rows.batch_size)
