@@ -4,6 +4,7 @@ a removed data file's sidecar files go with it and count as removed data files, 
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import timedelta
 from typing import Any
 
@@ -23,12 +24,14 @@ def _files(root: str) -> list[str]:
 
 @pytest.mark.parametrize("writer", [lance, lance_fw], ids=["pylance-written", "lance_fw-written"])
 def test_cleanup_removes_sidecars_as_pylance(tmp_path: Any, writer: Any) -> None:
+    original = str(tmp_path / "original")
+    table = pa.table({"id": [1, 2, 3, 4], "b": writer.blob_array(VALUES)})
+    writer.write_dataset(table, original, data_storage_version="2.2")
+    writer.write_dataset(table, original, data_storage_version="2.2", mode="overwrite")
     results = []
-    for cleaner in (lance, lance_fw):
+    for cleaner in (lance, lance_fw):  # each cleans its own copy of the same files (same byte counts)
         uri = str(tmp_path / f"{cleaner.__name__}")
-        table = pa.table({"id": [1, 2, 3, 4], "b": writer.blob_array(VALUES)})
-        writer.write_dataset(table, uri, data_storage_version="2.2")
-        writer.write_dataset(table, uri, data_storage_version="2.2", mode="overwrite")
+        shutil.copytree(original, uri)
         before = _files(os.path.join(uri, "data"))
         stats = cleaner.dataset(uri).cleanup_old_versions(older_than=timedelta(0), delete_unverified=True)
         after = _files(os.path.join(uri, "data"))
