@@ -58,6 +58,8 @@ def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(np.asarray(starts, np.int64) - out_starts, lengths) + np.arange(total)
 
 
+#: Ranges few enough that slicing each beats building the ``take`` below (~10 us of set-up).
+_FEW_RANGES = 4
 #: Mean range length above which slicing each range beats building a per-byte index array.
 _SLICE_ABOVE = 64
 
@@ -67,6 +69,12 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     lengths = np.asarray(lengths, np.int64)
     if not len(lengths):
         return data[:0]
+    if len(lengths) <= _FEW_RANGES:  # a point lookup's one value: slices, not a kernel call
+        spans = list(zip(np.asarray(starts).tolist(), lengths.tolist()))
+        if all(a >= 0 and n >= 0 and a + n <= len(data) for a, n in spans):
+            if len(spans) == 1:
+                return data[spans[0][0] : spans[0][0] + spans[0][1]].copy()
+            return np.concatenate([data[a : a + n] for a, n in spans])
     ordered = _ordered_take(data, np.asarray(starts, np.int64), lengths)
     if ordered is not None:
         return ordered
@@ -119,6 +127,11 @@ def gather_rows(data: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
         return np.zeros((len(starts), width), data.dtype)
     if len(data) < width:
         raise IndexError(f"rows of {width} items out of {len(data)}")
+    if len(starts) == 1:  # a point lookup's one row: a slice (the view below costs ~10 us)
+        at = int(starts[0])
+        if at < 0 or at + width > len(data):
+            raise IndexError(f"row at {at} of {width} items out of {len(data)}")
+        return data[at : at + width].reshape(1, width).copy()
     if data.ndim == 1 and data.flags.c_contiguous:  # the same view, without numpy's ~10 us of checks
         step = data.itemsize
         windows = np.ndarray((len(data) - width + 1, width), data.dtype, data, 0, (step, step))

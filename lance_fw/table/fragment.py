@@ -123,7 +123,11 @@ def _matched_batches(
         for f in fields
     ]
     arrays += [probe.column(name).take(chosen) for name in schema.names[len(fields) :]]
-    out = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    yield from _window_slices(pa.RecordBatch.from_arrays(arrays, schema=schema), windows)
+
+
+def _window_slices(out: pa.RecordBatch, windows: np.ndarray) -> Iterator[pa.RecordBatch]:
+    """``out`` cut where its rows' ``windows`` (ascending) change: one batch per window."""
     cuts = [0, *(np.flatnonzero(np.diff(windows)) + 1).tolist(), out.num_rows]
     for lo, hi in itertools.pairwise(cuts):
         yield out.slice(lo, hi - lo)
@@ -347,11 +351,23 @@ class FragmentReader:
         """Stable row id of every physical row, or None (then row ids are row addresses)."""
         return fragment_row_ids(self.storage, self.base_uri, self.fragment)
 
-    def _row_columns(self, start: int, stop: int) -> tuple[pa.Array, pa.Array]:
-        """``_rowid`` and ``_rowaddr`` of physical rows [start, stop)."""
-        address = pa.array(row_addresses(self.fragment.id, np.arange(start, stop, dtype=np.uint64)))
+    def _row_columns(self, offsets: np.ndarray | range) -> tuple[pa.Array, pa.Array]:
+        """``_rowid`` and ``_rowaddr`` of physical rows ``offsets`` (an array, or a range)."""
+        at = np.arange(offsets.start, offsets.stop) if isinstance(offsets, range) else offsets
+        address = pa.array(row_addresses(self.fragment.id, at.astype(np.uint64)))
         ids = self.row_ids
-        return (address if ids is None else pa.array(ids[start:stop])), address
+        if ids is None:
+            return address, address
+        return pa.array(
+            ids[offsets.start : offsets.stop] if isinstance(offsets, range) else ids[offsets]
+        ), address
+
+    def _asked_row_columns(self, offsets: np.ndarray | range, rows: Rows) -> list[pa.Array]:
+        """The row columns ``rows`` asks for (``_rowid`` first), of physical rows ``offsets``."""
+        if not (rows.with_row_id or rows.with_row_address):
+            return []
+        row_id, address = self._row_columns(offsets)
+        return ([row_id] if rows.with_row_id else []) + ([address] if rows.with_row_address else [])
 
     def _span(self, start: int, stop: int | None) -> tuple[int, int]:
         """Physical rows [start, stop) clipped to the fragment (a Spark task reads one such slice)."""
@@ -368,10 +384,7 @@ class FragmentReader:
         for span_start in range(first, last, step):
             span_stop = min(span_start + step, last)
             arrays = self.read_range(rows.fields, span_start, span_stop)
-            if rows.with_row_id or rows.with_row_address:
-                row_id, address = self._row_columns(span_start, span_stop)
-                arrays += [row_id] if rows.with_row_id else []
-                arrays += [address] if rows.with_row_address else []
+            arrays += self._asked_row_columns(range(span_start, span_stop), rows)
             span = pa.RecordBatch.from_arrays(arrays, schema=schema)
             for start in range(span_start, span_stop, rows.batch_size):
                 stop = min(start + rows.batch_size, span_stop)
@@ -406,7 +419,7 @@ class FragmentReader:
 
         def full_probe(columns: list[pa.Array], start: int, stop: int) -> pa.RecordBatch:
             return pa.RecordBatch.from_arrays(
-                columns + list(self._row_columns(start, stop)), schema=probe_schema
+                columns + list(self._row_columns(range(start, stop))), schema=probe_schema
             )
 
         for start in range(first, last, step):
@@ -496,16 +509,12 @@ class FragmentReader:
             return
         if not len(offsets):
             return
-        ids = self.row_ids
-        address = pa.array(row_addresses(self.fragment.id, offsets.astype(np.uint64)))
-        row_id = address if ids is None else pa.array(ids[offsets])
-        if exact:
-            row_columns = pa.RecordBatch.from_arrays([row_id, address], schema=_probe_schema([]))
-            fetched = self.take_physical(rows.fields, offsets)
-            every = np.arange(len(offsets))
-            windows = window_of_candidate(offsets)
-            yield from _matched_batches(rows.fields, [], row_columns, every, fetched, rows.schema(), windows)
+        if exact:  # every candidate is a match, in order: its columns are the batch
+            fetched = self.take_physical(rows.fields, offsets) + self._asked_row_columns(offsets, rows)
+            out = pa.RecordBatch.from_arrays(fetched, schema=rows.schema())
+            yield from _window_slices(out, window_of_candidate(offsets))
             return
+        row_id, address = self._row_columns(offsets)
         filter_ids = [f.id for f in filter_fields]
         probe = pa.RecordBatch.from_arrays(
             self.take_physical(filter_fields, offsets) + [row_id, address],

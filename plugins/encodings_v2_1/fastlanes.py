@@ -443,6 +443,20 @@ def unpack_inline_at(
     return unpack_at(words, starts, widths, uncompressed_bits, block_of, position)
 
 
+def unpack_one(words: np.ndarray, start: int, width: int, t: int, position: int) -> int:
+    """:func:`unpack_at` of one value, in Python integers (a point lookup: a dozen array steps
+    on one element cost ~25 us, this ~3 us). The high word's shift can pass ``t`` bits here; the
+    ``keep`` mask drops what a ``t``-bit shift would have."""
+    if width == 0:  # no packed words: the value is 0
+        return 0
+    lo, hi, shift, hshift, keep, masks = _plan_table(t)
+    value = int(words[start + lo[width, position]]) >> int(shift[width, position])
+    value |= (int(words[start + hi[width, position]]) << int(hshift[width, position])) & int(
+        keep[width, position]
+    )
+    return value & int(masks[width])
+
+
 def unpack_at(
     words: np.ndarray,
     starts: np.ndarray,

@@ -70,6 +70,8 @@ class SymbolTable:
     lengths: np.ndarray  # (512,) uint8
     #: the 512 entries as a binary array, what ``take`` expands codes with (``_entries``)
     entries: pa.LargeBinaryArray
+    #: each code's symbol as bytes (``_decompress_one``)
+    symbols: tuple[bytes, ...]
 
 
 def parse_symbol_table(raw: bytes, where: str = "fsst symbol table") -> SymbolTable:
@@ -100,7 +102,12 @@ def _parse_cached(raw: bytes) -> SymbolTable:
     lengths = np.ones(_TABLE_ROWS, np.uint8)
     lengths[:256] = 0
     lengths[:n_symbols] = lens
-    return SymbolTable(int(n_symbols), bool(encoder_switch), words, lengths, _entries(words, lengths))
+    symbols = tuple(
+        int(w).to_bytes(8, "little")[:n] for w, n in zip(words[:n_symbols].tolist(), lens.tolist())
+    )
+    return SymbolTable(
+        int(n_symbols), bool(encoder_switch), words, lengths, _entries(words, lengths), symbols
+    )
 
 
 def decompress(
@@ -129,6 +136,9 @@ def decompress(
         return rel, codes.copy()
     if codes.size == 0:
         return rel, np.zeros(0, np.uint8)
+    if offsets.size == 2 and codes.size <= ONE_STRING_LOOP_CODES:
+        one = _decompress_one(st, codes.tobytes(), where)
+        return np.array([0, one.size], np.int64), one
     parts = min(pools.workers(), codes.size // PARALLEL_PART_BYTES)
     if parts > 1:
         return _decompress_in_parts(st, codes, rel, parts, where)
@@ -164,6 +174,32 @@ def _decompress_in_parts(
         + [np.array([sum(sizes)], np.int64)]
     )
     return offsets, data
+
+
+#: Codes of a lone string up to which it is decoded by a Python loop (a point lookup's one value:
+#: the array path costs ~25 us of call overhead whatever the length, the loop ~0.1 us a code).
+ONE_STRING_LOOP_CODES = 64
+
+
+def _decompress_one(st: SymbolTable, codes: bytes, where: str) -> np.ndarray:
+    """One string's codes decompressed, with :func:`_decompress_codes`' checks."""
+    out = bytearray()
+    i, n = 0, len(codes)
+    while i < n:
+        code = codes[i]
+        if code == ESCAPE:
+            if i + 1 >= n:
+                raise CorruptFileError(where, "FSST data has an escape byte (255) at the end of a string")
+            out.append(codes[i + 1])
+            i += 2
+            continue
+        if code >= st.n_symbols:
+            raise CorruptFileError(
+                where, f"FSST data uses a code beyond the {st.n_symbols} symbols of its table"
+            )
+        out += st.symbols[code]
+        i += 1
+    return np.frombuffer(bytes(out), np.uint8)
 
 
 def _decompress_codes(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +34,11 @@ class PageLevels:
     constant_buffers: list[bytes] | None = None
 
 
-def _pad8(n: int) -> int:
+_Int = TypeVar("_Int", int, np.ndarray)
+
+
+def _pad8(n: _Int) -> _Int:
+    """``n`` rounded up to a multiple of 8 (a Python int, or each of an array's)."""
     return n + (-n % 8)
 
 
@@ -87,8 +92,15 @@ def _chunk_table(
     return starts[:-1], sizes, counts
 
 
-def _pad8_array(x: np.ndarray) -> np.ndarray:
-    return (x + 7) // 8 * 8
+@dataclass(frozen=True)
+class ChunkTable:
+    """Every chunk of a page: byte start, byte size, value count, and the values up to its end
+    (the arrays are shared by cached tables, so read-only)."""
+
+    starts: np.ndarray
+    sizes: np.ndarray
+    counts: np.ndarray
+    ends: np.ndarray
 
 
 @dataclass
@@ -116,29 +128,61 @@ def _parse_chunks(
     width = 4 if large else 2
     level_words = 1 + has_rep + has_def  # u16 fields: level count, rep bytes, def bytes
     header = 2 * level_words + width * nbuf
+    if len(starts_a) == 1:  # a point lookup's one chunk: its header as Python ints, not arrays
+        at, size = int(starts_a[0]), int(sizes_a[0])
+        if size < header or at < 0 or at + header > len(data):
+            raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
+        ints = struct.unpack_from(f"<{level_words}H{nbuf}{'I' if large else 'H'}", data.data, at)
+        places = _chunk_places(at, size, ints, has_rep, has_def, header, level_words, where)
+        return _chunks_of(list(np.array(places, np.int64).reshape(-1, 1)))  # each field a view of one array
     if len(starts_a) and (sizes_a < header).any():
         raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
-
     # every chunk's header bytes as one (chunks, header) grid, then its u16 / u32 fields
     grid = gather_rows(data, starts_a, header)
-    small = np.ascontiguousarray(grid[:, : 2 * level_words]).view("<u2")
-    num_levels = small[:, 0].astype(np.int64)
-    zeros = np.zeros(len(starts_a), np.int64)
-    rep_start = starts_a + (header + 7) // 8 * 8
-    rep_bytes = small[:, 1].astype(np.int64) if has_rep else zeros
-    def_start = rep_start + _pad8_array(rep_bytes) if has_rep else rep_start
-    def_bytes = small[:, 1 + has_rep].astype(np.int64) if has_def else zeros
-    cursor = def_start + _pad8_array(def_bytes) if has_def else def_start
-    wide = np.ascontiguousarray(grid[:, 2 * level_words :]).view("<u4" if large else "<u2")
-    bufs = []
-    for k in range(nbuf):
-        size = wide[:, k].astype(np.int64)
-        bufs.append((cursor, size))
-        cursor = cursor + _pad8_array(size)
-    last_end = bufs[-1][0] + bufs[-1][1] if bufs else def_start + def_bytes
-    if len(starts_a) and (last_end > starts_a + sizes_a).any():
+    small = np.ascontiguousarray(grid[:, : 2 * level_words]).view("<u2").astype(np.int64)
+    wide = np.ascontiguousarray(grid[:, 2 * level_words :]).view("<u4" if large else "<u2").astype(np.int64)
+    fields = [small[:, i] for i in range(level_words)] + [wide[:, k] for k in range(nbuf)]
+    return _chunks_of(_chunk_places(starts_a, sizes_a, fields, has_rep, has_def, header, level_words, where))
+
+
+def _chunks_of(places: list[np.ndarray]) -> _Chunks:
+    """``_chunk_places``' list as a ``_Chunks``."""
+    num_levels, rep_start, rep_bytes, def_start, def_bytes, *bufs = places
+    return _Chunks(
+        num_levels, (rep_start, rep_bytes), (def_start, def_bytes), list(zip(bufs[::2], bufs[1::2]))
+    )
+
+
+def _chunk_places(
+    starts: _Int,
+    sizes: _Int,
+    fields: Sequence[_Int],
+    has_rep: bool,
+    has_def: bool,
+    header: int,
+    level_words: int,
+    where: str,
+) -> list[_Int]:
+    """Where the parts of chunks starting at ``starts`` lie, from their header ``fields`` (level
+    count, rep bytes, def bytes where present, then each buffer's size): level counts, rep start,
+    rep bytes, def start, def bytes, then each buffer's start and size. The same
+    arithmetic for one chunk's Python ints and for arrays of many chunks' fields."""
+    num_levels = fields[0]
+    rep_start = starts + _pad8(header)
+    rep_bytes = fields[1] if has_rep else 0 * starts
+    def_start = rep_start + _pad8(rep_bytes) if has_rep else rep_start
+    def_bytes = fields[1 + has_rep] if has_def else 0 * starts
+    cursor = def_start + _pad8(def_bytes) if has_def else def_start
+    out = [num_levels, rep_start, rep_bytes, def_start, def_bytes]
+    end = def_start + def_bytes
+    for size in fields[level_words:]:
+        out += [cursor, size]
+        end = cursor + size
+        cursor = cursor + _pad8(size)
+    overrun = end > starts + sizes
+    if overrun is True or (isinstance(overrun, np.ndarray) and overrun.any()):
         raise CorruptFileError(where, "a mini-block chunk's buffers overrun the chunk")
-    return _Chunks(num_levels, (rep_start, rep_bytes), (def_start, def_bytes), bufs)
+    return out
 
 
 def _chunk_levels(

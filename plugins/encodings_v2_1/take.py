@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,9 +19,9 @@ from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_rows
 from lance_fw.file.encoding import PageInput
 
-from . import chunked, layouts
+from . import chunked, layouts, point
 from .decoded_values import DecodedValues, as_u8
-from .layouts import PageLevels
+from .layouts import ChunkTable, PageLevels
 from .repdef import LIST_LAYERS
 
 
@@ -48,30 +47,19 @@ CHUNK_TABLE_CACHE_META_BYTES = 8 * 1024
 CHUNK_TABLE_CACHE_ENTRIES = 256
 
 
-@dataclass(frozen=True)
-class _ChunkTable:
-    """Every chunk of a page: byte start, byte size, value count, and the values up to its end
-    (the arrays are shared by cached tables, so read-only)."""
-
-    starts: np.ndarray
-    sizes: np.ndarray
-    counts: np.ndarray
-    ends: np.ndarray
+_CHUNK_TABLES: LruCache[tuple[int, int, int], ChunkTable] = LruCache(CHUNK_TABLE_CACHE_ENTRIES)
 
 
-_CHUNK_TABLES: LruCache[tuple[int, int, int], _ChunkTable] = LruCache(CHUNK_TABLE_CACHE_ENTRIES)
-
-
-def _chunk_table(layout: pb.MiniBlockLayout, page: PageInput) -> _ChunkTable:
+def _chunk_table(layout: pb.MiniBlockLayout, page: PageInput) -> ChunkTable:
     """The page's chunk table (``layouts.chunk_table``). A point lookup reads the same pages'
     tables call after call, so small ones are kept by the page's identity (``PageInput.key``):
     a hit reads and parses nothing."""
     cacheable = page.key is not None and page.buffer_size(0) <= CHUNK_TABLE_CACHE_META_BYTES
 
-    def load() -> _ChunkTable:
+    def load() -> ChunkTable:
         meta = as_u8(page.read_parts([(0, 0, page.buffer_size(0))])[0])
         starts, sizes, counts = layouts.chunk_table(layout, meta, page.buffer_size(1), page.where)
-        table = _ChunkTable(starts, sizes, counts, np.cumsum(counts))
+        table = ChunkTable(starts, sizes, counts, np.cumsum(counts))
         if cacheable:
             for array in (table.starts, table.sizes, table.counts, table.ends):
                 array.setflags(write=False)
@@ -111,6 +99,10 @@ def mini_block_rows(
         return levels, _rep_positions(
             levels, layout, chosen, num_levels, completed, run_start, start_chunk, rows, where
         )
+    if len(rows) == 1 and dictionary is None:
+        one = point.one_row(layout, page, int(rows[0]), table)
+        if one is not None:
+            return one, None
     data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, rows, table)
     run = layouts.ChunkRun(layout, data, local_starts, sizes, counts, dictionary, where)
     compact = _levels_at(run, k, within)
@@ -127,7 +119,7 @@ def _chosen_chunks(
     layout: pb.MiniBlockLayout,
     page: PageInput,
     rows: np.ndarray,
-    table: _ChunkTable,
+    table: ChunkTable,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The chunks holding ``rows`` (sorted, distinct) of a page without repetition, read and laid
     end to end: (their bytes, where each starts there, their sizes, their value counts, each
