@@ -1,0 +1,66 @@
+"""Filtered reads that take their other columns (late materialisation) and takes spread over many
+pages equal pylance's, on the paths chosen for large reads: columns taken side by side on the take
+pool (``fragment.PARALLEL_TAKE_ROWS``), vectors taken rather than read whole (``_takes_values``),
+and pages of chosen chunks decoded in groups (``take.JOIN_BYTES``). The thresholds are lowered
+here so that tables of tens of thousands of rows cross them."""
+
+from __future__ import annotations
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_fw
+import lance_fw.file.writer as file_writer
+import lance_fw.table.fragment as fragment
+import lance_fw_plugins.encodings_v2_1.take as v21_take
+from conftest import assert_tables_equal
+
+ROWS = 40_000
+
+
+def _table(n: int) -> pa.Table:
+    rng = np.random.default_rng(8)
+    return pa.table({
+        "id": pa.array(np.arange(n, dtype=np.int64)),
+        "category": pa.array(rng.integers(0, 50, n).astype(np.int32)),
+        "value": pa.array(rng.standard_normal(n)),
+        "name": pa.array([f"name-{i % 977}-{'z' * (i % 13)}" for i in range(n)]),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 24, dtype=np.float32)), 24),
+        "maybe": pa.array(np.arange(n, dtype=np.int32), mask=np.arange(n) % 5 == 0),
+    })
+
+
+@pytest.fixture(params=[False, True], ids=["default-thresholds", "low-thresholds"])
+def thresholds(request, monkeypatch):
+    if request.param:  # and lance_fw writes pages of 32 KiB, so a column has tens of them
+        monkeypatch.setattr(fragment, "PARALLEL_TAKE_ROWS", 16)
+        monkeypatch.setattr(v21_take, "JOIN_BYTES", 64 << 10)
+        monkeypatch.setattr(file_writer, "DEFAULT_MAX_PAGE_BYTES", 32 << 10)
+    return request.param
+
+
+@pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_filtered_reads_equal_pylance(uri, writer, version, thresholds):
+    write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
+    write(_table(ROWS), uri, data_storage_version=version, max_rows_per_file=25_000)
+    pl, fw = lance.dataset(uri), lance_fw.dataset(uri)
+    for text in ("category < 5", "category = 7", "category < 12 AND value > 0", "maybe IS NULL"):
+        for columns in (None, ["vector", "name"], ["id"]):
+            assert_tables_equal(pl.to_table(filter=text, columns=columns),
+                                fw.to_table(filter=text, columns=columns))
+    rows = pl.to_table(filter="category < 5", with_row_id=True)
+    assert_tables_equal(rows, fw.to_table(filter="category < 5", with_row_id=True))
+
+
+@pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
+def test_takes_over_many_pages_equal_pylance(uri, writer, thresholds):
+    write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
+    write(_table(ROWS), uri, data_storage_version="2.2")
+    pl, fw = lance.dataset(uri), lance_fw.dataset(uri)
+    rng = np.random.default_rng(2)
+    for share in (0.01, 0.1, 0.3):
+        wanted = np.sort(rng.choice(ROWS, int(ROWS * share), replace=False)).tolist()
+        assert_tables_equal(pl.take(wanted), fw.take(wanted))
