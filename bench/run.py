@@ -92,6 +92,11 @@ def workloads(paths: dict[str, str], rows: int, indices: np.ndarray):
             "pylance": lambda k=key: pl(k).to_table(),
             "parquet": lambda: pq.read_table(parquet),
         }
+        out[f"scan string col [{key}]"] = {
+            "lance_fw": lambda k=key: fw(k).to_table(columns=["name"]),
+            "pylance": lambda k=key: pl(k).to_table(columns=["name"]),
+            "parquet": lambda: pq.read_table(parquet, columns=["name"]),
+        }
         out[f"take 100 rows, all cols [{key}]"] = {
             "lance_fw": lambda k=key: need(fw(k), "take")(idx),
             "pylance": lambda k=key: pl(k).take(idx),
@@ -123,6 +128,7 @@ def duckdb_workloads(paths: dict[str, str], rows: int):
         "group-by aggregate": "SELECT category, count(*), avg(value) FROM {t} GROUP BY category",
         "selective filter": f"SELECT id, value FROM {{t}} WHERE id = {rows // 2}",
         "point lookup": f"SELECT * FROM {{t}} WHERE id = {rows // 7}",
+        "top-N": "SELECT id, value FROM {t} ORDER BY value DESC LIMIT 10",
     }
     out = {}
     for name, sql in queries.items():
