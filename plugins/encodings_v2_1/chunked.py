@@ -13,7 +13,7 @@ import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges, range_positions
+from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges, pool_empty, range_positions
 
 from . import fastlanes
 from .compressive import (
@@ -286,23 +286,25 @@ def _variable_ranges(
         return _variable_needed(enc, chunks, where, needed)
     sizes, counts_a = chunks.sizes, chunks.counts
     words, big, base, width = _variable_words(enc, chunks, where)
-    # offsets of chunk c sit at words[base_c / width + j], j = 0..n_c
-    offs = gather_ranges(words, base // width, counts_a + 1).astype(np.int64)
-    bounds = np.zeros(len(counts_a) + 1, np.int64)
-    np.cumsum(counts_a + 1, out=bounds[1:])
-    first, last = offs[bounds[:-1]], offs[bounds[1:] - 1]
+    # offsets of chunk c sit at words[base_c / width + j], j = 0..n_c: its first and its end one
+    at = base // width
+    if len(at) and int(at[-1] + counts_a[-1]) >= len(words):
+        raise CorruptFileError(where, "variable chunk offsets lie past their chunk")
+    first, last = words[at].astype(np.int64), words[at + counts_a].astype(np.int64)
     if (last > sizes).any() or (last < first).any():
         raise CorruptFileError(where, "variable chunk offsets point past their chunk or are out of order")
     # a chunk's values lie back to back: copy one range per chunk, not one per value; in the
-    # output, chunk c's offsets move by (bytes of the chunks before it) - (its first offset)
+    # output, chunk c's value starts move by (bytes of the chunks before it) - (its first offset),
+    # and the last chunk's end closes them (each other chunk's end is the next one's start)
     data = gather_ranges(big, base + first, last - first)
-    before = np.zeros(len(counts_a), np.int64)
-    np.cumsum((last - first)[:-1], out=before[1:])
-    offs += np.repeat(before - first, counts_a + 1)
-    keep = np.ones(len(offs), bool)
-    keep[bounds[1:-1] - 1] = False  # each chunk's end offset is the next one's start
-    out_offs = offs[keep]
-    if (out_offs[1:] < out_offs[:-1]).any():
+    before = np.zeros(len(counts_a) + 1, np.int64)
+    np.cumsum(last - first, out=before[1:])
+    out_offs = pool_empty(int(counts_a.sum()) + 1, np.int64)
+    starts = gather_ranges(words, at, counts_a)
+    starts = starts.view(np.int64) if starts.dtype == np.uint64 else starts  # u64 + i64 would be float
+    np.add(starts, np.repeat(before[:-1] - first, counts_a), out=out_offs[:-1])
+    out_offs[-1] = before[-1]
+    if (out_offs[1:] < out_offs[:-1]).any():  # also a value past its chunk's end: the next chunk's start
         raise CorruptFileError(where, "variable chunk offsets are out of order")
     return DecodedValues("variable", len(out_offs) - 1, data, offsets=out_offs)
 

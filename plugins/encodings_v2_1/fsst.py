@@ -157,7 +157,9 @@ def _decompress_in_parts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_decompress_codes` over ``parts`` runs of whole strings (an escape never ends a
     string, so no escape pair is split), side by side; their outputs laid end to end."""
-    cuts = np.searchsorted(rel, np.linspace(0, codes.size, parts + 1)[1:-1]).tolist()
+    # int64 targets: float ones would make numpy cast all of ``rel`` (a million offsets) to float
+    targets = np.arange(1, parts, dtype=np.int64) * codes.size // parts
+    cuts = np.searchsorted(rel, targets).tolist()
     bounds = [0, *sorted(set(cuts) - {0, len(rel) - 1}), len(rel) - 1]
 
     def run(span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -168,11 +170,13 @@ def _decompress_in_parts(
     sizes = [int(part_offsets[-1]) for part_offsets, _ in done]
     data = pool_empty(sum(sizes), np.uint8)
     np.concatenate([part_data for _, part_data in done], out=data)
-    shifts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    offsets = np.concatenate(
-        [part_offsets[:-1] + shift for (part_offsets, _), shift in zip(done, shifts, strict=True)]
-        + [np.array([sum(sizes)], np.int64)]
-    )
+    offsets = pool_empty(len(rel), np.int64)  # each part's offsets moved by the bytes before it, in place
+    at = shift = 0
+    for (part_offsets, _), size in zip(done, sizes, strict=True):
+        count = len(part_offsets) - 1
+        np.add(part_offsets[:-1], shift, out=offsets[at : at + count])
+        at, shift = at + count, shift + size
+    offsets[-1] = shift
     return offsets, data
 
 
