@@ -1,8 +1,9 @@
-"""Filtered reads that take their other columns (late materialisation) and takes spread over many
-pages equal pylance's, on the paths chosen for large reads: columns taken side by side on the take
-pool (``fragment.PARALLEL_TAKE_ROWS``), vectors taken rather than read whole (``_takes_values``),
-and pages of chosen chunks decoded in groups (``take.JOIN_BYTES``). The thresholds are lowered
-here so that tables of tens of thousands of rows cross them."""
+"""Filtered reads that take their other columns (late materialisation), takes spread over many
+pages and scans equal pylance's, on the paths chosen for large reads: columns taken side by side
+on the take pool (``fragment.PARALLEL_TAKE_ROWS``), vectors taken rather than read whole
+(``_takes_values``), pages of chosen chunks decoded in groups (``take.JOIN_BYTES``), and a page
+decoded beside the next one (``reader.DECODE_AHEAD_BYTES``). The thresholds are lowered here so
+that tables of tens of thousands of rows cross them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import lance_fw
+import lance_fw.file.reader as file_reader
 import lance_fw.file.writer as file_writer
 import lance_fw.table.fragment as fragment
 import lance_fw_plugins.encodings_v2_1.take as v21_take
@@ -38,6 +40,8 @@ def thresholds(request, monkeypatch):
         monkeypatch.setattr(fragment, "PARALLEL_TAKE_ROWS", 16)
         monkeypatch.setattr(v21_take, "JOIN_BYTES", 64 << 10)
         monkeypatch.setattr(file_writer, "DEFAULT_MAX_PAGE_BYTES", 32 << 10)
+        monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 8 << 10)
+        monkeypatch.setattr(fragment, "SCAN_READ_ROWS", 1024)  # reads of one page or less
     return request.param
 
 
@@ -64,3 +68,18 @@ def test_takes_over_many_pages_equal_pylance(uri, writer, thresholds):
     for share in (0.01, 0.1, 0.3):
         wanted = np.sort(rng.choice(ROWS, int(ROWS * share), replace=False)).tolist()
         assert_tables_equal(pl.take(wanted), fw.take(wanted))
+
+
+@pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
+def test_scans_equal_pylance(uri, writer, thresholds):
+    """Whole scans, one column (a page and the next decoded side by side), batches and offsets."""
+    write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
+    write(_table(ROWS), uri, data_storage_version="2.2")
+    pl, fw = lance.dataset(uri), lance_fw.dataset(uri)
+    for columns in (["name"], ["vector"], None):
+        assert_tables_equal(pl.to_table(columns=columns), fw.to_table(columns=columns))
+        assert_tables_equal(pl.to_table(columns=columns), fw.to_table(columns=columns, batch_size=1024))
+    assert_tables_equal(pl.to_table(columns=["name"], offset=12_345, limit=20_000),
+                        fw.to_table(columns=["name"], offset=12_345, limit=20_000))
+    first = next(iter(fw.to_batches(columns=["name"], batch_size=5_000)))
+    assert first.equals(next(iter(pl.to_batches(columns=["name"], batch_size=5_000))))

@@ -182,9 +182,9 @@ class LanceFileReader:
         Why: a scan decodes a column's page on the first batch that touches it, column after
         column (and a range over several pages of a column, page after page), while the later
         batches only slice decoded pages; decoding those pages at once uses every core on the
-        expensive batch (numpy, pyarrow and zstd release the GIL). Nothing happens unless two or
-        more pages of ``DECODE_AHEAD_BYTES`` or more are needed within the range (others are
-        read as usual). Pages decoded here wait in ``_ahead`` until the range is read.
+        expensive batch (numpy, pyarrow and zstd release the GIL). Nothing happens unless two or more
+        pages of ``DECODE_AHEAD_BYTES`` or more are needed within the range, or one and the page after
+        it (others are read as usual). Pages decoded here wait in ``_ahead`` until they are read.
         """
         stop = min(stop, self.num_rows)
         if stop <= start or self.tail.version == (2, 0):  # 2.0 pages are plain: copies, not compute
@@ -203,9 +203,18 @@ class LanceFileReader:
             jobs += [
                 (col, p, arrow_type, leaf) for p in range(first, last + 1) if self._cached(col, p) is None
             ]
-        heavy = [
-            j for j in jobs if sum(self.tail.columns[j[0]].pages[j[1]].buffer_sizes) >= DECODE_AHEAD_BYTES
-        ]
+
+        def is_heavy(col: int, page: int) -> bool:
+            return sum(self.tail.columns[col].pages[page].buffer_sizes) >= DECODE_AHEAD_BYTES
+
+        heavy = [j for j in jobs if is_heavy(j[0], j[1])]
+        if len(heavy) == 1 and stop < self.num_rows:  # one wide column: its next page beside it,
+            col, page, arrow_type, leaf = heavy[0]  # waiting in ``_ahead`` for the reads reaching it
+            if page + 1 < len(self.tail.columns[col].pages) and is_heavy(col, page + 1):
+                with self._lock:  # a read that jumped past pages decoded ahead drops them
+                    for behind in [k for k in self._ahead if k[0] == col and k[1] < page]:
+                        del self._ahead[behind]
+                heavy += [(col, page + 1, arrow_type, leaf)] if self._cached(col, page + 1) is None else []
         if len(heavy) < 2:  # a thread handoff costs more than decoding a small page here
             return
         jobs = heavy
@@ -220,7 +229,8 @@ class LanceFileReader:
                 self._ahead[(col, page)] = decoded
 
     def _row_column_types(self, fields: list[LanceField]) -> list[tuple[int, LanceField, pa.DataType]]:
-        """As ``_row_columns``, with the Arrow type each column's pages decode to."""
+        """(column, field, Arrow type its pages decode to) of each column holding ``fields``'
+        values row for row."""
         out: list[tuple[int, LanceField, pa.DataType]] = []
         for field in fields:
             if self.tail.version != (2, 0):
@@ -236,15 +246,7 @@ class LanceFileReader:
 
     def _row_columns(self, fields: list[LanceField]) -> list[tuple[int, LanceField]]:
         """(column, field) of each column holding ``fields``' values row for row."""
-        out: list[tuple[int, LanceField]] = []
-        for field in fields:
-            if self.tail.version != (2, 0):
-                out += [(self._column(chain[-1]), chain[-1]) for chain in structure_v2_1.leaf_paths(field)]
-            elif field.is_struct and not field.is_packed:
-                out += self._row_columns(field.children)
-            elif not field.is_list:
-                out.append((self._column(field), field))
-        return out
+        return [(col, leaf) for col, leaf, _ in self._row_column_types(fields)]
 
     def read_field(self, field: LanceField, start: int, stop: int) -> pa.Array:
         if self.tail.version != (2, 0):
