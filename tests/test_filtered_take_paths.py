@@ -2,7 +2,8 @@
 pages and scans equal pylance's, on the paths chosen for large reads: columns taken side by side
 on the take pool (``fragment.PARALLEL_TAKE_ROWS``), vectors taken rather than read whole
 (``_takes_values``), pages of chosen chunks decoded in groups (``take.JOIN_BYTES``), and a page
-decoded beside the next one (``reader.DECODE_AHEAD_BYTES``). The thresholds are lowered here so
+decoded beside the next one (``reader.DECODE_AHEAD_BYTES``); scan reads ending at the widest
+column's page boundaries (``fragment.WIDE_PAGE_BYTES``). The thresholds are lowered here so
 that tables of tens of thousands of rows cross them."""
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def thresholds(request, monkeypatch):
         monkeypatch.setattr(file_writer, "DEFAULT_MAX_PAGE_BYTES", 32 << 10)
         monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 8 << 10)
         monkeypatch.setattr(fragment, "SCAN_READ_ROWS", 1024)  # reads of one page or less
+        monkeypatch.setattr(fragment, "WIDE_PAGE_BYTES", 4 << 10)  # reads end at page boundaries
     return request.param
 
 
@@ -81,5 +83,8 @@ def test_scans_equal_pylance(uri, writer, thresholds):
         assert_tables_equal(pl.to_table(columns=columns), fw.to_table(columns=columns, batch_size=1024))
     assert_tables_equal(pl.to_table(columns=["name"], offset=12_345, limit=20_000),
                         fw.to_table(columns=["name"], offset=12_345, limit=20_000))
-    first = next(iter(fw.to_batches(columns=["name"], batch_size=5_000)))
-    assert first.equals(next(iter(pl.to_batches(columns=["name"], batch_size=5_000))))
+    for batch_size in (100, 700, 5_000):  # batches cut as pylance cuts them, across page boundaries
+        ours = list(fw.to_batches(columns=["name", "id"], batch_size=batch_size))
+        theirs = list(pl.to_batches(columns=["name", "id"], batch_size=batch_size))
+        assert [b.num_rows for b in ours] == [b.num_rows for b in theirs]
+        assert all(a.equals(b) for a, b in zip(ours, theirs))

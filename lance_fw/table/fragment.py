@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -21,6 +22,7 @@ from lance_fw.file import structure_v2_1
 from lance_fw.file.buffers import is_variable_bytes
 from lance_fw.file.legacy_v0_1 import DataFileReader, open_data_file
 from lance_fw.file.read_support import FileMetadata
+from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.deletion import deletion_path, read_deleted_offsets
@@ -50,6 +52,8 @@ SPAN_GAP = 4096
 #: A filtered scan evaluates its filter over this many rows at a time (at least one batch): each
 #: evaluation costs ~0.15 ms to set up (an Acero plan) besides ~2 ns a row.
 PROBE_ROWS = 262144
+#: Mean page size of a scan's widest column from which its reads end at its page boundaries.
+WIDE_PAGE_BYTES = 1 << 20
 #: A plain scan reads this many rows at a time and slices its batches out of them (``batches``).
 SCAN_READ_ROWS = 65536
 #: The row columns a filter may name; evaluated over a probe only when the filter names them.
@@ -392,8 +396,17 @@ class FragmentReader:
         schema = rows.schema()
         first, last = self._span(rows.start, rows.stop)
         step = max(rows.batch_size, SCAN_READ_ROWS // rows.batch_size * rows.batch_size)
-        for span_start in range(first, last, step):
+        page_starts = self._widest_page_starts(rows.fields)
+        span_start = first
+        while span_start < last:
             span_stop = min(span_start + step, last)
+            # a read spanning two pages of the widest column copies both into one array: the
+            # read ends at the last batch before the page's end, and the batch across it is read
+            # alone (batches stay batch_size rows from ``first``)
+            after = bisect.bisect_right(page_starts, span_start)
+            if after < len(page_starts) and page_starts[after] < span_stop:
+                whole = (page_starts[after] - span_start) // rows.batch_size * rows.batch_size
+                span_stop = min(span_start + max(whole, rows.batch_size), last)
             arrays = self.read_range(rows.fields, span_start, span_stop)
             arrays += self._asked_row_columns(range(span_start, span_stop), rows)
             span = pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -405,6 +418,25 @@ class FragmentReader:
                     batch = batch.filter(pa.array(mask))
                 if batch.num_rows:
                     yield batch
+            span_start = span_stop
+
+    def _widest_page_starts(self, fields: list[LanceField]) -> list[int]:
+        """First row of each page of the column with the most bytes among ``fields``' (one-column
+        fields of 2.1+ files), where its pages hold ``WIDE_PAGE_BYTES`` or more on average
+        (narrower pages cost little to join); else none."""
+        best: tuple[int, list[int]] = (0, [])
+        for f in fields:
+            reader = self._reader_for(f)
+            if not isinstance(reader, LanceFileReader) or reader.tail.version == (2, 0):
+                continue
+            col = reader.column_of_field.get(f.id)
+            if col is None or col >= len(reader.tail.columns):
+                continue
+            pages = reader.tail.columns[col].pages
+            size = sum(sum(page.buffer_sizes) for page in pages)
+            if size > best[0] and size >= WIDE_PAGE_BYTES * len(pages):
+                best = (size, list(itertools.accumulate((page.length for page in pages), initial=0)))
+        return best[1]
 
     def filtered_batches(
         self,
