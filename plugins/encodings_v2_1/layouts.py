@@ -129,11 +129,8 @@ def _parse_chunks(
     level_words = 1 + has_rep + has_def  # u16 fields: level count, rep bytes, def bytes
     header = 2 * level_words + width * nbuf
     if len(starts_a) == 1:  # a point lookup's one chunk: its header as Python ints, not arrays
-        at, size = int(starts_a[0]), int(sizes_a[0])
-        if size < header or at < 0 or at + header > len(data):
-            raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
-        ints = struct.unpack_from(f"<{level_words}H{nbuf}{'I' if large else 'H'}", data.data, at)
-        places = _chunk_places(at, size, ints, has_rep, has_def, header, level_words, where)
+        args = (int(starts_a[0]), int(sizes_a[0]), has_rep, has_def, nbuf, large, where)
+        places = one_chunk_places(data, *args)
         return _chunks_of(list(np.array(places, np.int64).reshape(-1, 1)))  # each field a view of one array
     if len(starts_a) and (sizes_a < header).any():
         raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
@@ -143,6 +140,19 @@ def _parse_chunks(
     wide = np.ascontiguousarray(grid[:, 2 * level_words :]).view("<u4" if large else "<u2").astype(np.int64)
     fields = [small[:, i] for i in range(level_words)] + [wide[:, k] for k in range(nbuf)]
     return _chunks_of(_chunk_places(starts_a, sizes_a, fields, has_rep, has_def, header, level_words, where))
+
+
+def one_chunk_places(
+    data: np.ndarray, at: int, size: int, has_rep: bool, has_def: bool, nbuf: int, large: bool, where: str
+) -> list[int]:
+    """``_chunk_places`` of the one chunk of ``size`` bytes at ``at`` in ``data``, its header read
+    as Python integers (a point lookup's chunk)."""
+    level_words = 1 + has_rep + has_def  # u16 fields: level count, rep bytes, def bytes
+    header = 2 * level_words + (4 if large else 2) * nbuf
+    if size < header or at < 0 or at + header > len(data):
+        raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
+    ints = struct.unpack_from(f"<{level_words}H{nbuf}{'I' if large else 'H'}", data.data, at)
+    return _chunk_places(at, size, ints, has_rep, has_def, header, level_words, where)
 
 
 def _chunks_of(places: list[np.ndarray]) -> _Chunks:

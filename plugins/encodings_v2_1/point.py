@@ -4,7 +4,7 @@ The general row path (``take.mini_block_rows``) handles any rows with whole-arra
 row each of those steps costs its call overhead on arrays of one element, ~100 us a column. Here
 the row's chunk is found, read and its header parsed as Python integers, its one value located
 with the same format arithmetic (``layouts._chunk_places``) and decoded by the same kernels
-(``fastlanes.unpack_at``, ``fsst.decompress``), each check done once on integers: ~20 us.
+(``fastlanes.unpack_one`` over ``unpack_at``'s plan table, ``fsst.decompress``), each check done once on integers: ~20 us.
 
 Only the common shapes take this path (no repetition, definition levels or dictionary; one value
 buffer holding plain whole-byte values, inline-bitpacked integers or variable-width bytes,
@@ -22,7 +22,7 @@ from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import UINT_BY_BITS
 from lance_fw.file.encoding import PageInput
 
-from . import fastlanes, fsst, layouts
+from . import chunked, fastlanes, fsst, layouts
 from .compressive import _name
 from .decoded_values import DecodedValues, as_u8
 from .layouts import ChunkTable, PageLevels
@@ -39,19 +39,11 @@ def one_row(layout: pb.MiniBlockLayout, page: PageInput, row: int, table: ChunkT
     ):
         return None
     enc = layout.value_compression
-    kind = _name(enc)
     plain = layouts._plain_fixed(enc)
-    inline = kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values")
-    outer_fsst = kind == "fsst"
-    variable = enc.fsst.values if outer_fsst else enc
-    offsets_bits = variable.variable.offsets.flat.bits_per_value
-    plain_variable = (
-        _name(variable) == "variable"
-        and not variable.variable.HasField("values")
-        and _name(variable.variable.offsets) == "flat"
-        and offsets_bits in (32, 64)
-    )
-    if plain is None and not inline and not plain_variable:
+    inline = chunked._plain_inline(enc)
+    outer_fsst = _name(enc) == "fsst"
+    variable, general = chunked._variable_of(enc.fsst.values if outer_fsst else enc)
+    if plain is None and not inline and (variable is None or general is not None):
         return None
     where = page.where
     if layout.num_items != page.num_rows:
@@ -65,19 +57,20 @@ def one_row(layout: pb.MiniBlockLayout, page: PageInput, row: int, table: ChunkT
     within = row - int(table.ends[chunk]) + count
     size = int(table.sizes[chunk])
     data = as_u8(page.read_parts([(1, int(table.starts[chunk]), size)])[0])
-    large = layout.has_large_chunk
-    header = 2 + (4 if large else 2)  # level count (u16), the value buffer's size
-    if size < header or len(data) < size:
-        raise CorruptFileError(where, "a mini-block chunk is shorter than its header")
-    fields = struct.unpack_from("<HI" if large else "<HH", data.data, 0)
-    _, _, _, _, _, start, nbytes = layouts._chunk_places(0, size, fields, False, False, header, 1, where)
+    if len(data) < size:
+        raise CorruptFileError(where, f"a mini-block chunk of {size} bytes read as {len(data)}")
+    places = layouts.one_chunk_places(data, 0, size, False, False, 1, layout.has_large_chunk, where)
+    start, nbytes = places[-2:]
     buffer = data[start : start + nbytes]
     if plain is not None:
         values = _plain(buffer, count, within, *plain, where)
     elif inline:
         values = _inline(buffer, count, within, int(enc.inline_bitpacking.uncompressed_bits_per_value), where)
     else:
-        offs, out = _variable(buffer, count, within, offsets_bits // 8, where)
+        assert variable is not None  # the shape check above
+        offs, out = _variable(
+            buffer, count, within, variable.variable.offsets.flat.bits_per_value // 8, where
+        )
         if outer_fsst:
             offs, out = fsst.decompress(enc.fsst.symbol_table, offs, out, where)
         values = DecodedValues("variable", 1, out, offsets=offs)
