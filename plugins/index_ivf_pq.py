@@ -38,9 +38,11 @@ import pyarrow as pa
 
 from lance_fw import interfaces as ix
 from lance_fw._proto import vector_index_pb2
+from lance_fw._util.linalg import query_norm, table_distances
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.hookspecs import hookimpl
 from lance_fw_plugins import index_ivf_pq_train as train_mod
+from lance_fw_plugins.index_ivf_heap import ProbeHeap
 from lance_fw_plugins.index_ivf_pq_train import (
     AUX_FILE,
     CODE_COLUMN,
@@ -72,6 +74,9 @@ _TENSOR_DTYPES = {
 #: query to the bisecting hyperplane with the nearest centroid bounds it). With dot no such bound
 #: exists and pylance searches every partition; so does this.
 AUTO_EFFORT_EXPONENT = 0.5
+#: distance-table floats computed in one kernel call: the temporaries (sub_dim floats per entry)
+#: stay in cache, and memory stays bounded however many partitions are probed
+TABLE_FLOATS = 1 << 18
 
 
 def tensor_array(tensor: vector_index_pb2.Tensor, where: str) -> np.ndarray:
@@ -105,6 +110,12 @@ def _fsl_values(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     values = array.values.to_numpy(zero_copy_only=False)
     return values[array.offset * width : (array.offset + len(array)) * width].reshape(len(array), width)
+
+
+def unit_query(v: np.ndarray) -> np.ndarray:
+    """The query of a cosine index search, divided by its norm as pylance sums it."""
+    norm = query_norm(v)
+    return v / norm if norm > 0 else v
 
 
 class IvfReader:
@@ -182,8 +193,7 @@ class IvfReader:
     def search(self, query: ix.VectorQuery) -> ix.VectorSearchResult:
         v = np.asarray(query.vector, np.float32).reshape(-1)
         if self.metric == "cosine":
-            norm = float(np.linalg.norm(v))
-            v = v / np.float32(norm) if norm > 0 else v
+            v = unit_query(v)
         order, score = self._partition_order(v)
         total = len(order)
         auto = query.minimum_nprobes is None and query.maximum_nprobes is None
@@ -196,43 +206,31 @@ class IvfReader:
                 if self.metric == "dot"
                 else min(most, max(least, math.ceil(total**AUTO_EFFORT_EXPONENT)))
             )
-        found_d: list[np.ndarray] = []
-        found_id: list[np.ndarray] = []
-        have, kth, searched = 0, np.inf, 0
+        heap = ProbeHeap(query.k)
+        searched = 0
         prepared = self._prepare(v, order[:least])  # the partitions searched in any case, at once
         for rank in range(most):
             p = int(order[rank])
-            if rank >= least and have >= query.k:
+            if rank >= least and heap.full:
                 if not auto or self.metric == "dot":
                     break
                 gap = float(np.linalg.norm(self.centroids[p] - self.centroids[order[0]]))
                 bound = (float(score[p]) - float(score[order[0]])) / (2 * gap) if gap > 0 else 0.0
-                if bound > 0 and bound * bound > kth:
+                if bound > 0 and bound * bound > heap.kth:
                     break
             searched += 1
             if not self.lengths[p]:
                 continue
             dist = self._distances(v, p, prepared[rank] if rank < least and prepared is not None else None)
             ids = self.row_ids[self.offsets[p] : self.offsets[p] + self.lengths[p]]
+            keep = ~np.isnan(dist)
             if query.allowed is not None:
-                keep = query.allowed(ids)
+                keep &= query.allowed(ids)
+            if not keep.all():
                 dist, ids = dist[keep], ids[keep]
-            found_d.append(dist)
-            found_id.append(ids)
-            have += len(ids)
-            if auto and have >= query.k and rank + 1 >= least:
-                kth = float(np.partition(np.concatenate(found_d), query.k - 1)[query.k - 1])
-        if not found_d:
-            return ix.VectorSearchResult(np.zeros(0, np.uint64), np.zeros(0, np.float32), searched)
-        dist, ids = np.concatenate(found_d), np.concatenate(found_id)
-        keep = ~np.isnan(dist)
-        dist, ids = dist[keep], ids[keep]
-        if len(dist) > query.k:
-            bound = np.partition(dist, query.k - 1)[query.k - 1]
-            near = np.flatnonzero(dist <= bound)
-            dist, ids = dist[near], ids[near]
-        best = np.lexsort((ids, dist))[: query.k]
-        return ix.VectorSearchResult(ids[best], dist[best].astype(np.float32), searched)
+            heap.feed(dist, ids)
+        ids, dist = heap.result()
+        return ix.VectorSearchResult(ids, dist, searched)
 
     def statistics(self) -> dict[str, Any]:
         return {
@@ -274,28 +272,31 @@ class IvfPqReader(IvfReader):
             block = flat[offset * m : (offset + length) * m]
             block = block.reshape(m, length) if transposed else block.reshape(length, m).T
             self._codes.append(block.astype(np.int32) + shift)
-        self._book64 = self.codebook.astype(np.float64)
-        self._book64_t = self._book64.transpose(0, 2, 1).copy()  # (m, sub dim, 256)
-        self._book_norms = np.einsum("msd,msd->ms", self._book64, self._book64)
 
     def _prepare(self, v: np.ndarray, parts: np.ndarray) -> np.ndarray:
         """(len(parts), m * 256) tables of sub-vector distances to every codeword, one per
-        partition: squared L2 to the residual ``v - centroid`` (expanded in float64, so within an
-        ulp of pylance's float32 sums), or for dot ``-v_m . codeword`` (one table for all)."""
-        m = self.num_sub_vectors
+        partition, as pylance's kernels round them (``linalg.table_distances``): squared L2 from
+        the residual ``v - centroid``'s sub-vectors, or for dot ``1 - v_m . codeword`` (one table
+        for all partitions)."""
+        m, book = self.num_sub_vectors, self.codebook.astype(np.float32, copy=False)
         if self.metric == "dot":
-            one = -np.einsum("msd,md->ms", self._book64, v.reshape(m, -1).astype(np.float64))
-            return np.broadcast_to(one.astype(np.float32).ravel(), (len(parts), one.size))
-        sub = (v - self.centroids[parts]).astype(np.float64).reshape(len(parts), m, -1)
-        cross = np.matmul(sub.transpose(1, 0, 2), self._book64_t).transpose(1, 0, 2)  # (p, m, 256)
-        table = self._book_norms[None] - 2.0 * cross + np.einsum("pmd,pmd->pm", sub, sub)[:, :, None]
-        return np.maximum(table, 0.0).astype(np.float32).reshape(len(parts), -1)
+            one = table_distances("dot", v.reshape(m, -1), book).ravel()
+            return np.broadcast_to(one, (len(parts), one.size))
+        tables = np.empty((len(parts), book.shape[0] * book.shape[1]), np.float32)
+        step = max(1, TABLE_FLOATS // book.size)  # bounds the kernel's temporaries
+        for first in range(0, len(parts), step):
+            group = parts[first : first + step]
+            residual = (v - self.centroids[group]).astype(np.float32).reshape(len(group), m, -1)
+            tables[first : first + len(group)] = table_distances("l2", residual, book).reshape(len(group), -1)
+        return tables
 
     def _distances(self, v: np.ndarray, p: int, prepared: Any) -> np.ndarray:
+        """The sum of each row's table entries, sub-vector by sub-vector as pylance adds them;
+        for dot ``m - 1`` is then taken off (each entry holds a ``1 - ...``)."""
         table = prepared if prepared is not None else self._prepare(v, np.array([p]))[0]
         dist = table[self._codes[p]].sum(axis=0, dtype=np.float32)
         if self.metric == "dot":
-            dist += np.float32(1.0)
+            dist -= np.float32(self.num_sub_vectors - 1)
         return dist
 
     def _sub_index(self) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw import interfaces as ix
+from lance_fw._util.linalg import stored_distances
 from lance_fw.errors import UnsupportedFeatureError
 from lance_fw_plugins.index_ivf_pq import SUPPORTED_NBITS, IvfReader, IvfType, _fsl_values
 from lance_fw_plugins.index_ivf_pq_train import Partitioned, Storage
@@ -46,10 +47,7 @@ class IvfFlatReader(IvfReader):
 
     def _distances(self, v: np.ndarray, p: int, prepared: Any) -> np.ndarray:
         block = self.vectors[self.offsets[p] : self.offsets[p] + self.lengths[p]]
-        if self.metric == "l2":
-            diff = block - v
-            return np.einsum("ij,ij->i", diff, diff)
-        return np.float32(1.0) - block @ v
+        return stored_distances(self.metric, block, v)
 
     def _sub_index(self) -> dict[str, Any]:
         return {"dim": self.dimension, "index_type": "FLAT", "metric_type": self.metric}

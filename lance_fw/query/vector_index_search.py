@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lance_fw._proto import table_pb2, vector_index_pb2
+from lance_fw._util.linalg import distances
 from lance_fw.errors import IndexContractError, UnsupportedFeatureError
 from lance_fw.interfaces import VectorIndexReader, VectorIndexType, VectorQuery, VectorSearchResult
 from lance_fw.query.vector_search import (
@@ -37,7 +38,6 @@ from lance_fw.query.vector_search import (
     PlanRequest,
     SearchScope,
     TopK,
-    distances,
     flat_search,
     vectors_of,
 )

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
+from lance_fw._util.linalg import distances
 from lance_fw._util.readahead import readahead
 from lance_fw.errors import InvalidArgumentError, InvalidArgumentTypeError, UnsupportedFeatureError
 from lance_fw.table.index_list import VECTOR_TYPE_URL
@@ -33,12 +34,6 @@ if TYPE_CHECKING:
 
 #: ``k`` when ``nearest`` gives none (pylance's default)
 DEFAULT_K = 10
-#: lanes of lance-linalg's float32 kernels (one AVX-512 register of float32)
-F32_LANES = 16
-#: lanes of its float64 L2 kernel, and of cosine's tail block for float32
-F64_LANES = 8
-#: float32 L2 / dot use an explicit 8-lane FMA kernel up to this dimension, lane sums above it
-NARROW_DIM = 16
 #: the output columns a vector search adds
 DISTANCE_COLUMN = "_distance"
 QUERY_INDEX_COLUMN = "query_index"
@@ -69,7 +64,6 @@ _INDEX_TUNING = (
     "search_effort",
 )
 _KEYS = ("column", "q", "k", "metric", "use_index", "distance_range", *_INDEX_TUNING)
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.uint32)
 
 
 @dataclass(frozen=True)
@@ -229,105 +223,6 @@ def vectors_of(column: pa.Array | pa.ChunkedArray, dim: int) -> tuple[np.ndarray
         else column.is_valid().to_numpy(zero_copy_only=False)
     )
     return flat.reshape(len(column), dim), valid
-
-
-def distances(metric: str, vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """float32 distance of each row of ``vectors`` to ``query`` as lance-linalg computes it."""
-    if metric == "hamming":
-        return _POPCOUNT[np.bitwise_xor(vectors, query)].sum(axis=1, dtype=np.uint32).astype(np.float32)
-    if vectors.dtype == np.float64:
-        return _float64(metric, vectors, query)
-    x = vectors.astype(np.float32, copy=False)
-    q = query.astype(np.float32)
-    if metric == "cosine":
-        return _cosine(x, q)
-    a, b = (x - q, x - q) if metric == "l2" else (x, np.broadcast_to(q, x.shape))
-    if x.shape[1] <= NARROW_DIM:  # an 8-lane fused multiply-add kernel, then the tail in order
-        full = x.shape[1] // F64_LANES * F64_LANES
-        total = _tree_sum(_fma_lanes(a, b, 0, full, F64_LANES)) + _sequential(a[:, full:] * b[:, full:])
-    else:
-        total = _lane_sum(a * b, F32_LANES)
-    return total if metric == "l2" else np.float32(1.0) - total
-
-
-def _sequential(columns: np.ndarray) -> np.ndarray:
-    """Row sums of a small matrix added left to right (numpy's pairwise sum rounds otherwise)."""
-    total = np.zeros(columns.shape[0], columns.dtype)
-    for j in range(columns.shape[1]):
-        total += columns[:, j]
-    return total
-
-
-def _lane_sum(products: np.ndarray, lanes: int) -> np.ndarray:
-    """lance-linalg's ``*_scalar`` sum: the tail (dim % lanes) summed in order, ``lanes`` running
-    sums over the full chunks, then tail + (the lane sums added in order)."""
-    n, dim = products.shape
-    full = dim // lanes * lanes
-    sums = np.zeros((n, lanes), products.dtype)
-    for start in range(0, full, lanes):
-        sums += products[:, start : start + lanes]
-    return _sequential(products[:, full:]) + _sequential(sums)
-
-
-def _tree_sum(lanes: np.ndarray) -> np.ndarray:
-    """A SIMD register's horizontal sum: halves added until one lane is left."""
-    while lanes.shape[1] > 1:
-        half = lanes.shape[1] // 2
-        lanes = lanes[:, :half] + lanes[:, half:]
-    return lanes[:, 0]
-
-
-def _fma_lanes(x: np.ndarray, y: np.ndarray, start: int, stop: int, lanes: int) -> np.ndarray:
-    """Fused multiply-add accumulation in ``lanes`` float32 lanes over columns [start, stop): one
-    rounding per step (the float64 product of two float32 values is exact)."""
-    acc = np.zeros((x.shape[0], lanes), np.float32)
-    for i in range(start, stop, lanes):
-        exact = acc.astype(np.float64) + x[:, i : i + lanes].astype(np.float64) * y[:, i : i + lanes]
-        acc = exact.astype(np.float32)
-    return acc
-
-
-def _norm_l2(vectors: np.ndarray) -> np.ndarray:
-    """lance-linalg's generic ``norm_l2``: lane sum of squares, square root."""
-    return np.sqrt(_lane_sum(vectors * vectors, F32_LANES))
-
-
-def _cosine(x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``1 - x.q / |q| / |x|`` with lance-linalg's float32 summation orders."""
-    dim = x.shape[1]
-    one = np.float32(1.0)
-    if dim in (F64_LANES, F32_LANES):  # one register: plain products, tree sums
-        q_norm = _norm_l2(q[None, :])[0]
-        return one - _tree_sum(x * q) / q_norm / np.sqrt(_tree_sum(x * x))
-    q_norm = np.sqrt(_fma_dot(q[None, :], q[None, :]))[0]
-    return one - _fma_dot(np.broadcast_to(q, x.shape), x) / q_norm / np.sqrt(_fma_dot(x, x))
-
-
-def _fma_dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Row dot products as lance-linalg's float32 cosine kernel sums them: 16-lane FMA over the
-    full 16-chunks, 8-lane FMA over a following 8-chunk, each tree-summed, then the tail (for a
-    self product through ``norm_l2``: square root, squared again)."""
-    dim = x.shape[1]
-    wide, narrow = dim // F32_LANES * F32_LANES, dim // F64_LANES * F64_LANES
-    total = _tree_sum(_fma_lanes(x, y, 0, wide, F32_LANES)) + _tree_sum(
-        _fma_lanes(x, y, wide, narrow, F64_LANES)
-    )
-    if x is y:
-        tail_norm = _norm_l2(x[:, narrow:])
-        return total + tail_norm * tail_norm
-    return total + _sequential(x[:, narrow:] * y[:, narrow:])
-
-
-def _float64(metric: str, x: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """float64 columns: sums in float64 (L2 in 8 lanes), the result rounded to float32."""
-    if metric == "l2":
-        diff = x - q
-        return _lane_sum(diff * diff, F64_LANES).astype(np.float32)
-    dot = (x @ q).astype(np.float32)
-    if metric == "dot":
-        return np.float32(1.0) - dot
-    q_norm = np.float32(np.sqrt(q @ q))
-    return np.float32(1.0) - dot / (q_norm * np.sqrt(np.einsum("ij,ij->i", x, x)).astype(np.float32))
 
 
 # -- top-k ----------------------------------------------------------------------------------------
