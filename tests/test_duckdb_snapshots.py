@@ -301,3 +301,45 @@ def test_without_a_binder_the_statement_is_the_probe(path, monkeypatch):
     _append(path)
     con.execute(f"INSERT INTO t SELECT count(*) FROM lance_scan('{path}')")
     assert con.sql("SELECT n FROM t ORDER BY n").fetchall() == [(N,), (N + 500,)]
+
+
+# -- datasets registered before the first bind --------------------------------------------------
+
+
+@pytest.mark.parametrize("call", ["lance_scan('{p}')", "lance_scan( '{p}' , version := 1 )", "LANCE_SCAN('{p}')"])
+def test_literal_calls_are_registered_before_the_first_bind(path, monkeypatch, call):
+    """A ``lance_scan`` spelled with literals (a quote in the path doubled) is registered before
+    DuckDB binds the statement: the binder never reports it missing, and the rows are the
+    version's."""
+    import lance_fw.duckdb.statement as statement
+
+    reported: list[str] = []
+    original = statement.StatementDatasets._register_missing
+
+    def register_missing(self, exc):
+        reported.append(str(exc))
+        return original(self, exc)
+
+    monkeypatch.setattr(statement.StatementDatasets, "_register_missing", register_missing)
+    quoted_dir = os.path.join(os.path.dirname(os.path.dirname(path)), "it's")
+    os.makedirs(quoted_dir)
+    target = os.path.join(quoted_dir, "t.lance")
+    lance.write_dataset(lance.dataset(path).to_table(), target)
+    _append(target)  # version 2: version := 1 must still read N rows
+    sql = "SELECT count(*) FROM " + call.format(p=_quoted(target))
+    expected = lance.dataset(target, version=1 if "version" in call else None).count_rows()
+    con = fw_duckdb.connect()
+    assert con.sql(sql).fetchall() == [(expected,)]
+    assert _count(con, sql) == expected
+    assert reported == []
+
+
+def test_a_call_only_in_a_string_or_a_comment_is_not_read(tmp_path):
+    """The text is only a guess: a ``lance_scan`` inside a string literal or a comment naming no
+    dataset neither fails the statement nor stays registered after it."""
+    missing = _quoted(str(tmp_path / "nowhere.lance"))
+    con = fw_duckdb.connect()
+    sql = f"-- lance_scan('{missing}')\nSELECT 'lance_scan(''{missing}'')' AS s"
+    assert con.execute(sql).fetchall() == [(f"lance_scan('{missing}')",)]
+    views = "SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '\\_\\_lance\\_%' ESCAPE '\\'"
+    assert _count(con, views) == 0

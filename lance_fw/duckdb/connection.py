@@ -128,11 +128,11 @@ class Connection:
     # -- what DuckDB's relation layer calls on its connection ------------------------------------
 
     def _bind(self, sql: Query, **options: Any) -> Any:
-        return run_statement(self.con, Call(self.con._bind, (sql,), options))
+        return run_statement(self.con, Call(self.con._bind, (sql,), options), sql=sql)
 
     def _submit(self, sql: Query, values: Parameters, *rest: Any) -> Any:
         result = run_statement(
-            self.con, Call(self.con._submit, (sql, values, *rest)), binder(self.con, sql, values)
+            self.con, Call(self.con._submit, (sql, values, *rest)), binder(self.con, sql, values), sql
         )
         return _StreamedResult(self.con, result) if _STREAM in rest else result
 

@@ -20,6 +20,11 @@ _MISSING = re.compile(r"Table with name (" + PREFIX + r"([0-9A-F]*)_([0-9A-F]*))
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 #: DuckDB's message for any unknown table name; a string literal in ``FROM`` is looked up as one.
 _MISSING_TABLE = re.compile(r"Table with name (.+?) does not exist!")
+#: ``lance_scan('path')`` or ``lance_scan('path', version := n)`` written with literals, as most
+#: statements read a dataset (group 1: the path with its quotes doubled, group 2: the version)
+_LITERAL_SCAN = re.compile(
+    r"\blance_scan\s*\(\s*'((?:[^']|'')*)'\s*(?:,\s*version\s*:=\s*([0-9]+)\s*)?\)", re.IGNORECASE
+)
 #: The ending by which a path in ``FROM 'path'`` names a Lance dataset (DuckDB's ``lance`` extension's
 #: replacement scan goes by it too); a trailing slash is allowed.
 LANCE_SUFFIX = ".lance"
@@ -29,6 +34,17 @@ def view_name(uri: str, version: int | str | None) -> str:
     """The name ``lance_scan(uri, version := version)`` reads (what the macro computes)."""
     tail = "" if version is None else str(version).encode().hex().upper()
     return f"{PREFIX}{uri.encode().hex().upper()}_{tail}"
+
+
+def literal_scan_names(sql: str) -> list[str]:
+    """The names of the ``lance_scan`` calls ``sql`` spells with literals, a statement's likely
+    datasets: a guess from the text (a call inside a string or a comment is found too), which the
+    caller registers ahead only to save DuckDB a failed bind; the binder's report stays the truth."""
+    found = dict.fromkeys(
+        view_name(path.replace("''", "'"), int(version) if version else None)
+        for path, version in _LITERAL_SCAN.findall(sql)
+    )
+    return list(found)
 
 
 def missing_name(message: str) -> str | None:

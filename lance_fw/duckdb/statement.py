@@ -31,7 +31,7 @@ import lance_fw
 from lance_fw._util.lru import LruCache
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.duckdb import copy_to, dml, explain, index_ddl, vector_functions
-from lance_fw.duckdb.names import decode, missing_name, replacement_path, same_dataset
+from lance_fw.duckdb.names import decode, literal_scan_names, missing_name, replacement_path, same_dataset
 from lance_fw.duckdb.s3_secrets import storage_options_for
 from lance_fw.errors import LanceError, UnsupportedFeatureError
 
@@ -115,6 +115,22 @@ class StatementDatasets:
         left, self._names = self._names, []
         return left
 
+    def expect(self, sql: Query) -> None:
+        """Register ahead the datasets ``sql`` names with literal ``lance_scan`` calls, so that its
+        first bind finds them (each name found missing costs DuckDB a bind). A guess from the text:
+        a dataset that cannot be opened is left to the binder's report, which raises its error if
+        the statement really reads it."""
+        text = sql if isinstance(sql, str) else getattr(sql, "query", None)  # or a parsed Statement
+        if not isinstance(text, str) or "lance_scan" not in text.lower():
+            return
+        for name in literal_scan_names(text):
+            if name in self._names:
+                continue
+            try:
+                self._register(name, *decode(name))
+            except (LanceError, OSError):
+                continue
+
     def _register_missing(self, exc: duckdb.CatalogException) -> bool:
         search = vector_functions.pending(self._con, str(exc))  # a search's rows, for this statement
         if search is not None:
@@ -129,13 +145,16 @@ class StatementDatasets:
             uri, version = decode(name)
         if name is None or name in self._names:
             return False
+        self._register(name, uri, version)
+        return True
+
+    def _register(self, name: str, uri: str, version: int | str | None) -> None:
         key = (same_dataset(uri), version)
         snapshot = self._snapshots.get(key)
         if snapshot is None:
             snapshot = self._snapshots[key] = _open(self._con, uri, version)
         self._con.register(name, explain.scan_dataset(self._con, uri, snapshot, self._record))
         self._names.append(name)
-        return True
 
     def _record(self, exc: LanceError) -> None:
         _FAILURES.setdefault(self._con, exc)
@@ -189,8 +208,11 @@ def typed(con: duckdb.DuckDBPyConnection, exc: Exception) -> Exception:
 _LEFT_REGISTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def run_statement(con: duckdb.DuckDBPyConnection, run: Call, bind: Call | None = None) -> Any:
-    """``run()`` one statement with its datasets registered; ``bind`` binds it without running it."""
+def run_statement(
+    con: duckdb.DuckDBPyConnection, run: Call, bind: Call | None = None, sql: Query | None = None
+) -> Any:
+    """``run()`` one statement with its datasets registered; ``bind`` binds it without running it;
+    ``sql``, its text, names the datasets to register before the first try."""
     _FAILURES.pop(con, None)
     left = _LEFT_REGISTERED.get(con, [])
     while left:  # DuckDB refuses this, as it refuses the statement, while a result is unfinished
@@ -198,6 +220,8 @@ def run_statement(con: duckdb.DuckDBPyConnection, run: Call, bind: Call | None =
         left.pop()
     datasets = StatementDatasets(con)
     try:
+        if sql is not None:
+            datasets.expect(sql)
         if bind is not None:
             datasets.call(bind)
         return datasets.call(run)
@@ -231,7 +255,7 @@ def _query_table(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
         return con.sql(sql, params=values).to_arrow_table()
 
     con.abort()  # a new statement ends the previous result, as ``execute`` would (``sql`` refuses to)
-    return run_statement(con, Call(fetch), binder(con, sql, values))
+    return run_statement(con, Call(fetch), binder(con, sql, values), sql)
 
 
 def _run_sql(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
@@ -242,7 +266,7 @@ def _run_sql(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
 
 
 def _run_plain(con: duckdb.DuckDBPyConnection, sql: Query, values: Any) -> Any:
-    return run_statement(con, Call(con.execute, (sql, values)), binder(con, sql, values))
+    return run_statement(con, Call(con.execute, (sql, values)), binder(con, sql, values), sql)
 
 
 def _query_reader(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
@@ -254,7 +278,7 @@ def _query_reader(con: duckdb.DuckDBPyConnection, sql: str, values: Any) -> Any:
         return fetch()
 
     con.abort()
-    return run_statement(con, Call(reader), binder(con, sql, values))
+    return run_statement(con, Call(reader), binder(con, sql, values), sql)
 
 
 #: What ``COPY … TO`` returns in DuckDB: one row, the number of rows written.
