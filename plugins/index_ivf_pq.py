@@ -23,7 +23,11 @@ How pylance encodes and measures (checked against its distances to the last bit 
 * ``cosine``: vectors (and the query) are normalised first, then exactly as ``l2`` (the reported
   distance is the squared L2 of the normalised vectors, ``2 * (1 - cos)`` in expectation).
 * ``dot``: unit-norm centroids, the partition of largest ``x . c``; PQ encodes ``x`` itself; the
-  distance is ``1 - sum_m q_m . codeword``.
+  distance is ``sum_m (1 - q_m . codeword) - (m - 1)``.
+* Every table entry is summed in lance-linalg's kernel order and the entries of a row added
+  sub-vector by sub-vector in float32 (``linalg.table_distances``); a cosine query is normalised
+  with a plain ordered sum (``linalg.query_norm``). The probed partitions feed one top-k heap in
+  probe order (``index_ivf_heap``), which decides the rows tied at the k-th distance.
 """
 
 from __future__ import annotations
