@@ -81,7 +81,7 @@ class ProbeHeap:
 
     # -- the standard library's sift rules ---------------------------------------------------------
 
-    def _sift_up(self, pos: int) -> int:
+    def _sift_up(self, pos: int) -> None:
         dist, ids = self._dist, self._ids
         moving, moving_id = dist[pos], ids[pos]
         while pos > 0:
@@ -91,7 +91,6 @@ class ProbeHeap:
             dist[pos], ids[pos] = dist[parent], ids[parent]
             pos = parent
         dist[pos], ids[pos] = moving, moving_id
-        return pos
 
     def _replace_largest(self, new: float, new_id: int) -> None:
         """``pop`` (the largest) then ``push`` (the new row)."""

@@ -60,10 +60,10 @@ def table_distances(metric: str, queries: np.ndarray, codewords: np.ndarray) -> 
     """
     # lanes first and contiguous, so that each lane of the difference is one contiguous block
     q = np.ascontiguousarray(np.moveaxis(queries, -1, 0))[..., None]  # (sub_dim, ..., m, 1)
-    c = np.ascontiguousarray(
-        np.moveaxis(codewords, -1, 0)
-    )  # (sub_dim, m, codes), then (sub_dim, 1.., m, codes)
-    c = c.reshape(c.shape[:1] + (1,) * (q.ndim - c.ndim) + c.shape[1:])
+    c = np.ascontiguousarray(np.moveaxis(codewords, -1, 0))  # (sub_dim, m, codes)
+    c = c.reshape(  # (sub_dim, 1.., m, codes)
+        c.shape[:1] + (1,) * (q.ndim - c.ndim) + c.shape[1:]
+    )
     if metric == "l2":
         return _squared_sum(q - c)
     return np.float32(1.0) - _kernel_sum(*np.broadcast_arrays(q, c))
@@ -109,25 +109,41 @@ def query_norm(vector: np.ndarray) -> np.float32:
 def _kernel_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """sum(a * b) as lance-linalg's float32 l2 / dot kernels add it: up to 16 elements, an 8-lane
     fused multiply-add register tree-summed, plus the tail in order; above, ``_lane_sum``."""
-    dim = a.shape[0]
-    if dim > NARROW_DIM:
-        return _lane_sum(a * b, F32_LANES)
+    dim = len(a)
+    if not _fused_after_first(dim):
+        return _product_sum(a * b)
     full = dim // F64_LANES * F64_LANES
-    shape = np.broadcast_shapes(a.shape, b.shape)[1:]
-    return _total(shape, _tree_sum(_fma_lanes(a, b, 0, full, F64_LANES)), _sequential(a[full:] * b[full:]))
+    return _total(
+        a.shape[1:], _tree_sum(_fma_lanes(a, b, 0, full, F64_LANES)), _sequential(a[full:] * b[full:])
+    )
 
 
 def _squared_sum(diff: np.ndarray) -> np.ndarray:
     """``_kernel_sum(diff, diff)`` for a temporary ``diff``, squared in place where the kernel
-    rounds each square anyway (at most one fused multiply-add step, or the lane sum)."""
-    dim = len(diff)
-    full = dim // F64_LANES * F64_LANES
-    if dim <= NARROW_DIM and full > F64_LANES:
+    rounds every square on its own (no fused step after the first)."""
+    if _fused_after_first(len(diff)):
         return _kernel_sum(diff, diff)
-    squares = np.multiply(diff, diff, out=diff)
+    return _product_sum(np.multiply(diff, diff, out=diff))
+
+
+def _fused_after_first(dim: int) -> bool:
+    """Whether the l2 / dot kernel of ``dim`` elements takes a fused multiply-add step after its
+    first (which, from zero, is a plain float32 product): then it needs the factors, not their
+    rounded products."""
+    return F64_LANES < dim // F64_LANES * F64_LANES and dim <= NARROW_DIM
+
+
+def _product_sum(products: np.ndarray) -> np.ndarray:
+    """``_kernel_sum`` of rounded products (a temporary: summed in place) where no fused step
+    follows the first: above 16 elements the lane sum, else the first 8 tree-summed plus the
+    tail in order."""
+    dim = len(products)
     if dim > NARROW_DIM:
-        return _lane_sum(squares, F32_LANES)
-    return _total(diff.shape[1:], _tree_sum(squares[:full] if full else None), _sequential(squares[full:]))
+        return _lane_sum(products, F32_LANES)
+    full = dim // F64_LANES * F64_LANES
+    return _total(
+        products.shape[1:], _tree_sum(products[:full] if full else None), _sequential(products[full:])
+    )
 
 
 def _total(shape: tuple[int, ...], *parts: np.ndarray | None) -> np.ndarray:
