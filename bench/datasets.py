@@ -62,3 +62,10 @@ def size_on_disk(path: str) -> int:
     if os.path.isfile(path):
         return os.path.getsize(path)
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+
+def drained(relation) -> pa.Table:
+    """Every row of a DuckDB relation. DuckDB 2.0's ``relation.arrow()`` returns a lazy
+    ``RecordBatchReader``: timing only that call timed the query up to its first batch."""
+    result = relation.arrow()
+    return result.read_all() if isinstance(result, pa.RecordBatchReader) else result

@@ -13,6 +13,8 @@ import shutil
 import time
 from typing import Callable
 
+import datasets
+
 
 def index_workloads(root: str, paths: dict[str, str], rows: int) -> tuple[dict[str, dict[str, Callable[[], object]]], list[dict]]:
     """(workloads in ``run.py``'s shape, rows measured once here: the index builds)."""
@@ -52,8 +54,8 @@ def index_workloads(root: str, paths: dict[str, str], rows: int) -> tuple[dict[s
     pl_con.register("pl", pl_indexed)
     pq_con = duckdb.connect()
     out["duckdb point lookup, BTREE index"] = {
-        "lance_fw": lambda: fw_con.sql(sql.format(t=f"lance_scan('{fw_path}')")).arrow(),
-        "pylance": lambda: pl_con.sql(sql.format(t="pl")).arrow(),
-        "parquet": lambda: pq_con.sql(sql.format(t=f"read_parquet('{paths['parquet']}')")).arrow(),
+        "lance_fw": lambda: datasets.drained(fw_con.sql(sql.format(t=f"lance_scan('{fw_path}')"))),
+        "pylance": lambda: datasets.drained(pl_con.sql(sql.format(t="pl"))),
+        "parquet": lambda: datasets.drained(pq_con.sql(sql.format(t=f"read_parquet('{paths['parquet']}')"))),
     }
     return out, [built]

@@ -91,6 +91,41 @@ def test_readahead_keeps_order_bound_and_closes():
     assert sorted(closed) == [0, 1, 2]
 
 
+def test_readahead_reuses_its_pool_and_a_nested_readahead_cannot_deadlock():
+    """Scans share one pool per ``ahead`` (its threads outlive a scan); a producer that reads
+    ahead itself, on one of those threads, gets a pool of its own: on the shared one, every worker
+    would be an outer producer waiting on inner steps queued behind them."""
+    import threading
+
+    from lance_fw.query.scanner import readahead
+
+    seen: set[str] = set()
+    both_running = threading.Barrier(2, timeout=10)  # the first two outer steps hold both workers
+
+    def inner(item):
+        seen.add(threading.current_thread().name)
+        yield item
+
+    def outer(item):
+        seen.add(threading.current_thread().name)
+        if item < 2:
+            both_running.wait()
+        yield from readahead([(item, k) for k in range(4)], inner, ahead=2)
+
+    done: list[list] = []
+    runner = threading.Thread(target=lambda: done.append(list(readahead(list(range(6)), outer, ahead=2))))
+    runner.start()
+    runner.join(timeout=60)
+    assert not runner.is_alive(), "nested readahead deadlocked"
+    assert done == [[(i, k) for i in range(6) for k in range(4)]]
+    outer_threads = {n for n in seen if "nested" not in n}
+    assert outer_threads and all(n.startswith("lance_fw-readahead-2") for n in outer_threads)
+    assert any("nested" in n for n in seen)
+    before = {t.name for t in threading.enumerate()}
+    assert list(readahead(list(range(6)), outer, ahead=2)) == done[0]
+    after = {t.name for t in threading.enumerate() if t.name.startswith("lance_fw-readahead-2_")}
+    assert after and after <= before  # the second scan ran on the same threads
+
 @pytest.mark.parametrize("mean", [3, 200])  # short ranges: one index array; long ones: slices
 def test_range_positions_and_gather_ranges_match_slicing(mean):
     from lance_fw.file.buffers import gather_ranges, range_positions

@@ -27,12 +27,15 @@ def workers() -> int:
     return min(MAX_WORKERS, os.cpu_count() or 1)
 
 
-def pool(name: str) -> ThreadPoolExecutor:
-    """The process-wide pool ``name`` (created on first use, threads named ``lance_fw-<name>``).
+def pool(name: str, size: int | None = None) -> ThreadPoolExecutor:
+    """The process-wide pool ``name`` (created on first use, threads named ``lance_fw-<name>``),
+    of ``size`` threads (default :func:`workers`; a name is always asked with one size).
 
     Tasks submitted to it must never wait on other tasks of the same pool."""
     with _LOCK:
         found = _POOLS.get(name)
         if found is None:
-            found = _POOLS[name] = ThreadPoolExecutor(workers(), thread_name_prefix=f"lance_fw-{name}")
+            found = _POOLS[name] = ThreadPoolExecutor(
+                size or workers(), thread_name_prefix=f"lance_fw-{name}"
+            )
         return found

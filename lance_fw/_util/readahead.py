@@ -15,8 +15,13 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from lance_fw._util import pools
+
 T = TypeVar("T")
 
+#: Name of the shared pools readahead runs on, per ``ahead`` (``pools.pool``), and their threads' prefix.
+_POOL_PREFIX = "readahead-"
+_THREAD_PREFIX = "lance_fw-" + _POOL_PREFIX
 #: What a step returns once its item's generator is exhausted.
 _DONE = object()
 
@@ -124,7 +129,15 @@ def readahead(
         for item in items:
             yield from produce(item)
         return
-    pool = ThreadPoolExecutor(max_workers=min(ahead, len(items)), thread_name_prefix="lance_fw-readahead")
+    nested = threading.current_thread().name.startswith(_THREAD_PREFIX)
+    # a pool of this ``ahead`` kept for later scans (a pool started per scan cost ~0.4 ms, a
+    # tenth of a DuckDB point lookup); a producer that itself reads ahead, on one of its threads,
+    # gets a pool of its own instead, since its steps would wait on steps of the pool it runs on
+    pool = (
+        ThreadPoolExecutor(max_workers=min(ahead, len(items)), thread_name_prefix=f"{_THREAD_PREFIX}-nested")
+        if nested
+        else pools.pool(f"{_POOL_PREFIX}{ahead}", ahead)
+    )
     started: dict[int, _Ahead] = {}  # items started and not yet consumed, by position
     begun = 0  # items started so far
     try:
@@ -139,4 +152,5 @@ def readahead(
     finally:
         for item in started.values():
             item.close()
-        pool.shutdown(wait=False, cancel_futures=True)
+        if nested:
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -244,7 +244,12 @@ class LanceScanner:
         skip, left = self.offset, self.limit
         if left == 0:
             return
-        for frag_id, batch in readahead(items, produce, self.fragment_readahead):
+        ahead = self.fragment_readahead
+        if snapshot.storage.default_readahead == 0 and self._index_decides():
+            # each local fragment's read is a take of its index matches: handing it to a worker
+            # thread costs more than the take (a DuckDB point lookup through a B-tree: ~1 ms more)
+            ahead = 1
+        for frag_id, batch in readahead(items, produce, ahead):
             if skip:
                 cut = min(skip, batch.num_rows)
                 batch, skip = batch.slice(cut), skip - cut
