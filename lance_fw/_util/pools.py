@@ -16,6 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 #: Workers per pool: the machine's cores, at most this many.
 MAX_WORKERS = 4
 
+#: What a pool's thread names start with, before the pool's name (``pool``): how a task can tell
+#: which pool it runs on (``readahead`` must not wait on its own pool from inside it).
+THREAD_NAME_PREFIX = "lance_fw-"
+
 _POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
 
@@ -36,6 +40,6 @@ def pool(name: str, size: int | None = None) -> ThreadPoolExecutor:
         found = _POOLS.get(name)
         if found is None:
             found = _POOLS[name] = ThreadPoolExecutor(
-                size or workers(), thread_name_prefix=f"lance_fw-{name}"
+                size or workers(), thread_name_prefix=f"{THREAD_NAME_PREFIX}{name}"
             )
         return found

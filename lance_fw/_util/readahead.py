@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 #: Name of the shared pools readahead runs on, per ``ahead`` (``pools.pool``), and their threads' prefix.
 _POOL_PREFIX = "readahead-"
-_THREAD_PREFIX = "lance_fw-" + _POOL_PREFIX
+_THREAD_PREFIX = pools.THREAD_NAME_PREFIX + _POOL_PREFIX
 #: What a step returns once its item's generator is exhausted.
 _DONE = object()
 
