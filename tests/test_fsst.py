@@ -103,6 +103,79 @@ def test_code_without_symbol_is_corrupt():
         fsst.decompress(table, np.array([0, 2]), b"\x00\x05")
 
 
+def _reference_or_corrupt(table: bytes, offsets: list[int], data: bytes) -> list[bytes] | None:
+    """Byte-at-a-time decoding per the spec, None where the stream is corrupt: a code without a
+    symbol, or an escape as a string's last byte."""
+    n = table[0]
+    syms = [table[8 + 8 * i : 8 + 8 * i + table[8 + 8 * n + i]] for i in range(n)]
+    out = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        s, i = bytearray(), a
+        while i < b:
+            if data[i] == fsst.ESCAPE:
+                if i + 1 >= b:
+                    return None
+                s.append(data[i + 1])
+                i += 2
+            elif data[i] >= n:
+                return None
+            else:
+                s += syms[data[i]]
+                i += 1
+        out.append(bytes(s))
+    return out
+
+
+@given(st.data(), st.lists(st.binary(min_size=1, max_size=8), max_size=255))
+def test_any_code_stream_decodes_as_the_spec_or_is_corrupt(data, symbols):
+    """Code streams cut into several strings (the whole-array decoder, not the one-string loop):
+    symbol codes, escapes of any byte (literals at or past the symbol count, runs of escaped 255),
+    and now and then any byte at all. The spec's bytes, or CorruptFileError exactly where the spec
+    has no decoding (a code past the table, an escape ending a string)."""
+    table, _, _ = fsst.compress_simple([], symbols)
+    token = st.one_of(
+        st.lists(st.integers(0, max(len(symbols) - 1, 0)), min_size=1, max_size=1)
+        if symbols
+        else st.just([fsst.ESCAPE, 0]),
+        st.tuples(st.just(fsst.ESCAPE), st.sampled_from([0, 254, 255, len(symbols), 200])).map(list),
+        st.integers(0, 255).map(lambda b: [b]).filter(lambda _: data.draw(st.integers(0, 9)) == 0),
+    )
+    codes = [c for t in data.draw(st.lists(token, max_size=200)) for c in t]
+    raw = bytes(codes)
+    cuts = data.draw(st.lists(st.integers(0, len(raw)), max_size=12))
+    offsets = sorted({0, len(raw), *cuts})
+    offsets = [0, *offsets] if len(offsets) < 3 else offsets  # at least two strings
+    expected = _reference_or_corrupt(table, offsets, raw)
+    if expected is None:
+        with pytest.raises(CorruptFileError):
+            fsst.decompress(table, np.array(offsets), raw)
+    else:
+        out_offsets, out = fsst.decompress(table, np.array(offsets), raw)
+        assert _split(out_offsets, out) == expected
+
+
+@pytest.mark.parametrize(
+    "offsets, data, corrupt",
+    [
+        ([0, 2, 4], b"\xff\x05\x00\x01", False),  # a literal past the symbol count
+        ([0, 2, 4], b"\xff\xff\xff\xfe", False),  # escaped 255, escaped 254
+        ([0, 1, 3], b"\xff\x05\x00", True),  # an escape ends the first string
+        ([0, 2, 3], b"\x00\x01\xff", True),  # ... the last string
+        ([0, 2, 4], b"\xff\x05\x05\x00", True),  # a code past the table after a literal
+    ],
+)
+def test_escapes_and_codes_past_the_table_in_the_array_decoder(offsets, data, corrupt):
+    """Several strings go through the whole-array decoder: a literal byte at or past the symbol
+    count is data, a code there (or an escape ending a string) is corrupt."""
+    table, _, _ = fsst.compress_simple([], [b"ab", b"c"])
+    if corrupt:
+        with pytest.raises(CorruptFileError):
+            fsst.decompress(table, np.array(offsets), data)
+    else:
+        out_offsets, out = fsst.decompress(table, np.array(offsets), data)
+        assert _split(out_offsets, out) == reference_decode(table, offsets, data)
+
+
 def test_escape_run_at_the_end_is_corrupt():
     table, _, _ = fsst.compress_simple([b"ab"], [b"ab"])
     fsst.decompress(table, np.array([0, 2]), b"\xff\xff")  # escaped 0xFF: fine

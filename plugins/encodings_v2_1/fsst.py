@@ -210,11 +210,7 @@ def _decompress_codes(
     st: SymbolTable, codes: np.ndarray, rel: np.ndarray, where: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decompress ``codes`` (the strings at offsets ``rel``, from 0) with an encoder's table."""
-    key = _decode_keys(codes, rel, where)
-    # codes in [n_symbols, 255) name no symbol (unsigned wrap-around: one compare finds them)
-    beyond = (key - np.uint16(st.n_symbols)) < np.uint16(ESCAPE - st.n_symbols)
-    if beyond.any():
-        raise CorruptFileError(where, f"FSST data uses a code beyond the {st.n_symbols} symbols of its table")
+    key = _decode_keys(codes, rel, st.n_symbols, where)
     out = pc.take(st.entries, pa.array(key))
     offsets = np.frombuffer(out.buffers()[1], np.int64, len(out) + 1)
     total = int(offsets[-1])
@@ -235,26 +231,39 @@ def _entries(words: np.ndarray, lengths_u8: np.ndarray) -> pa.LargeBinaryArray:
     )
 
 
-def _decode_keys(codes: np.ndarray, rel: np.ndarray, where: str) -> np.ndarray:
-    """Decode-table entries of the codes (an escaped byte b becomes entry 256 + b)."""
+def _decode_keys(codes: np.ndarray, rel: np.ndarray, n_symbols: int, where: str) -> np.ndarray:
+    """Decode-table entries of the codes (an escaped byte b becomes entry 256 + b), checked: no
+    code in ``[n_symbols, 255)`` (it names no symbol) and no escape ending a string.
+
+    One pass over the codes finds every byte >= ``n_symbols``: the escapes (255) and the codes
+    without a symbol, both rare; a byte among them that an escape makes a literal is neither.
+    (A separate range check of every key cost as much as finding the escapes.)"""
     key = pool_empty(codes.size, np.uint16)
     key[...] = codes
-    esc_candidates = np.flatnonzero(codes == ESCAPE)
-    if not esc_candidates.size:
+    rare = np.flatnonzero(codes >= n_symbols)
+    if not rare.size:
         return key
-    # runs of consecutive 255 bytes: the first of a run is an escape (the byte before it is not
-    # one, or it would be in the run), then they alternate escape / literal
-    new_run = np.ones(esc_candidates.size, bool)
-    new_run[1:] = esc_candidates[1:] != esc_candidates[:-1] + 1
-    run_first = np.flatnonzero(new_run)
-    k = np.arange(esc_candidates.size) - np.repeat(run_first, np.diff(np.append(run_first, new_run.size)))
-    escapes = esc_candidates[(k & 1) == 0]
-    ends = rel[1:][rel[1:] > rel[:-1]] - 1  # last byte of each non-empty string
-    is_end = np.zeros(codes.size, bool)
-    is_end[ends] = True
-    if is_end[escapes].any():
-        raise CorruptFileError(where, "FSST data has an escape byte (255) at the end of a string")
-    key[escapes + 1] += 256
+    is_255 = codes[rare] == ESCAPE
+    esc_candidates = rare[is_255]
+    literals = np.zeros(0, np.int64)
+    if esc_candidates.size:
+        # runs of consecutive 255 bytes: the first of a run is an escape (the byte before it is
+        # not one, or it would be in the run), then they alternate escape / literal
+        new_run = np.ones(esc_candidates.size, bool)
+        new_run[1:] = esc_candidates[1:] != esc_candidates[:-1] + 1
+        run_first = np.flatnonzero(new_run)
+        k = np.arange(esc_candidates.size) - np.repeat(run_first, np.diff(np.append(run_first, new_run.size)))
+        escapes = esc_candidates[(k & 1) == 0]
+        ends = rel[1:][rel[1:] > rel[:-1]] - 1  # last byte of each non-empty string
+        is_end = np.zeros(codes.size, bool)
+        is_end[ends] = True
+        if is_end[escapes].any():
+            raise CorruptFileError(where, "FSST data has an escape byte (255) at the end of a string")
+        literals = escapes + 1
+        key[literals] += 256
+    beyond = rare[~is_255]
+    if beyond.size and not np.isin(beyond, literals).all():
+        raise CorruptFileError(where, f"FSST data uses a code beyond the {n_symbols} symbols of its table")
     return key
 
 
