@@ -126,32 +126,43 @@ def _reference_or_corrupt(table: bytes, offsets: list[int], data: bytes) -> list
     return out
 
 
+def _decoded_or_corrupt(table: bytes, offsets: list[int], raw: bytes, pairs: bool) -> list[bytes] | None:
+    """lance_fw's decoding (one code at a time, or in pairs at any size), None for CorruptFileError."""
+    with pytest.MonkeyPatch.context() as mp:
+        if pairs:
+            mp.setattr(fsst, "PAIR_MIN_CODES", 0)
+            mp.setattr(fsst, "PAIR_MIN_CODES_PER_STRING", 0)
+        else:
+            mp.setattr(fsst, "PAIR_MIN_CODES", 1 << 62)
+        try:
+            out_offsets, out = fsst.decompress(table, np.array(offsets), raw)
+        except CorruptFileError:
+            return None
+    return _split(out_offsets, out)
+
+
 @given(st.data(), st.lists(st.binary(min_size=1, max_size=8), max_size=255))
 def test_any_code_stream_decodes_as_the_spec_or_is_corrupt(data, symbols):
     """Code streams cut into several strings (the whole-array decoder, not the one-string loop):
     symbol codes, escapes of any byte (literals at or past the symbol count, runs of escaped 255),
     and now and then any byte at all. The spec's bytes, or CorruptFileError exactly where the spec
-    has no decoding (a code past the table, an escape ending a string)."""
+    has no decoding (a code past the table, an escape ending a string). Both decoders: one code
+    at a time, and two (any alignment of escapes, literals and string starts within the pairs)."""
     table, _, _ = fsst.compress_simple([], symbols)
     token = st.one_of(
-        st.lists(st.integers(0, max(len(symbols) - 1, 0)), min_size=1, max_size=1)
-        if symbols
-        else st.just([fsst.ESCAPE, 0]),
-        st.tuples(st.just(fsst.ESCAPE), st.sampled_from([0, 254, 255, len(symbols), 200])).map(list),
-        st.integers(0, 255).map(lambda b: [b]).filter(lambda _: data.draw(st.integers(0, 9)) == 0),
+        st.integers(0, len(symbols) - 1).map(lambda c: [c]) if symbols else st.just([fsst.ESCAPE, 0]),
+        st.tuples(st.just(fsst.ESCAPE), st.sampled_from([0, 1, 254, 255, len(symbols), 200])).map(list),
     )
     codes = [c for t in data.draw(st.lists(token, max_size=200)) for c in t]
+    if data.draw(st.integers(0, 4)) == 0:  # now and then any byte anywhere (often corrupt)
+        codes.insert(data.draw(st.integers(0, len(codes))), data.draw(st.integers(0, 255)))
     raw = bytes(codes)
     cuts = data.draw(st.lists(st.integers(0, len(raw)), max_size=12))
     offsets = sorted({0, len(raw), *cuts})
     offsets = [0, *offsets] if len(offsets) < 3 else offsets  # at least two strings
     expected = _reference_or_corrupt(table, offsets, raw)
-    if expected is None:
-        with pytest.raises(CorruptFileError):
-            fsst.decompress(table, np.array(offsets), raw)
-    else:
-        out_offsets, out = fsst.decompress(table, np.array(offsets), raw)
-        assert _split(out_offsets, out) == expected
+    assert _decoded_or_corrupt(table, offsets, raw, pairs=False) == expected
+    assert _decoded_or_corrupt(table, offsets, raw, pairs=True) == expected
 
 
 @pytest.mark.parametrize(
@@ -159,21 +170,21 @@ def test_any_code_stream_decodes_as_the_spec_or_is_corrupt(data, symbols):
     [
         ([0, 2, 4], b"\xff\x05\x00\x01", False),  # a literal past the symbol count
         ([0, 2, 4], b"\xff\xff\xff\xfe", False),  # escaped 255, escaped 254
+        ([0, 1, 4], b"\x00\xff\x00\x01", False),  # an escape at an odd code, its literal even
+        ([0, 3, 4], b"\x00\xff\x05\x01", False),  # a string starting right after a literal
+        ([0, 3, 4], b"\x00\xff\x00\x01", False),  # ... one that is also a symbol's code
         ([0, 1, 3], b"\xff\x05\x00", True),  # an escape ends the first string
         ([0, 2, 3], b"\x00\x01\xff", True),  # ... the last string
         ([0, 2, 4], b"\xff\x05\x05\x00", True),  # a code past the table after a literal
     ],
 )
-def test_escapes_and_codes_past_the_table_in_the_array_decoder(offsets, data, corrupt):
-    """Several strings go through the whole-array decoder: a literal byte at or past the symbol
+@pytest.mark.parametrize("pairs", [False, True])
+def test_escapes_and_codes_past_the_table_in_the_array_decoder(offsets, data, corrupt, pairs):
+    """Several strings go through the whole-array decoders: a literal byte at or past the symbol
     count is data, a code there (or an escape ending a string) is corrupt."""
     table, _, _ = fsst.compress_simple([], [b"ab", b"c"])
-    if corrupt:
-        with pytest.raises(CorruptFileError):
-            fsst.decompress(table, np.array(offsets), data)
-    else:
-        out_offsets, out = fsst.decompress(table, np.array(offsets), data)
-        assert _split(out_offsets, out) == reference_decode(table, offsets, data)
+    expected = None if corrupt else reference_decode(table, offsets, data)
+    assert _decoded_or_corrupt(table, offsets, data, pairs) == expected
 
 
 def test_escape_run_at_the_end_is_corrupt():
