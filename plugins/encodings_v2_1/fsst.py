@@ -312,10 +312,10 @@ def _pair_rows() -> tuple[pa.Array, pa.Array]:
 def _pair_entries(st: SymbolTable) -> pa.LargeBinaryArray:
     """What each pair of codes decodes to (rows as in :func:`_pair_rows`)."""
     first, second = _pair_rows()
-    joined = pc.binary_join_element_wise(
-        pc.take(st.entries, first), pc.take(st.entries, second), pa.scalar(b"", pa.large_binary())
+    nothing_between = pa.scalar(b"", pa.large_binary())
+    return pc.binary_join_element_wise(
+        pc.take(st.entries, first), pc.take(st.entries, second), nothing_between
     )
-    return joined
 
 
 def _decompress_pairs(
@@ -330,7 +330,8 @@ def _decompress_pairs(
     padded = pool_empty(n + (n & 1), np.uint8)
     padded[:n] = codes
     padded[n:] = ESCAPE
-    key = padded.view("<u2").astype(np.int32)
+    key = pool_empty(padded.size // 2, np.int32)  # pool memory: a big page's keys fault in no pages
+    key[...] = padded.view("<u2")
     first_literals = literals[(literals & 1) == 0]
     key[first_literals >> 1] += PAIR_LITERAL_FIRST
     out = pc.take(pairs, pa.array(key))
