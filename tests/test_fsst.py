@@ -85,6 +85,28 @@ def test_decoder_matches_reference(strings, symbols):
     assert _split(out_offsets, out) == reference_decode(table, offsets, data) == strings
 
 
+@given(
+    st.lists(_BYTES, min_size=1, max_size=12),
+    st.lists(st.integers(0, 11), min_size=1, max_size=300),
+    st.integers(0, 5),
+)
+def test_repeated_strings_compress_to_the_codes_of_each(distinct, picks, skip):
+    """A page of repeated strings is tokenised once per distinct string: the same offsets and
+    codes as tokenising every string (also for strings not starting at byte 0), and they decode
+    to the strings."""
+    strings = [distinct[i % len(distinct)] for i in picks]
+    offsets, data = _arrays([b"x" * skip, *strings])
+    offsets, book = offsets[1:], fsst.train(offsets[1:], data)
+    every = fsst._compress_each(book, offsets, data, fsst.SEGMENT_BYTES)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fsst, "DEDUPE_MIN_STRINGS", 1)
+        mp.setattr(fsst, "DEDUPE_SAMPLE_DISTINCT", 1.0)
+        once = fsst.compress(book, offsets, data)
+    assert np.array_equal(once[0], every[0]) and np.array_equal(once[1], every[1])
+    out_offsets, out = fsst.decompress(book.symbol_table(), *once)
+    assert _split(out_offsets, out) == strings
+
+
 def test_strings_crossing_segments_and_all_byte_values():
     """Strings longer than a tokeniser segment, every byte value, runs of 0xFF, empty strings."""
     rng = np.random.default_rng(3)

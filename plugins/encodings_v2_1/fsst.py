@@ -511,6 +511,18 @@ def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray, piece: int)
     return tokens
 
 
+#: Strings of a page from which it is checked for repeated strings, which are then tokenised once:
+#: a string's tokens depend only on its bytes and the table, so the codes are the same. 1M names
+#: of 5000 values: 103 -> 19 ms of CPU. The check counts the distinct values of an evenly spaced
+#: sample, so a page of unique strings pays only that; the hash pass over a page costs ~20 ns a
+#: string, against ~30 ns a token for tokenising.
+DEDUPE_MIN_STRINGS = 4096
+DEDUPE_SAMPLE = 2048
+#: Distinct strings in the sample, as a fraction of it, up to which a page is deduplicated: a
+#: sample of unique strings is all distinct, one from a page of ~10,000 values (uniform) 90%.
+DEDUPE_SAMPLE_DISTINCT = 0.9
+
+
 def compress(
     book: Codebook, offsets: np.ndarray, data: np.ndarray, piece: int = SEGMENT_BYTES
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -518,6 +530,45 @@ def compress(
     from 0, codes uint8)."""
     offsets = np.asarray(offsets, np.int64)
     data = np.asarray(data, np.uint8)
+    if offsets.size - 1 >= DEDUPE_MIN_STRINGS:
+        strings = _binary(offsets, data)
+        sample = strings.take(np.linspace(0, len(strings) - 1, DEDUPE_SAMPLE).astype(np.int64))
+        if pc.count_distinct(sample).as_py() <= DEDUPE_SAMPLE_DISTINCT * DEDUPE_SAMPLE:
+            return _compress_distinct(book, strings, piece)
+    return _compress_each(book, offsets, data, piece)
+
+
+def _binary(offsets: np.ndarray, data: np.ndarray) -> pa.LargeBinaryArray:
+    """The strings as a binary array over the same memory (int64 offsets into ``data``)."""
+    return pa.Array.from_buffers(
+        pa.large_binary(), offsets.size - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def _compress_distinct(
+    book: Codebook, strings: pa.LargeBinaryArray, piece: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`compress` tokenising each distinct string once, then laying out every string's codes."""
+    encoded = pc.dictionary_encode(strings)
+    distinct = encoded.dictionary
+    distinct_offsets = np.frombuffer(distinct.buffers()[1], np.int64, len(distinct) + 1, distinct.offset * 8)
+    distinct_data = (
+        np.frombuffer(distinct.buffers()[2], np.uint8, int(distinct_offsets[-1]))
+        if distinct.buffers()[2] is not None
+        else np.zeros(0, np.uint8)
+    )
+    codes_offsets, codes = _compress_each(book, distinct_offsets, distinct_data, piece)
+    taken = pc.take(_binary(codes_offsets, codes), encoded.indices)
+    offsets = np.frombuffer(taken.buffers()[1], np.int64, len(taken) + 1)
+    total = int(offsets[-1])
+    out = np.frombuffer(taken.buffers()[2], np.uint8, total) if total else np.zeros(0, np.uint8)
+    return offsets, out
+
+
+def _compress_each(
+    book: Codebook, offsets: np.ndarray, data: np.ndarray, piece: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`compress`, every string tokenised."""
     base = offsets - offsets[0]
     body = data[int(offsets[0]) : int(offsets[-1])]
     tokens = _tokenise(book, body, base, piece)
