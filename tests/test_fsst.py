@@ -370,3 +370,23 @@ def test_nested_strings_get_fsst(uri, version):
     assert ("mini_block_layout", "fsst") in value_encodings(uri, 0)
     assert_tables_equal(table, lance.dataset(uri).to_table())
     assert_tables_equal(table, lance_fw.dataset(uri).to_table())
+
+
+def test_repeated_strings_write_the_same_file_as_tokenising_each(tmp_path, monkeypatch):
+    """A page of few distinct strings (names, as analysts' columns often are) is tokenised once per
+    distinct string: the data file is byte for byte the one tokenising every string writes, and
+    pylance reads it back."""
+    rng = np.random.default_rng(9)
+    names = np.array([f"customer-{i:05d}" for i in range(3000)])
+    values = names[rng.integers(0, len(names), 60_000)].tolist()
+    table = pa.table({"s": pa.array([None if i % 101 == 0 else v for i, v in enumerate(values)])})
+    once = []
+    distinct = fsst._compress_distinct
+    monkeypatch.setattr(fsst, "_compress_distinct", lambda *a: once.append(1) or distinct(*a))
+    lance_fw.write_dataset(table, str(tmp_path / "once"), data_storage_version="2.2")
+    assert once  # the path under test ran
+    monkeypatch.setattr(fsst, "DEDUPE_MIN_STRINGS", 1 << 62)
+    lance_fw.write_dataset(table, str(tmp_path / "each"), data_storage_version="2.2")
+    (a,), (b,) = (glob.glob(str(tmp_path / d / "data" / "*.lance")) for d in ("once", "each"))
+    assert open(a, "rb").read() == open(b, "rb").read()
+    assert lance.dataset(str(tmp_path / "once")).to_table().equals(table)
