@@ -225,10 +225,7 @@ def _decompress_codes(
     key = pool_empty(codes.size, np.uint16)
     key[...] = codes
     key[literals] += 256
-    out = pc.take(st.entries, pa.array(key))
-    offsets = np.frombuffer(out.buffers()[1], np.int64, len(out) + 1)
-    total = int(offsets[-1])
-    data = np.frombuffer(out.buffers()[2], np.uint8, total) if total else np.zeros(0, np.uint8)
+    offsets, data = _views(pc.take(st.entries, pa.array(key)))
     return offsets[rel], data
 
 
@@ -239,10 +236,23 @@ def _entries(words: np.ndarray, lengths_u8: np.ndarray) -> pa.LargeBinaryArray:
     lengths = lengths_u8.astype(np.int64)
     offsets = np.zeros(_TABLE_ROWS + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    data = raw[np.arange(MAX_SYMBOL_LEN)[None, :] < lengths[:, None]]
+    return _binary(offsets, raw[np.arange(MAX_SYMBOL_LEN)[None, :] < lengths[:, None]])
+
+
+def _binary(offsets: np.ndarray, data: np.ndarray) -> pa.LargeBinaryArray:
+    """The strings as a binary array over the same memory (int64 offsets into ``data``)."""
     return pa.Array.from_buffers(
-        pa.large_binary(), _TABLE_ROWS, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        pa.large_binary(), offsets.size - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
+
+
+def _views(strings: pa.LargeBinaryArray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of :func:`_binary`, without copies: (int64 offsets into the data, the data)."""
+    offsets = np.frombuffer(strings.buffers()[1], np.int64, len(strings) + 1, strings.offset * 8)
+    buffer, total = strings.buffers()[2], int(offsets[-1])
+    if buffer is None or not total:
+        return offsets, np.zeros(0, np.uint8)
+    return offsets, np.frombuffer(buffer, np.uint8, total)
 
 
 def _literals(codes: np.ndarray, rel: np.ndarray, n_symbols: int, where: str) -> np.ndarray:
@@ -334,10 +344,7 @@ def _decompress_pairs(
     key[...] = padded.view("<u2")
     first_literals = literals[(literals & 1) == 0]
     key[first_literals >> 1] += PAIR_LITERAL_FIRST
-    out = pc.take(pairs, pa.array(key))
-    pair_offsets = np.frombuffer(out.buffers()[1], np.int64, len(out) + 1)
-    total = int(pair_offsets[-1])
-    data = np.frombuffer(out.buffers()[2], np.uint8, total) if total else np.zeros(0, np.uint8)
+    pair_offsets, data = _views(pc.take(pairs, pa.array(key)))
     starts = pair_offsets[rel >> 1]
     odd = np.flatnonzero(rel & 1)
     if odd.size:
@@ -538,31 +545,13 @@ def compress(
     return _compress_each(book, offsets, data, piece)
 
 
-def _binary(offsets: np.ndarray, data: np.ndarray) -> pa.LargeBinaryArray:
-    """The strings as a binary array over the same memory (int64 offsets into ``data``)."""
-    return pa.Array.from_buffers(
-        pa.large_binary(), offsets.size - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
-
-
 def _compress_distinct(
     book: Codebook, strings: pa.LargeBinaryArray, piece: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`compress` tokenising each distinct string once, then laying out every string's codes."""
     encoded = pc.dictionary_encode(strings)
-    distinct = encoded.dictionary
-    distinct_offsets = np.frombuffer(distinct.buffers()[1], np.int64, len(distinct) + 1, distinct.offset * 8)
-    distinct_data = (
-        np.frombuffer(distinct.buffers()[2], np.uint8, int(distinct_offsets[-1]))
-        if distinct.buffers()[2] is not None
-        else np.zeros(0, np.uint8)
-    )
-    codes_offsets, codes = _compress_each(book, distinct_offsets, distinct_data, piece)
-    taken = pc.take(_binary(codes_offsets, codes), encoded.indices)
-    offsets = np.frombuffer(taken.buffers()[1], np.int64, len(taken) + 1)
-    total = int(offsets[-1])
-    out = np.frombuffer(taken.buffers()[2], np.uint8, total) if total else np.zeros(0, np.uint8)
-    return offsets, out
+    codes_offsets, codes = _compress_each(book, *_views(encoded.dictionary), piece)
+    return _views(pc.take(_binary(codes_offsets, codes), encoded.indices))
 
 
 def _compress_each(
