@@ -7,15 +7,17 @@ reaching into ``LanceDataset``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import weakref
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw._util.lru import LruCache
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.query.arrow_filter import lance_sql
 from lance_fw.query.filter import filter_columns, parse_filter
-from lance_fw.query.index_plan import IndexPlan, index_plan
+from lance_fw.query.index_plan import IndexPlan, Tree, index_tree, plan_of
 from lance_fw.schema import LanceField
 from lance_fw.table.fragment import Matcher, matcher_for, with_row_columns
 from lance_fw.table.snapshot import Snapshot
@@ -36,18 +38,52 @@ def filter_plan(
     """How a filter is evaluated per batch, and the fields it reads (None: no filter).
 
     ``use_scalar_index`` (pylance's scanner option): consult the version's scalar indices for a SQL
-    filter; the matcher still re-checks every candidate row, so results never depend on it."""
+    filter; the matcher still re-checks every candidate row, so results never depend on it.
+
+    Planning is a function of the version and the filter, so it is done once per filter and version
+    (``PLANS_PER_VERSION`` kept): DuckDB hands the same pyarrow filter at each run of a query, and a
+    point lookup otherwise spends a third of its time planning. Each scan still searches the indices
+    itself (``plan_of``)."""
     if filter is None:
         return None
+    key = (_filter_key(filter), use_scalar_index)
+    plans = _PLANS.get(snapshot)
+    if plans is None:
+        plans = _PLANS.setdefault(snapshot, LruCache(PLANS_PER_VERSION))
+    matcher, fields, planned = plans.get_or_load(key, lambda: _plan(snapshot, filter, use_scalar_index))
+    index = None if planned is None else plan_of(snapshot, planned)
+    return FilterPlan(matcher, list(fields), index)
+
+
+#: Filter plans kept per version (the most recently used).
+PLANS_PER_VERSION = 64
+_PLANS: weakref.WeakKeyDictionary[Snapshot, LruCache] = weakref.WeakKeyDictionary()
+
+
+def _filter_key(filter: str | pc.Expression) -> tuple[str, Any]:
+    """What identifies a filter exactly: its text, or a pyarrow expression's serialised form (its
+    ``str`` may print different literals alike, e.g. ``1`` and ``1.0``)."""
+    if isinstance(filter, pc.Expression):
+        _, (serialised,) = filter.__reduce__()
+        return ("arrow", serialised.to_pybytes())
+    if isinstance(filter, str):
+        return ("sql", filter)
+    filter_expression(filter, pa.schema([]))  # raises the error naming the type
+    raise AssertionError("unreachable")
+
+
+def _plan(
+    snapshot: Snapshot, filter: str | pc.Expression, use_scalar_index: bool
+) -> tuple[Matcher, tuple[LanceField, ...], tuple[Tree, bool] | None]:
     expression = filter_expression(filter, snapshot.schema)
     filter_fields = snapshot.fields(_filter_columns(filter, snapshot.schema))
     if not isinstance(filter, str) and not _binds(expression, filter_fields):  # guessed columns fell short
         filter_fields = list(snapshot.lance_schema.fields)
-    index = None
+    planned = None
     if use_scalar_index:
         text = filter if isinstance(filter, str) else lance_sql(filter, snapshot.schema)
-        index = index_plan(snapshot, text) if text is not None else None
-    return FilterPlan(matcher_for(expression), filter_fields, index)
+        planned = index_tree(snapshot, text) if text is not None else None
+    return matcher_for(expression), tuple(filter_fields), planned
 
 
 def filter_expression(filter: str | pc.Expression, schema: pa.Schema) -> pc.Expression:

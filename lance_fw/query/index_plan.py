@@ -230,9 +230,9 @@ class IndexPlan:
         return np.setdiff1d(universe, addresses, assume_unique=True), False
 
 
-def index_plan(snapshot: Snapshot, text: str) -> IndexPlan | None:
-    """The index plan for the filter ``text``, or None when no index helps. Never raises for a
-    filter the scan accepts: a part the planner cannot read is left to the scan."""
+def index_tree(snapshot: Snapshot, text: str) -> tuple[Tree, bool] | None:
+    """The indices that answer (part of) the filter ``text``: (tree, complete), or None when none
+    helps. A value of the version: scans of the same filter may share it (``plan_of`` each)."""
     handles = usable_indices(snapshot)
     if not handles:
         return None
@@ -241,9 +241,12 @@ def index_plan(snapshot: Snapshot, text: str) -> IndexPlan | None:
         tree, complete = planner.plan(parse_where(text))
     except LanceError:
         return None  # the filter's own parse reports the error
-    if tree is None:
-        return None
-    plan = IndexPlan(snapshot, tree, complete)
+    return None if tree is None else (tree, complete)
+
+
+def plan_of(snapshot: Snapshot, planned: tuple[Tree, bool]) -> IndexPlan | None:
+    """A scan's own plan (it searches once, for that scan) over ``index_tree``'s answer."""
+    plan = IndexPlan(snapshot, *planned)
     return plan if plan.coverage else None
 
 
