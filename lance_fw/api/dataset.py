@@ -297,7 +297,7 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods, pads.Dataset):
     @property
     def latest_version(self) -> int:
         finish_claimed_versions(self._storage, self.uri)
-        return list_versions(self._storage, self.uri)[-1].version
+        return find_version(self._storage, self.uri, None).version  # none left: DatasetNotFoundError
 
     def versions(self) -> list[dict]:
         return [
