@@ -25,6 +25,7 @@ from lance_fw.duckdb.statement import (
     Query,
     binder,
     execute,
+    remember_captured,
     run_statement,
     statements,
     typed,
@@ -128,7 +129,10 @@ class Connection:
     # -- what DuckDB's relation layer calls on its connection ------------------------------------
 
     def _bind(self, sql: Query, **options: Any) -> Any:
-        return run_statement(self.con, Call(self.con._bind, (sql,), options), sql=sql)
+        signature = run_statement(self.con, Call(self.con._bind, (sql,), options), sql=sql)
+        if options.get("capture"):  # (names, types, parameters, return type, deferred, captured, …)
+            remember_captured(self.con, signature[_CAPTURED])
+        return signature
 
     def _submit(self, sql: Query, values: Parameters, *rest: Any) -> Any:
         result = run_statement(
@@ -163,6 +167,9 @@ def _typing_errors(con: duckdb.DuckDBPyConnection, function: Callable[..., _T]) 
 
     return call
 
+
+#: Where ``_bind(..., capture=True)`` returns the (name, handle) pairs of the sources DuckDB captured.
+_CAPTURED = 5
 
 #: The format argument with which the relation layer asks for a result it streams to Arrow.
 _STREAM = "stream"

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.errors import LanceError
+from lance_fw.errors import LanceError, SchemaError
 from lance_fw.options import Columns, Filter
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
@@ -94,6 +94,43 @@ class DuckDBDataset(pads.Dataset):
         if filter is None:
             return self._lance.count_rows()
         return sum(batch.num_rows for batch in self.scanner(columns=[], filter=filter).to_reader())
+
+
+class LiveDataset(pads.Dataset):
+    """What a statement offers DuckDB under a ``lance_scan`` name: ``resolve()`` gives the dataset of the
+    statement reading it (its snapshot, opened at the first ask), so the object DuckDB holds on to
+    (a relation keeps the one it was created with) reads the latest version at every statement.
+
+    DuckDB reads ``schema`` when it binds; a relation bound once and fetched later does not ask again.
+    If the version a later fetch reads has another schema, the scan raises ``SchemaError`` rather than
+    hand DuckDB columns that differ from those it bound.
+    """
+
+    def __init__(self, resolve: Callable[[], DuckDBDataset]) -> None:
+        self._resolve = resolve
+        self._declared: pa.Schema | None = None
+
+    @property
+    def schema(self) -> pa.Schema:
+        schema = self._resolve().schema
+        self._declared = schema
+        return schema
+
+    def scanner(
+        self, columns: Columns | None = None, filter: Filter | None = None, batch_size: int | None = None
+    ) -> _ReportingScanner:
+        dataset = self._resolve()
+        if self._declared is not None and not dataset.schema.equals(self._declared):
+            error = SchemaError(
+                f"lance_scan: the dataset's schema changed since this statement was bound (now version "
+                f"{dataset._lance.version}); create the relation again to read it"
+            )
+            dataset._on_error(error)
+            raise error
+        return dataset.scanner(columns=columns, filter=filter, batch_size=batch_size)
+
+    def count_rows(self, filter: Filter | None = None) -> int:
+        return self._resolve().count_rows(filter)
 
 
 class _ReportingScanner:
