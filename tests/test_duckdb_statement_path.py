@@ -20,7 +20,7 @@ import lance_fw
 import lance_fw.duckdb as fw_duckdb
 import lance_fw.duckdb.statement as statement
 from lance_fw.duckdb.names import direct_reads, view_name
-from lance_fw.errors import DatasetNotFoundError, SchemaError
+from lance_fw.errors import DatasetNotFoundError, LanceError, SchemaError
 
 #: Rows of the datasets: two fragments and several 1024-value blocks.
 N = 5000
@@ -199,3 +199,43 @@ def test_a_relation_fetched_after_its_view_changed_reads_the_new_dataset(path, t
     con.execute("COMMIT")
     assert rel.fetchall() == [(123,)]
 
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "id = 4321",
+        "id IN (7, 3001, 4999, 123456)",
+        "id BETWEEN 2990 AND 3010",
+        "id >= 100",  # more rows than EAGER_ROWS: streamed
+        "id = -1",
+    ],
+)
+def test_index_lookups_through_duckdb_return_pylances_rows(path, where):
+    """Lookups a B-tree answers (read at once when they find few rows, streamed otherwise) return
+    the rows DuckDB over pylance returns, deleted rows left out."""
+    from lance_fw.duckdb.dataset import EAGER_ROWS
+
+    _append(path, n=10_000)
+    lance.dataset(path).create_scalar_index("id", "BTREE")
+    lance.dataset(path).delete("id % 1000 = 7 OR id = 3001")
+    assert lance.dataset(path).count_rows(filter="id >= 100") > EAGER_ROWS
+    sql = "SELECT * FROM {t} WHERE " + where + " ORDER BY id"
+    con = fw_duckdb.connect()
+    assert con.sql(sql.format(t=f"lance_scan('{path}')")).fetchall() == _expected(path, sql)
+
+
+def test_an_index_lookup_that_cannot_read_raises_typed(path):
+    import glob
+    import os
+
+    lance.dataset(path).create_scalar_index("id", "BTREE")
+    with pytest.raises(Exception) as direct:
+        for file in glob.glob(os.path.join(path, "data", "*.lance")):
+            os.remove(file)
+        lance_fw.dataset(path).to_table(filter="id = 4321")
+    assert isinstance(direct.value, LanceError)
+    con = fw_duckdb.connect()
+    with pytest.raises(type(direct.value)):
+        con.sql(f"SELECT * FROM lance_scan('{path}') WHERE id = 4321").fetchall()
+    assert con.execute("SELECT 42").fetchall() == [(42,)]

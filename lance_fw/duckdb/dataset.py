@@ -32,6 +32,8 @@ BATCH_SIZE = 262144
 BATCH_BYTES = 8 * 2**20
 #: Fewest rows per batch: the scanner's default, what DuckDB was given before ``BATCH_SIZE``.
 MIN_BATCH_SIZE = DEFAULT_BATCH_SIZE
+#: Rows an index lookup finds up to which DuckDB is handed them read (``_ReportingScanner.to_reader``).
+EAGER_ROWS = 8192
 #: Bytes assumed for one value of a variable-width type (string, binary, list): only an estimate
 #: for sizing batches, never used to read.
 VARIABLE_WIDTH_BYTES = 32
@@ -145,6 +147,16 @@ class _ReportingScanner:
         return self._scanner.projected_schema
 
     def to_reader(self) -> pa.RecordBatchReader:
+        found = self._scanner.index_rows()
+        if found is not None and found <= EAGER_ROWS:
+            # an index lookup's few rows, read now: DuckDB's threads then pull them from Arrow's own
+            # reader, never waiting on the GIL for a Python one (a B-tree point lookup: ~0.5 ms)
+            try:
+                table = self._scanner.to_table()
+            except LanceError as exc:
+                self._on_error(exc)
+                raise
+            return table.to_reader()
         # the scanner's own batches, not its pyarrow reader, which would turn a LanceError into OSError
         inner = self._scanner.to_batches()
 

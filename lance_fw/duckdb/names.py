@@ -40,15 +40,17 @@ def view_name(uri: str, version: int | str | None) -> str:
     return f"{PREFIX}{uri.encode().hex().upper()}_{tail}"
 
 
-def literal_scan_names(sql: str) -> list[str]:
+@lru_cache(maxsize=256)
+def literal_scan_names(sql: str) -> tuple[str, ...]:
     """The names of the ``lance_scan`` calls ``sql`` spells with literals, a statement's likely
     datasets: a guess from the text (a call inside a string or a comment is found too), which the
-    caller registers ahead only to save DuckDB a failed bind; the binder's report stays the truth."""
+    caller registers ahead only to save DuckDB a failed bind; the binder's report stays the truth.
+    (Kept per text: a relation or a repeated query asks for the same text at every run.)"""
     found = dict.fromkeys(
         view_name(path.replace("''", "'"), int(version) if version else None)
         for path, version in _LITERAL_SCAN.findall(sql)
     )
-    return list(found)
+    return tuple(found)
 
 
 #: The first keywords of the statements whose literal ``lance_scan`` calls ``direct_reads`` replaces:

@@ -350,7 +350,7 @@ def _bound_keys(sql: Query | None, call: Call) -> list[str]:
     text when it has no parameter values (a parameter may name the dataset)."""
     if not isinstance(sql, str):
         return []
-    captured = _CAPTURED_SOURCE.findall(sql)
+    captured = _CAPTURED_SOURCE.findall(sql) if "__duckdb_source_" in sql else []
     if captured:
         return captured
     return [] if call.kwargs.get("values") else [sql]
@@ -416,8 +416,8 @@ def binder(con: duckdb.DuckDBPyConnection, statement: Query, parameters: Paramet
 def statements(con: duckdb.DuckDBPyConnection, query: Query) -> list[Query]:
     """The statements of a script, each run (and so resolved) on its own: a statement bound before the
     one ahead of it ran would not see what that one created."""
-    if not isinstance(query, str) or index_ddl.may_be_index_ddl(query):  # DuckDB cannot parse index DDL
-        return [query]
+    if not isinstance(query, str) or ";" not in query or index_ddl.may_be_index_ddl(query):
+        return [query]  # one statement (each but the last ends with ';'), or index DDL DuckDB cannot parse
     parsed: list[Query] = list(con.extract_statements(query))
     return parsed if len(parsed) > 1 else [query]
 

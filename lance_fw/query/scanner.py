@@ -312,6 +312,17 @@ class LanceScanner:
         index.candidates(chosen[0])
         return bool(index.exact)
 
+    def index_rows(self) -> int | None:
+        """When exact scalar indices answer the whole filter (``_index_decides``): how many rows they
+        found, at most what the scan yields (deleted rows are among them); else None. Runs the
+        index search (once per scan)."""
+        if self.order_by or self.fts is not None or self.search is not None or not self._index_decides():
+            return None
+        index = self._plan.scalar_index if self._plan is not None else None
+        assert index is not None
+        found = (index.candidates(frag.id) for frag in self._chosen())
+        return sum(0 if rows is None else len(rows) for rows in found)
+
     def _ordered_table(self) -> pa.Table:
         """Every row the scan yields without ``offset`` / ``limit``, sorted by ``order_by``, then
         cut by them. pylance sorts on output columns: a sort column left out of ``columns=`` is
