@@ -88,3 +88,24 @@ def test_scans_equal_pylance(uri, writer, thresholds):
         theirs = list(pl.to_batches(columns=["name", "id"], batch_size=batch_size))
         assert [b.num_rows for b in ours] == [b.num_rows for b in theirs]
         assert all(a.equals(b) for a, b in zip(ours, theirs))
+
+
+def test_a_lone_large_page_is_decoded_beside_the_next_large_one_past_small_ones(uri, monkeypatch):
+    """A read needing one large page decodes the next large page beside it, also when small pages
+    (a write batch's last rows) lie between; the scan still equals pylance's."""
+    monkeypatch.setattr(file_writer, "DEFAULT_MAX_PAGE_BYTES", 32 << 10)
+    monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 8 << 10)
+    table = _table(ROWS)
+    lance_fw.write_dataset(pa.Table.from_batches(table.to_batches(max_chunksize=7_000)), uri)
+    fw = lance_fw.dataset(uri)
+    fragment_reader = fw._snapshot.fragment_reader(fw._snapshot.fragments[0])
+    field = fw._snapshot.lance_schema.field("name")
+    reader = fragment_reader._reader_for(field)
+    col = reader._column(field)
+    pages = reader.tail.columns[col].pages
+    sizes = [sum(p.buffer_sizes) for p in pages]
+    lone = next(i for i in range(len(pages) - 2) if sizes[i] >= 8 << 10 > sizes[i + 1] and sizes[i + 2] >= 8 << 10)
+    start = sum(p.length for p in pages[:lone])
+    reader.decode_ahead([field], start, start + 1)
+    assert (col, lone + 2) in reader._ahead and (col, lone + 1) not in reader._ahead
+    assert_tables_equal(lance.dataset(uri).to_table(columns=["name"]), fw.to_table(columns=["name"]))
