@@ -54,7 +54,8 @@ def decode_chunk_ranges(
         found = _variable_chunks(enc, chunks, where)
         if found is not None:
             inner = _variable_ranges(found[0], found[1], where, needed)
-            return _fsst(enc.fsst, inner, where, needed) if kind == "fsst" else inner
+            # _variable_ranges checked the offsets it laid end to end
+            return _fsst(enc.fsst, inner, where, needed, offsets_checked=True) if kind == "fsst" else inner
     places = [(a.tolist(), b.tolist()) for a, b in bufs]
     pieces = [[data[a[i] : a[i] + b[i]] for a, b in places] for i in range(len(counts))]
     return decode_chunks(enc, pieces, counts, where, needed)

@@ -414,9 +414,16 @@ def _out_of_line(ob: pb.OutOfLineBitpacking, raw: np.ndarray, n: int, where: str
     return DecodedValues("fixed", n, fastlanes.unpack(raw, w, t, n, where), t)
 
 
-def _fsst(msg: pb.Fsst, inner: DecodedValues, where: str, needed: np.ndarray | None = None) -> DecodedValues:
+def _fsst(
+    msg: pb.Fsst,
+    inner: DecodedValues,
+    where: str,
+    needed: np.ndarray | None = None,
+    offsets_checked: bool = False,
+) -> DecodedValues:
     """FSST-decompress ``inner``'s strings; with ``needed`` (value indices) only those, the others
-    coming back empty (random access decompresses a few strings of a chunk, not all)."""
+    coming back empty (random access decompresses a few strings of a chunk, not all).
+    ``offsets_checked``: ``inner``'s offsets are known never to go down (``fsst.decompress``)."""
     if inner.kind != "variable":
         raise CorruptFileError(where, f"FSST values decoded to {inner.kind}, expected variable")
     offsets, data = present(inner.offsets, "offsets"), present(inner.data, "data")
@@ -427,7 +434,7 @@ def _fsst(msg: pb.Fsst, inner: DecodedValues, where: str, needed: np.ndarray | N
         data = gather_ranges(np.asarray(data, np.uint8), offsets[:-1][keep], lengths[keep])
         offsets = np.zeros(inner.num_values + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
-    offs, out = fsst.decompress(msg.symbol_table, offsets, data, where)
+    offs, out = fsst.decompress(msg.symbol_table, offsets, data, where, offsets_checked and needed is None)
     return DecodedValues("variable", inner.num_values, out, offsets=offs)
 
 

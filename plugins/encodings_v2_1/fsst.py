@@ -114,12 +114,18 @@ def _parse_cached(raw: bytes) -> SymbolTable:
 
 
 def decompress(
-    symbol_table: bytes | SymbolTable, offsets: np.ndarray, data: RawBytes, where: str = "fsst"
+    symbol_table: bytes | SymbolTable,
+    offsets: np.ndarray,
+    data: RawBytes,
+    where: str = "fsst",
+    offsets_checked: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decompress FSST strings.
 
     ``symbol_table``: the 2312 raw bytes or a :class:`SymbolTable`.
     ``offsets``: n+1 offsets into ``data`` (need not start at 0).
+    ``offsets_checked``: the caller already checked that the offsets never go down (a page's
+    decoder does, as it lays its chunks' values end to end); the check is then not repeated.
     Returns ``(offsets int64 starting at 0, data uint8)``.
     """
     st = symbol_table if isinstance(symbol_table, SymbolTable) else parse_symbol_table(symbol_table, where)
@@ -129,14 +135,18 @@ def decompress(
     if offsets.size == 0:
         return np.zeros(1, np.int64), np.zeros(0, np.uint8)
     lo, hi = int(offsets[0]), int(offsets[-1])
-    if lo < 0 or hi > buf.size or (offsets.size > 1 and np.any(offsets[1:] < offsets[:-1])):
+    if (
+        lo < 0
+        or hi > buf.size
+        or (not offsets_checked and offsets.size > 1 and np.any(offsets[1:] < offsets[:-1]))
+    ):
         raise CorruptFileError(
             where, f"FSST offsets [{lo}, {hi}] are not monotone within the {buf.size}-byte data"
         )
     codes = buf[lo:hi]
-    rel = offsets - lo
+    rel = offsets - lo if lo else offsets  # read only below: no copy of a million offsets
     if not st.encoder_switch:
-        return rel, codes.copy()
+        return rel.copy() if rel is offsets else rel, codes.copy()
     if codes.size == 0:
         return rel, np.zeros(0, np.uint8)
     if offsets.size == 2 and codes.size <= ONE_STRING_LOOP_CODES:
