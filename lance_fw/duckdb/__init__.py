@@ -1,10 +1,12 @@
 """DuckDB front end: ``SELECT ... FROM lance_scan('path' [, version := n])``.
 
 DuckDB's Python API has no table functions, so ``lance_scan`` is a table macro (``sql/lance_scan.sql``)
-naming a view whose name carries the path and version; DuckDB evaluates the arguments, and lance_fw
-registers the dataset under that name when the binder reports it missing (``statement.py``), then binds
-again. The dataset is a ``pyarrow.dataset.Dataset`` subclass (``dataset.py``): DuckDB pushes projections and
-filters into its ``scanner``, and the filter is applied exactly.
+naming a table whose name carries the path and version; DuckDB evaluates the arguments and looks the name
+up among the Python variables of the frame the statement runs from, where lance_fw offers the dataset
+under that name (``statement.py``; a query's calls spelled with literals are read by that name directly).
+The dataset is a ``pyarrow.dataset.Dataset`` subclass (``dataset.py``) that answers with the snapshot of the
+statement running: DuckDB pushes projections and filters into its ``scanner``, and the filter is applied
+exactly.
 
 Snapshots. Every statement run through :class:`Connection` (or :func:`sql` / :func:`execute` on a
 connection prepared with :func:`install`) opens each dataset it reads when it starts: the latest version,
