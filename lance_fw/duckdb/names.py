@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
 from functools import lru_cache
 
 import duckdb
@@ -46,22 +45,18 @@ def literal_scan_names(sql: str) -> tuple[str, ...]:
     datasets: a guess from the text (a call inside a string or a comment is found too), which the
     caller registers ahead only to save DuckDB a failed bind; the binder's report stays the truth.
     (Kept per text: a relation or a repeated query asks for the same text at every run.)"""
-    found = dict.fromkeys(
-        view_name(path.replace("''", "'"), int(version) if version else None)
-        for path, version in _LITERAL_SCAN.findall(sql)
-    )
-    return tuple(found)
+    return tuple(dict.fromkeys(_literal_name(m) for m in _LITERAL_SCAN.finditer(sql)))
+
+
+def _literal_name(call: re.Match[str]) -> str:
+    """The name the macro computes for a ``_LITERAL_SCAN`` match."""
+    path, version = call.groups()
+    return view_name(path.replace("''", "'"), int(version) if version else None)
 
 
 #: The first keywords of the statements whose literal ``lance_scan`` calls ``direct_reads`` replaces:
 #: queries, which write nothing and store no SQL text (a view keeps the call as written).
 _QUERY_KEYWORDS = frozenset({"select", "with", "from"})
-_KEYWORD, _IDENTIFIER, _STRING, _NUMBER = (
-    duckdb.token_type.keyword,
-    duckdb.token_type.identifier,
-    duckdb.token_type.string_const,
-    duckdb.token_type.numeric_const,
-)
 
 
 @lru_cache(maxsize=256)
@@ -69,55 +64,31 @@ def direct_reads(sql: str) -> str | None:
     """The query ``sql`` with each ``lance_scan('path' [, version := n])`` spelled with literals read
     as the name the macro would compute (quoted), or None when there is none to replace (or ``sql``
     is not a query). DuckDB then binds it without expanding the macro, whose argument arithmetic is
-    most of a point lookup's bind. The calls are found with DuckDB's own tokenizer, so one inside a
-    string or a comment is left as it is; the caller runs ``sql`` as written wherever the result
-    fails (the implicit alias differs: a self-join without aliases, or an error message naming it).
+    most of a point lookup's bind. Only calls starting at an identifier token of DuckDB's own
+    tokenizer (not qualified) are replaced, so one inside a string or a comment is left as it is;
+    the caller runs ``sql`` as written wherever the result fails (the implicit alias differs: a
+    self-join without aliases, or an error message naming it).
     """
     if "lance_scan" not in sql.lower():
         return None
     tokens = duckdb.tokenize(sql)
-    texts = [
-        sql[start : tokens[i + 1][0] if i + 1 < len(tokens) else len(sql)].rstrip()
-        for i, (start, _) in enumerate(tokens)
-    ]
-    kinds = [kind for _, kind in tokens]
-    if not tokens or kinds[0] != _KEYWORD or texts[0].lower() not in _QUERY_KEYWORDS:
+    ends = [start for start, _ in tokens[1:]] + [len(sql)]
+    first_word = sql[: ends[0]].strip().lower() if tokens else ""
+    if not tokens or tokens[0][1] != duckdb.token_type.keyword or first_word not in _QUERY_KEYWORDS:
         return None
     pieces, done = [], 0
-    for i, text in enumerate(texts):
-        if kinds[i] != _IDENTIFIER or text.lower() != "lance_scan" or (i and texts[i - 1] == "."):
+    for i, (start, kind) in enumerate(tokens):
+        if kind != duckdb.token_type.identifier or start < done:
             continue
-        call = _literal_call(texts[i + 1 : i + 8], kinds[i + 1 : i + 8])
-        if call is None:
+        if i and sql[tokens[i - 1][0] : start].strip() == ".":  # a qualified name: not the macro
             continue
-        (path, version), length = call
-        end = tokens[i + length][0] + len(texts[i + length])
-        pieces += [sql[done : tokens[i][0]], '"' + view_name(path, version) + '"']
-        done = end
+        call = _LITERAL_SCAN.match(sql, start)
+        if call is not None:
+            pieces += [sql[done:start], '"' + _literal_name(call) + '"']
+            done = call.end()
     if not pieces:
         return None
     return "".join(pieces) + sql[done:]
-
-
-def _literal_call(texts: list[str], kinds: Sequence[object]) -> tuple[tuple[str, int | None], int] | None:
-    """((path, version), tokens after ``lance_scan`` up to its closing parenthesis) for the tokens
-    ``( 'path' )`` or ``( 'path' , version := n )``; None for any other spelling."""
-    if texts[:1] != ["("] or len(texts) < 3 or kinds[1] != _STRING:
-        return None
-    literal = texts[1]
-    if len(literal) < 2 or literal[0] != "'" or literal[-1] != "'":  # not E'…' nor $$…$$
-        return None
-    path = literal[1:-1].replace("''", "'")
-    if texts[2] == ")":
-        return (path, None), 3
-    if (
-        len(texts) == 7
-        and (texts[2], texts[3].lower(), texts[4], texts[6]) == (",", "version", ":=", ")")
-        and kinds[5] == _NUMBER
-        and texts[5].isdigit()
-    ):
-        return (path, int(texts[5])), 7
-    return None
 
 
 def missing_name(message: str) -> str | None:

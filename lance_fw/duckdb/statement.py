@@ -174,12 +174,11 @@ class StatementDatasets:
         left, self._names = self._names, []
         return left
 
-    def expect(self, sql: Query) -> None:
-        """Offer ahead the datasets ``sql`` names with literal ``lance_scan`` calls, so that its first
-        bind finds them (each name found missing costs DuckDB a bind). A guess from the text: nothing
-        is opened until DuckDB asks, so a call in a comment or a string costs nothing."""
-        text = sql if isinstance(sql, str) else getattr(sql, "query", None)  # or a parsed Statement
-        if not isinstance(text, str) or "lance_scan" not in text.lower():
+    def expect(self, text: str) -> None:
+        """Offer ahead the datasets the statement ``text`` names with literal ``lance_scan`` calls, so
+        that its first bind finds them (each name found missing costs DuckDB a bind). A guess from the
+        text: nothing is opened until DuckDB asks, so a call in a comment or a string costs nothing."""
+        if "lance_scan" not in text.lower():
             return
         for name in literal_scan_names(text):
             if name not in self._offered:
@@ -383,8 +382,8 @@ def run_statement(
     text = sql if isinstance(sql, str) else getattr(sql, "query", None)  # or a parsed Statement
     direct = direct_reads(text) if isinstance(text, str) else None
     try:
-        if sql is not None:
-            datasets.expect(sql)
+        if isinstance(text, str):
+            datasets.expect(text)
         if bind is not None and not datasets.bound_before(keys):
             datasets.call(*_reading_directly(bind, sql, direct))
             datasets.remember(keys)
