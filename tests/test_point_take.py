@@ -88,3 +88,27 @@ def test_btree_point_lookups_equal_pylance(uri, writer):
         query = f"id = {row}"
         assert_tables_equal(pl.to_table(filter=query), fw.to_table(filter=query))
         assert "ScalarIndexQuery" in fw.scanner(filter=query).explain_plan()
+
+
+def test_takes_keep_chunk_tables_of_many_chunk_pages(uri):
+    """pylance writes a 32-float vector column in pages of ~20,000 mini-block chunks (more than
+    8 KiB of chunk metadata). A take keeps such a page's chunk table (it once re-read and
+    re-parsed it at every take, keeping only small ones) and answers as pylance does, again."""
+    from lance_fw_plugins.encodings_v2_1 import take as page_take
+
+    n = 120_000
+    rng = np.random.default_rng(5)
+    table = pa.table({
+        "id": pa.array(np.arange(n, dtype=np.int64)),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 32, dtype=np.float32)), 32),
+    })
+    lance.write_dataset(table, uri, data_storage_version="2.2")
+    pl, fw = lance.dataset(uri), lance_fw.dataset(uri)
+    rows = sorted(rng.choice(n, 100, replace=False).tolist())
+    page_take._CHUNK_TABLES.clear()
+    assert_tables_equal(pl.take(rows, columns=["vec"]), fw.take(rows, columns=["vec"]))
+    chunks = [len(entry[0].counts) for entry in page_take._CHUNK_TABLES._entries.values()]
+    assert max(chunks) * 4 > 8 * 1024, "the page should have more than 8 KiB of chunk metadata"
+    held = len(page_take._CHUNK_TABLES)
+    assert_tables_equal(pl.take(rows, columns=["vec"]), lance_fw.dataset(uri).take(rows, columns=["vec"]))
+    assert len(page_take._CHUNK_TABLES) >= held

@@ -41,45 +41,55 @@ def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
 # --- mini-block ---------------------------------------------------------------------------------
 
 
-#: Chunk tables of pages whose metadata is at most this many bytes are cached (``_chunk_table``),
-#: at most this many entries (each table under two keys), oldest dropped first.
-CHUNK_TABLE_CACHE_META_BYTES = 8 * 1024
-CHUNK_TABLE_CACHE_ENTRIES = 512
+#: Chunk tables are cached (``_chunk_table``) up to this many entries (each table under two keys)
+#: and this many bytes of tables and keys in all, least recently used dropped first. Bounded by
+#: bytes, not by a metadata size: pylance's pages of a 32-float vector column hold ~20,000 chunks
+#: (78 KiB of metadata, a 0.6 MiB table), and a take re-read and re-parsed them on every call
+#: while it kept the tables of narrower columns.
+CHUNK_TABLE_CACHE_ENTRIES = 1024
+CHUNK_TABLE_CACHE_BYTES = 64 << 20
+
+
+def _table_bytes(entry: tuple[ChunkTable, int]) -> int:
+    table, key_bytes = entry
+    return key_bytes + sum(a.nbytes for a in (table.starts, table.sizes, table.counts, table.ends))
+
 
 #: Keys: a page's identity (``PageInput.key``: valid while its file's parsed tail is), and the
-#: page's chunk metadata bytes with what else the table depends on (valid forever).
-_CHUNK_TABLES: LruCache[tuple, ChunkTable] = LruCache(CHUNK_TABLE_CACHE_ENTRIES)
+#: page's chunk metadata bytes with what else the table depends on (valid forever). Values: the
+#: table and the bytes its key holds.
+_CHUNK_TABLES: LruCache[tuple, tuple[ChunkTable, int]] = LruCache(
+    CHUNK_TABLE_CACHE_ENTRIES, CHUNK_TABLE_CACHE_BYTES, _table_bytes
+)
 
 
 def _chunk_table(layout: pb.MiniBlockLayout, page: PageInput) -> ChunkTable:
     """The page's chunk table (``layouts.chunk_table``). A point lookup reads the same pages'
-    tables call after call, so small ones are kept: by the page's identity (a hit reads and
-    parses nothing), and by their bytes, so that a dataset opened again (a new parsed tail: the
-    bench and DuckDB open one per query) reads the few KiB of metadata but does not parse them
-    (~70 us a page of 2,000 chunks; a take of 100 rows touches a hundred pages)."""
-    size = page.buffer_size(0)
-    if page.key is not None and size <= CHUNK_TABLE_CACHE_META_BYTES:
+    tables call after call, so they are kept: by the page's identity (a hit reads and parses
+    nothing), and by their bytes, so that a dataset opened again (a new parsed tail: the bench
+    and DuckDB open one per query) reads the page's chunk metadata but does not parse it (~70 us
+    a page of 2,000 chunks; a take of 100 rows touches a hundred pages)."""
+    if page.key is not None:
         found = _CHUNK_TABLES.get(page.key)
         if found is not None:
-            return found
+            return found[0]
+    size = page.buffer_size(0)
     meta = as_u8(page.read_parts([(0, 0, size)])[0])
     total = page.buffer_size(1)
 
-    def parse() -> ChunkTable:
+    def parse() -> tuple[ChunkTable, int]:
         starts, sizes, counts = layouts.chunk_table(layout, meta, total, page.where)
         table = ChunkTable(starts, sizes, counts, np.cumsum(counts))
         for array in (table.starts, table.sizes, table.counts, table.ends):
             array.setflags(write=False)
-        return table
+        return table, size
 
-    if size > CHUNK_TABLE_CACHE_META_BYTES:
-        return parse()
-    table = _CHUNK_TABLES.get_or_load(
+    entry = _CHUNK_TABLES.get_or_load(
         (meta.tobytes(), layout.has_large_chunk, layout.num_items, total), parse
     )
     if page.key is not None:
-        _CHUNK_TABLES.put(page.key, table)
-    return table
+        _CHUNK_TABLES.put(page.key, (entry[0], 0))
+    return entry[0]
 
 
 def mini_block_rows(
