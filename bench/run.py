@@ -35,23 +35,60 @@ RESULTS = os.path.join(os.path.dirname(__file__), "results")
 MIN_SAMPLE_SECONDS = 0.1
 
 
-def timed(fn: Callable[[], object], repeat: int) -> float | None:
-    """Median seconds per call over ``repeat`` samples after one warm-up (each sample a loop of
-    calls lasting ``MIN_SAMPLE_SECONDS`` or more); None if the engine cannot do it."""
+def _first_call(fn: Callable[[], object]) -> int | None:
+    """Calls per timed sample for ``fn``, from one warm-up call; None if the engine cannot do it."""
     try:
         t0 = time.perf_counter()
         fn()
         first = time.perf_counter() - t0
     except NotImplementedError:
         return None
-    calls = max(1, min(1000, int(MIN_SAMPLE_SECONDS / max(first, 1e-6))))
-    runs = []
-    for _ in range(max(repeat, 5) if calls > 1 else repeat):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        runs.append((time.perf_counter() - t0) / calls)
-    return statistics.median(runs)
+    return max(1, min(1000, int(MIN_SAMPLE_SECONDS / max(first, 1e-6))))
+
+
+def timed(engines: dict[str, Callable[[], object]], repeat: int) -> dict[str, float | None]:
+    """Median seconds per call of each engine over ``repeat`` samples (at least 5 for calls
+    short enough to loop) after one warm-up each; None for an engine that cannot do it.
+
+    The engines take their samples in turns, round r starting with a different engine, rather
+    than one engine's samples after the other's: this box has slow spells lasting seconds (one
+    run measured a DuckDB point lookup at 1.93x that measured 0.95x alone right after), and in
+    turns such a spell falls on every engine of a row instead of on whichever ran then."""
+    calls = {name: _first_call(fn) for name, fn in engines.items()}
+    rounds = {name: max(repeat, 5) if n > 1 else repeat for name, n in calls.items() if n}
+    runs: dict[str, list[float]] = {name: [] for name in rounds}
+    order = list(rounds)
+    for r in range(max(rounds.values(), default=0)):
+        for name in order[r % len(order):] + order[: r % len(order)]:
+            if len(runs[name]) >= rounds[name]:
+                continue
+            fn, n = engines[name], calls[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            runs[name].append((time.perf_counter() - t0) / n)
+    return {name: statistics.median(runs[name]) if name in runs else None for name in engines}
+
+
+def machine() -> dict:
+    """What the numbers were measured on, and how fast it ran Python and small numpy calls then:
+    the same code has measured 2-3x slower on one day's box than another's, and Python-bound
+    paths (a take of 100 rows) slow down more than pylance's, so a ratio is read with these."""
+    import platform
+    import timeit
+
+    model = platform.processor()
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        model = names[0] if names else model
+    small = np.arange(100)
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "python_sum_range_1e6_ms": min(timeit.repeat("sum(range(1_000_000))", number=1, repeat=5)) * 1e3,
+        "numpy_add_100_us": min(timeit.repeat(lambda: small + 1, number=10_000, repeat=5)) / 10_000 * 1e6,
+    }
 
 
 def workloads(paths: dict[str, str], rows: int, indices: np.ndarray):
@@ -215,6 +252,8 @@ def main() -> int:
         text = datasets.text_table(args.text_rows)
         print(f"[bench] {args.rows:,}-row numeric table, {args.text_rows:,}-row text table, "
               f"{args.repeat} repeats", flush=True)
+        box = machine()
+        print(f"[bench] machine: {box}", flush=True)
         if not only:
             results += write_results(root, "numeric", table, args.repeat)
             results += write_results(root, "text", text, args.repeat)
@@ -237,9 +276,7 @@ def main() -> int:
         for name, engines in suites.items():
             if not chosen(name):
                 continue
-            row = {"workload": name}
-            for engine, fn in engines.items():
-                row[engine] = timed(fn, args.repeat)
+            row = {"workload": name, **timed(engines, args.repeat)}
             results.append(row)
             print(_fmt(row), flush=True)
         for job, rows in (("scan", args.rows), ("write", args.rows)):
@@ -255,7 +292,7 @@ def main() -> int:
             print(_fmt(row), flush=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     with open(os.path.join(RESULTS, f"bench-{stamp}.json"), "w") as f:
-        json.dump({"rows": args.rows, "repeat": args.repeat, "results": results}, f, indent=2)
+        json.dump({"rows": args.rows, "repeat": args.repeat, "machine": box, "results": results}, f, indent=2)
     print(f"[bench] wrote bench/results/bench-{stamp}.json")
     return 0
 
@@ -282,8 +319,8 @@ def write_results(root: str, name: str, table: pa.Table, repeat: int) -> list[di
             pq.write_table(table, path)
     row = {"workload": f"write {name} table (2.2)"}
     size = {"workload": f"size on disk, {name} table", "unit": "bytes"}
+    row.update(timed({e: (lambda e=e: write(e)) for e in paths}, repeat))
     for engine in paths:
-        row[engine] = timed(lambda e=engine: write(e), repeat)
         size[engine] = datasets.size_on_disk(paths[engine])
     for r in (row, size):
         print(_fmt(r), flush=True)
