@@ -98,6 +98,9 @@ class LanceFileReader:
         self._prefetched: dict[tuple[int, int], list[memoryview]] = {}
         #: Small page buffers fetched ahead for a take (``prefetch_small_buffers``), by offset.
         self._small: dict[int, memoryview] = {}
+        #: One reader over them for every page (``_row_page``): pages read through one reader
+        #: have their pieces fetched together (``interfaces.read_pages_parts``).
+        self._held_first = HeldFirst(self._reader, self._small)
         self._lock = threading.Lock()
 
     @property
@@ -465,7 +468,7 @@ class LanceFileReader:
             found = (field.name, where, self._page_encoding(meta, where), meta)
             _ROW_PAGES.put(key, found)
         _, where, encoding, meta = found
-        source = HeldFirst(self._reader, self._small) if self._small else self._reader
+        source = self._held_first if self._small else self._reader
         buffers = PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where)
         return PageInput(buffers, meta.length, arrow_type, where, key), encoding
 

@@ -135,23 +135,22 @@ def decompress(
     if offsets.size == 0:
         return np.zeros(1, np.int64), np.zeros(0, np.uint8)
     lo, hi = int(offsets[0]), int(offsets[-1])
-    if (
-        lo < 0
-        or hi > buf.size
-        or (not offsets_checked and offsets.size > 1 and np.any(offsets[1:] < offsets[:-1]))
-    ):
-        raise CorruptFileError(
-            where, f"FSST offsets [{lo}, {hi}] are not monotone within the {buf.size}-byte data"
-        )
+    if lo < 0 or hi > buf.size:
+        raise _not_monotone(lo, hi, buf.size, where)
+    if hi - lo <= LOOP_CODES and offsets.size <= LOOP_CODES + 1 and st.encoder_switch:
+        # a few strings: integer arithmetic and a loop (numpy's calls cost more than the work)
+        bounds = [at - lo for at in offsets.tolist()]
+        if not offsets_checked and any(b < a for a, b in itertools.pairwise(bounds)):
+            raise _not_monotone(lo, hi, buf.size, where)
+        return _decompress_looped(st, buf[lo:hi].tobytes(), bounds, where)
+    if not offsets_checked and offsets.size > 1 and np.any(offsets[1:] < offsets[:-1]):
+        raise _not_monotone(lo, hi, buf.size, where)
     codes = buf[lo:hi]
     rel = offsets - lo if lo else offsets  # read only below: no copy of a million offsets
     if not st.encoder_switch:
         return rel.copy() if rel is offsets else rel, codes.copy()
     if codes.size == 0:
         return rel, np.zeros(0, np.uint8)
-    if offsets.size == 2 and codes.size <= ONE_STRING_LOOP_CODES:
-        one = _decompress_one(st, codes.tobytes(), where)
-        return np.array([0, one.size], np.int64), one
     pairs = (
         _pair_entries(st)
         if codes.size >= PAIR_MIN_CODES and codes.size >= PAIR_MIN_CODES_PER_STRING * (rel.size - 1)
@@ -161,6 +160,10 @@ def decompress(
     if parts > 1:
         return _decompress_in_parts(st, codes, rel, parts, pairs, where)
     return _decompress_codes(st, codes, rel, pairs, where)
+
+
+def _not_monotone(lo: int, hi: int, size: int, where: str) -> CorruptFileError:
+    return CorruptFileError(where, f"FSST offsets [{lo}, {hi}] are not monotone within the {size}-byte data")
 
 
 #: Compressed bytes per part above which a page is decoded as several parts in parallel threads
@@ -198,12 +201,27 @@ def _decompress_in_parts(
     return offsets, data
 
 
-#: Codes of a lone string up to which it is decoded by a Python loop (a point lookup's one value:
-#: the array path costs ~25 us of call overhead whatever the length, the loop ~0.1 us a code).
-ONE_STRING_LOOP_CODES = 64
+#: Codes up to which strings are decoded by a Python loop: a point lookup's one value, or the few
+#: rows a take wants of each of many pages (each page has its own symbol table, so they are
+#: decoded page by page). The array path costs ~120 us of calls on today's box whatever the
+#: length, the loop ~17 us plus ~0.5 us a code (crossover near 200 codes, measured).
+LOOP_CODES = 128
 
 
-def _decompress_one(st: SymbolTable, codes: bytes, where: str) -> np.ndarray:
+def _decompress_looped(
+    st: SymbolTable, codes: bytes, bounds: list[int], where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The strings ``codes[bounds[i]:bounds[i+1]]`` decompressed one by one."""
+    symbols = st.symbols
+    if not codes or max(codes) < st.n_symbols:  # no escape, no code without a symbol
+        parts = [b"".join([symbols[c] for c in codes[a:b]]) for a, b in itertools.pairwise(bounds)]
+    else:
+        parts = [_decompress_one(st, codes[a:b], where) for a, b in itertools.pairwise(bounds)]
+    offsets = np.array(list(itertools.accumulate(map(len, parts), initial=0)), np.int64)
+    return offsets, np.frombuffer(b"".join(parts), np.uint8)
+
+
+def _decompress_one(st: SymbolTable, codes: bytes, where: str) -> bytes:
     """One string's codes decompressed, with :func:`_decompress_codes`' checks."""
     out = bytearray()
     i, n = 0, len(codes)
@@ -221,7 +239,7 @@ def _decompress_one(st: SymbolTable, codes: bytes, where: str) -> np.ndarray:
             )
         out += st.symbols[code]
         i += 1
-    return np.frombuffer(bytes(out), np.uint8)
+    return bytes(out)
 
 
 def _decompress_codes(
