@@ -1,7 +1,7 @@
 """Filtered reads that take their other columns (late materialisation), takes spread over many
 pages and scans equal pylance's, on the paths chosen for large reads: columns taken side by side
 on the take pool (``fragment.PARALLEL_TAKE_ROWS``), vectors taken rather than read whole
-(``_takes_values``), pages of chosen chunks decoded in groups (``take.JOIN_BYTES``), and a page
+(``_takes_values``), pages of chosen chunks decoded in groups (``take_pages.JOIN_BYTES``), and a page
 decoded beside the next one (``reader.DECODE_AHEAD_BYTES``); scan reads ending at the widest
 column's page boundaries (``fragment.WIDE_PAGE_BYTES``). The thresholds are lowered here so
 that tables of tens of thousands of rows cross them."""
@@ -17,7 +17,7 @@ import lance_fw
 import lance_fw.file.reader as file_reader
 import lance_fw.file.writer as file_writer
 import lance_fw.table.fragment as fragment
-import lance_fw_plugins.encodings_v2_1.take as v21_take
+import lance_fw_plugins.encodings_v2_1.take_pages as v21_take_pages
 from conftest import assert_tables_equal
 
 ROWS = 40_000
@@ -39,7 +39,7 @@ def _table(n: int) -> pa.Table:
 def thresholds(request, monkeypatch):
     if request.param:  # and lance_fw writes pages of 32 KiB, so a column has tens of them
         monkeypatch.setattr(fragment, "PARALLEL_TAKE_ROWS", 16)
-        monkeypatch.setattr(v21_take, "JOIN_BYTES", 64 << 10)
+        monkeypatch.setattr(v21_take_pages, "JOIN_BYTES", 64 << 10)
         monkeypatch.setattr(file_writer, "DEFAULT_MAX_PAGE_BYTES", 32 << 10)
         monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 8 << 10)
         monkeypatch.setattr(fragment, "SCAN_READ_ROWS", 1024)  # reads of one page or less

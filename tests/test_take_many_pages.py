@@ -4,7 +4,7 @@ A writer that cuts a page per input batch (pylance, given a stream of small batc
 columns of tens to hundreds of pages: each FSST page with its own symbol table, the last small
 page of a column often stored plainly, nullable pages with definition levels. A take then
 chooses chunks page by page and reads and decodes them together
-(``encodings_v2_1.take.mini_block_pages_rows``); these tests check every row it returns against
+(``encodings_v2_1.take_pages.mini_block_pages_rows``); these tests check every row it returns against
 pylance's, for takes of one row to a tenth of the rows, on files both libraries wrote.
 """
 
@@ -75,7 +75,7 @@ def test_pylance_pages_are_many_and_mixed(uri):
     and every column but the dictionary-encoded one decodes its pages together."""
     from lance_fw.file.reader import LanceFileReader
     from lance_fw.io.storage import resolve_storage
-    from lance_fw_plugins.encodings_v2_1 import take as page_take
+    from lance_fw_plugins.encodings_v2_1 import take_pages as page_take
 
     table = _table(ROWS)
     reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=BATCH))

@@ -17,6 +17,7 @@ import lance_fw
 from cases import all_types_table, encodings_table
 from conftest import assert_tables_equal
 from lance_fw_plugins.encodings_v2_1 import take as take_module
+from lance_fw_plugins.encodings_v2_1 import take_pages
 
 
 def _served(monkeypatch: pytest.MonkeyPatch) -> collections.Counter:
@@ -62,7 +63,7 @@ def _decode_pages_rows(self, pages):
     found = [pb.PageLayout.FromString(e.value) for e, _, _ in pages]
     if any(layout.WhichOneof("layout") != "mini_block_layout" for layout in found):
         return None
-    levels = take_module.mini_block_pages_rows(
+    levels = take_pages.mini_block_pages_rows(
         [layout.mini_block_layout for layout in found], [p for _, p, _ in pages], [r for _, _, r in pages]
     )
     return None if levels is None else repdef.build(levels, pages[0][1].arrow_type, pages[0][1].where)

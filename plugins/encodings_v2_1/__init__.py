@@ -29,7 +29,7 @@ from lance_fw.file.encoding import (
 from lance_fw.file.version import V2_1
 from lance_fw.hookspecs import hookimpl
 
-from . import encode, layouts, repdef, take
+from . import encode, layouts, repdef, take, take_pages
 from .blob_descriptors import BlobDescriptorEncoder
 from .decoded_values import RawBytes
 from .layouts import PageLevels
@@ -97,7 +97,7 @@ class PageLayoutDecoder:
     ) -> pa.Array | None:
         """Rows of several pages of one column at once (``PageRowDecoder``): mini-block pages
         without repetition or dictionary, with the same levels and chunk layout, decode together
-        (``take.mini_block_pages_rows``; their value encodings may change from page to page);
+        (``take_pages.mini_block_pages_rows``; their value encodings may change from page to page);
         None for others (the reader decodes them page by page)."""
         from lance_fw.plugin_manager import registry
 
@@ -110,7 +110,7 @@ class PageLayoutDecoder:
         if any(layout.WhichOneof("layout") != "mini_block_layout" for layout in found):
             return None
         first = pages[0][1]
-        levels = take.mini_block_pages_rows(
+        levels = take_pages.mini_block_pages_rows(
             [layout.mini_block_layout for layout in found], [p for _, p, _ in pages], [r for _, _, r in pages]
         )
         return None if levels is None else repdef.build(levels, first.arrow_type, first.where)

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,11 +18,9 @@ from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_rows
 from lance_fw.file.encoding import PageInput
-from lance_fw.interfaces import read_pages_parts
 
-from . import chunked, fsst, layouts, point
-from .compressive import _name
-from .decoded_values import DecodedValues, as_u8, concat, present
+from . import chunked, layouts, point
+from .decoded_values import DecodedValues, as_u8
 from .layouts import ChunkTable, PageLevels
 from .repdef import LIST_LAYERS
 
@@ -159,11 +156,25 @@ def _choose_chunks(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The chunks holding ``rows`` (sorted, distinct) of a page without repetition: (the chosen
     chunks, each row's chunk among them, each row's place in its chunk)."""
-    if layout.num_items != page.num_rows:  # the chunk counts add up to num_items (chunk_table)
+    check_items(layout, page)
+    return choose_chunks(table.ends, table.counts, rows)
+
+
+def check_items(layout: pb.MiniBlockLayout, page: PageInput) -> None:
+    """A page without repetition holds one value per row: its chunk counts add up to
+    ``num_items`` (``chunk_table``), which must be its rows."""
+    if layout.num_items != page.num_rows:
         raise CorruptFileError(
             page.where, f"mini-block chunks hold {layout.num_items} values for {page.num_rows} rows"
         )
-    counts, ends = table.counts, table.ends
+
+
+def choose_chunks(
+    ends: np.ndarray, counts: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chunks (values ``counts``, the last value of each before ``ends``) holding ``rows``
+    (sorted, distinct): (the chosen chunks, each row's chunk among them, each row's place in
+    its chunk)."""
     chunk_of = np.searchsorted(ends, rows, side="right")
     within = rows - ends[chunk_of] + counts[chunk_of]
     if len(rows) == 1:
@@ -172,163 +183,6 @@ def _choose_chunks(
     new_chunk[:1] = True
     np.not_equal(chunk_of[1:], chunk_of[:-1], out=new_chunk[1:])
     return chunk_of[new_chunk], np.cumsum(new_chunk) - 1, within
-
-
-#: Bytes of chosen chunks a take lays end to end to decode them as one run: beyond, the pages
-#: decode in groups of about this size (joining a 10% take's 128 MiB of vector chunks cost more
-#: than the whole decode).
-JOIN_BYTES = 8 << 20
-
-
-@dataclass(frozen=True)
-class _PagePick:
-    """A page's chosen chunks (``_choose_chunks``) and the pieces of its chunk buffer holding them
-    (``_chunk_parts``), not read yet."""
-
-    page: PageInput
-    parts: list[tuple[int, int, int]]
-    span_starts: np.ndarray | None
-    sizes: np.ndarray
-    counts: np.ndarray
-    k: np.ndarray
-    within: np.ndarray
-    nbytes: int
-
-
-def _decode_picks(layout: pb.MiniBlockLayout, picks: Sequence[_PagePick], where: str) -> PageLevels | None:
-    """The wanted rows of ``picks``' pages: their chunks fetched together and laid end to end
-    (chunk sizes are whole CHUNK_SIZE_UNITs, so each page's chunks stay aligned after the
-    others'), then decoded as one run."""
-    blobs = read_pages_parts([(pick.page, pick.parts) for pick in picks])
-    datas: list[bytes | memoryview] = []
-    columns: list[tuple[np.ndarray, ...]] = []
-    nbytes = nchunks = 0
-    for pick, pieces in zip(picks, blobs):
-        local = _exclusive_cumsum(pick.sizes)[:-1] if pick.span_starts is None else pick.span_starts
-        columns.append((local + nbytes, pick.sizes, pick.counts, pick.k + nchunks, pick.within))
-        datas += pieces
-        nbytes, nchunks = nbytes + pick.nbytes, nchunks + len(pick.sizes)
-    starts, sizes, counts, chunk, within = (np.concatenate(column) for column in zip(*columns))
-    run = layouts.ChunkRun(layout, _joined(datas), starts, sizes, counts, None, where)
-    return _levels_at(run, chunk, within)
-
-
-def mini_block_pages_rows(
-    page_layouts: Sequence[pb.MiniBlockLayout], pages: Sequence[PageInput], rows: Sequence[np.ndarray]
-) -> PageLevels | None:
-    """Levels of rows ``rows[i]`` (sorted, distinct) of page ``pages[i]``, for every i, laid end
-    to end: consecutive mini-block pages of one column decoded as one. Each page's chunks are
-    chosen as for one page; the chosen chunks of all pages are then fetched in one request
-    (``read_pages_parts``) and decode in one pass (``_levels_at``), so a take touching many pages
-    of a column (a writer's pages of a few MiB each) pays the read, decode, build and checks
-    once instead of once per page.
-
-    Consecutive pages whose values decode alike (one value encoding; FSST pages each with their
-    own symbol table, ``_decompress_per_page``) go together: a writer that cuts pages as its
-    input batches come (pylance) switches encoding only now and then (its last, small page of a
-    column is often stored plainly).
-
-    None unless every page has no repetition and no dictionary, and all have the same definition
-    encoding, layers and chunk layout (else the caller decodes page by page)."""
-    first = page_layouts[0]
-    for layout in page_layouts:
-        if layout.HasField("rep_compression") or layout.HasField("dictionary"):
-            return None
-        if (
-            layout.def_compression != first.def_compression
-            or list(layout.layers) != list(first.layers)
-            or layout.num_buffers != first.num_buffers
-            or layout.has_large_chunk != first.has_large_chunk
-        ):
-            return None
-    where = f"{pages[0].where} (and the {len(pages) - 1} pages after it)"
-    picks: list[_PagePick] = []
-    for layout, page, wanted in zip(page_layouts, pages, rows):
-        if len(page.buffers) < 2:
-            raise CorruptFileError(
-                page.where, f"mini-block page has {len(page.buffers)} buffers, needs at least 2"
-            )
-        table = _chunk_table(layout, page)
-        chosen, k, within = _choose_chunks(layout, page, wanted, table)
-        sizes = table.sizes[chosen]
-        parts, span_starts = _chunk_parts(table.starts[chosen], sizes)
-        nbytes = sum(length for _, _, length in parts)
-        picks.append(_PagePick(page, parts, span_starts, sizes, table.counts[chosen], k, within, nbytes))
-    groups: list[PageLevels | None] = []
-    at = 0
-    while at < len(picks):  # pages decoding alike, of about JOIN_BYTES of chunks, read and decoded together
-        layout = page_layouts[at]
-        tables_apart = _name(layout.value_compression) == "fsst"
-        stop, total = at + 1, picks[at].nbytes
-        while (
-            stop < len(picks)
-            and total + picks[stop].nbytes <= JOIN_BYTES
-            and _same_values(page_layouts[stop].value_compression, layout.value_compression, tables_apart)
-        ):
-            total += picks[stop].nbytes
-            stop += 1
-        group = picks[at:stop]
-        if tables_apart:
-            codes = _decode_picks(_without_fsst(layout), group, where)
-            tables = [later.value_compression.fsst.symbol_table for later in page_layouts[at:stop]]
-            groups.append(None if codes is None else _decompress_per_page(codes, group, tables, where))
-        else:
-            groups.append(_decode_picks(layout, group, where))
-        at = stop
-    if any(levels is None for levels in groups):
-        return None
-    done = [levels for levels in groups if levels is not None]
-    if len(done) == 1:
-        return done[0]
-    shapes = {
-        (g.values.kind, g.values.bits_per_value, getattr(g.values.data, "dtype", None))
-        for g in done
-        if g.values
-    }
-    if len(shapes) != 1:  # groups of other value encodings decoded to other shapes: page by page
-        return None
-    defs = None if done[0].defs is None else np.concatenate([present(g.defs, "defs") for g in done])
-    values = concat([present(g.values, "values") for g in done])
-    return PageLevels(done[0].layers, sum(g.num_rows for g in done), None, defs, values)
-
-
-def _same_values(a: pb.CompressiveEncoding, b: pb.CompressiveEncoding, tables_apart: bool) -> bool:
-    """Whether two pages' values decode alike (``tables_apart``: FSST over the same inner
-    encoding, whatever the symbol tables)."""
-    if not tables_apart:
-        return a == b
-    return _name(a) == "fsst" and a.fsst.values == b.fsst.values
-
-
-def _without_fsst(layout: pb.MiniBlockLayout) -> pb.MiniBlockLayout:
-    """The layout with its values' FSST wrapper taken off: its chunks then decode to the codes."""
-    inner = pb.MiniBlockLayout()
-    inner.CopyFrom(layout)
-    inner.value_compression.CopyFrom(layout.value_compression.fsst.values)
-    return inner
-
-
-def _decompress_per_page(
-    codes: PageLevels, picks: Sequence[_PagePick], tables: Sequence[bytes], where: str
-) -> PageLevels:
-    """``codes``' values (the picks' wanted rows, page after page, still FSST-compressed) each
-    decompressed with its own page's symbol table, laid end to end."""
-    values = present(codes.values, "values")
-    if values.kind != "variable":
-        raise CorruptFileError(where, f"FSST values decoded to {values.kind}, expected variable")
-    offsets, data = present(values.offsets, "offsets"), present(values.data, "data")
-    pieces: list[tuple[np.ndarray, np.ndarray]] = []
-    at = 0
-    for pick, table in zip(picks, tables):
-        n = len(pick.within)
-        pieces.append(fsst.decompress(table, offsets[at : at + n + 1], data, pick.page.where))
-        at += n
-    out_offsets = np.zeros(at + 1, np.int64)
-    lengths = np.concatenate([np.diff(offs) for offs, _ in pieces])
-    np.cumsum(lengths, out=out_offsets[1:])
-    out = np.concatenate([chars for _, chars in pieces])
-    decoded = DecodedValues("variable", at, out, offsets=out_offsets)
-    return PageLevels(codes.layers, codes.num_rows, codes.rep, codes.defs, decoded)
 
 
 def _levels_at(run: layouts.ChunkRun, chunk: np.ndarray, within: np.ndarray) -> PageLevels | None:

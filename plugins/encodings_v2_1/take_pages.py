@@ -1,0 +1,192 @@
+"""Chosen rows of several consecutive mini-block pages of one column, decoded together.
+
+A take touching many pages of a column (a writer's pages of a few MiB each; pylance's pages cut
+as its input batches came: tens to hundreds a column) would otherwise pay, page by page, the
+choice of chunks, a read request, the decode and Arrow's build and checks. Here the chunks of all
+pages are chosen in one pass over their chunk tables laid end to end, fetched in one request
+(``read_pages_parts``) and decoded as runs of pages whose values decode alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.errors import CorruptFileError
+from lance_fw.file.encoding import PageInput
+from lance_fw.interfaces import read_pages_parts
+
+from . import fsst, layouts, take
+from .compressive import _name
+from .decoded_values import DecodedValues, concat, present
+from .layouts import PageLevels
+
+#: Bytes of chosen chunks a take lays end to end to decode them as one run: beyond, the pages
+#: decode in groups of about this size (joining a 10% take's 128 MiB of vector chunks cost more
+#: than the whole decode).
+JOIN_BYTES = 8 << 20
+
+
+def mini_block_pages_rows(
+    page_layouts: Sequence[pb.MiniBlockLayout], pages: Sequence[PageInput], rows: Sequence[np.ndarray]
+) -> PageLevels | None:
+    """Levels of rows ``rows[i]`` (sorted, distinct, at least one) of page ``pages[i]``, for
+    every i, laid end to end.
+
+    Consecutive pages whose values decode alike (one value encoding; FSST pages each with their
+    own symbol table, ``_decompress_per_page``) decode as one run: a writer that cuts pages as its
+    input batches come (pylance) switches encoding only now and then (its last, small page of a
+    column is often stored plainly).
+
+    None unless every page has no repetition and no dictionary, and all have the same definition
+    encoding, layers and chunk layout (else the caller decodes page by page)."""
+    first = page_layouts[0]
+    for layout in page_layouts:
+        if layout.HasField("rep_compression") or layout.HasField("dictionary"):
+            return None
+        if (
+            layout.def_compression != first.def_compression
+            or list(layout.layers) != list(first.layers)
+            or layout.num_buffers != first.num_buffers
+            or layout.has_large_chunk != first.has_large_chunk
+        ):
+            return None
+    where = f"{pages[0].where} (and the {len(pages) - 1} pages after it)"
+    chosen = _Chosen(page_layouts, pages, rows)
+    groups: list[PageLevels | None] = []
+    at = 0
+    while at < len(pages):  # pages decoding alike, of about JOIN_BYTES of chunks, read and decoded together
+        layout = page_layouts[at]
+        tables_apart = _name(layout.value_compression) == "fsst"
+        stop, total = at + 1, int(chosen.page_bytes[at])
+        while (
+            stop < len(pages)
+            and total + int(chosen.page_bytes[stop]) <= JOIN_BYTES
+            and _same_values(page_layouts[stop].value_compression, layout.value_compression, tables_apart)
+        ):
+            total += int(chosen.page_bytes[stop])
+            stop += 1
+        if tables_apart:
+            codes = chosen.decode(_without_fsst(layout), at, stop, where)
+            tables = [later.value_compression.fsst.symbol_table for later in page_layouts[at:stop]]
+            groups.append(None if codes is None else chosen.decompress(codes, at, stop, tables))
+        else:
+            groups.append(chosen.decode(layout, at, stop, where))
+        at = stop
+    if any(levels is None for levels in groups):
+        return None
+    done = [levels for levels in groups if levels is not None]
+    if len(done) == 1:
+        return done[0]
+    shapes = {
+        (g.values.kind, g.values.bits_per_value, getattr(g.values.data, "dtype", None))
+        for g in done
+        if g.values
+    }
+    if len(shapes) != 1:  # groups of other value encodings decoded to other shapes: page by page
+        return None
+    defs = None if done[0].defs is None else np.concatenate([present(g.defs, "defs") for g in done])
+    values = concat([present(g.values, "values") for g in done])
+    return PageLevels(done[0].layers, sum(g.num_rows for g in done), None, defs, values)
+
+
+class _Chosen:
+    """The chunks holding the wanted rows of consecutive pages, chosen in one pass over their
+    chunk tables laid end to end (``choose_chunks``), and the pieces of each page's chunk buffer
+    to read for them (``_chunk_parts``: a span, or each chunk), not read yet.
+
+    Arrays over chosen chunks (``sizes``, ``counts``, ``joined_at``: where each starts once every
+    page's pieces are laid end to end) and over wanted rows (``k``: each row's chosen chunk,
+    ``within``: its place there) run in page order; ``chunk_cut[i]`` / ``row_cut[i]`` are page
+    i's first chosen chunk and first wanted row."""
+
+    def __init__(
+        self,
+        page_layouts: Sequence[pb.MiniBlockLayout],
+        pages: Sequence[PageInput],
+        rows: Sequence[np.ndarray],
+    ) -> None:
+        tables = []
+        for layout, page in zip(page_layouts, pages):
+            if len(page.buffers) < 2:
+                raise CorruptFileError(
+                    page.where, f"mini-block page has {len(page.buffers)} buffers, needs at least 2"
+                )
+            take.check_items(layout, page)
+            tables.append(take._chunk_table(layout, page))
+        self.pages = pages
+        chunk_base = take._exclusive_cumsum(np.array([len(t.counts) for t in tables], np.int64))
+        row_base = take._exclusive_cumsum(np.array([page.num_rows for page in pages], np.int64))
+        self.row_cut = take._exclusive_cumsum(np.array([len(r) for r in rows], np.int64))
+        # the pages' chunks as one table: each page's rows counted on from the pages before it
+        ends = np.concatenate([t.ends + base for t, base in zip(tables, row_base.tolist())])
+        counts = np.concatenate([t.counts for t in tables])
+        wanted = np.concatenate([r + base for r, base in zip(rows, row_base.tolist())])
+        picked, self.k, self.within = take.choose_chunks(ends, counts, wanted)
+        page_of = np.searchsorted(chunk_base, picked, side="right") - 1
+        self.chunk_cut = np.searchsorted(page_of, np.arange(len(pages) + 1))
+        starts = np.concatenate([t.starts for t in tables])[picked]  # in its page's chunk buffer
+        self.sizes = np.concatenate([t.sizes for t in tables])[picked]
+        self.counts = counts[picked]
+        self.parts: list[list[tuple[int, int, int]]] = []
+        at = np.empty(len(picked), np.int64)  # where each chunk starts in its page's pieces
+        bytes_of: list[int] = []
+        for i in range(len(pages)):
+            a, b = int(self.chunk_cut[i]), int(self.chunk_cut[i + 1])
+            parts, span_starts = take._chunk_parts(starts[a:b], self.sizes[a:b])
+            self.parts.append(parts)
+            at[a:b] = take._exclusive_cumsum(self.sizes[a:b])[:-1] if span_starts is None else span_starts
+            bytes_of.append(sum(length for _, _, length in parts))
+        self.page_bytes = np.array(bytes_of, np.int64)
+        self.page_at = take._exclusive_cumsum(self.page_bytes)
+        self.joined_at = at + self.page_at[page_of]
+
+    def decode(self, layout: pb.MiniBlockLayout, a: int, b: int, where: str) -> PageLevels | None:
+        """The wanted rows of pages ``[a, b)``: their chunks fetched in one request and laid end
+        to end (chunk sizes are whole CHUNK_SIZE_UNITs, so each page's chunks stay aligned after
+        the others'), then decoded as one run of ``layout``."""
+        blobs = read_pages_parts([(self.pages[i], self.parts[i]) for i in range(a, b)])
+        c0, c1 = int(self.chunk_cut[a]), int(self.chunk_cut[b])
+        r0, r1 = int(self.row_cut[a]), int(self.row_cut[b])
+        data = take._joined([piece for pieces in blobs for piece in pieces])
+        starts = self.joined_at[c0:c1] - self.page_at[a]
+        run = layouts.ChunkRun(layout, data, starts, self.sizes[c0:c1], self.counts[c0:c1], None, where)
+        return take._levels_at(run, self.k[r0:r1] - c0, self.within[r0:r1])
+
+    def decompress(self, codes: PageLevels, a: int, b: int, tables: Sequence[bytes]) -> PageLevels:
+        """``codes``' values (the wanted rows of pages ``[a, b)``, still FSST-compressed) each
+        decompressed with its own page's symbol table, laid end to end."""
+        values = present(codes.values, "values")
+        if values.kind != "variable":
+            raise CorruptFileError(
+                self.pages[a].where, f"FSST values decoded to {values.kind}, expected variable"
+            )
+        offsets, data = present(values.offsets, "offsets"), present(values.data, "data")
+        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        r0 = int(self.row_cut[a])
+        for i, table in zip(range(a, b), tables):
+            lo, hi = int(self.row_cut[i]) - r0, int(self.row_cut[i + 1]) - r0
+            pieces.append(fsst.decompress(table, offsets[lo : hi + 1], data, self.pages[i].where))
+        out_offsets = np.zeros(len(offsets), np.int64)
+        np.cumsum(np.concatenate([np.diff(offs) for offs, _ in pieces]), out=out_offsets[1:])
+        out = np.concatenate([chars for _, chars in pieces])
+        decoded = DecodedValues("variable", len(offsets) - 1, out, offsets=out_offsets)
+        return PageLevels(codes.layers, codes.num_rows, codes.rep, codes.defs, decoded)
+
+
+def _same_values(a: pb.CompressiveEncoding, b: pb.CompressiveEncoding, tables_apart: bool) -> bool:
+    """Whether two pages' values decode alike (``tables_apart``: FSST over the same inner
+    encoding, whatever the symbol tables)."""
+    if not tables_apart:
+        return a == b
+    return _name(a) == "fsst" and a.fsst.values == b.fsst.values
+
+
+def _without_fsst(layout: pb.MiniBlockLayout) -> pb.MiniBlockLayout:
+    """The layout with its values' FSST wrapper taken off: its chunks then decode to the codes."""
+    inner = pb.MiniBlockLayout()
+    inner.CopyFrom(layout)
+    inner.value_compression.CopyFrom(layout.value_compression.fsst.values)
+    return inner
