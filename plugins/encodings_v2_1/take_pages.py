@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.encoding import PageInput
 from lance_fw.interfaces import read_pages_parts
@@ -40,11 +41,14 @@ def mini_block_pages_rows(
     input batches come (pylance) switches encoding only now and then (its last, small page of a
     column is often stored plainly).
 
-    None unless every page has no repetition and no dictionary, and all have the same definition
-    encoding, layers and chunk layout (else the caller decodes page by page)."""
+    Pages with a dictionary each have their own: their indices decode as one run and each
+    page's rows are looked up in its dictionary (``_Chosen.look_up``).
+
+    None unless every page has no repetition, and all have the same definition encoding, layers
+    and chunk layout (else the caller decodes page by page)."""
     first = page_layouts[0]
     for layout in page_layouts:
-        if layout.HasField("rep_compression") or layout.HasField("dictionary"):
+        if layout.HasField("rep_compression"):
             return None
         if (
             layout.def_compression != first.def_compression
@@ -59,16 +63,21 @@ def mini_block_pages_rows(
     at = 0
     while at < len(pages):  # pages decoding alike, of about JOIN_BYTES of chunks, read and decoded together
         layout = page_layouts[at]
-        tables_apart = _name(layout.value_compression) == "fsst"
+        has_dictionary = layout.HasField("dictionary")
+        tables_apart = _name(layout.value_compression) == "fsst" and not has_dictionary
         stop, total = at + 1, int(chosen.page_bytes[at])
         while (
             stop < len(pages)
             and total + int(chosen.page_bytes[stop]) <= JOIN_BYTES
+            and page_layouts[stop].HasField("dictionary") == has_dictionary
             and _same_values(page_layouts[stop].value_compression, layout.value_compression, tables_apart)
         ):
             total += int(chosen.page_bytes[stop])
             stop += 1
-        if tables_apart:
+        if has_dictionary:
+            indices = chosen.decode(_without_dictionary(layout), at, stop, where)
+            groups.append(None if indices is None else chosen.look_up(indices, page_layouts, at, stop))
+        elif tables_apart:
             codes = chosen.decode(_without_fsst(layout), at, stop, where)
             tables = [later.value_compression.fsst.symbol_table for later in page_layouts[at:stop]]
             groups.append(None if codes is None else chosen.decompress(codes, at, stop, tables))
@@ -110,9 +119,10 @@ class _Chosen:
     ) -> None:
         tables = []
         for layout, page in zip(page_layouts, pages):
-            if len(page.buffers) < 2:
+            needed = 3 if layout.HasField("dictionary") else 2
+            if len(page.buffers) < needed:
                 raise CorruptFileError(
-                    page.where, f"mini-block page has {len(page.buffers)} buffers, needs at least 2"
+                    page.where, f"mini-block page has {len(page.buffers)} buffers, needs at least {needed}"
                 )
             take.check_items(layout, page)
             tables.append(take._chunk_table(layout, page))
@@ -174,6 +184,59 @@ class _Chosen:
         out = np.concatenate([chars for _, chars in pieces])
         decoded = DecodedValues("variable", len(offsets) - 1, out, offsets=out_offsets)
         return PageLevels(codes.layers, codes.num_rows, codes.rep, codes.defs, decoded)
+
+    def look_up(
+        self, indices: PageLevels, page_layouts: Sequence[pb.MiniBlockLayout], a: int, b: int
+    ) -> PageLevels:
+        """``indices``' values (the wanted rows of pages ``[a, b)``, dictionary indices) each
+        looked up in its own page's dictionary (buffer 2, all fetched in one request; decoded
+        dictionaries are kept per page, ``_DICTIONARIES``), laid end to end."""
+        values = present(indices.values, "values")
+        if values.kind != "fixed":
+            raise CorruptFileError(self.pages[a].where, f"dictionary indices decoded to {values.kind}")
+        found: dict[int, DecodedValues] = {}
+        for i in range(a, b):
+            key = self.pages[i].key
+            hit = _DICTIONARIES.get(key) if key is not None else None
+            if hit is not None:
+                found[i] = hit
+        missing = [i for i in range(a, b) if i not in found]
+        raw = read_pages_parts([(self.pages[i], [(2, 0, self.pages[i].buffer_size(2))]) for i in missing])
+        for i, (buffer,) in zip(missing, raw):
+            page = self.pages[i]
+            dictionary = layouts.mini_block_dictionary(page_layouts[i], buffer, page.where)
+            found[i] = dictionary
+            if page.key is not None:
+                _DICTIONARIES.put(page.key, dictionary)
+        data = present(values.data, "data")
+        r0 = int(self.row_cut[a])
+        parts = []
+        for i in range(a, b):
+            lo, hi = int(self.row_cut[i]) - r0, int(self.row_cut[i + 1]) - r0
+            page_indices = DecodedValues("fixed", hi - lo, data[lo:hi], values.bits_per_value)
+            parts.append(layouts._gather(found[i], page_indices, self.pages[i].where))
+        if len({(p.kind, p.bits_per_value) for p in parts}) != 1:
+            raise CorruptFileError(self.pages[a].where, "the pages' dictionaries hold values of other kinds")
+        return PageLevels(indices.layers, indices.num_rows, indices.rep, indices.defs, concat(parts))
+
+
+#: Decoded page dictionaries a take keeps (by page identity), at most this many bytes in all.
+DICTIONARY_CACHE_BYTES = 32 << 20
+
+
+def _dictionary_bytes(values: DecodedValues) -> int:
+    return sum(np.asarray(x).nbytes for x in (values.data, values.offsets) if x is not None) + 64
+
+
+_DICTIONARIES: LruCache[tuple, DecodedValues] = LruCache(4096, DICTIONARY_CACHE_BYTES, _dictionary_bytes)
+
+
+def _without_dictionary(layout: pb.MiniBlockLayout) -> pb.MiniBlockLayout:
+    """The layout without its dictionary: its chunks then decode to the indices."""
+    inner = pb.MiniBlockLayout()
+    inner.CopyFrom(layout)
+    inner.ClearField("dictionary")
+    return inner
 
 
 def _same_values(a: pb.CompressiveEncoding, b: pb.CompressiveEncoding, tables_apart: bool) -> bool:
