@@ -37,6 +37,10 @@ def text_table(rows: int) -> pa.Table:
                      "title": pa.array([d[:40] for d in docs])})
 
 
+#: Rows per batch of the streamed copy (``pylance-2.2-batched``).
+STREAM_BATCH_ROWS = 8192
+
+
 def write_all(root: str, table: pa.Table, name: str) -> dict[str, str]:
     """The same table as a pylance 2.2 dataset, lance_fw 2.0 and 2.2 datasets, and Parquet."""
     import lance
@@ -45,6 +49,7 @@ def write_all(root: str, table: pa.Table, name: str) -> dict[str, str]:
 
     paths = {
         "pylance-2.2": os.path.join(root, f"{name}-pylance-2.2.lance"),
+        "pylance-2.2-batched": os.path.join(root, f"{name}-pylance-2.2-batched.lance"),
         "lance_fw-2.0": os.path.join(root, f"{name}-lance_fw-2.0.lance"),
         "lance_fw-2.2": os.path.join(root, f"{name}-lance_fw-2.2.lance"),
         "parquet": os.path.join(root, f"{name}.parquet"),
@@ -52,6 +57,10 @@ def write_all(root: str, table: pa.Table, name: str) -> dict[str, str]:
     for path in paths.values():
         shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else None
     lance.write_dataset(table, paths["pylance-2.2"])
+    # the same rows streamed in batches, as a pipeline writes them: pylance cuts a column's pages
+    # as the batches come (tens to a hundred pages a column, each FSST page with its own table)
+    batches = table.to_batches(max_chunksize=STREAM_BATCH_ROWS)
+    lance.write_dataset(pa.RecordBatchReader.from_batches(table.schema, batches), paths["pylance-2.2-batched"])
     lance_fw.write_dataset(table, paths["lance_fw-2.0"], data_storage_version="2.0")
     lance_fw.write_dataset(table, paths["lance_fw-2.2"], data_storage_version="2.2")
     pq.write_table(table, paths["parquet"])

@@ -118,7 +118,7 @@ def workloads(paths: dict[str, str], rows: int, indices: np.ndarray):
         return getattr(obj, name)
 
     out = {}
-    for key in ("pylance-2.2", "lance_fw-2.0", "lance_fw-2.2"):
+    for key in ("pylance-2.2", "pylance-2.2-batched", "lance_fw-2.0", "lance_fw-2.2"):
         out[f"scan 2 numeric cols [{key}]"] = {
             "lance_fw": lambda k=key: fw(k).to_table(columns=["id", "value"]),
             "pylance": lambda k=key: pl(k).to_table(columns=["id", "value"]),
