@@ -15,6 +15,25 @@ import numpy as np
 F32_LANES = 16
 #: lanes of its float64 L2 kernel, and of cosine's tail block for float32
 F64_LANES = 8
+
+
+def _cpu_flags() -> frozenset[str]:
+    """The CPU features /proc/cpuinfo names (x86 ``flags``; empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+#: lanes of the kernel pylance's IVF_FLAT storage measures float32 l2 / dot with: chosen by the
+#: CPU at run time, one register of float32: 16 where the CPU has AVX-512F, 8 (AVX2) on an x86
+#: without it (an AVX2-only EPYC: with 16 lanes every such distance differed from pylance's in
+#: its last bits). Other architectures keep 16 (not checked on any).
+STORED_F32_LANES = 8 if {"avx2"} <= _cpu_flags() and "avx512f" not in _cpu_flags() else F32_LANES
 #: float32 L2 / dot use an explicit 8-lane FMA kernel up to this dimension, lane sums above it
 NARROW_DIM = 16
 #: set bits of every byte value (hamming distance)
@@ -71,8 +90,9 @@ def table_distances(metric: str, queries: np.ndarray, codewords: np.ndarray) -> 
 
 def stored_distances(metric: str, vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     """float32 distances as pylance's IVF_FLAT storage measures them, a kernel other than the flat
-    search's: l2 and dot in 16 fused multiply-add lanes over the full 16-chunks, tree-summed, then
-    the tail added in order; cosine (rows and query already normalised) as ``distances``.
+    search's: l2 and dot in ``STORED_F32_LANES`` fused multiply-add lanes over the full chunks of
+    as many, tree-summed, then the tail added in order; cosine (rows and query already
+    normalised) as ``distances``.
 
     Args:
         metric: ``l2``, ``cosine`` or ``dot``.
@@ -88,10 +108,9 @@ def stored_distances(metric: str, vectors: np.ndarray, query: np.ndarray) -> np.
         a = b = (vectors - query).T
     else:
         a, b = vectors.T, np.broadcast_to(query[:, None], vectors.T.shape)
-    full = a.shape[0] // F32_LANES * F32_LANES
-    total = _total(
-        a.shape[1:], _tree_sum(_fma_lanes(a, b, 0, full, F32_LANES)), _sequential(a[full:] * b[full:])
-    )
+    lanes = STORED_F32_LANES
+    full = a.shape[0] // lanes * lanes
+    total = _total(a.shape[1:], _tree_sum(_fma_lanes(a, b, 0, full, lanes)), _sequential(a[full:] * b[full:]))
     return total if metric == "l2" else np.float32(1.0) - total
 
 
