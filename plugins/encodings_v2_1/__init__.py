@@ -96,9 +96,9 @@ class PageLayoutDecoder:
         self, pages: Sequence[tuple[any_pb2.Any, PageInput, np.ndarray]]
     ) -> pa.Array | None:
         """Rows of several pages of one column at once (``PageRowDecoder``): mini-block pages
-        without repetition or dictionary, with the same levels and chunk layout, decode together
-        (``take_pages.mini_block_pages_rows``; their value encodings may change from page to page);
-        None for others (the reader decodes them page by page)."""
+        without repetition, with the same levels and chunk layout, decode together
+        (``take_pages.mini_block_pages_rows``; their value encodings and dictionaries may change
+        from page to page); None for others (the reader decodes them page by page)."""
         from lance_fw.plugin_manager import registry
 
         if (

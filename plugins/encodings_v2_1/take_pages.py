@@ -37,7 +37,7 @@ def mini_block_pages_rows(
     every i, laid end to end.
 
     Consecutive pages whose values decode alike (one value encoding; FSST pages each with their
-    own symbol table, ``_decompress_per_page``) decode as one run: a writer that cuts pages as its
+    own symbol table, ``_Chosen.decompress``) decode as one run: a writer that cuts pages as its
     input batches come (pylance) switches encoding only now and then (its last, small page of a
     column is often stored plainly).
 
@@ -174,16 +174,13 @@ class _Chosen:
                 self.pages[a].where, f"FSST values decoded to {values.kind}, expected variable"
             )
         offsets, data = present(values.offsets, "offsets"), present(values.data, "data")
-        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        parts = []
         r0 = int(self.row_cut[a])
         for i, table in zip(range(a, b), tables):
             lo, hi = int(self.row_cut[i]) - r0, int(self.row_cut[i + 1]) - r0
-            pieces.append(fsst.decompress(table, offsets[lo : hi + 1], data, self.pages[i].where))
-        out_offsets = np.zeros(len(offsets), np.int64)
-        np.cumsum(np.concatenate([np.diff(offs) for offs, _ in pieces]), out=out_offsets[1:])
-        out = np.concatenate([chars for _, chars in pieces])
-        decoded = DecodedValues("variable", len(offsets) - 1, out, offsets=out_offsets)
-        return PageLevels(codes.layers, codes.num_rows, codes.rep, codes.defs, decoded)
+            offs, chars = fsst.decompress(table, offsets[lo : hi + 1], data, self.pages[i].where)
+            parts.append(DecodedValues("variable", hi - lo, chars, offsets=offs))
+        return PageLevels(codes.layers, codes.num_rows, codes.rep, codes.defs, concat(parts))
 
     def look_up(
         self, indices: PageLevels, page_layouts: Sequence[pb.MiniBlockLayout], a: int, b: int
