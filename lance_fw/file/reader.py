@@ -48,6 +48,9 @@ DECODE_AHEAD_BYTES = 1 << 20
 #: decoded alone, on one core (2M names, lance_fw-written: the second fragment's three pages took
 #: 28 ms one after another; the whole scan went from 58.9 to 54.7 ms).
 DECODE_AHEAD_LOOK_PAGES = 4
+#: Encoded bytes of consecutive small pages (each under ``DECODE_AHEAD_BYTES``) a read decodes
+#: in one run, the pages past its rows kept for the next reads (``_small_pages_after``).
+SMALL_PAGES_RUN_BYTES = 4 << 20
 
 
 class LanceFileReader:
@@ -204,40 +207,62 @@ class LanceFileReader:
                 (col, leaf, arrow_type, self._starts(col, leaf))
                 for col, leaf, arrow_type in self._row_column_types(fields)
             ]
-        jobs: list[tuple[int, int, pa.DataType, LanceField]] = []
+        jobs: list[tuple[int, list[int], pa.DataType, LanceField]] = []
         for col, leaf, arrow_type, starts in columns:
             first = bisect.bisect_right(starts, start) - 1
             last = bisect.bisect_left(starts, stop) - 1
-            jobs += [
-                (col, p, arrow_type, leaf) for p in range(first, last + 1) if self._cached(col, p) is None
-            ]
+            todo = [p for p in range(first, last + 1) if self._cached(col, p) is None]
+            run = todo + self._small_pages_after(col, todo, last)
+            if len(run) > len(todo) or (todo and all(not self._is_heavy(col, p) for p in todo)):
+                jobs.append((col, run, arrow_type, leaf))  # small pages: decoded as one run
+            else:
+                jobs += [(col, [p], arrow_type, leaf) for p in todo]
 
-        def is_heavy(col: int, page: int) -> bool:
-            return sum(self.tail.columns[col].pages[page].buffer_sizes) >= DECODE_AHEAD_BYTES
+        def job_bytes(job: tuple[int, list[int], pa.DataType, LanceField]) -> int:
+            return sum(sum(self.tail.columns[job[0]].pages[p].buffer_sizes) for p in job[1])
 
-        heavy = [j for j in jobs if is_heavy(j[0], j[1])]
-        if len(heavy) == 1 and stop < self.num_rows:  # one wide column: its next heavy page beside
-            col, page, arrow_type, leaf = heavy[0]  # it, waiting in ``_ahead`` for the reads reaching it
-            n_pages = len(self.tail.columns[col].pages)
-            after = range(page + 1, min(n_pages, page + 1 + DECODE_AHEAD_LOOK_PAGES))
-            following = next((p for p in after if is_heavy(col, p)), None)
-            if following is not None:
+        heavy = [j for j in jobs if job_bytes(j) >= DECODE_AHEAD_BYTES]
+        if len(heavy) == 1 and stop < self.num_rows:  # one wide column: its next heavy page or run
+            col, pages, arrow_type, leaf = heavy[0]  # of small pages beside it, waiting in
+            following = self._next_run(col, pages)  # ``_ahead`` for the reads reaching it
+            if following:
                 with self._lock:  # a read that jumped past pages decoded ahead drops them
-                    for behind in [k for k in self._ahead if k[0] == col and k[1] < page]:
+                    for behind in [k for k in self._ahead if k[0] == col and k[1] < pages[0]]:
                         del self._ahead[behind]
-                heavy += [(col, following, arrow_type, leaf)] if self._cached(col, following) is None else []
+                heavy.append((col, following, arrow_type, leaf))
         if len(heavy) < 2:  # a thread handoff costs more than decoding a small page here
             return
-        jobs = heavy
 
-        def decode(job: tuple[int, int, pa.DataType, LanceField]) -> pa.Array:
-            col, page, arrow_type, leaf = job
-            return self._decode_pages(col, [page], arrow_type, leaf)[0]
+        def decode(job: tuple[int, list[int], pa.DataType, LanceField]) -> list[pa.Array]:
+            col, pages, arrow_type, leaf = job
+            return self._decode_pages(col, pages, arrow_type, leaf)
 
-        pages = list(pools.pool(COLUMN_POOL).map(decode, jobs))
+        decoded = list(pools.pool(COLUMN_POOL).map(decode, heavy))
         with self._lock:
-            for (col, page, _, _), decoded in zip(jobs, pages, strict=True):
-                self._ahead[(col, page)] = decoded
+            for (col, pages, _, _), arrays in zip(heavy, decoded, strict=True):
+                for page, array in zip(pages, arrays, strict=True):
+                    self._ahead[(col, page)] = array
+
+    def _next_run(self, col: int, pages: list[int]) -> list[int]:
+        """What to decode beside ``pages`` of a column (a heavy page, or a run of small pages
+        worth a pool task) when no other column of the read is worth one: the next heavy page
+        within ``DECODE_AHEAD_LOOK_PAGES`` after a page, the next run of small pages after a run
+        (when it is worth a pool task too); none where that is decoded already."""
+        n_pages = len(self.tail.columns[col].pages)
+        if len(pages) == 1 and self._is_heavy(col, pages[0]):
+            after = range(pages[0] + 1, min(n_pages, pages[0] + 1 + DECODE_AHEAD_LOOK_PAGES))
+            following = next((p for p in after if self._is_heavy(col, p)), None)
+            return [following] if following is not None and self._cached(col, following) is None else []
+        q = pages[-1] + 1
+        if q >= n_pages or self._is_heavy(col, q) or self._cached(col, q) is not None:
+            return []
+        run = [q] + self._small_pages_after(col, [q], q)
+        size = sum(sum(self.tail.columns[col].pages[p].buffer_sizes) for p in run)
+        return run if size >= DECODE_AHEAD_BYTES else []
+
+    def _is_heavy(self, col: int, page: int) -> bool:
+        """Whether the page holds ``DECODE_AHEAD_BYTES`` or more: worth a pool task of its own."""
+        return sum(self.tail.columns[col].pages[page].buffer_sizes) >= DECODE_AHEAD_BYTES
 
     def _row_column_types(self, fields: list[LanceField]) -> list[tuple[int, LanceField, pa.DataType]]:
         """(column, field, Arrow type its pages decode to) of each column holding ``fields``'
@@ -387,7 +412,8 @@ class LanceFileReader:
         last = bisect.bisect_left(starts, stop) - 1
         pieces = []
         todo = [p for p in range(first, last + 1) if self._cached(col, p) is None]
-        decoded = dict(zip(todo, self._decode_pages(col, todo, arrow_type, field)))
+        extra = self._small_pages_after(col, todo, last)
+        decoded = dict(zip(todo + extra, self._decode_pages(col, todo + extra, arrow_type, field)))
         for p in range(first, last + 1):
             page = decoded[p] if p in decoded else self._cached(col, p)
             if page is None:  # neither decoded now nor the cached page: a bookkeeping bug
@@ -400,7 +426,31 @@ class LanceFileReader:
                 self._cache[col] = (last, decoded[last] if last in decoded else self._cached(col, last))
             for p in range(first, last + 1):  # read now: the last one is the column's cached page
                 self._ahead.pop((col, p), None)
+            for p in extra:  # decoded with the pages read now: waiting for the reads reaching them
+                self._ahead[(col, p)] = decoded[p]
         return concat_pages(pieces, arrow_type)
+
+    def _small_pages_after(self, col: int, todo: list[int], last: int) -> list[int]:
+        """Pages after ``last`` to decode along with ``todo`` (all to decode now, the last of
+        them ``last``), in one run: while every page is under ``DECODE_AHEAD_BYTES`` and the run
+        holds under ``SMALL_PAGES_RUN_BYTES`` (2.1+ files, whose page decoders can decode
+        consecutive pages together; none for a read that decodes nothing)."""
+        if not todo or todo[-1] != last or self.tail.version == (2, 0):
+            return []
+        pages = self.tail.columns[col].pages
+        sizes = [sum(pages[p].buffer_sizes) for p in todo]
+        if max(sizes) >= DECODE_AHEAD_BYTES:
+            return []
+        total, extra = sum(sizes), []
+        for p in range(last + 1, len(pages)):
+            size = sum(pages[p].buffer_sizes)
+            if size >= DECODE_AHEAD_BYTES or total + size > SMALL_PAGES_RUN_BYTES:
+                break
+            if self._cached(col, p) is not None:
+                break
+            total += size
+            extra.append(p)
+        return extra
 
     def _take_column(
         self, col: int, rows: np.ndarray, arrow_type: pa.DataType, field: LanceField
@@ -533,16 +583,49 @@ class LanceFileReader:
             for off, size in zip(m.buffer_offsets, m.buffer_sizes)
         ]
         blobs = iter(self._reader.read_ranges(ranges) if ranges else ())
-        out = []
+        inputs: list[tuple[any_pb2.Any, PageInput]] = []
         for p, meta in zip(pages, metas):
             buffers = ahead[p] if p in ahead else [next(blobs) for _ in meta.buffer_offsets]
             where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
-            encoding = self._page_encoding(meta, where)
-            page = PageInput(buffers, meta.length, arrow_type, where)
-            out.append(
-                self._checked(partial(decode_page, encoding, page), where, arrow_type, meta.length, encoding)
+            inputs.append(
+                (self._page_encoding(meta, where), PageInput(buffers, meta.length, arrow_type, where))
             )
-        return out
+        together = self._decode_together(inputs, arrow_type) if len(inputs) > 1 else None
+        if together is not None:
+            return together
+        return [
+            self._checked(
+                partial(decode_page, encoding, page), page.where, arrow_type, page.num_rows, encoding
+            )
+            for encoding, page in inputs
+        ]
+
+    def _decode_together(
+        self, inputs: list[tuple[any_pb2.Any, PageInput]], arrow_type: pa.DataType
+    ) -> list[pa.Array] | None:
+        """Consecutive pages of one column decoded in one call of their page decoder's
+        ``decode_pages`` (``PageRowDecoder``), checked as one page, then cut back into pages; None
+        where the decoder has no such call or declines (the pages are then decoded one by one).
+
+        Why: a writer that cuts pages as its input batches come (pylance) leaves tens of pages of
+        a few hundred KiB per column, and each page decoded alone pays its Python setup and Arrow's
+        build and checks (a scan of two numeric columns of such a file took 7x pylance's time)."""
+        first_encoding, first = inputs[0]
+        decoder = registry.page_decoders.get(first_encoding.type_url)
+        batch = getattr(decoder, "decode_pages", None)
+        if batch is None or any(encoding.type_url != first_encoding.type_url for encoding, _ in inputs):
+            return None
+        where = f"{first.where} and the {len(inputs) - 1} pages after it"
+        total = sum(page.num_rows for _, page in inputs)
+        out = guarded(lambda: batch(inputs), where, first_encoding)
+        if out is None:
+            return None
+        whole = self._checked(lambda: out, where, arrow_type, total, first_encoding)
+        pieces, at = [], 0
+        for _, page in inputs:
+            pieces.append(whole.slice(at, page.num_rows))
+            at += page.num_rows
+        return pieces
 
     def _checked(
         self,

@@ -26,6 +26,7 @@ from lance_fw.file.encoding import (
     decode_kind,
     validate_decoded,
 )
+from lance_fw.file.read_support import concat_pages
 from lance_fw.file.version import V2_1
 from lance_fw.hookspecs import hookimpl
 
@@ -99,6 +100,21 @@ class PageLayoutDecoder:
         without repetition, with the same levels and chunk layout, decode together
         (``take_pages.mini_block_pages_rows``; their value encodings and dictionaries may change
         from page to page); None for others (the reader decodes them page by page)."""
+        return self._together([(e, p) for e, p, _ in pages], [r for _, _, r in pages])
+
+    def decode_pages(self, pages: Sequence[tuple[any_pb2.Any, PageInput]]) -> pa.Array | None:
+        """Every row of several consecutive pages of one column at once (``PageRowDecoder``),
+        as ``decode_pages_rows`` does with every row: a scan of pages cut small (pylance's, as
+        its input batches came) decodes, builds and checks once per run of pages, not per page."""
+        return self._together(pages, None)
+
+    def _together(
+        self, pages: Sequence[tuple[any_pb2.Any, PageInput]], rows: Sequence[np.ndarray] | None
+    ) -> pa.Array | None:
+        """The pages' rows (every row: ``rows`` None), runs of pages that share a ``join_key``
+        decoded together, the others (and runs the join declines) page by page; None unless
+        every page is a mini-block page without repetition decoded by this family's own kind
+        decoder (the reader then decodes them page by page)."""
         from lance_fw.plugin_manager import registry
 
         if (
@@ -106,14 +122,43 @@ class PageLayoutDecoder:
             is not KIND_DECODERS["mini_block_layout"]
         ):
             return None
-        found = [parse_message(pb.PageLayout, e.value, p.where, "page layout") for e, p, _ in pages]
+        found = [parse_message(pb.PageLayout, e.value, p.where, "page layout") for e, p in pages]
         if any(layout.WhichOneof("layout") != "mini_block_layout" for layout in found):
             return None
+        mini = [layout.mini_block_layout for layout in found]
+        keys = [take_pages.join_key(layout) for layout in mini]
+        if None in keys:
+            return None
         first = pages[0][1]
-        levels = take_pages.mini_block_pages_rows(
-            [layout.mini_block_layout for layout in found], [p for _, p, _ in pages], [r for _, _, r in pages]
-        )
-        return None if levels is None else repdef.build(levels, first.arrow_type, first.where)
+        arrays: list[tuple[pa.Array, str, int]] = []  # (array, where, rows)
+        at = 0
+        while at < len(pages):  # runs of pages alike (a column's last page is often encoded apart)
+            stop = at + 1
+            while stop < len(pages) and keys[stop] == keys[at]:
+                stop += 1
+            run_rows = None if rows is None else rows[at:stop]
+            run_pages = [p for _, p in pages[at:stop]]
+            levels = (
+                take_pages.mini_block_pages_rows(mini[at:stop], run_pages, run_rows)
+                if stop - at > 1
+                else None
+            )
+            if levels is not None:
+                wanted = sum(p.num_rows for p in run_pages) if run_rows is None else sum(map(len, run_rows))
+                arrays.append((repdef.build(levels, first.arrow_type, first.where), first.where, wanted))
+            else:
+                for i in range(at, stop):
+                    encoding, page = pages[i]
+                    if rows is None:
+                        arrays.append((self(encoding, page), page.where, page.num_rows))
+                    else:
+                        arrays.append((self.decode_rows(encoding, page, rows[i]), page.where, len(rows[i])))
+            at = stop
+        if len(arrays) == 1:
+            return arrays[0][0]  # the reader checks what it is handed
+        # checked before they are joined: joining reads their offsets
+        checked = [check_decoded(array, where, first.arrow_type, n) for array, where, n in arrays]
+        return concat_pages(checked, first.arrow_type)
 
 
 decode_page_layout = PageLayoutDecoder()

@@ -33,8 +33,9 @@ bounded whatever the string lengths).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -71,10 +72,19 @@ class SymbolTable:
     encoder_switch: bool
     words: np.ndarray  # (512,) uint64
     lengths: np.ndarray  # (512,) uint8
-    #: the 512 entries as a binary array, what ``take`` expands codes with (``_entries``)
-    entries: pa.LargeBinaryArray
-    #: each code's symbol as bytes (``_decompress_one``)
-    symbols: tuple[bytes, ...]
+
+    @cached_property
+    def entries(self) -> pa.LargeBinaryArray:
+        """The 512 entries as a binary array, what ``take`` expands codes with (``_entries``)."""
+        return _entries(self.words, self.lengths)
+
+    @cached_property
+    def symbols(self) -> tuple[bytes, ...]:
+        """Each code's symbol as bytes (the loop of ``_decompress_looped``). Built on first use:
+        a scan of pages with a table each (pylance's pages cut small) never loops, and building
+        it was a third of parsing a table."""
+        raw = self.words[: self.n_symbols].astype("<u8").tobytes()
+        return tuple(raw[8 * c : 8 * c + n] for c, n in enumerate(self.lengths[: self.n_symbols].tolist()))
 
 
 def parse_symbol_table(raw: bytes, where: str = "fsst symbol table") -> SymbolTable:
@@ -105,12 +115,7 @@ def _parse_cached(raw: bytes) -> SymbolTable:
     lengths = np.ones(_TABLE_ROWS, np.uint8)
     lengths[:256] = 0
     lengths[:n_symbols] = lens
-    symbols = tuple(
-        int(w).to_bytes(8, "little")[:n] for w, n in zip(words[:n_symbols].tolist(), lens.tolist())
-    )
-    return SymbolTable(
-        int(n_symbols), bool(encoder_switch), words, lengths, _entries(words, lengths), symbols
-    )
+    return SymbolTable(int(n_symbols), bool(encoder_switch), words, lengths)
 
 
 def decompress(
@@ -162,6 +167,66 @@ def decompress(
     return _decompress_codes(st, codes, rel, pairs, where)
 
 
+def decompress_tables(
+    symbol_tables: Sequence[bytes], offsets: np.ndarray, data: RawBytes, cuts: Sequence[int], where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decompress FSST strings, strings ``cuts[i]`` to ``cuts[i + 1]`` with table
+    ``symbol_tables[i]`` (``cuts`` from 0 to the number of strings): consecutive pages of a column,
+    each with its own table, whose codes lie end to end in ``data`` at ``offsets`` (n+1, need not
+    start at 0). Returns what :func:`decompress` does.
+
+    Why: a page of pylance's pages cut small holds ~25,000 strings, and decoding page by page
+    paid each page's numpy and Arrow calls. Here every table's 512 entries are laid end to end and
+    one ``take`` expands the codes of all pages, each code keyed into its page's rows."""
+    tables = [parse_symbol_table(raw, where) for raw in symbol_tables]
+    offsets = np.asarray(offsets, dtype=np.int64)
+    few = offsets.size and int(offsets[-1]) - int(offsets[0]) <= LOOP_CODES * len(tables)
+    if len(tables) < 2 or few or not all(st.encoder_switch for st in tables):  # a take's few rows
+        parts = [
+            decompress(st, offsets[a : b + 1], data, where)
+            for st, (a, b) in zip(tables, itertools.pairwise(cuts))
+        ]
+        return _joined_parts(parts)
+    buf = (data if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)).reshape(-1).view(np.uint8)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    if lo < 0 or hi > buf.size or (offsets.size > 1 and np.any(offsets[1:] < offsets[:-1])):
+        raise _not_monotone(lo, hi, buf.size, where)
+    codes, rel = buf[lo:hi], offsets - lo
+    code_cuts = rel[np.asarray(cuts, np.int64)].tolist()
+    literals = [
+        _literals(codes[a:b], rel[s : e + 1] - a, st.n_symbols, where) + a
+        for st, (a, b), (s, e) in zip(tables, itertools.pairwise(code_cuts), itertools.pairwise(cuts))
+    ]
+    key = pool_empty(codes.size, np.uint32)
+    key[...] = codes
+    key[np.concatenate(literals)] += 256
+    key += np.repeat(
+        np.arange(0, _TABLE_ROWS * len(tables), _TABLE_ROWS, dtype=np.uint32), np.diff(code_cuts)
+    )
+    entries = _entries(
+        np.concatenate([st.words for st in tables]), np.concatenate([st.lengths for st in tables])
+    )
+    out_offsets, out_data = _views(pc.take(entries, pa.array(key)))
+    return out_offsets[rel], out_data
+
+
+def _joined_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Decompressed (offsets from 0, data) parts laid end to end."""
+    if len(parts) == 1:
+        return parts[0]
+    sizes = [int(part_offsets[-1]) for part_offsets, _ in parts]
+    data = pool_empty(sum(sizes), np.uint8)
+    np.concatenate([part_data for _, part_data in parts], out=data)
+    offsets = pool_empty(sum(len(part_offsets) - 1 for part_offsets, _ in parts) + 1, np.int64)
+    at = shift = 0
+    for (part_offsets, _), size in zip(parts, sizes, strict=True):
+        count = len(part_offsets) - 1
+        np.add(part_offsets[:-1], shift, out=offsets[at : at + count])
+        at, shift = at + count, shift + size
+    offsets[-1] = shift
+    return offsets, data
+
+
 def _not_monotone(lo: int, hi: int, size: int, where: str) -> CorruptFileError:
     return CorruptFileError(where, f"FSST offsets [{lo}, {hi}] are not monotone within the {size}-byte data")
 
@@ -187,18 +252,7 @@ def _decompress_in_parts(
         a, b = span
         return _decompress_codes(st, codes[rel[a] : rel[b]], rel[a : b + 1] - rel[a], pairs, where)
 
-    done = list(pools.pool(_FSST_POOL).map(run, itertools.pairwise(bounds)))
-    sizes = [int(part_offsets[-1]) for part_offsets, _ in done]
-    data = pool_empty(sum(sizes), np.uint8)
-    np.concatenate([part_data for _, part_data in done], out=data)
-    offsets = pool_empty(len(rel), np.int64)  # each part's offsets moved by the bytes before it, in place
-    at = shift = 0
-    for (part_offsets, _), size in zip(done, sizes, strict=True):
-        count = len(part_offsets) - 1
-        np.add(part_offsets[:-1], shift, out=offsets[at : at + count])
-        at, shift = at + count, shift + size
-    offsets[-1] = shift
-    return offsets, data
+    return _joined_parts(list(pools.pool(_FSST_POOL).map(run, itertools.pairwise(bounds))))
 
 
 #: Codes up to which strings are decoded by a Python loop: a point lookup's one value, or the few
@@ -259,10 +313,11 @@ def _decompress_codes(
 
 def _entries(words: np.ndarray, lengths_u8: np.ndarray) -> pa.LargeBinaryArray:
     """The decode table's 512 entries as a binary array (``take`` input): code c's symbol, the
-    escape's nothing, then the 256 single bytes escaped bytes stand for."""
+    escape's nothing, then the 256 single bytes escaped bytes stand for (several tables' entries
+    laid end to end: 512 each)."""
     raw = words.astype("<u8").view(np.uint8).reshape(-1, MAX_SYMBOL_LEN)
     lengths = lengths_u8.astype(np.int64)
-    offsets = np.zeros(_TABLE_ROWS + 1, np.int64)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return _binary(offsets, raw[np.arange(MAX_SYMBOL_LEN)[None, :] < lengths[:, None]])
 

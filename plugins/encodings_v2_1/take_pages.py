@@ -31,10 +31,12 @@ JOIN_BYTES = 8 << 20
 
 
 def mini_block_pages_rows(
-    page_layouts: Sequence[pb.MiniBlockLayout], pages: Sequence[PageInput], rows: Sequence[np.ndarray]
+    page_layouts: Sequence[pb.MiniBlockLayout],
+    pages: Sequence[PageInput],
+    rows: Sequence[np.ndarray] | None,
 ) -> PageLevels | None:
     """Levels of rows ``rows[i]`` (sorted, distinct, at least one) of page ``pages[i]``, for
-    every i, laid end to end.
+    every i, laid end to end; ``rows`` None: every row of every page (a scan).
 
     Consecutive pages whose values decode alike (one value encoding; FSST pages each with their
     own symbol table, ``_Chosen.decompress``) decode as one run: a writer that cuts pages as its
@@ -46,17 +48,11 @@ def mini_block_pages_rows(
 
     None unless every page has no repetition, and all have the same definition encoding, layers
     and chunk layout (else the caller decodes page by page)."""
-    first = page_layouts[0]
-    for layout in page_layouts:
-        if layout.HasField("rep_compression"):
-            return None
-        if (
-            layout.def_compression != first.def_compression
-            or list(layout.layers) != list(first.layers)
-            or layout.num_buffers != first.num_buffers
-            or layout.has_large_chunk != first.has_large_chunk
-        ):
-            return None
+    if rows is None and any(page.num_rows == 0 for page in pages):
+        return None  # a page without chunks: nothing to join
+    keys = {join_key(layout) for layout in page_layouts}
+    if None in keys or len(keys) != 1:
+        return None
     where = f"{pages[0].where} (and the {len(pages) - 1} pages after it)"
     chosen = _Chosen(page_layouts, pages, rows)
     groups: list[PageLevels | None] = []
@@ -101,10 +97,24 @@ def mini_block_pages_rows(
     return PageLevels(done[0].layers, sum(g.num_rows for g in done), None, defs, values)
 
 
+def join_key(layout: pb.MiniBlockLayout) -> tuple | None:
+    """What pages must share to decode as one run (``mini_block_pages_rows``): the definition
+    encoding, the layers and the chunk layout; None for a page with repetition (never joined)."""
+    if layout.HasField("rep_compression"):
+        return None
+    return (
+        layout.def_compression.SerializeToString(deterministic=True),
+        tuple(layout.layers),
+        layout.num_buffers,
+        layout.has_large_chunk,
+    )
+
+
 class _Chosen:
     """The chunks holding the wanted rows of consecutive pages, chosen in one pass over their
     chunk tables laid end to end (``choose_chunks``), and the pieces of each page's chunk buffer
-    to read for them (``_chunk_parts``: a span, or each chunk), not read yet.
+    to read for them (``_chunk_parts``: a span, or each chunk), not read yet. Without wanted
+    rows (None): every chunk of every page, and ``k`` and ``within`` are None.
 
     Arrays over chosen chunks (``sizes``, ``counts``, ``joined_at``: where each starts once every
     page's pieces are laid end to end) and over wanted rows (``k``: each row's chosen chunk,
@@ -115,7 +125,7 @@ class _Chosen:
         self,
         page_layouts: Sequence[pb.MiniBlockLayout],
         pages: Sequence[PageInput],
-        rows: Sequence[np.ndarray],
+        rows: Sequence[np.ndarray] | None,
     ) -> None:
         tables = []
         for layout, page in zip(page_layouts, pages):
@@ -129,12 +139,18 @@ class _Chosen:
         self.pages = pages
         chunk_base = take._exclusive_cumsum(np.array([len(t.counts) for t in tables], np.int64))
         row_base = take._exclusive_cumsum(np.array([page.num_rows for page in pages], np.int64))
-        self.row_cut = take._exclusive_cumsum(np.array([len(r) for r in rows], np.int64))
-        # the pages' chunks as one table: each page's rows counted on from the pages before it
-        ends = np.concatenate([t.ends + base for t, base in zip(tables, row_base.tolist())])
         counts = np.concatenate([t.counts for t in tables])
-        wanted = np.concatenate([r + base for r, base in zip(rows, row_base.tolist())])
-        picked, self.k, self.within = take.choose_chunks(ends, counts, wanted)
+        self.k: np.ndarray | None = None
+        self.within: np.ndarray | None = None
+        if rows is None:
+            self.row_cut = row_base
+            picked = np.arange(len(counts))
+        else:
+            self.row_cut = take._exclusive_cumsum(np.array([len(r) for r in rows], np.int64))
+            # the pages' chunks as one table: each page's rows counted on from the pages before it
+            ends = np.concatenate([t.ends + base for t, base in zip(tables, row_base.tolist())])
+            wanted = np.concatenate([r + base for r, base in zip(rows, row_base.tolist())])
+            picked, self.k, self.within = take.choose_chunks(ends, counts, wanted)
         page_of = np.searchsorted(chunk_base, picked, side="right") - 1
         self.chunk_cut = np.searchsorted(page_of, np.arange(len(pages) + 1))
         starts = np.concatenate([t.starts for t in tables])[picked]  # in its page's chunk buffer
@@ -163,6 +179,8 @@ class _Chosen:
         data = take._joined([piece for pieces in blobs for piece in pieces])
         starts = self.joined_at[c0:c1] - self.page_at[a]
         run = layouts.ChunkRun(layout, data, starts, self.sizes[c0:c1], self.counts[c0:c1], None, where)
+        if self.k is None or self.within is None:  # every row: the chunks decode whole
+            return layouts.chunk_levels(run, r1 - r0)[0]
         return take._levels_at(run, self.k[r0:r1] - c0, self.within[r0:r1])
 
     def decompress(self, codes: PageLevels, a: int, b: int, tables: Sequence[bytes]) -> PageLevels:
@@ -174,13 +192,12 @@ class _Chosen:
                 self.pages[a].where, f"FSST values decoded to {values.kind}, expected variable"
             )
         offsets, data = present(values.offsets, "offsets"), present(values.data, "data")
-        parts = []
         r0 = int(self.row_cut[a])
-        for i, table in zip(range(a, b), tables):
-            lo, hi = int(self.row_cut[i]) - r0, int(self.row_cut[i + 1]) - r0
-            offs, chars = fsst.decompress(table, offsets[lo : hi + 1], data, self.pages[i].where)
-            parts.append(DecodedValues("variable", hi - lo, chars, offsets=offs))
-        return PageLevels(codes.layers, codes.num_rows, codes.rep, codes.defs, concat(parts))
+        cuts = [int(cut) - r0 for cut in self.row_cut[a : b + 1]]
+        where = f"{self.pages[a].where} (and the {b - a - 1} pages after it)"
+        offs, chars = fsst.decompress_tables(tables, offsets, data, cuts, where)
+        decompressed = DecodedValues("variable", cuts[-1], chars, offsets=offs)
+        return PageLevels(codes.layers, codes.num_rows, codes.rep, codes.defs, decompressed)
 
     def look_up(
         self, indices: PageLevels, page_layouts: Sequence[pb.MiniBlockLayout], a: int, b: int

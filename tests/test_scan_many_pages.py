@@ -1,0 +1,130 @@
+"""Scans over many small pages of a column equal pylance's.
+
+pylance, given a stream of small batches, cuts a page per batch: a column of tens to hundreds of
+pages of a few KiB to a few hundred KiB, each FSST page with its own symbol table and each
+dictionary page with its own dictionary, the last small page often stored plainly. A scan reads
+runs of such pages together (``LanceFileReader._decode_together``, the page decoder's
+``decode_pages``; FSST pages through ``fsst.decompress_tables``). These tests check every row,
+the schema and the row order against pylance's scan of the same dataset, through whole scans,
+other batch sizes, row ranges (offset / limit), filters and DuckDB.
+"""
+
+from __future__ import annotations
+
+import lance
+import pyarrow as pa
+import pytest
+from conftest import assert_tables_equal
+from test_take_many_pages import BATCH, _table
+
+import lance_fw
+
+#: Rows of the dataset: one file of 300,000 rows written from 1024-row batches (pylance cuts
+#: 20 to 300 pages a column there; with fewer rows a file it cuts a few) and one of 50,000.
+ROWS = 350_000
+FIRST_FILE_ROWS = 300_000
+
+
+def _pylance_from_batches(uri: str, version: str) -> None:
+    table = _table(ROWS)
+    for mode, part in (
+        ("create", table.slice(0, FIRST_FILE_ROWS)),
+        ("append", table.slice(FIRST_FILE_ROWS)),
+    ):
+        reader = pa.RecordBatchReader.from_batches(table.schema, part.to_batches(max_chunksize=BATCH))
+        lance.write_dataset(reader, uri, mode=mode, data_storage_version=version)
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_scans_of_pylance_pages_cut_per_batch(uri, version):
+    _pylance_from_batches(uri, version)
+    pl, fw = lance.dataset(uri), lance_fw.dataset(uri)
+    assert_tables_equal(pl.to_table(), fw.to_table())
+    for columns in (["name"], ["id", "value"], ["country", "maybe"], ["note", "vector"]):
+        assert_tables_equal(pl.to_table(columns=columns), fw.to_table(columns=columns))
+    for batch_size in (1_000, 7_777, 70_000):
+        got = list(fw.to_batches(columns=["name", "maybe_f"], batch_size=batch_size))
+        want = list(pl.to_batches(columns=["name", "maybe_f"], batch_size=batch_size))
+        assert [b.num_rows for b in got] == [b.num_rows for b in want]
+        assert_tables_equal(pa.Table.from_batches(want), pa.Table.from_batches(got))
+    for offset, limit in ((0, 10), (BATCH - 3, 5), (33_333, 140_000), (299_990, 20), (ROWS - 7, 100)):
+        assert_tables_equal(
+            pl.to_table(offset=offset, limit=limit), fw.to_table(offset=offset, limit=limit)
+        )
+    for where in ("category < 5", "name LIKE 'item-00%'", "maybe IS NULL AND id > 260000"):
+        assert_tables_equal(pl.to_table(filter=where), fw.to_table(filter=where))
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_scans_of_small_lance_fw_pages(uri, version):
+    """lance_fw's writer with small pages: the same columns read as runs of dozens of pages."""
+    lance_fw.write_dataset(_table(ROWS), uri, data_storage_version=version, max_page_bytes=64 * 1024)
+    pl, fw = lance.dataset(uri), lance_fw.dataset(uri)
+    assert_tables_equal(pl.to_table(), fw.to_table())
+    assert_tables_equal(
+        pl.to_table(columns=["name", "value"], offset=12_345, limit=54_321),
+        fw.to_table(columns=["name", "value"], offset=12_345, limit=54_321),
+    )
+
+
+def test_duckdb_over_pylance_pages_cut_per_batch(uri):
+    import duckdb
+
+    from lance_fw import duckdb as fw_duckdb
+
+    _pylance_from_batches(uri, "2.2")
+    sql = (
+        "SELECT country, count(*) AS n, min(value) AS lo, max(value) AS hi, max(name) AS m,"
+        " count(maybe) AS k FROM {t} GROUP BY country ORDER BY country"
+    )
+    con = duckdb.connect()
+    con.register("pl", lance.dataset(uri))
+    want = con.sql(sql.format(t="pl")).to_arrow_table()
+    got = fw_duckdb.connect().sql(sql.format(t=f"lance_scan('{uri}')")).to_arrow_table()
+    assert want.num_rows == 5
+    assert_tables_equal(want, got)
+
+
+def test_scan_decodes_runs_of_pages(uri):
+    """What the tests above rely on: each column's pages are many, and a scan decodes them in
+    runs (the page decoder's ``decode_pages`` answering for every column), not page by page; and
+    FSST runs decode with one table per page (tables that differ: one table for all would fail
+    the comparisons above)."""
+    from test_take_many_pages import _mini_block
+
+    from lance_fw.file.reader import LanceFileReader
+    from lance_fw.io.storage import resolve_storage
+    from lance_fw_plugins.encodings_v2_1 import fsst
+    from lance_fw_plugins.encodings_v2_1 import take_pages as page_take
+
+    _pylance_from_batches(uri, "2.2")
+    fragment = lance.dataset(uri).get_fragments()[0]
+    path = f"{uri}/data/{fragment.data_files()[0].path}"
+    file = LanceFileReader(resolve_storage(path), path)
+    assert min(len(column.pages) for column in file.tail.columns) >= 20
+    name_column = file.tail.columns[list(_table(1).column_names).index("name")]
+    tables = {bytes(_mini_block(p).value_compression.fsst.symbol_table) for p in name_column.pages}
+    assert len(tables) > 10, "the name column's pages should each have their own FSST table"
+
+    runs: list[tuple[int, bool]] = []
+    tables_runs: list[int] = []
+    original, original_tables = page_take.mini_block_pages_rows, fsst.decompress_tables
+
+    def counting(page_layouts, pages, rows):
+        out = original(page_layouts, pages, rows)
+        if rows is None:
+            runs.append((len(pages), out is not None))
+        return out
+
+    def counting_tables(symbol_tables, *args):
+        tables_runs.append(len(symbol_tables))
+        return original_tables(symbol_tables, *args)
+
+    page_take.mini_block_pages_rows, fsst.decompress_tables = counting, counting_tables
+    try:
+        assert_tables_equal(lance.dataset(uri).to_table(), lance_fw.dataset(uri).to_table())
+    finally:
+        page_take.mini_block_pages_rows, fsst.decompress_tables = original, original_tables
+    assert runs and all(done for _, done in runs), runs
+    assert max(n for n, _ in runs) >= 10, runs
+    assert max(tables_runs) >= 10, tables_runs
