@@ -24,10 +24,9 @@ from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.container import read_tail
 from lance_fw.io.storage import resolve_storage
-from lance_fw_plugins.encodings_v2_1 import chunked
+from lance_fw_plugins.encodings_v2_1 import chunked, fsst, fsst_encode
 from lance_fw_plugins.encodings_v2_1 import compressive as cz
 from lance_fw_plugins.encodings_v2_1 import fastlanes as fl
-from lance_fw_plugins.encodings_v2_1 import fsst
 from lance_fw_plugins.encodings_v2_1 import fullzip_values as fz_values
 from lance_fw_plugins.encodings_v2_1.layouts import _gather as gather_dictionary
 from lance_fw_plugins.encodings_v2_1.repdef import values_to_arrow
@@ -490,7 +489,7 @@ def _escapes(chunk_buffer) -> int:
 
 
 def test_fsst_escape_at_the_end_of_a_string_is_corrupt():
-    table, _, _ = fsst.compress_simple([b"hello"], [b"hello"])
+    table, _, _ = fsst_encode.compress_simple([b"hello"], [b"hello"])
     with pytest.raises(CorruptFileError):
         fsst.decompress(table, np.array([0, 1]), b"\xff")
 

@@ -21,7 +21,7 @@ from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.container import read_tail
 from lance_fw.io.storage import resolve_storage
-from lance_fw_plugins.encodings_v2_1 import fsst
+from lance_fw_plugins.encodings_v2_1 import fsst, fsst_encode
 from tests.conftest import assert_tables_equal
 
 lance = pytest.importorskip("lance")
@@ -68,9 +68,9 @@ def test_trained_round_trip(strings, prefix):
     the reference decoder, and offsets not starting at 0 are honoured."""
     strings = [b"x" * prefix, *strings]  # the first string is skipped below
     offsets, data = _arrays(strings)
-    book = fsst.train(offsets[1:], data)
+    book = fsst_encode.train(offsets[1:], data)
     table = book.symbol_table()
-    comp_offsets, codes = fsst.compress(book, offsets[1:], data)
+    comp_offsets, codes = fsst_encode.compress(book, offsets[1:], data)
     assert reference_decode(table, comp_offsets, codes.tobytes()) == strings[1:]
     padded = np.concatenate([np.full(5, 7, np.uint8), codes])
     out_offsets, out = fsst.decompress(table, comp_offsets + 5, padded)
@@ -80,7 +80,7 @@ def test_trained_round_trip(strings, prefix):
 @given(st.lists(_BYTES, max_size=30), st.lists(st.binary(min_size=1, max_size=8), max_size=255))
 def test_decoder_matches_reference(strings, symbols):
     """Any symbol set (escape-heavy streams, runs of 255 codes and literals) decodes as the spec."""
-    table, offsets, data = fsst.compress_simple(strings, symbols)
+    table, offsets, data = fsst_encode.compress_simple(strings, symbols)
     out_offsets, out = fsst.decompress(table, offsets, data)
     assert _split(out_offsets, out) == reference_decode(table, offsets, data) == strings
 
@@ -96,12 +96,12 @@ def test_repeated_strings_compress_to_the_codes_of_each(distinct, picks, skip):
     to the strings."""
     strings = [distinct[i % len(distinct)] for i in picks]
     offsets, data = _arrays([b"x" * skip, *strings])
-    offsets, book = offsets[1:], fsst.train(offsets[1:], data)
-    every = fsst._compress_each(book, offsets, data, fsst.SEGMENT_BYTES)
+    offsets, book = offsets[1:], fsst_encode.train(offsets[1:], data)
+    every = fsst_encode._compress_each(book, offsets, data, fsst_encode.SEGMENT_BYTES)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(fsst, "DEDUPE_MIN_STRINGS", 1)
         mp.setattr(fsst, "DEDUPE_SAMPLE_DISTINCT", 1.0)
-        once = fsst.compress(book, offsets, data)
+        once = fsst_encode.compress(book, offsets, data)
     assert np.array_equal(once[0], every[0]) and np.array_equal(once[1], every[1])
     out_offsets, out = fsst.decompress(book.symbol_table(), *once)
     assert _split(out_offsets, out) == strings
@@ -113,14 +113,14 @@ def test_strings_crossing_segments_and_all_byte_values():
     words = [b"lance ", b"\xff\xff\xff", b"col", bytes(range(256)), b""]
     strings = [b"".join(words[j] for j in rng.integers(0, 5, int(k))) for k in rng.integers(0, 400, 300)]
     offsets, data = _arrays(strings)
-    table, comp_offsets, codes = fsst.compress_strings(offsets, data)
+    table, comp_offsets, codes = fsst_encode.compress_strings(offsets, data)
     assert codes.size < data.size  # it compresses
     out_offsets, out = fsst.decompress(table, comp_offsets, codes)
     assert _split(out_offsets, out) == strings
 
 
 def test_code_without_symbol_is_corrupt():
-    table, _, _ = fsst.compress_simple([b"ab"], [b"ab", b"c"])
+    table, _, _ = fsst_encode.compress_simple([b"ab"], [b"ab", b"c"])
     with pytest.raises(CorruptFileError, match="beyond"):
         fsst.decompress(table, np.array([0, 2]), b"\x00\x05")
 
@@ -170,7 +170,7 @@ def test_any_code_stream_decodes_as_the_spec_or_is_corrupt(data, symbols):
     and now and then any byte at all. The spec's bytes, or CorruptFileError exactly where the spec
     has no decoding (a code past the table, an escape ending a string). Both decoders: one code
     at a time, and two (any alignment of escapes, literals and string starts within the pairs)."""
-    table, _, _ = fsst.compress_simple([], symbols)
+    table, _, _ = fsst_encode.compress_simple([], symbols)
     token = st.one_of(
         st.integers(0, len(symbols) - 1).map(lambda c: [c]) if symbols else st.just([fsst.ESCAPE, 0]),
         st.tuples(st.just(fsst.ESCAPE), st.sampled_from([0, 1, 254, 255, len(symbols), 200])).map(list),
@@ -204,13 +204,13 @@ def test_any_code_stream_decodes_as_the_spec_or_is_corrupt(data, symbols):
 def test_escapes_and_codes_past_the_table_in_the_array_decoder(offsets, data, corrupt, pairs):
     """Several strings go through the whole-array decoders: a literal byte at or past the symbol
     count is data, a code there (or an escape ending a string) is corrupt."""
-    table, _, _ = fsst.compress_simple([], [b"ab", b"c"])
+    table, _, _ = fsst_encode.compress_simple([], [b"ab", b"c"])
     expected = None if corrupt else reference_decode(table, offsets, data)
     assert _decoded_or_corrupt(table, offsets, data, pairs) == expected
 
 
 def test_escape_run_at_the_end_is_corrupt():
-    table, _, _ = fsst.compress_simple([b"ab"], [b"ab"])
+    table, _, _ = fsst_encode.compress_simple([b"ab"], [b"ab"])
     fsst.decompress(table, np.array([0, 2]), b"\xff\xff")  # escaped 0xFF: fine
     with pytest.raises(CorruptFileError, match="escape"):
         fsst.decompress(table, np.array([0, 3]), b"\xff\xff\xff")
@@ -345,7 +345,7 @@ def test_column_compressor_reuses_then_retrains():
     words = [b"lance ", b"columnar ", b"format "]
     like = [[b"".join(words[j] for j in rng.integers(0, 3, 8)) for _ in range(500)] for _ in range(2)]
     other = [bytes(rng.integers(0x30, 0x3A, 40).astype(np.uint8)) for _ in range(500)]  # digits
-    comp = fsst.ColumnCompressor()
+    comp = fsst_encode.ColumnCompressor()
     tables = []
     for strings in (like[0], like[1], other):
         offsets, data = _arrays(strings)
@@ -381,7 +381,7 @@ def test_repeated_strings_write_the_same_file_as_tokenising_each(tmp_path, monke
     values = names[rng.integers(0, len(names), 60_000)].tolist()
     table = pa.table({"s": pa.array([None if i % 101 == 0 else v for i, v in enumerate(values)])})
     once = []
-    distinct = fsst._compress_distinct
+    distinct = fsst_encode._compress_distinct
     monkeypatch.setattr(fsst, "_compress_distinct", lambda *a: once.append(1) or distinct(*a))
     lance_fw.write_dataset(table, str(tmp_path / "once"), data_storage_version="2.2")
     assert once  # the path under test ran

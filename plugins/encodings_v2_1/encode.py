@@ -30,7 +30,7 @@ from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.file.buffers import UINT_BY_BYTES, range_positions
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
-from . import fsst
+from . import fsst_encode
 from .layouts import CHUNK_LOG2_BITS, CHUNK_META_DTYPE, CHUNK_SIZE_UNIT
 from .shred import Shredded, shred
 from .value_encode import (
@@ -142,7 +142,7 @@ class V21ColumnEncoder:
     def __init__(self, spec: ColumnSpec):
         self.spec = spec
         self.large_chunks = spec.version >= (2, 2)
-        self.fsst = fsst.ColumnCompressor()  # the column's pages share a trained codebook
+        self.fsst = fsst_encode.ColumnCompressor()  # the column's pages share a trained codebook
 
     def encode(self, array: pa.Array) -> EncodedPage:
         try:

@@ -22,12 +22,7 @@ Pages of longer strings are taken two codes at a time from a 131,072-entry table
 (and of pairs whose first byte is an escaped literal), built per symbol table and cached:
 ``take``'s cost is mostly per entry, so pairs halve it.
 
-Encoding (the reader's only contract is the table and the codes, so the table need not be
-pylance's): :func:`train` builds a table from a sample of the page by a few deterministic
-rounds of "tokenise, count tokens and adjacent token pairs, keep the 255 best by
-count x length"; :func:`compress` tokenises every string in parallel, one token per string
-segment per numpy step (segments of at most :data:`SEGMENT_BYTES`, so the number of steps is
-bounded whatever the string lengths).
+Encoding lives in ``fsst_encode``.
 """
 
 from __future__ import annotations
@@ -54,8 +49,8 @@ ESCAPE = 255
 MAX_SYMBOL_LEN = 8
 #: Rows of the decode table: 256 codes, then the 256 literal bytes (escaped byte b is row 256 + b).
 _TABLE_ROWS = 512
-#: ``_MASKS[k]`` keeps the low k bytes of a little-endian u64.
-_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(MAX_SYMBOL_LEN + 1)], np.uint64)
+#: ``BYTE_MASKS[k]`` keeps the low k bytes of a little-endian u64.
+BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(MAX_SYMBOL_LEN + 1)], np.uint64)
 
 
 # --- decoding --------------------------------------------------------------------------------
@@ -110,7 +105,7 @@ def _parse_cached(raw: bytes) -> SymbolTable:
     if lens.max(initial=0) > MAX_SYMBOL_LEN:
         raise CorruptFileError(where, f"FSST symbol length {int(lens.max())} > {MAX_SYMBOL_LEN}")
     words = np.zeros(_TABLE_ROWS, np.uint64)
-    words[:n_symbols] = syms & _MASKS[lens]
+    words[:n_symbols] = syms & BYTE_MASKS[lens]
     words[256:] = np.arange(256, dtype=np.uint64)
     lengths = np.ones(_TABLE_ROWS, np.uint8)
     lengths[:256] = 0
@@ -206,7 +201,7 @@ def decompress_tables(
     entries = _entries(
         np.concatenate([st.words for st in tables]), np.concatenate([st.lengths for st in tables])
     )
-    out_offsets, out_data = _views(pc.take(entries, pa.array(key)))
+    out_offsets, out_data = binary_views(pc.take(entries, pa.array(key)))
     return out_offsets[rel], out_data
 
 
@@ -307,7 +302,7 @@ def _decompress_codes(
     key = pool_empty(codes.size, np.uint16)
     key[...] = codes
     key[literals] += 256
-    offsets, data = _views(pc.take(st.entries, pa.array(key)))
+    offsets, data = binary_views(pc.take(st.entries, pa.array(key)))
     return offsets[rel], data
 
 
@@ -319,18 +314,18 @@ def _entries(words: np.ndarray, lengths_u8: np.ndarray) -> pa.LargeBinaryArray:
     lengths = lengths_u8.astype(np.int64)
     offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return _binary(offsets, raw[np.arange(MAX_SYMBOL_LEN)[None, :] < lengths[:, None]])
+    return binary_array(offsets, raw[np.arange(MAX_SYMBOL_LEN)[None, :] < lengths[:, None]])
 
 
-def _binary(offsets: np.ndarray, data: np.ndarray) -> pa.LargeBinaryArray:
+def binary_array(offsets: np.ndarray, data: np.ndarray) -> pa.LargeBinaryArray:
     """The strings as a binary array over the same memory (int64 offsets into ``data``)."""
     return pa.Array.from_buffers(
         pa.large_binary(), offsets.size - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
 
 
-def _views(strings: pa.LargeBinaryArray) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse of :func:`_binary`, without copies: (int64 offsets into the data, the data)."""
+def binary_views(strings: pa.LargeBinaryArray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of :func:`binary_array`, without copies: (int64 offsets into the data, the data)."""
     offsets = np.frombuffer(strings.buffers()[1], np.int64, len(strings) + 1, strings.offset * 8)
     buffer, total = strings.buffers()[2], int(offsets[-1])
     if buffer is None or not total:
@@ -427,7 +422,7 @@ def _decompress_pairs(
     key[...] = padded.view("<u2")
     first_literals = literals[(literals & 1) == 0]
     key[first_literals >> 1] += PAIR_LITERAL_FIRST
-    pair_offsets, data = _views(pc.take(pairs, pa.array(key)))
+    pair_offsets, data = binary_views(pc.take(pairs, pa.array(key)))
     starts = pair_offsets[rel >> 1]
     odd = np.flatnonzero(rel & 1)
     if odd.size:
@@ -437,384 +432,3 @@ def _decompress_pairs(
             shift[key[before >> 1] >= PAIR_LITERAL_FIRST] = 1
         starts[odd] += shift
     return starts, data
-
-
-# --- encoding --------------------------------------------------------------------------------
-
-#: Longest string piece tokenised on its own (bounds the numpy steps; a symbol never spans two).
-SEGMENT_BYTES = 256
-#: Pieces of the training sample: shorter than SEGMENT_BYTES, so that a training round (a few
-#: hundred segments, where each numpy step costs its call overhead) takes fewer steps.
-TRAIN_SEGMENT_BYTES = 64
-#: Segments tokenised together (an 8 MiB page of 256-byte pieces is one block). Alone, 8192
-#: was as fast (the lines a step touches stay in cache); but pages are encoded in two or more
-#: threads, and numpy steps on 8192 elements spend enough of their time holding the GIL that
-#: two threads ran at 1.0-1.25x one; at 65536 they run at 1.8x.
-BLOCK_SEGMENTS = 65536
-#: Bytes of sample the table is trained on, and the longest piece of one string in it.
-SAMPLE_BYTES = 32 * 1024
-SAMPLE_STRING_BYTES = 512
-TRAIN_ROUNDS = 5
-#: Symbols an encoder's table holds: one short of the format's 255, so that code 254 is free to
-#: mark "no token here" in the tokeniser's byte array (``_NO_TOKEN``).
-MAX_SYMBOLS = 254
-#: Token code of an escaped byte (never a symbol's code: a table holds at most 255 symbols).
-_ESC_TOKEN = ESCAPE
-#: ``_IMASKS[k]`` keeps the low k bytes of a little-endian i64 (the tokeniser works on int64
-#: windows so that masked words index tables without a conversion).
-_IMASKS = _MASKS.view(np.int64)
-_PREFIX3 = (1 << 24) - 1
-_PREFIX2 = (1 << 16) - 1
-#: A symbol of >= 3 bytes is looked up by a multiplicative (Fibonacci) hash of its first three
-#: bytes into 2**_SLOT_BITS slots: 64 Ki entries stay in cache and are built per page in
-#: microseconds (a table indexed by the three bytes themselves took 16 MiB to allocate and fill
-#: per codebook). Of two symbols sharing a slot only the better one is kept.
-_SLOT_BITS = 16
-#: 2**64 / golden ratio, as the int64 it wraps to (the product wraps too: only its top bits count)
-_SLOT_MULT = np.int64(0x9E3779B97F4A7C15 - (1 << 64))
-_SLOT_SHIFT = 64 - _SLOT_BITS
-
-
-def _slot(prefix3: np.ndarray) -> np.ndarray:
-    """Lookup slot of int64 values (a symbol's or a window's first three bytes): the product's
-    top bits, arithmetic-shifted, so in ``[-2**15, 2**15)``: a table of 2**16 entries is indexed
-    from both ends."""
-    return (prefix3 * _SLOT_MULT) >> _SLOT_SHIFT
-
-
-@dataclass(frozen=True)
-class Codebook:
-    """An encoder's table and the lookups its tokeniser uses.
-
-    A token is the one symbol of >= 3 bytes in the slot of the next three bytes (``long_code``)
-    when it matches in full, else the best code of <= 2 bytes for the next two (``short_code``).
-    Bytes past the end of a string read as 0, so no multi-byte symbol ends in a 0 byte (it
-    could match there). Lookups hold ``intp`` codes so that the next lookups index with them as
-    they are (numpy converts a uint8 index array before every gather).
-    """
-
-    words: np.ndarray  # (n,) uint64, bytes past the length are 0
-    lengths: np.ndarray  # (n,) uint8
-    long_code: np.ndarray  # (2**_SLOT_BITS,) intp, _ESC_TOKEN where no symbol of >= 3 bytes is
-    short_code: np.ndarray  # (2**16,) intp
-    token_lengths: np.ndarray  # (256,) intp: bytes a token consumes (_ESC_TOKEN: 1)
-    token_words: np.ndarray  # (256,) int64
-    token_masks: np.ndarray  # (256,) int64: _IMASKS of the token's length
-
-    def symbol_table(self) -> bytes:
-        """The 2312-byte table (encoder switch on; terminator and suffix limit are encoder-only)."""
-        n = len(self.words)
-        raw = bytearray(SYMBOL_TABLE_SIZE)
-        raw[0] = n
-        raw[3] = 1
-        raw[4:8] = MAGIC
-        raw[8 : 8 + 8 * n] = self.words.astype("<u8").tobytes()
-        raw[8 + 8 * n : 8 + 9 * n] = self.lengths.tobytes()
-        return bytes(raw)
-
-
-def _usable(words: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate symbols (best first) a codebook can hold: no multi-byte symbol ending in 0, and
-    of the >= 3-byte symbols sharing a lookup slot only the first."""
-    last = (words >> (np.uint64(8) * (lengths.astype(np.uint64) - np.uint64(1)))) & np.uint64(0xFF)
-    keep = (lengths == 1) | (last != 0)
-    long_idx = np.flatnonzero(keep & (lengths >= 3))
-    if long_idx.size:
-        _, first = np.unique(_slot(words[long_idx].astype(np.int64) & _PREFIX3), return_index=True)
-        keep[long_idx] = False
-        keep[long_idx[first]] = True
-    return words[keep], lengths[keep]
-
-
-def _codebook(words: np.ndarray, lengths: np.ndarray) -> Codebook:
-    """Lookups for at most MAX_SYMBOLS symbols that :func:`_usable` keeps."""
-    words = np.asarray(words, np.uint64)
-    lengths = np.asarray(lengths, np.uint8)
-    n = len(words)
-    assert n <= MAX_SYMBOLS
-    byte_code = np.full(256, _ESC_TOKEN, np.intp)
-    one = np.flatnonzero(lengths == 1)
-    byte_code[words[one].astype(np.int64)] = one
-    short_code = np.tile(byte_code, 256)  # b0 | b1 << 8 -> the 1-byte symbol of b0
-    two = np.flatnonzero(lengths == 2)
-    short_code[words[two].astype(np.int64)] = two
-    long_code = np.full(1 << _SLOT_BITS, _ESC_TOKEN, np.intp)
-    long_idx = np.flatnonzero(lengths >= 3)[::-1]  # the first of a slot is written last and stays
-    long_code[_slot(words[long_idx].astype(np.int64) & _PREFIX3)] = long_idx
-    token_lengths = np.ones(256, np.intp)
-    token_lengths[:n] = lengths
-    token_words = np.zeros(256, np.int64)
-    token_words[:n] = words.view(np.int64)
-    token_masks = _IMASKS[token_lengths]
-    token_words[_ESC_TOKEN] = -1  # never matches a masked 1-byte window: falls to short_code
-    return Codebook(words, lengths, long_code, short_code, token_lengths, token_words, token_masks)
-
-
-def _segments(offsets: np.ndarray, piece: int) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of every piece of at most ``piece`` bytes of every string, in order."""
-    starts, ends = offsets[:-1], offsets[1:]
-    lengths = ends - starts
-    if lengths.size and 0 < int(lengths.min()) and int(lengths.max()) <= piece:  # one piece each
-        return starts, ends
-    pieces = (lengths + piece - 1) // piece
-    first = np.repeat(starts, pieces)
-    k = np.arange(first.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
-    seg_start = first + k * piece
-    return seg_start, np.minimum(seg_start + piece, np.repeat(ends, pieces))
-
-
-def _windows(data: np.ndarray) -> np.ndarray:
-    """``w[p]``: the 8 bytes from position p as a little-endian int64 (zeros past the end)."""
-    padded = np.zeros(data.size + MAX_SYMBOL_LEN, np.uint8)
-    padded[: data.size] = data
-    return np.ndarray((data.size + 1,), "<i8", padded, 0, (1,))
-
-
-#: ``_tokenise``'s mark for a byte where no token starts.
-_NO_TOKEN = MAX_SYMBOLS
-
-
-def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray, piece: int) -> np.ndarray:
-    """``tokens[p]``: the code of the token starting at byte p (``_ESC_TOKEN`` for an escaped
-    byte), ``_NO_TOKEN`` where no token starts. Every segment (a string piece of at most
-    ``piece`` bytes) advances one token per step; the segments go in blocks of BLOCK_SEGMENTS."""
-    window = np.ndarray((data.size + 1,), "V8", _windows(data).base, 0, (1,))  # fast to gather
-    tokens = np.full(data.size, _NO_TOKEN, np.uint8)
-    seg_start, seg_end = _segments(offsets, piece)
-    for first in range(0, seg_start.size, BLOCK_SEGMENTS):
-        pos = seg_start[first : first + BLOCK_SEGMENTS]
-        end = seg_end[first : first + BLOCK_SEGMENTS]
-        while pos.size:
-            word = window[pos].view(np.int64)
-            word &= _IMASKS[np.minimum(end - pos, MAX_SYMBOL_LEN)]
-            code = book.long_code[_slot(word & _PREFIX3)]
-            full = (word & book.token_masks[code]) == book.token_words[code]
-            # where no long symbol matches, the best of <= 2 bytes (looked up for those alone:
-            # most tokens of text are long symbols, and the lookup and select cost every one)
-            miss = np.flatnonzero(~full)
-            code[miss] = book.short_code[word[miss] & _PREFIX2]
-            # cast first: a scatter that casts as it stores ran ~1.5x slower (7% of a page)
-            tokens[pos] = code.astype(np.uint8)
-            pos = pos + book.token_lengths[code]
-            more = pos < end
-            pos, end = pos[more], end[more]
-    return tokens
-
-
-#: Strings of a page from which it is checked for repeated strings, which are then tokenised once:
-#: a string's tokens depend only on its bytes and the table, so the codes are the same. 1M names
-#: of 5000 values: 103 -> 19 ms of CPU. The check counts the distinct values of an evenly spaced
-#: sample, so a page of unique strings pays only that; the hash pass over a page costs ~20 ns a
-#: string, against ~30 ns a token for tokenising.
-DEDUPE_MIN_STRINGS = 4096
-DEDUPE_SAMPLE = 2048
-#: Distinct strings in the sample, as a fraction of it, up to which a page is deduplicated: a
-#: sample of unique strings is all distinct, one from a page of ~10,000 values (uniform) 90%.
-DEDUPE_SAMPLE_DISTINCT = 0.9
-
-
-def compress(
-    book: Codebook, offsets: np.ndarray, data: np.ndarray, piece: int = SEGMENT_BYTES
-) -> tuple[np.ndarray, np.ndarray]:
-    """FSST-compress the strings ``data[offsets[i]:offsets[i+1]]`` with ``book``: (offsets int64
-    from 0, codes uint8)."""
-    offsets = np.asarray(offsets, np.int64)
-    data = np.asarray(data, np.uint8)
-    if offsets.size - 1 >= DEDUPE_MIN_STRINGS:
-        strings = _binary(offsets, data)
-        sample = strings.take(np.linspace(0, len(strings) - 1, DEDUPE_SAMPLE).astype(np.int64))
-        if pc.count_distinct(sample).as_py() <= DEDUPE_SAMPLE_DISTINCT * DEDUPE_SAMPLE:
-            return _compress_distinct(book, strings, piece)
-    return _compress_each(book, offsets, data, piece)
-
-
-def _compress_distinct(
-    book: Codebook, strings: pa.LargeBinaryArray, piece: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`compress` tokenising each distinct string once, then laying out every string's codes."""
-    encoded = pc.dictionary_encode(strings)
-    codes_offsets, codes = _compress_each(book, *_views(encoded.dictionary), piece)
-    return _views(pc.take(_binary(codes_offsets, codes), encoded.indices))
-
-
-def _compress_each(
-    book: Codebook, offsets: np.ndarray, data: np.ndarray, piece: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`compress`, every string tokenised."""
-    base = offsets - offsets[0]
-    body = data[int(offsets[0]) : int(offsets[-1])]
-    tokens = _tokenise(book, body, base, piece)
-    pos = np.flatnonzero(tokens != _NO_TOKEN)
-    code = tokens[pos]
-    first = _first_tokens(pos, base, body.size)
-    escaped = np.flatnonzero(code == _ESC_TOKEN)
-    if not escaped.size:  # one byte per token
-        return first, code
-    # an escaped byte follows its escape code; strings start later by the escapes before them
-    out = np.insert(code, escaped + 1, body[pos[escaped]])
-    return first + np.searchsorted(escaped, first), out
-
-
-#: Strings per token above which a string's first token is found by marking the string starts
-#: (a pass over the tokens, ~2 ns each) rather than by a binary search per string (~35 ns each).
-_MARK_STARTS_RATIO = 1 / 20
-
-
-def _first_tokens(pos: np.ndarray, base: np.ndarray, size: int) -> np.ndarray:
-    """Index in ``pos`` (the sorted token positions) of each string's first token: the number of
-    tokens before ``base[i]`` (``base`` holds the string offsets from 0, ``size`` last)."""
-    if base.size > pos.size * _MARK_STARTS_RATIO and bool((base[1:] > base[:-1]).all()):
-        # every string is non-empty, so every start is a token: its rank among the tokens
-        mark = np.zeros(size + 1, bool)
-        mark[base] = True
-        first = np.empty(base.size, np.int64)
-        first[:-1] = np.flatnonzero(mark[pos])
-        first[-1] = pos.size
-        return first
-    return np.searchsorted(pos, base)
-
-
-def _sample(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Evenly spaced strings (each cut to SAMPLE_STRING_BYTES) adding up to about SAMPLE_BYTES."""
-    n = len(offsets) - 1
-    lengths = np.minimum(offsets[1:] - offsets[:-1], SAMPLE_STRING_BYTES)
-    total = int(lengths.sum())
-    if total > SAMPLE_BYTES:
-        step = total / SAMPLE_BYTES
-        pick = np.unique(np.minimum((np.arange(int(n / step) + 1) * step).astype(np.int64), n - 1))
-    else:
-        pick = np.arange(n)
-    lens = lengths[pick]
-    starts = offsets[:-1][pick]
-    at = np.zeros(pick.size + 1, np.int64)
-    np.cumsum(lens, out=at[1:])
-    idx = np.repeat(starts - at[:-1], lens) + np.arange(int(at[-1]))
-    return at, data[idx]
-
-
-def train(offsets: np.ndarray, data: np.ndarray) -> Codebook:
-    """A codebook for the strings ``data[offsets[i]:offsets[i+1]]``, deterministic for the data."""
-    return _train_on(*_sample(np.asarray(offsets, np.int64), np.asarray(data, np.uint8)))
-
-
-def _train_on(s_off: np.ndarray, sample: np.ndarray) -> Codebook:
-    """A codebook for a sample's strings.
-
-    Each round tokenises the sample with the current table and scores every token and every
-    pair of adjacent tokens of a segment (when together <= 8 bytes) by count x length; the best
-    255 become the next table, so symbols grow by merging across rounds. The first table is
-    empty: every byte is a token of its own."""
-    book = _codebook(np.zeros(0, np.uint64), np.zeros(0, np.uint8))
-    if not sample.size:
-        return book
-    window = _windows(sample)
-    seg_start, _ = _segments(s_off, TRAIN_SEGMENT_BYTES)
-    is_seg_start = np.zeros(sample.size, bool)
-    is_seg_start[seg_start] = True
-    for round_ in range(TRAIN_ROUNDS):
-        if round_ == 0:
-            pos = np.arange(sample.size)
-            lens = np.ones(sample.size, np.int64)
-        else:
-            tokens = _tokenise(book, sample, s_off, TRAIN_SEGMENT_BYTES)
-            pos = np.flatnonzero(tokens != _NO_TOKEN)
-            lens = book.token_lengths[tokens[pos]]
-        pair = ~is_seg_start[pos[1:]] & (lens[:-1] + lens[1:] <= MAX_SYMBOL_LEN)
-        all_pos = np.concatenate([pos, pos[:-1][pair]])
-        all_lens = np.concatenate([lens, (lens[:-1] + lens[1:])[pair]])
-        all_vals = (window[all_pos] & _IMASKS[all_lens]).view(np.uint64)
-        srt = np.lexsort((all_vals, all_lens))
-        s_vals, s_lens = all_vals[srt], all_lens[srt]
-        first = np.ones(srt.size, bool)
-        first[1:] = (s_vals[1:] != s_vals[:-1]) | (s_lens[1:] != s_lens[:-1])
-        starts = np.flatnonzero(first)
-        u_vals, u_lens = s_vals[starts], s_lens[starts]
-        gain = np.diff(np.append(starts, srt.size)) * u_lens
-        # best gain first; ties: longer, then smaller value (deterministic)
-        order = np.lexsort((u_vals, -u_lens, -gain))
-        words, lengths = _usable(u_vals[order], u_lens[order].astype(np.uint8))
-        book = _codebook(words[:MAX_SYMBOLS], lengths[:MAX_SYMBOLS])
-    return book
-
-
-def compress_strings(offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
-    """Train on the strings and compress them: (symbol table bytes, offsets from 0, codes)."""
-    book = train(offsets, data)
-    new_offsets, codes = compress(book, offsets, data)
-    return book.symbol_table(), new_offsets, codes
-
-
-#: A column's first codebook is kept for a later page while it compresses that page's sample to
-#: no more than this factor of what it achieved on the first page's sample.
-REUSE_SLACK = 1.1
-
-
-class ColumnCompressor:
-    """FSST for the pages of one column: pages of a column are alike, so the symbols trained on
-    its first page are reused for the next ones where they still do well on the page's sample
-    (else the page gets a table of its own). Every page's table depends only on the first page
-    and itself, so pages after the first may be compressed concurrently, in any order, and a
-    file's bytes do not depend on thread timing; the first page must be compressed alone
-    (the writer encodes a column's first page before any other of its pages), and
-    :meth:`freeze` called after it."""
-
-    def __init__(self) -> None:
-        self._first: tuple[np.ndarray, np.ndarray, float] | None = None  # words, lengths, ratio
-        self._frozen = False
-
-    def freeze(self) -> None:
-        """Keep no table from now on (called once the column's first page is encoded: a later
-        page, whichever thread gets to it first, must not become the table of the others)."""
-        self._frozen = True
-
-    def compress(self, offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
-        """(symbol table bytes, offsets from 0, codes) of the strings ``data[offsets[i]:offsets[i+1]]``."""
-        offsets = np.asarray(offsets, np.int64)
-        data = np.asarray(data, np.uint8)
-        s_off, sample = _sample(offsets, data)
-        first = self._first
-        if first is not None:
-            book = _codebook(first[0], first[1])
-            if _ratio(book, s_off, sample) <= first[2] * REUSE_SLACK:
-                return (book.symbol_table(), *compress(book, offsets, data))
-        book = _train_on(s_off, sample)
-        if first is None and not self._frozen:
-            self._first = (book.words, book.lengths, _ratio(book, s_off, sample))
-        return (book.symbol_table(), *compress(book, offsets, data))
-
-
-def _ratio(book: Codebook, s_off: np.ndarray, sample: np.ndarray) -> float:
-    """Compressed / raw bytes of a sample."""
-    return compress(book, s_off, sample, TRAIN_SEGMENT_BYTES)[1].size / max(1, sample.size)
-
-
-def compress_simple(strings: list[bytes], symbols: list[bytes]) -> tuple[bytes, np.ndarray, bytes]:
-    """Test helper: greedy longest-match encoder with a given symbol list (<= 255 symbols).
-
-    Returns ``(symbol_table_bytes, offsets, data)``.  Not a real FSST trainer.
-    """
-    assert len(symbols) <= 255 and all(1 <= len(s) <= 8 for s in symbols)
-    raw = bytearray(SYMBOL_TABLE_SIZE)
-    raw[0] = len(symbols)
-    raw[3] = 1
-    raw[4:8] = MAGIC
-    for i, s in enumerate(symbols):
-        raw[8 + 8 * i : 8 + 8 * i + len(s)] = s
-        raw[8 + 8 * len(symbols) + i] = len(s)
-    by_len = sorted(range(len(symbols)), key=lambda i: -len(symbols[i]))
-    out = bytearray()
-    offs = [0]
-    for s in strings:
-        i = 0
-        while i < len(s):
-            for code in by_len:
-                sym = symbols[code]
-                if s.startswith(sym, i):
-                    out.append(code)
-                    i += len(sym)
-                    break
-            else:
-                out += bytes([ESCAPE, s[i]])
-                i += 1
-        offs.append(len(out))
-    return bytes(raw), np.array(offs, np.int64), bytes(out)

@@ -20,7 +20,7 @@ from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.file.buffers import fixed_bits, gather_ranges, range_positions
 
-from . import fastlanes, fsst
+from . import fastlanes, fsst_encode
 from .compressive import RLE_VALUES_LENGTH, VARIABLE_BLOCK_HEADER_32, ZSTD_SIZE_PREFIX
 
 CHUNK_TARGET_BYTES = 4096
@@ -359,7 +359,7 @@ def fsst_applies(values: pa.Array, compression: str | None) -> bool:
     return int(np.diff(offs).max()) >= FSST_MIN_LONGEST
 
 
-def fsst_compressed(values: pa.Array, compressor: fsst.ColumnCompressor) -> tuple[pa.Array, bytes]:
+def fsst_compressed(values: pa.Array, compressor: fsst_encode.ColumnCompressor) -> tuple[pa.Array, bytes]:
     """The page's strings FSST-compressed, as a binary array of the same length and offset width
     (nulls travel in the def levels), and the symbol table."""
     large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
