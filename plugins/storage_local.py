@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, BinaryIO
 
 import pyarrow as pa
@@ -61,9 +61,15 @@ class LocalReader(RangeReader):
             self.close()
             raise StorageError(f"{path}: not a regular file")
         self._size = info.st_size
+        #: the inode and its change times: a file rewritten or replaced gets new ones (the
+        #: shared metadata also compares the bytes it parsed, ``read_support.shared_metadata``)
+        self._identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
     def size(self) -> int:
         return self._size
+
+    def identity(self) -> Hashable:
+        return self._identity
 
     def read(self, offset: int, length: int) -> bytes:
         try:

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import any_pb2
 
+from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
-from lance_fw.file.container import FileTail, read_tail
+from lance_fw.file.container import FOOTER, FileTail, read_tail
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader
 from lance_fw.plugin_manager import registry
@@ -149,3 +151,59 @@ def read_metadata(reader: RangeReader) -> FileMetadata:
     except SchemaError as exc:
         raise CorruptFileError(path, f"bad schema in the file descriptor: {exc}") from None
     return FileMetadata(tail, schema)
+
+
+#: Parsed metadata of data files shared by every open in this process, at most this many bytes
+#: of the metadata they were parsed from (``shared_metadata``); a file whose metadata is larger
+#: than ``SHARED_METADATA_MAX_FILE_BYTES`` is parsed at every open.
+SHARED_METADATA_BYTES = 64 << 20
+SHARED_METADATA_FILES = 4096
+SHARED_METADATA_MAX_FILE_BYTES = 4 << 20
+
+
+def _entry_bytes(entry: tuple[int, bytes, FileMetadata]) -> int:
+    return len(entry[1]) + 1024
+
+
+_SHARED: LruCache[tuple[str, Hashable], tuple[int, bytes, FileMetadata]] = LruCache(
+    SHARED_METADATA_FILES, SHARED_METADATA_BYTES, _entry_bytes
+)
+
+
+def shared_metadata(reader: RangeReader) -> FileMetadata:
+    """``read_metadata(reader)``, the same object for every open of an unchanged file in this
+    process: where the backend gives the file an identity (``RangeReader.identity``), the bytes
+    the metadata was parsed from (the file descriptor on to the end) are read at every open and
+    compared with those parsed before.
+
+    Why: what decoders derive from a page (chunk tables, dictionaries, a take's page setup) is
+    kept by the parsed tail's token (``FileTail.token``). Users (and DuckDB, and the bench) open a
+    dataset per query; each open parsed the tails anew, so those caches never hit across queries
+    (a take of 100 rows over a file of 300 small pages: 36 ms re-opened, 23 ms opened once).
+
+    Raises:
+        What ``read_metadata`` raises.
+    """
+    identity = reader.identity()
+    if identity is None:
+        return read_metadata(reader)
+    key, size = (reader.path, identity), reader.size()
+    found = _SHARED.get(key)
+    if found is not None and 0 <= found[0] <= size:
+        if reader.read_exact(found[0], size - found[0], "file metadata") == found[1]:
+            return found[2]
+    metadata = read_metadata(reader)
+    start = _metadata_start(reader, metadata)
+    if size - start <= SHARED_METADATA_MAX_FILE_BYTES:
+        _SHARED.put(key, (start, reader.read_exact(start, size - start, "file metadata"), metadata))
+    return metadata
+
+
+def _metadata_start(reader: RangeReader, metadata: FileMetadata) -> int:
+    """Where the first byte ``read_metadata`` parsed lies (it checked every place it read)."""
+    col_start, cmo_pos, gbo_pos, _, n_cols, *_ = FOOTER.unpack_from(reader.tail(FOOTER.size))
+    start = min(col_start, cmo_pos, gbo_pos, metadata.tail.global_buffers[0][0])
+    if n_cols:
+        table = reader.read_exact(cmo_pos, 16 * n_cols, "column metadata offsets")
+        start = min(start, int(np.frombuffer(table, "<u8").reshape(-1, 2)[:, 0].min()))
+    return start

@@ -7,7 +7,6 @@ import threading
 from collections.abc import Callable
 from functools import partial
 
-import numpy as np
 import pyarrow as pa
 from google.protobuf import any_pb2
 
@@ -16,28 +15,13 @@ from lance_fw._util import pools
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError
 from lance_fw.file import structure_v2_0, structure_v2_1
-from lance_fw.file.buffers import range_positions
 from lance_fw.file.container import FileTail, parse_message
-from lance_fw.file.encoding import PageBuffers, PageInput, check_decoded, decode_page, row_decoder
-from lance_fw.file.read_support import FileMetadata, HeldFirst, concat_pages, guarded, read_metadata
+from lance_fw.file.encoding import PageInput, check_decoded, decode_page
+from lance_fw.file.read_support import FileMetadata, HeldFirst, concat_pages, guarded, shared_metadata
+from lance_fw.file.reader_takes import RowTakes
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.plugin_manager import registry
 from lance_fw.schema import LanceField
-
-#: A page is decoded whole (not row by row) once more than this share of its rows is wanted.
-WHOLE_PAGE_SHARE = 0.25
-
-#: Pages whose row-read setup (checks, parsed encoding, where) ``_row_page`` keeps, by (file tail
-#: token, column, page): a few hundred bytes each.
-ROW_PAGES_CACHED = 1024
-_ROW_PAGES: LruCache[tuple[int, int, int], tuple[str, str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]] = (
-    LruCache(ROW_PAGES_CACHED)
-)
-
-#: Page buffers up to this size are fetched ahead for a take (``prefetch_small_buffers``):
-#: metadata-like buffers a row decoder reads before it knows which chunks to read.
-SMALL_BUFFER = 64 * 1024
-
 
 #: The pool the pages of one batch's columns are decoded on together (``decode_ahead``).
 COLUMN_POOL = "column-decode"
@@ -51,9 +35,11 @@ DECODE_AHEAD_LOOK_PAGES = 4
 #: Encoded bytes of consecutive small pages (each under ``DECODE_AHEAD_BYTES``) a read decodes
 #: in one run, the pages past its rows kept for the next reads (``_small_pages_after``).
 SMALL_PAGES_RUN_BYTES = 4 << 20
+#: Runs of pages decoded together that a reader keeps per column (``_runs``).
+RUNS_KEPT = 4
 
 
-class LanceFileReader:
+class LanceFileReader(RowTakes):
     """Open once (reads the tail), then read any row range of any field."""
 
     def __init__(
@@ -75,9 +61,9 @@ class LanceFileReader:
         self.path = path
         self._reader = reader or storage.open_reader(path)
         if metadata_cache is None:
-            metadata = read_metadata(self._reader)
+            metadata = shared_metadata(self._reader)
         else:
-            metadata = metadata_cache.get_or_load(path, lambda: read_metadata(self._reader))
+            metadata = metadata_cache.get_or_load(path, lambda: shared_metadata(self._reader))
         self.tail: FileTail = metadata.tail
         self.schema = metadata.schema
         if column_of_field is None:  # a bare file: columns follow the schema's pre-order
@@ -95,6 +81,9 @@ class LanceFileReader:
         #: per tuple of field ids read together: (column, leaf, decoded type, page starts) for decode_ahead
         self._ahead_columns: dict[tuple[int, ...], list[tuple[int, LanceField, pa.DataType, list[int]]]] = {}
         self._cache: dict[int, tuple[int, pa.Array]] = {}
+        #: Pages decoded together (``_decode_together``), per column: (first page, last page,
+        #: their array); a read within one run slices it rather than joining its pages' slices.
+        self._runs: dict[int, list[tuple[int, int, pa.Array]]] = {}
         #: Pages ``decode_ahead`` decoded for a range not read yet, by (column, page).
         self._ahead: dict[tuple[int, int], pa.Array] = {}
         #: Buffers of pages fetched ahead (``prefetch``), by (column, page); taken when decoded.
@@ -157,35 +146,6 @@ class LanceFileReader:
         with self._lock:
             self._prefetched.update(fetched)
 
-    def prefetch_small_buffers(self, fields: list[LanceField], rows: np.ndarray) -> None:
-        """Fetch, in one ``read_ranges`` call, every buffer of at most SMALL_BUFFER bytes of the
-        pages holding ``rows`` (sorted) in the columns of ``fields``; ``take_field`` then finds
-        them in memory.
-
-        A take decodes each page row by row in two dependent rounds: first a small buffer (chunk
-        metadata, repetition index, dictionary), then the chunks it points to. Fetching the
-        small buffers of every column together turns a round trip per column into one per file."""
-        if not len(rows):
-            return
-        ranges: list[tuple[int, int]] = []
-        for col, field in self._row_columns(fields):
-            starts = np.asarray(self._starts(col, field), np.int64)
-            pages = np.unique(np.searchsorted(starts, rows, side="right") - 1)
-            for p in pages.tolist():
-                if not 0 <= p < len(self.tail.columns[col].pages):
-                    continue
-                meta = self.tail.columns[col].pages[p]
-                self._check_page(col, p, meta)
-                ranges += [
-                    (off, size)
-                    for off, size in zip(meta.buffer_offsets, meta.buffer_sizes)
-                    if 0 < size <= SMALL_BUFFER and off not in self._small
-                ]
-        if ranges:
-            held = dict(zip((off for off, _ in ranges), self._reader.read_ranges(ranges)))
-            with self._lock:
-                self._small.update(held)
-
     def decode_ahead(self, fields: list[LanceField], start: int, stop: int) -> None:
         """Decode side by side, on the column pool, the pages the columns of ``fields`` need for
         rows [start, stop) that are not decoded yet, so that the reads of those rows only slice.
@@ -193,9 +153,13 @@ class LanceFileReader:
         Why: a scan decodes a column's page on the first batch that touches it, column after
         column (and a range over several pages of a column, page after page), while the later
         batches only slice decoded pages; decoding those pages at once uses every core on the
-        expensive batch (numpy, pyarrow and zstd release the GIL). Nothing happens unless two or more
-        pages of ``DECODE_AHEAD_BYTES`` or more are needed within the range, or one and the page after
-        it (others are read as usual). Pages decoded here wait in ``_ahead`` until they are read.
+        expensive batch (numpy, pyarrow and zstd release the GIL).
+
+        A pool task is a page of ``DECODE_AHEAD_BYTES`` or more, or a run of smaller pages (the
+        range's and those after it, ``_small_pages_after``) holding that much. Nothing happens
+        unless two tasks are found: two columns', or one column's and its next one
+        (``_next_run``); otherwise the reads decode as usual. Pages decoded here wait in
+        ``_ahead`` until they are read.
         """
         stop = min(stop, self.num_rows)
         if stop <= start or self.tail.version == (2, 0):  # 2.0 pages are plain: copies, not compute
@@ -312,43 +276,6 @@ class LanceFileReader:
             )
         return self._read_column(col, start, stop, field.arrow_type(), field)
 
-    def take_field(self, field: LanceField, rows: np.ndarray) -> pa.Array:
-        """Rows ``rows`` (sorted, distinct) of a field. Pages holding few of them are decoded row
-        by row (only the chunks / byte ranges those rows need are read); see ``file.encoding.PageRowDecoder``."""
-        rows = np.asarray(rows, np.int64)
-        if len(rows) and (rows[0] < 0 or rows[-1] >= self.num_rows):
-            raise CorruptFileError(
-                self.path, f"row {int(rows[-1])} asked of a file with {self.num_rows} rows"
-            )
-        return self._take_field(field, rows)
-
-    def _take_field(self, field: LanceField, rows: np.ndarray) -> pa.Array:
-        if self.tail.version != (2, 0):
-            chains = structure_v2_1.leaf_paths(field)
-            arrays = [
-                self._take_column(self._column(chain[-1]), rows, structure_v2_1.path_type(chain), chain[-1])
-                for chain in chains
-            ]
-            return structure_v2_1.merge(field, arrays, self.path)
-        col = self._column(field)
-        if field.is_struct and not field.is_packed:
-            children = [self._take_field(c, rows) for c in field.children]
-            return (
-                pa.StructArray.from_arrays(children, fields=[c.to_arrow() for c in field.children])
-                if children
-                else pa.nulls(len(rows), field.arrow_type())
-            )
-        if field.is_list:
-            counts, valid, firsts = self._list_rows(col, rows, field)
-            if valid is not None:  # the items under a null row are not needed
-                counts = np.where(valid, counts, 0)
-            item_rows = range_positions(firsts, counts)
-            items = self._take_field(field.children[0], item_rows)
-            return structure_v2_0.lengths_to_list(
-                field.arrow_type(), counts, valid, items, self.path, field.name
-            )
-        return self._take_column(col, rows, field.arrow_type(), field)
-
     # -- columns and pages ------------------------------------------------------------------
     def _column(self, field: LanceField) -> int:
         try:
@@ -428,6 +355,11 @@ class LanceFileReader:
                 self._ahead.pop((col, p), None)
             for p in extra:  # decoded with the pages read now: waiting for the reads reaching them
                 self._ahead[(col, p)] = decoded[p]
+            runs = self._runs.get(col, [])
+            run = next((r for r in runs if r[0] <= first and last <= r[1]), None)
+            self._runs[col] = [r for r in runs if r[1] >= last]  # the reads have passed the others
+        if run is not None and first != last:  # pages decoded as one run: a slice of it, no copy
+            return run[2].slice(start - starts[run[0]], stop - start)
         return concat_pages(pieces, arrow_type)
 
     def _small_pages_after(self, col: int, todo: list[int], last: int) -> list[int]:
@@ -451,118 +383,6 @@ class LanceFileReader:
             total += size
             extra.append(p)
         return extra
-
-    def _take_column(
-        self, col: int, rows: np.ndarray, arrow_type: pa.DataType, field: LanceField
-    ) -> pa.Array:
-        starts = self._starts(col, field)
-        if not len(rows):
-            return pa.array([], arrow_type)
-        if rows[-1] >= starts[-1]:
-            raise CorruptFileError(
-                self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, need {int(rows[-1]) + 1}"
-            )
-        page_of = np.searchsorted(np.asarray(starts, np.int64), rows, side="right") - 1
-        cuts = (np.flatnonzero(page_of[1:] != page_of[:-1]) + 1).tolist()
-        pieces: list[pa.Array] = []
-        run: list[tuple[int, np.ndarray]] = []  # pages to decode row by row, in order
-        for lo, hi in zip([0] + cuts, cuts + [len(rows)]):
-            p = int(page_of[lo])
-            local = rows[lo:hi] - starts[p]
-            whole = self._cached(col, p)
-            if whole is None and len(local) > WHOLE_PAGE_SHARE * self.tail.columns[col].pages[p].length:
-                whole = self._decode_pages(col, [p], arrow_type, field)[0]
-                with self._lock:
-                    self._cache[col] = (p, whole)
-            if whole is None:
-                run.append((p, local))
-                continue
-            pieces += self._decode_run(col, run, arrow_type, field)
-            run = []
-            pieces.append(whole.take(pa.array(local)))
-        return concat_pages(pieces + self._decode_run(col, run, arrow_type, field), arrow_type)
-
-    def _decode_run(
-        self, col: int, run: list[tuple[int, np.ndarray]], arrow_type: pa.DataType, field: LanceField
-    ) -> list[pa.Array]:
-        """Rows ``run[i][1]`` of pages ``run[i][0]``: all in one call of the page decoder's
-        ``decode_pages_rows`` (``PageRowDecoder``) where it has one and accepts them (a take
-        spread over many pages then decodes, builds and checks once), else page by page."""
-        first = self._row_page(col, run[0][0], arrow_type, field) if len(run) > 1 else None
-        decoder = registry.page_decoders.get(first[1].type_url) if first else None
-        batch = getattr(decoder, "decode_pages_rows", None)
-        if first is not None and batch is not None:
-            pages = [first] + [self._row_page(col, p, arrow_type, field) for p, _ in run[1:]]
-            if all(encoding.type_url == first[1].type_url for _, encoding in pages):
-                args = [(encoding, page, local) for (page, encoding), (_, local) in zip(pages, run)]
-                where = f"{first[0].where} to {run[-1][0]}"
-                total = sum(len(local) for _, local in run)
-                out = guarded(lambda: batch(args), where, first[1])
-                if out is not None:  # the decoder took them: checked as one page's rows are
-                    return [self._checked(lambda: out, where, arrow_type, total, first[1])]
-        return [self._decode_rows(col, p, local, arrow_type, field) for p, local in run]
-
-    def _row_page(
-        self, col: int, p: int, arrow_type: pa.DataType, field: LanceField
-    ) -> tuple[PageInput, any_pb2.Any]:
-        """Page ``p`` of column ``col`` as a row decoder reads it (buffers read on demand), and its encoding.
-
-        What does not depend on the rows (the page's checks, encoding, buffer places) is kept per
-        page (``_ROW_PAGES``): a point lookup reads the same pages query after query."""
-        key = (self.tail.token, col, p)
-        found = _ROW_PAGES.get(key)
-        if found is None or found[0] != field.name:
-            meta = self.tail.columns[col].pages[p]
-            self._check_page(col, p, meta)
-            where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
-            found = (field.name, where, self._page_encoding(meta, where), meta)
-            _ROW_PAGES.put(key, found)
-        _, where, encoding, meta = found
-        source = self._held_first if self._small else self._reader
-        buffers = PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where)
-        return PageInput(buffers, meta.length, arrow_type, where, key), encoding
-
-    def _decode_rows(
-        self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType, field: LanceField
-    ) -> pa.Array:
-        page, encoding = self._row_page(col, p, arrow_type, field)
-        by_rows = row_decoder(encoding)
-        if by_rows is None:  # no row-range capability: the whole page, checked before ``take`` reads it
-            whole = self._checked(
-                lambda: decode_page(encoding, page), page.where, arrow_type, page.num_rows, encoding
-            )
-            return whole.take(pa.array(local))
-        return self._checked(
-            lambda: by_rows(encoding, page, local), page.where, arrow_type, len(local), encoding
-        )
-
-    def _list_rows(
-        self, col: int, rows: np.ndarray, field: LanceField
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-        """A 2.0 list column's item counts and validity at ``rows``, and each row's first item."""
-        starts = np.asarray(self._starts(col, field), np.int64)
-        items_before = np.zeros(len(starts), np.int64)
-        page_of = np.searchsorted(starts, rows, side="right") - 1
-        pages = np.unique(page_of)
-        if len(pages):
-            np.cumsum(
-                [self._num_items(col, p) for p in range(int(pages[-1]))],
-                out=items_before[1 : int(pages[-1]) + 1],
-            )
-        counts, valids, firsts = [], [], []
-        for p in pages.tolist():
-            local = rows[page_of == p] - starts[p]
-            page = self._read_column(
-                col, int(starts[p]), int(starts[p + 1]), structure_v2_0.LIST_PAGE_TYPE, field
-            )
-            page_counts, page_valid = structure_v2_0.item_counts(page)
-            counts.append(page_counts[local])
-            valids.append(np.ones(len(local), bool) if page_valid is None else page_valid[local])
-            firsts.append(items_before[p] + np.cumsum(page_counts)[local] - page_counts[local])
-        if not counts:
-            return np.zeros(0, np.int64), None, np.zeros(0, np.int64)
-        valid = np.concatenate(valids)
-        return np.concatenate(counts), (None if valid.all() else valid), np.concatenate(firsts)
 
     def _cached(self, col: int, page: int) -> pa.Array | None:
         hit = self._cache.get(col)
@@ -590,7 +410,7 @@ class LanceFileReader:
             inputs.append(
                 (self._page_encoding(meta, where), PageInput(buffers, meta.length, arrow_type, where))
             )
-        together = self._decode_together(inputs, arrow_type) if len(inputs) > 1 else None
+        together = self._decode_together(col, pages, inputs, arrow_type) if len(inputs) > 1 else None
         if together is not None:
             return together
         return [
@@ -601,7 +421,7 @@ class LanceFileReader:
         ]
 
     def _decode_together(
-        self, inputs: list[tuple[any_pb2.Any, PageInput]], arrow_type: pa.DataType
+        self, col: int, pages: list[int], inputs: list[tuple[any_pb2.Any, PageInput]], arrow_type: pa.DataType
     ) -> list[pa.Array] | None:
         """Consecutive pages of one column decoded in one call of their page decoder's
         ``decode_pages`` (``PageRowDecoder``), checked as one page, then cut back into pages; None
@@ -625,6 +445,8 @@ class LanceFileReader:
         for _, page in inputs:
             pieces.append(whole.slice(at, page.num_rows))
             at += page.num_rows
+        with self._lock:  # the latest runs of the column, for reads spanning their pages
+            self._runs[col] = [*self._runs.get(col, [])[-(RUNS_KEPT - 1) :], (pages[0], pages[-1], whole)]
         return pieces
 
     def _checked(

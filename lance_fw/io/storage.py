@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 import re
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, BinaryIO
 
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, StorageError, UnsupportedFeatureError
@@ -118,6 +118,18 @@ class RangeReader(abc.ABC):
                 off, ln = ranges[i]
                 out[i] = blob[off - start : off - start + ln]
         return out  # type: ignore[return-value]
+
+    def identity(self) -> Hashable | None:
+        """What tells this file's bytes apart from any other bytes ever at its path, known
+        without a request: a file whose identity is unchanged still holds the bytes it held. The
+        readers of one data file in a process then share what they parsed of it across opens of
+        a dataset (``read_support.shared_metadata``).
+
+        Returns:
+            A hashable value, or None (the default) where the backend cannot tell; nothing is
+            then shared beyond one table version's cache.
+        """
+        return None
 
     def tail(self, length: int) -> bytes:
         """The file's last ``min(length, size)`` bytes (a Lance file's footer and metadata).
