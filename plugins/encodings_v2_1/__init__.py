@@ -16,6 +16,7 @@ import pyarrow as pa
 from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw._util.lru import LruCache
 from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import (
     ColumnSpec,
@@ -122,12 +123,10 @@ class PageLayoutDecoder:
             is not KIND_DECODERS["mini_block_layout"]
         ):
             return None
-        found = [parse_message(pb.PageLayout, e.value, p.where, "page layout") for e, p in pages]
-        if any(layout.WhichOneof("layout") != "mini_block_layout" for layout in found):
-            return None
-        mini = [layout.mini_block_layout for layout in found]
-        keys = [take_pages.join_key(layout) for layout in mini]
-        if None in keys:
+        found = [_mini_block_and_key(e, p.where) for e, p in pages]
+        mini = [layout for layout, _ in found if layout is not None]
+        keys = [key for _, key in found]
+        if len(mini) != len(pages) or None in keys:
             return None
         first = pages[0][1]
         arrays: list[tuple[pa.Array, str, int]] = []  # (array, where, rows)
@@ -139,7 +138,7 @@ class PageLayoutDecoder:
             run_rows = None if rows is None else rows[at:stop]
             run_pages = [p for _, p in pages[at:stop]]
             levels = (
-                take_pages.mini_block_pages_rows(mini[at:stop], run_pages, run_rows)
+                take_pages.mini_block_pages_rows(mini[at:stop], run_pages, run_rows, alike=True)
                 if stop - at > 1
                 else None
             )
@@ -159,6 +158,26 @@ class PageLayoutDecoder:
         # checked before they are joined: joining reads their offsets
         checked = [check_decoded(array, where, first.arrow_type, n) for array, where, n in arrays]
         return concat_pages(checked, first.arrow_type)
+
+
+#: Parsed page layouts a take or scan of many pages keeps, by their bytes (``_mini_block_and_key``).
+LAYOUTS_CACHED = 4096
+_LAYOUTS: LruCache[bytes, tuple[pb.MiniBlockLayout | None, tuple | None]] = LruCache(LAYOUTS_CACHED)
+
+
+def _mini_block_and_key(encoding: any_pb2.Any, where: str) -> tuple[pb.MiniBlockLayout | None, tuple | None]:
+    """A page's mini-block layout and its ``take_pages.join_key`` (None, None for other layouts),
+    kept by the encoding's bytes: a take of 100 rows touches every page of a file of small pages,
+    and parsing each layout and its key cost as long as choosing its chunks. The layouts are
+    shared: callers copy before changing one."""
+
+    def parse() -> tuple[pb.MiniBlockLayout | None, tuple | None]:
+        layout = parse_message(pb.PageLayout, encoding.value, where, "page layout")
+        if layout.WhichOneof("layout") != "mini_block_layout":
+            return None, None
+        return layout.mini_block_layout, take_pages.join_key(layout.mini_block_layout)
+
+    return _LAYOUTS.get_or_load(encoding.value, parse)
 
 
 decode_page_layout = PageLayoutDecoder()

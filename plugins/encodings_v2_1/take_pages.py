@@ -34,9 +34,11 @@ def mini_block_pages_rows(
     page_layouts: Sequence[pb.MiniBlockLayout],
     pages: Sequence[PageInput],
     rows: Sequence[np.ndarray] | None,
+    alike: bool = False,
 ) -> PageLevels | None:
     """Levels of rows ``rows[i]`` (sorted, distinct, at least one) of page ``pages[i]``, for
-    every i, laid end to end; ``rows`` None: every row of every page (a scan).
+    every i, laid end to end; ``rows`` None: every row of every page (a scan). ``alike``: the
+    caller found that the pages share one ``join_key`` (not checked again).
 
     Consecutive pages whose values decode alike (one value encoding; FSST pages each with their
     own symbol table, ``_Chosen.decompress``) decode as one run: a writer that cuts pages as its
@@ -50,9 +52,10 @@ def mini_block_pages_rows(
     and chunk layout (else the caller decodes page by page)."""
     if rows is None and any(page.num_rows == 0 for page in pages):
         return None  # a page without chunks: nothing to join
-    keys = {join_key(layout) for layout in page_layouts}
-    if None in keys or len(keys) != 1:
-        return None
+    if not alike:
+        keys = {join_key(layout) for layout in page_layouts}
+        if None in keys or len(keys) != 1:
+            return None
     where = f"{pages[0].where} (and the {len(pages) - 1} pages after it)"
     chosen = _Chosen(page_layouts, pages, rows)
     groups: list[PageLevels | None] = []
@@ -157,10 +160,15 @@ class _Chosen:
         self.sizes = np.concatenate([t.sizes for t in tables])[picked]
         self.counts = counts[picked]
         self.parts: list[list[tuple[int, int, int]]] = []
-        at = np.empty(len(picked), np.int64)  # where each chunk starts in its page's pieces
+        at = np.zeros(len(picked), np.int64)  # where each chunk starts in its page's pieces
         bytes_of: list[int] = []
+        cuts, starts_at, sizes_of = self.chunk_cut.tolist(), starts.tolist(), self.sizes.tolist()
         for i in range(len(pages)):
-            a, b = int(self.chunk_cut[i]), int(self.chunk_cut[i + 1])
+            a, b = cuts[i], cuts[i + 1]
+            if b - a == 1:  # a take's usual page: one chunk, read alone (no numpy calls)
+                self.parts.append([(1, starts_at[a], sizes_of[a])])
+                bytes_of.append(sizes_of[a])
+                continue
             parts, span_starts = take._chunk_parts(starts[a:b], self.sizes[a:b])
             self.parts.append(parts)
             at[a:b] = take._exclusive_cumsum(self.sizes[a:b])[:-1] if span_starts is None else span_starts
