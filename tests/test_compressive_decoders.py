@@ -28,7 +28,7 @@ from lance_fw_plugins.encodings_v2_1 import chunked, fsst, fsst_encode
 from lance_fw_plugins.encodings_v2_1 import compressive as cz
 from lance_fw_plugins.encodings_v2_1 import fastlanes as fl
 from lance_fw_plugins.encodings_v2_1 import fullzip_values as fz_values
-from lance_fw_plugins.encodings_v2_1.layouts import _gather as gather_dictionary
+from lance_fw_plugins.encodings_v2_1.layouts import look_up_dictionary as gather_dictionary
 from lance_fw_plugins.encodings_v2_1.repdef import values_to_arrow
 from lance_fw_plugins.encodings_v2_1.value_encode import MIN_PACKING_SAVING
 

@@ -110,8 +110,8 @@ def test_scan_decodes_runs_of_pages(uri):
     tables_runs: list[int] = []
     original, original_tables = page_take.mini_block_pages_rows, fsst.decompress_tables
 
-    def counting(page_layouts, pages, rows):
-        out = original(page_layouts, pages, rows)
+    def counting(page_layouts, pages, rows, **kwargs):
+        out = original(page_layouts, pages, rows, **kwargs)
         if rows is None:
             runs.append((len(pages), out is not None))
         return out

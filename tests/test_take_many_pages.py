@@ -93,8 +93,8 @@ def test_pylance_pages_are_many_and_mixed(uri):
     calls = []
     original = page_take.mini_block_pages_rows
 
-    def counting(*args):
-        out = original(*args)
+    def counting(*args, **kwargs):
+        out = original(*args, **kwargs)
         calls.append(out is not None)
         return out
 

@@ -1,5 +1,5 @@
 """A take of a few rows decodes only those rows of a mini-block page without repetition
-(``take._levels_at``: values gathered from where they lie in their chunks, nothing built for the
+(``take.levels_at``: values gathered from where they lie in their chunks, nothing built for the
 other rows of the chunks read). Every value encoding with such a path serves the pages it can, and
 the rows equal pylance's, with nulls, dictionaries, FSST, general compression and several pages
 per column."""
@@ -21,16 +21,16 @@ from lance_fw_plugins.encodings_v2_1 import take_pages
 
 
 def _served(monkeypatch: pytest.MonkeyPatch) -> collections.Counter:
-    """Count, per (value compression, served), the pages ``_levels_at`` was asked for."""
+    """Count, per (value compression, served), the pages ``levels_at`` was asked for."""
     seen: collections.Counter = collections.Counter()
-    original = take_module._levels_at
+    original = take_module.levels_at
 
     def counting(run, *args):
         out = original(run, *args)
         seen[(run.layout.value_compression.WhichOneof("compression"), out is not None)] += 1
         return out
 
-    monkeypatch.setattr(take_module, "_levels_at", counting)
+    monkeypatch.setattr(take_module, "levels_at", counting)
     return seen
 
 

@@ -316,7 +316,7 @@ def chunk_levels(
             None if dictionary is not None else needed,
         )
     if dictionary is not None:
-        values = _gather(dictionary, values, where)
+        values = look_up_dictionary(dictionary, values, where)
     return PageLevels(list(layout.layers), num_rows, rep, defs, values), chunks.num_levels
 
 
@@ -338,7 +338,7 @@ def _chunk_bytes(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.
     return gather_ranges(data, starts, sizes)
 
 
-def _gather(dictionary: DecodedValues, indices: DecodedValues, where: str) -> DecodedValues:
+def look_up_dictionary(dictionary: DecodedValues, indices: DecodedValues, where: str) -> DecodedValues:
     """Replace dictionary indices by the dictionary's values (vectorised)."""
     idx = np.asarray(present(indices.data, "data"))
     if idx.dtype.kind != "u":  # stored unsigned; anything else is checked for negatives too

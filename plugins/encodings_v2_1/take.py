@@ -25,14 +25,14 @@ from .layouts import ChunkTable, PageLevels
 from .repdef import LIST_LAYERS
 
 
-def _joined(parts: Sequence[bytes | memoryview]) -> np.ndarray:
+def joined_bytes(parts: Sequence[bytes | memoryview]) -> np.ndarray:
     """Byte pieces laid end to end as one array."""
     if len(parts) == 1:
         return as_u8(parts[0])
     return np.frombuffer(b"".join(parts), np.uint8)  # one copy, without a numpy view per piece
 
 
-def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
+def exclusive_cumsum(x: np.ndarray) -> np.ndarray:
     out = np.zeros(len(x) + 1, np.int64)
     np.cumsum(x, out=out[1:])
     return out
@@ -41,7 +41,7 @@ def _exclusive_cumsum(x: np.ndarray) -> np.ndarray:
 # --- mini-block ---------------------------------------------------------------------------------
 
 
-#: Chunk tables are cached (``_chunk_table``) up to this many entries (each table under two keys)
+#: Chunk tables are cached (``page_chunk_table``) up to this many entries (each table under two keys)
 #: and this many bytes of tables and keys in all, least recently used dropped first. Bounded by
 #: bytes, not by a metadata size: pylance's pages of a 32-float vector column hold ~20,000 chunks
 #: (78 KiB of metadata, a 0.6 MiB table), and a take re-read and re-parsed them on every call
@@ -63,7 +63,7 @@ _CHUNK_TABLES: LruCache[tuple, tuple[ChunkTable, int]] = LruCache(
 )
 
 
-def _chunk_table(layout: pb.MiniBlockLayout, page: PageInput) -> ChunkTable:
+def page_chunk_table(layout: pb.MiniBlockLayout, page: PageInput) -> ChunkTable:
     """The page's chunk table (``layouts.chunk_table``). A point lookup reads the same pages'
     tables call after call, so they are kept: by the page's identity (a hit reads and parses
     nothing), and by their bytes, so that a dataset opened again (a new parsed tail: the bench
@@ -108,7 +108,7 @@ def mini_block_rows(
             where, f"mini-block page has {len(page.buffers)} buffers, needs {max(wanted) + 1}"
         )
     small = dict(zip(wanted, page.read_parts([(i, 0, page.buffer_size(i)) for i in wanted])))
-    table = _chunk_table(layout, page)
+    table = page_chunk_table(layout, page)
     starts, sizes, counts = table.starts, table.sizes, table.counts
     dictionary = layouts.mini_block_dictionary(layout, small[2], where) if has_dict else None
     if has_rep:
@@ -127,10 +127,10 @@ def mini_block_rows(
             return one, None
     data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, rows, table)
     run = layouts.ChunkRun(layout, data, local_starts, sizes, counts, dictionary, where)
-    compact = _levels_at(run, k, within)
+    compact = levels_at(run, k, within)
     if compact is not None:
         return compact, None
-    before = _exclusive_cumsum(counts)  # one value per row: its place among the chosen chunks' values
+    before = exclusive_cumsum(counts)  # one value per row: its place among the chosen chunks' values
     positions = before[k] + within
     levels, _ = layouts.chunk_levels(run, 0, needed=positions)
     levels.num_rows = int(before[-1])
@@ -146,18 +146,10 @@ def _chosen_chunks(
     """The chunks holding ``rows`` (sorted, distinct) of a page without repetition, read and laid
     end to end: (their bytes, where each starts there, their sizes, their value counts, each
     row's chunk among them, each row's place in its chunk)."""
-    chosen, k, within = _choose_chunks(layout, page, rows, table)
+    check_items(layout, page)
+    chosen, k, within = choose_chunks(table.ends, table.counts, rows)
     data, local_starts = _read_chunks(page, table.starts[chosen], table.sizes[chosen])
     return data, local_starts, table.sizes[chosen], table.counts[chosen], k, within
-
-
-def _choose_chunks(
-    layout: pb.MiniBlockLayout, page: PageInput, rows: np.ndarray, table: ChunkTable
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The chunks holding ``rows`` (sorted, distinct) of a page without repetition: (the chosen
-    chunks, each row's chunk among them, each row's place in its chunk)."""
-    check_items(layout, page)
-    return choose_chunks(table.ends, table.counts, rows)
 
 
 def check_items(layout: pb.MiniBlockLayout, page: PageInput) -> None:
@@ -185,7 +177,7 @@ def choose_chunks(
     return chunk_of[new_chunk], np.cumsum(new_chunk) - 1, within
 
 
-def _levels_at(run: layouts.ChunkRun, chunk: np.ndarray, within: np.ndarray) -> PageLevels | None:
+def levels_at(run: layouts.ChunkRun, chunk: np.ndarray, within: np.ndarray) -> PageLevels | None:
     """Levels of only the rows ``within[i]`` of chunk ``chunk[i]`` of ``run``, one level and one
     value per row (a layout without repetition): a take of a few rows builds, validates and copies
     those rows, not every row of their chunks.
@@ -201,13 +193,13 @@ def _levels_at(run: layouts.ChunkRun, chunk: np.ndarray, within: np.ndarray) -> 
     if values is None:
         return None
     if dictionary is not None:
-        values = layouts._gather(dictionary, values, where)
+        values = layouts.look_up_dictionary(dictionary, values, where)
     defs = None
     if layout.HasField("def_compression"):
         if (chunks.num_levels != counts).any():
             raise CorruptFileError(where, "mini-block chunks hold other numbers of levels than of values")
         all_defs = layouts._chunk_levels(layout.def_compression, data, chunks.defs, chunks.num_levels, where)
-        defs = all_defs[_exclusive_cumsum(counts)[chunk] + within]
+        defs = all_defs[exclusive_cumsum(counts)[chunk] + within]
     return PageLevels(list(layout.layers), len(chunk), None, defs, values)
 
 
@@ -240,15 +232,15 @@ SPAN_READ_SHARE = 0.25
 
 def _read_chunks(page: PageInput, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The chosen chunks (in page order) and where each starts in the returned bytes
-    (``_chunk_parts``)."""
-    parts, span_starts = _chunk_parts(starts, sizes)
+    (``chunk_parts``)."""
+    parts, span_starts = chunk_parts(starts, sizes)
     pieces = page.read_parts(parts)
     if span_starts is not None:
         return as_u8(pieces[0]), span_starts
-    return _joined(pieces), _exclusive_cumsum(sizes)[:-1]
+    return joined_bytes(pieces), exclusive_cumsum(sizes)[:-1]
 
 
-def _chunk_parts(
+def chunk_parts(
     starts: np.ndarray, sizes: np.ndarray
 ) -> tuple[list[tuple[int, int, int]], np.ndarray | None]:
     """The pieces of the chunk buffer (1) to read for the chosen chunks (in page order), and where
@@ -278,7 +270,7 @@ def _chunks_by_rep_index(
         raise CorruptFileError(where, f"repetition index of {len(index)} bytes for {nchunks} chunks")
     pairs = index.view("<u8").reshape(nchunks, 2).astype(np.int64)
     done, leftover = pairs[:, 0], pairs[:, 1]
-    completed = _exclusive_cumsum(done)  # rows completed before chunk c
+    completed = exclusive_cumsum(done)  # rows completed before chunk c
     if completed[-1] != num_rows:
         raise CorruptFileError(
             where, f"repetition index completes {completed[-1]} rows, the page has {num_rows}"
@@ -314,7 +306,7 @@ def _rep_positions(
     if levels.rep is None:
         raise CorruptFileError(where, "a list column's mini-block chunks without repetition levels")
     rep = levels.rep.astype(np.uint16, copy=True)
-    level_start = _exclusive_cumsum(num_levels)
+    level_start = exclusive_cumsum(num_levels)
     run_level = level_start[np.searchsorted(chosen, run_start)]
     if len(rep) and len(run_level):
         rep[run_level] = depth
@@ -341,14 +333,14 @@ def full_zip_rows(layout: pb.FullZipLayout, page: PageInput, rows: np.ndarray) -
     stride = layouts.fixed_stride(layout, where)
     if stride is not None:
         blobs = page.read_parts([(0, int(r) * stride, stride) for r in rows])
-        return layouts.zipped_levels(layout, _joined(blobs), None, len(rows), where)
+        return layouts.zipped_levels(layout, joined_bytes(blobs), None, len(rows), where)
     if len(page.buffers) < 2:
         raise CorruptFileError(where, "full-zip page without its repetition index")
     width = layouts.index_width(page.buffer_size(1), page.num_rows, where)
     pairs = page.read_parts([(1, int(r) * width, 2 * width) for r in rows])
-    bounds = _joined(pairs).view(UINT_BY_BYTES[width]).astype(np.int64).reshape(-1, 2)
+    bounds = joined_bytes(pairs).view(UINT_BY_BYTES[width]).astype(np.int64).reshape(-1, 2)
     lengths = bounds[:, 1] - bounds[:, 0]
     if (lengths < 0).any():
         raise CorruptFileError(where, "full-zip repetition index is not ascending")
     blobs = page.read_parts([(0, int(a), int(n)) for a, n in zip(bounds[:, 0], lengths)])
-    return layouts.zipped_levels(layout, _joined(blobs), _exclusive_cumsum(lengths), len(rows), where)
+    return layouts.zipped_levels(layout, joined_bytes(blobs), exclusive_cumsum(lengths), len(rows), where)

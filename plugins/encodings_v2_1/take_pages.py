@@ -116,7 +116,7 @@ def join_key(layout: pb.MiniBlockLayout) -> tuple | None:
 class _Chosen:
     """The chunks holding the wanted rows of consecutive pages, chosen in one pass over their
     chunk tables laid end to end (``choose_chunks``), and the pieces of each page's chunk buffer
-    to read for them (``_chunk_parts``: a span, or each chunk), not read yet. Without wanted
+    to read for them (``chunk_parts``: a span, or each chunk), not read yet. Without wanted
     rows (None): every chunk of every page, and ``k`` and ``within`` are None.
 
     Arrays over chosen chunks (``sizes``, ``counts``, ``joined_at``: where each starts once every
@@ -138,10 +138,10 @@ class _Chosen:
                     page.where, f"mini-block page has {len(page.buffers)} buffers, needs at least {needed}"
                 )
             take.check_items(layout, page)
-            tables.append(take._chunk_table(layout, page))
+            tables.append(take.page_chunk_table(layout, page))
         self.pages = pages
-        chunk_base = take._exclusive_cumsum(np.array([len(t.counts) for t in tables], np.int64))
-        row_base = take._exclusive_cumsum(np.array([page.num_rows for page in pages], np.int64))
+        chunk_base = take.exclusive_cumsum(np.array([len(t.counts) for t in tables], np.int64))
+        row_base = take.exclusive_cumsum(np.array([page.num_rows for page in pages], np.int64))
         counts = np.concatenate([t.counts for t in tables])
         self.k: np.ndarray | None = None
         self.within: np.ndarray | None = None
@@ -149,7 +149,7 @@ class _Chosen:
             self.row_cut = row_base
             picked = np.arange(len(counts))
         else:
-            self.row_cut = take._exclusive_cumsum(np.array([len(r) for r in rows], np.int64))
+            self.row_cut = take.exclusive_cumsum(np.array([len(r) for r in rows], np.int64))
             # the pages' chunks as one table: each page's rows counted on from the pages before it
             ends = np.concatenate([t.ends + base for t, base in zip(tables, row_base.tolist())])
             wanted = np.concatenate([r + base for r, base in zip(rows, row_base.tolist())])
@@ -169,12 +169,12 @@ class _Chosen:
                 self.parts.append([(1, starts_at[a], sizes_of[a])])
                 bytes_of.append(sizes_of[a])
                 continue
-            parts, span_starts = take._chunk_parts(starts[a:b], self.sizes[a:b])
+            parts, span_starts = take.chunk_parts(starts[a:b], self.sizes[a:b])
             self.parts.append(parts)
-            at[a:b] = take._exclusive_cumsum(self.sizes[a:b])[:-1] if span_starts is None else span_starts
+            at[a:b] = take.exclusive_cumsum(self.sizes[a:b])[:-1] if span_starts is None else span_starts
             bytes_of.append(sum(length for _, _, length in parts))
         self.page_bytes = np.array(bytes_of, np.int64)
-        self.page_at = take._exclusive_cumsum(self.page_bytes)
+        self.page_at = take.exclusive_cumsum(self.page_bytes)
         self.joined_at = at + self.page_at[page_of]
 
     def decode(self, layout: pb.MiniBlockLayout, a: int, b: int, where: str) -> PageLevels | None:
@@ -184,12 +184,12 @@ class _Chosen:
         blobs = read_pages_parts([(self.pages[i], self.parts[i]) for i in range(a, b)])
         c0, c1 = int(self.chunk_cut[a]), int(self.chunk_cut[b])
         r0, r1 = int(self.row_cut[a]), int(self.row_cut[b])
-        data = take._joined([piece for pieces in blobs for piece in pieces])
+        data = take.joined_bytes([piece for pieces in blobs for piece in pieces])
         starts = self.joined_at[c0:c1] - self.page_at[a]
         run = layouts.ChunkRun(layout, data, starts, self.sizes[c0:c1], self.counts[c0:c1], None, where)
         if self.k is None or self.within is None:  # every row: the chunks decode whole
             return layouts.chunk_levels(run, r1 - r0)[0]
-        return take._levels_at(run, self.k[r0:r1] - c0, self.within[r0:r1])
+        return take.levels_at(run, self.k[r0:r1] - c0, self.within[r0:r1])
 
     def decompress(self, codes: PageLevels, a: int, b: int, tables: Sequence[bytes]) -> PageLevels:
         """``codes``' values (the wanted rows of pages ``[a, b)``, still FSST-compressed) each
@@ -236,7 +236,7 @@ class _Chosen:
         for i in range(a, b):
             lo, hi = int(self.row_cut[i]) - r0, int(self.row_cut[i + 1]) - r0
             page_indices = DecodedValues("fixed", hi - lo, data[lo:hi], values.bits_per_value)
-            parts.append(layouts._gather(found[i], page_indices, self.pages[i].where))
+            parts.append(layouts.look_up_dictionary(found[i], page_indices, self.pages[i].where))
         if len({(p.kind, p.bits_per_value) for p in parts}) != 1:
             raise CorruptFileError(self.pages[a].where, "the pages' dictionaries hold values of other kinds")
         return PageLevels(indices.layers, indices.num_rows, indices.rep, indices.defs, concat(parts))
