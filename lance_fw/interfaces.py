@@ -207,6 +207,10 @@ class PageRowDecoder(Protocol):
     # Optional too: ``decode_pages_rows(pages)`` gets ``(encoding, page, rows)`` for consecutive
     # pages of one column and returns all their rows in order, or None to have the reader decode
     # them page by page (a take spread over many pages then decodes, builds and checks once).
+    # And ``decode_pages(pages)`` gets ``(encoding, page)`` (buffers in memory) for consecutive
+    # pages of one column and returns every row of them in order, or None: a scan of small pages
+    # (a writer's pages cut per input batch) decodes them in runs. The reader checks either
+    # result as one page's (type, row count, full validation) before cutting it into pages.
 
 
 # --- commits (used by table/commit.py) ---------------------------------------------------------

@@ -99,8 +99,8 @@ def test_repeated_strings_compress_to_the_codes_of_each(distinct, picks, skip):
     offsets, book = offsets[1:], fsst_encode.train(offsets[1:], data)
     every = fsst_encode._compress_each(book, offsets, data, fsst_encode.SEGMENT_BYTES)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fsst, "DEDUPE_MIN_STRINGS", 1)
-        mp.setattr(fsst, "DEDUPE_SAMPLE_DISTINCT", 1.0)
+        mp.setattr(fsst_encode, "DEDUPE_MIN_STRINGS", 1)
+        mp.setattr(fsst_encode, "DEDUPE_SAMPLE_DISTINCT", 1.0)
         once = fsst_encode.compress(book, offsets, data)
     assert np.array_equal(once[0], every[0]) and np.array_equal(once[1], every[1])
     out_offsets, out = fsst.decompress(book.symbol_table(), *once)
@@ -382,10 +382,10 @@ def test_repeated_strings_write_the_same_file_as_tokenising_each(tmp_path, monke
     table = pa.table({"s": pa.array([None if i % 101 == 0 else v for i, v in enumerate(values)])})
     once = []
     distinct = fsst_encode._compress_distinct
-    monkeypatch.setattr(fsst, "_compress_distinct", lambda *a: once.append(1) or distinct(*a))
+    monkeypatch.setattr(fsst_encode, "_compress_distinct", lambda *a: once.append(1) or distinct(*a))
     lance_fw.write_dataset(table, str(tmp_path / "once"), data_storage_version="2.2")
     assert once  # the path under test ran
-    monkeypatch.setattr(fsst, "DEDUPE_MIN_STRINGS", 1 << 62)
+    monkeypatch.setattr(fsst_encode, "DEDUPE_MIN_STRINGS", 1 << 62)
     lance_fw.write_dataset(table, str(tmp_path / "each"), data_storage_version="2.2")
     (a,), (b,) = (glob.glob(str(tmp_path / d / "data" / "*.lance")) for d in ("once", "each"))
     assert open(a, "rb").read() == open(b, "rb").read()

@@ -359,7 +359,10 @@ class LanceFileReader(RowTakes):
             run = next((r for r in runs if r[0] <= first and last <= r[1]), None)
             self._runs[col] = [r for r in runs if r[1] >= last]  # the reads have passed the others
         if run is not None and first != last:  # pages decoded as one run: a slice of it, no copy
-            return run[2].slice(start - starts[run[0]], stop - start)
+            piece = run[2].slice(start - starts[run[0]], stop - start)
+            if len(piece) != stop - start:  # a slice past the end is silently short: never hand it out
+                raise AssertionError(f"{self.path}: column {col} run of pages {run[0]}-{run[1]} is short")
+            return piece
         return concat_pages(pieces, arrow_type)
 
     def _small_pages_after(self, col: int, todo: list[int], last: int) -> list[int]:
@@ -445,8 +448,9 @@ class LanceFileReader(RowTakes):
         for _, page in inputs:
             pieces.append(whole.slice(at, page.num_rows))
             at += page.num_rows
-        with self._lock:  # the latest runs of the column, for reads spanning their pages
-            self._runs[col] = [*self._runs.get(col, [])[-(RUNS_KEPT - 1) :], (pages[0], pages[-1], whole)]
+        if pages[-1] - pages[0] == len(pages) - 1:  # consecutive (pages cached apart are not decoded)
+            with self._lock:  # the latest runs of the column, for reads spanning their pages
+                self._runs[col] = [*self._runs.get(col, [])[-(RUNS_KEPT - 1) :], (pages[0], pages[-1], whole)]
         return pieces
 
     def _checked(

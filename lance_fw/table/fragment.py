@@ -422,12 +422,12 @@ class FragmentReader:
 
     def _widest_page_starts(self, fields: list[LanceField]) -> list[int]:
         """First row of each page of the column with the most bytes among ``fields``' (one-column
-        fields of 2.1+ files), where its pages hold ``WIDE_PAGE_BYTES`` or more on average
+        fields), where its pages hold ``WIDE_PAGE_BYTES`` or more on average
         (narrower pages cost little to join); else none."""
         best: tuple[int, list[int]] = (0, [])
         for f in fields:
             reader = self._reader_for(f)
-            if not isinstance(reader, LanceFileReader) or reader.tail.version == (2, 0):
+            if not isinstance(reader, LanceFileReader):
                 continue
             col = reader.column_of_field.get(f.id)
             if col is None or col >= len(reader.tail.columns):

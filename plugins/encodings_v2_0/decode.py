@@ -173,21 +173,24 @@ def _end_offsets(
     A null row stores its end plus ``adjustment``. The offsets are checked (ascending, and within
     ``limit`` when given) so that a damaged page raises instead of building invalid Arrow.
     """
-    ends = decode_kind(FAMILY, enc, page, n, pa.uint64()).to_numpy(zero_copy_only=False).astype(np.uint64)
+    ends = decode_kind(FAMILY, enc, page, n, pa.uint64()).to_numpy(zero_copy_only=False)
     offsets = np.zeros(n + 1, dtype=np.int64)
     valid = None
+    highest = int(ends.max()) if n else 0
     if adjustment:
-        if n and int(ends.max()) >= 2 * adjustment:
+        if highest >= 2 * adjustment:
             raise CorruptFileError(
                 page.where, f"{what}: an end offset exceeds twice the null adjustment {adjustment}"
             )
         is_valid = ends < adjustment
-        ends = np.where(is_valid, ends, ends - np.uint64(adjustment))
-        valid = None if is_valid.all() else is_valid
-    if n and int(ends.max()) >= 2**62:
-        raise CorruptFileError(page.where, f"{what}: end offset {int(ends.max())} is out of range")
-    offsets[1:] = ends.astype(np.int64)
-    if n and (np.diff(offsets) < 0).any():
+        if not is_valid.all():  # null rows store their end plus the adjustment
+            valid = is_valid
+            ends = np.where(is_valid, ends, ends - np.uint64(adjustment))
+            highest = int(ends.max())
+    if highest >= 2**62:
+        raise CorruptFileError(page.where, f"{what}: end offset {highest} is out of range")
+    offsets[1:] = ends  # below 2**62: the cast to int64 keeps every value
+    if n and np.less(offsets[1:], offsets[:-1]).any():
         raise CorruptFileError(page.where, f"{what} are not ascending")
     if limit is not None and offsets[-1] > limit:
         raise CorruptFileError(page.where, f"{what} reach {int(offsets[-1])}, past the {limit} values stored")
