@@ -53,9 +53,10 @@ if TYPE_CHECKING:
 LEGACY_STORAGE_VERSION = "0.1"
 #: why ``session()`` is refused: pylance's ``Session`` reports and bounds caches in bytes
 _NO_SESSION = (
-    "sessions are not implemented: lance_fw's caches are per dataset version (file metadata, "
-    "deletion vectors) and process-wide (opened indices), bounded by entry count, so no Session "
-    "could report size_bytes()/index_cache_size_bytes() or take byte capacities meaning what pylance's do"
+    "sessions are not implemented: lance_fw's caches are per dataset version (deletion vectors) "
+    "and process-wide (parsed data file metadata, opened indices, per-page decode state), bounded "
+    "by entry count or bytes, so no Session could report size_bytes()/index_cache_size_bytes() or "
+    "take byte capacities meaning what pylance's do"
 )
 #: pylance's ``dataset_stats`` default: a fragment with fewer rows than this is a "small file"
 DEFAULT_MAX_ROWS_PER_GROUP = 1024

@@ -22,6 +22,7 @@ from google.protobuf import any_pb2
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file.container import FOOTER, FileTail, read_tail
+from lance_fw.file.encoding import check_decoded
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader
 from lance_fw.plugin_manager import registry
@@ -62,6 +63,21 @@ def guarded(run: Callable[[], _T], where: str, encoding: any_pb2.Any) -> _T:
     except Exception as exc:  # a decoder bug, not damage: keep its type, say whose and where
         exc.add_note(f"raised by {_decoded_by(encoding)} on {where}")
         raise
+
+
+def checked_page(
+    decode: Callable[[], pa.Array], where: str, arrow_type: pa.DataType, length: int, encoding: any_pb2.Any
+) -> pa.Array:
+    """Run a page decoder (whole page, rows, or several pages) and check what it built, so that a
+    damaged page or a lying plugin raises ``CorruptFileError`` naming the plugin, file, column
+    and page, instead of handing out a short or wrongly typed array (never cast back) or Arrow
+    that fails validation (which crashes ``to_pylist`` and DuckDB).
+
+    Every read path (scan, take, filtered scan, DuckDB, Spark) decodes through here. Every page
+    goes through ``validate_decoded``, whichever plugin decoded it (see there for the cost);
+    decoders check earlier what they need to build the array safely at all.
+    """
+    return guarded(lambda: check_decoded(decode(), where, arrow_type, length), where, encoding)
 
 
 class HeldFirst(RangeReader):

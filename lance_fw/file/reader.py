@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Callable
 from functools import partial
 
 import pyarrow as pa
@@ -16,8 +15,15 @@ from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.container import FileTail, parse_message
-from lance_fw.file.encoding import PageInput, check_decoded, decode_page
-from lance_fw.file.read_support import FileMetadata, HeldFirst, concat_pages, guarded, shared_metadata
+from lance_fw.file.encoding import PageInput, decode_page
+from lance_fw.file.read_support import (
+    FileMetadata,
+    HeldFirst,
+    checked_page,
+    concat_pages,
+    guarded,
+    shared_metadata,
+)
 from lance_fw.file.reader_takes import RowTakes
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.plugin_manager import registry
@@ -417,7 +423,7 @@ class LanceFileReader(RowTakes):
         if together is not None:
             return together
         return [
-            self._checked(
+            checked_page(
                 partial(decode_page, encoding, page), page.where, arrow_type, page.num_rows, encoding
             )
             for encoding, page in inputs
@@ -443,7 +449,7 @@ class LanceFileReader(RowTakes):
         out = guarded(lambda: batch(inputs), where, first_encoding)
         if out is None:
             return None
-        whole = self._checked(lambda: out, where, arrow_type, total, first_encoding)
+        whole = checked_page(lambda: out, where, arrow_type, total, first_encoding)
         pieces, at = [], 0
         for _, page in inputs:
             pieces.append(whole.slice(at, page.num_rows))
@@ -452,25 +458,6 @@ class LanceFileReader(RowTakes):
             with self._lock:  # the latest runs of the column, for reads spanning their pages
                 self._runs[col] = [*self._runs.get(col, [])[-(RUNS_KEPT - 1) :], (pages[0], pages[-1], whole)]
         return pieces
-
-    def _checked(
-        self,
-        decode: Callable[[], pa.Array],
-        where: str,
-        arrow_type: pa.DataType,
-        length: int,
-        encoding: any_pb2.Any,
-    ) -> pa.Array:
-        """Run a page decoder (whole page or ``decode_rows``) and check what it built, so that a
-        damaged page or a lying plugin raises ``CorruptFileError`` naming the plugin, file, column
-        and page, instead of handing out a short or wrongly typed array (never cast back) or Arrow
-        that fails validation (which crashes ``to_pylist`` and DuckDB).
-
-        Every read path (scan, take, filtered scan, DuckDB, Spark) decodes through here. Every page
-        goes through ``validate_decoded``, whichever plugin decoded it (see there for the cost);
-        decoders check earlier what they need to build the array safely at all.
-        """
-        return guarded(lambda: check_decoded(decode(), where, arrow_type, length), where, encoding)
 
     def _check_page(self, col: int, p: int, meta: file2_pb2.ColumnMetadata.Page) -> None:
         if len(meta.buffer_offsets) != len(meta.buffer_sizes):

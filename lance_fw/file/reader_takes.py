@@ -20,13 +20,12 @@ from lance_fw.errors import CorruptFileError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.buffers import range_positions
 from lance_fw.file.encoding import PageBuffers, PageInput, decode_page, row_decoder
-from lance_fw.file.read_support import concat_pages, guarded
+from lance_fw.file.read_support import checked_page, concat_pages, guarded
 from lance_fw.plugin_manager import registry
 from lance_fw.schema import LanceField
 
 if TYPE_CHECKING:
     import threading
-    from collections.abc import Callable
 
     from lance_fw.file.container import FileTail
     from lance_fw.file.read_support import HeldFirst
@@ -77,15 +76,6 @@ class RowTakes:
         def _decode_pages(
             self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField
         ) -> list[pa.Array]: ...
-
-        def _checked(
-            self,
-            decode: Callable[[], pa.Array],
-            where: str,
-            arrow_type: pa.DataType,
-            length: int,
-            encoding: any_pb2.Any,
-        ) -> pa.Array: ...
 
     def prefetch_small_buffers(self, fields: list[LanceField], rows: np.ndarray) -> None:
         """Fetch, in one ``read_ranges`` call, every buffer of at most SMALL_BUFFER bytes of the
@@ -204,7 +194,7 @@ class RowTakes:
                 total = sum(len(local) for _, local in run)
                 out = guarded(lambda: batch(args), where, first[1])
                 if out is not None:  # the decoder took them: checked as one page's rows are
-                    return [self._checked(lambda: out, where, arrow_type, total, first[1])]
+                    return [checked_page(lambda: out, where, arrow_type, total, first[1])]
         return [self._decode_rows(col, p, local, arrow_type, field) for p, local in run]
 
     def _row_page(
@@ -233,11 +223,11 @@ class RowTakes:
         page, encoding = self._row_page(col, p, arrow_type, field)
         by_rows = row_decoder(encoding)
         if by_rows is None:  # no row-range capability: the whole page, checked before ``take`` reads it
-            whole = self._checked(
+            whole = checked_page(
                 lambda: decode_page(encoding, page), page.where, arrow_type, page.num_rows, encoding
             )
             return whole.take(pa.array(local))
-        return self._checked(
+        return checked_page(
             lambda: by_rows(encoding, page, local), page.where, arrow_type, len(local), encoding
         )
 
