@@ -188,10 +188,7 @@ class LanceFileReader(RowTakes):
             else:
                 jobs += [(col, [p], arrow_type, leaf) for p in todo]
 
-        def job_bytes(job: tuple[int, list[int], pa.DataType, LanceField]) -> int:
-            return sum(sum(self.tail.columns[job[0]].pages[p].buffer_sizes) for p in job[1])
-
-        heavy = [j for j in jobs if job_bytes(j) >= DECODE_AHEAD_BYTES]
+        heavy = [j for j in jobs if self._pages_bytes(j[0], j[1]) >= DECODE_AHEAD_BYTES]
         if len(heavy) == 1 and stop < self.num_rows:  # one wide column: its next heavy page or run
             col, pages, arrow_type, leaf = heavy[0]  # of small pages beside it, waiting in
             following = self._next_run(col, pages)  # ``_ahead`` for the reads reaching it
@@ -227,12 +224,16 @@ class LanceFileReader(RowTakes):
         if q >= n_pages or self._is_heavy(col, q) or self._cached(col, q) is not None:
             return []
         run = [q] + self._small_pages_after(col, [q], q)
-        size = sum(sum(self.tail.columns[col].pages[p].buffer_sizes) for p in run)
-        return run if size >= DECODE_AHEAD_BYTES else []
+        return run if self._pages_bytes(col, run) >= DECODE_AHEAD_BYTES else []
 
     def _is_heavy(self, col: int, page: int) -> bool:
         """Whether the page holds ``DECODE_AHEAD_BYTES`` or more: worth a pool task of its own."""
-        return sum(self.tail.columns[col].pages[page].buffer_sizes) >= DECODE_AHEAD_BYTES
+        return self._pages_bytes(col, [page]) >= DECODE_AHEAD_BYTES
+
+    def _pages_bytes(self, col: int, pages: list[int]) -> int:
+        """Encoded bytes of pages ``pages`` of column ``col`` (all their buffers)."""
+        metas = self.tail.columns[col].pages
+        return sum(sum(metas[p].buffer_sizes) for p in pages)
 
     def _row_column_types(self, fields: list[LanceField]) -> list[tuple[int, LanceField, pa.DataType]]:
         """(column, field, Arrow type its pages decode to) of each column holding ``fields``'
@@ -378,16 +379,16 @@ class LanceFileReader(RowTakes):
         consecutive pages together; none for a read that decodes nothing)."""
         if not todo or todo[-1] != last or self.tail.version == (2, 0):
             return []
-        pages = self.tail.columns[col].pages
-        sizes = [sum(pages[p].buffer_sizes) for p in todo]
-        if max(sizes) >= DECODE_AHEAD_BYTES:
+        if any(self._is_heavy(col, p) for p in todo):
             return []
-        total, extra = sum(sizes), []
-        for p in range(last + 1, len(pages)):
-            size = sum(pages[p].buffer_sizes)
-            if size >= DECODE_AHEAD_BYTES or total + size > SMALL_PAGES_RUN_BYTES:
-                break
-            if self._cached(col, p) is not None:
+        total, extra = self._pages_bytes(col, todo), []
+        for p in range(last + 1, len(self.tail.columns[col].pages)):
+            size = self._pages_bytes(col, [p])
+            if (
+                size >= DECODE_AHEAD_BYTES
+                or total + size > SMALL_PAGES_RUN_BYTES
+                or self._cached(col, p) is not None
+            ):
                 break
             total += size
             extra.append(p)
