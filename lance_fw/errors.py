@@ -135,3 +135,8 @@ class IndexColumnTypeError(UnsupportedFeatureError, TypeError):
 class InvalidArgumentRangeError(InvalidArgumentError, OverflowError):
     """A number outside what its field holds (a negative count for an unsigned one). Also an
     ``OverflowError``, as pylance's bindings raise converting it."""
+
+
+class JobClosedError(LanceError):
+    """A task of a Spark job that already committed or failed was about to write another data file
+    (its result could never be committed, so it stops and removes what it wrote)."""

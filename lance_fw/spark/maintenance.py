@@ -10,8 +10,8 @@ returned as one version (a ``Rewrite`` or a ``Merge``) with the same conflict-re
 
 Garbage: a task that fails deletes what it wrote before it raises; Spark then retries it. Files of
 attempts the driver never hears of (a straggler, an attempt of a failed job) are found through the
-same ``JobLedger`` the batch writer uses: every task records its files before returning, and the
-driver, once it has committed or failed, deletes every recorded file the commit does not reference.
+same ``JobLedger`` the batch writer uses: every task notes each file before it creates it, and the
+driver, once it has committed or failed, deletes every noted file the commit does not reference.
 A failed job commits nothing, so the dataset stays at its old version.
 """
 
@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw.io.storage import resolve_storage
-from lance_fw.spark.ledger import JobLedger
+from lance_fw.spark.ledger import JobLedger, TaskLedger
 from lance_fw.table.compaction import (
     DEFAULT_TARGET_ROWS,
     CompactionMetrics,
@@ -123,11 +123,12 @@ class _Task(Generic[PlanT]):
         """The piece's result, None when its job was closed before it could be recorded."""
         raise NotImplementedError
 
-    def _recorded(self, snapshot: Snapshot, names: list[str]) -> bool:
-        """Record ``names`` as this attempt's; False when the job was already closed (the ledger
-        then removed the files, and the result must not be returned)."""
+    def _tracked(self, snapshot: Snapshot, work: Callable[[TaskLedger], R]) -> R | None:
+        """``work``'s result, its files noted in the ledger as they are created; None when the job
+        was closed meanwhile (the ledger then removed the files, and the result must not be
+        returned)."""
         partition, attempt = _task_identity()
-        return self.ledger.record(snapshot.storage, partition, attempt, names)
+        return self.ledger.run_task(snapshot.storage, partition, attempt, work)
 
 
 class _Rewrite(_Task[CompactionPlan]):
@@ -135,9 +136,11 @@ class _Rewrite(_Task[CompactionPlan]):
 
     def __call__(self, task: CompactionTask) -> RewriteResult | None:
         snapshot = _open(self.uri, task.read_version, self.storage_options)
-        assert self.plan.write is not None
-        result = rewrite_task(snapshot, self.plan.write, task, self.batch_size)
-        return result if self._recorded(snapshot, _new_file_names(result.groups()[1], {})) else None
+        write = self.plan.write
+        assert write is not None
+        return self._tracked(
+            snapshot, lambda progress: rewrite_task(snapshot, write, task, self.batch_size, progress)
+        )
 
 
 def _run_job(
@@ -210,11 +213,19 @@ class _Backfill(_Task[ColumnsPlan]):
         snapshot = _open(self.uri, self.plan.read_version, self.storage_options)
         frag = table_pb2.DataFragment.FromString(fragment)
         needed = [snapshot.lance_schema.field(n) for n in self.plan.needed]
-        updated = write_fragment_columns(
-            snapshot, frag, needed, self.plan.added_schema(), self.plan.compute(snapshot), self.batch_size
+        updated = self._tracked(
+            snapshot,
+            lambda progress: write_fragment_columns(
+                snapshot,
+                frag,
+                needed,
+                self.plan.added_schema(),
+                self.plan.compute(snapshot),
+                self.batch_size,
+                progress=progress,
+            ),
         )
-        names = _new_file_names([updated], {frag.id: len(frag.files)})
-        return updated.SerializeToString() if self._recorded(snapshot, names) else None
+        return None if updated is None else updated.SerializeToString()
 
 
 def add_columns(

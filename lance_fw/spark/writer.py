@@ -48,7 +48,7 @@ from lance_fw.table.manifest import (
     read_manifest,
     read_transaction,
 )
-from lance_fw.table.write import WritePlan, delete_fragment_files
+from lance_fw.table.write import FileProgress, WritePlan, delete_fragment_files
 
 STREAM_ID = "lance_fw.spark.stream_id"
 BATCH_ID = "lance_fw.spark.batch_id"
@@ -81,7 +81,10 @@ def _task_identity() -> tuple[int, int, str | None]:
     return ctx.partitionId(), ctx.attemptNumber(), ctx.getLocalProperty(QUERY_ID_PROPERTY)
 
 
-def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
+def write_task(
+    plan: WritePlan, batches: Iterator[pa.RecordBatch], progress: FileProgress | None = None
+) -> LanceCommitMessage:
+    """Write one task's batches into data files (``progress`` hears of each, see ``FileProgress``)."""
     partition_id, attempt, query_id = _task_identity()
     rows = 0
 
@@ -93,7 +96,7 @@ def write_task(plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> LanceCommi
             rows += batch.num_rows
             yield batch
 
-    fragments = plan.write(counted())
+    fragments = plan.write(counted(), progress)
     return LanceCommitMessage(
         partition_id, attempt, [f.SerializeToString() for f in fragments], rows, query_id
     )
@@ -144,10 +147,12 @@ class LanceArrowWriter(DataSourceArrowWriter):
         self.ledger = JobLedger(plan.uri)  # one per job: the tasks and the commit share this object
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
-        message = write_task(self.plan, iterator)
-        files = [d.path for frag in _decode(message) for d in frag.files]
-        if not self.ledger.record(self.plan.storage(), message.partition_id, message.attempt, files):
-            return LanceCommitMessage(message.partition_id, message.attempt, query_id=message.query_id)
+        partition_id, attempt, query_id = _task_identity()
+        message = self.ledger.run_task(
+            self.plan.storage(), partition_id, attempt, lambda task: write_task(self.plan, iterator, task)
+        )
+        if message is None:  # the job closed before this task ended: nothing of it counts
+            return LanceCommitMessage(partition_id, attempt, query_id=query_id)
         return message
 
     def commit(self, messages: Messages) -> None:

@@ -34,7 +34,13 @@ from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows, live_rows
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Operation, Rewrite, next_fragment_id, undo_unless_published
-from lance_fw.table.write import DEFAULT_MAX_BYTES_PER_FILE, WritePlan, delete_fragment_files, plan_write
+from lance_fw.table.write import (
+    DEFAULT_MAX_BYTES_PER_FILE,
+    FileProgress,
+    WritePlan,
+    delete_fragment_files,
+    plan_write,
+)
 
 DEFAULT_TARGET_ROWS = 1024 * 1024
 #: New fragments are cut by ``output_sizes``, not by a per-file row cap.
@@ -243,16 +249,21 @@ def compaction_write(snapshot: Snapshot, max_bytes_per_file: int | None = None) 
 
 
 def rewrite_task(
-    snapshot: Snapshot, write: WritePlan, task: CompactionTask, batch_size: int | None = None
+    snapshot: Snapshot,
+    write: WritePlan,
+    task: CompactionTask,
+    batch_size: int | None = None,
+    progress: FileProgress | None = None,
 ) -> RewriteResult:
     """Write one task's live rows into its new fragments. ``snapshot`` is the planned version (the
-    old fragments' files are read through it). If this fails, the files it wrote are deleted."""
+    old fragments' files are read through it). If this fails, the files it wrote are deleted.
+    ``progress`` hears of each new file (see ``FileProgress``)."""
     old = task.old_fragments()
     fresh: list[table_pb2.DataFragment] = []
     try:
         batches = LanceScanner(snapshot, fragments=[f.id for f in old], batch_size=batch_size).to_batches()
         for piece in _cut(iter(batches), list(task.sizes)):  # live rows
-            fresh.extend(write.write(piece))
+            fresh.extend(write.write(piece, progress))
     except BaseException:
         try:
             delete_fragment_files(snapshot.storage, snapshot.uri, fresh)

@@ -31,7 +31,7 @@ from lance_fw.schema import LanceField, LanceSchema, check_names, conform
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Merge, Project, undo_unless_published
-from lance_fw.table.write import delete_fragment_files, write_fragments
+from lance_fw.table.write import FileProgress, delete_fragment_files, write_fragments
 
 if TYPE_CHECKING:
     from lance_fw.query.projection import Projection
@@ -310,11 +310,13 @@ def write_fragment_columns(
     compute: Callable[[pa.Table], pa.Table],
     batch_size: int | None = None,
     checkpoint: UdfCheckpoint | None = None,
+    progress: FileProgress | None = None,
 ) -> table_pb2.DataFragment:
     """One data file of ``added`` columns computed from the ``needed`` columns of every physical
     row of ``frag`` (deleted rows included, so offsets line up); returns ``frag`` with that file
     added (nothing committed). If this fails, the file is deleted. With a ``checkpoint``, each
-    computed range of ``batch_size`` rows is saved there, and a saved one is read, not computed."""
+    computed range of ``batch_size`` rows is saved there, and a saved one is read, not computed.
+    ``progress`` hears of the file (see ``FileProgress``)."""
     target = added.to_arrow()
     source_schema = pa.schema([f.to_arrow() for f in needed])
     size = batch_size or DEFAULT_BATCH_SIZE
@@ -345,6 +347,7 @@ def write_fragment_columns(
             _ALL_ROWS,
             _ALL_ROWS,
             {},
+            progress,
         )
     finally:
         reader.close()
