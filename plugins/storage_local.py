@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, BinaryIO
+from concurrent.futures import Future
+from typing import Any, BinaryIO, cast
 
 import pyarrow as pa
 
+from lance_fw._util.pools import pool
 from lance_fw.errors import CommitConflictError, DatasetNotFoundError, StorageError
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.staged_output import StagedOutput, temp_name
@@ -25,16 +27,82 @@ def local_path(uri: str) -> str:
 def atomic_output(path: str) -> StagedOutput:
     """A file that appears at ``path`` complete or not at all: a temp file in the target's
     directory (same filesystem, so the rename is atomic), fsynced and ``os.replace``-d over
-    ``path`` on close, deleted on abort."""
+    ``path`` on close, deleted on abort. Its bytes go to disk in the background as it grows
+    (``SyncAheadFile``), so the fsync on close waits for the last few MiB only."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, temp_name(name))
+    stream = SyncAheadFile(open(tmp, "xb"))
     return StagedOutput(
         path,
-        open(tmp, "xb"),
+        cast(BinaryIO, stream),
         publish=lambda: os.replace(tmp, path),
         discard=lambda: os.unlink(tmp),
-        sync=lambda f: os.fsync(f.fileno()),
+        sync=lambda _: stream.sync(),
     )
+
+
+#: A local output asks the kernel to write its bytes to disk, on a background thread, each time
+#: this many more were written: a 50 MB data file's fsync on close took 200-300 ms of a 700 ms write
+#: on this project's CI box, all of it after the encoding had finished.
+SYNC_AHEAD_BYTES = 8 << 20
+#: Threads of the background sync pool (they wait on the disk, not on the CPU).
+SYNC_WORKERS = 2
+
+
+def _datasync_and_close(fd: int) -> None:
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
+class SyncAheadFile:
+    """A file being written whose bytes are synced to disk while more are written.
+
+    Each ``SYNC_AHEAD_BYTES`` written, the Python buffer is flushed and ``fdatasync`` runs on a
+    duplicate of the file descriptor in the ``sync`` pool (it releases the GIL; the duplicate keeps
+    the file open however the writer ends), at most one at a time per file. ``sync`` waits for the
+    one in flight and fsyncs the rest. Used by one thread at a time, as ``StagedOutput`` is."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._unsynced = 0
+        self._pending: Future[None] | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        written = self._file.write(data)
+        self._unsynced += written
+        if self._unsynced >= SYNC_AHEAD_BYTES and (self._pending is None or self._pending.done()):
+            self._file.flush()
+            self._pending = pool("sync", SYNC_WORKERS).submit(
+                _datasync_and_close, os.dup(self._file.fileno())
+            )
+            self._unsynced = 0
+        return written
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def sync(self) -> None:
+        """Make every byte written durable.
+
+        Raises:
+            OSError: a background sync or this one failed.
+        """
+        self._file.flush()
+        if self._pending is not None:
+            self._pending.result()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
 
 
 #: Local ranges further apart than this are read on their own: a pread costs about a microsecond,

@@ -24,6 +24,17 @@ _POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
 
 
+def _forget_pools_in_child() -> None:
+    """A forked child has none of its parent's pool threads: a pool it inherited would queue tasks
+    no thread ever runs (a multiprocessing worker forked after a scan would hang)."""
+    global _LOCK
+    _POOLS.clear()
+    _LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools_in_child)
+
+
 @functools.cache
 def workers() -> int:
     """Threads a pool runs: ``min(MAX_WORKERS, cores)`` (asked once: ``os.cpu_count`` reads
