@@ -128,3 +128,38 @@ def test_scan_decodes_runs_of_pages(uri):
     assert runs and all(done for _, done in runs), runs
     assert max(n for n, _ in runs) >= 10, runs
     assert max(tables_runs) >= 10, tables_runs
+
+
+@pytest.mark.parametrize("slice_below", [2, 1024])
+def test_scans_of_odd_sized_pages_in_split_runs(uri, monkeypatch, slice_below):
+    """Pages of 1,000-row batches end in a block short of 1,024 values, in the middle of a run:
+    the values are cut out of the unpacked blocks by slices (``slice_below`` 1024) or by a mask
+    (2: any run with two short blocks or more). With the reader's thresholds scaled down, every
+    column's pages split into runs by half of what is left (``_small_pages_after``) and a run
+    decoded beside the next one (``_next_run``), as 2 MB columns of pylance's 8192-row pages are."""
+    from lance_fw.file import reader as file_reader
+    from lance_fw_plugins.encodings_v2_1 import chunked
+
+    table = _table(ROWS)
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=1_000))
+    lance.write_dataset(reader, uri, data_storage_version="2.2", max_rows_per_file=FIRST_FILE_ROWS)
+    monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 16 << 10)
+    monkeypatch.setattr(file_reader, "SMALL_PAGES_RUN_BYTES", 256 << 10)
+    monkeypatch.setattr(file_reader, "NEXT_RUN_MIN_BYTES", 8 << 10)
+    monkeypatch.setattr(chunked, "SLICE_SHORT_BLOCKS_BELOW", slice_below)
+    short_blocks: list[int] = []
+    original = chunked._without_padding
+
+    def counting(grid, counts):
+        short_blocks.append(int((counts[:-1] != 1024).sum()))
+        return original(grid, counts)
+
+    monkeypatch.setattr(chunked, "_without_padding", counting)
+    pl, fw = lance.dataset(uri), lance_fw.dataset(uri)
+    assert_tables_equal(pl.to_table(), fw.to_table())
+    for columns in (["id"], ["id", "value"], ["category"]):
+        assert_tables_equal(pl.to_table(columns=columns), fw.to_table(columns=columns))
+    got = list(fw.to_batches(columns=["id", "category"], batch_size=7_777))
+    want = list(pl.to_batches(columns=["id", "category"], batch_size=7_777))
+    assert_tables_equal(pa.Table.from_batches(want), pa.Table.from_batches(got))
+    assert max(short_blocks) >= 2  # runs with short blocks inside them were decoded

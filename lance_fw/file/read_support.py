@@ -141,11 +141,13 @@ def concat_pages(pieces: list[pa.Array], arrow_type: pa.DataType) -> pa.Array:
 @dataclasses.dataclass(frozen=True)
 class FileMetadata:
     """What opening a data file parses, kept per path by a table version's cache: its tail, its
-    schema and (filled as columns are read) the first row of each page per column."""
+    schema and (filled as columns are read) the first row and encoded bytes of each page per column."""
 
     tail: FileTail
     schema: LanceSchema
     page_starts: dict[int, list[int]] = dataclasses.field(default_factory=dict)
+    #: encoded bytes of the pages before each page (and all of them at the end), per column
+    page_bytes: dict[int, list[int]] = dataclasses.field(default_factory=dict)
 
 
 def read_metadata(reader: RangeReader) -> FileMetadata:

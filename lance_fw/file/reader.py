@@ -41,8 +41,19 @@ DECODE_AHEAD_LOOK_PAGES = 4
 #: Encoded bytes of consecutive small pages (each under ``DECODE_AHEAD_BYTES``) a read decodes
 #: in one run, the pages past its rows kept for the next reads (``_small_pages_after``).
 SMALL_PAGES_RUN_BYTES = 4 << 20
+#: The least a column's next page or run must hold to be decoded beside the one a read needs
+#: when no other column of the read is worth a pool task (``_next_run``): a thread handoff costs
+#: tens of microseconds, decoding this much a few milliseconds.
+NEXT_RUN_MIN_BYTES = 256 << 10
 #: Runs of pages decoded together that a reader keeps per column (``_runs``).
 RUNS_KEPT = 4
+#: Pages whose setup (checks, parsed encoding, where) ``_page_setup`` keeps, by (file tail token,
+#: column, page): a few hundred bytes each. Enough for every page of a scan of a few files cut
+#: into pages of 8192 rows (pylance writing a stream: 5 columns of 2M rows hold 1,225 pages).
+PAGE_SETUPS_CACHED = 8192
+_PAGE_SETUPS: LruCache[tuple[int, int, int], tuple[str, str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]] = (
+    LruCache(PAGE_SETUPS_CACHED)
+)
 
 
 class LanceFileReader(RowTakes):
@@ -84,6 +95,7 @@ class LanceFileReader(RowTakes):
         self._parent = {child.id: f for f in self.schema.walk() for child in f.children}
         #: first row of each page, per column (``_starts``): shared through the metadata cache
         self._page_starts = metadata.page_starts
+        self._page_bytes = metadata.page_bytes
         #: per tuple of field ids read together: (column, leaf, decoded type, page starts) for decode_ahead
         self._ahead_columns: dict[tuple[int, ...], list[tuple[int, LanceField, pa.DataType, list[int]]]] = {}
         self._cache: dict[int, tuple[int, pa.Array]] = {}
@@ -212,28 +224,47 @@ class LanceFileReader(RowTakes):
 
     def _next_run(self, col: int, pages: list[int]) -> list[int]:
         """What to decode beside ``pages`` of a column (a heavy page, or a run of small pages
-        worth a pool task) when no other column of the read is worth one: the next heavy page
-        within ``DECODE_AHEAD_LOOK_PAGES`` after a page, the next run of small pages after a run
-        (when it is worth a pool task too); none where that is decoded already."""
+        worth a pool task) when no other column of the read is worth one: after a heavy page, the
+        next heavy page within ``DECODE_AHEAD_LOOK_PAGES``, else the run of small pages right
+        after it; after a run, the next run. None where that is decoded already or holds under
+        ``NEXT_RUN_MIN_BYTES`` (a column of one heavy page and a smaller last one decoded them
+        one after the other, on one core)."""
         n_pages = len(self.tail.columns[col].pages)
         if len(pages) == 1 and self._is_heavy(col, pages[0]):
             after = range(pages[0] + 1, min(n_pages, pages[0] + 1 + DECODE_AHEAD_LOOK_PAGES))
             following = next((p for p in after if self._is_heavy(col, p)), None)
-            return [following] if following is not None and self._cached(col, following) is None else []
+            if following is not None:
+                return [following] if self._cached(col, following) is None else []
         q = pages[-1] + 1
-        if q >= n_pages or self._is_heavy(col, q) or self._cached(col, q) is not None:
+        if q >= n_pages or self._cached(col, q) is not None:
             return []
-        run = [q] + self._small_pages_after(col, [q], q)
-        return run if self._pages_bytes(col, run) >= DECODE_AHEAD_BYTES else []
+        run = (
+            [q]
+            if self._is_heavy(col, q)
+            else [q] + self._small_pages_after(col, [q], q, SMALL_PAGES_RUN_BYTES)
+        )
+        return run if self._pages_bytes(col, run) >= NEXT_RUN_MIN_BYTES else []
 
     def _is_heavy(self, col: int, page: int) -> bool:
         """Whether the page holds ``DECODE_AHEAD_BYTES`` or more: worth a pool task of its own."""
         return self._pages_bytes(col, [page]) >= DECODE_AHEAD_BYTES
 
+    def _bytes_before(self, col: int) -> list[int]:
+        """Encoded bytes of the pages of column ``col`` before each page, and of all at the end."""
+        found = self._page_bytes.get(col)
+        if found is None:
+            found = [0]
+            for meta in self.tail.columns[col].pages:
+                found.append(found[-1] + sum(meta.buffer_sizes))
+            self._page_bytes[col] = found
+        return found
+
     def _pages_bytes(self, col: int, pages: list[int]) -> int:
         """Encoded bytes of pages ``pages`` of column ``col`` (all their buffers)."""
-        metas = self.tail.columns[col].pages
-        return sum(sum(metas[p].buffer_sizes) for p in pages)
+        before = self._bytes_before(col)
+        if pages and pages[-1] - pages[0] == len(pages) - 1:
+            return before[pages[-1] + 1] - before[pages[0]]
+        return sum(before[p + 1] - before[p] for p in pages)
 
     def _row_column_types(self, fields: list[LanceField]) -> list[tuple[int, LanceField, pa.DataType]]:
         """(column, field, Arrow type its pages decode to) of each column holding ``fields``'
@@ -372,23 +403,29 @@ class LanceFileReader(RowTakes):
             return piece
         return concat_pages(pieces, arrow_type)
 
-    def _small_pages_after(self, col: int, todo: list[int], last: int) -> list[int]:
+    def _small_pages_after(self, col: int, todo: list[int], last: int, limit: int | None = None) -> list[int]:
         """Pages after ``last`` to decode along with ``todo`` (all to decode now, the last of
         them ``last``), in one run: while every page is under ``DECODE_AHEAD_BYTES`` and the run
-        holds under ``SMALL_PAGES_RUN_BYTES`` (2.1+ files, whose page decoders can decode
-        consecutive pages together; none for a read that decodes nothing)."""
+        holds at most ``limit`` bytes (2.1+ files, whose page decoders can decode consecutive
+        pages together; none for a read that decodes nothing).
+
+        ``limit`` defaults to half of the column's bytes from ``todo[0]`` on, between
+        ``DECODE_AHEAD_BYTES`` and ``SMALL_PAGES_RUN_BYTES``: a column of 2.4 MB of small pages
+        then makes two runs, which ``decode_ahead`` decodes side by side, rather than one run
+        decoded on one core."""
         if not todo or todo[-1] != last or self.tail.version == (2, 0):
             return []
         if any(self._is_heavy(col, p) for p in todo):
             return []
+        before = self._bytes_before(col)
+        if limit is None:
+            limit = min(
+                SMALL_PAGES_RUN_BYTES, max(DECODE_AHEAD_BYTES, (before[-1] - before[todo[0]] + 1) // 2)
+            )
         total, extra = self._pages_bytes(col, todo), []
-        for p in range(last + 1, len(self.tail.columns[col].pages)):
-            size = self._pages_bytes(col, [p])
-            if (
-                size >= DECODE_AHEAD_BYTES
-                or total + size > SMALL_PAGES_RUN_BYTES
-                or self._cached(col, p) is not None
-            ):
+        for p in range(last + 1, len(before) - 1):
+            size = before[p + 1] - before[p]
+            if size >= DECODE_AHEAD_BYTES or total + size > limit or self._cached(col, p) is not None:
                 break
             total += size
             extra.append(p)
@@ -401,9 +438,8 @@ class LanceFileReader(RowTakes):
     def _decode_pages(
         self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField
     ) -> list[pa.Array]:
-        metas = [self.tail.columns[col].pages[p] for p in pages]
-        for p, m in zip(pages, metas):
-            self._check_page(col, p, m)
+        setups = [self._page_setup(col, p, field) for p in pages]
+        metas = [meta for _, _, meta in setups]
         with self._lock:
             ahead = {p: self._prefetched.pop((col, p)) for p in pages if (col, p) in self._prefetched}
         ranges = [
@@ -414,12 +450,10 @@ class LanceFileReader(RowTakes):
         ]
         blobs = iter(self._reader.read_ranges(ranges) if ranges else ())
         inputs: list[tuple[any_pb2.Any, PageInput]] = []
-        for p, meta in zip(pages, metas):
+        token = self.tail.token
+        for p, (where, encoding, meta) in zip(pages, setups):
             buffers = ahead[p] if p in ahead else [next(blobs) for _ in meta.buffer_offsets]
-            where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
-            inputs.append(
-                (self._page_encoding(meta, where), PageInput(buffers, meta.length, arrow_type, where))
-            )
+            inputs.append((encoding, PageInput(buffers, meta.length, arrow_type, where, (token, col, p))))
         together = self._decode_together(col, pages, inputs, arrow_type) if len(inputs) > 1 else None
         if together is not None:
             return together
@@ -474,6 +508,23 @@ class LanceFileReader(RowTakes):
                     f"column {col} page buffer [{off}, {off + size}) lies past "
                     f"the end of the file ({self._reader.size()} bytes)",
                 )
+
+    def _page_setup(
+        self, col: int, p: int, field: LanceField
+    ) -> tuple[str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]:
+        """Page ``p`` of column ``col``, checked: where it is (for errors), its parsed encoding and
+        its metadata. Kept per page (``_PAGE_SETUPS``): a scan of a file cut into many small pages
+        parsed every page's encoding again on every open, and a point lookup reads the same pages
+        query after query."""
+        key = (self.tail.token, col, p)
+        found = _PAGE_SETUPS.get(key)
+        if found is None or found[0] != field.name:
+            meta = self.tail.columns[col].pages[p]
+            self._check_page(col, p, meta)
+            where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
+            found = (field.name, where, self._page_encoding(meta, where), meta)
+            _PAGE_SETUPS.put(key, found)
+        return found[1], found[2], found[3]
 
     def _page_encoding(self, meta: file2_pb2.ColumnMetadata.Page, where: str) -> any_pb2.Any:
         if meta.encoding.WhichOneof("location") != "direct":

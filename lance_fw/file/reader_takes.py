@@ -15,7 +15,6 @@ import pyarrow as pa
 from google.protobuf import any_pb2
 
 from lance_fw._proto import file2_pb2
-from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.buffers import range_positions
@@ -33,13 +32,6 @@ if TYPE_CHECKING:
 
 #: A page is decoded whole (not row by row) once more than this share of its rows is wanted.
 WHOLE_PAGE_SHARE = 0.25
-
-#: Pages whose row-read setup (checks, parsed encoding, where) ``_row_page`` keeps, by (file tail
-#: token, column, page): a few hundred bytes each.
-ROW_PAGES_CACHED = 1024
-_ROW_PAGES: LruCache[tuple[int, int, int], tuple[str, str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]] = (
-    LruCache(ROW_PAGES_CACHED)
-)
 
 #: Page buffers up to this size are fetched ahead for a take (``prefetch_small_buffers``):
 #: metadata-like buffers a row decoder reads before it knows which chunks to read.
@@ -65,7 +57,9 @@ class RowTakes:
         def _check_page(self, col: int, p: int, meta: file2_pb2.ColumnMetadata.Page) -> None: ...
         def _column(self, field: LanceField) -> int: ...
         def _num_items(self, col: int, page: int) -> int: ...
-        def _page_encoding(self, meta: file2_pb2.ColumnMetadata.Page, where: str) -> any_pb2.Any: ...
+        def _page_setup(
+            self, col: int, p: int, field: LanceField
+        ) -> tuple[str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]: ...
         def _row_columns(self, fields: list[LanceField]) -> list[tuple[int, LanceField]]: ...
         def _starts(self, col: int, field: LanceField) -> list[int]: ...
 
@@ -203,16 +197,9 @@ class RowTakes:
         """Page ``p`` of column ``col`` as a row decoder reads it (buffers read on demand), and its encoding.
 
         What does not depend on the rows (the page's checks, encoding, buffer places) is kept per
-        page (``_ROW_PAGES``): a point lookup reads the same pages query after query."""
+        page (``_page_setup``): a point lookup reads the same pages query after query."""
         key = (self.tail.token, col, p)
-        found = _ROW_PAGES.get(key)
-        if found is None or found[0] != field.name:
-            meta = self.tail.columns[col].pages[p]
-            self._check_page(col, p, meta)
-            where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
-            found = (field.name, where, self._page_encoding(meta, where), meta)
-            _ROW_PAGES.put(key, found)
-        _, where, encoding, meta = found
+        where, encoding, meta = self._page_setup(col, p, field)
         source = self._held_first if self._small else self._reader
         buffers = PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where)
         return PageInput(buffers, meta.length, arrow_type, where, key), encoding

@@ -163,12 +163,27 @@ def _inline_chunks(
         return DecodedValues("fixed", total, values, t)
     grid = np.empty((len(counts), fastlanes.BLOCK), dt)
     fastlanes.unpack_inline_blocks(words, packed, widths, t, grid)
+    return DecodedValues("fixed", total, _without_padding(grid, counts), t)
+
+
+#: Blocks short of 1024 values within the chunks (each ends a page of a run of pages) up to which
+#: the values are cut out as that many + 1 slices (one ``concatenate``), not through a mask over
+#: every value (a 1M-value run of pylance's 8192-row pages: 4.8 ms by mask, 0.6 ms by slices).
+SLICE_SHORT_BLOCKS_BELOW = 1024
+
+
+def _without_padding(grid: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The values of ``grid`` (a block of ``BLOCK`` slots per chunk), ``counts[i]`` of block ``i``."""
     values = grid.reshape(-1)
-    if (counts[:-1] != fastlanes.BLOCK).any():
-        values = values[(np.arange(fastlanes.BLOCK)[None, :] < counts[:, None]).reshape(-1)]
-    else:
-        values = values[:total]
-    return DecodedValues("fixed", total, values, t)
+    short = np.flatnonzero(counts[:-1] != fastlanes.BLOCK)
+    if not len(short):
+        return values[: int(counts.sum())]
+    if len(short) >= SLICE_SHORT_BLOCKS_BELOW:
+        return values[(np.arange(fastlanes.BLOCK)[None, :] < counts[:, None]).reshape(-1)]
+    starts = np.concatenate([[0], short + 1]) * fastlanes.BLOCK  # a run of blocks full but its last
+    stops = np.concatenate([short, [len(counts) - 1]]) * fastlanes.BLOCK
+    stops += counts[np.concatenate([short, [len(counts) - 1]])]
+    return np.concatenate([values[a:b] for a, b in zip(starts.tolist(), stops.tolist())])
 
 
 def decode_chunk_values_at(

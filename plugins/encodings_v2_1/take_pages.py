@@ -160,6 +160,14 @@ class _Chosen:
         self.sizes = np.concatenate([t.sizes for t in tables])[picked]
         self.counts = counts[picked]
         self.parts: list[list[tuple[int, int, int]]] = []
+        if rows is None:  # every chunk: each page's chunk buffer up to its last chunk, in one piece
+            ends = starts + self.sizes
+            cut = self.chunk_cut
+            self.page_bytes = np.where(cut[1:] > cut[:-1], ends[np.maximum(cut[1:] - 1, 0)], 0)
+            self.parts = [[(1, 0, n)] for n in self.page_bytes.tolist()]
+            self.page_at = take.exclusive_cumsum(self.page_bytes)
+            self.joined_at = starts + self.page_at[page_of]
+            return
         at = np.zeros(len(picked), np.int64)  # where each chunk starts in its page's pieces
         bytes_of: list[int] = []
         cuts, starts_at, sizes_of = self.chunk_cut.tolist(), starts.tolist(), self.sizes.tolist()
