@@ -140,7 +140,8 @@ class _Chosen:
             take.check_items(layout, page)
             tables.append(take.page_chunk_table(layout, page))
         self.pages = pages
-        chunk_base = take.exclusive_cumsum(np.array([len(t.counts) for t in tables], np.int64))
+        chunks_of = np.array([len(t.counts) for t in tables], np.int64)
+        chunk_base = take.exclusive_cumsum(chunks_of)
         row_base = take.exclusive_cumsum(np.array([page.num_rows for page in pages], np.int64))
         counts = np.concatenate([t.counts for t in tables])
         self.k: np.ndarray | None = None
@@ -151,8 +152,8 @@ class _Chosen:
         else:
             self.row_cut = take.exclusive_cumsum(np.array([len(r) for r in rows], np.int64))
             # the pages' chunks as one table: each page's rows counted on from the pages before it
-            ends = np.concatenate([t.ends + base for t, base in zip(tables, row_base.tolist())])
-            wanted = np.concatenate([r + base for r, base in zip(rows, row_base.tolist())])
+            ends = np.concatenate([t.ends for t in tables]) + np.repeat(row_base[:-1], chunks_of)
+            wanted = np.concatenate(rows) + np.repeat(row_base[:-1], np.diff(self.row_cut))
             picked, self.k, self.within = take.choose_chunks(ends, counts, wanted)
         page_of = np.searchsorted(chunk_base, picked, side="right") - 1
         self.chunk_cut = np.searchsorted(page_of, np.arange(len(pages) + 1))
