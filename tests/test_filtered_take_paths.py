@@ -42,6 +42,8 @@ def thresholds(request, monkeypatch):
         monkeypatch.setattr(v21_take_pages, "JOIN_BYTES", 64 << 10)
         monkeypatch.setattr(file_writer, "DEFAULT_MAX_PAGE_BYTES", 32 << 10)
         monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 8 << 10)
+        monkeypatch.setattr(file_reader, "RUN_PAGE_BYTES", 64 << 10)  # large pages decoded in runs
+        monkeypatch.setattr(file_reader, "SMALL_PAGES_RUN_BYTES", 160 << 10)
         monkeypatch.setattr(fragment, "SCAN_READ_ROWS", 1024)  # reads of one page or less
         monkeypatch.setattr(fragment, "WIDE_PAGE_BYTES", 4 << 10)  # reads end at page boundaries
     return request.param
@@ -95,6 +97,7 @@ def test_a_lone_large_page_is_decoded_beside_the_next_large_one_past_small_ones(
     (a write batch's last rows) lie between; the scan still equals pylance's."""
     monkeypatch.setattr(file_writer, "DEFAULT_MAX_PAGE_BYTES", 32 << 10)
     monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 8 << 10)
+    monkeypatch.setattr(file_reader, "RUN_PAGE_BYTES", 8 << 10)  # large pages are decoded alone
     table = _table(ROWS)
     lance_fw.write_dataset(pa.Table.from_batches(table.to_batches(max_chunksize=7_000)), uri)
     fw = lance_fw.dataset(uri)

@@ -38,7 +38,12 @@ DECODE_AHEAD_BYTES = 1 << 20
 #: decoded alone, on one core (2M names, lance_fw-written: the second fragment's three pages took
 #: 28 ms one after another; the whole scan went from 58.9 to 54.7 ms).
 DECODE_AHEAD_LOOK_PAGES = 4
-#: Encoded bytes of consecutive small pages (each under ``DECODE_AHEAD_BYTES``) a read decodes
+#: Pages smaller than this are decoded in runs with the pages after them (``_small_pages_after``).
+#: Above ``DECODE_AHEAD_BYTES``: pylance writing a stream of 8192-row batches cuts a 32-float
+#: vector column into pages of 1.05 MB, and each decoded alone paid its setup, read and Arrow
+#: build (2M rows: 245 pages, each ~1 ms on the pool and 1.5 ms on the reading thread).
+RUN_PAGE_BYTES = 2 << 20
+#: Encoded bytes of consecutive small pages (each under ``RUN_PAGE_BYTES``) a read decodes
 #: in one run, the pages past its rows kept for the next reads (``_small_pages_after``).
 SMALL_PAGES_RUN_BYTES = 4 << 20
 #: The least a column's next page or run must hold to be decoded beside the one a read needs
@@ -225,8 +230,8 @@ class LanceFileReader(RowTakes):
     def _next_run(self, col: int, pages: list[int]) -> list[int]:
         """What to decode beside ``pages`` of a column (a heavy page, or a run of small pages
         worth a pool task) when no other column of the read is worth one: after a heavy page, the
-        next heavy page within ``DECODE_AHEAD_LOOK_PAGES``, else the run of small pages right
-        after it; after a run, the next run. None where that is decoded already or holds under
+        next heavy page within ``DECODE_AHEAD_LOOK_PAGES``, else the page or run right after it;
+        after a run, the next run. None where that is decoded already or holds under
         ``NEXT_RUN_MIN_BYTES`` (a column of one heavy page and a smaller last one decoded them
         one after the other, on one core)."""
         n_pages = len(self.tail.columns[col].pages)
@@ -238,11 +243,7 @@ class LanceFileReader(RowTakes):
         q = pages[-1] + 1
         if q >= n_pages or self._cached(col, q) is not None:
             return []
-        run = (
-            [q]
-            if self._is_heavy(col, q)
-            else [q] + self._small_pages_after(col, [q], q, SMALL_PAGES_RUN_BYTES)
-        )
+        run = [q] + self._small_pages_after(col, [q], q, SMALL_PAGES_RUN_BYTES)
         return run if self._pages_bytes(col, run) >= NEXT_RUN_MIN_BYTES else []
 
     def _is_heavy(self, col: int, page: int) -> bool:
@@ -405,7 +406,7 @@ class LanceFileReader(RowTakes):
 
     def _small_pages_after(self, col: int, todo: list[int], last: int, limit: int | None = None) -> list[int]:
         """Pages after ``last`` to decode along with ``todo`` (all to decode now, the last of
-        them ``last``), in one run: while every page is under ``DECODE_AHEAD_BYTES`` and the run
+        them ``last``), in one run: while every page is under ``RUN_PAGE_BYTES`` and the run
         holds at most ``limit`` bytes (2.1+ files, whose page decoders can decode consecutive
         pages together; none for a read that decodes nothing).
 
@@ -415,7 +416,7 @@ class LanceFileReader(RowTakes):
         decoded on one core."""
         if not todo or todo[-1] != last or self.tail.version == (2, 0):
             return []
-        if any(self._is_heavy(col, p) for p in todo):
+        if any(self._pages_bytes(col, [p]) >= RUN_PAGE_BYTES for p in todo):
             return []
         before = self._bytes_before(col)
         if limit is None:
@@ -425,7 +426,7 @@ class LanceFileReader(RowTakes):
         total, extra = self._pages_bytes(col, todo), []
         for p in range(last + 1, len(before) - 1):
             size = before[p + 1] - before[p]
-            if size >= DECODE_AHEAD_BYTES or total + size > limit or self._cached(col, p) is not None:
+            if size >= RUN_PAGE_BYTES or total + size > limit or self._cached(col, p) is not None:
                 break
             total += size
             extra.append(p)
