@@ -178,8 +178,8 @@ class LanceFileReader(RowTakes):
         batches only slice decoded pages; decoding those pages at once uses every core on the
         expensive batch (numpy, pyarrow and zstd release the GIL).
 
-        A pool task is a page of ``DECODE_AHEAD_BYTES`` or more, or a run of smaller pages (the
-        range's and those after it, ``_small_pages_after``) holding that much. Nothing happens
+        A pool task is a page or a run of pages under ``RUN_PAGE_BYTES`` each (the range's and
+        those after it, ``_small_pages_after``) holding ``DECODE_AHEAD_BYTES`` or more. Nothing happens
         unless two tasks are found: two columns', or one column's and its next one
         (``_next_run``); otherwise the reads decode as usual. Pages decoded here wait in
         ``_ahead`` until they are read.
@@ -200,8 +200,8 @@ class LanceFileReader(RowTakes):
             last = bisect.bisect_left(starts, stop) - 1
             todo = [p for p in range(first, last + 1) if self._cached(col, p) is None]
             run = todo + self._small_pages_after(col, todo, last)
-            if len(run) > len(todo) or (todo and all(not self._is_heavy(col, p) for p in todo)):
-                jobs.append((col, run, arrow_type, leaf))  # small pages: decoded as one run
+            if len(run) > len(todo) or (todo and all(self._in_runs(col, p) for p in todo)):
+                jobs.append((col, run, arrow_type, leaf))  # pages under RUN_PAGE_BYTES: one run
             else:
                 jobs += [(col, [p], arrow_type, leaf) for p in todo]
 
@@ -249,6 +249,10 @@ class LanceFileReader(RowTakes):
     def _is_heavy(self, col: int, page: int) -> bool:
         """Whether the page holds ``DECODE_AHEAD_BYTES`` or more: worth a pool task of its own."""
         return self._pages_bytes(col, [page]) >= DECODE_AHEAD_BYTES
+
+    def _in_runs(self, col: int, page: int) -> bool:
+        """Whether the page is decoded in runs with its neighbours (under ``RUN_PAGE_BYTES``)."""
+        return self._pages_bytes(col, [page]) < RUN_PAGE_BYTES
 
     def _bytes_before(self, col: int) -> list[int]:
         """Encoded bytes of the pages of column ``col`` before each page, and of all at the end."""
@@ -416,7 +420,7 @@ class LanceFileReader(RowTakes):
         decoded on one core."""
         if not todo or todo[-1] != last or self.tail.version == (2, 0):
             return []
-        if any(self._pages_bytes(col, [p]) >= RUN_PAGE_BYTES for p in todo):
+        if not all(self._in_runs(col, p) for p in todo):
             return []
         before = self._bytes_before(col)
         if limit is None:
@@ -426,7 +430,7 @@ class LanceFileReader(RowTakes):
         total, extra = self._pages_bytes(col, todo), []
         for p in range(last + 1, len(before) - 1):
             size = before[p + 1] - before[p]
-            if size >= RUN_PAGE_BYTES or total + size > limit or self._cached(col, p) is not None:
+            if not self._in_runs(col, p) or total + size > limit or self._cached(col, p) is not None:
                 break
             total += size
             extra.append(p)
