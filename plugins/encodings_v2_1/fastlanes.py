@@ -160,8 +160,8 @@ def _unpack_blocks(blocks: np.ndarray, t: int, w: int, out: np.ndarray | None = 
         if shift + w > t:
             np.left_shift(words[w0 + 1], dt.type(t - shift), out=high)
             np.bitwise_or(value, high, out=value)
-    np.bitwise_and(planes, dt.type((1 << w) - 1), out=planes)  # bits of the next rows: one pass
-    np.copyto(out.reshape(nblocks, t, lanes), planes.transpose(1, 0, 2))
+    # the bits of the next rows go as the planes are laid back in block order: one pass for both
+    np.bitwise_and(planes.transpose(1, 0, 2), dt.type((1 << w) - 1), out=out.reshape(nblocks, t, lanes))
     return out
 
 
