@@ -173,6 +173,21 @@ def _arrow_type(f: LanceField) -> pa.DataType:
         entries = f.children[0]
         key, value = entries.children
         return pa.map_(key.to_arrow(), value.to_arrow())
+    try:
+        return _leaf_arrow_type(lt)
+    except _UnknownLogicalType as exc:
+        raise SchemaError(f"field {f.name!r}: {exc}") from exc.__cause__
+
+
+class _UnknownLogicalType(ValueError):
+    """A logical type string that names no Arrow type (``_leaf_arrow_type``)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _leaf_arrow_type(lt: str) -> pa.DataType:
+    """The Arrow type of a logical type that depends on its string alone (not on children or
+    metadata). Kept per string: a scan asks for each column's type on every batch, and building a
+    vector column's ``fixed_size_list`` type took ~30 us (4% of a 2.0 scan of all columns)."""
     head, _, rest = lt.partition(":")
     parts = rest.split(":") if rest else []
     try:
@@ -188,16 +203,15 @@ def _arrow_type(f: LanceField) -> pa.DataType:
             return _UNIT_TYPES[head][0](parts[0])
         if head == "fixed_size_list":
             inner, _, size = rest.rpartition(":")
-            inner_field = LanceField("item", -1, inner)
-            return pa.list_(pa.field("item", _arrow_type(inner_field)), int(size))
+            return pa.list_(pa.field("item", _arrow_type(LanceField("item", -1, inner))), int(size))
         if head == "dict":
             value_lt, index_lt, ordered = rest.rsplit(":", 2)
             value_t = _arrow_type(LanceField("v", -1, value_lt))
             index_t = _arrow_type(LanceField("i", -1, index_lt))
             return pa.dictionary(index_t, value_t, ordered == "true")
-    except (ValueError, IndexError, pa.ArrowInvalid) as exc:
-        raise SchemaError(f"field {f.name!r}: bad logical type {lt!r}") from exc
-    raise SchemaError(f"field {f.name!r}: unsupported logical type {lt!r}")
+    except (ValueError, IndexError, pa.ArrowInvalid, SchemaError) as exc:
+        raise _UnknownLogicalType(f"bad logical type {lt!r}") from exc
+    raise _UnknownLogicalType(f"unsupported logical type {lt!r}")
 
 
 def logical_type_of(t: pa.DataType) -> str:
