@@ -148,8 +148,11 @@ class PageLayoutDecoder:
             else:
                 for i in range(at, stop):
                     encoding, page = pages[i]
-                    if rows is None:
-                        arrays.append((self(encoding, page), page.where, page.num_rows))
+                    if rows is None:  # its layout parsed above: this family's kind decoder, checked above
+                        decoded = KIND_DECODERS["mini_block_layout"](
+                            mini[i], page, page.num_rows, page.arrow_type
+                        )
+                        arrays.append((decoded, page.where, page.num_rows))
                     else:
                         arrays.append((self.decode_rows(encoding, page, rows[i]), page.where, len(rows[i])))
             at = stop
