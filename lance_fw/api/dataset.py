@@ -152,6 +152,8 @@ def _check_default_scan_options(options: dict | None) -> dict:
     the keys that cannot change a result; those that would (columns, filter, limit...) also have
     to hold for lance_fw's own internal scans, so they are refused rather than half applied."""
     options = dict(options or {})
+    if not options:  # every open: the scanner's signature costs ~0.2 ms, a tenth of a point lookup
+        return options
     known = set(inspect.signature(LanceScanner.__init__).parameters) - {"self", "ds"}
     for key in options:
         if key not in known:
