@@ -54,6 +54,16 @@ def _plan(path: str):
     return plan_write(path, SCHEMA, mode="append", max_rows_per_file=ROWS_PER_FILE)
 
 
+def _job(path: str):
+    """The data files before the job, its ledger, the dataset's storage."""
+    return _data(path), JobLedger(path), resolve_storage(path)
+
+
+def _nothing_left(path: str, before: set[str], ledger: JobLedger) -> None:
+    assert _data(path) == before
+    assert _jobs(path) == {ledger.token + CLOSED_SUFFIX}
+
+
 KILLED_TASK = textwrap.dedent(
     """
     import os, signal, sys
@@ -98,17 +108,14 @@ def test_a_task_killed_midway_leaves_nothing(dataset, tmp_path):
     started = time.monotonic()
     ledger.close(resolve_storage(dataset), keep=set(), grace=30)
     assert time.monotonic() - started < 10  # a dead task is not waited for
-    assert _data(dataset) == before
-    assert _jobs(dataset) == {ledger.token + CLOSED_SUFFIX}
+    _nothing_left(dataset, before, ledger)
     assert lance.dataset(dataset).count_rows() == 10
 
 
 def test_the_driver_waits_for_a_task_still_writing(dataset):
     """The job closes while a live task is inside a file: the driver waits for it; the task finishes
     the file, finds the job closed, and removes its files itself."""
-    before = _data(dataset)
-    ledger = JobLedger(dataset)
-    storage = resolve_storage(dataset)
+    before, ledger, storage = _job(dataset)
     inside, release = threading.Event(), threading.Event()
     results: list = []
 
@@ -134,26 +141,20 @@ def test_the_driver_waits_for_a_task_still_writing(dataset):
     closer.join(30)
     assert not closer.is_alive()
     assert results == [None]  # the task learned its job was closed
-    assert _data(dataset) == before
-    assert _jobs(dataset) == {ledger.token + CLOSED_SUFFIX}
+    _nothing_left(dataset, before, ledger)
 
 
 def test_a_task_starting_after_close_writes_nothing(dataset):
-    before = _data(dataset)
-    ledger = JobLedger(dataset)
-    storage = resolve_storage(dataset)
+    before, ledger, storage = _job(dataset)
     ledger.close(storage, set())
     result = ledger.run_task(storage, 0, 0, lambda t: _plan(dataset).write(iter([_batch(0, 100)]), t))
     assert result is None
-    assert _data(dataset) == before
-    assert _jobs(dataset) == {ledger.token + CLOSED_SUFFIX}
+    _nothing_left(dataset, before, ledger)
 
 
 def test_commit_keeps_its_files_and_drops_a_losing_attempt(dataset):
     """Two attempts of one partition: the files of the committed one stay, the other's go."""
-    before = _data(dataset)
-    ledger = JobLedger(dataset)
-    storage = resolve_storage(dataset)
+    before, ledger, storage = _job(dataset)
     plan = _plan(dataset)
     won = ledger.run_task(storage, 0, 0, lambda t: plan.write(iter([_batch(0, 12000)]), t))
     lost = ledger.run_task(storage, 0, 1, lambda t: plan.write(iter([_batch(0, 12000)]), t))
@@ -170,9 +171,7 @@ def test_commit_keeps_its_files_and_drops_a_losing_attempt(dataset):
 def test_a_failed_task_is_not_waited_for(dataset):
     """A task whose write raised is done (its marker is written on the way out), so a close right
     after does not wait, and its files were removed by the write itself."""
-    before = _data(dataset)
-    ledger = JobLedger(dataset)
-    storage = resolve_storage(dataset)
+    before, ledger, storage = _job(dataset)
 
     def failing():
         yield _batch(0, 7000)
