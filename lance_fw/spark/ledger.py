@@ -118,9 +118,10 @@ class JobLedger:
             path = self._path(name)
             if name.endswith(RECORD_SUFFIX):
                 try:
-                    records[path] = json.loads(storage.read_bytes(path))
+                    content = json.loads(storage.read_bytes(path))
                 except FileNotFoundError:  # its task removed it meanwhile
                     continue
+                records[path] = content if isinstance(content, dict) else {"files": list(content)}
             elif name.endswith(DONE_SUFFIX):
                 done.add(path)
         return records, done
