@@ -61,13 +61,14 @@ class SyncAheadFile:
 
     Each ``SYNC_AHEAD_BYTES`` written, the Python buffer is flushed and ``fdatasync`` runs on a
     duplicate of the file descriptor in the ``sync`` pool (it releases the GIL; the duplicate keeps
-    the file open however the writer ends), at most one at a time per file. ``sync`` waits for the
-    one in flight and fsyncs the rest. Used by one thread at a time, as ``StagedOutput`` is."""
+    the file open however the writer ends), at most one at a time per file. ``sync`` raises the
+    error of any background sync, waits for the one in flight and fsyncs the rest. Used by one thread at a time, as ``StagedOutput`` is."""
 
     def __init__(self, file: BinaryIO) -> None:
         self._file = file
         self._unsynced = 0
         self._pending: Future[None] | None = None
+        self._failed: BaseException | None = None  # a background sync's error, raised by ``sync``
 
     @property
     def closed(self) -> bool:
@@ -77,6 +78,8 @@ class SyncAheadFile:
         written = self._file.write(data)
         self._unsynced += written
         if self._unsynced >= SYNC_AHEAD_BYTES and (self._pending is None or self._pending.done()):
+            if self._pending is not None and self._failed is None:  # kept, not lost with its future
+                self._failed = self._pending.exception()
             self._file.flush()
             self._pending = pool("sync", SYNC_WORKERS).submit(
                 _datasync_and_close, os.dup(self._file.fileno())
@@ -97,6 +100,8 @@ class SyncAheadFile:
             OSError: a background sync or this one failed.
         """
         self._file.flush()
+        if self._failed is not None:
+            raise self._failed
         if self._pending is not None:
             self._pending.result()
         os.fsync(self._file.fileno())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from concurrent.futures import wait
 
 import numpy as np
 import pyarrow as pa
@@ -83,3 +84,30 @@ def test_a_forked_child_gets_working_pools():
         child.kill()
     assert child.exitcode == 0
     assert queue.get(timeout=5) == 42
+
+
+def test_a_failed_background_sync_fails_the_close(tmp_path, monkeypatch):
+    """An I/O error of an earlier background sync (cannot be caused for real here: ``fdatasync``
+    fails once) is raised on close, which publishes nothing, even after later syncs succeeded."""
+    from lance_fw.errors import StorageError
+
+    real, calls = os.fdatasync, []
+
+    def first_fails(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fdatasync", first_fails)
+    target = str(tmp_path / "big.bin")
+    out = resolve_storage(str(tmp_path)).open_output(target)
+    for piece in _pieces(3 * SYNC_AHEAD_BYTES // PIECE + 1):
+        out.write(piece)
+        pending = out._stream._pending  # let each background sync end before the next write
+        if pending is not None:
+            wait([pending])
+    assert len(calls) >= 2  # the failed sync's future was followed by another
+    with pytest.raises(StorageError, match="Input/output error"):
+        out.close()
+    assert os.listdir(tmp_path) == []
