@@ -37,10 +37,10 @@ from lance_fw._proto import table_pb2
 from lance_fw.errors import JobClosedError
 from lance_fw.io.staged_output import TEMP_PREFIX
 from lance_fw.io.storage import Storage, join_uri
+from lance_fw.table.paths import DATA_DIR
 
 #: Directory (in the dataset root, beside ``data/``) of the records and markers; Lance ignores it.
 JOBS_DIR = "_spark_jobs"
-DATA_DIR = "data"
 RECORD_SUFFIX = ".files.json"
 DONE_SUFFIX = ".done"
 CLOSED_SUFFIX = ".closed"
@@ -97,8 +97,9 @@ class JobLedger:
         temporary copies, and the job's records."""
         storage.write_bytes(self._path(self.token + CLOSED_SUFFIX), b"")
         deadline = time.monotonic() + grace
+        records: dict[str, dict] = {}
         while True:
-            records, done = self._entries(storage)
+            records, done = self._entries(storage, records)
             if time.monotonic() >= deadline or not _in_flight(records, done):
                 break
             time.sleep(POLL_SECONDS)
@@ -108,15 +109,18 @@ class JobLedger:
             storage.delete(path)
         self._remove_stale_markers(storage)
 
-    def _entries(self, storage: Storage) -> tuple[dict[str, dict], set[str]]:
-        """This job's records (path -> content) and done markers (paths)."""
+    def _entries(self, storage: Storage, known: dict[str, dict]) -> tuple[dict[str, dict], set[str]]:
+        """This job's records (path -> content) and done markers (paths). A record never changes
+        once written: those in ``known`` (an earlier look's) are not read again."""
         records: dict[str, dict] = {}
         done: set[str] = set()
         for name in storage.list_dir(join_uri(self.uri, JOBS_DIR)):
             if not name.startswith(self.token + "-"):
                 continue
             path = self._path(name)
-            if name.endswith(RECORD_SUFFIX):
+            if name.endswith(RECORD_SUFFIX) and path in known:
+                records[path] = known[path]
+            elif name.endswith(RECORD_SUFFIX):
                 try:
                     content = json.loads(storage.read_bytes(path))
                 except FileNotFoundError:  # its task removed it meanwhile
@@ -145,20 +149,20 @@ class TaskLedger:
     key: str
     files: list[str] = field(default_factory=list)
 
-    def note(self, names: list[str]) -> None:
-        """Note ``names`` as this task's (one record each call, written before the files are)."""
-        self.files.extend(names)
-        content = {"files": names, "host": socket.gethostname(), "pid": os.getpid()}
-        record = self.ledger._path(f"{self.key}-{len(self.files)}{RECORD_SUFFIX}")
-        self.storage.write_bytes(record, json.dumps(content).encode())
+    def _record(self, number: int) -> str:
+        """The path of this task's record of its ``number``-th file (from 1)."""
+        return self.ledger._path(f"{self.key}-{number}{RECORD_SUFFIX}")
 
     def opened(self, name: str) -> None:
-        """Called before a data file is created: note it; refuse it once the job is closed.
+        """Called before a data file is created: note it (a record of its own); refuse it once the
+        job is closed.
 
         Raises:
             JobClosedError: the job already committed or failed.
         """
-        self.note([name])
+        self.files.append(name)
+        content = {"files": [name], "host": socket.gethostname(), "pid": os.getpid()}
+        self.storage.write_bytes(self._record(len(self.files)), json.dumps(content).encode())
         if self.ledger.closed(self.storage):
             raise JobClosedError(f"Spark job {self.ledger.token} closed while this task was writing")
 
@@ -173,8 +177,8 @@ class TaskLedger:
         if not self.ledger.closed(self.storage):
             return True
         _delete_data_files(self.storage, self.ledger.uri, set(self.files))
-        for i in range(1, len(self.files) + 1):
-            self.storage.delete(self.ledger._path(f"{self.key}-{i}{RECORD_SUFFIX}"))
+        for number in range(1, len(self.files) + 1):
+            self.storage.delete(self._record(number))
         self.storage.delete(done)
         return False
 
