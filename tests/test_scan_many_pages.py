@@ -163,3 +163,69 @@ def test_scans_of_odd_sized_pages_in_split_runs(uri, monkeypatch, slice_below):
     want = list(pl.to_batches(columns=["id", "category"], batch_size=7_777))
     assert_tables_equal(pa.Table.from_batches(want), pa.Table.from_batches(got))
     assert max(short_blocks) >= 2  # runs with short blocks inside them were decoded
+
+
+@pytest.mark.parametrize("columns", [["vector"], ["id"], None])
+def test_a_scan_decodes_each_page_once(uri, monkeypatch, columns):
+    """A scan decodes every page once: pages decoded ahead (``decode_ahead``'s next run of a
+    column) wait for the read that reaches them. Found: a read whose first pages were decoded
+    ahead dropped them as "jumped past" and decoded them again on the reading thread (pylance's
+    8192-row vector pages: a third of the second file's pages twice). Thresholds scaled down as
+    in the test above, so that 1,000-row pages behave like pylance's 1 MB vector pages."""
+    from lance_fw.file import reader as file_reader
+
+    table = _table(ROWS)
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=1_000))
+    lance.write_dataset(reader, uri, data_storage_version="2.2", max_rows_per_file=FIRST_FILE_ROWS)
+    monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 16 << 10)
+    monkeypatch.setattr(file_reader, "RUN_PAGE_BYTES", 32 << 10)
+    monkeypatch.setattr(file_reader, "SMALL_PAGES_RUN_BYTES", 256 << 10)
+    monkeypatch.setattr(file_reader, "NEXT_RUN_MIN_BYTES", 8 << 10)
+    decoded: list[tuple[str, int, int]] = []
+    original = file_reader.LanceFileReader._decode_pages
+
+    def counting(self, col, pages, arrow_type, field):
+        decoded.extend((self.path, col, p) for p in pages)
+        return original(self, col, pages, arrow_type, field)
+
+    monkeypatch.setattr(file_reader.LanceFileReader, "_decode_pages", counting)
+    got = lance_fw.dataset(uri).to_table(columns=columns)
+    assert_tables_equal(lance.dataset(uri).to_table(columns=columns), got)
+    twice = sorted({key for key in decoded if decoded.count(key) > 1})
+    assert not twice, f"{len(twice)} pages decoded more than once, first {twice[:5]}"
+    assert len(decoded) > 40  # many pages: the runs and the pages ahead were exercised
+
+
+def test_reads_end_at_wide_pages_before_a_short_last_page(uri, monkeypatch):
+    """A scan's reads end at the pages of its widest column where they are wide
+    (``WIDE_PAGE_BYTES`` on average), so that a read slices one page rather than copying several
+    into one array. The average leaves out a file's last page: pylance's 1 MiB vector pages
+    ending in a short page fell under it, and every read of that file copied 8 pages. Scaled
+    down: ``WIDE_PAGE_BYTES`` is one full page of the vector column here."""
+    from lance_fw.file.reader import LanceFileReader
+    from lance_fw.io.storage import resolve_storage
+    from lance_fw.table import fragment as fragment_module
+
+    rows = 100_500  # pages of ~9,000 rows (pylance joins the 1,000-row batches), a short last one
+    table = _table(rows).select(["id", "vector"])
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=1_000))
+    lance.write_dataset(reader, uri, data_storage_version="2.2")
+    data_file = lance.dataset(uri).get_fragments()[0].data_files()[0].path
+    path = f"{uri}/data/{data_file}"
+    pages = LanceFileReader(resolve_storage(path), path).tail.columns[1].pages
+    assert len(pages) > 5 and pages[-1].length < pages[0].length
+    monkeypatch.setattr(fragment_module, "WIDE_PAGE_BYTES", sum(pages[0].buffer_sizes))
+    spans: list[tuple[int, int]] = []
+    original = fragment_module.FragmentReader.read_range
+
+    def recording(self, fields, start, stop):
+        spans.append((start, stop))
+        return original(self, fields, start, stop)
+
+    monkeypatch.setattr(fragment_module.FragmentReader, "read_range", recording)
+    got = lance_fw.dataset(uri).to_table(columns=["vector"], batch_size=1_000)
+    assert_tables_equal(lance.dataset(uri).to_table(columns=["vector"]), got)
+    starts = {0}
+    for page in pages:
+        starts.add(max(starts) + page.length)
+    assert spans and all(start in starts and stop in starts for start, stop in spans), spans[:5]
