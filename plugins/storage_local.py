@@ -119,6 +119,7 @@ POOL_READ_BYTES = 1 << 20
 
 class LocalReader(RangeReader):
     coalesce_gap = LOCAL_COALESCE_GAP
+    prefetch_pays = False
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -89,6 +89,12 @@ class RangeReader(abc.ABC):
     #: store costs a round trip, so reading the gap between two ranges is cheaper; a backend whose
     #: reads are cheap (local files: one syscall) sets it lower, as copying the gap costs more.
     coalesce_gap: int = COALESCE_GAP
+    #: Whether fetching the pages of a scan's next rows ahead, in one call for all its columns
+    #: (``LanceFileReader.prefetch``), pays: on an object store it saves a round trip per page.
+    #: A backend whose reads are copies from memory (local files: the page cache) says no: the
+    #: pool threads that decode the pages then read them, side by side, where the reading thread
+    #: read them one after the other first (2M rows of every column: 220-265 ms -> 182-196 ms).
+    prefetch_pays: bool = True
 
     @abc.abstractmethod
     def size(self) -> int: ...
