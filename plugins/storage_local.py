@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, BinaryIO, cast
 
 import pyarrow as pa
 
 from lance_fw._util.pools import pool
-from lance_fw.errors import CommitConflictError, DatasetNotFoundError, StorageError
+from lance_fw.errors import CommitConflictError, CorruptFileError, DatasetNotFoundError, StorageError
 from lance_fw.hookspecs import hookimpl
 from lance_fw.io.staged_output import StagedOutput, temp_name
 from lance_fw.io.storage import RangeReader, Storage
@@ -117,6 +117,22 @@ LOCAL_COALESCE_GAP = 4096
 POOL_READ_BYTES = 1 << 20
 
 
+#: Buffers one ``os.preadv`` call takes at most (Linux's IOV_MAX).
+IOV_MAX = 1024
+
+
+def _after(views: list[memoryview], skip: int) -> list[memoryview]:
+    """``views`` without their first ``skip`` bytes (what a short ``preadv`` left to read)."""
+    out = []
+    for view in views:
+        if skip >= len(view):
+            skip -= len(view)
+            continue
+        out.append(view[skip:])
+        skip = 0
+    return out
+
+
 class LocalReader(RangeReader):
     coalesce_gap = LOCAL_COALESCE_GAP
     prefetch_pays = False
@@ -169,6 +185,41 @@ class LocalReader(RangeReader):
         except OSError as exc:
             raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
         return view[:done]
+
+    def read_into(self, ranges: Sequence[tuple[int, int]], out: memoryview, at: Sequence[int]) -> None:
+        """One ``os.preadv`` per run of ranges adjacent in the file (a page's buffers), each
+        range's bytes landing where ``at`` says: no copy after the read."""
+        order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+        group: list[int] = []
+        for i in order:
+            if group and ranges[i][0] != ranges[group[-1]][0] + ranges[group[-1]][1]:
+                self._read_group(ranges, out, at, group)
+                group = []
+            group.append(i)
+        if group:
+            self._read_group(ranges, out, at, group)
+
+    def _read_group(
+        self, ranges: Sequence[tuple[int, int]], out: memoryview, at: Sequence[int], group: list[int]
+    ) -> None:
+        offset = ranges[group[0]][0]
+        views = [out[at[i] : at[i] + ranges[i][1]] for i in group if ranges[i][1]][:IOV_MAX]
+        if len(views) < sum(1 for i in group if ranges[i][1]):  # more than one call may take
+            for i in group:
+                self._read_group(ranges, out, at, [i])
+            return
+        want = sum(len(v) for v in views)
+        done = 0
+        try:
+            while done < want:
+                got = os.preadv(self._fd, _after(views, done), offset + done)
+                if got == 0:
+                    raise CorruptFileError(
+                        self.path, f"short read of {want} bytes at {offset}: the file is truncated"
+                    )
+                done += got
+        except OSError as exc:
+            raise StorageError(f"{self.path}: reading {want} bytes at {offset}: {exc}") from exc
 
     def close(self, _close: Callable[[int], None] = os.close) -> None:
         # ``_close`` bound at definition: ``__del__`` may run at interpreter exit, after ``os`` is gone

@@ -123,3 +123,57 @@ def test_a_remembered_open_of_a_replaced_object_fails_then_reopens(s3_server):
             r.read_ranges([(0, 10)])
     with reader_side.open_reader(root + "/f") as r:  # forgotten after the failure: asks again
         assert bytes(r.read_ranges([(0, 10)])[0]) == b"b" * 10
+
+
+@pytest.mark.parametrize("backend", ["local", "default"])
+def test_read_into_lays_ranges_where_asked(tmp_path, backend, monkeypatch):
+    """``RangeReader.read_into``: each range's bytes at its own place in the one buffer, ranges
+    adjacent in the file or not, in any order; a range past the end of the file is a
+    ``CorruptFileError`` naming it. ``default``: the base class's read-then-copy (an object
+    store's path), through the same local reader with its override removed."""
+    from lance_fw.errors import CorruptFileError
+    from lance_fw.io.storage import RangeReader
+
+    if backend == "default":
+        from lance_fw_plugins import storage_local
+
+        monkeypatch.setattr(storage_local.LocalReader, "read_into", RangeReader.read_into)
+    payload = np.random.default_rng(3).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()
+    path = tmp_path / "f.bin"
+    path.write_bytes(payload)
+    ranges = [(5_000, 1_000), (0, 5_000), (2 << 20, 700_000), (6_000, 0), (6_000, 12), (3_000_000, 1)]
+    places, total = {}, 0
+    for index in (3, 1, 0, 4, 2, 5):  # laid out in another order than asked or stored
+        places[index] = total
+        total += ranges[index][1]
+    at = [places[i] for i in range(len(ranges))]
+    out = np.zeros(total + 16, np.uint8)
+    with resolve_storage(str(tmp_path)).open_reader(str(path)) as reader:
+        reader.read_into(ranges, memoryview(out), at)
+        for (off, length), where in zip(ranges, at):
+            assert out[where : where + length].tobytes() == payload[off : off + length]
+        assert not out[total:].any()
+        with pytest.raises(CorruptFileError, match="f.bin"):
+            reader.read_into([(len(payload) - 10, 20)], memoryview(out), [0])
+
+
+def test_joined_bytes_views_adjacent_pieces_and_copies_others():
+    """``take.joined_bytes``: pieces lying end to end in one buffer (a run's pages read by
+    ``_read_run``) come back as a view of it; pieces with a gap, out of order or of other buffers
+    come back copied, with the same bytes."""
+    from lance_fw_plugins.encodings_v2_1.take import joined_bytes
+
+    base = np.arange(1_000, dtype=np.uint32).view(np.uint8)
+    view = memoryview(base)
+    adjacent = [view[100:200], view[200:200], view[200:1_000], view[1_000:1_004]]
+    joined = joined_bytes(adjacent)
+    assert np.shares_memory(joined, base) and joined.tobytes() == base[100:1_004].tobytes()
+    for pieces in (
+        [view[100:200], view[201:300]],  # a gap
+        [view[200:300], view[100:200]],  # out of order
+        [view[100:200], memoryview(base.copy())[200:300]],  # another buffer
+        [view[100:200], bytes(base[200:300])],
+    ):
+        joined = joined_bytes(pieces)
+        assert not np.shares_memory(joined, base)
+        assert joined.tobytes() == b"".join(bytes(p) for p in pieces)

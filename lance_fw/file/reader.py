@@ -24,6 +24,7 @@ from lance_fw.file.read_support import (
     guarded,
     shared_metadata,
 )
+from lance_fw.file.reader_fetch import PageFetches
 from lance_fw.file.reader_takes import RowTakes
 from lance_fw.io.storage import RangeReader, Storage
 from lance_fw.plugin_manager import registry
@@ -61,7 +62,7 @@ _PAGE_SETUPS: LruCache[tuple[int, int, int], tuple[str, str, any_pb2.Any, file2_
 )
 
 
-class LanceFileReader(RowTakes):
+class LanceFileReader(RowTakes, PageFetches):
     """Open once (reads the tail), then read any row range of any field."""
 
     def __init__(
@@ -136,39 +137,6 @@ class LanceFileReader(RowTakes):
     ) -> list[pa.Array]:
         stop = self.num_rows if stop is None else min(stop, self.num_rows)
         return [self.read_field(f, start, stop) for f in fields]
-
-    def prefetch(self, fields: list[LanceField], start: int, stop: int) -> None:
-        """Fetch, in one ``read_ranges`` call, the buffers of every page the columns of ``fields``
-        need for rows [start, stop) that is not decoded yet; the next reads of those rows decode
-        from them. Reading column by column costs a round trip per column and page, which on an
-        object store dominates a scan; together the ranges coalesce across columns (adjacent in
-        the file) and the store fetches them concurrently.
-
-        Columns whose rows are not the file's rows (under a 2.0 list) are left to the read; and
-        nothing is fetched where the file's reader says it does not pay (local files)."""
-        stop = min(stop, self.num_rows)
-        if stop <= start or not self._reader.prefetch_pays:
-            return
-        wanted: list[tuple[int, int]] = []  # (column, page)
-        for col, field in self._row_columns(fields):
-            starts = self._starts(col, field)
-            first = bisect.bisect_right(starts, start) - 1
-            last = bisect.bisect_left(starts, stop) - 1
-            wanted += [
-                (col, p)
-                for p in range(max(first, 0), min(last, len(starts) - 2) + 1)
-                if (col, p) not in self._prefetched and self._cached(col, p) is None
-            ]
-        if not wanted:
-            return
-        metas = [self.tail.columns[col].pages[p] for col, p in wanted]
-        for (col, p), meta in zip(wanted, metas):
-            self._check_page(col, p, meta)
-        ranges = [(off, size) for m in metas for off, size in zip(m.buffer_offsets, m.buffer_sizes)]
-        blobs = iter(self._reader.read_ranges(ranges))
-        fetched = {key: [next(blobs) for _ in meta.buffer_offsets] for key, meta in zip(wanted, metas)}
-        with self._lock:
-            self._prefetched.update(fetched)
 
     def decode_ahead(self, fields: list[LanceField], start: int, stop: int) -> None:
         """Decode side by side, on the column pool, the pages the columns of ``fields`` need for
@@ -491,11 +459,18 @@ class LanceFileReader(RowTakes):
             if p not in ahead
             for off, size in zip(m.buffer_offsets, m.buffer_sizes)
         ]
-        blobs = iter(self._reader.read_ranges(ranges) if ranges else ())
+        if len(pages) > 1 and not ahead:
+            read = self._read_run(metas)
+        else:
+            blobs = iter(self._reader.read_ranges(ranges) if ranges else ())
+            read = [
+                [next(blobs) for _ in meta.buffer_offsets] if p not in ahead else []
+                for p, meta in zip(pages, metas)
+            ]
         inputs: list[tuple[any_pb2.Any, PageInput]] = []
         token = self.tail.token
-        for p, (where, encoding, meta) in zip(pages, setups):
-            buffers = ahead[p] if p in ahead else [next(blobs) for _ in meta.buffer_offsets]
+        for p, (where, encoding, meta), own in zip(pages, setups, read):
+            buffers = ahead[p] if p in ahead else own
             inputs.append((encoding, PageInput(buffers, meta.length, arrow_type, where, (token, col, p))))
         together = self._decode_together(col, pages, inputs, arrow_type) if len(inputs) > 1 else None
         if together is not None:

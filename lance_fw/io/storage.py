@@ -125,6 +125,23 @@ class RangeReader(abc.ABC):
                 out[i] = blob[off - start : off - start + ln]
         return out  # type: ignore[return-value]
 
+    def read_into(self, ranges: Sequence[tuple[int, int]], out: memoryview, at: Sequence[int]) -> None:
+        """Read range ``i`` into ``out[at[i] : at[i] + length]``: the pages of a run laid out as
+        their decoder joins them, so that it need not copy them together (``take.joined_bytes``).
+        A backend that can read into memory it is given overrides this (the default reads, then
+        copies). Not atomic: on an error ``out`` holds some of the bytes.
+
+        Raises:
+            CorruptFileError: a range reaches past the end of the file.
+            StorageError: the backend failed.
+        """
+        for (off, length), blob, where in zip(ranges, self.read_ranges(ranges), at, strict=True):
+            if len(blob) != length:
+                raise CorruptFileError(
+                    self.path, f"short read of {length} bytes at {off}: the file is truncated"
+                )
+            out[where : where + length] = blob
+
     def identity(self) -> Hashable | None:
         """What tells this file's bytes apart from any other bytes ever at its path, known
         without a request: a file whose identity is unchanged still holds the bytes it held. The

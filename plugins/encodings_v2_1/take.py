@@ -26,10 +26,44 @@ from .repdef import LIST_LAYERS
 
 
 def joined_bytes(parts: Sequence[bytes | memoryview]) -> np.ndarray:
-    """Byte pieces laid end to end as one array."""
+    """Byte pieces laid end to end as one array: a view where they lie end to end in one buffer
+    already (a run's pages read so, ``LanceFileReader._read_run``), else one copy."""
     if len(parts) == 1:
         return as_u8(parts[0])
+    if len(parts) <= ADJACENT_CHECK_PARTS:
+        adjacent = _adjacent(parts)
+        if adjacent is not None:
+            return adjacent
     return np.frombuffer(b"".join(parts), np.uint8)  # one copy, without a numpy view per piece
+
+
+#: Pieces up to which ``joined_bytes`` looks whether they lie end to end (a numpy view each: a
+#: take's thousands of chunk pieces never do).
+ADJACENT_CHECK_PARTS = 512
+
+
+def _adjacent(parts: Sequence[bytes | memoryview]) -> np.ndarray | None:
+    """The pieces as one view of the buffer they all lie in, end to end; else None."""
+    first = parts[0]
+    if not isinstance(first, memoryview) or first.obj is None:
+        return None
+    base = first.obj
+    if not all(isinstance(p, memoryview) and p.obj is base and p.c_contiguous for p in parts):
+        return None
+    views = [np.frombuffer(p, np.uint8) for p in parts]
+    address = views[0].ctypes.data
+    for view in views:
+        if view.ctypes.data != address:
+            return None
+        address += view.size
+    try:
+        whole = np.frombuffer(memoryview(base), np.uint8)
+    except ValueError:  # a buffer numpy cannot view as bytes (not contiguous)
+        return None
+    start = views[0].ctypes.data - whole.ctypes.data
+    if start < 0 or start + (address - views[0].ctypes.data) > whole.size:
+        return None
+    return whole[start : start + (address - views[0].ctypes.data)]
 
 
 def exclusive_cumsum(x: np.ndarray) -> np.ndarray:
