@@ -78,7 +78,10 @@ class PageBuffers(Sequence):
     """
 
     def __init__(self, reader: RangeReader, offsets: Sequence[int], sizes: Sequence[int], where: str) -> None:
-        self._reader, self._offsets, self._sizes, self.where = reader, list(offsets), list(sizes), where
+        self._reader, self.where = reader, where
+        # kept as given when already tuples (a reader's page setups): no copy per page of a take
+        self._offsets = offsets if isinstance(offsets, tuple) else tuple(offsets)
+        self._sizes = sizes if isinstance(sizes, tuple) else tuple(sizes)
         self._whole: dict[int, memoryview] = {}
 
     def __len__(self) -> int:

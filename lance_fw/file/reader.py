@@ -57,9 +57,12 @@ RUNS_KEPT = 4
 #: column, page): a few hundred bytes each. Enough for every page of a scan of a few files cut
 #: into pages of 8192 rows (pylance writing a stream: 5 columns of 2M rows hold 1,225 pages).
 PAGE_SETUPS_CACHED = 8192
-_PAGE_SETUPS: LruCache[tuple[int, int, int], tuple[str, str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]] = (
-    LruCache(PAGE_SETUPS_CACHED)
-)
+#: A page's setup: the field name it was checked for, where it is, its parsed encoding, its
+#: metadata, and its buffers' offsets and sizes as tuples (what ``PageBuffers`` holds).
+_PageSetup = tuple[
+    str, str, any_pb2.Any, file2_pb2.ColumnMetadata.Page, tuple[tuple[int, ...], tuple[int, ...]]
+]
+_PAGE_SETUPS: LruCache[tuple[int, int, int], _PageSetup] = LruCache(PAGE_SETUPS_CACHED)
 
 
 class LanceFileReader(RowTakes, PageFetches):
@@ -534,15 +537,28 @@ class LanceFileReader(RowTakes, PageFetches):
         its metadata. Kept per page (``_PAGE_SETUPS``): a scan of a file cut into many small pages
         parsed every page's encoding again on every open, and a point lookup reads the same pages
         query after query."""
+        found = self._setup(col, p, field)
+        return found[1], found[2], found[3]
+
+    def _page_places(
+        self, col: int, p: int, field: LanceField
+    ) -> tuple[str, any_pb2.Any, tuple[tuple[int, ...], tuple[int, ...]], int]:
+        """``_page_setup`` for a take: where, encoding, the buffers' (offsets, sizes) and the
+        page's rows (a take builds a ``PageBuffers`` per page it touches: hundreds a take)."""
+        found = self._setup(col, p, field)
+        return found[1], found[2], found[4], found[3].length
+
+    def _setup(self, col: int, p: int, field: LanceField) -> _PageSetup:
         key = (self.tail.token, col, p)
         found = _PAGE_SETUPS.get(key)
         if found is None or found[0] != field.name:
             meta = self.tail.columns[col].pages[p]
             self._check_page(col, p, meta)
             where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
-            found = (field.name, where, self._page_encoding(meta, where), meta)
+            places = (tuple(meta.buffer_offsets), tuple(meta.buffer_sizes))
+            found = (field.name, where, self._page_encoding(meta, where), meta, places)
             _PAGE_SETUPS.put(key, found)
-        return found[1], found[2], found[3]
+        return found
 
     def _page_encoding(self, meta: file2_pb2.ColumnMetadata.Page, where: str) -> any_pb2.Any:
         if meta.encoding.WhichOneof("location") != "direct":

@@ -60,6 +60,9 @@ class RowTakes:
         def _page_setup(
             self, col: int, p: int, field: LanceField
         ) -> tuple[str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]: ...
+        def _page_places(
+            self, col: int, p: int, field: LanceField
+        ) -> tuple[str, any_pb2.Any, tuple[tuple[int, ...], tuple[int, ...]], int]: ...
         def _row_columns(self, fields: list[LanceField]) -> list[tuple[int, LanceField]]: ...
         def _starts(self, col: int, field: LanceField) -> list[int]: ...
 
@@ -199,10 +202,10 @@ class RowTakes:
         What does not depend on the rows (the page's checks, encoding, buffer places) is kept per
         page (``_page_setup``): a point lookup reads the same pages query after query."""
         key = (self.tail.token, col, p)
-        where, encoding, meta = self._page_setup(col, p, field)
+        where, encoding, (offsets, sizes), num_rows = self._page_places(col, p, field)
         source = self._held_first if self._small else self._reader
-        buffers = PageBuffers(source, meta.buffer_offsets, meta.buffer_sizes, where)
-        return PageInput(buffers, meta.length, arrow_type, where, key), encoding
+        buffers = PageBuffers(source, offsets, sizes, where)
+        return PageInput(buffers, num_rows, arrow_type, where, key), encoding
 
     def _decode_rows(
         self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType, field: LanceField
