@@ -220,6 +220,21 @@ class StorageConformance(StoreUnderTest):
             assert [bytes(b) for b in got] == [data[o : o + n] for o, n in ranges]
             assert bytes(reader.read_exact(10, 20, "a block")) == data[10:30]
 
+    def test_read_into(self, storage: Storage, root: str) -> None:
+        """``read_into``: each range's bytes where ``at`` says (a run of pages laid out buffer by
+        buffer), ranges unsorted, adjacent in the file or not, empty."""
+        path = f"{root}/into"
+        data = _payload(RANGE_FILE_BYTES, salt=3)
+        storage.write_bytes(path, data)
+        ranges = [(250_000, 10), (0, 100), (100, 50), (100, 0), (299_990, 10)]
+        at = [160, 10, 110, 0, 170]
+        out = bytearray(200)
+        with storage.open_reader(path) as reader:
+            reader.read_into(ranges, memoryview(out), at)
+        for (offset, length), place in zip(ranges, at):
+            assert bytes(out[place : place + length]) == data[offset : offset + length], (offset, length)
+        assert bytes(out[:10]) == bytes(10) and bytes(out[180:]) == bytes(20)
+
     def test_read_past_the_end_is_corrupt_file_error(self, storage: Storage, root: str) -> None:
         path = f"{root}/short"
         storage.write_bytes(path, b"0123456789")
@@ -227,6 +242,8 @@ class StorageConformance(StoreUnderTest):
             for offset, length in [(5, 6), (10, 1), (100, 1), (-1, 2)]:
                 with pytest.raises(CorruptFileError):
                     reader.read_exact(offset, length, "the footer")
+            with pytest.raises(CorruptFileError):
+                reader.read_into([(5, 6)], memoryview(bytearray(6)), [0])
 
     def test_concurrent_range_reads(self, storage: Storage, root: str) -> None:
         path = f"{root}/shared"
