@@ -130,15 +130,10 @@ def test_scan_decodes_runs_of_pages(uri):
     assert max(tables_runs) >= 10, tables_runs
 
 
-@pytest.mark.parametrize("slice_below", [2, 1024])
-def test_scans_of_odd_sized_pages_in_split_runs(uri, monkeypatch, slice_below):
-    """Pages of 1,000-row batches end in a block short of 1,024 values, in the middle of a run:
-    the values are cut out of the unpacked blocks by slices (``slice_below`` 1024) or by a mask
-    (2: any run with two short blocks or more). With the reader's thresholds scaled down, every
-    column's pages split into runs by half of what is left (``_small_pages_after``) and a run
-    decoded beside the next one (``_next_run``), as 2 MB columns of pylance's 8192-row pages are."""
+def _scaled_down_pages(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pylance's pages of 1,000-row batches (2.2, two files), with the reader's run and decode
+    ahead thresholds scaled down to match: 2 MB columns of pylance's 8192-row pages in small."""
     from lance_fw.file import reader as file_reader
-    from lance_fw_plugins.encodings_v2_1 import chunked
 
     table = _table(ROWS)
     reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=1_000))
@@ -146,6 +141,18 @@ def test_scans_of_odd_sized_pages_in_split_runs(uri, monkeypatch, slice_below):
     monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 16 << 10)
     monkeypatch.setattr(file_reader, "SMALL_PAGES_RUN_BYTES", 256 << 10)
     monkeypatch.setattr(file_reader, "NEXT_RUN_MIN_BYTES", 8 << 10)
+
+
+@pytest.mark.parametrize("slice_below", [2, 1024])
+def test_scans_of_odd_sized_pages_in_split_runs(uri, monkeypatch, slice_below):
+    """Pages of 1,000-row batches end in a block short of 1,024 values, in the middle of a run:
+    the values are cut out of the unpacked blocks by slices (``slice_below`` 1024) or by a mask
+    (2: any run with two short blocks or more). With the reader's thresholds scaled down, every
+    column's pages split into runs by half of what is left (``_small_pages_after``) and a run
+    decoded beside the next one (``_next_run``), as 2 MB columns of pylance's 8192-row pages are."""
+    from lance_fw_plugins.encodings_v2_1 import chunked
+
+    _scaled_down_pages(uri, monkeypatch)
     monkeypatch.setattr(chunked, "SLICE_SHORT_BLOCKS_BELOW", slice_below)
     short_blocks: list[int] = []
     original = chunked._without_padding
@@ -174,13 +181,8 @@ def test_a_scan_decodes_each_page_once(uri, monkeypatch, columns):
     in the test above, so that 1,000-row pages behave like pylance's 1 MB vector pages."""
     from lance_fw.file import reader as file_reader
 
-    table = _table(ROWS)
-    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=1_000))
-    lance.write_dataset(reader, uri, data_storage_version="2.2", max_rows_per_file=FIRST_FILE_ROWS)
-    monkeypatch.setattr(file_reader, "DECODE_AHEAD_BYTES", 16 << 10)
+    _scaled_down_pages(uri, monkeypatch)
     monkeypatch.setattr(file_reader, "RUN_PAGE_BYTES", 32 << 10)
-    monkeypatch.setattr(file_reader, "SMALL_PAGES_RUN_BYTES", 256 << 10)
-    monkeypatch.setattr(file_reader, "NEXT_RUN_MIN_BYTES", 8 << 10)
     decoded: list[tuple[str, int, int]] = []
     original = file_reader.LanceFileReader._decode_pages
 
