@@ -151,10 +151,11 @@ class LanceFileReader(RowTakes, PageFetches):
         expensive batch (numpy, pyarrow and zstd release the GIL).
 
         A pool task is a page or a run of pages under ``RUN_PAGE_BYTES`` each (the range's and
-        those after it, ``_small_pages_after``) holding ``DECODE_AHEAD_BYTES`` or more. Nothing happens
-        unless two tasks are found: two columns', or one column's and its next one
-        (``_next_run``); otherwise the reads decode as usual. Pages decoded here wait in
-        ``_ahead`` until they are read.
+        those after it, ``_small_pages_after``) holding ``DECODE_AHEAD_BYTES`` or more. Nothing
+        happens unless two tasks are found: two columns', one column's and its next one
+        (``_next_run``), or one run's two halves (``_halves``); otherwise the reads decode as
+        usual. With two, the lighter runs of the other columns go along. Pages decoded here
+        wait in ``_ahead`` until they are read.
         """
         stop = min(stop, self.num_rows)
         if stop <= start or self.tail.version == (2, 0):  # 2.0 pages are plain: copies, not compute
@@ -238,9 +239,8 @@ class LanceFileReader(RowTakes, PageFetches):
     def _next_run(self, col: int, pages: list[int]) -> list[int]:
         """What to decode beside ``pages`` of a column (a heavy page, or a run of small pages
         worth a pool task) when no other column of the read is worth one: after a heavy page
-        (one not decoded in runs), the
-        next heavy page within ``DECODE_AHEAD_LOOK_PAGES``, else the page or run right after it;
-        after a run, the next run. None where that is decoded already or holds under
+        not decoded in runs, the next heavy page within ``DECODE_AHEAD_LOOK_PAGES``, else the
+        page or run right after it; after a run, the next run. None where that is decoded already or holds under
         ``NEXT_RUN_MIN_BYTES`` (a column of one heavy page and a smaller last one decoded them
         one after the other, on one core)."""
         n_pages = len(self.tail.columns[col].pages)
