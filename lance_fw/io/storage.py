@@ -140,7 +140,7 @@ class RangeReader(abc.ABC):
                 raise CorruptFileError(
                     self.path, f"short read of {length} bytes at {off}: the file is truncated"
                 )
-            out[where : where + length] = blob
+            out[where : where + length] = memoryview(blob).cast("B")  # (pyarrow's buffers are 'b')
 
     def identity(self) -> Hashable | None:
         """What tells this file's bytes apart from any other bytes ever at its path, known
