@@ -39,8 +39,10 @@ K = 10
 #: clusters of the data: many small ones, so partition boundaries cut few of them and the recall of
 #: two k-means optima (pylance's is unseeded) differs little
 CENTRES = 512
-#: recall pylance gets from lance_fw's index may be this much below what it gets from its own
-RECALL_SLACK = 0.05
+#: recall pylance gets from lance_fw's index may be this much below what it gets from its own.
+#: pylance's own build is unseeded: over 6 builds of the cosine data its recall at 4 probes ranged
+#: 0.70-0.755 while lance_fw's (seeded) stayed 0.699; 0.05 failed one CI run in many (0.056).
+RECALL_SLACK = 0.07
 #: copies of each vector in the data of the ties test
 TIED_COPIES = 4
 

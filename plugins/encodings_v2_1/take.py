@@ -44,6 +44,8 @@ ADJACENT_CHECK_PARTS = 512
 
 def _adjacent(parts: Sequence[bytes | memoryview]) -> np.ndarray | None:
     """The pieces as one view of the buffer they all lie in, end to end; else None."""
+    if not parts:
+        return None
     first = parts[0]
     if not isinstance(first, memoryview) or first.obj is None:
         return None
