@@ -62,7 +62,8 @@ class SyncAheadFile:
     Each ``SYNC_AHEAD_BYTES`` written, the Python buffer is flushed and ``fdatasync`` runs on a
     duplicate of the file descriptor in the ``sync`` pool (it releases the GIL; the duplicate keeps
     the file open however the writer ends), at most one at a time per file. ``sync`` raises the
-    error of any background sync, waits for the one in flight and fsyncs the rest. Used by one thread at a time, as ``StagedOutput`` is."""
+    error of any background sync, waits for the one in flight and fsyncs the rest. Used by one
+    thread at a time, as ``StagedOutput`` is."""
 
     def __init__(self, file: BinaryIO) -> None:
         self._file = file
@@ -121,6 +122,22 @@ POOL_READ_BYTES = 1 << 20
 IOV_MAX = 1024
 
 
+def _preadv_all(fd: int, views: list[memoryview], offset: int) -> int:
+    """Read the file from ``offset`` into ``views`` in turn, ``os.preadv`` after ``os.preadv``
+    until they are full or the file ends; the bytes read.
+
+    Raises:
+        OSError: the read failed."""
+    want = sum(len(view) for view in views)
+    done = 0
+    while done < want:
+        got = os.preadv(fd, _after(views, done), offset + done)
+        if got == 0:  # end of file
+            break
+        done += got
+    return done
+
+
 def _after(views: list[memoryview], skip: int) -> list[memoryview]:
     """``views`` without their first ``skip`` bytes (what a short ``preadv`` left to read)."""
     out = []
@@ -173,15 +190,9 @@ class LocalReader(RangeReader):
         every page first (a 128 MiB page read: ~62 ms as bytes, ~23 ms into the pool, measured)."""
         if length < POOL_READ_BYTES:
             return memoryview(self.read(offset, length))
-        buffer = pa.allocate_buffer(length)
-        view = memoryview(buffer)
-        done = 0
+        view = memoryview(pa.allocate_buffer(length))
         try:
-            while done < length:
-                got = os.preadv(self._fd, [view[done:]], offset + done)
-                if got == 0:  # end of file: a short read, as ``read`` gives
-                    break
-                done += got
+            done = _preadv_all(self._fd, [view], offset)  # short at the end of file, as ``read``
         except OSError as exc:
             raise StorageError(f"{self.path}: reading {length} bytes at {offset}: {exc}") from exc
         return view[:done]
@@ -189,10 +200,11 @@ class LocalReader(RangeReader):
     def read_into(self, ranges: Sequence[tuple[int, int]], out: memoryview, at: Sequence[int]) -> None:
         """One ``os.preadv`` per run of ranges adjacent in the file (a page's buffers), each
         range's bytes landing where ``at`` says: no copy after the read."""
-        order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+        order = sorted((i for i in range(len(ranges)) if ranges[i][1]), key=lambda i: ranges[i][0])
         group: list[int] = []
         for i in order:
-            if group and ranges[i][0] != ranges[group[-1]][0] + ranges[group[-1]][1]:
+            end = ranges[group[-1]][0] + ranges[group[-1]][1] if group else None
+            if group and (ranges[i][0] != end or len(group) == IOV_MAX):
                 self._read_group(ranges, out, at, group)
                 group = []
             group.append(i)
@@ -202,24 +214,18 @@ class LocalReader(RangeReader):
     def _read_group(
         self, ranges: Sequence[tuple[int, int]], out: memoryview, at: Sequence[int], group: list[int]
     ) -> None:
+        """Ranges ``group`` (one after the other in the file, at most ``IOV_MAX``) in one read."""
         offset = ranges[group[0]][0]
-        views = [out[at[i] : at[i] + ranges[i][1]] for i in group if ranges[i][1]][:IOV_MAX]
-        if len(views) < sum(1 for i in group if ranges[i][1]):  # more than one call may take
-            for i in group:
-                self._read_group(ranges, out, at, [i])
-            return
-        want = sum(len(v) for v in views)
-        done = 0
+        views = [out[at[i] : at[i] + ranges[i][1]] for i in group]
+        want = sum(len(view) for view in views)
         try:
-            while done < want:
-                got = os.preadv(self._fd, _after(views, done), offset + done)
-                if got == 0:
-                    raise CorruptFileError(
-                        self.path, f"short read of {want} bytes at {offset}: the file is truncated"
-                    )
-                done += got
+            done = _preadv_all(self._fd, views, offset)
         except OSError as exc:
             raise StorageError(f"{self.path}: reading {want} bytes at {offset}: {exc}") from exc
+        if done < want:
+            raise CorruptFileError(
+                self.path, f"short read of {want} bytes at {offset}: the file is truncated"
+            )
 
     def close(self, _close: Callable[[int], None] = os.close) -> None:
         # ``_close`` bound at definition: ``__del__`` may run at interpreter exit, after ``os`` is gone

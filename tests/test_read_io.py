@@ -178,3 +178,20 @@ def test_joined_bytes_views_adjacent_pieces_and_copies_others():
         joined = joined_bytes(pieces)
         assert not np.shares_memory(joined, base)
         assert joined.tobytes() == b"".join(bytes(p) for p in pieces)
+
+
+def test_local_read_into_of_more_adjacent_ranges_than_one_preadv_takes(tmp_path):
+    """More adjacent ranges than ``IOV_MAX`` buffers: read in several ``os.preadv`` calls, each
+    range still where asked (laid out in reverse, so that no call's buffers are contiguous)."""
+    from lance_fw_plugins.storage_local import IOV_MAX
+
+    count = 2 * IOV_MAX + 7
+    payload = np.random.default_rng(5).integers(0, 256, count * 10, dtype=np.uint8).tobytes()
+    path = tmp_path / "f.bin"
+    path.write_bytes(payload)
+    ranges = [(10 * i, 10) for i in range(count)]
+    at = [10 * (count - 1 - i) for i in range(count)]
+    out = np.zeros(count * 10, np.uint8)
+    with resolve_storage(str(tmp_path)).open_reader(str(path)) as reader:
+        reader.read_into(ranges, memoryview(out), at)
+    assert out.reshape(count, 10)[::-1].tobytes() == payload

@@ -240,9 +240,9 @@ class LanceFileReader(RowTakes, PageFetches):
         """What to decode beside ``pages`` of a column (a heavy page, or a run of small pages
         worth a pool task) when no other column of the read is worth one: after a heavy page
         not decoded in runs, the next heavy page within ``DECODE_AHEAD_LOOK_PAGES``, else the
-        page or run right after it; after a run, the next run. None where that is decoded already or holds under
-        ``NEXT_RUN_MIN_BYTES`` (a column of one heavy page and a smaller last one decoded them
-        one after the other, on one core)."""
+        page or run right after it; after a run, the next run. None where that is decoded
+        already or holds under ``NEXT_RUN_MIN_BYTES`` (a column of one heavy page and a smaller
+        last one decoded them one after the other, on one core)."""
         n_pages = len(self.tail.columns[col].pages)
         if len(pages) == 1 and self._is_heavy(col, pages[0]) and not self._in_runs(col, pages[0]):
             after = range(pages[0] + 1, min(n_pages, pages[0] + 1 + DECODE_AHEAD_LOOK_PAGES))

@@ -81,24 +81,17 @@ class PageFetches:
         page's buffer 0, then every page's buffer 1, and so on. A run's decoder joins the pages'
         value buffers end to end; adjacent already, they are joined without a copy
         (``take.joined_bytes``; a 128 MiB vector column: one copy of four gone)."""
-        width = max(len(m.buffer_offsets) for m in metas)
         ranges: list[tuple[int, int]] = []
         at: list[int] = []
-        where: dict[tuple[int, int], int] = {}  # (page, buffer) -> index in ranges
+        of_page: list[list[int]] = [[] for _ in metas]  # each page's ranges, in buffer order
         total = 0
-        for b in range(width):
+        for b in range(max(len(m.buffer_offsets) for m in metas)):
             for i, meta in enumerate(metas):
                 if b < len(meta.buffer_offsets):
-                    where[(i, b)] = len(ranges)
+                    of_page[i].append(len(ranges))
                     ranges.append((meta.buffer_offsets[b], meta.buffer_sizes[b]))
                     at.append(total)
                     total += meta.buffer_sizes[b]
         out = pool_empty(total, np.uint8).data
         self._reader.read_into(ranges, out, at)
-        return [
-            [
-                out[at[k] : at[k] + ranges[k][1]]
-                for k in (where[(i, b)] for b in range(len(meta.buffer_offsets)))
-            ]
-            for i, meta in enumerate(metas)
-        ]
+        return [[out[at[k] : at[k] + ranges[k][1]] for k in ks] for ks in of_page]

@@ -53,7 +53,7 @@ def _adjacent(parts: Sequence[bytes | memoryview]) -> np.ndarray | None:
     if not all(isinstance(p, memoryview) and p.obj is base and p.c_contiguous for p in parts):
         return None
     views = [np.frombuffer(p, np.uint8) for p in parts]
-    address = views[0].ctypes.data
+    first_at = address = views[0].ctypes.data
     for view in views:
         if view.ctypes.data != address:
             return None
@@ -62,10 +62,8 @@ def _adjacent(parts: Sequence[bytes | memoryview]) -> np.ndarray | None:
         whole = np.frombuffer(memoryview(base), np.uint8)
     except ValueError:  # a buffer numpy cannot view as bytes (not contiguous)
         return None
-    start = views[0].ctypes.data - whole.ctypes.data
-    if start < 0 or start + (address - views[0].ctypes.data) > whole.size:
-        return None
-    return whole[start : start + (address - views[0].ctypes.data)]
+    start, stop = first_at - whole.ctypes.data, address - whole.ctypes.data
+    return whole[start:stop] if 0 <= start and stop <= whole.size else None
 
 
 def exclusive_cumsum(x: np.ndarray) -> np.ndarray:
