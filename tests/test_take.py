@@ -75,6 +75,33 @@ def test_take_row_paths_equal_pylance(uri, name, version, writer):
         assert_tables_equal(lance.dataset(uri).take(indices), lance_fw.dataset(uri).take(indices))
 
 
+@pytest.mark.parametrize("version", ["2.0", "2.2"])
+@pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
+def test_sorted_take_over_fragments_equals_pylance(uri, version, writer):
+    """Rows asked in order, distinct, over several fragments (the usual take: no per-fragment
+    reordering, the parts joined as they come), with a dictionary column holding nulls (Arrow
+    cannot unify such dictionaries across fragments): values, column types and one chunk per
+    column, as pylance returns them; ahead of them a take with repeats and one starting past
+    row 0 of the first fragment."""
+    n = 6_000
+    values = [None if i % 7 == 0 else f"c{i % 5}" for i in range(n)]
+    table = pa.table({"id": pa.array(np.arange(n)), "d": pa.array(values).dictionary_encode(),
+                      "s": pa.array(values), "f": pa.array(np.random.default_rng(2).random(n))})
+    write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
+    write(table, uri, data_storage_version=version, max_rows_per_file=1_500)
+    assert len(lance.dataset(uri).get_fragments()) == 4
+    rng = np.random.default_rng(5)
+    for indices in (np.sort(rng.choice(n, 700, replace=False)),   # every fragment, in order
+                    np.arange(1_400, 1_700),                       # across one fragment boundary
+                    np.array([3, 3, 1_600, 2_000]),                # in order, a repeat
+                    np.array([4_000, 10, 5_999])):                 # out of order
+        expected = lance.dataset(uri).take(indices.tolist())
+        got = lance_fw.dataset(uri).take(indices.tolist())
+        assert_tables_equal(expected, got)
+        assert got.schema == expected.schema
+        assert [c.num_chunks for c in got.columns] == [c.num_chunks for c in expected.columns]
+
+
 def test_take_reads_only_what_it_needs(uri, monkeypatch):
     """A few rows of a large dataset read a small share of its bytes (chunks and row ranges, not pages)."""
     from lance_fw_plugins import storage_local

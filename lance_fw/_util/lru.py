@@ -54,9 +54,10 @@ class LruCache(Generic[K, V]):
     def get(self, key: K) -> V | None:
         """The value cached under ``key`` (now the most recently used), or None."""
         with self._lock:
-            if key not in self._entries:
+            try:
+                self._entries.move_to_end(key)
+            except KeyError:
                 return None
-            self._entries.move_to_end(key)
             return self._entries[key]
 
     def get_or_load(self, key: K, load: Callable[[], V]) -> V:
@@ -68,9 +69,11 @@ class LruCache(Generic[K, V]):
             Whatever ``load`` raises; nothing is cached then.
         """
         with self._lock:
-            if key in self._entries:
+            try:
                 self._entries.move_to_end(key)
                 return self._entries[key]
+            except KeyError:
+                pass
         value = load()
         self.put(key, value)
         return value

@@ -150,15 +150,20 @@ class RowTakes:
             raise CorruptFileError(
                 self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, need {int(rows[-1]) + 1}"
             )
-        page_of = np.searchsorted(np.asarray(starts, np.int64), rows, side="right") - 1
-        cuts = (np.flatnonzero(page_of[1:] != page_of[:-1]) + 1).tolist()
+        first_rows = np.asarray(starts, np.int64)
+        page_of = np.searchsorted(first_rows, rows, side="right") - 1
+        cut_at = np.flatnonzero(page_of[1:] != page_of[:-1]) + 1
+        # per page only slices (a take over many small pages: numpy calls cost microseconds each)
+        locals_all = rows - first_rows[page_of]
+        cuts = cut_at.tolist()
+        page_list = page_of[np.append(0, cut_at)].tolist()
+        pages_meta = self.tail.columns[col].pages
         pieces: list[pa.Array] = []
         run: list[tuple[int, np.ndarray]] = []  # pages to decode row by row, in order
-        for lo, hi in zip([0] + cuts, cuts + [len(rows)]):
-            p = int(page_of[lo])
-            local = rows[lo:hi] - starts[p]
+        for p, lo, hi in zip(page_list, [0] + cuts, cuts + [len(rows)]):
+            local = locals_all[lo:hi]
             whole = self._cached(col, p)
-            if whole is None and len(local) > WHOLE_PAGE_SHARE * self.tail.columns[col].pages[p].length:
+            if whole is None and hi - lo > WHOLE_PAGE_SHARE * pages_meta[p].length:
                 whole = self._decode_pages(col, [p], arrow_type, field)[0]
                 with self._lock:
                     self._cache[col] = (p, whole)

@@ -67,8 +67,10 @@ def _adjacent(parts: Sequence[bytes | memoryview]) -> np.ndarray | None:
 
 
 def exclusive_cumsum(x: np.ndarray) -> np.ndarray:
+    """0, x[0], x[0] + x[1], ... as int64 (``np.add.accumulate``: ``np.cumsum``'s wrapper costs
+    three times the sum of a page's few chunks, and a take calls this ~80 times)."""
     out = np.zeros(len(x) + 1, np.int64)
-    np.cumsum(x, out=out[1:])
+    np.add.accumulate(x, dtype=np.int64, out=out[1:])
     return out
 
 
