@@ -273,6 +273,10 @@ def main() -> int:
             "pylance": lambda: __import__("lance").dataset(text_paths["pylance-2.2"]).to_table(),
             "parquet": lambda: pq.read_table(text_paths["parquet"]),
         }
+        # The datasets just written (pylance's and Parquet's unsynced, GBs with the index copies)
+        # would otherwise reach the disk during the timed reads: kernel writeback taking one of
+        # this box's two cores at random moments. Flushed once here, before any read is timed.
+        os.sync()
         for name, engines in suites.items():
             if not chosen(name):
                 continue
