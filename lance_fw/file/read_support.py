@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 import struct
 from collections.abc import Callable, Hashable, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import any_pb2
 
+from lance_fw._proto import file2_pb2
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.file.container import FOOTER, FileTail, read_tail
@@ -44,6 +45,22 @@ DECODE_FAILURES = (
     struct.error,
     MemoryError,
 )
+
+
+class PageSetup(NamedTuple):
+    """A page of a column as readers use it read after read, checked once (``LanceFileReader.
+    _page_setup``): scans decode its buffers by ``encoding``; takes build a ``PageBuffers`` over
+    ``offsets`` and ``sizes`` (tuples, so no copy per page of a take touching hundreds)."""
+
+    #: the field the page was checked for (a setup is reused for that field only)
+    field_name: str
+    #: "file, column N (field f), page P", for errors
+    where: str
+    #: the page's parsed encoding
+    encoding: any_pb2.Any
+    meta: file2_pb2.ColumnMetadata.Page
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
 
 
 def guarded(run: Callable[[], _T], where: str, encoding: any_pb2.Any) -> _T:

@@ -19,6 +19,7 @@ from lance_fw.file.encoding import PageInput, decode_page
 from lance_fw.file.read_support import (
     FileMetadata,
     HeldFirst,
+    PageSetup,
     checked_page,
     concat_pages,
     guarded,
@@ -57,12 +58,7 @@ RUNS_KEPT = 4
 #: column, page): a few hundred bytes each. Enough for every page of a scan of a few files cut
 #: into pages of 8192 rows (pylance writing a stream: 5 columns of 2M rows hold 1,225 pages).
 PAGE_SETUPS_CACHED = 8192
-#: A page's setup: the field name it was checked for, where it is, its parsed encoding, its
-#: metadata, and its buffers' offsets and sizes as tuples (what ``PageBuffers`` holds).
-_PageSetup = tuple[
-    str, str, any_pb2.Any, file2_pb2.ColumnMetadata.Page, tuple[tuple[int, ...], tuple[int, ...]]
-]
-_PAGE_SETUPS: LruCache[tuple[int, int, int], _PageSetup] = LruCache(PAGE_SETUPS_CACHED)
+_PAGE_SETUPS: LruCache[tuple[int, int, int], PageSetup] = LruCache(PAGE_SETUPS_CACHED)
 
 
 class LanceFileReader(RowTakes, PageFetches):
@@ -453,7 +449,7 @@ class LanceFileReader(RowTakes, PageFetches):
         self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField
     ) -> list[pa.Array]:
         setups = [self._page_setup(col, p, field) for p in pages]
-        metas = [meta for _, _, meta in setups]
+        metas = [setup.meta for setup in setups]
         with self._lock:
             ahead = {p: self._prefetched.pop((col, p)) for p in pages if (col, p) in self._prefetched}
         ranges = [
@@ -472,9 +468,10 @@ class LanceFileReader(RowTakes, PageFetches):
             ]
         inputs: list[tuple[any_pb2.Any, PageInput]] = []
         token = self.tail.token
-        for p, (where, encoding, meta), own in zip(pages, setups, read):
+        for p, setup, own in zip(pages, setups, read):
             buffers = ahead[p] if p in ahead else own
-            inputs.append((encoding, PageInput(buffers, meta.length, arrow_type, where, (token, col, p))))
+            page = PageInput(buffers, setup.meta.length, arrow_type, setup.where, (token, col, p))
+            inputs.append((setup.encoding, page))
         together = self._decode_together(col, pages, inputs, arrow_type) if len(inputs) > 1 else None
         if together is not None:
             return together
@@ -530,33 +527,20 @@ class LanceFileReader(RowTakes, PageFetches):
                     f"the end of the file ({self._reader.size()} bytes)",
                 )
 
-    def _page_setup(
-        self, col: int, p: int, field: LanceField
-    ) -> tuple[str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]:
-        """Page ``p`` of column ``col``, checked: where it is (for errors), its parsed encoding and
-        its metadata. Kept per page (``_PAGE_SETUPS``): a scan of a file cut into many small pages
-        parsed every page's encoding again on every open, and a point lookup reads the same pages
-        query after query."""
-        found = self._setup(col, p, field)
-        return found[1], found[2], found[3]
-
-    def _page_places(
-        self, col: int, p: int, field: LanceField
-    ) -> tuple[str, any_pb2.Any, tuple[tuple[int, ...], tuple[int, ...]], int]:
-        """``_page_setup`` for a take: where, encoding, the buffers' (offsets, sizes) and the
-        page's rows (a take builds a ``PageBuffers`` per page it touches: hundreds a take)."""
-        found = self._setup(col, p, field)
-        return found[1], found[2], found[4], found[3].length
-
-    def _setup(self, col: int, p: int, field: LanceField) -> _PageSetup:
+    def _page_setup(self, col: int, p: int, field: LanceField) -> PageSetup:
+        """Page ``p`` of column ``col``, checked (``PageSetup``). Kept per page (``_PAGE_SETUPS``):
+        a scan of a file cut into many small pages parsed every page's encoding again on every
+        open, and a point lookup reads the same pages query after query."""
         key = (self.tail.token, col, p)
         found = _PAGE_SETUPS.get(key)
-        if found is None or found[0] != field.name:
+        if found is None or found.field_name != field.name:
             meta = self.tail.columns[col].pages[p]
             self._check_page(col, p, meta)
             where = f"{self.path}: column {col} (field {field.name!r}), page {p}"
-            places = (tuple(meta.buffer_offsets), tuple(meta.buffer_sizes))
-            found = (field.name, where, self._page_encoding(meta, where), meta, places)
+            encoding = self._page_encoding(meta, where)
+            found = PageSetup(
+                field.name, where, encoding, meta, tuple(meta.buffer_offsets), tuple(meta.buffer_sizes)
+            )
             _PAGE_SETUPS.put(key, found)
         return found
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import threading
 
     from lance_fw.file.container import FileTail
-    from lance_fw.file.read_support import HeldFirst
+    from lance_fw.file.read_support import HeldFirst, PageSetup
     from lance_fw.io.storage import RangeReader
 
 #: A page is decoded whole (not row by row) once more than this share of its rows is wanted.
@@ -57,12 +57,7 @@ class RowTakes:
         def _check_page(self, col: int, p: int, meta: file2_pb2.ColumnMetadata.Page) -> None: ...
         def _column(self, field: LanceField) -> int: ...
         def _num_items(self, col: int, page: int) -> int: ...
-        def _page_setup(
-            self, col: int, p: int, field: LanceField
-        ) -> tuple[str, any_pb2.Any, file2_pb2.ColumnMetadata.Page]: ...
-        def _page_places(
-            self, col: int, p: int, field: LanceField
-        ) -> tuple[str, any_pb2.Any, tuple[tuple[int, ...], tuple[int, ...]], int]: ...
+        def _page_setup(self, col: int, p: int, field: LanceField) -> PageSetup: ...
         def _row_columns(self, fields: list[LanceField]) -> list[tuple[int, LanceField]]: ...
         def _starts(self, col: int, field: LanceField) -> list[int]: ...
 
@@ -207,10 +202,10 @@ class RowTakes:
         What does not depend on the rows (the page's checks, encoding, buffer places) is kept per
         page (``_page_setup``): a point lookup reads the same pages query after query."""
         key = (self.tail.token, col, p)
-        where, encoding, (offsets, sizes), num_rows = self._page_places(col, p, field)
+        setup = self._page_setup(col, p, field)
         source = self._held_first if self._small else self._reader
-        buffers = PageBuffers(source, offsets, sizes, where)
-        return PageInput(buffers, num_rows, arrow_type, where, key), encoding
+        buffers = PageBuffers(source, setup.offsets, setup.sizes, setup.where)
+        return PageInput(buffers, setup.meta.length, arrow_type, setup.where, key), setup.encoding
 
     def _decode_rows(
         self, col: int, p: int, local: np.ndarray, arrow_type: pa.DataType, field: LanceField
