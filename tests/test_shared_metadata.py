@@ -102,3 +102,37 @@ def test_only_backends_with_an_identity_share(tmp_path, monkeypatch):
     path = str(tmp_path / "a.lance")
     _file(path, 1)
     assert _tail(path) is not _tail(path)
+
+
+def test_first_open_reads_the_tail_then_the_metadata_once(tmp_path, monkeypatch):
+    """A first open reads the file's last 64 KiB (footer, offset tables, column metadata,
+    descriptor) and then the metadata bytes it keeps to compare later opens with: two reads, not
+    four (the footer and the column offset table were read again to find where the metadata
+    starts). A later open reads only those bytes, and the kept bytes are the file's own."""
+    from lance_fw_plugins.storage_local import LocalReader
+
+    path = str(tmp_path / "a.lance")
+    _file(path, 3)
+    reads: list[tuple[int, int]] = []
+    original = LocalReader.read
+
+    def counting(self, offset, length):
+        reads.append((offset, length))
+        return original(self, offset, length)
+
+    monkeypatch.setattr(LocalReader, "read", counting)
+    first = _tail(path)
+    assert len(reads) == 2, reads
+    size = (tmp_path / "a.lance").stat().st_size
+    start = reads[1][0]
+    assert reads[1] == (start, size - start) and start == first.metadata_start
+    assert _tail(path) is first
+    assert reads[2:] == [(start, size - start)]
+    kept = read_support._SHARED.get((path, LocalReader(path).identity()))
+    assert kept is not None and kept[1] == (tmp_path / "a.lance").read_bytes()[start:]
+    # everything the parse read lies from there on: a copy with the bytes before it zeroed parses alike
+    blanked = tmp_path / "blanked.lance"
+    blanked.write_bytes(bytes(start) + (tmp_path / "a.lance").read_bytes()[start:])
+    other = read_support.read_metadata(LocalReader(str(blanked))).tail
+    assert (other.columns, other.descriptor, other.global_buffers) == (
+        first.columns, first.descriptor, first.global_buffers)

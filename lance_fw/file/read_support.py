@@ -14,7 +14,6 @@ import struct
 from collections.abc import Callable, Hashable, Sequence
 from typing import NamedTuple, TypeVar
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import any_pb2
@@ -22,7 +21,7 @@ from google.protobuf import any_pb2
 from lance_fw._proto import file2_pb2
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, LanceError, SchemaError, UnsupportedFeatureError
-from lance_fw.file.container import FOOTER, FileTail, read_tail
+from lance_fw.file.container import FileTail, read_tail
 from lance_fw.file.encoding import check_decoded
 from lance_fw.file.version import version_name
 from lance_fw.io.storage import RangeReader
@@ -228,17 +227,7 @@ def shared_metadata(reader: RangeReader) -> FileMetadata:
         if reader.read_exact(found[0], size - found[0], "file metadata") == found[1]:
             return found[2]
     metadata = read_metadata(reader)
-    start = _metadata_start(reader, metadata)
+    start = metadata.tail.metadata_start
     if size - start <= SHARED_METADATA_MAX_FILE_BYTES:
         _SHARED.put(key, (start, reader.read_exact(start, size - start, "file metadata"), metadata))
     return metadata
-
-
-def _metadata_start(reader: RangeReader, metadata: FileMetadata) -> int:
-    """Where the first byte ``read_metadata`` parsed lies (it checked every place it read)."""
-    col_start, cmo_pos, gbo_pos, _, n_cols, *_ = FOOTER.unpack_from(reader.tail(FOOTER.size))
-    start = min(col_start, cmo_pos, gbo_pos, metadata.tail.global_buffers[0][0])
-    if n_cols:
-        table = reader.read_exact(cmo_pos, 16 * n_cols, "column metadata offsets")
-        start = min(start, int(np.frombuffer(table, "<u8").reshape(-1, 2)[:, 0].min()))
-    return start
