@@ -45,7 +45,7 @@ class FileTail:
     global_buffers: list[tuple[int, int]]
     #: The first byte of the file the tail was parsed from (column metadata, offset tables, file
     #: descriptor): from there to the end is what an unchanged file still holds (``shared_metadata``).
-    metadata_start: int = dataclass_field(default=0, compare=False)
+    metadata_start: int = dataclass_field(compare=False)
     #: Unique per parsed tail (never reused, unlike ``id()``): with a column and page it keys caches
     #: of what decoders derive from that page's bytes (``PageInput.key``), valid as long as this tail.
     token: int = dataclass_field(default_factory=lambda: next(_TAIL_TOKENS), compare=False)
@@ -83,7 +83,7 @@ def read_tail(reader: RangeReader) -> FileTail:
             return tail[pos - start : pos - start + length]
         return reader.read_exact(pos, length, what)
 
-    _col_start, cmo_pos, gbo_pos, n_gb, n_cols, major, minor, magic = FOOTER.unpack_from(
+    col_start, cmo_pos, gbo_pos, n_gb, n_cols, major, minor, magic = FOOTER.unpack_from(
         tail, len(tail) - FOOTER.size
     )
     if magic != MAGIC:
@@ -113,7 +113,7 @@ def read_tail(reader: RangeReader) -> FileTail:
     descriptor = parse_message(
         file2_pb2.FileDescriptor, grab(*gbs[0], "file descriptor"), path, "file descriptor"
     )
-    parsed = [_col_start, cmo_pos, gbo_pos, gbs[0][0], *(int(p) for p, _ in cmo)]
+    parsed = [col_start, cmo_pos, gbo_pos, gbs[0][0], *(int(p) for p, _ in cmo)]
     return FileTail(from_footer(major, minor), columns, descriptor, gbs, metadata_start=min(parsed))
 
 

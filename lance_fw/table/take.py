@@ -147,7 +147,7 @@ def _in_request_order(parts: list[pa.Table], order: np.ndarray) -> pa.Table:
     their dictionaries unified, which Arrow cannot do for dictionaries holding a null (2.0 files
     store one); then each run of rows from one part is taken from that part alone. Rows asked
     in order (``order`` 0, 1, ...) are the parts joined, one chunk per column as a ``take``'s."""
-    if len(order) and order[0] == 0 and _ascending(order):  # a permutation rising from 0: the identity
+    if _ascending(order):  # a permutation of 0..n-1 that rises: the identity
         joined = pa.concat_tables(parts)
         try:
             return joined.combine_chunks()
