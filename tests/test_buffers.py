@@ -157,6 +157,24 @@ def test_gather_ranges_of_ordered_ranges_match_slicing(gap):
     assert gather_ranges(data, starts, lengths).tobytes() == want
 
 
+@pytest.mark.parametrize("width", [0, 1, 4, 8])
+def test_headed_lays_each_head_before_its_bytes(width):
+    """``headed`` (full-zip pages: control word, length, bytes per value) against slicing."""
+    from lance_fw.file.buffers import headed
+
+    rng = np.random.default_rng(width)
+    sizes = rng.integers(0, 40, 3000)
+    sizes[::5] = 0  # values without bytes (nulls of a full-zip page)
+    heads = rng.integers(0, 256, (3000, width)).astype(np.uint8)
+    body = rng.integers(0, 256, int(sizes.sum()) + 7).astype(np.uint8)  # more bytes than used
+    at = np.concatenate([[0], np.cumsum(sizes)])
+    want = b"".join(heads[i].tobytes() + body[at[i]:at[i + 1]].tobytes() for i in range(3000))
+    assert headed(heads, sizes, body).tobytes() == want
+    assert headed(heads[:0], sizes[:0], body).tobytes() == b""
+    with pytest.raises(ValueError, match="headed"):  # never reads past the bytes it was given
+        headed(heads, sizes, body[: int(sizes.sum()) - 1])
+
+
 def test_validity_bitmaps_and_fixed_bits():
     import pyarrow as pa
 

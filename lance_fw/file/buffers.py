@@ -58,6 +58,51 @@ def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(np.asarray(starts, np.int64) - out_starts, lengths) + np.arange(total)
 
 
+def headed(heads: np.ndarray, sizes: np.ndarray, body: np.ndarray) -> np.ndarray:
+    """Element ``i`` of ``heads`` (an (n, w) uint8 array: w bytes each) followed by the next
+    ``sizes[i]`` bytes of ``body``, for all i in order, as one uint8 array (a copy).
+
+    Why: a full-zip page lays every value's control word and length before its bytes. Placing
+    the bytes through a per-byte position array (``range_positions``) cost 8 bytes of index and a
+    scatter per byte (a page of 1.7 MB of FSST codes: ~18 ms); Arrow's element-wise join of two
+    binary arrays over the same memory copies each element once (~2 ms)."""
+    heads = np.ascontiguousarray(heads, np.uint8)
+    body = np.ascontiguousarray(body, np.uint8).reshape(-1)
+    n, width = heads.shape
+    body_offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=body_offsets[1:])
+    if len(sizes) != n or body_offsets[-1] > body.size or (n and int(np.min(sizes)) < 0):
+        raise ValueError(
+            f"headed: {n} heads, {len(sizes)} sizes adding up to {body_offsets[-1]}, {body.size} bytes"
+        )
+    if not width:
+        return body[: int(body_offsets[-1])].copy()
+    head_offsets = np.arange(0, width * n + 1, width, dtype=np.int64)
+    joined = pc.binary_join_element_wise(
+        binary_array(head_offsets, heads.reshape(-1)),
+        binary_array(body_offsets, body),
+        pa.scalar(b"", pa.large_binary()),
+    )
+    return binary_views(joined)[1]
+
+
+def binary_array(offsets: np.ndarray, data: np.ndarray) -> pa.LargeBinaryArray:
+    """The strings ``data[offsets[i]:offsets[i+1]]`` as a binary array over the same memory
+    (int64 offsets, C-contiguous ``data``: no copy)."""
+    return pa.Array.from_buffers(
+        pa.large_binary(), offsets.size - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def binary_views(strings: pa.LargeBinaryArray) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of :func:`binary_array`, without copies: (int64 offsets into the data, the data)."""
+    offsets = np.frombuffer(strings.buffers()[1], np.int64, len(strings) + 1, strings.offset * 8)
+    buffer, total = strings.buffers()[2], int(offsets[-1])
+    if buffer is None or not total:
+        return offsets, np.zeros(0, np.uint8)
+    return offsets, np.frombuffer(buffer, np.uint8, total)
+
+
 #: Ranges few enough that slicing each beats building the ``take`` below (~10 us of set-up).
 _FEW_RANGES = 4
 #: Mean range length above which slicing each range beats building a per-byte index array.
@@ -102,9 +147,7 @@ def _ordered_take(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     edges[1::2] = starts + lengths
     if edges[0] < 0 or edges[-1] > len(data) or (edges[1:] < edges[:-1]).any():
         return None
-    pieces = pa.Array.from_buffers(
-        pa.large_binary(), len(edges) - 1, [None, pa.py_buffer(edges), pa.py_buffer(data)]
-    )
+    pieces = binary_array(edges, data)
     taken = pc.take(pieces, pa.array(np.arange(0, len(edges) - 1, 2)))
     total = int(edges[1::2].sum() - edges[0::2].sum())
     if not total:

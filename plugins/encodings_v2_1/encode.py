@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
-from lance_fw.file.buffers import UINT_BY_BYTES, range_positions
+from lance_fw.file.buffers import UINT_BY_BYTES, headed
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
 from . import fsst_encode
@@ -330,14 +330,12 @@ class V21ColumnEncoder:
         sizes = ctrl + payload_sizes
         starts = np.zeros(n_levels + 1, np.int64)
         np.cumsum(sizes, out=starts[1:])
-        out = np.zeros(int(starts[-1]), np.uint8)
-        if ctrl:
-            ctrl_bytes = words.astype(UINT_BY_BYTES[ctrl]).view(np.uint8).reshape(-1, ctrl)
-            out[starts[:-1, None] + np.arange(ctrl)[None, :]] = ctrl_bytes
-        body_starts = starts[:-1] + ctrl
-        has_payload = payload_sizes > 0
-        lens = payload_sizes[has_payload]
-        out[range_positions(body_starts[has_payload], lens)] = payload
+        if ctrl:  # each level's control word, then its value's bytes
+            out = headed(
+                words.astype(UINT_BY_BYTES[ctrl]).view(np.uint8).reshape(-1, ctrl), payload_sizes, payload
+            )
+        else:  # the values' bytes as they lie
+            out = payload.reshape(-1)[: int(starts[-1])]
         buffers = [out.tobytes()]
         if sh.rep is not None or layout.HasField("bits_per_offset"):
             row_offsets = starts[sh.row_starts] if sh.rep is not None else starts[: num_rows + 1]

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from lance_fw._util import pools
 from lance_fw.errors import CorruptFileError
-from lance_fw.file.buffers import pool_empty
+from lance_fw.file.buffers import binary_array, binary_views, pool_empty
 
 from .decoded_values import RawBytes
 
@@ -322,22 +322,6 @@ def _entries(words: np.ndarray, lengths_u8: np.ndarray) -> pa.LargeBinaryArray:
     offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return binary_array(offsets, raw[np.arange(MAX_SYMBOL_LEN)[None, :] < lengths[:, None]])
-
-
-def binary_array(offsets: np.ndarray, data: np.ndarray) -> pa.LargeBinaryArray:
-    """The strings as a binary array over the same memory (int64 offsets into ``data``)."""
-    return pa.Array.from_buffers(
-        pa.large_binary(), offsets.size - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
-
-
-def binary_views(strings: pa.LargeBinaryArray) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse of :func:`binary_array`, without copies: (int64 offsets into the data, the data)."""
-    offsets = np.frombuffer(strings.buffers()[1], np.int64, len(strings) + 1, strings.offset * 8)
-    buffer, total = strings.buffers()[2], int(offsets[-1])
-    if buffer is None or not total:
-        return offsets, np.zeros(0, np.uint8)
-    return offsets, np.frombuffer(buffer, np.uint8, total)
 
 
 def _literals(codes: np.ndarray, rel: np.ndarray, n_symbols: int, where: str) -> np.ndarray:

@@ -10,31 +10,34 @@ bounded whatever the string lengths).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .fsst import BYTE_MASKS, ESCAPE, MAGIC, MAX_SYMBOL_LEN, SYMBOL_TABLE_SIZE, binary_array, binary_views
+from lance_fw.file.buffers import binary_array, binary_views
+
+from .fsst import BYTE_MASKS, ESCAPE, MAGIC, MAX_SYMBOL_LEN, SYMBOL_TABLE_SIZE
 
 #: Longest string piece tokenised on its own (bounds the numpy steps; a symbol never spans two).
 SEGMENT_BYTES = 256
 #: Pieces of the training sample: shorter than SEGMENT_BYTES, so that a training round (a few
 #: hundred segments, where each numpy step costs its call overhead) takes fewer steps.
 TRAIN_SEGMENT_BYTES = 64
-#: Segments tokenised together (an 8 MiB page of 256-byte pieces is one block). Alone, 8192
-#: was as fast (the lines a step touches stay in cache); but pages are encoded in two or more
-#: threads, and numpy steps on 8192 elements spend enough of their time holding the GIL that
-#: two threads ran at 1.0-1.25x one; at 65536 they run at 1.8x.
+#: Segments tokenised together (an 8 MiB page of 256-byte pieces is one block). Alone, blocks of
+#: 8192-16384 run ~25% faster (a step's gather of windows then hits cache); but pages are encoded
+#: in two or more threads, and numpy steps on 8192 elements spend enough of their time holding the
+#: GIL that two threads ran at 1.0-1.25x one; at 65536 they run at 1.8x (writing the bench's text
+#: table: 16384 and 65536 within noise of each other, 8192 slower).
 BLOCK_SEGMENTS = 65536
 #: Bytes of sample the table is trained on, and the longest piece of one string in it.
 SAMPLE_BYTES = 32 * 1024
 SAMPLE_STRING_BYTES = 512
 TRAIN_ROUNDS = 5
-#: Symbols an encoder's table holds: one short of the format's 255, so that code 254 is free to
-#: mark "no token here" in the tokeniser's byte array (``_NO_TOKEN``).
-MAX_SYMBOLS = 254
+#: Symbols an encoder's table holds: the format's most (code 255 is the escape).
+MAX_SYMBOLS = 255
 #: Token code of an escaped byte (never a symbol's code: a table holds at most 255 symbols).
 _ESC_TOKEN = ESCAPE
 #: ``_IMASKS[k]`` keeps the low k bytes of a little-endian i64 (the tokeniser works on int64
@@ -127,17 +130,30 @@ def _codebook(words: np.ndarray, lengths: np.ndarray) -> Codebook:
     return Codebook(words, lengths, long_code, short_code, token_lengths, token_words, token_masks)
 
 
-def _segments(offsets: np.ndarray, piece: int) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of every piece of at most ``piece`` bytes of every string, in order."""
+@dataclass(frozen=True)
+class Segments:
+    """The pieces of at most ``piece`` bytes strings are tokenised in (a symbol never spans two):
+    ``start``/``end`` of each piece in order, and ``of_string[i]`` the first piece of string i
+    (``n + 1`` entries; an empty string has none, so its entry is the next string's)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    of_string: np.ndarray
+
+
+def _segments(offsets: np.ndarray, piece: int) -> Segments:
+    """Every string of ``offsets`` cut into pieces of at most ``piece`` bytes."""
     starts, ends = offsets[:-1], offsets[1:]
     lengths = ends - starts
     if lengths.size and 0 < int(lengths.min()) and int(lengths.max()) <= piece:  # one piece each
-        return starts, ends
+        return Segments(starts, ends, np.arange(offsets.size, dtype=np.int64))
     pieces = (lengths + piece - 1) // piece
+    of_string = np.zeros(offsets.size, np.int64)
+    np.cumsum(pieces, out=of_string[1:])
     first = np.repeat(starts, pieces)
-    k = np.arange(first.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    k = np.arange(first.size) - np.repeat(of_string[:-1], pieces)
     seg_start = first + k * piece
-    return seg_start, np.minimum(seg_start + piece, np.repeat(ends, pieces))
+    return Segments(seg_start, np.minimum(seg_start + piece, np.repeat(ends, pieces)), of_string)
 
 
 def _windows(data: np.ndarray) -> np.ndarray:
@@ -147,35 +163,102 @@ def _windows(data: np.ndarray) -> np.ndarray:
     return np.ndarray((data.size + 1,), "<i8", padded, 0, (1,))
 
 
-#: ``_tokenise``'s mark for a byte where no token starts.
-_NO_TOKEN = MAX_SYMBOLS
+@dataclass(frozen=True)
+class Tokens:
+    """A tokenised byte string: ``codes`` (uint8, ``_ESC_TOKEN`` for an escaped byte) in byte
+    order, ``seg_first[j]`` the index of segment j's first token (one more entry: the count), and
+    per tokenising step (``_tokenise``) its block's first segment, the segments it advanced and
+    their positions, which place any token's byte (:meth:`positions`)."""
+
+    codes: np.ndarray
+    seg_first: np.ndarray
+    steps: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+
+    def positions(self, which: np.ndarray) -> np.ndarray:
+        """Byte position of tokens ``which``: token ``seg_first[j] + k`` of segment j was found
+        at step k of j's block, whose segments are in order."""
+        seg = np.searchsorted(self.seg_first, which, "right") - 1
+        step = which - self.seg_first[seg]
+        out = np.empty(which.size, np.int64)
+        if not which.size:
+            return out
+        span = int(step.max()) + 1
+        key = seg // BLOCK_SEGMENTS * span + step
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        cuts = [0, *(np.flatnonzero(key[1:] != key[:-1]) + 1).tolist(), key.size]
+        for a, b in itertools.pairwise(cuts):  # the tokens of one step
+            at = order[a:b]
+            block, k = divmod(int(key[a]), span)
+            segs, pos = self.steps[block * BLOCK_SEGMENTS, k]
+            out[at] = pos[np.searchsorted(segs, seg[at])]
+        return out
+
+    def all_positions(self, book: Codebook, segments: Segments) -> np.ndarray:
+        """Byte position of every token: its segment's start plus the lengths of the tokens
+        before it in the segment."""
+        before = np.zeros(self.codes.size + 1, np.int64)  # token bytes before each token
+        np.cumsum(book.token_lengths[self.codes], out=before[1:])
+        counts = np.diff(self.seg_first)
+        return before[:-1] + np.repeat(segments.start - before[self.seg_first[:-1]], counts)
 
 
-def _tokenise(book: Codebook, data: np.ndarray, offsets: np.ndarray, piece: int) -> np.ndarray:
-    """``tokens[p]``: the code of the token starting at byte p (``_ESC_TOKEN`` for an escaped
-    byte), ``_NO_TOKEN`` where no token starts. Every segment (a string piece of at most
-    ``piece`` bytes) advances one token per step; the segments go in blocks of BLOCK_SEGMENTS."""
+def _lookup(book: Codebook, word: np.ndarray) -> np.ndarray:
+    """The code (intp) of the token each window (int64, the next bytes) starts with."""
+    code = book.long_code[_slot(word & _PREFIX3)]
+    full = (word & book.token_masks[code]) == book.token_words[code]
+    # where no long symbol matches, the best of <= 2 bytes (looked up for those alone: most
+    # tokens of text are long symbols, and the lookup and select cost every one)
+    miss = np.flatnonzero(~full)
+    code[miss] = book.short_code[word[miss] & _PREFIX2]
+    return code
+
+
+def _tokenise(book: Codebook, data: np.ndarray, segments: Segments) -> Tokens:
+    """``data``'s segments tokenised: every segment advances one token per step; the segments
+    go in blocks of BLOCK_SEGMENTS.
+
+    Each step keeps its codes and which segments it advanced; at the end every segment's token
+    count gives where its tokens go, and each step's codes are placed at once. (Marking codes in
+    an array as long as the data and picking them out by ``flatnonzero`` cost more: a pass over
+    every byte of an 8 MiB page.)"""
     window = np.ndarray((data.size + 1,), "V8", _windows(data).base, 0, (1,))  # fast to gather
-    tokens = np.full(data.size, _NO_TOKEN, np.uint8)
-    seg_start, seg_end = _segments(offsets, piece)
-    for first in range(0, seg_start.size, BLOCK_SEGMENTS):
-        pos = seg_start[first : first + BLOCK_SEGMENTS]
-        end = seg_end[first : first + BLOCK_SEGMENTS]
+    n_seg = segments.start.size
+    steps: list[tuple[int, np.ndarray, np.ndarray]] = []  # (step in block, segments, codes)
+    places: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # (block, step): segments, positions
+    for first in range(0, n_seg, BLOCK_SEGMENTS):
+        pos = segments.start[first : first + BLOCK_SEGMENTS]
+        end = segments.end[first : first + BLOCK_SEGMENTS]
+        seg = np.arange(first, first + pos.size)
+        step = 0
         while pos.size:
             word = window[pos].view(np.int64)
-            word &= _IMASKS[np.minimum(end - pos, MAX_SYMBOL_LEN)]
-            code = book.long_code[_slot(word & _PREFIX3)]
-            full = (word & book.token_masks[code]) == book.token_words[code]
-            # where no long symbol matches, the best of <= 2 bytes (looked up for those alone:
-            # most tokens of text are long symbols, and the lookup and select cost every one)
-            miss = np.flatnonzero(~full)
-            code[miss] = book.short_code[word[miss] & _PREFIX2]
-            # cast first: a scatter that casts as it stores ran ~1.5x slower (7% of a page)
-            tokens[pos] = code.astype(np.uint8)
-            pos = pos + book.token_lengths[code]
-            more = pos < end
-            pos, end = pos[more], end[more]
-    return tokens
+            code = _lookup(book, word)
+            after = pos + book.token_lengths[code]
+            # a token reaching past its segment's end: looked up again with the bytes past the
+            # end as 0 (what every token's window once was: masking all cost 4 numpy steps; a
+            # token within the end is the same either way, as it matches the same bytes)
+            over = np.flatnonzero(after > end)
+            if over.size:
+                near = word[over] & _IMASKS[end[over] - pos[over]]
+                code[over] = _lookup(book, near)
+                after[over] = pos[over] + book.token_lengths[code[over]]
+            steps.append((step, seg, code.astype(np.uint8)))
+            places[first, step] = seg, pos
+            more = after < end
+            pos, end, seg = after[more], end[more], seg[more]
+            step += 1
+    counts = (
+        np.bincount(np.concatenate([seg for _, seg, _ in steps]), minlength=n_seg)
+        if steps
+        else np.zeros(0, np.int64)
+    )
+    seg_first = np.zeros(n_seg + 1, np.int64)
+    np.cumsum(counts, out=seg_first[1:])
+    codes = np.empty(int(seg_first[-1]), np.uint8)
+    for step, seg, code in steps:
+        codes[seg_first[seg] + step] = code
+    return Tokens(codes, seg_first, places)
 
 
 #: Strings of a page from which it is checked for repeated strings, which are then tokenised once:
@@ -214,41 +297,29 @@ def _compress_distinct(
     return binary_views(pc.take(binary_array(codes_offsets, codes), encoded.indices))
 
 
+#: Escapes per token above which their bytes are found from every token's position (one pass
+#: over all tokens) rather than looked up step by step (``Tokens.positions``).
+MANY_ESCAPES = 1 / 16
+
+
 def _compress_each(
     book: Codebook, offsets: np.ndarray, data: np.ndarray, piece: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`compress`, every string tokenised."""
     base = offsets - offsets[0]
     body = data[int(offsets[0]) : int(offsets[-1])]
-    tokens = _tokenise(book, body, base, piece)
-    pos = np.flatnonzero(tokens != _NO_TOKEN)
-    code = tokens[pos]
-    first = _first_tokens(pos, base, body.size)
+    segments = _segments(base, piece)
+    tokens = _tokenise(book, body, segments)
+    code = tokens.codes
+    first = tokens.seg_first[segments.of_string]  # each string's first token (its first piece's)
     escaped = np.flatnonzero(code == _ESC_TOKEN)
     if not escaped.size:  # one byte per token
         return first, code
     # an escaped byte follows its escape code; strings start later by the escapes before them
-    out = np.insert(code, escaped + 1, body[pos[escaped]])
+    many = escaped.size > code.size * MANY_ESCAPES
+    at = tokens.all_positions(book, segments)[escaped] if many else tokens.positions(escaped)
+    out = np.insert(code, escaped + 1, body[at])
     return first + np.searchsorted(escaped, first), out
-
-
-#: Strings per token above which a string's first token is found by marking the string starts
-#: (a pass over the tokens, ~2 ns each) rather than by a binary search per string (~35 ns each).
-_MARK_STARTS_RATIO = 1 / 20
-
-
-def _first_tokens(pos: np.ndarray, base: np.ndarray, size: int) -> np.ndarray:
-    """Index in ``pos`` (the sorted token positions) of each string's first token: the number of
-    tokens before ``base[i]`` (``base`` holds the string offsets from 0, ``size`` last)."""
-    if base.size > pos.size * _MARK_STARTS_RATIO and bool((base[1:] > base[:-1]).all()):
-        # every string is non-empty, so every start is a token: its rank among the tokens
-        mark = np.zeros(size + 1, bool)
-        mark[base] = True
-        first = np.empty(base.size, np.int64)
-        first[:-1] = np.flatnonzero(mark[pos])
-        first[-1] = pos.size
-        return first
-    return np.searchsorted(pos, base)
 
 
 def _sample(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -285,18 +356,20 @@ def _train_on(s_off: np.ndarray, sample: np.ndarray) -> Codebook:
     if not sample.size:
         return book
     window = _windows(sample)
-    seg_start, _ = _segments(s_off, TRAIN_SEGMENT_BYTES)
-    is_seg_start = np.zeros(sample.size, bool)
-    is_seg_start[seg_start] = True
+    segments = _segments(s_off, TRAIN_SEGMENT_BYTES)
     for round_ in range(TRAIN_ROUNDS):
         if round_ == 0:
             pos = np.arange(sample.size)
             lens = np.ones(sample.size, np.int64)
+            seg_first = segments.start
         else:
-            tokens = _tokenise(book, sample, s_off, TRAIN_SEGMENT_BYTES)
-            pos = np.flatnonzero(tokens != _NO_TOKEN)
-            lens = book.token_lengths[tokens[pos]]
-        pair = ~is_seg_start[pos[1:]] & (lens[:-1] + lens[1:] <= MAX_SYMBOL_LEN)
+            tokens = _tokenise(book, sample, segments)
+            pos = tokens.all_positions(book, segments)
+            lens = book.token_lengths[tokens.codes]
+            seg_first = tokens.seg_first[:-1]
+        starts_segment = np.zeros(pos.size, bool)  # no pair across two segments
+        starts_segment[seg_first] = True
+        pair = ~starts_segment[1:] & (lens[:-1] + lens[1:] <= MAX_SYMBOL_LEN)
         all_pos = np.concatenate([pos, pos[:-1][pair]])
         all_lens = np.concatenate([lens, (lens[:-1] + lens[1:])[pair]])
         all_vals = (window[all_pos] & _IMASKS[all_lens]).view(np.uint64)

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
-from lance_fw.file.buffers import fixed_bits, gather_ranges, range_positions
+from lance_fw.file.buffers import fixed_bits, gather_ranges, headed, range_positions
 
 from . import fastlanes, fsst_encode
 from .compressive import RLE_VALUES_LENGTH, VARIABLE_BLOCK_HEADER_32, ZSTD_SIZE_PREFIX
@@ -439,16 +439,14 @@ def fixed_full_zip_values(values: pa.Array) -> tuple[pb.CompressiveEncoding, np.
 
 
 def length_prefixed(offsets: np.ndarray, data: np.ndarray, which: np.ndarray, width: int) -> np.ndarray:
-    """``length (u32 or u64) | bytes`` for each selected value, concatenated."""
+    """``length (u32 or u64) | bytes`` for each selected value (``which``: increasing), concatenated."""
     lengths = (offsets[1:] - offsets[:-1])[which]
     prefixes = lengths.astype("<u4" if width == 4 else "<u8").view(np.uint8).reshape(-1, width)
-    sizes = width + lengths
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(sizes) else np.zeros(0, np.int64)
-    out = np.zeros(int(sizes.sum()), np.uint8)
-    if len(sizes):
-        out[starts[:, None] + np.arange(width)[None, :]] = prefixes
-        out[range_positions(starts + width, lengths)] = gather_ranges(data, offsets[:-1][which], lengths)
-    return out
+    if len(which) == len(offsets) - 1:  # every value (increasing indices): the bytes as they lie
+        body = data[int(offsets[0]) : int(offsets[-1])]
+    else:
+        body = gather_ranges(data, offsets[:-1][which], lengths)
+    return headed(prefixes, lengths, body)
 
 
 def zstd_per_value(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
