@@ -119,6 +119,35 @@ def test_strings_crossing_segments_and_all_byte_values():
     assert _split(out_offsets, out) == strings
 
 
+def test_pages_stored_raw_among_compressed_ones_decode_together():
+    """A run of pages with a table each, one stored raw (encoder switch off, as pylance leaves a
+    column's small last page) between compressed ones: ``decompress_tables`` gives every page's
+    strings in order (the compressed pages around the raw one still decode as one run)."""
+    rng = np.random.default_rng(5)
+    words = [b"lance ", b"item-", b"0042", b"\xff", b"format "]
+    pages = [[b"".join(words[j] for j in rng.integers(0, 5, int(k))) for k in rng.integers(0, 30, 700)]
+             for _ in range(6)]
+    tables, offsets, chunks, cuts, at = [], [0], [], [0], 0
+    for i, strings in enumerate(pages):
+        page_offsets, data = _arrays(strings)
+        if i in (2, 5):  # stored raw: the table's switch off, the bytes as they are
+            table = bytearray(fsst.SYMBOL_TABLE_SIZE)
+            table[4:8] = fsst.MAGIC
+            tables.append(bytes(table))
+            codes_offsets, codes = page_offsets, data
+        else:
+            table, codes_offsets, codes = fsst_encode.compress_strings(page_offsets, data)
+            tables.append(table)
+        offsets += (np.asarray(codes_offsets[1:]) + at).tolist()
+        chunks.append(np.asarray(codes, np.uint8))
+        at += len(codes)
+        cuts.append(cuts[-1] + len(strings))
+    out_offsets, out = fsst.decompress_tables(
+        tables, np.array(offsets, np.int64), np.concatenate(chunks), cuts, "test"
+    )
+    assert _split(out_offsets, out) == [s for strings in pages for s in strings]
+
+
 def test_code_without_symbol_is_corrupt():
     table, _, _ = fsst_encode.compress_simple([b"ab"], [b"ab", b"c"])
     with pytest.raises(CorruptFileError, match="beyond"):
