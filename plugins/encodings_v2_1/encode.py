@@ -335,7 +335,9 @@ class V21ColumnEncoder:
                 words.astype(UINT_BY_BYTES[ctrl]).view(np.uint8).reshape(-1, ctrl), payload_sizes, payload
             )
         else:  # the values' bytes as they lie
-            out = payload.reshape(-1)[: int(starts[-1])]
+            out = payload.reshape(-1)
+        if out.size != int(starts[-1]):  # never write a page whose values and sizes disagree
+            raise AssertionError(f"full-zip page: {out.size} bytes laid out, {int(starts[-1])} expected")
         buffers = [out.tobytes()]
         if sh.rep is not None or layout.HasField("bits_per_offset"):
             row_offsets = starts[sh.row_starts] if sh.rep is not None else starts[: num_rows + 1]
