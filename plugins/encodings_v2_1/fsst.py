@@ -189,25 +189,6 @@ def decompress_tables(
             for st, (a, b) in zip(tables, itertools.pairwise(cuts))
         ]
         return _joined_parts(parts)
-    if not all(st.encoder_switch for st in tables):
-        # pages stored raw (pylance's encoder switched off) among compressed ones: the runs of
-        # compressed pages between them still decode together (one raw page of a run of 29
-        # decoded the 28 others page by page, ~0.6 ms each)
-        parts, i = [], 0
-        for switch, group in itertools.groupby(range(len(tables)), key=lambda k: tables[k].encoder_switch):
-            n = len(list(group))
-            a, b = cuts[i], cuts[i + n]
-            sub_cuts = [c - a for c in cuts[i : i + n + 1]]
-            sub_offsets = offsets[a : b + 1]
-            if switch:
-                parts.append(decompress_tables(symbol_tables[i : i + n], sub_offsets, data, sub_cuts, where))
-            else:
-                parts += [
-                    decompress(tables[k], offsets[c : d + 1], data, where)
-                    for k, (c, d) in zip(range(i, i + n), itertools.pairwise(cuts[i : i + n + 1]))
-                ]
-            i += n
-        return _joined_parts(parts)
     buf = (data if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)).reshape(-1).view(np.uint8)
     lo, hi = int(offsets[0]), int(offsets[-1])
     if lo < 0 or hi > buf.size or (offsets.size > 1 and np.any(offsets[1:] < offsets[:-1])):
@@ -217,13 +198,19 @@ def decompress_tables(
     literals = [
         _literals(codes[a:b], rel[s : e + 1] - a, st.n_symbols, where) + a
         for st, (a, b), (s, e) in zip(tables, itertools.pairwise(code_cuts), itertools.pairwise(cuts))
+        if st.encoder_switch
     ]
     key = pool_empty(codes.size, np.uint32)
     key[...] = codes
-    key[np.concatenate(literals)] += 256
-    for i, (a, b) in enumerate(itertools.pairwise(code_cuts)):  # each page's codes into its rows
-        if i and b > a:  # (a slice each: a per-code np.repeat of the offsets cost ~4x more)
-            key[a:b] += _TABLE_ROWS * i
+    if literals:
+        key[np.concatenate(literals)] += 256
+    for i, (st, (a, b)) in enumerate(zip(tables, itertools.pairwise(code_cuts))):
+        # each page's codes into its rows (a slice each: a per-code np.repeat cost ~4x more); a
+        # page stored raw (pylance's encoder switched off, as for a column's small last page) is
+        # all literal bytes, rows 256 + b of its table
+        shift = _TABLE_ROWS * i + (0 if st.encoder_switch else 256)
+        if shift and b > a:
+            key[a:b] += shift
     entries = _entries(
         np.concatenate([st.words for st in tables]), np.concatenate([st.lengths for st in tables])
     )
