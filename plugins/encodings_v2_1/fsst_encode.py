@@ -167,12 +167,13 @@ def _windows(data: np.ndarray) -> np.ndarray:
 class Tokens:
     """A tokenised byte string: ``codes`` (uint8, ``_ESC_TOKEN`` for an escaped byte) in byte
     order, ``seg_first[j]`` the index of segment j's first token (one more entry: the count), and
-    per tokenising step (``_tokenise``) its block's first segment, the segments it advanced and
-    their positions, which place any token's byte (:meth:`positions`)."""
+    per tokenising step (``_tokenise``), keyed by its block's first segment and its number in the
+    block, the segments it advanced, their positions and the codes it found (``positions`` places
+    any token's byte from them)."""
 
     codes: np.ndarray
     seg_first: np.ndarray
-    steps: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+    steps: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
     def positions(self, which: np.ndarray) -> np.ndarray:
         """Byte position of tokens ``which``: token ``seg_first[j] + k`` of segment j was found
@@ -190,7 +191,7 @@ class Tokens:
         for a, b in itertools.pairwise(cuts):  # the tokens of one step
             at = order[a:b]
             block, k = divmod(int(key[a]), span)
-            segs, pos = self.steps[block * BLOCK_SEGMENTS, k]
+            segs, pos, _ = self.steps[block * BLOCK_SEGMENTS, k]
             out[at] = pos[np.searchsorted(segs, seg[at])]
         return out
 
@@ -224,8 +225,7 @@ def _tokenise(book: Codebook, data: np.ndarray, segments: Segments) -> Tokens:
     every byte of an 8 MiB page.)"""
     window = np.ndarray((data.size + 1,), "V8", _windows(data).base, 0, (1,))  # fast to gather
     n_seg = segments.start.size
-    steps: list[tuple[int, np.ndarray, np.ndarray]] = []  # (step in block, segments, codes)
-    places: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # (block, step): segments, positions
+    steps: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # Tokens.steps
     for first in range(0, n_seg, BLOCK_SEGMENTS):
         pos = segments.start[first : first + BLOCK_SEGMENTS]
         end = segments.end[first : first + BLOCK_SEGMENTS]
@@ -243,22 +243,21 @@ def _tokenise(book: Codebook, data: np.ndarray, segments: Segments) -> Tokens:
                 near = word[over] & _IMASKS[end[over] - pos[over]]
                 code[over] = _lookup(book, near)
                 after[over] = pos[over] + book.token_lengths[code[over]]
-            steps.append((step, seg, code.astype(np.uint8)))
-            places[first, step] = seg, pos
+            steps[first, step] = seg, pos, code.astype(np.uint8)
             more = after < end
             pos, end, seg = after[more], end[more], seg[more]
             step += 1
     counts = (
-        np.bincount(np.concatenate([seg for _, seg, _ in steps]), minlength=n_seg)
+        np.bincount(np.concatenate([seg for seg, _, _ in steps.values()]), minlength=n_seg)
         if steps
         else np.zeros(0, np.int64)
     )
     seg_first = np.zeros(n_seg + 1, np.int64)
     np.cumsum(counts, out=seg_first[1:])
     codes = np.empty(int(seg_first[-1]), np.uint8)
-    for step, seg, code in steps:
+    for (_, step), (seg, _, code) in steps.items():
         codes[seg_first[seg] + step] = code
-    return Tokens(codes, seg_first, places)
+    return Tokens(codes, seg_first, steps)
 
 
 #: Strings of a page from which it is checked for repeated strings, which are then tokenised once:
