@@ -84,10 +84,11 @@ def test_unpack_inline_blocks_matches_values(bits):
 @pytest.mark.parametrize("bits", [8, 16, 32, 64])
 def test_out_of_line_unpack_every_width(bits):
     """Out-of-line bitpacking (one width for the page) round-trips at every width, the full
-    width included (a plain FastLanes transpose)."""
+    width included (a plain FastLanes transpose), over more blocks than one round of the
+    unpacker (``UNPACK_ROUND_BLOCKS``)."""
     rng = np.random.default_rng(100 + bits)
     for w in range(bits + 1):
-        v = (rng.integers(0, 2**62, 3 * BLOCK + 5, dtype=np.uint64) & np.uint64((1 << w) - 1)).astype(
+        v = (rng.integers(0, 2**62, (fastlanes.UNPACK_ROUND_BLOCKS + 3) * BLOCK + 5, dtype=np.uint64) & np.uint64((1 << w) - 1)).astype(
             fastlanes.utype(bits)
         )
         packed = fastlanes.pack_out_of_line(v, w, bits)
@@ -102,6 +103,8 @@ def _table(rng: np.random.Generator, rows_blocks: int) -> pa.Table:
         v = _varying_widths(rng, rows_blocks, bits)[:n]
         cols[name] = pa.array(v.view(dtype.to_pandas_dtype()) if bits > 8 else v, dtype)
     cols["seq"] = pa.array(np.arange(n, dtype=np.int64) * 3)  # widths growing with the page
+    # one width in every block: a strided run of blocks longer than one round of the unpacker
+    cols["w45"] = pa.array(rng.integers(1 << 44, 1 << 45, n, dtype=np.int64))
     cols["f64"] = pa.array(rng.normal(100.0, 15.0, n))
     cols["s"] = pa.array([f"w{int(x)}" for x in rng.integers(0, 50_000, n)])
     cols["nested"] = pa.StructArray.from_arrays(
