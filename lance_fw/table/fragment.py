@@ -433,11 +433,12 @@ class FragmentReader:
             if col is None or col >= len(reader.tail.columns):
                 continue
             pages = reader.tail.columns[col].pages
-            size = sum(sum(page.buffer_sizes) for page in pages)
+            before = reader.bytes_before(col)
+            size = before[-1]
             # the mean of all pages but the last: a file's last page is often short (pylance's
             # 1 MiB vector pages ending in a page of 1,152 rows fell under the mean, and that
             # file's reads of 8 pages each were copied into one array)
-            rest = size - sum(pages[-1].buffer_sizes) if len(pages) > 1 else size
+            rest = before[-2] if len(pages) > 1 else size
             if size > best[0] and rest >= WIDE_PAGE_BYTES * max(len(pages) - 1, 1):
                 best = (size, list(itertools.accumulate((page.length for page in pages), initial=0)))
         return best[1]
