@@ -199,27 +199,33 @@ class LocalReader(RangeReader):
 
     def read_into(self, ranges: Sequence[tuple[int, int]], out: memoryview, at: Sequence[int]) -> None:
         """One ``os.preadv`` per run of ranges adjacent in the file (a page's buffers), each
-        range's bytes landing where ``at`` says: no copy after the read."""
-        order = sorted((i for i in range(len(ranges)) if ranges[i][1]), key=lambda i: ranges[i][0])
-        group: list[int] = []
-        for i in order:
-            end = ranges[group[-1]][0] + ranges[group[-1]][1] if group else None
-            if group and (ranges[i][0] != end or len(group) == IOV_MAX):
-                self._read_group(ranges, out, at, group)
-                group = []
-            group.append(i)
-        if group:
-            self._read_group(ranges, out, at, group)
+        range's bytes landing where ``at`` says: no copy after the read.
 
-    def _read_group(
-        self, ranges: Sequence[tuple[int, int]], out: memoryview, at: Sequence[int], group: list[int]
-    ) -> None:
-        """Ranges ``group`` (one after the other in the file, at most ``IOV_MAX``) in one read."""
-        offset = ranges[group[0]][0]
-        views = [out[at[i] : at[i] + ranges[i][1]] for i in group]
-        want = sum(len(view) for view in views)
+        Why one tight loop: a scan's run of pages reads hundreds of ranges, and this Python holds
+        the GIL that the other decoding thread waits for (pylance's 8192-row pages, two numeric
+        columns: 13 ms for 7 ms of reads with a function call and a size sum per group)."""
+        group: list[memoryview] = []
+        offset = end = -1
+        for i in sorted(range(len(ranges)), key=ranges.__getitem__):
+            start, length = ranges[i]
+            if not length:
+                continue
+            if start != end or len(group) == IOV_MAX:
+                if group:
+                    self._read_views(group, offset, end - offset)
+                group, offset = [], start
+            group.append(out[at[i] : at[i] + length])
+            end = start + length
+        if group:
+            self._read_views(group, offset, end - offset)
+
+    def _read_views(self, views: list[memoryview], offset: int, want: int) -> None:
+        """``want`` bytes from ``offset`` into ``views`` (adjacent in the file, at most
+        ``IOV_MAX``): one ``os.preadv``, more only after a short read."""
         try:
-            done = _preadv_all(self._fd, views, offset)
+            done = os.preadv(self._fd, views, offset)
+            if 0 < done < want:
+                done += _preadv_all(self._fd, _after(views, done), offset + done)
         except OSError as exc:
             raise StorageError(f"{self.path}: reading {want} bytes at {offset}: {exc}") from exc
         if done < want:

@@ -470,22 +470,21 @@ class LanceFileReader(RowTakes, PageFetches):
         self, col: int, pages: list[int], arrow_type: pa.DataType, field: LanceField
     ) -> list[pa.Array]:
         setups = [self._page_setup(col, p, field) for p in pages]
-        metas = [setup.meta for setup in setups]
         with self._lock:
             ahead = {p: self._prefetched.pop((col, p)) for p in pages if (col, p) in self._prefetched}
-        ranges = [
-            (off, size)
-            for p, m in zip(pages, metas)
-            if p not in ahead
-            for off, size in zip(m.buffer_offsets, m.buffer_sizes)
-        ]
         if len(pages) > 1 and not ahead:
-            read = self._read_run(metas)
+            read = self._read_run(setups)
         else:
+            ranges = [
+                (off, size)
+                for p, setup in zip(pages, setups)
+                if p not in ahead
+                for off, size in zip(setup.offsets, setup.sizes)
+            ]
             blobs = iter(self._reader.read_ranges(ranges) if ranges else ())
             read = [
-                [next(blobs) for _ in meta.buffer_offsets] if p not in ahead else []
-                for p, meta in zip(pages, metas)
+                [next(blobs) for _ in setup.offsets] if p not in ahead else []
+                for p, setup in zip(pages, setups)
             ]
         inputs: list[tuple[any_pb2.Any, PageInput]] = []
         token = self.tail.token

@@ -15,6 +15,7 @@ import numpy as np
 
 from lance_fw._proto import file2_pb2
 from lance_fw.file.buffers import pool_empty
+from lance_fw.file.read_support import PageSetup
 
 if TYPE_CHECKING:
     import threading
@@ -76,22 +77,25 @@ class PageFetches:
         with self._lock:
             self._prefetched.update(fetched)
 
-    def _read_run(self, metas: list[file2_pb2.ColumnMetadata.Page]) -> list[list[memoryview]]:
+    def _read_run(self, setups: list[PageSetup]) -> list[list[memoryview]]:
         """The buffers of a run of pages, read into one buffer laid out buffer by buffer: every
         page's buffer 0, then every page's buffer 1, and so on. A run's decoder joins the pages'
         value buffers end to end; adjacent already, they are joined without a copy
-        (``take.joined_bytes``; a 128 MiB vector column: one copy of four gone)."""
+        (``take.joined_bytes``; a 128 MiB vector column: one copy of four gone). The pages'
+        buffer places come from their setups' tuples, not from their protobuf messages, whose
+        every field read costs a call (hundreds of pages a run)."""
         ranges: list[tuple[int, int]] = []
         at: list[int] = []
-        of_page: list[list[int]] = [[] for _ in metas]  # each page's ranges, in buffer order
+        of_page: list[list[int]] = [[] for _ in setups]  # each page's ranges, in buffer order
         total = 0
-        for b in range(max(len(m.buffer_offsets) for m in metas)):
-            for i, meta in enumerate(metas):
-                if b < len(meta.buffer_offsets):
-                    of_page[i].append(len(ranges))
-                    ranges.append((meta.buffer_offsets[b], meta.buffer_sizes[b]))
+        for b in range(max(len(setup.offsets) for setup in setups)):
+            for mine, setup in zip(of_page, setups):
+                if b < len(setup.offsets):
+                    size = setup.sizes[b]
+                    mine.append(len(ranges))
+                    ranges.append((setup.offsets[b], size))
                     at.append(total)
-                    total += meta.buffer_sizes[b]
+                    total += size
         out = pool_empty(total, np.uint8).data
         self._reader.read_into(ranges, out, at)
         return [[out[at[k] : at[k] + ranges[k][1]] for k in ks] for ks in of_page]
