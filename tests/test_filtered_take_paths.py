@@ -50,7 +50,7 @@ def thresholds(request, monkeypatch):
 
 
 @pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
-@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
 def test_filtered_reads_equal_pylance(uri, writer, version, thresholds):
     write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
     write(_table(ROWS), uri, data_storage_version=version, max_rows_per_file=25_000)
@@ -75,10 +75,11 @@ def test_takes_over_many_pages_equal_pylance(uri, writer, thresholds):
 
 
 @pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
-def test_scans_equal_pylance(uri, writer, thresholds):
+@pytest.mark.parametrize("version", ["2.0", "2.2"])
+def test_scans_equal_pylance(uri, writer, version, thresholds):
     """Whole scans, one column (a page and the next decoded side by side), batches and offsets."""
     write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
-    write(_table(ROWS), uri, data_storage_version="2.2")
+    write(_table(ROWS), uri, data_storage_version=version)
     pl, fw = lance.dataset(uri), lance_fw.dataset(uri)
     for columns in (["name"], ["vector"], None):
         assert_tables_equal(pl.to_table(columns=columns), fw.to_table(columns=columns))
@@ -90,6 +91,31 @@ def test_scans_equal_pylance(uri, writer, thresholds):
         theirs = list(pl.to_batches(columns=["name", "id"], batch_size=batch_size))
         assert [b.num_rows for b in ours] == [b.num_rows for b in theirs]
         assert all(a.equals(b) for a, b in zip(ours, theirs))
+
+
+@pytest.mark.parametrize("writer", ["pylance", "lance_fw"])
+def test_v2_0_nested_columns_decoded_ahead_equal_pylance(uri, writer, thresholds):
+    """2.0 pages are decoded ahead on the pool as well (their reads are most of the work): lists
+    (whose item pages are read through their list column, not ahead), structs of a number and a
+    string, fixed-size lists and strings over many pages read as pylance reads them."""
+    rng = np.random.default_rng(9)
+    lengths = rng.integers(0, 5, ROWS)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    tags = pa.ListArray.from_arrays(pa.array(offsets), pa.array(rng.integers(0, 1000, int(lengths.sum()))))
+    point = pa.StructArray.from_arrays(
+        [pa.array(rng.random(ROWS)), pa.array([f"p{i % 97}" for i in range(ROWS)])], ["x", "label"]
+    )
+    table = _table(ROWS).append_column("tags", tags).append_column("point", point)
+    write = lance.write_dataset if writer == "pylance" else lance_fw.write_dataset
+    write(table, uri, data_storage_version="2.0", max_rows_per_file=25_000)
+    pl, fw = lance.dataset(uri), lance_fw.dataset(uri)
+    for columns in (None, ["tags", "id"], ["point"], ["point", "vector", "name"]):
+        assert_tables_equal(pl.to_table(columns=columns), fw.to_table(columns=columns))
+    assert_tables_equal(pl.to_table(offset=9_999, limit=12_000), fw.to_table(offset=9_999, limit=12_000))
+    ours = list(fw.to_batches(columns=["tags", "point", "vector"], batch_size=3_000))
+    theirs = list(pl.to_batches(columns=["tags", "point", "vector"], batch_size=3_000))
+    assert [b.num_rows for b in ours] == [b.num_rows for b in theirs]
+    assert_tables_equal(pa.Table.from_batches(theirs), pa.Table.from_batches(ours))
 
 
 def test_a_lone_large_page_is_decoded_beside_the_next_large_one_past_small_ones(uri, monkeypatch):

@@ -157,7 +157,7 @@ class LanceFileReader(RowTakes, PageFetches):
         wait in ``_ahead`` until they are read.
         """
         stop = min(stop, self.num_rows)
-        if stop <= start or self.tail.version == (2, 0):  # 2.0 pages are plain: copies, not compute
+        if stop <= start:
             return
         key = tuple(f.id for f in fields)
         columns = self._ahead_columns.get(key)
