@@ -122,15 +122,18 @@ POOL_READ_BYTES = 1 << 20
 IOV_MAX = 1024
 
 
-def _preadv_all(fd: int, views: list[memoryview], offset: int) -> int:
+def _preadv_all(fd: int, views: list[memoryview], offset: int, want: int | None = None) -> int:
     """Read the file from ``offset`` into ``views`` in turn, ``os.preadv`` after ``os.preadv``
-    until they are full or the file ends; the bytes read.
+    until they are full or the file ends; the bytes read. ``want``: the views' total length,
+    where the caller knows it. The first read takes ``views`` as they are; only a short read
+    makes the list of what is left (a run of pages reads hundreds of groups, each one call).
 
     Raises:
         OSError: the read failed."""
-    want = sum(len(view) for view in views)
-    done = 0
-    while done < want:
+    if want is None:
+        want = sum(len(view) for view in views)
+    done = os.preadv(fd, views, offset) if want else 0
+    while 0 < done < want:
         got = os.preadv(fd, _after(views, done), offset + done)
         if got == 0:  # end of file
             break
@@ -221,11 +224,9 @@ class LocalReader(RangeReader):
 
     def _read_views(self, views: list[memoryview], offset: int, want: int) -> None:
         """``want`` bytes from ``offset`` into ``views`` (adjacent in the file, at most
-        ``IOV_MAX``): one ``os.preadv``, more only after a short read."""
+        ``IOV_MAX``): one ``os.preadv``, more only after a short read (``_preadv_all``)."""
         try:
-            done = os.preadv(self._fd, views, offset)
-            if 0 < done < want:
-                done += _preadv_all(self._fd, _after(views, done), offset + done)
+            done = _preadv_all(self._fd, views, offset, want)
         except OSError as exc:
             raise StorageError(f"{self.path}: reading {want} bytes at {offset}: {exc}") from exc
         if done < want:

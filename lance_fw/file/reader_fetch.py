@@ -15,7 +15,6 @@ import numpy as np
 
 from lance_fw._proto import file2_pb2
 from lance_fw.file.buffers import pool_empty
-from lance_fw.file.read_support import PageSetup
 
 if TYPE_CHECKING:
     import threading
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from lance_fw.file.container import FileTail
+    from lance_fw.file.read_support import PageSetup
     from lance_fw.io.storage import RangeReader
     from lance_fw.schema import LanceField
 

@@ -66,13 +66,11 @@ def _row_plan(t: int, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     row's first and second word, the right shift of the first and the left shift of the second
     (shapes (T,) and (1, T, 1)), and the W-bit mask.
 
-    A block's output, seen as (T, LANES), holds at place ``k`` the row ``r`` with
-    ``FL_ORDER[r // 8] * 16 + (r % 8) * 128 == k * LANES``. A row whose bits lie within one
-    word takes its second word's bits above W (the shift is then under T), which the mask
-    clears; the last word stands in for a second word past the end."""
-    lanes = BLOCK // t
-    place = np.array([FL_ORDER[r // 8] * 16 + (r % 8) * 128 for r in range(t)]) // lanes
-    rows = np.argsort(place)  # the row at each output place
+    A block's output, seen as (T, LANES), holds at place ``k`` the row of logical index
+    ``k * LANES`` (``_row_lane``). A row whose bits lie within one word takes its second word's
+    bits above W (the shift is then under T), which the mask clears; the last word stands in
+    for a second word past the end."""
+    rows = _row_lane(t)[0][:: BLOCK // t]  # the row at each output place
     start = rows * w
     first, shift = start // t, start % t
     second = np.minimum(first + 1, w - 1)
