@@ -37,6 +37,7 @@ from .value_encode import (
     CHUNK_TARGET_BYTES,
     MAX_CHUNK_VALUES,
     ChunkBuffers,
+    ContiguousChunks,
     dictionary_block,
     dictionary_of,
     fixed_bytes,
@@ -78,19 +79,23 @@ def _assemble_chunks(
     chunk_buffers: Sequence[ChunkBuffers],
     large: bool,
     has_levels: bool,
-) -> tuple[bytes, bytes]:
+) -> tuple[bytes, bytes | memoryview]:
     """(chunk metadata words, concatenated chunks). Each chunk is ``u16 num_levels | u16 level
     buffer sizes | value buffer sizes (u16 in 2.1, u32 in 2.2) | pad 8 | each buffer, padded to 8``.
     Headers, sizes and metadata words are computed for all chunks at once; the bytes are joined once.
     """
     n = len(bounds)
+    contiguous = chunk_buffers if isinstance(chunk_buffers, ContiguousChunks) and not level_parts else None
     parts: list[Sequence[bytes | memoryview]] = list(level_parts)
-    if chunk_buffers:
-        parts += [list(col) for col in zip(*chunk_buffers)]
-    sizes = np.array([[len(b) for b in column] for column in parts], np.int64).T.reshape(n, len(parts))
+    if contiguous is not None:  # its parts are listed below only when not strided
+        sizes = np.diff(contiguous.edges).reshape(n, 1)
+    else:
+        if chunk_buffers:
+            parts += [list(col) for col in zip(*chunk_buffers)]
+        sizes = np.array([[len(b) for b in column] for column in parts], np.int64).T.reshape(n, len(parts))
     n_level_parts = len(level_parts)
     width = 4 if large else 2
-    head = 2 + 2 * n_level_parts + width * (len(parts) - n_level_parts)
+    head = 2 + 2 * n_level_parts + width * (sizes.shape[1] - n_level_parts)
     head_padded = head + (-head % 8)
     header = np.zeros((n, head_padded), np.uint8)
     header[:, head:] = CHUNK_PAD[0]
@@ -108,6 +113,12 @@ def _assemble_chunks(
     log2 = np.zeros(n, np.int64)
     log2[:-1] = np.log2(counts[:-1]).astype(np.int64)
     meta = ((chunk_bytes // CHUNK_SIZE_UNIT - 1) << CHUNK_LOG2_BITS) | log2
+    meta_bytes = meta.astype(CHUNK_META_DTYPE[large]).tobytes()
+    if contiguous is not None:
+        strided = _strided_body(header, sizes[:, 0], chunk_bytes, contiguous)
+        if strided is not None:
+            return meta_bytes, strided
+        parts = [[view for (view,) in contiguous]]
     headers = header.reshape(-1).data
     # per chunk: header, then each buffer and its pad -- interleaved by zip, joined once
     streams: list[Sequence[bytes | memoryview]] = [
@@ -116,7 +127,36 @@ def _assemble_chunks(
     for k, column in enumerate(parts):
         streams += [column, [_PADS[p] for p in pads[:, k].tolist()]]
     body = b"".join(itertools.chain.from_iterable(zip(*streams)))
-    return meta.astype(CHUNK_META_DTYPE[large]).tobytes(), body
+    return meta_bytes, body
+
+
+#: Runs of equally sized chunks up to which ``ContiguousChunks`` are laid out as strided blocks
+#: (fixed-width chunks are all one size but the last, or the halved ones of ``_flat_bounds``).
+MAX_STRIDED_RUNS = 8
+
+
+def _strided_body(
+    header: np.ndarray, sizes: np.ndarray, chunk_bytes: np.ndarray, chunks: ContiguousChunks
+) -> memoryview | None:
+    """The chunks of :func:`_assemble_chunks` (each its header, its one buffer, the pad) copied
+    as one ``(chunks, bytes)`` block per run of equally sized chunks: a few copies that release
+    the GIL, where a join took Python objects per chunk. None when there are too many runs."""
+    n = len(sizes)
+    run_firsts = np.flatnonzero(np.diff(sizes, prepend=-1)).tolist()
+    if len(run_firsts) > MAX_STRIDED_RUNS:
+        return None
+    ends = np.zeros(n + 1, np.int64)
+    np.cumsum(chunk_bytes, out=ends[1:])
+    body = np.empty(int(ends[-1]), np.uint8)
+    head = header.shape[1]
+    edges = chunks.edges
+    for first, stop in itertools.pairwise([*run_firsts, n]):
+        size, span, count = int(sizes[first]), int(chunk_bytes[first]), stop - first
+        rows = body[int(ends[first]) : int(ends[stop])].reshape(count, span)
+        rows[:, :head] = header[first:stop]
+        rows[:, head : head + size] = chunks.raw[int(edges[first]) : int(edges[stop])].reshape(count, size)
+        rows[:, head + size :] = CHUNK_PAD[0]
+    return body.data
 
 
 def _repetition_index(sh: Shredded, level_spans: list[tuple[int, int]]) -> bytes:
