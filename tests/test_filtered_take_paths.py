@@ -2,7 +2,7 @@
 pages and scans equal pylance's, on the paths chosen for large reads: columns taken side by side
 on the take pool (``fragment.PARALLEL_TAKE_ROWS``), vectors taken rather than read whole
 (``_takes_values``), pages of chosen chunks decoded in groups (``take_pages.JOIN_BYTES``), and a page
-decoded beside the next one (``reader.DECODE_AHEAD_BYTES``); scan reads ending at the widest
+decoded beside the next one (``reader_ahead.DECODE_AHEAD_BYTES``); scan reads ending at the widest
 column's page boundaries (``fragment.WIDE_PAGE_BYTES``). The thresholds are lowered here so
 that tables of tens of thousands of rows cross them."""
 
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 import lance_fw
-import lance_fw.file.reader as file_reader
+import lance_fw.file.reader_ahead as file_reader
 import lance_fw.file.writer as file_writer
 import lance_fw.table.fragment as fragment
 import lance_fw_plugins.encodings_v2_1.take_pages as v21_take_pages

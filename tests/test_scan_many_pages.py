@@ -133,7 +133,7 @@ def test_scan_decodes_runs_of_pages(uri):
 def _scaled_down_pages(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """pylance's pages of 1,000-row batches (2.2, two files), with the reader's run and decode
     ahead thresholds scaled down to match: 2 MB columns of pylance's 8192-row pages in small."""
-    from lance_fw.file import reader as file_reader
+    from lance_fw.file import reader_ahead as file_reader
 
     table = _table(ROWS)
     reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=1_000))
@@ -180,9 +180,10 @@ def test_a_scan_decodes_each_page_once(uri, monkeypatch, columns):
     8192-row vector pages: a third of the second file's pages twice). Thresholds scaled down as
     in the test above, so that 1,000-row pages behave like pylance's 1 MB vector pages."""
     from lance_fw.file import reader as file_reader
+    from lance_fw.file import reader_ahead
 
     _scaled_down_pages(uri, monkeypatch)
-    monkeypatch.setattr(file_reader, "RUN_PAGE_BYTES", 32 << 10)
+    monkeypatch.setattr(reader_ahead, "RUN_PAGE_BYTES", 32 << 10)
     decoded: list[tuple[str, int, int]] = []
     original = file_reader.LanceFileReader._decode_pages
 
@@ -231,3 +232,31 @@ def test_reads_end_at_wide_pages_before_a_short_last_page(uri, monkeypatch):
     for page in pages:
         starts.add(max(starts) + page.length)
     assert spans and all(start in starts and stop in starts for start, stop in spans), spans[:5]
+
+
+def test_a_read_s_jobs_are_balanced_over_the_pool(uri, monkeypatch):
+    """A read waits for all the jobs it decodes ahead, so the largest sets its time: runs are
+    halved while the largest holds more than one worker's share (``_balanced``), and the scan
+    still returns what pylance's does."""
+    from lance_fw._util import pools
+    from lance_fw.file import reader_ahead
+
+    _scaled_down_pages(uri, monkeypatch)
+    monkeypatch.setattr(reader_ahead, "SMALL_PAGES_RUN_BYTES", 1 << 20)  # long runs to halve
+    calls: list[tuple[int, int, list[int]]] = []  # (jobs in, jobs out, sizes out)
+    original = reader_ahead.AheadDecodes._balanced
+
+    def recording(self, jobs):
+        count = len(jobs)
+        out = original(self, jobs)
+        sizes = [self._pages_bytes(col, pages) for col, pages, _, _ in out]
+        calls.append((count, len(out), sizes))
+        # the largest within a worker's share, or a job that cannot be halved
+        assert sizes[0] * pools.workers() <= sum(sizes) or len(self._halves(out[0])) < 2
+        return out
+
+    monkeypatch.setattr(reader_ahead.AheadDecodes, "_balanced", recording)
+    assert_tables_equal(lance.dataset(uri).to_table(), lance_fw.dataset(uri).to_table())
+    assert any(out > count for count, out, _ in calls), calls  # some run was halved
+    for _, _, sizes in calls:
+        assert sizes == sorted(sizes, reverse=True)  # largest first
