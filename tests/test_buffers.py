@@ -157,6 +157,24 @@ def test_gather_ranges_of_ordered_ranges_match_slicing(gap):
     assert gather_ranges(data, starts, lengths).tobytes() == want
 
 
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64, np.int64, np.uint16])
+def test_gather_ranges_of_wider_items(dtype):
+    """Ranges of wider items (a page's offset words, one range per chunk) keep their dtype and
+    values, taken as ranges of their bytes."""
+    from lance_fw.file import buffers
+
+    rng = np.random.default_rng(int(np.dtype(dtype).itemsize))
+    lengths = rng.integers(0, 900, 3000)
+    starts = np.cumsum(rng.integers(0, 3, 3000)) + np.concatenate([[0], np.cumsum(lengths[:-1])])
+    data = rng.integers(0, np.iinfo(dtype).max, int(starts[-1] + lengths[-1]) + 2, dtype=dtype, endpoint=True)
+    got = buffers.gather_ranges(data, starts, lengths)
+    assert got.dtype == data.dtype
+    assert np.array_equal(got, np.concatenate([data[a:a + n] for a, n in zip(starts, lengths)]))
+    taken = buffers._ordered_take(data, starts, lengths)  # the byte-range take answered, not a fallback
+    assert taken is not None and np.array_equal(taken, got)
+    assert buffers._ordered_take(data, starts[::-1].copy(), lengths[::-1].copy()) is None  # out of order
+
+
 @pytest.mark.parametrize("width", [0, 1, 4, 8])
 def test_headed_lays_each_head_before_its_bytes(width):
     """``headed`` (full-zip pages: control word, length, bytes per value) against slicing."""

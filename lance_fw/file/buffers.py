@@ -134,14 +134,19 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
 
 
 def _ordered_take(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
-    """For byte ranges in increasing order, not overlapping, inside ``data``: their bytes, by one
-    C++ ``take``. Laid out as offsets, the range edges (start, end, next start, ...) are an Arrow
+    """For ranges in increasing order, not overlapping, inside ``data`` (1-D): their items, by one
+    C++ ``take`` (ranges of wider items as ranges of their bytes: a page's offset words, one range
+    per chunk, were gathered by an index per word, ~10% of scanning pylance's 1M-name page). Laid out as offsets, the range edges (start, end, next start, ...) are an Arrow
     binary array over ``data`` whose even elements are the ranges and odd ones the gaps; taking
     the even ones copies the ranges end to end (a page's chunks or a full-zip page's values,
     whatever their sizes: 7,000 ranges of 4 KiB in ~6 ms, a million of 25 bytes in ~20 ms, where
     slicing each costs ~0.3 us a range and a mask over the span ~3 ns a byte). None otherwise."""
-    if data.dtype != np.uint8 or data.ndim != 1 or not data.flags.c_contiguous:
+    if data.ndim != 1 or not data.flags.c_contiguous:
         return None
+    if data.dtype != np.uint8:  # wider items (a page's offset words): ranges of their bytes
+        width = data.itemsize
+        taken = _ordered_take(data.view(np.uint8), starts * width, lengths * width)
+        return None if taken is None else taken.view(data.dtype)
     edges = np.empty(2 * len(starts), np.int64)
     edges[0::2] = starts
     edges[1::2] = starts + lengths
