@@ -31,7 +31,7 @@ from lance_fw.file.read_support import concat_pages
 from lance_fw.file.version import V2_1
 from lance_fw.hookspecs import hookimpl
 
-from . import encode, layouts, repdef, take, take_pages
+from . import encode, layouts, page_parts, repdef, take, take_pages
 from .blob_descriptors import BlobDescriptorEncoder
 from .decoded_values import RawBytes
 from .layouts import PageLevels
@@ -53,8 +53,16 @@ def _structural(parse: LayoutParser) -> KindDecoder:
     return decode
 
 
+def _mini_block(layout: Any, page: PageInput, num_rows: int, arrow_type: pa.DataType) -> pa.Array:
+    """The mini-block kind decoder: a large page in parts side by side (``page_parts``), else whole."""
+    in_parts = page_parts.mini_block_in_parts(layout, page, num_rows, arrow_type)
+    return in_parts if in_parts is not None else _whole_mini_block(layout, page, num_rows, arrow_type)
+
+
+_whole_mini_block = _structural(layouts.mini_block)
+
 KIND_DECODERS: dict[str, KindDecoder] = {
-    "mini_block_layout": _structural(layouts.mini_block),
+    "mini_block_layout": _mini_block,
     "full_zip_layout": _structural(layouts.full_zip),
     "constant_layout": _structural(layouts.constant),
 }
