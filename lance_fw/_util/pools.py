@@ -20,6 +20,13 @@ MAX_WORKERS = 4
 #: which pool it runs on (``readahead`` must not wait on its own pool from inside it).
 THREAD_NAME_PREFIX = "lance_fw-"
 
+
+def on_pool_thread(prefix: str = "") -> bool:
+    """Whether the calling thread is a worker of a pool whose name starts with ``prefix`` (of
+    any of lance_fw's pools by default), told by its thread name (``THREAD_NAME_PREFIX``)."""
+    return threading.current_thread().name.startswith(THREAD_NAME_PREFIX + prefix)
+
+
 _POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
 

@@ -129,7 +129,7 @@ def readahead(
         for item in items:
             yield from produce(item)
         return
-    nested = threading.current_thread().name.startswith(_THREAD_PREFIX)
+    nested = pools.on_pool_thread(_POOL_PREFIX)
     # a pool of this ``ahead`` kept for later scans (a pool started per scan cost ~0.4 ms, a
     # tenth of a DuckDB point lookup); a producer that itself reads ahead, on one of its threads,
     # gets a pool of its own instead, since its steps would wait on steps of the pool it runs on

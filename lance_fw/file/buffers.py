@@ -136,7 +136,8 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
 def _ordered_take(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
     """For ranges in increasing order, not overlapping, inside ``data`` (1-D): their items, by one
     C++ ``take`` (ranges of wider items as ranges of their bytes: a page's offset words, one range
-    per chunk, were gathered by an index per word, ~10% of scanning pylance's 1M-name page). Laid out as offsets, the range edges (start, end, next start, ...) are an Arrow
+    per chunk, were gathered by an index per word, ~10% of scanning pylance's 1M-name page).
+    Laid out as offsets, the range edges (start, end, next start, ...) are an Arrow
     binary array over ``data`` whose even elements are the ranges and odd ones the gaps; taking
     the even ones copies the ranges end to end (a page's chunks or a full-zip page's values,
     whatever their sizes: 7,000 ranges of 4 KiB in ~6 ms, a million of 25 bytes in ~20 ms, where

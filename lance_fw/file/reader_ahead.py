@@ -156,17 +156,15 @@ class AheadDecodes:
         Why: the read waits for all its jobs, so the largest sets its time. A scan of lance_fw's
         text table began with a run of four body pages (6.7 MB, 79 ms) beside a title page and
         the ids (3.3 MB): one thread idled for 47 ms of it."""
-        size = {id(job): self._pages_bytes(job[0], job[1]) for job in jobs}
-        share = sum(size.values()) / pools.workers()
+        sized = [(self._pages_bytes(job[0], job[1]), job) for job in jobs]
+        share = sum(size for size, _ in sized) / pools.workers()
         while True:
-            jobs.sort(key=lambda j: -size[id(j)])
-            if size[id(jobs[0])] <= share:
-                return jobs
-            halves = self._halves(jobs[0])
+            sized.sort(key=lambda size_job: -size_job[0])
+            largest, job = sized[0]
+            halves = self._halves(job) if largest > share else []
             if len(halves) < 2:
-                return jobs
-            size.update({id(half): self._pages_bytes(half[0], half[1]) for half in halves})
-            jobs = halves + jobs[1:]
+                return [job for _, job in sized]
+            sized[:1] = [(self._pages_bytes(half[0], half[1]), half) for half in halves]
 
     def _halves(self, job: AheadJob) -> list[AheadJob]:
         """A run of pages cut at its middle byte into two runs to decode side by side, where each

@@ -226,6 +226,11 @@ def _plain_fixed(enc: pb.CompressiveEncoding) -> tuple[int, int | None] | None:
 def mini_block(
     layout: pb.MiniBlockLayout, buffers: Sequence[RawBytes], num_rows: int, where: str
 ) -> PageLevels:
+    return chunk_levels(page_chunks(layout, buffers, where), num_rows)[0]
+
+
+def page_chunks(layout: pb.MiniBlockLayout, buffers: Sequence[RawBytes], where: str) -> ChunkRun:
+    """Every chunk of a mini-block page, its chunk table read and its dictionary decoded."""
     if len(buffers) < 2:
         raise CorruptFileError(where, f"mini-block page has {len(buffers)} buffers, needs at least 2")
     data = as_u8(buffers[1])
@@ -235,7 +240,7 @@ def mini_block(
         if len(buffers) < 3:
             raise CorruptFileError(where, "dictionary page without a dictionary buffer")
         dictionary = mini_block_dictionary(layout, buffers[2], where)
-    return chunk_levels(ChunkRun(layout, data, starts, sizes, counts, dictionary, where), num_rows)[0]
+    return ChunkRun(layout, data, starts, sizes, counts, dictionary, where)
 
 
 def chunk_table(

@@ -11,7 +11,7 @@ are joined in order.
 from __future__ import annotations
 
 import itertools
-import threading
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -22,7 +22,7 @@ from lance_fw.file.encoding import PageInput
 
 from . import repdef
 from .decoded_values import as_u8
-from .layouts import ChunkRun, chunk_levels, chunk_table, mini_block_dictionary
+from .layouts import chunk_levels, page_chunks
 
 #: Encoded value bytes each part holds at least: below this the handoff and the join of the
 #: parts' arrays cost more than the second core saves.
@@ -40,12 +40,13 @@ def mini_block_in_parts(
     layout: pb.MiniBlockLayout, page: PageInput, num_rows: int, arrow_type: pa.DataType
 ) -> pa.Array | None:
     """The page's array, its chunks decoded in parts on a pool; None where the page is not
-    split (the caller decodes it whole, and reports any damage): a page under two parts'
-    worth of bytes, with repetition or definition levels, of values whose decoding does not
-    compute (``SPLIT_COMPRESSIONS``), a dictionary-typed column (joining its parts would re-encode the
+    split (the caller decodes it whole): a page under two parts' worth of bytes, with
+    repetition or definition levels, of values whose decoding does not compute
+    (``SPLIT_COMPRESSIONS``), a dictionary-typed column (joining its parts would re-encode the
     dictionary), or a caller already on one of lance_fw's pool threads (its siblings share the
-    cores already)."""
-    if threading.current_thread().name.startswith(pools.THREAD_NAME_PREFIX):
+    cores already). A damaged chunk table or dictionary raises what decoding it whole does
+    (``layouts.page_chunks``)."""
+    if pools.on_pool_thread():
         return None
     if layout.HasField("rep_compression") or layout.HasField("def_compression"):
         return None
@@ -53,23 +54,20 @@ def mini_block_in_parts(
         return None
     if layout.value_compression.WhichOneof("compression") not in SPLIT_COMPRESSIONS:
         return None
-    data = as_u8(page.buffers[1])
-    parts = min(pools.workers(), len(data) // PART_MIN_BYTES)
-    if parts < 2 or (layout.HasField("dictionary") and len(page.buffers) < 3):
+    parts = min(pools.workers(), len(as_u8(page.buffers[1])) // PART_MIN_BYTES)
+    if parts < 2:
         return None
-    starts, sizes, counts = chunk_table(layout, as_u8(page.buffers[0]), len(data), page.where)
+    whole = page_chunks(layout, page.buffers, page.where)
+    counts = whole.counts
     if len(counts) < parts or int(counts.sum()) != num_rows:
         return None
-    dictionary = (
-        mini_block_dictionary(layout, page.buffers[2], page.where) if layout.HasField("dictionary") else None
-    )
-    ends = np.cumsum(sizes)
+    ends = np.cumsum(whole.sizes)
     cuts = np.searchsorted(ends, np.arange(1, parts, dtype=np.int64) * int(ends[-1]) // parts) + 1
     bounds = [0, *sorted(set(cuts.tolist()) - {0, len(counts)}), len(counts)]
 
     def decode(span: tuple[int, int]) -> pa.Array:
         a, b = span
-        run = ChunkRun(layout, data, starts[a:b], sizes[a:b], counts[a:b], dictionary, page.where)
+        run = replace(whole, starts=whole.starts[a:b], sizes=whole.sizes[a:b], counts=counts[a:b])
         levels = chunk_levels(run, int(counts[a:b].sum()))[0]
         return repdef.build(levels, arrow_type, page.where)
 
