@@ -175,6 +175,23 @@ def test_gather_ranges_of_wider_items(dtype):
     assert buffers._ordered_take(data, starts[::-1].copy(), lengths[::-1].copy()) is None  # out of order
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint32, np.uint64])
+def test_pool_concatenate_matches_numpy(dtype):
+    """Pieces joined into pool memory (large ones from pyarrow's pool) as ``np.concatenate`` joins
+    them: values, dtype, numpy's result type for mixed pieces, no pieces."""
+    from lance_fw.file import buffers
+
+    rng = np.random.default_rng(7)
+    for sizes in ([3, 0, 5], [buffers.POOL_BYTES, 17, 1 << 16]):  # under and over the pool size
+        pieces = [rng.integers(0, 200, n).astype(dtype) for n in sizes]
+        got = buffers.pool_concatenate(pieces)
+        assert got.dtype == np.dtype(dtype) and np.array_equal(got, np.concatenate(pieces))
+    mixed = [np.arange(3, dtype=np.uint8), np.arange(2, dtype=np.uint32)]
+    assert buffers.pool_concatenate(mixed).dtype == np.concatenate(mixed).dtype
+    assert buffers.pool_concatenate([], np.uint16).dtype == np.uint16
+    assert buffers.pool_concatenate([], np.uint16).size == 0
+
+
 @pytest.mark.parametrize("width", [0, 1, 4, 8])
 def test_headed_lays_each_head_before_its_bytes(width):
     """``headed`` (full-zip pages: control word, length, bytes per value) against slicing."""

@@ -46,6 +46,16 @@ def pool_empty(count: int, dtype: np.dtype | type = np.uint8) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(nbytes), dt, count)
 
 
+def pool_concatenate(arrays: list[np.ndarray], dtype: np.dtype | type | None = None) -> np.ndarray:
+    """``np.concatenate(arrays)`` (1-d; of ``dtype``, else numpy's result type) into
+    :func:`pool_empty` memory: a decoded page's values joined from its pieces are as large as the
+    page, and fresh numpy memory of that size is faulted in page by page."""
+    out = pool_empty(sum(len(a) for a in arrays), np.result_type(*arrays) if dtype is None else dtype)
+    if arrays:
+        np.concatenate(arrays, out=out)
+    return out
+
+
 def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """``starts[i] + j`` for ``j < lengths[i]``, for all i in order, as int64: the positions a
     concatenation of ranges reads (or writes), computed without a Python loop."""

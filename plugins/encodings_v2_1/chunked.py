@@ -13,7 +13,7 @@ import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges, pool_empty, range_positions
+from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges, pool_concatenate, pool_empty, range_positions
 
 from . import fastlanes
 from .compressive import (
@@ -161,7 +161,7 @@ def _inline_chunks(
         values = np.zeros(total, dt)
         values[needed] = fastlanes.unpack_at(words, packed, widths, t, block, needed - before[block])
         return DecodedValues("fixed", total, values, t)
-    grid = np.empty((len(counts), fastlanes.BLOCK), dt)
+    grid = pool_empty(len(counts) * fastlanes.BLOCK, dt).reshape(len(counts), fastlanes.BLOCK)
     fastlanes.unpack_inline_blocks(words, packed, widths, t, grid)
     return DecodedValues("fixed", total, _without_padding(grid, counts), t)
 
@@ -183,7 +183,7 @@ def _without_padding(grid: np.ndarray, counts: np.ndarray) -> np.ndarray:
     starts = np.concatenate([[0], short + 1]) * fastlanes.BLOCK  # a run of blocks full but its last
     stops = np.concatenate([short, [len(counts) - 1]]) * fastlanes.BLOCK
     stops += counts[np.concatenate([short, [len(counts) - 1]])]
-    return np.concatenate([values[a:b] for a, b in zip(starts.tolist(), stops.tolist())])
+    return pool_concatenate([values[a:b] for a, b in zip(starts.tolist(), stops.tolist())])
 
 
 def decode_chunk_values_at(

@@ -382,7 +382,7 @@ def unpack_inline(
             return np.zeros(num_values, dtype=dt)
         return _unpack_blocks(words[1 : 1 + w * lanes].reshape(1, -1), t, w).reshape(-1)[:num_values]
     starts, widths = _inline_block_offsets(words, t, nblocks, where)
-    out = np.empty((nblocks, BLOCK), dtype=dt)
+    out = pool_empty(nblocks * BLOCK, dt).reshape(nblocks, BLOCK)
     return unpack_inline_blocks(words, starts, widths, t, out).reshape(-1)[:num_values]
 
 
