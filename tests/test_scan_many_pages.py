@@ -11,6 +11,8 @@ other batch sizes, row ranges (offset / limit), filters and DuckDB.
 
 from __future__ import annotations
 
+import threading
+
 import lance
 import pyarrow as pa
 import pytest
@@ -221,9 +223,9 @@ def test_reads_end_at_wide_pages_before_a_short_last_page(uri, monkeypatch):
     spans: list[tuple[int, int]] = []
     original = fragment_module.FragmentReader.read_range
 
-    def recording(self, fields, start, stop):
+    def recording(self, fields, start, stop, until=None):
         spans.append((start, stop))
-        return original(self, fields, start, stop)
+        return original(self, fields, start, stop, until)
 
     monkeypatch.setattr(fragment_module.FragmentReader, "read_range", recording)
     got = lance_fw.dataset(uri).to_table(columns=["vector"], batch_size=1_000)
@@ -260,3 +262,71 @@ def test_a_read_s_jobs_are_balanced_over_the_pool(uri, monkeypatch):
     assert any(out > count for count, out, _ in calls), calls  # some run was halved
     for _, _, sizes in calls:
         assert sizes == sorted(sizes, reverse=True)  # largest first
+
+
+def test_a_scan_s_queue_decodes_ahead_of_its_reads(uri, monkeypatch):
+    """A scan's reads wait only for their own pages: the scan's queue (``_scan_ahead``) keeps the
+    pool decoding the pages after them. Taking one batch and closing the scan has already
+    decoded pages past its first read, on the pool, each once; the whole scan still equals
+    pylance's (bit-packed, dictionary and nullable numbers), and closing it mid-way leaves
+    nothing running on a closed file. A scan with a string column stays read by read."""
+    from lance_fw.file import reader as file_reader
+    from lance_fw.file import reader_ahead
+    from lance_fw.table import fragment as fragment_module
+
+    _pylance_from_batches(uri, "2.2")
+    queued: list[bool] = []
+    original_ahead = reader_ahead.AheadDecodes._scan_ahead
+
+    def recording_ahead(self, *args):
+        queued.append(original_ahead(self, *args))
+        return queued[-1]
+
+    decoded: list[tuple[str, int, int, str]] = []  # (file, column, page's first row, thread)
+    original = file_reader.LanceFileReader._decode_pages
+
+    def counting(self, col, pages, arrow_type, field):
+        starts = self._starts(col, field)
+        decoded.extend((self.path, col, starts[p], threading.current_thread().name) for p in pages)
+        return original(self, col, pages, arrow_type, field)
+
+    monkeypatch.setattr(reader_ahead.AheadDecodes, "_scan_ahead", recording_ahead)
+    monkeypatch.setattr(file_reader.LanceFileReader, "_decode_pages", counting)
+    columns = ["id", "value", "category", "maybe", "maybe_f"]
+    scan = lance_fw.dataset(uri).to_batches(columns=columns, batch_size=1_000)
+    first = next(iter(scan))
+    scan.close()
+    assert first.num_rows == 1_000 and queued and queued[0]
+    # the first read covers SCAN_READ_ROWS rows at most: pages starting past them were decoded too
+    assert max(row for _, _, row, _ in decoded) >= fragment_module.SCAN_READ_ROWS
+    assert all(name.startswith("lance_fw-column-decode") for *_, name in decoded)
+
+    decoded.clear()
+    got = lance_fw.dataset(uri).to_table(columns=columns)
+    assert_tables_equal(lance.dataset(uri).to_table(columns=columns), got)
+    keys = [key[:3] for key in decoded]
+    assert len(keys) == len(set(keys)) and len(keys) > 100  # every page once
+
+    queued.clear()
+    lance_fw.dataset(uri).to_table(columns=["id", "name"])
+    assert queued and not any(queued)
+
+
+def test_a_scan_s_queue_raises_a_job_s_error_at_the_read(uri, monkeypatch):
+    """A page that fails to decode on the pool, ahead of the reads, fails the scan with the
+    page's own error when a read reaches it (not a hang, not a silently short table)."""
+    from lance_fw.errors import CorruptFileError
+    from lance_fw.file import reader as file_reader
+
+    _pylance_from_batches(uri, "2.2")
+    original = file_reader.LanceFileReader._decode_pages
+
+    def failing(self, col, pages, arrow_type, field):  # the page holding row 150,000 of the first file
+        starts = self._starts(col, field)
+        if starts[pages[0]] <= 150_000 < starts[pages[-1] + 1]:
+            raise CorruptFileError(self.path, f"column {col} page holding row 150000: damaged (test)")
+        return original(self, col, pages, arrow_type, field)
+
+    monkeypatch.setattr(file_reader.LanceFileReader, "_decode_pages", failing)
+    with pytest.raises(CorruptFileError, match="row 150000: damaged"):
+        lance_fw.dataset(uri).to_table(columns=["id", "value"])

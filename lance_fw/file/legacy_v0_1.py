@@ -103,7 +103,7 @@ class LegacyFileReader:
     def prefetch(self, fields: list[LanceField], start: int, stop: int) -> None:
         """Nothing: each 0.1 page read fetches exactly the bytes of the rows asked for."""
 
-    def decode_ahead(self, fields: list[LanceField], start: int, stop: int) -> None:
+    def decode_ahead(self, fields: list[LanceField], start: int, stop: int, until: int | None = None) -> None:
         """Nothing: 0.1 pages are plain copies, not worth a thread."""
 
     def prefetch_small_buffers(self, fields: list[LanceField], rows: np.ndarray) -> None:

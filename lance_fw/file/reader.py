@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from concurrent.futures import Future
 from functools import partial
 
 import pyarrow as pa
@@ -24,7 +25,7 @@ from lance_fw.file.read_support import (
     guarded,
     shared_metadata,
 )
-from lance_fw.file.reader_ahead import AheadDecodes
+from lance_fw.file.reader_ahead import AheadDecodes, ScanQueue
 from lance_fw.file.reader_fetch import PageFetches
 from lance_fw.file.reader_takes import RowTakes
 from lance_fw.io.storage import RangeReader, Storage
@@ -88,6 +89,11 @@ class LanceFileReader(RowTakes, PageFetches, AheadDecodes):
         self._runs: dict[int, list[tuple[int, int, pa.Array]]] = {}
         #: Pages ``decode_ahead`` decoded for a range not read yet, by (column, page).
         self._ahead: dict[tuple[int, int], pa.Array] = {}
+        #: Pages a scan's queue is decoding on the pool, by (column, page): the job's future and
+        #: its pages (filed in ``_ahead`` by ``_settle`` or ``_scan_ahead``).
+        self._pending: dict[tuple[int, int], tuple[Future[list[pa.Array]], list[int]]] = {}
+        #: Scans' decode queues, by (field ids, the row the scan reads up to).
+        self._scans: dict[tuple[tuple[int, ...], int], ScanQueue] = {}
         #: Buffers of pages fetched ahead (``prefetch``), by (column, page); taken when decoded.
         self._prefetched: dict[tuple[int, int], list[memoryview]] = {}
         #: Small page buffers fetched ahead for a take (``prefetch_small_buffers``), by offset.
@@ -102,6 +108,7 @@ class LanceFileReader(RowTakes, PageFetches, AheadDecodes):
         return self.tail.num_rows
 
     def close(self) -> None:
+        self.drop_pending()
         self._reader.close()
 
     def read_global_buffer(self, number: int) -> bytes:
@@ -225,6 +232,7 @@ class LanceFileReader(RowTakes, PageFetches, AheadDecodes):
             )
         first = bisect.bisect_right(starts, start) - 1
         last = bisect.bisect_left(starts, stop) - 1
+        self._settle(col, first, last)
         todo = [p for p in range(first, last + 1) if self._cached(col, p) is None]
         extra = self._small_pages_after(col, todo, last)
         decoded = (

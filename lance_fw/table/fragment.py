@@ -275,13 +275,17 @@ class FragmentReader:
             return pa.nulls(rows, f.arrow_type())
         return structure_v2_1.packed_field(read(reader, owner), owner, f)
 
-    def read_range(self, fields: list[LanceField], start: int, stop: int) -> list[pa.Array]:
+    def read_range(
+        self, fields: list[LanceField], start: int, stop: int, until: int | None = None
+    ) -> list[pa.Array]:
         """Physical rows [start, stop) of each field (deleted rows still included). Each data
-        file first fetches the pages all its fields need at once (``LanceFileReader.prefetch``)."""
+        file first fetches the pages all its fields need at once (``LanceFileReader.prefetch``).
+        ``until``: the caller reads on, range after range, up to that row (a scan), which lets
+        the files decode ahead of it (``decode_ahead``)."""
         for _, reader in self._readers:
             own = [f for f in fields if self._reader_for(f) is reader]
             reader.prefetch(own, start, stop)
-            reader.decode_ahead(own, start, stop)
+            reader.decode_ahead(own, start, stop, until)
         out = []
         for f in fields:
             found = self._reader_for(f)
@@ -407,7 +411,7 @@ class FragmentReader:
             if after < len(page_starts) and page_starts[after] < span_stop:
                 whole = (page_starts[after] - span_start) // rows.batch_size * rows.batch_size
                 span_stop = min(span_start + max(whole, rows.batch_size), last)
-            arrays = self.read_range(rows.fields, span_start, span_stop)
+            arrays = self.read_range(rows.fields, span_start, span_stop, last)
             arrays += self._asked_row_columns(range(span_start, span_stop), rows)
             span = pa.RecordBatch.from_arrays(arrays, schema=schema)
             for start in range(span_start, span_stop, rows.batch_size):
