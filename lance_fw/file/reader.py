@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bisect
 import threading
-from concurrent.futures import Future
 from functools import partial
 
 import pyarrow as pa
@@ -25,7 +24,7 @@ from lance_fw.file.read_support import (
     guarded,
     shared_metadata,
 )
-from lance_fw.file.reader_ahead import AheadDecodes, ScanQueue
+from lance_fw.file.reader_ahead import AheadDecodes, PendingJob, ScanQueue
 from lance_fw.file.reader_fetch import PageFetches
 from lance_fw.file.reader_takes import RowTakes
 from lance_fw.io.storage import RangeReader, Storage
@@ -91,7 +90,7 @@ class LanceFileReader(RowTakes, PageFetches, AheadDecodes):
         self._ahead: dict[tuple[int, int], pa.Array] = {}
         #: Pages a scan's queue is decoding on the pool, by (column, page): the job's future and
         #: its pages (filed in ``_ahead`` by ``_settle`` or ``_scan_ahead``).
-        self._pending: dict[tuple[int, int], tuple[Future[list[pa.Array]], list[int]]] = {}
+        self._pending: dict[tuple[int, int], PendingJob] = {}
         #: Scans' decode queues, by (field ids, the row the scan reads up to).
         self._scans: dict[tuple[tuple[int, ...], int], ScanQueue] = {}
         #: Buffers of pages fetched ahead (``prefetch``), by (column, page); taken when decoded.

@@ -71,19 +71,20 @@ AheadJob = tuple[int, list[int], pa.DataType, LanceField]
 
 #: A job of a scan's queue: (first row, encoded bytes, the job).
 QueuedJob = tuple[int, int, AheadJob]
+#: A job under way, as ``_pending`` holds it for each of its pages: its future and its pages.
+PendingJob = tuple[Future[list[pa.Array]], list[int]]
 
 
 @dataclass
 class ScanQueue:
-    """A scan's decode jobs over its rows (``AheadDecodes._scan_ahead``), in the order of their
-    first rows; ``next``: the first not submitted yet; ``running``: those submitted whose pages
-    the reads have not passed, with their futures."""
+    """A scan's decode jobs over its rows from ``start`` (``AheadDecodes._scan_ahead``), in the
+    order of their first rows; ``next``: the first not submitted yet; ``running``: those
+    submitted whose pages the reads have not passed, with their ``_pending`` entries."""
 
     start: int
-    until: int
     jobs: list[QueuedJob]
     next: int = 0
-    running: list[tuple[QueuedJob, Future[list[pa.Array]]]] = field(default_factory=list)
+    running: list[tuple[QueuedJob, PendingJob]] = field(default_factory=list)
 
 
 class AheadDecodes:
@@ -94,7 +95,7 @@ class AheadDecodes:
         _lock: threading.Lock
         _ahead: dict[tuple[int, int], pa.Array]
         _ahead_columns: dict[tuple[int, ...], list[tuple[int, LanceField, pa.DataType, list[int]]]]
-        _pending: dict[tuple[int, int], tuple[Future[list[pa.Array]], list[int]]]
+        _pending: dict[tuple[int, int], PendingJob]
         _scans: dict[tuple[tuple[int, ...], int], ScanQueue]
         _reader: RangeReader
         _page_bytes: dict[int, list[int]]
@@ -347,20 +348,16 @@ class AheadDecodes:
             return False
         queue = self._scans.get((key, until))
         if queue is None or (start <= queue.start and queue.next):  # a new scan of the rows
-            queue = self._scans[(key, until)] = ScanQueue(
-                start, until, self._scan_jobs(columns, start, until)
-            )
+            queue = self._scans[(key, until)] = ScanQueue(start, self._scan_jobs(columns, start, until))
         if len(queue.jobs) < SCAN_JOBS_PER_WORKER_SPAN * pools.workers():
             return False  # a few large pages: decoded read by read (a lone one in parts, page_parts)
         firsts = {col: bisect.bisect_right(starts, start) - 1 for col, _, _, starts in columns}
-        for job, future in queue.running:  # file what has finished (the pages stay pending else)
-            col, pages = job[2][0], job[2][1]
-            entry = self._pending.get((col, pages[0]))
-            if future.done() and entry is not None and entry[0] is future:
-                self._file(col, entry, future.result())
-        queue.running = [(job, future) for job, future in queue.running if job[2][1][-1] >= firsts[job[2][0]]]
+        for job, entry in queue.running:  # file what has finished (the pages stay pending else)
+            if entry[0].done():
+                self._file(job[2][0], entry, entry[0].result())
+        queue.running = [(job, entry) for job, entry in queue.running if job[2][1][-1] >= firsts[job[2][0]]]
         limit = SCAN_JOBS_PER_WORKER * pools.workers()
-        busy = sum(not future.done() for _, future in queue.running)
+        busy = sum(not entry[0].done() for _, entry in queue.running)
         ahead = sum(job[1] for job, _ in queue.running if job[0] >= stop)
         pool = pools.pool(COLUMN_POOL)
         while queue.next < len(queue.jobs):
@@ -376,7 +373,7 @@ class AheadDecodes:
             with self._lock:
                 for page in pages:
                     self._pending[(col, page)] = entry
-            queue.running.append((queued, future))
+            queue.running.append((queued, entry))
             busy += 1
             ahead += size if row >= stop else 0
         return True
@@ -460,10 +457,9 @@ class AheadDecodes:
             if entry is not None:
                 self._file(col, entry, entry[0].result())
 
-    def _file(
-        self, col: int, entry: tuple[Future[list[pa.Array]], list[int]], arrays: list[pa.Array]
-    ) -> None:
-        """A finished job's pages into ``_ahead``, those still waited for."""
+    def _file(self, col: int, entry: PendingJob, arrays: list[pa.Array]) -> None:
+        """A finished job's pages into ``_ahead``, those still waited for (filing it again, or
+        after ``drop_pending``, does nothing)."""
         with self._lock:
             for page, array in zip(entry[1], arrays, strict=True):
                 if self._pending.get((col, page)) is entry:

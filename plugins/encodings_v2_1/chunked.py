@@ -161,7 +161,7 @@ def _inline_chunks(
         values = np.zeros(total, dt)
         values[needed] = fastlanes.unpack_at(words, packed, widths, t, block, needed - before[block])
         return DecodedValues("fixed", total, values, t)
-    grid = pool_empty(len(counts) * fastlanes.BLOCK, dt).reshape(len(counts), fastlanes.BLOCK)
+    grid = fastlanes.empty_blocks(len(counts), t)
     fastlanes.unpack_inline_blocks(words, packed, widths, t, grid)
     return DecodedValues("fixed", total, _without_padding(grid, counts), t)
 
