@@ -195,3 +195,45 @@ def test_local_read_into_of_more_adjacent_ranges_than_one_preadv_takes(tmp_path)
     with resolve_storage(str(tmp_path)).open_reader(str(path)) as reader:
         reader.read_into(ranges, memoryview(out), at)
     assert out.reshape(count, 10)[::-1].tobytes() == payload
+
+
+def test_local_read_into_bridges_small_gaps_in_one_preadv(tmp_path, monkeypatch):
+    """Ranges at most ``BRIDGE_GAP`` apart are read in one ``os.preadv`` (the bytes between them
+    into scratch, never into ``out``); wider gaps, overlapping ranges and more buffers than
+    ``IOV_MAX`` start new calls. Every range's bytes land where asked, and nothing else does."""
+    import os
+
+    from lance_fw_plugins.storage_local import BRIDGE_GAP, IOV_MAX
+
+    payload = np.random.default_rng(11).integers(0, 256, 4 << 20, dtype=np.uint8).tobytes()
+    path = tmp_path / "f.bin"
+    path.write_bytes(payload)
+    calls: list[int] = []
+    original = os.preadv
+
+    def counting(fd, views, offset, *rest):
+        calls.append(len(views))
+        return original(fd, views, offset, *rest)
+
+    monkeypatch.setattr(os, "preadv", counting)
+
+    def read(ranges):
+        at = list(np.cumsum([0] + [length for _, length in ranges[:-1]]))
+        total = sum(length for _, length in ranges)
+        out = np.zeros(total + 64, np.uint8)
+        calls.clear()
+        with resolve_storage(str(tmp_path)).open_reader(str(path)) as reader:
+            reader.read_into(ranges, memoryview(out), at)
+        for (off, length), where in zip(ranges, at):
+            assert out[where : where + length].tobytes() == payload[off : off + length]
+        assert not out[total:].any()
+        return list(calls)
+
+    # a page's 32-byte buffer padded to 64, its next buffer, the next page right after it
+    assert read([(0, 32), (64, 21_632), (21_696, 32), (21_760, 64_640)]) == [6]  # 2 gaps
+    assert read([(0, 10), (10 + BRIDGE_GAP, 10)]) == [3]  # a gap of BRIDGE_GAP: bridged
+    assert len(read([(0, 10), (11 + BRIDGE_GAP, 10)])) == 2  # one byte more: two calls
+    assert len(read([(0, 100), (50, 100)])) == 2  # overlapping: never bridged
+    many = [(40 * i, 10) for i in range(IOV_MAX + 3)]  # each with a gap: two buffers a range
+    counts = read(many)
+    assert all(n <= IOV_MAX for n in counts) and len(counts) == 3

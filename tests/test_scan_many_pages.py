@@ -330,3 +330,55 @@ def test_a_scan_s_queue_raises_a_job_s_error_at_the_read(uri, monkeypatch):
     monkeypatch.setattr(file_reader.LanceFileReader, "_decode_pages", failing)
     with pytest.raises(CorruptFileError, match="row 150000: damaged"):
         lance_fw.dataset(uri).to_table(columns=["id", "value"])
+
+
+def test_a_scan_reads_from_run_to_run(uri, monkeypatch):
+    """Where a scan's queue applies, its reads go from one run of pages the queue decodes to the
+    next (``scan_runs``), however long, rather than every ``SCAN_READ_ROWS``: a read within a run
+    slices it, so the only pages copied together are those of the batch across a run's start,
+    read alone. The scan equals pylance's, batch for batch."""
+    from lance_fw.file import reader as file_reader
+    from lance_fw.table import fragment as fragment_module
+
+    _pylance_from_batches(uri, "2.2")
+    runs: list[list[int]] = []
+    original_runs = file_reader.LanceFileReader.scan_runs
+
+    def recording_runs(self, fields, start, until):
+        runs.append(original_runs(self, fields, start, until))
+        return runs[-1]
+
+    spans: list[tuple[int, int]] = []
+    original_read = fragment_module.FragmentReader.read_range
+
+    def recording_read(self, fields, start, stop, until=None):
+        spans.append((start, stop))
+        return original_read(self, fields, start, stop, until)
+
+    joined: list[int] = []  # rows of each read copied together from several pages
+    original_concat = file_reader.concat_pages
+
+    def recording_concat(pieces, arrow_type):
+        joined.append(sum(len(piece) for piece in pieces))
+        return original_concat(pieces, arrow_type)
+
+    monkeypatch.setattr(file_reader.LanceFileReader, "scan_runs", recording_runs)
+    monkeypatch.setattr(fragment_module.FragmentReader, "read_range", recording_read)
+    monkeypatch.setattr(file_reader, "concat_pages", recording_concat)
+    columns = ["id", "value", "category"]
+    batch = 1_000
+    got = list(lance_fw.dataset(uri).to_batches(columns=columns, batch_size=batch))
+    expected = list(lance.dataset(uri).to_batches(columns=columns, batch_size=batch))
+    assert [b.num_rows for b in got] == [b.num_rows for b in expected]
+    assert_tables_equal(pa.Table.from_batches(expected), pa.Table.from_batches(got))
+
+    first_file = runs[0]
+    assert len(first_file) >= 2 and first_file[0] == 0  # the queue cut the file into runs
+    reads_of_first = [(a, b) for a, b in spans if b <= FIRST_FILE_ROWS]
+    # a read a run (up to its last whole batch) and one for the batch across the next run's start
+    assert len(reads_of_first) <= 2 * len(first_file)
+    assert max(b - a for a, b in reads_of_first) > fragment_module.SCAN_READ_ROWS
+    for a, b in reads_of_first:
+        inside = [r for r in first_file if a < r < b]
+        assert not inside or b - a <= batch, (a, b, inside)  # only a lone batch crosses a run start
+    assert joined and max(joined) <= batch

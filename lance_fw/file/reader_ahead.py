@@ -134,13 +134,7 @@ class AheadDecodes:
         stop = min(stop, self.num_rows)
         if stop <= start:
             return
-        key = tuple(f.id for f in fields)
-        columns = self._ahead_columns.get(key)
-        if columns is None:
-            columns = self._ahead_columns[key] = [
-                (col, leaf, arrow_type, self._starts(col, leaf))
-                for col, leaf, arrow_type in self._row_column_types(fields)
-            ]
+        key, columns = self._columns_of(fields)
         if until is not None and self._scan_ahead(key, columns, start, stop, min(until, self.num_rows)):
             return
         jobs: list[AheadJob] = []
@@ -192,6 +186,20 @@ class AheadDecodes:
             for (col, pages, _, _), arrays in zip(heavy, decoded, strict=True):
                 for page, array in zip(pages, arrays, strict=True):
                     self._ahead[(col, page)] = array
+
+    def _columns_of(
+        self, fields: list[LanceField]
+    ) -> tuple[tuple[int, ...], list[tuple[int, LanceField, pa.DataType, list[int]]]]:
+        """The key of ``fields`` read together, and (column, leaf, decoded type, page starts) of
+        each column holding their values row for row (worked out once per key)."""
+        key = tuple(f.id for f in fields)
+        columns = self._ahead_columns.get(key)
+        if columns is None:
+            columns = self._ahead_columns[key] = [
+                (col, leaf, arrow_type, self._starts(col, leaf))
+                for col, leaf, arrow_type in self._row_column_types(fields)
+            ]
+        return key, columns
 
     def _balanced(self, jobs: list[AheadJob]) -> list[AheadJob]:
         """The jobs, largest first, its runs halved (``_halves``) while the largest holds more than
@@ -338,18 +346,10 @@ class AheadDecodes:
         cost per byte, which the rounds already balance, and decoding them ahead kept more
         decoded pages alive (page faults), their decode CPU up 6% (strings) and 15% (every
         column), their scans 5-10% slower."""
-        if (
-            self.tail.version == (2, 0)
-            or self._reader.prefetch_pays
-            or until <= stop
-            or pools.workers() < 2
-            or not all(pa.types.is_primitive(arrow_type) for _, _, arrow_type, _ in columns)
-        ):
+        if until <= stop:
             return False
-        queue = self._scans.get((key, until))
-        if queue is None or (start <= queue.start and queue.next):  # a new scan of the rows
-            queue = self._scans[(key, until)] = ScanQueue(start, self._scan_jobs(columns, start, until))
-        if len(queue.jobs) < SCAN_JOBS_PER_WORKER_SPAN * pools.workers():
+        queue = self._scan_queue(key, columns, start, until)
+        if queue is None:
             return False  # a few large pages: decoded read by read (a lone one in parts, page_parts)
         firsts = {col: bisect.bisect_right(starts, start) - 1 for col, _, _, starts in columns}
         for job, entry in queue.running:  # file what has finished (the pages stay pending else)
@@ -377,6 +377,47 @@ class AheadDecodes:
             busy += 1
             ahead += size if row >= stop else 0
         return True
+
+    def _scan_queue(
+        self,
+        key: tuple[int, ...],
+        columns: list[tuple[int, LanceField, pa.DataType, list[int]]],
+        start: int,
+        until: int,
+    ) -> ScanQueue | None:
+        """The queue of a scan of ``columns`` from ``start`` up to ``until`` (made on the scan's
+        first call), or None where a queue does not apply (see ``_scan_ahead``), or where it
+        would hold fewer than ``SCAN_JOBS_PER_WORKER_SPAN`` jobs a worker (a few large pages,
+        decoded read by read, a lone one in parts)."""
+        if (
+            self.tail.version == (2, 0)
+            or self._reader.prefetch_pays
+            or pools.workers() < 2
+            or not all(pa.types.is_primitive(arrow_type) for _, _, arrow_type, _ in columns)
+        ):
+            return None
+        queue = self._scans.get((key, until))
+        if queue is None or (start <= queue.start and queue.next):  # a new scan of the rows
+            queue = self._scans[(key, until)] = ScanQueue(start, self._scan_jobs(columns, start, until))
+        if len(queue.jobs) < SCAN_JOBS_PER_WORKER_SPAN * pools.workers():
+            return None
+        return queue
+
+    def scan_runs(self, fields: list[LanceField], start: int, until: int) -> list[int]:
+        """The rows where the runs of pages a scan of ``fields`` over rows [start, until) decodes
+        begin (its queue's jobs, ``_scan_ahead``), in order; none where no queue applies.
+
+        Why: a read within one decoded run slices it, a read across two copies both pieces into
+        one array; and every read pays its bookkeeping (~0.2 ms: the queue, each column's
+        pages) on the reading thread, while the decoding threads wait for the GIL it holds. A
+        scan reading from run start to run start (``FragmentReader.batches``) copies nothing
+        and reads a few times a fragment rather than every ``SCAN_READ_ROWS``."""
+        until = min(until, self.num_rows)
+        if until <= start:
+            return []
+        key, columns = self._columns_of(fields)
+        queue = self._scan_queue(key, columns, start, until)
+        return [] if queue is None else sorted({row for row, _, _ in queue.jobs})
 
     def _scan_jobs(
         self, columns: list[tuple[int, LanceField, pa.DataType, list[int]]], start: int, until: int

@@ -394,19 +394,24 @@ class FragmentReader:
 
     def batches(self, rows: Rows) -> Iterator[pa.RecordBatch]:
         """Live rows of ``rows`` in batches of ``batch_size`` physical rows (fewer where rows are
-        deleted), as pylance's scan cuts them. Rows are read ``SCAN_READ_ROWS`` at a time and each
-        batch sliced out of them: a read costs ~50 us of bookkeeping per call whatever its
+        deleted), as pylance's scan cuts them. Rows are read from one run of pages the files
+        decode ahead to the next (``_scan_runs``), else ``SCAN_READ_ROWS`` at a time, and each
+        batch sliced out of them: a read costs ~50-200 us of bookkeeping per call whatever its
         length (pages, prefetch, decode ahead), a slice ~2 us."""
         schema = rows.schema()
         first, last = self._span(rows.start, rows.stop)
         step = max(rows.batch_size, SCAN_READ_ROWS // rows.batch_size * rows.batch_size)
-        page_starts = self._widest_page_starts(rows.fields)
+        page_starts = self._scan_runs(rows.fields, first, last)
+        if page_starts:  # reads from run to run (``scan_runs``), however long
+            step = max(step, last - first)
+        else:
+            page_starts = self._widest_page_starts(rows.fields)
         span_start = first
         while span_start < last:
             span_stop = min(span_start + step, last)
-            # a read spanning two pages of the widest column copies both into one array: the
-            # read ends at the last batch before the page's end, and the batch across it is read
-            # alone (batches stay batch_size rows from ``first``)
+            # a read spanning two pages (runs) of the widest column copies both into one array:
+            # the read ends at the last batch before the page's end, and the batch across it is
+            # read alone (batches stay batch_size rows from ``first``)
             after = bisect.bisect_right(page_starts, span_start)
             if after < len(page_starts) and page_starts[after] < span_stop:
                 whole = (page_starts[after] - span_start) // rows.batch_size * rows.batch_size
@@ -423,6 +428,23 @@ class FragmentReader:
                 if batch.num_rows:
                     yield batch
             span_start = span_stop
+
+    def _scan_runs(self, fields: list[LanceField], first: int, last: int) -> list[int]:
+        """Where the runs of pages a scan of rows [first, last) decodes begin, over every data
+        file holding ``fields`` (``LanceFileReader.scan_runs``); none where a file of them
+        decodes read by read."""
+        runs: set[int] = set()
+        for _, reader in self._readers:
+            own = [f for f in fields if self._reader_for(f) is reader]
+            if not own:
+                continue
+            if not isinstance(reader, LanceFileReader):
+                return []
+            found = reader.scan_runs(own, first, last)
+            if not found:
+                return []
+            runs.update(found)
+        return sorted(runs)
 
     def _widest_page_starts(self, fields: list[LanceField]) -> list[int]:
         """First row of each page of the column with the most bytes among ``fields``' (one-column
