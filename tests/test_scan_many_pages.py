@@ -266,13 +266,13 @@ def test_a_read_s_jobs_are_balanced_over_the_pool(uri, monkeypatch):
 
 def test_a_scan_s_queue_decodes_ahead_of_its_reads(uri, monkeypatch):
     """A scan's reads wait only for their own pages: the scan's queue (``_scan_ahead``) keeps the
-    pool decoding the pages after them. Taking one batch and closing the scan has already
-    decoded pages past its first read, on the pool, each once; the whole scan still equals
-    pylance's (bit-packed, dictionary and nullable numbers), and closing it mid-way leaves
-    nothing running on a closed file. A scan with a string column stays read by read."""
+    pool decoding the pages after them, each page once, on the pool; the whole scan still equals
+    pylance's (bit-packed, dictionary and nullable numbers). A streamed scan (``to_batches``)
+    decodes nothing past its first run before its second read: one batch taken and the scan
+    closed (a LIMIT) decoded only that run, which reaches past the first batch. A scan with a
+    string column stays read by read."""
     from lance_fw.file import reader as file_reader
     from lance_fw.file import reader_ahead
-    from lance_fw.table import fragment as fragment_module
 
     _pylance_from_batches(uri, "2.2")
     queued: list[bool] = []
@@ -281,6 +281,13 @@ def test_a_scan_s_queue_decodes_ahead_of_its_reads(uri, monkeypatch):
     def recording_ahead(self, *args):
         queued.append(original_ahead(self, *args))
         return queued[-1]
+
+    runs: list[list[int]] = []
+    original_runs = file_reader.LanceFileReader.scan_runs
+
+    def recording_runs(self, fields, start, until, first_stop):
+        runs.append(original_runs(self, fields, start, until, first_stop))
+        return runs[-1]
 
     decoded: list[tuple[str, int, int, str]] = []  # (file, column, page's first row, thread)
     original = file_reader.LanceFileReader._decode_pages
@@ -291,14 +298,15 @@ def test_a_scan_s_queue_decodes_ahead_of_its_reads(uri, monkeypatch):
         return original(self, col, pages, arrow_type, field)
 
     monkeypatch.setattr(reader_ahead.AheadDecodes, "_scan_ahead", recording_ahead)
+    monkeypatch.setattr(file_reader.LanceFileReader, "scan_runs", recording_runs)
     monkeypatch.setattr(file_reader.LanceFileReader, "_decode_pages", counting)
     columns = ["id", "value", "category", "maybe", "maybe_f"]
     scan = lance_fw.dataset(uri).to_batches(columns=columns, batch_size=1_000)
     first = next(iter(scan))
     scan.close()
     assert first.num_rows == 1_000 and queued and queued[0]
-    # the first read covers SCAN_READ_ROWS rows at most: pages starting past them were decoded too
-    assert max(row for _, _, row, _ in decoded) >= fragment_module.SCAN_READ_ROWS
+    assert len(runs[0]) >= 2 and runs[0][1] >= 1_000  # the first run holds the first batch
+    assert decoded and max(row for _, _, row, _ in decoded) < runs[0][1]  # and nothing after it
     assert all(name.startswith("lance_fw-column-decode") for *_, name in decoded)
 
     decoded.clear()
@@ -306,10 +314,46 @@ def test_a_scan_s_queue_decodes_ahead_of_its_reads(uri, monkeypatch):
     assert_tables_equal(lance.dataset(uri).to_table(columns=columns), got)
     keys = [key[:3] for key in decoded]
     assert len(keys) == len(set(keys)) and len(keys) > 100  # every page once
+    assert all(name.startswith("lance_fw-column-decode") for *_, name in decoded)
 
     queued.clear()
     lance_fw.dataset(uri).to_table(columns=["id", "name"])
     assert queued and not any(queued)
+
+
+def test_closing_a_scan_leaves_its_file_open_until_its_jobs_end(uri, monkeypatch):
+    """A scan closed while its queue's jobs run (a consumer stopping early) does not wait for
+    them: its file stays open until the last one ends, then closes; nothing reads a closed file."""
+    from lance_fw.file import reader as file_reader
+
+    _pylance_from_batches(uri, "2.2")
+    release = threading.Event()
+    started = threading.Event()
+    seen: list[tuple[object, bool]] = []  # (the file's range reader, whether it was open after)
+    released: list[bool] = []  # a held job let go by the test, not by its timeout
+    original = file_reader.LanceFileReader._decode_pages
+
+    def held(self, col, pages, arrow_type, field):
+        if self._starts(col, field)[pages[0]] >= 100_000:  # jobs past the first reads wait
+            started.set()
+            released.append(release.wait(10))  # a close waiting for the job times this out
+        out = original(self, col, pages, arrow_type, field)
+        seen.append((self._reader, self._reader._fd >= 0))
+        return out
+
+    monkeypatch.setattr(file_reader.LanceFileReader, "_decode_pages", held)
+    scan = iter(lance_fw.dataset(uri).to_batches(columns=["id", "value"], batch_size=1_000))
+    while not started.is_set():  # read on until a job past the first reads is under way
+        next(scan)
+    scan.close()  # returns with that job still held
+    assert not release.is_set()
+    release.set()
+    for _ in range(200):  # the held jobs end, then the file closes
+        if seen and all(r._fd < 0 for r, _ in seen):
+            break
+        threading.Event().wait(0.01)
+    assert seen and all(still_open for _, still_open in seen) and released and all(released)
+    assert all(r._fd < 0 for r, _ in seen)
 
 
 def test_a_scan_s_queue_raises_a_job_s_error_at_the_read(uri, monkeypatch):
@@ -344,22 +388,23 @@ def test_a_scan_reads_from_run_to_run(uri, monkeypatch):
     runs: list[list[int]] = []
     original_runs = file_reader.LanceFileReader.scan_runs
 
-    def recording_runs(self, fields, start, until):
-        runs.append(original_runs(self, fields, start, until))
+    def recording_runs(self, fields, start, until, first_stop):
+        runs.append(original_runs(self, fields, start, until, first_stop))
         return runs[-1]
 
-    spans: list[tuple[int, int]] = []
+    spans: list[tuple[int, int, int]] = []  # (fragment, first row, end)
     original_read = fragment_module.FragmentReader.read_range
 
     def recording_read(self, fields, start, stop, until=None):
-        spans.append((start, stop))
+        spans.append((self.fragment.id, start, stop))
         return original_read(self, fields, start, stop, until)
 
     joined: list[int] = []  # rows of each read copied together from several pages
     original_concat = file_reader.concat_pages
 
     def recording_concat(pieces, arrow_type):
-        joined.append(sum(len(piece) for piece in pieces))
+        if len(pieces) > 1:  # (one piece is handed back as it is)
+            joined.append(sum(len(piece) for piece in pieces))
         return original_concat(pieces, arrow_type)
 
     monkeypatch.setattr(file_reader.LanceFileReader, "scan_runs", recording_runs)
@@ -374,9 +419,9 @@ def test_a_scan_reads_from_run_to_run(uri, monkeypatch):
 
     first_file = runs[0]
     assert len(first_file) >= 2 and first_file[0] == 0  # the queue cut the file into runs
-    reads_of_first = [(a, b) for a, b in spans if b <= FIRST_FILE_ROWS]
+    reads_of_first = [(a, b) for fragment_id, a, b in spans if fragment_id == 0]
     # a read a run (up to its last whole batch) and one for the batch across the next run's start
-    assert len(reads_of_first) <= 2 * len(first_file)
+    assert len(reads_of_first) <= 2 * len(first_file), (reads_of_first, first_file)
     assert max(b - a for a, b in reads_of_first) > fragment_module.SCAN_READ_ROWS
     for a, b in reads_of_first:
         inside = [r for r in first_file if a < r < b]

@@ -107,8 +107,25 @@ class LanceFileReader(RowTakes, PageFetches, AheadDecodes):
         return self.tail.num_rows
 
     def close(self) -> None:
-        self.drop_pending()
-        self._reader.close()
+        """Close the file, once the jobs decoding its pages ahead that have started end (those
+        not started are dropped). Why not wait for them: a scan closed early (DuckDB's
+        ``LIMIT 10``) waited for every job its queue had under way."""
+        running = self.drop_pending()
+        if not running:
+            self._reader.close()
+            return
+        left = [len(running)]
+        lock = threading.Lock()
+
+        def ended(_: object) -> None:
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                self._reader.close()
+
+        for future in running:
+            future.add_done_callback(ended)
 
     def read_global_buffer(self, number: int) -> bytes:
         """The bytes of global buffer ``number`` (0 is the file descriptor)."""

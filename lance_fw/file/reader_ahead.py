@@ -9,7 +9,7 @@ takes, ``PageFetches`` reads pages' bytes).
 from __future__ import annotations
 
 import bisect
-from concurrent.futures import Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -60,8 +60,15 @@ SCAN_JOB_BYTES = SMALL_PAGES_RUN_BYTES
 #: 1 MB vector pages: a job every 4 of its pages) costs more in setup than in decoding.
 SCAN_MIN_JOB_BYTES = 1 << 20
 SCAN_JOB_SPANS = 8
-#: Jobs a scan's rows are cut into per worker, at least (while they hold ``NEXT_RUN_MIN_BYTES``).
-SCAN_JOBS_PER_WORKER_SPAN = 2
+#: Cuts of a scan's rows per worker (each cut a job per column), at least, while they hold
+#: ``NEXT_RUN_MIN_BYTES``: each job costs ~0.4 ms of Python setup, which holds the GIL the other
+#: workers' Python waits for. Two a worker (every column of a cut one job): a 2-column scan of
+#: pylance's 8192-row pages, 7 jobs a file, took 47.3 ms median; at one a worker (4 jobs a
+#: file, the two columns of a cut decoded side by side) 39.5 ms (interleaved A/B).
+SCAN_JOBS_PER_WORKER_SPAN = 1
+#: The first cut of a scan comes after this share of a cut's bytes: its first read waits only for
+#: these jobs (DuckDB's ``LIMIT 10`` waited for half a file's decoding at one cut a worker).
+SCAN_FIRST_CUT_SHARE = 1 / 8
 #: Jobs of a scan's queue running or waiting on the pool, at most, per worker.
 SCAN_JOBS_PER_WORKER = 2
 
@@ -79,11 +86,15 @@ PendingJob = tuple[Future[list[pa.Array]], list[int]]
 class ScanQueue:
     """A scan's decode jobs over its rows from ``start`` (``AheadDecodes._scan_ahead``), in the
     order of their first rows; ``next``: the first not submitted yet; ``running``: those
-    submitted whose pages the reads have not passed, with their ``_pending`` entries."""
+    submitted whose pages the reads have not passed, with their ``_pending`` entries;
+    ``reads``: the reads served so far; ``streamed``: its consumer may stop after any batch
+    (nothing is decoded ahead of its first read)."""
 
     start: int
     jobs: list[QueuedJob]
+    streamed: bool
     next: int = 0
+    reads: int = 0
     running: list[tuple[QueuedJob, PendingJob]] = field(default_factory=list)
 
 
@@ -348,7 +359,7 @@ class AheadDecodes:
         column), their scans 5-10% slower."""
         if until <= stop:
             return False
-        queue = self._scan_queue(key, columns, start, until)
+        queue = self._scan_queue(key, columns, start, until, stop)
         if queue is None:
             return False  # a few large pages: decoded read by read (a lone one in parts, page_parts)
         firsts = {col: bisect.bisect_right(starts, start) - 1 for col, _, _, starts in columns}
@@ -360,10 +371,14 @@ class AheadDecodes:
         busy = sum(not entry[0].done() for _, entry in queue.running)
         ahead = sum(job[1] for job, _ in queue.running if job[0] >= stop)
         pool = pools.pool(COLUMN_POOL)
+        queue.reads += 1
         while queue.next < len(queue.jobs):
             queued = queue.jobs[queue.next]
             row, size, (col, pages, arrow_type, leaf) = queued
-            if row >= stop and (ahead + size > SCAN_AHEAD_BYTES or busy >= limit):
+            # nothing ahead of a streamed scan's first read: its consumer may stop after the first
+            # batch (DuckDB's LIMIT 10), and jobs left running then slowed the next query
+            early = queue.streamed and queue.reads < 2
+            if row >= stop and (early or ahead + size > SCAN_AHEAD_BYTES or busy >= limit):
                 break
             queue.next += 1
             if pages[-1] < firsts[col] or any(self._known(col, p) for p in pages):
@@ -384,9 +399,11 @@ class AheadDecodes:
         columns: list[tuple[int, LanceField, pa.DataType, list[int]]],
         start: int,
         until: int,
+        first_stop: int | None,
     ) -> ScanQueue | None:
         """The queue of a scan of ``columns`` from ``start`` up to ``until`` (made on the scan's
-        first call), or None where a queue does not apply (see ``_scan_ahead``), or where it
+        first call; ``first_stop``: where its first batch ends, None for a scan whose every batch
+        is taken, ``_scan_cuts``), or None where a queue does not apply (see ``_scan_ahead``), or where it
         would hold fewer than ``SCAN_JOBS_PER_WORKER_SPAN`` jobs a worker (a few large pages,
         decoded read by read, a lone one in parts)."""
         if (
@@ -398,14 +415,20 @@ class AheadDecodes:
             return None
         queue = self._scans.get((key, until))
         if queue is None or (start <= queue.start and queue.next):  # a new scan of the rows
-            queue = self._scans[(key, until)] = ScanQueue(start, self._scan_jobs(columns, start, until))
+            queue = self._scans[(key, until)] = ScanQueue(
+                start, self._scan_jobs(columns, start, until, first_stop), first_stop is not None
+            )
         if len(queue.jobs) < SCAN_JOBS_PER_WORKER_SPAN * pools.workers():
             return None
         return queue
 
-    def scan_runs(self, fields: list[LanceField], start: int, until: int) -> list[int]:
+    def scan_runs(
+        self, fields: list[LanceField], start: int, until: int, first_stop: int | None
+    ) -> list[int]:
         """The rows where the runs of pages a scan of ``fields`` over rows [start, until) decodes
         begin (its queue's jobs, ``_scan_ahead``), in order; none where no queue applies.
+        ``first_stop``: where a streamed scan's first batch ends; None where every batch is
+        taken (``_scan_cuts``).
 
         Why: a read within one decoded run slices it, a read across two copies both pieces into
         one array; and every read pays its bookkeeping (~0.2 ms: the queue, each column's
@@ -416,11 +439,15 @@ class AheadDecodes:
         if until <= start:
             return []
         key, columns = self._columns_of(fields)
-        queue = self._scan_queue(key, columns, start, until)
+        queue = self._scan_queue(key, columns, start, until, first_stop)
         return [] if queue is None else sorted({row for row, _, _ in queue.jobs})
 
     def _scan_jobs(
-        self, columns: list[tuple[int, LanceField, pa.DataType, list[int]]], start: int, until: int
+        self,
+        columns: list[tuple[int, LanceField, pa.DataType, list[int]]],
+        start: int,
+        until: int,
+        first_stop: int | None,
     ) -> list[QueuedJob]:
         """The jobs decoding the pages of rows [start, until) of ``columns`` not decoded yet, in
         the order of their first rows: the rows cut where the column of the most bytes has
@@ -429,7 +456,7 @@ class AheadDecodes:
 
         Why cut every column at the same rows: cut by its own bytes, a narrow column's first
         job held 97 of its pages (800k rows), and the scan's first read waited for all of them."""
-        cuts = self._scan_cuts(columns, start, until)
+        cuts = self._scan_cuts(columns, start, until, first_stop)
         out: list[QueuedJob] = []
         for col, leaf, arrow_type, starts in columns:
             before = self.bytes_before(col)
@@ -445,7 +472,11 @@ class AheadDecodes:
                     opened = None
                 elif opened is not None and (
                     opened == at  # a narrow column's run spans cut intervals up to SCAN_MIN_JOB_BYTES
-                    or (at - opened < SCAN_JOB_SPANS and before[p] - before[runs[-1][0]] < SCAN_MIN_JOB_BYTES)
+                    or (
+                        opened > 0  # (not the first: the scan's first read waits for it)
+                        and at - opened < SCAN_JOB_SPANS
+                        and before[p] - before[runs[-1][0]] < SCAN_MIN_JOB_BYTES
+                    )
                 ):
                     runs[-1].append(p)
                 else:
@@ -459,11 +490,22 @@ class AheadDecodes:
         return out
 
     def _scan_cuts(
-        self, columns: list[tuple[int, LanceField, pa.DataType, list[int]]], start: int, until: int
+        self,
+        columns: list[tuple[int, LanceField, pa.DataType, list[int]]],
+        start: int,
+        until: int,
+        first_stop: int | None,
     ) -> list[int]:
         """Rows where the column of the most bytes in [start, until) has gathered
         ``SCAN_JOB_BYTES`` since the last cut (at its page starts), or less where that would make
-        fewer than ``SCAN_JOBS_PER_WORKER_SPAN`` jobs a worker."""
+        fewer than ``SCAN_JOBS_PER_WORKER_SPAN`` cuts a worker.
+
+        A streamed scan (``first_stop`` given: where its first batch ends) is cut first after
+        ``SCAN_FIRST_CUT_SHARE`` of that, at or past ``first_stop``: its first read waits only
+        for those jobs (a read across a cut waits for the jobs on both sides: DuckDB's 256Ki-row
+        batches waited for half a file before a ``LIMIT 10`` could stop). A scan whose every
+        batch is taken (``to_table``) is cut evenly: small first jobs made the 2-column scan of
+        pylance's 8192-row pages 9% slower (44.9 against 40.7 ms median, interleaved A/B)."""
         widest, most = None, -1
         for col, _, _, starts in columns:
             before = self.bytes_before(col)
@@ -480,10 +522,11 @@ class AheadDecodes:
         )
         cuts: list[int] = []
         since = before[bisect.bisect_right(starts, start) - 1]
+        gather = size if first_stop is None else max(NEXT_RUN_MIN_BYTES, int(size * SCAN_FIRST_CUT_SHARE))
         for p in range(bisect.bisect_right(starts, start), bisect.bisect_left(starts, until)):
-            if before[p] - since >= size:
+            if before[p] - since >= gather and (cuts or first_stop is None or starts[p] >= first_stop):
                 cuts.append(starts[p])
-                since = before[p]
+                since, gather = before[p], size
         return cuts
 
     def _known(self, col: int, page: int) -> bool:
@@ -507,13 +550,11 @@ class AheadDecodes:
                     del self._pending[(col, page)]
                     self._ahead[(col, page)] = array
 
-    def drop_pending(self) -> None:
-        """Forget the jobs decoding ahead: those not started are cancelled, the others waited
-        for (they read this reader's file), before the file is closed."""
+    def drop_pending(self) -> list[Future[list[pa.Array]]]:
+        """Forget the jobs decoding ahead: those not started are cancelled; those running are
+        returned (they read this reader's file, which must stay open until they end)."""
         with self._lock:
             futures = {id(e[0]): e[0] for e in self._pending.values()}
             self._pending.clear()
             self._scans.clear()
-        for future in futures.values():
-            if not future.cancel():
-                wait([future])
+        return [future for future in futures.values() if not future.cancel()]

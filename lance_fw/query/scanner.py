@@ -221,8 +221,9 @@ class LanceScanner:
             skip = 0
         return out
 
-    def _pieces(self) -> Iterator[tuple[int, pa.RecordBatch]]:
-        """(fragment id, batch) in scan order, ``offset``/``limit`` applied."""
+    def _pieces(self, whole: bool = False) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """(fragment id, batch) in scan order, ``offset``/``limit`` applied. ``whole``: the caller
+        takes every batch (``to_table``; ``fragment.Rows.whole``)."""
         snapshot, plan = self._snapshot, self._plan
         bare = not self._fields and not self.with_row_id and not self.with_row_address
         with_address = self.with_row_address or bare
@@ -233,7 +234,14 @@ class LanceScanner:
             frag, lo, hi = item
             live = (lo, hi) if hi is not None and (lo > 0 or hi < live_rows(frag)) else None
             for batch in snapshot.read_fragment(
-                frag, self._fields, plan, self.batch_size, with_address, self.with_row_id, live=live
+                frag,
+                self._fields,
+                plan,
+                self.batch_size,
+                with_address,
+                self.with_row_id,
+                live=live,
+                whole=whole,
             ):
                 yield frag.id, (batch.drop_columns([_COUNT_COLUMN]) if bare else batch)
 
@@ -262,6 +270,11 @@ class LanceScanner:
                 return  # stop reading: the generator chain is closed here
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        return self._to_batches(whole=False)
+
+    def _to_batches(self, whole: bool) -> Iterator[pa.RecordBatch]:
+        """``to_batches``; ``whole``: the caller takes every batch (``to_table``), so the reads
+        decode for the whole scan rather than to hand out the first batch soon."""
         if self.order_by:  # pylance sorts every matching row, then applies offset / limit
             yield from ordering.ordered_batches(self._ordered_table(), self.batch_size)
             return
@@ -272,7 +285,7 @@ class LanceScanner:
             yield from self.search.run(self).combine_chunks().to_batches()
             return
         extra = [n for n, on in (("_rowid", self.with_row_id), ("_rowaddr", self.with_row_address)) if on]
-        for batch in self._batches():
+        for batch in self._batches(whole):
             if self.projection is not None:
                 tail = [batch.column(n) for n in extra]
                 projected = self.projection.apply(batch.drop_columns(extra))
@@ -282,15 +295,15 @@ class LanceScanner:
                 )
             yield batch
 
-    def _batches(self) -> Iterator[pa.RecordBatch]:
+    def _batches(self, whole: bool = False) -> Iterator[pa.RecordBatch]:
         """pylance's batch boundaries. A plain scan: ``batch_size`` rows per fragment. A filtered
         scan: what each batch it reads keeps (``batch_size`` live rows, or index candidates),
         ``offset``/``limit`` cut from those; when pylance materialises some projected column late
         (after the filter: any but fixed-width values of at most 8 bytes), it then joins those
         batches, across fragments, until each holds ``batch_size`` rows or more."""
         if self._plan is None:
-            return rechunk(self._pieces(), self.batch_size)
-        kept = (batch for _, batch in self._pieces())
+            return rechunk(self._pieces(whole), self.batch_size)
+        kept = (batch for _, batch in self._pieces(whole))
         if self._index_decides():  # per fragment, its matches in batches of batch_size, then cut
             return kept
         filter_ids = {f.id for f in self._plan.fields}
@@ -353,7 +366,7 @@ class LanceScanner:
             return self.fts.run(self)
         if self.search is not None:
             return self.search.run(self)
-        return pa.Table.from_batches(list(self.to_batches()), schema=self.projected_schema)
+        return pa.Table.from_batches(list(self._to_batches(whole=True)), schema=self.projected_schema)
 
     def head(self, num_rows: int) -> pa.Table:
         """The first ``num_rows`` rows of the scan's result (pylance: ``to_table()[:num_rows]``)."""

@@ -155,6 +155,9 @@ class Rows:
     with_row_id: bool = False
     start: int = 0
     stop: int | None = None
+    #: The consumer takes every batch (``to_table``): the reads decode for the whole, not to
+    #: hand out the first batch soon (``LanceFileReader.scan_runs``).
+    whole: bool = False
 
     def schema(self) -> pa.Schema:
         return with_row_columns(
@@ -401,7 +404,8 @@ class FragmentReader:
         schema = rows.schema()
         first, last = self._span(rows.start, rows.stop)
         step = max(rows.batch_size, SCAN_READ_ROWS // rows.batch_size * rows.batch_size)
-        page_starts = self._scan_runs(rows.fields, first, last)
+        first_stop = None if rows.whole else min(first + rows.batch_size, last)
+        page_starts = self._scan_runs(rows.fields, first, last, first_stop)
         if page_starts:  # reads from run to run (``scan_runs``), however long
             step = max(step, last - first)
         else:
@@ -429,10 +433,13 @@ class FragmentReader:
                     yield batch
             span_start = span_stop
 
-    def _scan_runs(self, fields: list[LanceField], first: int, last: int) -> list[int]:
+    def _scan_runs(
+        self, fields: list[LanceField], first: int, last: int, first_stop: int | None
+    ) -> list[int]:
         """Where the runs of pages a scan of rows [first, last) decodes begin, over every data
-        file holding ``fields`` (``LanceFileReader.scan_runs``); none where a file of them
-        decodes read by read."""
+        file holding ``fields`` (``LanceFileReader.scan_runs``; ``first_stop``: the first
+        batch's end, None where every batch is taken); none where a file of them decodes read
+        by read."""
         runs: set[int] = set()
         for _, reader in self._readers:
             own = [f for f in fields if self._reader_for(f) is reader]
@@ -440,7 +447,7 @@ class FragmentReader:
                 continue
             if not isinstance(reader, LanceFileReader):
                 return []
-            found = reader.scan_runs(own, first, last)
+            found = reader.scan_runs(own, first, last, first_stop)
             if not found:
                 return []
             runs.update(found)

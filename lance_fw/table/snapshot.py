@@ -100,17 +100,19 @@ class Snapshot:
         start: int = 0,
         stop: int | None = None,
         live: tuple[int, int] | None = None,
+        whole: bool = False,
     ) -> Iterator[pa.RecordBatch]:
         """Live rows of physical rows [start, stop) of one fragment, or its live rows [lo, hi) given
         as ``live``; with a filter ``plan`` (query.filter_plan), late materialised (the filter's
         columns first, the rest only for matches). When the plan's scalar indices cover the
-        fragment, only their candidate rows are read (and re-checked by the filter)."""
+        fragment, only their candidate rows are read (and re-checked by the filter). ``whole``:
+        the caller takes every batch (``Rows.whole``)."""
         reader = self.fragment_reader(frag)
         if live is not None and live[1] > live[0]:
             first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
             start, stop = int(first), int(last) + 1
         try:
-            rows = Rows(fields, batch_size, with_row_address, with_row_id, start, stop)
+            rows = Rows(fields, batch_size, with_row_address, with_row_id, start, stop, whole)
             if plan is None:
                 yield from reader.batches(rows)
             elif (candidates := _candidates(plan, frag.id)) is not None:
