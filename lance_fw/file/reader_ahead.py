@@ -72,6 +72,8 @@ SCAN_FIRST_CUT_SHARE = 1 / 8
 #: Jobs of a scan's queue running or waiting on the pool, at most, per worker.
 SCAN_JOBS_PER_WORKER = 2
 
+#: A column a read takes: (column, leaf field, the Arrow type its pages decode to, its page starts).
+ColumnPages = tuple[int, LanceField, pa.DataType, list[int]]
 #: A decode job: (column, its pages, the Arrow type they decode to, the leaf field).
 AheadJob = tuple[int, list[int], pa.DataType, LanceField]
 
@@ -105,7 +107,7 @@ class AheadDecodes:
         tail: FileTail
         _lock: threading.Lock
         _ahead: dict[tuple[int, int], pa.Array]
-        _ahead_columns: dict[tuple[int, ...], list[tuple[int, LanceField, pa.DataType, list[int]]]]
+        _ahead_columns: dict[tuple[int, ...], list[ColumnPages]]
         _pending: dict[tuple[int, int], PendingJob]
         _scans: dict[tuple[tuple[int, ...], int], ScanQueue]
         _reader: RangeReader
@@ -198,9 +200,7 @@ class AheadDecodes:
                 for page, array in zip(pages, arrays, strict=True):
                     self._ahead[(col, page)] = array
 
-    def _columns_of(
-        self, fields: list[LanceField]
-    ) -> tuple[tuple[int, ...], list[tuple[int, LanceField, pa.DataType, list[int]]]]:
+    def _columns_of(self, fields: list[LanceField]) -> tuple[tuple[int, ...], list[ColumnPages]]:
         """The key of ``fields`` read together, and (column, leaf, decoded type, page starts) of
         each column holding their values row for row (worked out once per key)."""
         key = tuple(f.id for f in fields)
@@ -333,7 +333,7 @@ class AheadDecodes:
     def _scan_ahead(
         self,
         key: tuple[int, ...],
-        columns: list[tuple[int, LanceField, pa.DataType, list[int]]],
+        columns: list[ColumnPages],
         start: int,
         stop: int,
         until: int,
@@ -396,7 +396,7 @@ class AheadDecodes:
     def _scan_queue(
         self,
         key: tuple[int, ...],
-        columns: list[tuple[int, LanceField, pa.DataType, list[int]]],
+        columns: list[ColumnPages],
         start: int,
         until: int,
         first_stop: int | None,
@@ -444,7 +444,7 @@ class AheadDecodes:
 
     def _scan_jobs(
         self,
-        columns: list[tuple[int, LanceField, pa.DataType, list[int]]],
+        columns: list[ColumnPages],
         start: int,
         until: int,
         first_stop: int | None,
@@ -491,7 +491,7 @@ class AheadDecodes:
 
     def _scan_cuts(
         self,
-        columns: list[tuple[int, LanceField, pa.DataType, list[int]]],
+        columns: list[ColumnPages],
         start: int,
         until: int,
         first_stop: int | None,

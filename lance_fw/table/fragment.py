@@ -11,13 +11,11 @@ from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyarrow import acero
 
 from lance_fw._proto import table_pb2
 from lance_fw._util import pools
 from lance_fw._util.lru import LruCache
-from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
+from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_1
 from lance_fw.file.buffers import is_variable_bytes
 from lance_fw.file.legacy_v0_1 import DataFileReader, open_data_file
@@ -26,6 +24,7 @@ from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.deletion import deletion_path, read_deleted_offsets
+from lance_fw.table.matcher import Matcher
 from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.row_ids import fragment_row_ids, row_addresses
 
@@ -56,11 +55,6 @@ PROBE_ROWS = 262144
 WIDE_PAGE_BYTES = 1 << 20
 #: A plain scan reads this many rows at a time and slices its batches out of them (``batches``).
 SCAN_READ_ROWS = 65536
-#: The row columns a filter may name; evaluated over a probe only when the filter names them.
-ROW_COLUMN_NAMES = ("_rowid", "_rowaddr")
-
-#: Evaluates a filter on a batch of the filter's columns: the indices of the matching rows.
-Matcher = Callable[[pa.RecordBatch], np.ndarray]
 
 
 def with_row_columns(schema: pa.Schema, with_row_id: bool, with_row_address: bool) -> pa.Schema:
@@ -70,45 +64,6 @@ def with_row_columns(schema: pa.Schema, with_row_id: bool, with_row_address: boo
     if with_row_address:
         schema = schema.append(pa.field("_rowaddr", pa.uint64()))
     return schema
-
-
-class ExpressionMatcher:
-    """A ``Matcher`` for a ``pyarrow.compute.Expression`` (null counts as false, as in SQL).
-
-    ``uses_row_columns``: whether the expression may name ``_rowid`` / ``_rowaddr`` (read off its
-    text, so a false alarm only costs the columns' computation); a filtered scan builds them for
-    every probed row only then, and otherwise only for probes with matches."""
-
-    def __init__(self, expression: pc.Expression) -> None:
-        self.expression = expression
-        self.uses_row_columns = any(name in str(expression) for name in ROW_COLUMN_NAMES)
-
-    def __call__(self, batch: pa.RecordBatch) -> np.ndarray:
-        # One single-threaded Acero projection of the predicate: a threaded plan (``Table.filter``)
-        # costs ~0.5 ms to start, which dominated index lookups that probe a handful of rows.
-        plan = acero.Declaration.from_sequence(
-            [
-                acero.Declaration(
-                    "table_source", acero.TableSourceNodeOptions(pa.Table.from_batches([batch]))
-                ),
-                acero.Declaration("project", acero.ProjectNodeOptions([self.expression], ["match"])),
-            ]
-        )
-        try:
-            mask = plan.to_table(use_threads=False).column(0)
-            if pa.types.is_null(mask.type):
-                return np.zeros(0, np.int64)
-            return np.flatnonzero(pc.fill_null(mask, False).to_numpy())
-        except (
-            pa.ArrowInvalid,
-            pa.ArrowNotImplementedError,
-        ) as exc:  # e.g. division by zero, CAST('x' AS INT)
-            raise InvalidArgumentError(f"filter {self.expression} failed on the data: {exc}") from None
-
-
-def matcher_for(expression: pc.Expression) -> Matcher:
-    """A ``Matcher`` for a ``pyarrow.compute.Expression`` (``ExpressionMatcher``)."""
-    return ExpressionMatcher(expression)
 
 
 def _matched_batches(

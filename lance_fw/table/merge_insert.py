@@ -36,8 +36,8 @@ from lance_fw.schema import conform
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.column_rewrite import rewrite_columns
 from lance_fw.table.delete import addresses_matcher, stage_deletions
-from lance_fw.table.fragment import matcher_for
 from lance_fw.table.index_list import SCALAR_TYPES
+from lance_fw.table.matcher import matcher_for
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Update, column_field_ids
 from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
