@@ -14,7 +14,7 @@ import pytest
 
 import lance_fw
 import lance_fw.duckdb as fw_duckdb
-from lance_fw.duckdb.dataset import BATCH_SIZE, DuckDBDataset, batch_rows
+from lance_fw.duckdb.dataset import BATCH_SIZE, FIRST_BATCH_SIZE, DuckDBDataset, batch_rows
 
 ROWS = 150_000  # two fragments
 PER_FILE = 140_000
@@ -51,13 +51,15 @@ def paths(tmp_path_factory):
 
 
 def test_duckdb_scans_come_in_large_batches(paths):
-    """Failed before: DuckDB got the scanner's default 8192-row batches."""
+    """Failed before: DuckDB got the scanner's default 8192-row batches. Each fragment's first
+    batch is ``FIRST_BATCH_SIZE`` rows (DuckDB pulls one batch for a ``LIMIT``), the rest large."""
     dataset = DuckDBDataset(lance_fw.dataset(paths["lance_fw"]))
     rows = batch_rows(dataset.schema, ["id"])
     assert rows == BATCH_SIZE > 8192  # a narrow column gets the most rows
 
     def cut(n: int) -> list[int]:  # a batch never spans two fragments
-        return [min(rows, n - lo) for lo in range(0, n, rows)]
+        rest = n - FIRST_BATCH_SIZE
+        return [FIRST_BATCH_SIZE] + [min(rows, rest - lo) for lo in range(0, rest, rows)]
 
     sizes = [b.num_rows for b in dataset.scanner(columns=["id"]).to_reader()]
     assert sizes == cut(PER_FILE) + cut(ROWS - PER_FILE)
@@ -99,7 +101,8 @@ def test_wide_rows_get_smaller_batches(tmp_path):
     lance_fw.write_dataset(table, path)
     ds = DuckDBDataset(lance_fw.dataset(path))
     assert [b.num_rows for b in ds.scanner().to_reader()] == [8192, 8192, rows - 2 * 8192]
-    assert [b.num_rows for b in ds.scanner(columns=["id"]).to_reader()] == [rows]
+    # (the first batch FIRST_BATCH_SIZE rows, as in every fragment)
+    assert [b.num_rows for b in ds.scanner(columns=["id"]).to_reader()] == [FIRST_BATCH_SIZE, rows - FIRST_BATCH_SIZE]
     query = "SELECT id, vec[7] FROM {t} WHERE id % 997 = 5 ORDER BY id"
     plain = fw_duckdb.duckdb.connect()
     plain.register("pl", lance.dataset(path))

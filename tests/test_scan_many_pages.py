@@ -20,6 +20,7 @@ from conftest import assert_tables_equal
 from test_take_many_pages import BATCH, _table
 
 import lance_fw
+import lance_fw.duckdb as fw_duckdb
 
 #: Rows of the dataset: one file of 300,000 rows written from 1024-row batches (pylance cuts
 #: 20 to 300 pages a column there; with fewer rows a file it cuts a few) and one of 50,000.
@@ -427,3 +428,45 @@ def test_a_scan_reads_from_run_to_run(uri, monkeypatch):
         inside = [r for r in first_file if a < r < b]
         assert not inside or b - a <= batch, (a, b, inside)  # only a lone batch crosses a run start
     assert joined and max(joined) <= batch
+
+
+def test_a_stream_hands_out_a_short_first_batch_per_fragment(uri, monkeypatch):
+    """``LanceScanner.stream`` (DuckDB's feed): each fragment's first rows as a short batch of
+    their own, then batches of up to ``batch_size``; the rows, in order, are pylance's scan's,
+    deleted rows left out. DuckDB's ``LIMIT 10`` pulls that short batch, not a 256Ki-row one."""
+    import pyarrow.compute as pc
+
+    from lance_fw.duckdb import dataset as duckdb_dataset
+
+    _pylance_from_batches(uri, "2.2")
+    lance.dataset(uri).delete("id % 7 = 3")
+    columns = ["id", "value", "category"]
+    batches = list(lance_fw.dataset(uri).scanner(columns=columns, batch_size=50_000).stream(1_000))
+    assert_tables_equal(lance.dataset(uri).to_table(columns=columns), pa.Table.from_batches(batches))
+    sizes = [b.num_rows for b in batches]
+    live_first = FIRST_FILE_ROWS - sum(1 for i in range(FIRST_FILE_ROWS) if i % 7 == 3)
+    second = next(i for i in range(len(sizes)) if sum(sizes[:i]) == live_first)
+    for at in (0, second):  # each fragment's first 1,000 physical rows, their live ones
+        first_ids = pc.min(batches[at].column("id")).as_py()
+        assert sizes[at] == sum(1 for i in range(first_ids, first_ids + 1_000) if i % 7 != 3)
+    assert max(sizes) <= 50_000 and len(sizes) > 4
+
+    pulled: list[int] = []
+    original = duckdb_dataset._ReportingScanner.to_reader
+
+    def counting(self):
+        reader = original(self)
+
+        def counted():
+            for batch in reader:
+                pulled.append(batch.num_rows)
+                yield batch
+
+        return pa.RecordBatchReader.from_batches(reader.schema, counted())
+
+    monkeypatch.setattr(duckdb_dataset._ReportingScanner, "to_reader", counting)
+    con = fw_duckdb.connect()
+    got = con.sql(f"SELECT id, value FROM lance_scan('{uri}') LIMIT 10").to_arrow_table()
+    assert got.num_rows == 10
+    assert pulled and pulled[0] <= duckdb_dataset.FIRST_BATCH_SIZE
+    assert sum(pulled) < duckdb_dataset.BATCH_SIZE

@@ -221,9 +221,12 @@ class LanceScanner:
             skip = 0
         return out
 
-    def _pieces(self, whole: bool = False) -> Iterator[tuple[int, pa.RecordBatch]]:
+    def _pieces(
+        self, whole: bool = False, first_batch: int | None = None
+    ) -> Iterator[tuple[int, pa.RecordBatch]]:
         """(fragment id, batch) in scan order, ``offset``/``limit`` applied. ``whole``: the caller
-        takes every batch (``to_table``; ``fragment.Rows.whole``)."""
+        takes every batch (``to_table``; ``fragment.Rows.whole``); ``first_batch``: each
+        fragment's first batch that short (``stream``)."""
         snapshot, plan = self._snapshot, self._plan
         bare = not self._fields and not self.with_row_id and not self.with_row_address
         with_address = self.with_row_address or bare
@@ -242,6 +245,7 @@ class LanceScanner:
                 self.with_row_id,
                 live=live,
                 whole=whole,
+                first_batch=first_batch,
             ):
                 yield frag.id, (batch.drop_columns([_COUNT_COLUMN]) if bare else batch)
 
@@ -272,9 +276,17 @@ class LanceScanner:
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         return self._to_batches(whole=False)
 
-    def _to_batches(self, whole: bool) -> Iterator[pa.RecordBatch]:
+    def stream(self, first_batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """The scan's rows in order for a consumer that may stop after any batch and needs no
+        pylance batch boundaries (DuckDB, which pulls exactly one batch for a ``LIMIT 10``): a
+        plain scan hands each fragment's first ``first_batch_rows`` rows out as a batch of their
+        own, read alone, then batches of up to ``batch_size``; a filtered scan is ``to_batches``."""
+        return self._to_batches(whole=False, first_batch=first_batch_rows)
+
+    def _to_batches(self, whole: bool, first_batch: int | None = None) -> Iterator[pa.RecordBatch]:
         """``to_batches``; ``whole``: the caller takes every batch (``to_table``), so the reads
-        decode for the whole scan rather than to hand out the first batch soon."""
+        decode for the whole scan rather than to hand out the first batch soon; ``first_batch``:
+        see ``stream``."""
         if self.order_by:  # pylance sorts every matching row, then applies offset / limit
             yield from ordering.ordered_batches(self._ordered_table(), self.batch_size)
             return
@@ -285,7 +297,7 @@ class LanceScanner:
             yield from self.search.run(self).combine_chunks().to_batches()
             return
         extra = [n for n, on in (("_rowid", self.with_row_id), ("_rowaddr", self.with_row_address)) if on]
-        for batch in self._batches(whole):
+        for batch in self._batches(whole, first_batch):
             if self.projection is not None:
                 tail = [batch.column(n) for n in extra]
                 projected = self.projection.apply(batch.drop_columns(extra))
@@ -295,12 +307,14 @@ class LanceScanner:
                 )
             yield batch
 
-    def _batches(self, whole: bool = False) -> Iterator[pa.RecordBatch]:
+    def _batches(self, whole: bool = False, first_batch: int | None = None) -> Iterator[pa.RecordBatch]:
         """pylance's batch boundaries. A plain scan: ``batch_size`` rows per fragment. A filtered
         scan: what each batch it reads keeps (``batch_size`` live rows, or index candidates),
         ``offset``/``limit`` cut from those; when pylance materialises some projected column late
         (after the filter: any but fixed-width values of at most 8 bytes), it then joins those
         batches, across fragments, until each holds ``batch_size`` rows or more."""
+        if self._plan is None and first_batch is not None:  # (``stream``: no pylance boundaries)
+            return (batch for _, batch in self._pieces(whole, first_batch))
         if self._plan is None:
             return rechunk(self._pieces(whole), self.batch_size)
         kept = (batch for _, batch in self._pieces(whole))

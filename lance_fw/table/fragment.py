@@ -113,6 +113,9 @@ class Rows:
     #: The consumer takes every batch (``to_table``): the reads decode for the whole, not to
     #: hand out the first batch soon (``LanceFileReader.scan_runs``).
     whole: bool = False
+    #: A first batch of this many rows (fewer than ``batch_size``), then ``batch_size``: for a
+    #: consumer that may stop after one batch and needs no pylance batch boundaries (DuckDB).
+    first_batch: int | None = None
 
     def schema(self) -> pa.Schema:
         return with_row_columns(
@@ -355,17 +358,22 @@ class FragmentReader:
         deleted), as pylance's scan cuts them. Rows are read from one run of pages the files
         decode ahead to the next (``_scan_runs``), else ``SCAN_READ_ROWS`` at a time, and each
         batch sliced out of them: a read costs ~50-200 us of bookkeeping per call whatever its
-        length (pages, prefetch, decode ahead), a slice ~2 us."""
+        length (pages, prefetch, decode ahead), a slice ~2 us. ``Rows.first_batch``: a short
+        first batch, read alone."""
         schema = rows.schema()
         first, last = self._span(rows.start, rows.stop)
         step = max(rows.batch_size, SCAN_READ_ROWS // rows.batch_size * rows.batch_size)
-        first_stop = None if rows.whole else min(first + rows.batch_size, last)
+        head = min(rows.first_batch or rows.batch_size, rows.batch_size)
+        first_stop = None if rows.whole else min(first + head, last)
         page_starts = self._scan_runs(rows.fields, first, last, first_stop)
         if page_starts:  # reads from run to run (``scan_runs``), however long
             step = max(step, last - first)
         else:
             page_starts = self._widest_page_starts(rows.fields)
         span_start = first
+        if head < rows.batch_size and first < last:  # a short first batch, read alone
+            span_start = min(first + head, last)
+            yield from self._span_batches(rows, schema, first, span_start, last)
         while span_start < last:
             span_stop = min(span_start + step, last)
             # a read spanning two pages (runs) of the widest column copies both into one array:
@@ -375,18 +383,25 @@ class FragmentReader:
             if after < len(page_starts) and page_starts[after] < span_stop:
                 whole = (page_starts[after] - span_start) // rows.batch_size * rows.batch_size
                 span_stop = min(span_start + max(whole, rows.batch_size), last)
-            arrays = self.read_range(rows.fields, span_start, span_stop, last)
-            arrays += self._asked_row_columns(range(span_start, span_stop), rows)
-            span = pa.RecordBatch.from_arrays(arrays, schema=schema)
-            for start in range(span_start, span_stop, rows.batch_size):
-                stop = min(start + rows.batch_size, span_stop)
-                batch = span.slice(start - span_start, stop - start)
-                mask = self.live_mask(start, stop)
-                if mask is not None:
-                    batch = batch.filter(pa.array(mask))
-                if batch.num_rows:
-                    yield batch
+            yield from self._span_batches(rows, schema, span_start, span_stop, last)
             span_start = span_stop
+
+    def _span_batches(
+        self, rows: Rows, schema: pa.Schema, span_start: int, span_stop: int, last: int
+    ) -> Iterator[pa.RecordBatch]:
+        """Rows [span_start, span_stop) read at once (the scan reads on up to ``last``), cut into
+        batches of ``batch_size`` physical rows, the deleted ones left out."""
+        arrays = self.read_range(rows.fields, span_start, span_stop, last)
+        arrays += self._asked_row_columns(range(span_start, span_stop), rows)
+        span = pa.RecordBatch.from_arrays(arrays, schema=schema)
+        for start in range(span_start, span_stop, rows.batch_size):
+            stop = min(start + rows.batch_size, span_stop)
+            batch = span.slice(start - span_start, stop - start)
+            mask = self.live_mask(start, stop)
+            if mask is not None:
+                batch = batch.filter(pa.array(mask))
+            if batch.num_rows:
+                yield batch
 
     def _scan_runs(
         self, fields: list[LanceField], first: int, last: int, first_stop: int | None

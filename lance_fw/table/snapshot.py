@@ -102,18 +102,20 @@ class Snapshot:
         stop: int | None = None,
         live: tuple[int, int] | None = None,
         whole: bool = False,
+        first_batch: int | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Live rows of physical rows [start, stop) of one fragment, or its live rows [lo, hi) given
         as ``live``; with a filter ``plan`` (query.filter_plan), late materialised (the filter's
         columns first, the rest only for matches). When the plan's scalar indices cover the
         fragment, only their candidate rows are read (and re-checked by the filter). ``whole``:
-        the caller takes every batch (``Rows.whole``)."""
+        the caller takes every batch (``Rows.whole``); ``first_batch``: a short first batch
+        (``Rows.first_batch``; plain reads only)."""
         reader = self.fragment_reader(frag)
         if live is not None and live[1] > live[0]:
             first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
             start, stop = int(first), int(last) + 1
         try:
-            rows = Rows(fields, batch_size, with_row_address, with_row_id, start, stop, whole)
+            rows = Rows(fields, batch_size, with_row_address, with_row_id, start, stop, whole, first_batch)
             if plan is None:
                 yield from reader.batches(rows)
             elif (candidates := _candidates(plan, frag.id)) is not None:
