@@ -111,17 +111,14 @@ class SyncAheadFile:
         self._file.close()
 
 
-#: Local ranges further apart than this are read on their own: a pread costs about a microsecond,
-#: copying 64 KiB of page cache between two chunks several (a take of 100 rows read ~2 MB per column).
+#: Local ranges further apart than this are read on their own, by ``read_ranges`` and by
+#: ``read_into`` alike: a pread costs about a microsecond, copying 64 KiB of page cache between two
+#: chunks several (a take of 100 rows read ~2 MB per column); and beside a decoding thread each
+#: call more also costs a GIL handoff (tens of microseconds), copying a few KiB a microsecond.
 LOCAL_COALESCE_GAP = 4096
 #: Reads of at least this many bytes go into pyarrow's memory pool (``LocalReader.read_buffer``).
 POOL_READ_BYTES = 1 << 20
 
-
-#: Bytes between two ranges of ``LocalReader.read_into`` read (into scratch) rather than split into
-#: two calls: a call more costs a GIL handoff (tens of microseconds beside a decoding thread),
-#: copying a few KiB of page cache a microsecond.
-BRIDGE_GAP = 4096
 
 #: Buffers one ``os.preadv`` call takes at most (Linux's IOV_MAX).
 IOV_MAX = 1024
@@ -206,7 +203,7 @@ class LocalReader(RangeReader):
         return view[:done]
 
     def read_into(self, ranges: Sequence[tuple[int, int]], out: memoryview, at: Sequence[int]) -> None:
-        """One ``os.preadv`` per run of ranges at most ``BRIDGE_GAP`` apart in the file (a page's
+        """One ``os.preadv`` per run of ranges at most ``coalesce_gap`` apart in the file (a page's
         buffers, and pages laid next to each other), each range's bytes landing where ``at``
         says: no copy after the read. The bytes between two ranges of a run are read into a
         scratch buffer and dropped.
@@ -225,13 +222,13 @@ class LocalReader(RangeReader):
             if not length:
                 continue
             gap = start - end
-            if not group or gap < 0 or gap > BRIDGE_GAP or len(group) >= IOV_MAX - 1:
+            if not group or gap < 0 or gap > self.coalesce_gap or len(group) >= IOV_MAX - 1:
                 if group:
                     self._read_views(group, offset, end - offset)
                 group, offset = [], start
             elif gap:
                 if scratch is None:
-                    scratch = memoryview(bytearray(BRIDGE_GAP))
+                    scratch = memoryview(bytearray(self.coalesce_gap))
                 group.append(scratch[:gap])
             group.append(out[at[i] : at[i] + length])
             end = start + length

@@ -198,12 +198,12 @@ def test_local_read_into_of_more_adjacent_ranges_than_one_preadv_takes(tmp_path)
 
 
 def test_local_read_into_bridges_small_gaps_in_one_preadv(tmp_path, monkeypatch):
-    """Ranges at most ``BRIDGE_GAP`` apart are read in one ``os.preadv`` (the bytes between them
+    """Ranges at most ``LOCAL_COALESCE_GAP`` apart are read in one ``os.preadv`` (the bytes between them
     into scratch, never into ``out``); wider gaps, overlapping ranges and more buffers than
     ``IOV_MAX`` start new calls. Every range's bytes land where asked, and nothing else does."""
     import os
 
-    from lance_fw_plugins.storage_local import BRIDGE_GAP, IOV_MAX
+    from lance_fw_plugins.storage_local import IOV_MAX, LOCAL_COALESCE_GAP
 
     payload = np.random.default_rng(11).integers(0, 256, 4 << 20, dtype=np.uint8).tobytes()
     path = tmp_path / "f.bin"
@@ -231,8 +231,8 @@ def test_local_read_into_bridges_small_gaps_in_one_preadv(tmp_path, monkeypatch)
 
     # a page's 32-byte buffer padded to 64, its next buffer, the next page right after it
     assert read([(0, 32), (64, 21_632), (21_696, 32), (21_760, 64_640)]) == [6]  # 2 gaps
-    assert read([(0, 10), (10 + BRIDGE_GAP, 10)]) == [3]  # a gap of BRIDGE_GAP: bridged
-    assert len(read([(0, 10), (11 + BRIDGE_GAP, 10)])) == 2  # one byte more: two calls
+    assert read([(0, 10), (10 + LOCAL_COALESCE_GAP, 10)]) == [3]  # a gap of LOCAL_COALESCE_GAP: bridged
+    assert len(read([(0, 10), (11 + LOCAL_COALESCE_GAP, 10)])) == 2  # one byte more: two calls
     assert len(read([(0, 100), (50, 100)])) == 2  # overlapping: never bridged
     many = [(40 * i, 10) for i in range(IOV_MAX + 3)]  # each with a gap: two buffers a range
     counts = read(many)
