@@ -169,6 +169,9 @@ def duckdb_workloads(paths: dict[str, str], rows: int):
         "selective filter": f"SELECT id, value FROM {{t}} WHERE id = {rows // 2}",
         "point lookup": f"SELECT * FROM {{t}} WHERE id = {rows // 7}",
         "top-N": "SELECT id, value FROM {t} ORDER BY value DESC LIMIT 10",
+        # an analyst's first look: any 10 rows, any 10 matching rows (no ORDER BY)
+        "LIMIT 10": "SELECT * FROM {t} LIMIT 10",
+        "filtered LIMIT 10": "SELECT * FROM {t} WHERE category = 7 LIMIT 10",
     }
     try:
         from lance_fw import duckdb as fw_duckdb  # the lance_scan front end

@@ -44,6 +44,28 @@ def uri(tmp_path) -> str:
     return str(tmp_path / "ds")
 
 
+@pytest.fixture
+def duckdb_pulls(monkeypatch) -> list[int]:
+    """Rows of each batch DuckDB pulls from a ``lance_scan`` (the adapter's reader), in order."""
+    from lance_fw.duckdb import dataset as duckdb_dataset
+
+    pulled: list[int] = []
+    original = duckdb_dataset._ReportingScanner.to_reader
+
+    def counting(self):
+        reader = original(self)
+
+        def counted():
+            for batch in reader:
+                pulled.append(batch.num_rows)
+                yield batch
+
+        return pa.RecordBatchReader.from_batches(reader.schema, counted())
+
+    monkeypatch.setattr(duckdb_dataset._ReportingScanner, "to_reader", counting)
+    return pulled
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """One local SparkSession for the whole run (start-up costs ~10 s). ``local[2,2]``: two cores,

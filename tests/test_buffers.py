@@ -91,6 +91,44 @@ def test_readahead_keeps_order_bound_and_closes():
     assert sorted(closed) == [0, 1, 2]
 
 
+def test_readahead_first_alone_starts_nothing_beside_the_first_batch():
+    """``first_alone``: the first batch is produced by itself, on the consumer's thread, and
+    nothing else starts until the consumer asks again; then the items go on as usual (in order,
+    each started once); a first item without batches hands the role to the next; closing after
+    the first batch closes its producer. Failed before: the first batch was produced beside the
+    next items' (DuckDB's ``LIMIT 10`` waited for them)."""
+    import threading
+    import time
+
+    from lance_fw.query.scanner import readahead
+
+    lock = threading.Lock()
+    made: list[tuple[int, int, str]] = []
+    closed: list[int] = []
+
+    def produce(item):
+        try:
+            for k in range(0 if item == 0 else 3):
+                with lock:
+                    made.append((item, k, threading.current_thread().name))
+                yield (item, k)
+        finally:
+            closed.append(item)
+
+    stream = readahead(list(range(5)), produce, ahead=3, first_alone=True)
+    assert next(stream) == (1, 0)  # item 0 has no batches: item 1's first goes alone
+    time.sleep(0.1)
+    assert [(i, k) for i, k, _ in made] == [(1, 0)] and made[0][2] == threading.current_thread().name
+    assert list(stream) == [(1, 1), (1, 2)] + [(i, k) for i in range(2, 5) for k in range(3)]
+    assert sorted((i, k) for i, k, _ in made) == [(i, k) for i in range(1, 5) for k in range(3)]
+    assert sorted(closed) == list(range(5))
+    made.clear(), closed.clear()
+    stream = readahead(list(range(1, 5)), produce, ahead=3, first_alone=True)
+    assert next(stream) == (1, 0)
+    stream.close()
+    assert closed == [1] and [(i, k) for i, k, _ in made] == [(1, 0)]
+
+
 def test_readahead_reuses_its_pool_and_a_nested_readahead_cannot_deadlock():
     """Scans share one pool per ``ahead`` (its threads outlive a scan); a producer that reads
     ahead itself, on one of those threads, gets a pool of its own: on the shared one, every worker

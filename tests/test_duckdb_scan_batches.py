@@ -51,18 +51,18 @@ def paths(tmp_path_factory):
 
 
 def test_duckdb_scans_come_in_large_batches(paths):
-    """Failed before: DuckDB got the scanner's default 8192-row batches. Each fragment's first
-    batch is ``FIRST_BATCH_SIZE`` rows (DuckDB pulls one batch for a ``LIMIT``), the rest large."""
+    """Failed before: DuckDB got the scanner's default 8192-row batches. The scan's first batch
+    is ``FIRST_BATCH_SIZE`` rows (DuckDB pulls one batch for a ``LIMIT``), the rest large, the
+    second fragment's first one too (the consumer asked for more)."""
     dataset = DuckDBDataset(lance_fw.dataset(paths["lance_fw"]))
     rows = batch_rows(dataset.schema, ["id"])
     assert rows == BATCH_SIZE > 8192  # a narrow column gets the most rows
 
-    def cut(n: int) -> list[int]:  # a batch never spans two fragments
-        rest = n - FIRST_BATCH_SIZE
-        return [FIRST_BATCH_SIZE] + [min(rows, rest - lo) for lo in range(0, rest, rows)]
+    def cut(n: int, head: int) -> list[int]:  # a batch never spans two fragments
+        return [head] * bool(head) + [min(rows, n - lo) for lo in range(head, n, rows)]
 
     sizes = [b.num_rows for b in dataset.scanner(columns=["id"]).to_reader()]
-    assert sizes == cut(PER_FILE) + cut(ROWS - PER_FILE)
+    assert sizes == cut(PER_FILE, FIRST_BATCH_SIZE) + cut(ROWS - PER_FILE, 0)
 
 
 def test_filtered_duckdb_scan_is_exact(paths):
@@ -72,6 +72,22 @@ def test_filtered_duckdb_scan_is_exact(paths):
     got = pa.Table.from_batches(list(scanner.to_reader())).column("id")
     table = _table()
     assert got.equals(table.filter(pc.field("category") == 7).column("id"))
+
+
+@pytest.mark.parametrize("writer", ["lance_fw", "pylance"])
+@pytest.mark.parametrize("columns", ["*", "id, name"])
+def test_a_filtered_limit_reads_only_its_first_probe(paths, writer, columns, duckdb_pulls):
+    """``SELECT ... WHERE ... LIMIT 10``: DuckDB pulls one batch, the first probe's matches (the
+    scan's first ``FIRST_BATCH_SIZE`` rows, taken), and its rows are rows pylance's DuckDB scan
+    finds. Failed before: a stream joined the matches up to ``batch_size`` rows, so the one
+    batch DuckDB pulled read the whole table."""
+    query = f"SELECT {columns} FROM {{t}} WHERE category = 7 LIMIT 10"
+    ours = fw_duckdb.connect().sql(query.format(t=f"lance_scan('{paths[writer]}')")).fetchall()
+    plain = fw_duckdb.duckdb.connect()
+    plain.register("pl", lance.dataset(paths[writer]))
+    everything = plain.sql(query.replace(" LIMIT 10", "").format(t="pl")).fetchall()
+    assert len(ours) == 10 and set(ours) <= set(everything)
+    assert len(duckdb_pulls) == 1 and duckdb_pulls[0] < FIRST_BATCH_SIZE / 10
 
 
 @pytest.mark.parametrize("query", QUERIES)
@@ -100,9 +116,10 @@ def test_wide_rows_get_smaller_batches(tmp_path):
     path = str(tmp_path / "wide")
     lance_fw.write_dataset(table, path)
     ds = DuckDBDataset(lance_fw.dataset(path))
-    assert [b.num_rows for b in ds.scanner().to_reader()] == [8192, 8192, rows - 2 * 8192]
-    # (the first batch FIRST_BATCH_SIZE rows, as in every fragment)
-    assert [b.num_rows for b in ds.scanner(columns=["id"]).to_reader()] == [FIRST_BATCH_SIZE, rows - FIRST_BATCH_SIZE]
+    # (the first batch FIRST_BATCH_SIZE rows)
+    head = FIRST_BATCH_SIZE
+    assert [b.num_rows for b in ds.scanner().to_reader()] == [head, 8192, 8192, rows - head - 2 * 8192]
+    assert [b.num_rows for b in ds.scanner(columns=["id"]).to_reader()] == [head, rows - head]
     query = "SELECT id, vec[7] FROM {t} WHERE id % 997 = 5 ORDER BY id"
     plain = fw_duckdb.duckdb.connect()
     plain.register("pl", lance.dataset(path))

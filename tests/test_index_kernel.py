@@ -84,9 +84,9 @@ def test_index_reads_only_candidate_zones(indexed: str, monkeypatch: pytest.Monk
     read_rows: list[int] = []
     original = fragment.FragmentReader.read_range
 
-    def counting(self, fields, start, stop, until=None):  # type: ignore[no-untyped-def]
+    def counting(self, fields, start, stop, until=None, alone=False):  # type: ignore[no-untyped-def]
         read_rows.append(stop - start)
-        return original(self, fields, start, stop, until)
+        return original(self, fields, start, stop, until, alone)
 
     monkeypatch.setattr(fragment.FragmentReader, "read_range", counting)
     got = lance_fw.dataset(indexed).to_table(filter="id = 12345")

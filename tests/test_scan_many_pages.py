@@ -12,6 +12,7 @@ other batch sizes, row ranges (offset / limit), filters and DuckDB.
 from __future__ import annotations
 
 import threading
+import time
 
 import lance
 import pyarrow as pa
@@ -224,9 +225,9 @@ def test_reads_end_at_wide_pages_before_a_short_last_page(uri, monkeypatch):
     spans: list[tuple[int, int]] = []
     original = fragment_module.FragmentReader.read_range
 
-    def recording(self, fields, start, stop, until=None):
+    def recording(self, fields, start, stop, until=None, alone=False):
         spans.append((start, stop))
-        return original(self, fields, start, stop, until)
+        return original(self, fields, start, stop, until, alone)
 
     monkeypatch.setattr(fragment_module.FragmentReader, "read_range", recording)
     got = lance_fw.dataset(uri).to_table(columns=["vector"], batch_size=1_000)
@@ -396,9 +397,9 @@ def test_a_scan_reads_from_run_to_run(uri, monkeypatch):
     spans: list[tuple[int, int, int]] = []  # (fragment, first row, end)
     original_read = fragment_module.FragmentReader.read_range
 
-    def recording_read(self, fields, start, stop, until=None):
+    def recording_read(self, fields, start, stop, until=None, alone=False):
         spans.append((self.fragment.id, start, stop))
-        return original_read(self, fields, start, stop, until)
+        return original_read(self, fields, start, stop, until, alone)
 
     joined: list[int] = []  # rows of each read copied together from several pages
     original_concat = file_reader.concat_pages
@@ -430,43 +431,46 @@ def test_a_scan_reads_from_run_to_run(uri, monkeypatch):
     assert joined and max(joined) <= batch
 
 
-def test_a_stream_hands_out_a_short_first_batch_per_fragment(uri, monkeypatch):
-    """``LanceScanner.stream`` (DuckDB's feed): each fragment's first rows as a short batch of
-    their own, then batches of up to ``batch_size``; the rows, in order, are pylance's scan's,
-    deleted rows left out. DuckDB's ``LIMIT 10`` pulls that short batch, not a 256Ki-row one."""
+def test_a_stream_hands_out_a_short_first_batch_read_alone(uri, monkeypatch, duckdb_pulls):
+    """``LanceScanner.stream`` (DuckDB's feed): the scan's first rows as a short batch of their
+    own, read before anything else starts, then batches of up to ``batch_size`` (the second
+    fragment's first one too); the rows, in order, are pylance's scan's, deleted rows left out.
+    DuckDB's ``LIMIT 10`` pulls that short batch, not a 256Ki-row one. Failed before: each
+    fragment's first batch was short, and the second fragment started beside the first batch."""
     import pyarrow.compute as pc
 
     from lance_fw.duckdb import dataset as duckdb_dataset
+    from lance_fw.table import snapshot as snapshot_module
 
     _pylance_from_batches(uri, "2.2")
     lance.dataset(uri).delete("id % 7 = 3")
     columns = ["id", "value", "category"]
-    batches = list(lance_fw.dataset(uri).scanner(columns=columns, batch_size=50_000).stream(1_000))
+    started: list[int] = []  # fragments whose read began
+    original_read = snapshot_module.Snapshot.read_fragment
+
+    def recording_read(self, frag, *args, **kwargs):
+        started.append(frag.id)
+        return original_read(self, frag, *args, **kwargs)
+
+    monkeypatch.setattr(snapshot_module.Snapshot, "read_fragment", recording_read)
+    scanner = lance_fw.dataset(uri).scanner(columns=columns, batch_size=50_000, fragment_readahead=2)
+    stream = scanner.stream(1_000)
+    first = next(stream)
+    time.sleep(0.2)  # (anything started beside it would have begun by now)
+    assert first.num_rows == sum(1 for i in range(1_000) if i % 7 != 3)
+    assert len(started) == 1
+    batches = [first, *stream]
+    assert len(started) == 2
     assert_tables_equal(lance.dataset(uri).to_table(columns=columns), pa.Table.from_batches(batches))
     sizes = [b.num_rows for b in batches]
     live_first = FIRST_FILE_ROWS - sum(1 for i in range(FIRST_FILE_ROWS) if i % 7 == 3)
     second = next(i for i in range(len(sizes)) if sum(sizes[:i]) == live_first)
-    for at in (0, second):  # each fragment's first 1,000 physical rows, their live ones
-        first_ids = pc.min(batches[at].column("id")).as_py()
-        assert sizes[at] == sum(1 for i in range(first_ids, first_ids + 1_000) if i % 7 != 3)
+    first_ids = pc.min(batches[second].column("id")).as_py()
+    assert sizes[second] == sum(1 for i in range(first_ids, first_ids + 50_000) if i % 7 != 3)
     assert max(sizes) <= 50_000 and len(sizes) > 4
 
-    pulled: list[int] = []
-    original = duckdb_dataset._ReportingScanner.to_reader
-
-    def counting(self):
-        reader = original(self)
-
-        def counted():
-            for batch in reader:
-                pulled.append(batch.num_rows)
-                yield batch
-
-        return pa.RecordBatchReader.from_batches(reader.schema, counted())
-
-    monkeypatch.setattr(duckdb_dataset._ReportingScanner, "to_reader", counting)
     con = fw_duckdb.connect()
     got = con.sql(f"SELECT id, value FROM lance_scan('{uri}') LIMIT 10").to_arrow_table()
     assert got.num_rows == 10
-    assert pulled and pulled[0] <= duckdb_dataset.FIRST_BATCH_SIZE
-    assert sum(pulled) < duckdb_dataset.BATCH_SIZE
+    assert duckdb_pulls and duckdb_pulls[0] <= duckdb_dataset.FIRST_BATCH_SIZE
+    assert sum(duckdb_pulls) < duckdb_dataset.BATCH_SIZE

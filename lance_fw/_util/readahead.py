@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from lance_fw._util import pools
 
@@ -37,10 +37,16 @@ class _Ahead:
     """
 
     def __init__(
-        self, pool: ThreadPoolExecutor, produce: Callable[[Any], Iterator[T]], item: Any, depth: int
+        self,
+        pool: ThreadPoolExecutor,
+        produce: Callable[[Any], Iterator[T]],
+        item: Any,
+        depth: int,
+        batches: Iterator[T] | None = None,
     ) -> None:
         self._pool, self._produce, self._item, self._depth = pool, produce, item, depth
-        self._batches: Iterator[T] | None = None  # made by the first step, in a worker
+        #: made by the first step, in a worker, unless given (the item's batches under way)
+        self._batches: Iterator[T] | None = batches
         self._lock = threading.RLock()  # a step done before add_done_callback calls back at once
         self._pending: deque[Future] = deque()
         self._finished = self._closed = False
@@ -108,13 +114,22 @@ class _Ahead:
 
     def _close_batches(self) -> None:
         batches, self._batches = self._batches, None
-        close = getattr(batches, "close", None)
-        if close is not None:
-            close()
+        _close(batches)
+
+
+def _close(batches: Iterator[Any] | None) -> None:
+    """Close a producer's generator (its ``finally`` releases what it holds)."""
+    close = getattr(batches, "close", None)
+    if close is not None:
+        close()
 
 
 def readahead(
-    items: Sequence[Any], produce: Callable[[Any], Iterator[T]], ahead: int, depth: int = 2
+    items: Sequence[Any],
+    produce: Callable[[Any], Iterator[T]],
+    ahead: int,
+    depth: int = 2,
+    first_alone: bool = False,
 ) -> Iterator[T]:
     """The batches of ``produce(item)`` for each item, in order, with up to ``ahead`` items decoded
     at once by a pool of ``ahead`` worker threads.
@@ -124,11 +139,28 @@ def readahead(
     ``ahead - 1`` before it, and each item holds at most ``depth`` batches not yet taken. Closing
     the generator stops the work and closes every started producer; a producer's error is raised
     in the consumer.
+
+    ``first_alone``: the first batch is produced by itself, on the consumer's thread, and nothing
+    more is started before the consumer asks for the next one. Why: DuckDB pulls exactly one
+    batch for a ``SELECT ... LIMIT 10``; the first item's second batch and the next items' first
+    ones, produced beside it, made it wait for the cores, and ran on into the next query.
     """
     if ahead <= 1 or len(items) <= 1:
         for item in items:
             yield from produce(item)
         return
+    head: Iterator[T] | None = None
+    if first_alone:
+        head = iter(produce(items[0]))
+        try:
+            first = next(head, _DONE)
+            if first is _DONE:  # an item without rows: the next one's first batch goes alone
+                yield from readahead(items[1:], produce, ahead, depth, first_alone)
+                return
+            yield cast(T, first)
+        except BaseException:  # closed after its first batch (GeneratorExit), or its error
+            _close(head)
+            raise
     nested = pools.on_pool_thread(_POOL_PREFIX)
     # a pool of this ``ahead`` kept for later scans (a pool started per scan cost ~0.4 ms, a
     # tenth of a DuckDB point lookup); a producer that itself reads ahead, on one of its threads,
@@ -143,7 +175,7 @@ def readahead(
     try:
         for i in range(len(items)):
             while begun < min(len(items), i + ahead):
-                started[begun] = _Ahead(pool, produce, items[begun], depth)
+                started[begun] = _Ahead(pool, produce, items[begun], depth, head if begun == 0 else None)
                 begun += 1
             current = started[i]
             while (value := current.next()) is not _DONE:

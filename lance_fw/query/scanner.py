@@ -225,11 +225,19 @@ class LanceScanner:
         self, whole: bool = False, first_batch: int | None = None
     ) -> Iterator[tuple[int, pa.RecordBatch]]:
         """(fragment id, batch) in scan order, ``offset``/``limit`` applied. ``whole``: the caller
-        takes every batch (``to_table``; ``fragment.Rows.whole``); ``first_batch``: each
-        fragment's first batch that short (``stream``)."""
+        takes every batch (``to_table``; ``fragment.Rows.whole``); ``first_batch``: the first
+        fragment's first batch (or filter probe) that short and read alone, and produced alone
+        (``readahead``'s ``first_alone``), for a consumer that may stop there (``stream``). The
+        other fragments' batches are full: once the consumer asks for more it reads on, and a
+        short first batch of each cost a take besides its pages (DuckDB's group-by: ~2 ms a
+        fragment)."""
         snapshot, plan = self._snapshot, self._plan
         bare = not self._fields and not self.with_row_id and not self.with_row_address
+        streamed = first_batch is not None
         with_address = self.with_row_address or bare
+        items: Sequence[tuple[table_pb2.DataFragment, int, int | None]] = (
+            self._windows(self._chosen()) if plan is None else [(f, 0, None) for f in self._chosen()]
+        )
 
         def produce(
             item: tuple[table_pb2.DataFragment, int, int | None],
@@ -245,14 +253,13 @@ class LanceScanner:
                 self.with_row_id,
                 live=live,
                 whole=whole,
-                first_batch=first_batch,
+                first_batch=first_batch if item is items[0] else None,
             ):
                 yield frag.id, (batch.drop_columns([_COUNT_COLUMN]) if bare else batch)
 
         if plan is None:
-            yield from readahead(self._windows(self._chosen()), produce, self.fragment_readahead)
+            yield from readahead(items, produce, self.fragment_readahead, first_alone=streamed)
             return
-        items = [(frag, 0, None) for frag in self._chosen()]
         skip, left = self.offset, self.limit
         if left == 0:
             return
@@ -261,7 +268,7 @@ class LanceScanner:
             # each local fragment's read is a take of its index matches: handing it to a worker
             # thread costs more than the take (a DuckDB point lookup through a B-tree: ~1 ms more)
             ahead = 1
-        for frag_id, batch in readahead(items, produce, ahead):
+        for frag_id, batch in readahead(items, produce, ahead, first_alone=streamed):
             if skip:
                 cut = min(skip, batch.num_rows)
                 batch, skip = batch.slice(cut), skip - cut
@@ -279,8 +286,10 @@ class LanceScanner:
     def stream(self, first_batch_rows: int) -> Iterator[pa.RecordBatch]:
         """The scan's rows in order for a consumer that may stop after any batch and needs no
         pylance batch boundaries (DuckDB, which pulls exactly one batch for a ``LIMIT 10``): a
-        plain scan hands each fragment's first ``first_batch_rows`` rows out as a batch of their
-        own, read alone, then batches of up to ``batch_size``; a filtered scan is ``to_batches``."""
+        plain scan hands its first ``first_batch_rows`` rows out as a batch of their own, read
+        alone, then batches of up to ``batch_size``; a filtered scan probes its first
+        ``first_batch_rows`` rows alone, then hands on every probe's matches as they come.
+        Nothing else is read before the consumer asks for a second batch (``_pieces``)."""
         return self._to_batches(whole=False, first_batch=first_batch_rows)
 
     def _to_batches(self, whole: bool, first_batch: int | None = None) -> Iterator[pa.RecordBatch]:
@@ -312,8 +321,11 @@ class LanceScanner:
         scan: what each batch it reads keeps (``batch_size`` live rows, or index candidates),
         ``offset``/``limit`` cut from those; when pylance materialises some projected column late
         (after the filter: any but fixed-width values of at most 8 bytes), it then joins those
-        batches, across fragments, until each holds ``batch_size`` rows or more."""
-        if self._plan is None and first_batch is not None:  # (``stream``: no pylance boundaries)
+        batches, across fragments, until each holds ``batch_size`` rows or more. A ``stream``
+        (``first_batch`` given) keeps none of these boundaries: its consumer may stop after any
+        batch, and joining a filter's matches up to ``batch_size`` read on until they filled it
+        (DuckDB's ``SELECT * ... WHERE category = 7 LIMIT 10`` read the whole table)."""
+        if first_batch is not None:
             return (batch for _, batch in self._pieces(whole, first_batch))
         if self._plan is None:
             return rechunk(self._pieces(whole), self.batch_size)
