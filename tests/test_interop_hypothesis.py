@@ -277,6 +277,10 @@ def test_pylance_writes_lance_fw_reads(version, data, delete, max_page_bytes, ma
         assert ds.count_rows() == expected.num_rows
         assert_same(expected, ds.to_table())
         assert_same(expected, _concat_batches(list(ds.to_batches(batch_size=batch_size)), expected.schema))
+        # a few rows of a fragment are taken rather than read with their pages (``FEW_ROWS``)
+        offset = data.draw(st.integers(0, expected.num_rows), label="offset")
+        limit = data.draw(st.integers(1, 40), label="limit")
+        assert_same(lance.dataset(uri).to_table(offset=offset, limit=limit), ds.to_table(offset=offset, limit=limit))
 
 
 # --- minimal reproductions of what the properties found ------------------------------------------

@@ -227,7 +227,8 @@ class LanceScanner:
         """(fragment id, batch) in scan order, ``offset``/``limit`` applied. ``whole``: the caller
         takes every batch (``to_table``; ``fragment.Rows.whole``); ``first_batch``: the first
         fragment's first batch (or filter probe) that short and read alone, and produced alone
-        (``readahead``'s ``first_alone``), for a consumer that may stop there (``stream``). The
+        (``readahead``'s ``first_alone``), for a consumer that may stop there (``stream``, a
+        filtered scan with a ``limit``: 26-51 ms against pylance's 10-14 for ``limit=10``). The
         other fragments' batches are full: once the consumer asks for more it reads on, and a
         short first batch of each cost a take besides its pages (DuckDB's group-by: ~2 ms a
         fragment)."""
@@ -329,7 +330,10 @@ class LanceScanner:
             return (batch for _, batch in self._pieces(whole, first_batch))
         if self._plan is None:
             return rechunk(self._pieces(whole), self.batch_size)
-        kept = (batch for _, batch in self._pieces(whole))
+        # with a limit, the first probe is the first batch's rows: the scan may end there
+        kept = (
+            batch for _, batch in self._pieces(whole, self.batch_size if self.limit is not None else None)
+        )
         if self._index_decides():  # per fragment, its matches in batches of batch_size, then cut
             return kept
         filter_ids = {f.id for f in self._plan.fields}

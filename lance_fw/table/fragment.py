@@ -56,6 +56,11 @@ PROBE_ROWS = 262144
 WIDE_PAGE_BYTES = 1 << 20
 #: A plain scan reads this many rows at a time and slices its batches out of them (``batches``).
 SCAN_READ_ROWS = 65536
+#: A read of at most this many rows, and at most 1 / ``FEW_ROWS_SHARE`` of its fragment, is read
+#: alone (``read_range``): ``to_table(limit=10)`` decoded 8 MiB runs of pages (33-81 ms against
+#: pylance's 2; taken, ~2 ms). A small fragment's rows fill its pages: read as usual.
+FEW_ROWS = DEFAULT_BATCH_SIZE
+FEW_ROWS_SHARE = 8
 
 
 def with_row_columns(schema: pa.Schema, with_row_id: bool, with_row_address: bool) -> pa.Schema:
@@ -211,10 +216,10 @@ class FragmentReader:
         """Physical rows [start, stop) of each field (deleted rows still included). Each data
         file first fetches the pages all its fields need at once (``LanceFileReader.prefetch``).
         ``until``: the caller reads on, range after range, up to that row (a scan), which lets
-        the files decode ahead of it (``decode_ahead``). ``alone``: the caller may stop after
-        these few rows (a streamed scan's first batch): in 2.1+ files they are taken, which
-        decodes only the chunks holding them, not their whole pages (8192 rows of lance_fw's
-        1M-row pages: 6 ms against 45; of pylance's pages cut small, 6 against 15)."""
+        the files decode ahead of it (``decode_ahead``). ``alone``: these few rows are read by
+        themselves (a streamed scan's first batch, a ``limit``'s rows): in 2.1+ files they are
+        taken, which decodes only the chunks holding them, not their whole pages (8192 rows of
+        lance_fw's 1M-row pages: 6 ms against 45; of pylance's pages cut small, 6 against 15)."""
         if alone and all(
             isinstance(r, LanceFileReader) and r.tail.version != (2, 0) for _, r in self._readers
         ):
@@ -335,9 +340,13 @@ class FragmentReader:
         decode ahead to the next (``_scan_runs``), else ``SCAN_READ_ROWS`` at a time, and each
         batch sliced out of them: a read costs ~50-200 us of bookkeeping per call whatever its
         length (pages, prefetch, decode ahead), a slice ~2 us. ``Rows.first_batch``: a short
-        first batch, read alone."""
+        first batch, read alone. A few rows of a large fragment (``head``, a ``limit``, an
+        ``offset``'s window; ``FEW_ROWS``) are read alone too."""
         schema = rows.schema()
         first, last = self._span(rows.start, rows.stop)
+        if 0 < last - first <= min(FEW_ROWS, self.physical_rows // FEW_ROWS_SHARE):
+            yield from self._span_batches(rows, schema, first, last, last, alone=True)
+            return
         step = max(rows.batch_size, SCAN_READ_ROWS // rows.batch_size * rows.batch_size)
         head = min(rows.first_batch or rows.batch_size, rows.batch_size)
         first_stop = None if rows.whole else min(first + head, last)
@@ -449,11 +458,17 @@ class FragmentReader:
                 columns + list(self._row_columns(range(start, stop))), schema=probe_schema
             )
 
-        # a streamed read's first probe is its first batch, read alone: its consumer may stop there
-        head = min(rows.first_batch or step, step)
-        starts = [first, *range(first + head, last, step)] if first < last else []
+        # the first probe of a read whose consumer may stop early (``Rows.first_batch``: a stream,
+        # a limit) is its first live rows, read alone, ending where a window of them ends
+        head = rows.first_batch if rows.first_batch and first == 0 else None
+        cut = None if head is None else int(self.physical_of_live(np.array([head]))[0])
+        starts = (
+            [first, *range(cut, last, step)]
+            if cut is not None and cut < last
+            else [*range(first, last, step)]
+        )
         for start, stop in zip(starts, [*starts[1:], last], strict=True):
-            alone = start == first and head < step
+            alone = start == first and cut is not None
             columns = self.read_range(filter_fields, start, stop, alone=alone)
             # a filter naming no row column gets them only for probes with matches
             probe = (
