@@ -149,6 +149,16 @@ def workloads(paths: dict[str, str], rows: int, indices: np.ndarray):
             "pylance": lambda k=key: pl(k).to_table(filter=f"id = {selective}"),
             "parquet": lambda: pq.read_table(parquet, filters=[("id", "=", selective)]),
         }
+        out[f"first 10 rows (limit) [{key}]"] = {
+            "lance_fw": lambda k=key: fw(k).to_table(limit=10),
+            "pylance": lambda k=key: pl(k).to_table(limit=10),
+            "parquet": lambda: pads.dataset(parquet).head(10),
+        }
+        out[f"filter category = 7, limit 10 [{key}]"] = {
+            "lance_fw": lambda k=key: fw(k).to_table(filter="category = 7", limit=10),
+            "pylance": lambda k=key: pl(k).to_table(filter="category = 7", limit=10),
+            "parquet": lambda: pads.dataset(parquet).head(10, filter=pc.field("category") == 7),
+        }
         out[f"filter category < 5 (10%) [{key}]"] = {
             "lance_fw": lambda k=key: lance_fw_filter(fw(k), "category < 5", pc.field("category") < 5),
             "pylance": lambda k=key: pl(k).to_table(filter="category < 5"),
