@@ -113,6 +113,14 @@ def workloads(fw: Any, pl: Any, rows: int, indices: list[int]) -> dict[str, dict
             "lance_fw": lambda: fw.to_table(filter=f"id = {rows // 3}"),
             "pylance": lambda: pl.to_table(filter=f"id = {rows // 3}"),
         },
+        "scan first 10 rows (limit)": {
+            "lance_fw": lambda: fw.to_table(limit=10),
+            "pylance": lambda: pl.to_table(limit=10),
+        },
+        "filter category = 7, limit 10": {
+            "lance_fw": lambda: fw.to_table(filter="category = 7", limit=10),
+            "pylance": lambda: pl.to_table(filter="category = 7", limit=10),
+        },
     }
 
 

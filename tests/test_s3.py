@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import lance
@@ -339,6 +340,29 @@ def test_table_operations_match_pylance(s3_server):
     assert stats.old_versions > 0
     assert [v["version"] for v in lance.dataset(uri, storage_options=opts).versions()] == [latest]
     assert_same_as_pylance(uri, opts)
+
+
+def test_a_limit_over_s3_takes_its_rows_side_by_side(s3_server, monkeypatch):
+    """A limit's few rows over S3 are taken (``FragmentReader.read_range`` alone), each column on
+    the take-fetches pool, and equal pylance's, with deleted rows."""
+    from lance_fw.table import fragment as fragment_module
+
+    uri = s3_server.new_bucket() + "/ds"
+    opts = s3_server.storage_options
+    lance.write_dataset(table(0, 40_000), uri, storage_options=opts, data_storage_version="2.2")
+    lance.dataset(uri, storage_options=opts).delete("id % 9 = 2")
+    threads: list[str] = []
+    original = fragment_module.FragmentReader.take_physical
+
+    def recording(self, fields, offsets):
+        threads.append(threading.current_thread().name)
+        return original(self, fields, offsets)
+
+    monkeypatch.setattr(fragment_module.FragmentReader, "take_physical", recording)
+    theirs, ours = lance.dataset(uri, storage_options=opts), lance_fw.dataset(uri, storage_options=opts)
+    for options in ({"limit": 10}, {"offset": 30_000, "limit": 25}, {"columns": ["name"], "limit": 5}):
+        assert_tables_equal(theirs.to_table(**options), ours.to_table(**options))
+    assert threads and all(fragment_module.TAKE_IO_POOL in name for name in threads[:3])
 
 
 def test_pylance_writes_lance_fw_appends_pylance_reads(s3_server):

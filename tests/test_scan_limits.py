@@ -34,16 +34,16 @@ def _table() -> pa.Table:
     })
 
 
-@pytest.fixture(scope="module", params=["whole", "batched", "deleted"])
+@pytest.fixture(scope="module", params=["whole", "batched", "deleted", "v2.0"])
 def path(request, tmp_path_factory) -> str:
     """pylance 2.2 datasets: written at once (pages of ~1M rows), from 5000-row batches (small
-    pages), and the latter with every 7th row deleted."""
+    pages), and the latter with every 7th row deleted; and a 2.0 one written at once."""
     out = str(tmp_path_factory.mktemp("limits") / request.param)
     table = _table()
-    data = table if request.param == "whole" else pa.RecordBatchReader.from_batches(
+    data = table if request.param in ("whole", "v2.0") else pa.RecordBatchReader.from_batches(
         table.schema, table.to_batches(max_chunksize=5000)
     )
-    lance.write_dataset(data, out, data_storage_version="2.2")
+    lance.write_dataset(data, out, data_storage_version="2.0" if request.param == "v2.0" else "2.2")
     if request.param == "deleted":
         lance.dataset(out).delete("id % 7 = 3")
     return out
@@ -73,8 +73,12 @@ def test_a_limit_takes_its_rows(path, options, decoded_pages):
     got = lance_fw.dataset(path).to_table(**options)
     assert_tables_equal(expected, got)
     # taken: no page decoded whole, but where the take itself finds a page mostly wanted
-    # (3000 of a 5000-row page); before, runs of 8 MiB a column or whole 200k-row pages
-    assert len(decoded_pages) <= (0 if path.endswith("whole") else len(options.get("columns", _table().schema)))
+    # (3000 of a 5000-row page); before, runs of 8 MiB a column or whole 200k-row pages. From
+    # 2.0 files (a byte range a value) only up to FEW_ROWS_V2_0 rows are taken.
+    if path.endswith("v2.0"):
+        assert (decoded_pages == []) == (options["limit"] <= fragment_module.FEW_ROWS_V2_0)
+    else:
+        assert len(decoded_pages) <= (0 if path.endswith("whole") else len(options.get("columns", _table().schema)))
     assert_tables_equal(lance.dataset(path).head(10), lance_fw.dataset(path).head(10))
 
 

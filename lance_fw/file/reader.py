@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from functools import partial
 
@@ -195,6 +196,22 @@ class LanceFileReader(RowTakes, PageFetches, AheadDecodes):
             raise CorruptFileError(
                 self.path, f"field {field.name!r} (id {field.id}) has no column in this file"
             ) from None
+
+    def widest_page_starts(self, fields: list[LanceField], min_page_bytes: int) -> tuple[int, list[int]]:
+        """(bytes, first row of each page) of the column with the most bytes among ``fields``'
+        (one-column fields) whose pages hold ``min_page_bytes`` or more on average; (0, []) where
+        none does. The mean leaves the last page out: a file's last page is often short
+        (pylance's 1 MiB vector pages ending in a page of 1,152 rows fell under the mean)."""
+        best: tuple[int, list[int]] = (0, [])
+        for f in fields:
+            col = self.column_of_field.get(f.id)
+            if col is None or col >= len(self.tail.columns):
+                continue
+            pages, before = self.tail.columns[col].pages, self.bytes_before(col)
+            rest = before[-2] if len(pages) > 1 else before[-1]
+            if before[-1] > best[0] and rest >= min_page_bytes * max(len(pages) - 1, 1):
+                best = (before[-1], list(itertools.accumulate((page.length for page in pages), initial=0)))
+        return best
 
     def _starts(self, col: int, field: LanceField) -> list[int]:
         """First row of each page of column ``col`` (and the total at the end).

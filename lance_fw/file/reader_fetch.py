@@ -45,6 +45,12 @@ class PageFetches:
         def _row_columns(self, fields: list[LanceField]) -> list[tuple[int, LanceField]]: ...
         def _starts(self, col: int, field: LanceField) -> list[int]: ...
 
+    @property
+    def fetches_pay(self) -> bool:
+        """Whether fetching several ranges at once pays (an object store: a round trip a request)
+        rather than reading each where it is needed (local files)."""
+        return self._reader.prefetch_pays
+
     def prefetch(self, fields: list[LanceField], start: int, stop: int) -> None:
         """Fetch, in one ``read_ranges`` call, the buffers of every page the columns of ``fields``
         need for rows [start, stop) that is not decoded yet; the next reads of those rows decode

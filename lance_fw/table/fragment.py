@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -14,12 +13,10 @@ import pyarrow as pa
 
 from lance_fw._proto import table_pb2
 from lance_fw._util import pools
-from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_1
 from lance_fw.file.buffers import is_variable_bytes
 from lance_fw.file.legacy_v0_1 import DataFileReader, open_data_file
-from lance_fw.file.read_support import FileMetadata
 from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
@@ -28,6 +25,7 @@ from lance_fw.table.matched import matched_batches, window_slices
 from lance_fw.table.matcher import Matcher
 from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.row_ids import fragment_row_ids, row_addresses
+from lance_fw.table.version_cache import VersionCache
 
 DEFAULT_BATCH_SIZE = 8192
 
@@ -40,6 +38,8 @@ VARIABLE_TAKE_SHARE = 1 / 4
 #: handoff costs ~0.1 ms; a column's take of this many rows, milliseconds).
 PARALLEL_TAKE_ROWS = 4096
 TAKE_POOL = "take-columns"
+#: The pool of takes from an object store, and its threads: they wait on round trips, not cores.
+TAKE_IO_POOL, TAKE_IO_THREADS = "take-fetches", 8
 
 
 #: An index's candidates are read row by row up to this share of a fragment's rows; more are read
@@ -56,11 +56,11 @@ PROBE_ROWS = 262144
 WIDE_PAGE_BYTES = 1 << 20
 #: A plain scan reads this many rows at a time and slices its batches out of them (``batches``).
 SCAN_READ_ROWS = 65536
-#: A read of at most this many rows, and at most 1 / ``FEW_ROWS_SHARE`` of its fragment, is read
-#: alone (``read_range``): ``to_table(limit=10)`` decoded 8 MiB runs of pages (33-81 ms against
-#: pylance's 2; taken, ~2 ms). A small fragment's rows fill its pages: read as usual.
-FEW_ROWS = DEFAULT_BATCH_SIZE
-FEW_ROWS_SHARE = 8
+#: A read of at most ``FEW_ROWS`` rows and 1 / ``FEW_ROWS_SHARE`` of its fragment is read alone
+#: (``read_range``): ``to_table(limit=10)`` decoded 8 MiB runs of pages (33-81 ms against
+#: pylance's 2; taken, ~2 ms); from 2.0 files (whose takes read a byte range a value) up to
+#: ``FEW_ROWS_V2_0`` rows (5 columns: 10 rows 1.5 ms against 12.8, 1000 rows 10.5 against 9.3).
+FEW_ROWS, FEW_ROWS_SHARE, FEW_ROWS_V2_0 = DEFAULT_BATCH_SIZE, 8, 256
 
 
 def with_row_columns(schema: pa.Schema, with_row_id: bool, with_row_address: bool) -> pa.Schema:
@@ -105,21 +105,6 @@ def _probe_schema(filter_fields: list[LanceField]) -> pa.Schema:
 def _filter_schema(filter_fields: list[LanceField]) -> pa.Schema:
     """A probe of a filter that names no row column: its columns only."""
     return Rows(filter_fields).schema()
-
-
-#: Data files (their parsed metadata) and deletion vectors one table version keeps, each
-FILES_CACHED_PER_VERSION = 4096
-
-
-@dataclass(frozen=True)
-class VersionCache:
-    """What reading one version parses once and every later query of that version reuses: data
-    file metadata (tail, schema) by path, and deleted offsets by deletion file path. Why: a point
-    lookup otherwise spends as long re-reading the tails of the files it touches as finding its
-    row. Safe because a version's data and deletion files are never rewritten."""
-
-    files: LruCache[str, FileMetadata] = field(default_factory=lambda: LruCache(FILES_CACHED_PER_VERSION))
-    deletions: LruCache[str, np.ndarray] = field(default_factory=lambda: LruCache(FILES_CACHED_PER_VERSION))
 
 
 class FragmentReader:
@@ -220,10 +205,8 @@ class FragmentReader:
         themselves (a streamed scan's first batch, a ``limit``'s rows): in 2.1+ files they are
         taken, which decodes only the chunks holding them, not their whole pages (8192 rows of
         lance_fw's 1M-row pages: 6 ms against 45; of pylance's pages cut small, 6 against 15)."""
-        if alone and all(
-            isinstance(r, LanceFileReader) and r.tail.version != (2, 0) for _, r in self._readers
-        ):
-            return self.take_physical(fields, np.arange(start, stop))
+        if alone and (taken := self._take_alone(fields, start, stop)) is not None:
+            return taken
         for _, reader in self._readers:
             own = [f for f in fields if self._reader_for(f) is reader]
             reader.prefetch(own, start, stop)
@@ -237,6 +220,22 @@ class FragmentReader:
                 else self._without_column(f, stop - start, lambda r, g: r.read_field(g, start, stop))
             )
         return out
+
+    def _take_alone(self, fields: list[LanceField], start: int, stop: int) -> list[pa.Array] | None:
+        """Rows [start, stop) read alone, taken where that pays (else None: ``FEW_ROWS``), the
+        columns side by side from an object store (one after the other, 10 rows of 5 columns
+        over S3 took 30-35 ms; side by side 17-21)."""
+        files = [r for _, r in self._readers if isinstance(r, LanceFileReader)]
+        if len(files) < len(self._readers) or (
+            stop - start > FEW_ROWS_V2_0 and any(r.tail.version == (2, 0) for r in files)
+        ):
+            return None
+        offsets = np.arange(start, stop)
+        if len(fields) < 2 or not any(r.fetches_pay for r in files):
+            return self.take_physical(fields, offsets)
+        self.prefetch_small_buffers(fields, offsets)
+        futures = self._submit_takes(fields, offsets, pools.pool(TAKE_IO_POOL, TAKE_IO_THREADS))
+        return [future.result()[0] for future in futures.values()]
 
     def take_physical(self, fields: list[LanceField], offsets: np.ndarray) -> list[pa.Array]:
         """Rows at physical ``offsets`` of each field (any order, repeats allowed). Only the pages,
@@ -409,27 +408,15 @@ class FragmentReader:
         return sorted(runs)
 
     def _widest_page_starts(self, fields: list[LanceField]) -> list[int]:
-        """First row of each page of the column with the most bytes among ``fields``' (one-column
-        fields), where its pages hold ``WIDE_PAGE_BYTES`` or more on average
-        (narrower pages cost little to join); else none."""
-        best: tuple[int, list[int]] = (0, [])
-        for f in fields:
-            reader = self._reader_for(f)
-            if not isinstance(reader, LanceFileReader):
-                continue
-            col = reader.column_of_field.get(f.id)
-            if col is None or col >= len(reader.tail.columns):
-                continue
-            pages = reader.tail.columns[col].pages
-            before = reader.bytes_before(col)
-            size = before[-1]
-            # the mean of all pages but the last: a file's last page is often short (pylance's
-            # 1 MiB vector pages ending in a page of 1,152 rows fell under the mean, and that
-            # file's reads of 8 pages each were copied into one array)
-            rest = before[-2] if len(pages) > 1 else size
-            if size > best[0] and rest >= WIDE_PAGE_BYTES * max(len(pages) - 1, 1):
-                best = (size, list(itertools.accumulate((page.length for page in pages), initial=0)))
-        return best[1]
+        """First row of each page of the column with the most bytes among ``fields``' where its
+        pages hold ``WIDE_PAGE_BYTES`` or more on average (narrower pages cost little to join;
+        ``LanceFileReader.widest_page_starts``); else none."""
+        found = [
+            reader.widest_page_starts([f for f in fields if self._reader_for(f) is reader], WIDE_PAGE_BYTES)
+            for _, reader in self._readers
+            if isinstance(reader, LanceFileReader)
+        ]
+        return max(found, default=(0, []), key=lambda best: best[0])[1]
 
     def filtered_batches(
         self,
@@ -491,6 +478,14 @@ class FragmentReader:
             windows = windows_of(found) if windows_of else self._live_windows(found, rows.batch_size)
             yield from matched_batches(rows.fields, filter_ids, probe, hits, fetched, schema, windows)
 
+    def _submit_takes(
+        self, fields: list[LanceField], offsets: np.ndarray, pool: ThreadPoolExecutor
+    ) -> dict[int, Future[list[pa.Array]]]:
+        """Each field's take of ``offsets`` on ``pool``, by field id (the files opened first, once,
+        rather than by tasks racing to)."""
+        self.open_files()
+        return {f.id: pool.submit(self.take_physical, [f], offsets) for f in fields}
+
     def _takes_values(self, field: LanceField) -> bool:
         """Whether a take of ``field`` costs less than its page for a share of its rows: strings,
         binaries and fixed-size lists (vectors) of 2.1+ files, where a take decodes and copies only
@@ -522,9 +517,7 @@ class FragmentReader:
         futures: dict[int, Future[list[pa.Array]]] = {}
         out: dict[int, pa.Array] = {}
         if len(hits) >= PARALLEL_TAKE_ROWS and len(by_take) + bool(ranged) > 1:
-            # many rows: each column's take on the take pool, beside the ranged read here
-            self.open_files()
-            futures = {f.id: pools.pool(TAKE_POOL).submit(self.take_physical, [f], at) for f in by_take}
+            futures = self._submit_takes(by_take, at, pools.pool(TAKE_POOL))  # beside the ranged read
         elif by_take:
             out.update(zip((f.id for f in by_take), self.take_physical(by_take, at)))
         if ranged:

@@ -21,9 +21,10 @@ from lance_fw._proto import table_pb2
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import Storage
 from lance_fw.schema import LanceField, LanceSchema
-from lance_fw.table.fragment import FragmentReader, Rows, VersionCache
+from lance_fw.table.fragment import FragmentReader, Rows
 from lance_fw.table.matcher import Matcher
 from lance_fw.table.transaction import Operation, commit, undo_unless_published
+from lance_fw.table.version_cache import VersionCache
 
 
 @dataclass(frozen=True, eq=False)
