@@ -435,7 +435,8 @@ class FragmentReader:
         filter_ids = [f.id for f in filter_fields]
         probe_schema = _probe_schema(filter_fields)
         others = [f for f in rows.fields if f.id not in filter_ids]
-        step = max(rows.batch_size, PROBE_ROWS)  # one filter call per many rows; output stays batch_size
+        # one filter call per many rows, whole windows of batch_size (the output batches) each
+        step = max(rows.batch_size, PROBE_ROWS // rows.batch_size * rows.batch_size)
         first, last = self._span(rows.start, rows.stop)
         row_columns_first = getattr(matcher, "uses_row_columns", True)
         filter_schema = _filter_schema(filter_fields)
@@ -445,17 +446,15 @@ class FragmentReader:
                 columns + list(self._row_columns(range(start, stop))), schema=probe_schema
             )
 
-        # the first probe of a read whose consumer may stop early (``Rows.first_batch``: a stream,
-        # a limit) is its first live rows, read alone, ending where a window of them ends
-        head = rows.first_batch if rows.first_batch and first == 0 else None
-        cut = None if head is None else int(self.physical_of_live(np.array([head]))[0])
-        starts = (
-            [first, *range(cut, last, step)]
-            if cut is not None and cut < last
-            else [*range(first, last, step)]
-        )
+        # probes end where windows of ``step`` live rows end: one across a window's end split its
+        # matches into two batches where pylance hands on one (rows deleted: physical multiples
+        # of ``step`` are not window ends). The first probe of a read whose consumer may stop
+        # early (``Rows.first_batch``: a stream, a limit) is its first batch's live rows, alone.
+        head = [rows.first_batch] if rows.first_batch and first == 0 and rows.first_batch < step else []
+        ends = self.physical_of_live(np.array([*head, *range(step, self.physical_rows, step)], np.int64))
+        starts = [first, *(int(end) for end in ends if first < end < last)]
         for start, stop in zip(starts, [*starts[1:], last], strict=True):
-            alone = start == first and cut is not None
+            alone = bool(head) and start == first and stop - start <= FEW_ROWS
             columns = self.read_range(filter_fields, start, stop, alone=alone)
             # a filter naming no row column gets them only for probes with matches
             probe = (
