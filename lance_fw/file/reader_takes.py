@@ -8,6 +8,7 @@ row ranges (scans), this module answers takes.
 
 from __future__ import annotations
 
+import bisect
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -145,13 +146,17 @@ class RowTakes:
             raise CorruptFileError(
                 self.path, f"column {col} ({field.name!r}) has {starts[-1]} rows, need {int(rows[-1]) + 1}"
             )
-        first_rows = np.asarray(starts, np.int64)
-        page_of = np.searchsorted(first_rows, rows, side="right") - 1
-        cut_at = np.flatnonzero(page_of[1:] != page_of[:-1]) + 1
-        # per page only slices (a take over many small pages: numpy calls cost microseconds each)
-        locals_all = rows - first_rows[page_of]
-        cuts = cut_at.tolist()
-        page_list = page_of[np.append(0, cut_at)].tolist()
+        p = bisect.bisect_right(starts, int(rows[0])) - 1
+        if int(rows[-1]) < starts[p + 1]:  # one page (a point lookup, a limit's rows): no arrays
+            page_list, cuts, locals_all = [p], [], rows - starts[p]
+        else:
+            first_rows = np.asarray(starts, np.int64)
+            page_of = np.searchsorted(first_rows, rows, side="right") - 1
+            cut_at = np.flatnonzero(page_of[1:] != page_of[:-1]) + 1
+            # per page only slices (a take over many small pages: numpy calls cost microseconds each)
+            locals_all = rows - first_rows[page_of]
+            cuts = cut_at.tolist()
+            page_list = page_of[np.append(0, cut_at)].tolist()
         pages_meta = self.tail.columns[col].pages
         pieces: list[pa.Array] = []
         run: list[tuple[int, np.ndarray]] = []  # pages to decode row by row, in order
