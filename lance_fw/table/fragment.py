@@ -347,8 +347,9 @@ class FragmentReader:
             yield from self._span_batches(rows, schema, first, last, last, alone=True)
             return
         step = max(rows.batch_size, SCAN_READ_ROWS // rows.batch_size * rows.batch_size)
-        head = min(rows.first_batch or rows.batch_size, rows.batch_size)
-        first_stop = None if rows.whole else min(first + head, last)
+        # a stream's first batch is read alone (taken): the reads after it, once its consumer
+        # asked for more, are a whole scan's (cut evenly, decoding ahead from the start)
+        first_stop = None if rows.whole or rows.first_batch else min(first + rows.batch_size, last)
         page_starts = self._scan_runs(rows.fields, first, last, first_stop)
         if page_starts:  # reads from run to run (``scan_runs``), however long
             step = max(step, last - first)
@@ -356,7 +357,7 @@ class FragmentReader:
             page_starts = self._widest_page_starts(rows.fields)
         span_start = first
         if rows.first_batch and first < last:  # a (short) first batch, read alone
-            span_start = min(first + head, last)
+            span_start = min(first + rows.first_batch, first + rows.batch_size, last)
             yield from self._span_batches(rows, schema, first, span_start, last, alone=True)
         while span_start < last:
             span_stop = min(span_start + step, last)
