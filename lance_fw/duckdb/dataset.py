@@ -164,7 +164,7 @@ class _ReportingScanner:
                 raise
             return table.to_reader()
         # the scanner's own batches, not its pyarrow reader, which would turn a LanceError into
-        # OSError; each fragment's first batch short: DuckDB pulls one batch for a LIMIT 10
+        # OSError; the scan's first batch short and read alone: DuckDB pulls one batch for a LIMIT 10
         inner = self._scanner.stream(FIRST_BATCH_SIZE)
 
         def batches() -> Iterator[pa.RecordBatch]:

@@ -234,7 +234,7 @@ class LanceScanner:
         fragment)."""
         snapshot, plan = self._snapshot, self._plan
         bare = not self._fields and not self.with_row_id and not self.with_row_address
-        streamed = first_batch is not None
+        first_alone = first_batch is not None  # the consumer may stop after the first batch
         with_address = self.with_row_address or bare
         items: Sequence[tuple[table_pb2.DataFragment, int, int | None]] = (
             self._windows(self._chosen()) if plan is None else [(f, 0, None) for f in self._chosen()]
@@ -259,7 +259,7 @@ class LanceScanner:
                 yield frag.id, (batch.drop_columns([_COUNT_COLUMN]) if bare else batch)
 
         if plan is None:
-            yield from readahead(items, produce, self.fragment_readahead, first_alone=streamed)
+            yield from readahead(items, produce, self.fragment_readahead, first_alone=first_alone)
             return
         skip, left = self.offset, self.limit
         if left == 0:
@@ -269,7 +269,7 @@ class LanceScanner:
             # each local fragment's read is a take of its index matches: handing it to a worker
             # thread costs more than the take (a DuckDB point lookup through a B-tree: ~1 ms more)
             ahead = 1
-        for frag_id, batch in readahead(items, produce, ahead, first_alone=streamed):
+        for frag_id, batch in readahead(items, produce, ahead, first_alone=first_alone):
             if skip:
                 cut = min(skip, batch.num_rows)
                 batch, skip = batch.slice(cut), skip - cut
