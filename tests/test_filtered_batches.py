@@ -13,7 +13,8 @@ import pytest
 import lance_fw
 
 ROWS = 12_000
-FILTERS = ["x % 3 = 0", "x > 5000", "c = 3", "c < 5 AND x > 1000", "x % 7 = 0 AND c < 5", "x < 0"]
+# (``x >= 0``: every row passes, ``x < 0``: none, the matcher's two shortcuts)
+FILTERS = ["x % 3 = 0", "x > 5000", "c = 3", "c < 5 AND x > 1000", "x % 7 = 0 AND c < 5", "x < 0", "x >= 0"]
 OPTIONS = [
     {"batch_size": 700},
     {},
@@ -21,10 +22,11 @@ OPTIONS = [
     {"batch_size": 333, "with_row_id": True},
     {"batch_size": 4096, "columns": ["c"]},
     {"batch_size": 100, "offset": 150, "limit": 700},
+    {"batch_size": 500, "offset": 0},
 ]
 
 
-@pytest.fixture(scope="module", params=["plain", "indexed"])
+@pytest.fixture(scope="module", params=["plain", "indexed", "no deletions"])
 def path(request, tmp_path_factory):
     out = str(tmp_path_factory.mktemp(request.param) / "t.lance")
     rng = np.random.default_rng(4)
@@ -32,7 +34,8 @@ def path(request, tmp_path_factory):
         {"x": np.arange(ROWS), "c": rng.integers(0, 10, ROWS), "s": [f"s{i % 77}" for i in range(ROWS)]}
     )
     lance.write_dataset(table, out, max_rows_per_file=4500)
-    lance.dataset(out).delete("x < 500 OR (x >= 4500 AND x < 4900) OR x % 101 = 0")
+    if request.param != "no deletions":  # (with none, a probe every row passes is handed on whole)
+        lance.dataset(out).delete("x < 500 OR (x >= 4500 AND x < 4900) OR x % 101 = 0")
     if request.param == "indexed":
         lance.dataset(out).create_scalar_index("c", "BITMAP")
     return out
@@ -46,3 +49,18 @@ def test_filtered_batches_match_pylance(request, path, where, options):
     assert [b.num_rows for b in ours] == [b.num_rows for b in theirs]
     if theirs:
         assert pa.Table.from_batches(ours).equals(pa.Table.from_batches(theirs).cast(ours[0].schema))
+
+
+@pytest.mark.parametrize("where", FILTERS)
+@pytest.mark.parametrize("options", OPTIONS, ids=str)
+def test_filtered_counts_match_pylance(path, where, options):
+    """``count_rows`` counts in windows of its own (not ``batch_size``'s): the count must still be
+    pylance's, and with an offset or a limit refused as pylance refuses it."""
+    if "offset" in options or "limit" in options:
+        with pytest.raises(ValueError, match="limit/offset with aggregate"):
+            lance.dataset(path).scanner(filter=where, **options).count_rows()
+        with pytest.raises(lance_fw.errors.InvalidArgumentError, match="limit/offset with aggregate"):
+            lance_fw.dataset(path).scanner(filter=where, **options).count_rows()
+        return
+    ours = lance_fw.dataset(path).scanner(filter=where, **options).count_rows()
+    assert ours == lance.dataset(path).scanner(filter=where, **options).count_rows()

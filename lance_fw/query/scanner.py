@@ -37,7 +37,7 @@ from lance_fw.query.vector_search import (
 )
 from lance_fw.schema import LanceField
 from lance_fw.table.deletion import live_rows
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, with_row_columns
+from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, PROBE_ROWS, with_row_columns
 from lance_fw.table.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -148,6 +148,7 @@ class LanceScanner:
         self._names = None if isinstance(columns, Mapping) else columns
         self._snapshot, self.columns, self.filter = snapshot, columns, filter
         self.limit, self.offset = limit, offset or 0
+        self._offset_given = offset is not None  # (pylance refuses a count with offset=0 too)
         self.with_row_id, self.with_row_address = bool(with_row_id), bool(with_row_address)
         self.batch_size, self.fragments = batch_size or DEFAULT_BATCH_SIZE, fragments
         self.fragment_readahead = (
@@ -421,7 +422,7 @@ class LanceScanner:
     def analyze_plan(self, count_rows: bool = False) -> str:
         """``explain_plan`` after running the scan, with the rows it read and returned;
         ``count_rows=True`` puts pylance's ``COUNT(*)`` aggregate (what ``count_rows()`` runs) on top."""
-        rows = self.count_rows()
+        rows = self._count()
         index = self._plan.scalar_index if self._plan is not None and self.search is None else None
         lines = self._plan_lines()
         lines[0] += f", metrics=[output_rows={rows}]"
@@ -462,7 +463,26 @@ class LanceScanner:
         return plan_text(request, len(self._chosen()))
 
     def count_rows(self) -> int:
-        return sum(b.num_rows for b in self.to_batches())
+        """The number of rows the scan returns; refused, as in pylance, with ``offset`` or
+        ``limit`` (a count is an aggregate: pylance asks for the limit to go on its result)."""
+        if self.limit is not None or self._offset_given:
+            raise InvalidArgumentError(
+                "Cannot use limit/offset with aggregate. Apply limit to the result instead."
+            )
+        return self._count()
+
+    def _count(self) -> int:
+        """The number of rows the scan returns, ``offset`` and ``limit`` applied.
+
+        Counted from the fragments' reads in windows of at least ``PROBE_ROWS`` rows, whatever
+        ``batch_size`` says: the count does not depend on where batches end, and a filtered scan
+        hands on a batch per window of ``batch_size`` rows it passes (~20 us each; 245 for a
+        2M-row count at the default size)."""
+        if self.order_by or self.fts is not None or self.search is not None or self.projection is not None:
+            return sum(b.num_rows for b in self.to_batches())
+        counting = copy.copy(self)
+        counting.batch_size = max(self.batch_size, PROBE_ROWS)
+        return sum(b.num_rows for _, b in counting._pieces())
 
 
 def _check_count(name: str, value: object, least: int) -> None:

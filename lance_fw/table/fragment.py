@@ -24,7 +24,7 @@ from lance_fw.table.deletion import deletion_path, read_deleted_offsets
 from lance_fw.table.matched import matched_batches, window_slices
 from lance_fw.table.matcher import Matcher
 from lance_fw.table.paths import DATA_DIR
-from lance_fw.table.row_ids import fragment_row_ids, row_addresses
+from lance_fw.table.row_ids import ADDRESS_FRAGMENT_SHIFT, fragment_row_ids, row_addresses
 from lance_fw.table.version_cache import VersionCache
 
 DEFAULT_BATCH_SIZE = 8192
@@ -259,15 +259,11 @@ class FragmentReader:
             out.append(array if inverse is None else array.take(pa.array(inverse)))
         return out
 
-    def _live_windows(self, offsets: np.ndarray, batch_size: int) -> np.ndarray:
-        """For live physical ``offsets`` (sorted), which window of ``batch_size`` live rows of the
-        fragment each lies in."""
-        ranks = (
-            offsets - np.searchsorted(self.deleted.astype(np.int64), offsets)
-            if len(self.deleted)
-            else offsets
-        )
-        return ranks // batch_size
+    def _live_ranks(self, offsets: np.ndarray) -> np.ndarray:
+        """For live physical ``offsets`` (sorted), each one's rank among the fragment's live rows."""
+        if not len(self.deleted):
+            return offsets
+        return offsets - np.searchsorted(self.deleted.astype(np.int64), offsets)
 
     def physical_of_live(self, positions: np.ndarray) -> np.ndarray:
         """Physical offsets of the live rows at ``positions`` (0-based among live rows).
@@ -309,12 +305,11 @@ class FragmentReader:
 
     def _row_columns(self, offsets: np.ndarray | range) -> tuple[pa.Array, pa.Array]:
         """``_rowid`` and ``_rowaddr`` of physical rows ``offsets`` (an array, or a range)."""
-        at = (
-            np.arange(offsets.start, offsets.stop, dtype=np.uint64)
-            if isinstance(offsets, range)
-            else offsets.astype(np.uint64)
-        )
-        address = pa.array(row_addresses(self.fragment.id, at))
+        if isinstance(offsets, range):  # (one pass: the addresses of a range are a range)
+            base = self.fragment.id << ADDRESS_FRAGMENT_SHIFT
+            address = pa.array(np.arange(base + offsets.start, base + offsets.stop, dtype=np.uint64))
+        else:
+            address = pa.array(row_addresses(self.fragment.id, offsets))
         ids = self.row_ids
         if ids is None:
             return address, address
@@ -424,14 +419,14 @@ class FragmentReader:
         rows: Rows,
         filter_fields: list[LanceField],
         matcher: Matcher,
-        windows_of: Callable[[np.ndarray], np.ndarray] | None = None,
+        ranks_of: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Late materialisation: per batch the filter's columns are read and ``matcher`` run first;
         the other projected columns are read only for batches with matches (a few matching rows
         through ``take_physical``, many as a range). Rows stay in physical order. The filter also
-        sees ``_rowid`` and ``_rowaddr``. The matches come out in one batch per window that
-        ``windows_of`` gives their physical offsets (default: windows of ``batch_size`` live rows,
-        pylance's read batches)."""
+        sees ``_rowid`` and ``_rowaddr``. The matches come out in one batch per window of
+        ``batch_size`` rows, ranked by ``ranks_of`` from their physical offsets (default: among the
+        fragment's live rows, pylance's read batches)."""
         schema = rows.schema()
         filter_ids = [f.id for f in filter_fields]
         probe_schema = _probe_schema(filter_fields)
@@ -471,12 +466,15 @@ class FragmentReader:
                 if alone:  # (``readahead``'s ``first_alone``: the other reads start on this value)
                     yield pa.RecordBatch.from_pylist([], schema=schema)
                 continue
-            if not row_columns_first and (rows.with_row_id or rows.with_row_address):
-                probe = full_probe(columns, start, stop)  # the row columns asked for come from it
             fetched = self._fetch_matches(others, hits, start, stop, alone)
             found = hits + start
-            windows = windows_of(found) if windows_of else self._live_windows(found, rows.batch_size)
-            yield from matched_batches(rows.fields, filter_ids, probe, hits, fetched, schema, windows)
+            if not row_columns_first:  # the row columns asked for, of the matches alone
+                every = len(hits) == stop - start  # (a range: its addresses in one pass)
+                fetched += self._asked_row_columns(range(start, stop) if every else found, rows)
+            ranks = ranks_of(found) if ranks_of else self._live_ranks(found)
+            yield from matched_batches(
+                rows.fields, filter_ids, probe, hits, fetched, schema, ranks, rows.batch_size
+            )
 
     def _submit_takes(
         self, fields: list[LanceField], offsets: np.ndarray, pool: ThreadPoolExecutor
@@ -521,13 +519,11 @@ class FragmentReader:
         elif by_take:
             out.update(zip((f.id for f in by_take), self.take_physical(by_take, at)))
         if ranged:
-            chosen = pa.array(hits)
-            out.update(
-                zip(
-                    (f.id for f in ranged),
-                    (a.take(chosen) for a in self.read_range(ranged, start, stop, alone=alone)),
-                )
-            )
+            read = self.read_range(ranged, start, stop, alone=alone)
+            if len(hits) < stop - start:  # (every row matching: the read as it is)
+                chosen = pa.array(hits)
+                read = [a.take(chosen) for a in read]
+            out.update(zip((f.id for f in ranged), read))
         out.update((fid, future.result()[0]) for fid, future in futures.items())
         return [out[f.id] for f in fields]
 
@@ -551,23 +547,23 @@ class FragmentReader:
         if len(self.deleted):
             offsets = offsets[~np.isin(offsets, self.deleted.astype(np.int64), assume_unique=True)]
 
-        def window_of_candidate(found: np.ndarray) -> np.ndarray:
+        def rank_of_candidate(found: np.ndarray) -> np.ndarray:
             """pylance reads an index's live candidates in batches of ``batch_size`` and filters
             each: a match's batch is its candidate's rank over ``batch_size``."""
-            return np.searchsorted(offsets, found) // rows.batch_size
+            return np.searchsorted(offsets, found)
 
         if len(offsets) > CANDIDATE_SHARE * max(last - first, 1):  # many: scan the spans holding them
             cuts = np.flatnonzero(np.diff(offsets) > SPAN_GAP) + 1
             for lo, hi in zip(offsets[np.r_[0, cuts]], offsets[np.r_[cuts - 1, len(offsets) - 1]]):
                 span = replace(rows, start=int(lo), stop=int(hi) + 1)
-                yield from self.filtered_batches(span, filter_fields, matcher, window_of_candidate)
+                yield from self.filtered_batches(span, filter_fields, matcher, rank_of_candidate)
             return
         if not len(offsets):
             return
         if exact:  # every candidate is a match, in order: its columns are the batch
             fetched = self.take_physical(rows.fields, offsets) + self._asked_row_columns(offsets, rows)
             out = pa.RecordBatch.from_arrays(fetched, schema=rows.schema())
-            yield from window_slices(out, window_of_candidate(offsets))
+            yield from window_slices(out, rank_of_candidate(offsets), rows.batch_size)
             return
         row_id, address = self._row_columns(offsets)
         filter_ids = [f.id for f in filter_fields]
@@ -580,8 +576,10 @@ class FragmentReader:
             return
         others = [f for f in rows.fields if f.id not in filter_ids]
         fetched = self.take_physical(others, offsets[hits]) if others else []
-        windows = window_of_candidate(offsets[hits])
-        yield from matched_batches(rows.fields, filter_ids, probe, hits, fetched, rows.schema(), windows)
+        ranks = rank_of_candidate(offsets[hits])
+        yield from matched_batches(
+            rows.fields, filter_ids, probe, hits, fetched, rows.schema(), ranks, rows.batch_size
+        )
 
     def close(self) -> None:
         if "_readers" in self.__dict__:

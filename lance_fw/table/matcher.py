@@ -48,6 +48,14 @@ class ExpressionMatcher:
             mask = plan.to_table(use_threads=False).column(0)
             if pa.types.is_null(mask.type):
                 return np.zeros(0, np.int64)
+            # none or every row (a selective filter's usual probe; a filter most rows pass): the
+            # count of trues reads the mask's bits, where numpy's indices cost a byte a row
+            # and a pass (~0.6 ms a 262144-row probe, 8 a 2M-row scan)
+            matches = pc.sum(mask).as_py() or 0
+            if matches == 0:
+                return np.zeros(0, np.int64)
+            if matches == len(mask):
+                return np.arange(len(mask), dtype=np.int64)
             return np.flatnonzero(pc.fill_null(mask, False).to_numpy())
         except (
             pa.ArrowInvalid,
