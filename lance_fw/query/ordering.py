@@ -38,27 +38,36 @@ _TOTAL_ORDER_MASK = np.int64(0x7FFF_FFFF_FFFF_FFFF)
 def _float_key(values: np.ndarray) -> np.ndarray:
     """An integer key whose order is IEEE total order (``-0.0 < 0.0``, NaN after +inf). Widening
     to float64 first keeps that order for float16 / float32 values."""
-    bits = values.astype(np.float64).view(np.int64)
-    sign = np.right_shift(bits, np.int64(63))
-    key: np.ndarray = np.bitwise_xor(bits, np.bitwise_and(sign, _TOTAL_ORDER_MASK))
+    bits = values.astype(np.float64, copy=False).view(np.int64)
+    key: np.ndarray = np.right_shift(bits, np.int64(63))  # (in place from here: one array)
+    np.bitwise_and(key, _TOTAL_ORDER_MASK, out=key)
+    np.bitwise_xor(key, bits, out=key)
     return key
 
 
 def _value_key(column: pa.Array) -> np.ndarray:
-    """An int64 key ordering the non-null values ascending (nulls get any value; see ``_keys``)."""
+    """An int64 key ordering the non-null values ascending (nulls get any value; see ``_keys``):
+    the values themselves for integers that fit (a rank is a sort of its own: 2M ints ~0.1 s)."""
     if pa.types.is_floating(column.type):
-        filled = column.fill_null(0).to_numpy(zero_copy_only=False)
-        return _float_key(filled)
+        filled = column.fill_null(0) if column.null_count else column
+        return _float_key(filled.to_numpy(zero_copy_only=False))
+    if pa.types.is_integer(column.type) and column.type != pa.uint64():
+        filled = column.fill_null(0) if column.null_count else column
+        return filled.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     ranks = pc.rank(column, sort_keys="ascending", tiebreaker="dense")
     return ranks.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _keys(column: pa.Array, ascending: bool, nulls_first: bool) -> list[np.ndarray]:
-    """The lexsort keys of one ordering, most significant first: null group, then value."""
+    """The lexsort keys of one ordering, most significant first: null group (none without
+    nulls), then value."""
+    value = _value_key(column)
+    value = value if ascending else ~value
+    if not column.null_count:
+        return [value]
     nulls = column.is_null().to_numpy(zero_copy_only=False)
     group = np.where(nulls, 0 if nulls_first else 1, 1 if nulls_first else 0).astype(np.int8)
-    value = _value_key(column)
-    return [group, value if ascending else ~value]
+    return [group, value]
 
 
 @dataclass(frozen=True)
@@ -100,26 +109,82 @@ def checked_orderings(orderings: Sequence[Any], schema: pa.Schema) -> list[Any]:
     return out
 
 
-def sort_indices(table: pa.Table, orderings: Sequence[Any]) -> np.ndarray:
+def sort_indices(table: pa.Table, orderings: Sequence[Any], first: int | None = None) -> np.ndarray:
     """The row order of ``table`` under ``orderings`` (objects with ``column_name``,
     ``ascending`` and ``nulls_first``, as pylance's ``ColumnOrdering``); equal keys keep their order.
+    ``first``: only that many rows of the order are wanted (a top-k: ``offset + limit``); the
+    order returned may then hold only those.
 
     Raises:
         InvalidArgumentError: a column the table does not have (pylance: "Column ... not found").
     """
-    keys: list[np.ndarray] = []
+    sorts: list[tuple[pa.Array, bool, bool]] = []
     for ordering in orderings:
         name = _attribute(ordering, "column_name")
         if name not in table.column_names:
             raise InvalidArgumentError(f"Invalid user input: Column {name} not found")
-        column = table.column(name).combine_chunks()
-        keys += _keys(
-            column, bool(_attribute(ordering, "ascending")), bool(_attribute(ordering, "nulls_first"))
+        sorts.append(
+            (
+                table.column(name).combine_chunks(),
+                bool(_attribute(ordering, "ascending")),
+                bool(_attribute(ordering, "nulls_first")),
+            )
         )
-    if not keys or table.num_rows == 0:
-        return np.arange(table.num_rows)
-    # np.lexsort sorts by its last key first, and is stable
-    return np.lexsort(keys[::-1])
+    n = table.num_rows
+    if not sorts or n == 0:
+        return np.arange(n)
+    top = first is not None and first < n * TOP_K_SHARE
+    rows = _lead_candidates(sorts[0][0], sorts[0][1], first) if top and first else None
+    if rows is not None:  # the rows that may come first, in scan order: their exact order
+        chosen = pa.array(rows)
+        order = _stable_order([key for c, asc, nf in sorts for key in _keys(c.take(chosen), asc, nf)])
+        return rows[order[:first]]
+    keys = [key for c, asc, nf in sorts for key in _keys(c, asc, nf)]
+    if top and first:
+        return _top(keys, first)
+    return _stable_order(keys)
+
+
+def _stable_order(keys: list[np.ndarray]) -> np.ndarray:
+    """The stable order of rows by ``keys``, most significant first."""
+    if len(keys) == 1:
+        return np.argsort(keys[0], kind="stable")
+    return np.lexsort(keys[::-1])  # (sorts by its last key first, stable)
+
+
+#: Share of the rows up to which ``first`` rows of an order are found as a top-k (the rows the
+#: leading key lets through, then sorted) rather than by sorting every row: a 2M-row
+#: ``order_by`` with ``limit=10`` sorted 2M keys (~0.4 s) for ten rows.
+TOP_K_SHARE = 0.25
+
+
+def _lead_candidates(column: pa.Array, ascending: bool, first: int) -> np.ndarray | None:
+    """The rows (ascending) that may be among the ``first`` of an order led by ``column``: those
+    whose value is no worse than the ``first``-th best, by a partition of the values as they are
+    (numbers without NULLs or NaNs, where IEEE order is total order but for -0.0 == 0.0, which
+    only lets both through). None where that does not hold (``_top`` then works on the exact keys)."""
+    if column.null_count or not (
+        pa.types.is_floating(column.type) or (pa.types.is_integer(column.type) and column.type != pa.uint64())
+    ):
+        return None
+    values = column.to_numpy(zero_copy_only=False)
+    if pa.types.is_floating(column.type) and np.isnan(values).any():
+        return None
+    if ascending:
+        return np.flatnonzero(values <= np.partition(values, first - 1)[first - 1])
+    return np.flatnonzero(values >= np.partition(values, len(values) - first)[len(values) - first])
+
+
+def _top(keys: list[np.ndarray], first: int) -> np.ndarray:
+    """The first ``first`` rows of the stable order of ``keys`` (most significant first), in
+    order. Every such row has a leading key no greater than the ``first``-th smallest (at least
+    ``first`` rows precede any row above it), so only those rows are sorted, in scan order (the
+    sort is stable): the result is the full sort's first rows exactly."""
+    lead = keys[0]
+    kth = np.partition(lead, first - 1)[first - 1]
+    rows = np.flatnonzero(lead <= kth)
+    order = _stable_order([key[rows] for key in keys])
+    return rows[order[:first]]
 
 
 def order_table(
@@ -127,9 +192,20 @@ def order_table(
 ) -> pa.Table:
     """``table`` sorted by ``orderings``, then ``offset`` rows skipped and ``limit`` kept (the
     order pylance applies them in: sort first)."""
-    order = sort_indices(table, orderings)
     end = None if limit is None else offset + limit
-    return table.take(pa.array(order[offset:end], pa.int64()))
+    order = sort_indices(table, orderings, end)[offset:end]
+    if len(order) <= SLICED_TAKE_ROWS:  # (a take from a scan's hundreds of chunks joins them first)
+        return (
+            pa.concat_tables([table.slice(row, 1) for row in order.tolist()], promote_options="none")
+            if len(order)
+            else table.slice(0, 0)
+        )
+    return table.take(pa.array(order, pa.int64()))
+
+
+#: Rows of a sorted result up to which they are sliced out of the scan's table one by one
+#: (~2 us each) rather than taken (``take`` joined a 2M-row table's chunks first: 5.6 ms for ten).
+SLICED_TAKE_ROWS = 256
 
 
 def ordered_batches(table: pa.Table, batch_size: int) -> list[pa.RecordBatch]:

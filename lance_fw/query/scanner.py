@@ -39,6 +39,7 @@ from lance_fw.schema import LanceField
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, PROBE_ROWS, with_row_columns
 from lance_fw.table.snapshot import Snapshot
+from lance_fw.table.take import take as take_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -374,6 +375,9 @@ class LanceScanner:
         assert self.order_by is not None
         unordered = copy.copy(self)
         unordered.order_by, unordered.offset, unordered.limit = None, 0, None
+        late = self._top_rows_late(unordered)
+        if late is not None:
+            return late
         table = unordered.to_table()
         missing = [o.column_name for o in self.order_by if o.column_name not in table.column_names]
         if missing and self.filter is None:
@@ -386,6 +390,37 @@ class LanceScanner:
                 f"order_by on column(s) {missing} left out of columns= is not supported by lance_fw"
             )
         return ordering.order_table(table, self.order_by, self.offset, self.limit)
+
+    def _top_rows_late(self, unordered: LanceScanner) -> pa.Table | None:
+        """A sort with a small ``limit`` (``offset + limit`` up to ``LATE_TOP_ROWS``): only the sort
+        columns are scanned, with the rows' addresses; the top rows' other columns are then taken.
+        None where that does not apply (a projection, row columns asked for, a sort column not
+        among the columns): the caller scans every column.
+
+        Why: pylance's top-k reads each row once; sorting the scan of every projected column
+        read the whole table for ten rows (all columns of a 2M-row table ordered by one: 201 ms,
+        pylance 240; ``columns=["id", "value"]``: 53 ms against 18)."""
+        assert self.order_by is not None
+        wanted = None if self.limit is None else self.offset + self.limit
+        names = [f.name for f in self._fields]
+        sort_names = [o.column_name for o in self.order_by]
+        if (
+            wanted is None
+            or wanted > LATE_TOP_ROWS
+            or self.projection is not None
+            or self.with_row_id
+            or self.with_row_address
+            or not set(sort_names) <= set(names)
+            or set(sort_names) == set(names)
+        ):
+            return None
+        unordered._fields = [f for f in self._fields if f.name in sort_names]
+        unordered.with_row_address = True
+        keys = unordered.to_table()
+        order = ordering.sort_indices(keys, self.order_by, wanted)[self.offset : wanted]
+        addresses = keys.column("_rowaddr").take(pa.array(order, pa.int64()))
+        wanted_rows = np.asarray(addresses.to_numpy(zero_copy_only=False), np.uint64)
+        return take_rows(self._snapshot, wanted_rows, names, by_address=True)
 
     def to_reader(self) -> pa.RecordBatchReader:
         if self.search is not None or self.fts is not None:
@@ -483,6 +518,11 @@ class LanceScanner:
         counting = copy.copy(self)
         counting.batch_size = max(self.batch_size, PROBE_ROWS)
         return sum(b.num_rows for _, b in counting._pieces())
+
+
+#: ``offset + limit`` up to which a sorted scan reads its sort columns first and takes the top
+#: rows' other columns (``_top_rows_late``): a take costs ~10-20 us a row a column.
+LATE_TOP_ROWS = 1024
 
 
 def _check_count(name: str, value: object, least: int) -> None:
