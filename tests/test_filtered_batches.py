@@ -23,6 +23,9 @@ OPTIONS = [
     {"batch_size": 4096, "columns": ["c"]},
     {"batch_size": 100, "offset": 150, "limit": 700},
     {"batch_size": 500, "offset": 0},
+    # offsets past the first fragment's matches (its read drops them before fetching anything)
+    {"batch_size": 256, "offset": 1000, "limit": 300},
+    {"offset": 4400, "with_row_id": True},
 ]
 
 

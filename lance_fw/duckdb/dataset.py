@@ -13,7 +13,7 @@ from lance_fw.api.dataset import LanceDataset
 from lance_fw.errors import LanceError, SchemaError
 from lance_fw.options import Columns, Filter
 from lance_fw.query.scanner import LanceScanner
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
+from lance_fw.table.rows import DEFAULT_BATCH_SIZE
 
 #: Fragments DuckDB scans decode at once (worker threads; see ``query.scanner.readahead``).
 READAHEAD = min(4, os.cpu_count() or 1)

@@ -19,8 +19,8 @@ from lance_fw.query.arrow_filter import lance_sql
 from lance_fw.query.filter import filter_columns, parse_filter
 from lance_fw.query.index_plan import IndexPlan, Tree, index_tree, plan_of
 from lance_fw.schema import LanceField
-from lance_fw.table.fragment import with_row_columns
 from lance_fw.table.matcher import Matcher, matcher_for
+from lance_fw.table.rows import with_row_columns
 from lance_fw.table.snapshot import Snapshot
 
 

@@ -37,7 +37,8 @@ from lance_fw.query.vector_search import (
 )
 from lance_fw.schema import LanceField
 from lance_fw.table.deletion import live_rows
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE, PROBE_ROWS, with_row_columns
+from lance_fw.table.fragment import PROBE_ROWS
+from lance_fw.table.rows import DEFAULT_BATCH_SIZE, Skip, with_row_columns
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.take import take as take_rows
 
@@ -227,7 +228,7 @@ class LanceScanner:
         self, whole: bool = False, first_batch: int | None = None
     ) -> Iterator[tuple[int, pa.RecordBatch]]:
         """(fragment id, batch) in scan order, ``offset``/``limit`` applied. ``whole``: the caller
-        takes every batch (``to_table``; ``fragment.Rows.whole``); ``first_batch``: the first
+        takes every batch (``to_table``; ``rows.Rows.whole``); ``first_batch``: the first
         fragment's first batch (or filter probe) that short and read alone, and produced alone
         (``readahead``'s ``first_alone``), for a consumer that may stop there (``stream``, a
         filtered scan with a ``limit``: 26-51 ms against pylance's 10-14 for ``limit=10``). The
@@ -257,13 +258,19 @@ class LanceScanner:
                 live=live,
                 whole=whole,
                 first_batch=first_batch if item is items[0] else None,
+                most=None if self.limit is None else self.offset + self.limit,
+                skip=skip if item is items[0] else None,
             ):
                 yield frag.id, (batch.drop_columns([_COUNT_COLUMN]) if bare else batch)
 
+        # the offset's rows still to drop: the first fragment's filtered read drops its first
+        # matches itself, before fetching their columns (``Rows.skip``), and the loop below the
+        # rest; a read drops none after handing on a batch, so the count is right for each batch
+        skip = Skip(self.offset)
         if plan is None:
             yield from readahead(items, produce, self.fragment_readahead, first_alone=first_alone)
             return
-        skip, left = self.offset, self.limit
+        left = self.limit
         if left == 0:
             return
         ahead = self.fragment_readahead
@@ -272,9 +279,10 @@ class LanceScanner:
             # thread costs more than the take (a DuckDB point lookup through a B-tree: ~1 ms more)
             ahead = 1
         for frag_id, batch in readahead(items, produce, ahead, first_alone=first_alone):
-            if skip:
-                cut = min(skip, batch.num_rows)
-                batch, skip = batch.slice(cut), skip - cut
+            if skip.rows:
+                cut = min(skip.rows, batch.num_rows)
+                batch = batch.slice(cut)
+                skip.rows -= cut
             if left is not None:
                 batch = batch.slice(0, left)
                 left -= batch.num_rows
@@ -391,6 +399,11 @@ class LanceScanner:
             )
         return ordering.order_table(table, self.order_by, self.offset, self.limit)
 
+    def _read_keys_only(self, names: set[str]) -> None:
+        """Scan only the fields ``names`` and the rows' addresses (a copy's, ``_top_rows_late``)."""
+        self._fields = [f for f in self._fields if f.name in names]
+        self.with_row_address = True
+
     def _top_rows_late(self, unordered: LanceScanner) -> pa.Table | None:
         """A sort with a small ``limit`` (``offset + limit`` up to ``LATE_TOP_ROWS``): only the sort
         columns are scanned, with the rows' addresses; the top rows' other columns are then taken.
@@ -414,8 +427,7 @@ class LanceScanner:
             or set(sort_names) == set(names)
         ):
             return None
-        unordered._fields = [f for f in self._fields if f.name in sort_names]
-        unordered.with_row_address = True
+        unordered._read_keys_only(set(sort_names))
         keys = unordered.to_table()
         order = ordering.sort_indices(keys, self.order_by, wanted)[self.offset : wanted]
         addresses = keys.column("_rowaddr").take(pa.array(order, pa.int64()))

@@ -49,8 +49,8 @@ from lance_fw.spark.options import (
     version_options,
 )
 from lance_fw.spark.types import relabel, spark_schema, type_mismatches
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
 from lance_fw.table.manifest import find_version, read_manifest
+from lance_fw.table.rows import DEFAULT_BATCH_SIZE
 from lance_fw.table.snapshot import Snapshot
 
 ROW_ADDRESS = "_rowaddr"

@@ -16,9 +16,9 @@ from numpy.typing import ArrayLike
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.io.storage import join_uri
 from lance_fw.table.deletion import live_rows
-from lance_fw.table.fragment import Rows
 from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.row_ids import ADDRESS_FRAGMENT_SHIFT
+from lance_fw.table.rows import Rows
 from lance_fw.table.snapshot import Snapshot
 
 #: Descriptor kinds: where a blob's bytes are.

@@ -25,8 +25,9 @@ from lance_fw.table.deletion import (
     deletion_file_id,
     deletion_path,
 )
-from lance_fw.table.fragment import FragmentReader, Rows
+from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.row_ids import address_fragments, address_offsets
+from lance_fw.table.rows import Rows
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Delete
 

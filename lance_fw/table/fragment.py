@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
@@ -25,9 +25,8 @@ from lance_fw.table.matched import matched_batches, window_slices
 from lance_fw.table.matcher import Matcher
 from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.row_ids import ADDRESS_FRAGMENT_SHIFT, fragment_row_ids, row_addresses
+from lance_fw.table.rows import DEFAULT_BATCH_SIZE, Rows, filter_schema, probe_schema
 from lance_fw.table.version_cache import VersionCache
-
-DEFAULT_BATCH_SIZE = 8192
 
 #: In a filtered scan, the other columns of a batch are fetched row by row (``take``) when at most
 #: this share of its rows match, else read as a range.
@@ -61,50 +60,6 @@ SCAN_READ_ROWS = 65536
 #: pylance's 2; taken, ~2 ms); from 2.0 files (whose takes read a byte range a value) up to
 #: ``FEW_ROWS_V2_0`` rows (5 columns: 10 rows 1.5 ms against 12.8, 1000 rows 10.5 against 9.3).
 FEW_ROWS, FEW_ROWS_SHARE, FEW_ROWS_V2_0 = DEFAULT_BATCH_SIZE, 8, 256
-
-
-def with_row_columns(schema: pa.Schema, with_row_id: bool, with_row_address: bool) -> pa.Schema:
-    """``schema`` followed by the ``_rowid`` / ``_rowaddr`` columns a scan was asked for."""
-    if with_row_id:
-        schema = schema.append(pa.field("_rowid", pa.uint64()))
-    if with_row_address:
-        schema = schema.append(pa.field("_rowaddr", pa.uint64()))
-    return schema
-
-
-@dataclass(frozen=True)
-class Rows:
-    """What a fragment read emits: ``fields`` of physical rows [start, stop) (live ones only), in
-    batches of ``batch_size``, with the ``_rowid`` / ``_rowaddr`` columns asked for."""
-
-    fields: list[LanceField]
-    batch_size: int = DEFAULT_BATCH_SIZE
-    with_row_address: bool = False
-    with_row_id: bool = False
-    start: int = 0
-    stop: int | None = None
-    #: The consumer takes every batch (``to_table``): the reads decode for the whole, not to
-    #: hand out the first batch soon (``LanceFileReader.scan_runs``).
-    whole: bool = False
-    #: A first batch (or filter probe) of this many rows (at most ``batch_size``), read alone
-    #: (``FragmentReader.read_range``), then ``batch_size``: for a consumer that may stop after
-    #: one batch and needs no pylance batch boundaries (DuckDB).
-    first_batch: int | None = None
-
-    def schema(self) -> pa.Schema:
-        return with_row_columns(
-            pa.schema([f.to_arrow() for f in self.fields]), self.with_row_id, self.with_row_address
-        )
-
-
-def _probe_schema(filter_fields: list[LanceField]) -> pa.Schema:
-    """A filter's probe batch: its columns, ``_rowid`` and ``_rowaddr`` (filters may read both)."""
-    return Rows(filter_fields, with_row_address=True, with_row_id=True).schema()
-
-
-def _filter_schema(filter_fields: list[LanceField]) -> pa.Schema:
-    """A probe of a filter that names no row column: its columns only."""
-    return Rows(filter_fields).schema()
 
 
 class FragmentReader:
@@ -429,17 +384,17 @@ class FragmentReader:
         fragment's live rows, pylance's read batches)."""
         schema = rows.schema()
         filter_ids = [f.id for f in filter_fields]
-        probe_schema = _probe_schema(filter_fields)
+        probe_shape = probe_schema(filter_fields)
         others = [f for f in rows.fields if f.id not in filter_ids]
         # one filter call per many rows, whole windows of batch_size (the output batches) each
         step = max(rows.batch_size, PROBE_ROWS // rows.batch_size * rows.batch_size)
         first, last = self._span(rows.start, rows.stop)
         row_columns_first = getattr(matcher, "uses_row_columns", True)
-        filter_schema = _filter_schema(filter_fields)
+        filter_shape = filter_schema(filter_fields)
 
         def full_probe(columns: list[pa.Array], start: int, stop: int) -> pa.RecordBatch:
             return pa.RecordBatch.from_arrays(
-                columns + list(self._row_columns(range(start, stop))), schema=probe_schema
+                columns + list(self._row_columns(range(start, stop))), schema=probe_shape
             )
 
         # probes end where windows of ``step`` live rows end: one across a window's end split its
@@ -449,6 +404,7 @@ class FragmentReader:
         head = [rows.first_batch] if rows.first_batch and first == 0 and rows.first_batch < step else []
         ends = self.physical_of_live(np.array([*head, *range(step, self.physical_rows, step)], np.int64))
         starts = [first, *(int(end) for end in ends if first < end < last)]
+        handed = 0  # matches handed on (``Rows.most``)
         for start, stop in zip(starts, [*starts[1:], last], strict=True):
             alone = bool(head) and start == first and stop - start <= FEW_ROWS
             columns = self.read_range(filter_fields, start, stop, alone=alone)
@@ -456,12 +412,19 @@ class FragmentReader:
             probe = (
                 full_probe(columns, start, stop)
                 if row_columns_first
-                else pa.RecordBatch.from_arrays(columns, schema=filter_schema)
+                else pa.RecordBatch.from_arrays(columns, schema=filter_shape)
             )
             hits = np.asarray(matcher(probe), np.int64)
             mask = self.live_mask(start, stop)
             if mask is not None:
                 hits = hits[mask[hits]]
+            if rows.most is not None:  # (``offset=3000, limit=5``: 3005 rows, not a probe's 5000)
+                hits = hits[: rows.most - handed]
+                handed += len(hits)
+            if rows.skip is not None and rows.skip.rows:  # (and then 5 fetched, not 3005)
+                dropped = min(rows.skip.rows, len(hits))
+                hits = hits[dropped:]
+                rows.skip.rows -= dropped
             if not len(hits):
                 if alone:  # (``readahead``'s ``first_alone``: the other reads start on this value)
                     yield pa.RecordBatch.from_pylist([], schema=schema)
@@ -475,6 +438,8 @@ class FragmentReader:
             yield from matched_batches(
                 rows.fields, filter_ids, probe, hits, fetched, schema, ranks, rows.batch_size
             )
+            if rows.most is not None and handed >= rows.most:
+                return
 
     def _submit_takes(
         self, fields: list[LanceField], offsets: np.ndarray, pool: ThreadPoolExecutor
@@ -569,7 +534,7 @@ class FragmentReader:
         filter_ids = [f.id for f in filter_fields]
         probe = pa.RecordBatch.from_arrays(
             self.take_physical(filter_fields, offsets) + [row_id, address],
-            schema=_probe_schema(filter_fields),
+            schema=probe_schema(filter_fields),
         )
         hits = np.asarray(matcher(probe), np.int64)
         if not len(hits):

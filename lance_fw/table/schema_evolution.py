@@ -28,7 +28,7 @@ from lance_fw.errors import (
 from lance_fw.file.version import parse_version
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import LanceField, LanceSchema, check_names, conform
-from lance_fw.table.fragment import DEFAULT_BATCH_SIZE
+from lance_fw.table.rows import DEFAULT_BATCH_SIZE
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Merge, Project, undo_unless_published
 from lance_fw.table.write import FileProgress, delete_fragment_files, write_fragments

@@ -21,8 +21,9 @@ from lance_fw._proto import table_pb2
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.io.storage import Storage
 from lance_fw.schema import LanceField, LanceSchema
-from lance_fw.table.fragment import FragmentReader, Rows
+from lance_fw.table.fragment import FragmentReader
 from lance_fw.table.matcher import Matcher
+from lance_fw.table.rows import Rows, Skip
 from lance_fw.table.transaction import Operation, commit, undo_unless_published
 from lance_fw.table.version_cache import VersionCache
 
@@ -104,19 +105,25 @@ class Snapshot:
         live: tuple[int, int] | None = None,
         whole: bool = False,
         first_batch: int | None = None,
+        most: int | None = None,
+        skip: Skip | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Live rows of physical rows [start, stop) of one fragment, or its live rows [lo, hi) given
         as ``live``; with a filter ``plan`` (query.filter_plan), late materialised (the filter's
         columns first, the rest only for matches). When the plan's scalar indices cover the
         fragment, only their candidate rows are read (and re-checked by the filter). ``whole``:
         the caller takes every batch (``Rows.whole``); ``first_batch``: a short first batch
-        (``Rows.first_batch``; plain reads only)."""
+        (``Rows.first_batch``; plain reads only); ``most``: the rows the consumer may use at most
+        (``Rows.most``; filtered reads); ``skip``: rows to drop first (``Rows.skip``; filtered reads
+        without an index drop them before fetching their columns)."""
         reader = self.fragment_reader(frag)
         if live is not None and live[1] > live[0]:
             first, last = reader.physical_of_live(np.array([live[0], live[1] - 1]))
             start, stop = int(first), int(last) + 1
         try:
-            rows = Rows(fields, batch_size, with_row_address, with_row_id, start, stop, whole, first_batch)
+            rows = Rows(
+                fields, batch_size, with_row_address, with_row_id, start, stop, whole, first_batch, most, skip
+            )
             if plan is None:
                 yield from reader.batches(rows)
             elif (candidates := _candidates(plan, frag.id)) is not None:
