@@ -164,6 +164,28 @@ def workloads(paths: dict[str, str], rows: int, indices: np.ndarray):
             "pylance": lambda k=key: pl(k).to_table(filter="category < 5"),
             "parquet": lambda: pq.read_table(parquet, filters=[("category", "<", 5)]),
         }
+    # everyday calls beyond plain scans (session 26's survey), on pylance's table in one piece
+    key = "pylance-2.2"
+    out[f"filter category != 7 (98%), 2 cols [{key}]"] = {
+        "lance_fw": lambda: fw(key).to_table(columns=["id", "value"], filter="category != 7"),
+        "pylance": lambda: pl(key).to_table(columns=["id", "value"], filter="category != 7"),
+        "parquet": lambda: pq.read_table(parquet, columns=["id", "value"], filters=[("category", "!=", 7)]),
+    }
+    out[f"count_rows(filter category < 5) [{key}]"] = {
+        "lance_fw": lambda: fw(key).count_rows(filter="category < 5"),
+        "pylance": lambda: pl(key).count_rows(filter="category < 5"),
+        "parquet": lambda: pq.read_table(parquet, columns=["category"], filters=[("category", "<", 5)]).num_rows,
+    }
+    out[f"filter category = 7, offset 3000, limit 10 [{key}]"] = {
+        "lance_fw": lambda: fw(key).to_table(filter="category = 7", offset=3000, limit=10),
+        "pylance": lambda: pl(key).to_table(filter="category = 7", offset=3000, limit=10),
+        "parquet": lambda: pads.dataset(parquet).to_table(filter=pc.field("category") == 7).slice(3000, 10),
+    }
+    out[f"order_by value, limit 10, all cols [{key}]"] = {
+        "lance_fw": lambda: fw(key).to_table(order_by=["value"], limit=10),
+        "pylance": lambda: pl(key).scanner(order_by=["value"], limit=10).to_table(),
+        "parquet": lambda: pq.read_table(parquet).sort_by("value").slice(0, 10),
+    }
     return out
 
 
