@@ -25,6 +25,7 @@ from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.index_section import without_fragments
+from lance_fw.table.new_fragments import TOMBSTONE
 from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.schema_evolution import write_fragment_columns
 from lance_fw.table.snapshot import Snapshot
@@ -39,8 +40,6 @@ from lance_fw.table.transaction import (
 )
 from lance_fw.table.write import delete_fragment_files, plan_write, refuse_blob_columns
 
-#: The field id a data file records for a column that a later data file of the fragment replaces.
-TOMBSTONE = -2
 #: ``Transaction.Update.update_mode`` of an update that patched columns inside fragments.
 REWRITE_COLUMNS = transaction_pb2.Transaction.REWRITE_COLUMNS
 

@@ -65,17 +65,52 @@ def list_versions(storage: Storage, base: str) -> list[VersionEntry]:
     out = []
     for name in storage.list_dir(directory):
         parsed = parse_manifest_name(name)
-        if parsed:
-            out.append(VersionEntry(parsed[0], join_uri(directory, name), parsed[1]))
-    return sorted(out, key=lambda e: e.version)
+        if parsed:  # (digits and the suffix: a name that cannot leave the directory, so no join_uri)
+            out.append(VersionEntry(parsed[0], f"{directory}/{name}", parsed[1]))
+    out.sort(key=lambda e: e.version)
+    return out
+
+
+def latest_version(storage: Storage, base: str) -> VersionEntry | None:
+    """The newest committed version (None: no manifest), found without parsing every name.
+
+    Why: a dataset appended to in small commits holds thousands of versions; every commit and
+    every open looked for the newest through ``list_versions`` (a name parsed, joined, checked
+    and sorted each): an append at 1000 versions took 27 ms against pylance's 3.5. v2 names
+    count down in fixed width, so the newest of them is the least; the few other names (v1
+    manifests, the version hint) are parsed."""
+    directory = join_uri(base, VERSIONS_DIR)
+    names = storage.list_dir(directory)
+    v2_width = V2_NAME_DIGITS + len(MANIFEST_SUFFIX)
+    v2 = [name for name in names if len(name) == v2_width]
+    best: VersionEntry | None = None
+    if v2 and parse_manifest_name(least := min(v2)) is not None:
+        best = VersionEntry(U64_MAX - int(least[:V2_NAME_DIGITS]), f"{directory}/{least}", True)
+        others = [name for name in names if len(name) != v2_width]
+    else:  # no v2 names, or the least of that width is not a manifest: every name parsed
+        others = names
+    for name in others:
+        parsed = parse_manifest_name(name)
+        if parsed is not None and (best is None or parsed[0] > best.version):
+            best = VersionEntry(parsed[0], f"{directory}/{name}", parsed[1])
+    return best
 
 
 def find_version(storage: Storage, base: str, version: int | None) -> VersionEntry:
+    if version is None:
+        latest = latest_version(storage, base)
+        if latest is None:
+            raise DatasetNotFoundError(f"{base}: no Lance dataset here (no manifests in {VERSIONS_DIR}/)")
+        return latest
+    directory = join_uri(base, VERSIONS_DIR)
+    if version >= 0:  # its manifest by name (two lookups; listing thousands of versions cost ms)
+        for v2 in (True, False):
+            path = f"{directory}/{manifest_name(version, v2)}"
+            if storage.exists(path):
+                return VersionEntry(version, path, v2)
     versions = list_versions(storage, base)
     if not versions:
         raise DatasetNotFoundError(f"{base}: no Lance dataset here (no manifests in {VERSIONS_DIR}/)")
-    if version is None:
-        return versions[-1]
     for entry in versions:
         if entry.version == version:
             return entry
@@ -160,6 +195,8 @@ def check_fragments(manifest: table_pb2.Manifest, path: str) -> None:
     are taken from it without opening the files: every fragment has data files and a row count,
     and its deletion file deletes fewer rows than it has (a fully deleted fragment is dropped)."""
     for frag in manifest.fragments:
+        if frag.physical_rows and not frag.HasField("deletion_file") and len(frag.files):
+            continue  # (the usual fragment: nothing below applies)
         if not len(frag.files):
             raise CorruptFileError(
                 path, f"fragment {frag.id} has no data files (its rows would all read as null)"

@@ -17,6 +17,10 @@ from lance_fw.io.storage import unsafe_path_reason
 
 #: The field id a data file records for a column a later data file of its fragment replaced.
 TOMBSTONE = -2
+#: ``TOMBSTONE`` as protobuf writes an int32 field id (sign-extended, a 10-byte varint): a manifest
+#: whose bytes hold no such run holds no tombstone (checking 1000 fragments' field ids one by one
+#: through protobuf's Python objects cost ~4 ms a commit).
+TOMBSTONE_VARINT = bytes.fromhex("feffffffffffffffff01")
 #: The id of a fragment no commit has placed yet (what writers give new fragments): pylance
 #: assigns such a fragment the next free id, and keeps any other id a caller gave.
 UNASSIGNED_ID = 0
@@ -108,8 +112,9 @@ def tidy_fragments(manifest: table_pb2.Manifest) -> None:
     orders them by id (an appended caller id, or an id reserved before a concurrent append, may
     be lower than one already there) and drops each data file that names only ``TOMBSTONE``s
     (every column it held was replaced: it holds no live data)."""
-    for frag in manifest.fragments:
-        _keep_files(frag, lambda f: any(fid != TOMBSTONE for fid in f.fields))
+    if TOMBSTONE_VARINT in manifest.SerializeToString():  # (else none to drop: ~0.2 ms, not ~4)
+        for frag in manifest.fragments:
+            _keep_files(frag, lambda f: any(fid != TOMBSTONE for fid in f.fields))
     ids = [f.id for f in manifest.fragments]
     if ids != sorted(ids):
         ordered = sorted(manifest.fragments, key=lambda f: f.id)

@@ -29,6 +29,7 @@ from lance_fw.table.index_section import indices_on_live_fields, without_fragmen
 from lance_fw.table.manifest import (
     encode_manifest,
     find_version,
+    latest_version,
     list_versions,
     manifest_name,
     read_manifest,
@@ -519,9 +520,8 @@ def commit(
     refused: tuple[int, int, float] | None = None
     txn_uuid = str(uuidlib.uuid4())
     for attempt in range(max_retries):
-        versions = list_versions(storage, base_uri)
-        if versions:
-            latest = versions[-1]
+        latest = latest_version(storage, base_uri)
+        if latest is not None:
             base, index_section = read_manifest(storage, latest.path)
             feature_flags.check_writable(base_uri, base.writer_feature_flags, base.config)
             use_v2_names = latest.v2_name
@@ -560,7 +560,7 @@ def commit(
         txn_path = join_uri(base_uri, TRANSACTIONS_DIR, txn_name)
         storage.write_bytes(txn_path, txn.SerializeToString())
         new.transaction_file = txn_name
-        prefix = dictionary_prefix(storage, latest.path if base is not None else None, base, new)
+        prefix = dictionary_prefix(storage, latest.path if latest is not None else None, base, new)
         data = encode_manifest(new, txn, new_indices, prefix)
         path = join_uri(base_uri, VERSIONS_DIR, manifest_name(new.version, use_v2_names))
         try:

@@ -41,7 +41,7 @@ from lance_fw.options import CommitLock
 from lance_fw.schema import BLOB_ENCODING_KEY, LanceSchema, conform, storage_batch
 from lance_fw.table.blob_v2_write import BlobV2FileWriter, check_blob_v2, has_blob_v2, write_schema
 from lance_fw.table.flags import recorded_plugins
-from lance_fw.table.manifest import list_versions, read_manifest
+from lance_fw.table.manifest import latest_version, read_manifest
 from lance_fw.table.paths import DATA_DIR, DATA_FILE_SUFFIX
 from lance_fw.table.transaction import Append, Operation, Overwrite, commit, undo_unless_published
 
@@ -381,8 +381,8 @@ def plan_write(
         )
     uri = os.fspath(uri).rstrip("/") if not isinstance(uri, str) else uri.rstrip("/")
     storage = resolve_storage(uri, storage_options)
-    versions = list_versions(storage, uri)
-    base = read_manifest(storage, versions[-1].path)[0] if versions else None
+    latest = latest_version(storage, uri)
+    base = read_manifest(storage, latest.path)[0] if latest is not None else None
     if mode == "create" and base is not None:
         raise DatasetExistsError(f"{uri}: Dataset already exists; use mode='append' or 'overwrite'")
     if mode == "append" and base is None:
@@ -490,10 +490,10 @@ def committed_plugin_encodings(
     Their writer refused such encoders unless allowed, so this names what the files may hold; it
     errs on the side of recording (pylance then refuses at open) rather than of a silent failure."""
     if lance_schema is None:
-        versions = list_versions(storage, uri)
-        if not versions:
+        latest = latest_version(storage, uri)
+        if latest is None:
             return {}
-        base = read_manifest(storage, versions[-1].path)[0]
+        base = read_manifest(storage, latest.path)[0]
         lance_schema = LanceSchema.from_protos(base.fields, base.schema_metadata)
     used: dict[str, str] = {}
     for version, ids in _files_by_version(fragments).items():
