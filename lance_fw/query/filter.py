@@ -72,6 +72,10 @@ class FilterError(ExpressionError):
 
 
 _NULL_BOOL = visitors.NULL_BOOL
+#: Values up to which ``x IN (...)`` is evaluated as OR-ed equalities rather than ``is_in`` (a
+#: hash table built per 32k-row batch: 2.0-2.2 ms a 262144-row probe for 2-4 values, against
+#: 1.0-1.3 for equalities; even at 8, 16 slower).
+OR_MEMBERSHIP_MAX = 8
 
 
 def parse_filter(text: str, schema: pa.Schema) -> pc.Expression:
@@ -265,6 +269,13 @@ class _Visitor:
                 column, t = column.cast(coercion.WIDE), coercion.WIDE
                 scalars = [coercion.half_scalar(s) for s in scalars]
             present = [s for s in scalars if s.is_valid]
+            if (
+                all(s.type == t for s in present)
+                and not pa.types.is_floating(t)
+                and len(scalars) <= OR_MEMBERSHIP_MAX
+            ):
+                # a few values: equalities, OR-ed (Kleene: a NULL on either side is NULL, as in SQL's IN)
+                return reduce(lambda a, b: a | b, [column == s for s in scalars])
             if all(s.type == t for s in present):
                 value_set = pa.array([s.as_py() for s in present], t)
                 if pa.types.is_floating(t):  # -0.0 and 0.0 are one value here (NaN matches NaN)
