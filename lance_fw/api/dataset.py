@@ -42,7 +42,7 @@ from lance_fw.table import cleanup as table_cleanup
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.commit import CommitHandler
 from lance_fw.table.deletion import live_rows
-from lance_fw.table.manifest import find_version, list_versions, read_manifest, version_entry
+from lance_fw.table.manifest import find_version, latest_version, list_versions, read_manifest, version_entry
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.tags import Tags
 from lance_fw.table.take import addresses_of, live_addresses
@@ -137,8 +137,8 @@ def finish_claimed_versions(storage: Storage, uri: str) -> None:
     if handler is None or type(handler).repair is CommitHandler.repair:
         return  # no handler commits here, or none that can leave a claim unpublished
     while True:
-        versions = list_versions(storage, uri)
-        version = versions[-1].version + 1 if versions else 1
+        latest = latest_version(storage, uri)
+        version = latest.version + 1 if latest is not None else 1
         # go on only while a repair publishes the version: a handler may also "repair" by dropping a
         # dead claim (True, no manifest), and asking it again would never end
         if not handler.repair(uri, version) or not any(

@@ -32,7 +32,7 @@ from lance_fw.errors import DatasetNotFoundError, UnsupportedFeatureError
 from lance_fw.io.storage import Storage, resolve_storage
 from lance_fw.spark.options import STARTING_VERSION, int_option
 from lance_fw.spark.reader import FragmentSlice, LanceReader, check_read_schema
-from lance_fw.table.manifest import list_versions, read_manifest, read_transaction
+from lance_fw.table.manifest import find_version, list_versions, read_manifest, read_transaction
 
 #: Transactions that add no row.
 _EMIT_NOTHING = {
@@ -61,7 +61,7 @@ class LanceStreamReader(DataSourceStreamReader):
     def _latest(self) -> int:
         """Called every trigger: lists the versions only (no manifest is read)."""
         r = self._reader
-        return list_versions(resolve_storage(r.uri, r.storage_options), r.uri)[-1].version
+        return find_version(resolve_storage(r.uri, r.storage_options), r.uri, None).version
 
     def initialOffset(self) -> dict:
         return {"version": self._start}

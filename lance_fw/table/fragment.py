@@ -24,7 +24,7 @@ from lance_fw.table.deletion import deletion_path, read_deleted_offsets
 from lance_fw.table.matched import matched_batches, window_slices
 from lance_fw.table.matcher import Matcher
 from lance_fw.table.paths import DATA_DIR
-from lance_fw.table.row_ids import ADDRESS_FRAGMENT_SHIFT, fragment_row_ids, row_addresses
+from lance_fw.table.row_ids import fragment_row_ids, row_addresses
 from lance_fw.table.rows import DEFAULT_BATCH_SIZE, Rows, filter_schema, probe_schema
 from lance_fw.table.version_cache import VersionCache
 
@@ -260,11 +260,7 @@ class FragmentReader:
 
     def _row_columns(self, offsets: np.ndarray | range) -> tuple[pa.Array, pa.Array]:
         """``_rowid`` and ``_rowaddr`` of physical rows ``offsets`` (an array, or a range)."""
-        if isinstance(offsets, range):  # (one pass: the addresses of a range are a range)
-            base = self.fragment.id << ADDRESS_FRAGMENT_SHIFT
-            address = pa.array(np.arange(base + offsets.start, base + offsets.stop, dtype=np.uint64))
-        else:
-            address = pa.array(row_addresses(self.fragment.id, offsets))
+        address = pa.array(row_addresses(self.fragment.id, offsets))
         ids = self.row_ids
         if ids is None:
             return address, address

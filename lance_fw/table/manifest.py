@@ -84,8 +84,9 @@ def latest_version(storage: Storage, base: str) -> VersionEntry | None:
     v2_width = V2_NAME_DIGITS + len(MANIFEST_SUFFIX)
     v2 = [name for name in names if len(name) == v2_width]
     best: VersionEntry | None = None
-    if v2 and parse_manifest_name(least := min(v2)) is not None:
-        best = VersionEntry(U64_MAX - int(least[:V2_NAME_DIGITS]), f"{directory}/{least}", True)
+    least = min(v2) if v2 else None
+    if least is not None and (parsed := parse_manifest_name(least)) is not None:
+        best = VersionEntry(parsed[0], f"{directory}/{least}", parsed[1])
         others = [name for name in names if len(name) != v2_width]
     else:  # no v2 names, or the least of that width is not a manifest: every name parsed
         others = names

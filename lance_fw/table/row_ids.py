@@ -20,11 +20,13 @@ ADDRESS_FRAGMENT_SHIFT = 32
 ADDRESS_OFFSET_MASK = (1 << ADDRESS_FRAGMENT_SHIFT) - 1
 
 
-def row_addresses(fragment_id: int, offsets: np.ndarray) -> np.ndarray:
-    """The row addresses (uint64) of the rows at ``offsets`` (physical) in fragment ``fragment_id``."""
-    return np.asarray(offsets).astype(np.uint64, copy=False) | np.uint64(
-        fragment_id << ADDRESS_FRAGMENT_SHIFT
-    )
+def row_addresses(fragment_id: int, offsets: np.ndarray | range) -> np.ndarray:
+    """The row addresses (uint64) of the rows at ``offsets`` (physical; an array, or a range, whose
+    addresses are a range: built in one pass) in fragment ``fragment_id``."""
+    base = fragment_id << ADDRESS_FRAGMENT_SHIFT
+    if isinstance(offsets, range):
+        return np.arange(base + offsets.start, base + offsets.stop, dtype=np.uint64)
+    return np.asarray(offsets).astype(np.uint64, copy=False) | np.uint64(base)
 
 
 def address_fragments(addresses: np.ndarray) -> np.ndarray:

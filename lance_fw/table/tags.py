@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from lance_fw.errors import DatasetNotFoundError, InvalidArgumentError, InvalidArgumentTypeError
 from lance_fw.io.storage import Storage, join_uri
-from lance_fw.table.manifest import find_version, list_versions
+from lance_fw.table.manifest import find_version
 from lance_fw.table.paths import TAGS_DIR
 
 #: What a tag can point at (pylance's forms): a version number, another tag's name, a
@@ -57,7 +57,7 @@ class Tags:
     def _resolve(self, reference: TagReference) -> int:
         """A version number, another tag's name, or None (the latest version)."""
         if reference is None:
-            return list_versions(self._storage, self._uri)[-1].version
+            return find_version(self._storage, self._uri, None).version
         if isinstance(reference, str):
             return self.get_version(reference)
         if isinstance(reference, tuple):
