@@ -15,6 +15,7 @@ import warnings
 
 import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import lance_fw
@@ -351,6 +352,17 @@ def test_runtime_errors_like_pylance(datasets, text):
         _pylance_ids(theirs, text)
     with pytest.raises(InvalidArgumentError, match="failed on the data"):  # typed, never a raw ArrowInvalid
         ours.to_table(filter=text)
+
+
+@pytest.mark.parametrize("expression", [pc.field("id"), pc.field("f") * 2, pc.field("s")], ids=str)
+def test_non_boolean_expression_like_pylance(datasets, expression):
+    """A pyarrow expression that is not a predicate: pylance refuses it (ValueError, "must return
+    BOOLEAN values"); lance_fw with a typed error naming it, never a raw ArrowTypeError."""
+    theirs, ours = datasets["lance_fw-2.2"]
+    with pytest.raises(ValueError):
+        theirs.to_table(filter=expression)
+    with pytest.raises(InvalidArgumentError, match="must return boolean values"):
+        ours.to_table(filter=expression)
 
 
 def test_filter_expression_in_plain_pyarrow():

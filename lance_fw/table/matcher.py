@@ -48,6 +48,10 @@ class ExpressionMatcher:
             mask = plan.to_table(use_threads=False).column(0)
             if pa.types.is_null(mask.type):
                 return np.zeros(0, np.int64)
+            if not pa.types.is_boolean(mask.type):  # (pylance: "must return BOOLEAN values")
+                raise InvalidArgumentError(
+                    f"filter {self.expression} must return boolean values, not {mask.type}"
+                )
             # none or every row (a selective filter's usual probe; a filter most rows pass): the
             # count of trues reads the mask's bits, where numpy's indices cost a byte a row
             # and a pass (~0.6 ms a 262144-row probe, 8 a 2M-row scan)
@@ -56,12 +60,32 @@ class ExpressionMatcher:
                 return np.zeros(0, np.int64)
             if matches == len(mask):
                 return np.arange(len(mask), dtype=np.int64)
-            return np.flatnonzero(pc.fill_null(mask, False).to_numpy())
+            return np.flatnonzero(_true_bytes(mask))
         except (
             pa.ArrowInvalid,
             pa.ArrowNotImplementedError,
         ) as exc:  # e.g. division by zero, CAST('x' AS INT)
             raise InvalidArgumentError(f"filter {self.expression} failed on the data: {exc}") from None
+
+
+def _true_bytes(mask: pa.ChunkedArray) -> np.ndarray:
+    """One byte a row, 1 where ``mask`` is true (null counts as false), unpacked from its
+    bitmaps: ``to_numpy`` of a boolean array converts bit by bit (~0.3 ms a 262144-row probe,
+    ``unpackbits`` 0.02)."""
+    parts = []
+    for chunk in mask.chunks:
+        validity, values = chunk.buffers()
+        bits = _bytes_of_bits(values, chunk.offset, len(chunk))
+        if validity is not None and chunk.null_count:
+            bits &= _bytes_of_bits(validity, chunk.offset, len(chunk))
+        parts.append(bits)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _bytes_of_bits(bitmap: pa.Buffer, offset: int, length: int) -> np.ndarray:
+    """Bits ``offset`` to ``offset + length`` of an Arrow bitmap (LSB first), a byte each."""
+    raw = np.frombuffer(bitmap, np.uint8)
+    return np.unpackbits(raw, count=offset + length, bitorder="little")[offset:]
 
 
 def matcher_for(expression: pc.Expression) -> Matcher:
