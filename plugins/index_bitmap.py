@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw import interfaces as ix
+from lance_fw._util import sets
 from lance_fw.errors import (
     CorruptFileError,
     IndexColumnTypeError,
@@ -39,7 +40,6 @@ from lance_fw_plugins.index_bitmap_format import (
     encode_row_addr_maps,
     group_keys,
     sortable,
-    sorted_unique,
 )
 from lance_fw_plugins.index_common import EMPTY_ADDRESSES, is_key_type
 
@@ -196,12 +196,12 @@ class BitmapIndexReader:
         """Sorted unique row addresses of the keys at file rows ``rows`` (one vectorised decode)."""
         if not len(rows):
             return EMPTY_ADDRESSES
-        wanted = sorted_unique(np.asarray(rows, dtype=np.int64))
+        wanted = sets.unique(np.asarray(rows, dtype=np.int64))
         column = self.store.take_rows(LOOKUP_FILE, wanted, [BITMAPS_COLUMN]).column(BITMAPS_COLUMN)
         bitmaps = column.combine_chunks()
         if bitmaps.null_count:
             raise CorruptFileError(LOOKUP_FILE, "a key has a null bitmap")
-        return sorted_unique(decode_row_addr_maps(*binary_parts(bitmaps), LOOKUP_FILE))
+        return sets.unique(decode_row_addr_maps(*binary_parts(bitmaps), LOOKUP_FILE))
 
     # -- ScalarIndexReader ----------------------------------------------------------------------
     def supports(self, query: ix.ScalarQuery) -> bool:

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from lance_fw._util import sets
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 
 #: Portable roaring cookie of a bitmap with no run containers (what pylance 14 writes).
@@ -45,14 +46,6 @@ def _put(out: np.ndarray, pos: np.ndarray, values: np.ndarray, nbytes: int) -> N
     """Store little-endian ``nbytes``-byte ``values`` at byte positions ``pos`` of ``out``."""
     little = np.asarray(values).astype(f"<u{nbytes}").view(np.uint8).reshape(-1, nbytes)
     out[np.asarray(pos, dtype=np.int64)[:, None] + np.arange(nbytes)] = little
-
-
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` by sorting (numpy's hash-based unique is several times slower on row addresses)."""
-    ordered = np.sort(values)
-    if len(ordered) < 2:
-        return ordered
-    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
 
 
 def _starts(*keys: np.ndarray) -> np.ndarray:
@@ -234,7 +227,7 @@ def decode_row_addr_maps(offsets: np.ndarray, data: np.ndarray, where: str) -> n
 def decode_row_addr_map(data: bytes | memoryview, where: str) -> np.ndarray:
     """Sorted unique uint64 row addresses of one serialized ``RowAddrTreeMap`` (see the plural)."""
     raw = np.frombuffer(data, dtype=np.uint8)
-    return sorted_unique(decode_row_addr_maps(np.array([0, len(raw)], dtype=np.int64), raw, where))
+    return sets.unique(decode_row_addr_maps(np.array([0, len(raw)], dtype=np.int64), raw, where))
 
 
 def binary_parts(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:

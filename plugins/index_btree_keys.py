@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw._util import sets
 from lance_fw_plugins.index_common import is_bytes_type
 
 #: Units per second of each Arrow time unit.
@@ -347,7 +348,7 @@ class FloatDomain(KeyDomain):
         return _valid(values) & (keys >= bounds.lo) & (keys <= bounds.hi)
 
     def mask_in(self, values: pa.Array, points: list[Any]) -> np.ndarray:
-        return _valid(values) & np.isin(self.keys(values), np.asarray(points, dtype=np.int64))
+        return _valid(values) & sets.isin(self.keys(values), np.asarray(points, dtype=np.int64))
 
     def sort_order(self, values: pa.Array) -> np.ndarray:
         valid = np.flatnonzero(_valid(values))

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw import interfaces as ix
+from lance_fw._util import sets
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw_plugins.index_btree_keys import Bounds, BytesDomain, KeyDomain, NotComparable, domain_for
@@ -249,7 +250,7 @@ class BTreeReader:
 
     @staticmethod
     def _result(ids: np.ndarray) -> ix.IndexSearchResult:
-        return ix.IndexSearchResult(np.unique(np.asarray(ids, dtype=np.uint64)), exact=True)
+        return ix.IndexSearchResult(sets.unique(np.asarray(ids, dtype=np.uint64)), exact=True)
 
 
 def _u64(column: pa.ChunkedArray | pa.Array) -> np.ndarray:

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from lance_fw import interfaces as ix
 from lance_fw._proto import index_pb2
+from lance_fw._util import sets
 from lance_fw.errors import CorruptFileError, InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.hookspecs import hookimpl
 from lance_fw.interfaces import Batches, Params
@@ -415,7 +416,7 @@ class ZoneMapReader(ix.ScalarIndexReader):
         before = np.cumsum(lengths) - lengths
         out = np.arange(total, dtype=np.uint64)
         out += np.repeat(first - before.astype(np.uint64), lengths)
-        return out if self.disjoint else np.unique(out)
+        return out if self.disjoint else sets.unique(out)
 
     # -- query values ----------------------------------------------------------------------------------
     def _key(self, v: Any) -> _Key | None:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from google.protobuf import any_pb2
 
 from lance_fw._proto import file2_pb2
+from lance_fw._util import sets
 from lance_fw.errors import CorruptFileError
 from lance_fw.file import structure_v2_0, structure_v2_1
 from lance_fw.file.buffers import range_positions
@@ -83,7 +84,7 @@ class RowTakes:
         ranges: list[tuple[int, int]] = []
         for col, field in self._row_columns(fields):
             starts = np.asarray(self._starts(col, field), np.int64)
-            pages = np.unique(np.searchsorted(starts, rows, side="right") - 1)
+            pages = sets.unique(np.searchsorted(starts, rows, side="right") - 1)
             for p in pages.tolist():
                 if not 0 <= p < len(self.tail.columns[col].pages):
                     continue
@@ -233,7 +234,7 @@ class RowTakes:
         starts = np.asarray(self._starts(col, field), np.int64)
         items_before = np.zeros(len(starts), np.int64)
         page_of = np.searchsorted(starts, rows, side="right") - 1
-        pages = np.unique(page_of)
+        pages = sets.unique(page_of)
         if len(pages):
             np.cumsum(
                 [self._num_items(col, p) for p in range(int(pages[-1]))],

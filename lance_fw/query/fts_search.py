@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
+from lance_fw._util import sets
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.query.fts_queries import (
     QUERY_TYPES,
@@ -311,7 +312,7 @@ class _ColumnSearch:
             snapshot, field, [f for i, f in live.items() if i not in self.covered], self.reader, batch_size
         )
         if allowed is not None and len(docs):
-            passing = np.isin(self.flat_addresses, allowed)
+            passing = sets.isin(self.flat_addresses, allowed)
             docs = [d for d, ok in zip(docs, passing, strict=True) if ok]
             self.flat_addresses = self.flat_addresses[passing]
         self.indexed_docs, tokens = self.reader.num_docs(), self.reader.total_tokens()
@@ -334,7 +335,7 @@ class _ColumnSearch:
             postings = self.reader.postings(token)
             keep = _live(self.snapshot, postings.addresses, self.covered)
             if self.allowed is not None:
-                keep &= np.isin(postings.addresses, self.allowed)
+                keep &= sets.isin(postings.addresses, self.allowed)
             idf = idf_of(in_index, self.indexed_docs)
             weights = bm25(idf, postings.frequencies[keep], postings.lengths[keep], self.index_average)
             parts.add(postings.addresses[keep], weights)
@@ -363,7 +364,7 @@ class _ColumnSearch:
                 return addresses[:0], total[:0]
             keep = np.ones(len(addresses), bool)
             for found, _ in per_token:
-                keep &= np.isin(addresses, found)
+                keep &= sets.isin(addresses, found)
             addresses, total = addresses[keep], total[keep]
         if boost != 1:
             total = (total * np.float32(boost)).astype(np.float32)
@@ -410,7 +411,9 @@ class _Evaluation:
                 self.column(c).match(node.query, node.operator, b)
                 for c, b in zip(node.columns, boosts, strict=True)
             ]
-            addresses = np.unique(np.concatenate([a for a, _ in found])) if found else np.zeros(0, np.uint64)
+            addresses = (
+                sets.unique(np.concatenate([a for a, _ in found])) if found else np.zeros(0, np.uint64)
+            )
             best = np.zeros(len(addresses), np.float32)
             for a, sc in found:
                 at = np.searchsorted(addresses, a)
@@ -431,14 +434,14 @@ class _Evaluation:
         if must:
             addresses = must[0][0]
             for a, _ in must[1:]:
-                addresses = np.intersect1d(addresses, a)
+                addresses = sets.intersection(addresses, a)
         else:
             addresses = (
-                np.unique(np.concatenate([a for a, _ in should])) if should else np.zeros(0, np.uint64)
+                sets.unique(np.concatenate([a for a, _ in should])) if should else np.zeros(0, np.uint64)
             )
         for o, (a, _) in clauses:
             if o == Occur.MUST_NOT:
-                addresses = np.setdiff1d(addresses, a)
+                addresses = sets.difference(addresses, a)
         total = np.zeros(len(addresses), np.float32)
         for a, sc in scoring:
             pos = np.searchsorted(a, addresses).clip(0, max(len(a) - 1, 0))
@@ -484,14 +487,14 @@ def search(
 def _live(snapshot: Snapshot, addresses: np.ndarray, covered: set[int]) -> np.ndarray:
     """Which addresses are live rows of fragments the index covers in this version."""
     fragments = address_fragments(addresses)
-    keep = np.isin(fragments, np.array(sorted(covered), np.uint64))
+    keep = sets.isin(fragments, np.array(sorted(covered), np.uint64))
     for frag in snapshot.fragments:
         if frag.id not in covered or not frag.HasField("deletion_file"):
             continue
         hit = np.flatnonzero(fragments == frag.id)
         if len(hit):
             deleted = snapshot.fragment_reader(frag).deleted
-            keep[hit] &= ~np.isin(address_offsets(addresses[hit]).astype(np.int64), deleted)
+            keep[hit] &= ~sets.isin(address_offsets(addresses[hit]).astype(np.int64), deleted)
     return keep
 
 
@@ -539,7 +542,7 @@ def run(
     stop = None if limit is None else offset + limit
     if passing is not None and not prefilter:
         addresses, scores = addresses[:stop], scores[:stop]
-        keep = np.isin(addresses, passing)
+        keep = sets.isin(addresses, passing)
         addresses, scores = addresses[keep], scores[keep]
     addresses, scores = addresses[offset:stop], scores[offset:stop]
     fields: list[pa.Field] = []

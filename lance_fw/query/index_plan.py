@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from lance_fw._util import sets
 from lance_fw.errors import LanceError
 from lance_fw.interfaces import (
     ContainsAllQuery,
@@ -212,7 +213,7 @@ class IndexPlan:
             addresses = (
                 results[0].addresses
                 if len(results) == 1
-                else np.unique(np.concatenate([r.addresses for r in results]))
+                else sets.unique(np.concatenate([r.addresses for r in results]))
             )
             return addresses, all(r.exact for r in results)
         parts = [self._evaluate(c) for c in tree.children]
@@ -222,7 +223,7 @@ class IndexPlan:
                 out = np.intersect1d(out, addresses, assume_unique=True)
             return out, all(e for _, e in parts)
         if tree.op == "OR":
-            return np.unique(np.concatenate([a for a, _ in parts])), all(e for _, e in parts)
+            return sets.unique(np.concatenate([a for a, _ in parts])), all(e for _, e in parts)
         addresses, exact = parts[0]  # NOT: the complement is a superset (it keeps null rows)
         universe = self._universe()
         if not exact:

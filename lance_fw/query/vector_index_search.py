@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lance_fw._proto import table_pb2, vector_index_pb2
+from lance_fw._util import sets
 from lance_fw._util.linalg import distances
 from lance_fw.errors import IndexContractError, UnsupportedFeatureError
 from lance_fw.interfaces import VectorIndexReader, VectorIndexType, VectorQuery, VectorSearchResult
@@ -144,11 +145,11 @@ def _allowed(
         return None
 
     def allowed(ids: np.ndarray) -> np.ndarray:
-        keep = np.isin(ids >> np.uint64(FRAGMENT_SHIFT), covered)
+        keep = sets.isin(ids >> np.uint64(FRAGMENT_SHIFT), covered)
         if gone is not None:
-            keep &= ~np.isin(ids, gone)
+            keep &= ~sets.isin(ids, gone)
         if passing is not None:
-            keep &= np.isin(ids, passing)
+            keep &= sets.isin(ids, passing)
         return keep
 
     return allowed
@@ -200,9 +201,9 @@ class _StableRows:
 
     def allowed(self, passing: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray]:
         def allowed(ids: np.ndarray) -> np.ndarray:
-            keep = np.isin(ids, self.ids)
+            keep = sets.isin(ids, self.ids)
             if passing is not None:
-                keep &= np.isin(ids, passing)
+                keep &= sets.isin(ids, passing)
             return keep
 
         return allowed

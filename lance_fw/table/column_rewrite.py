@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2, transaction_pb2
+from lance_fw._util import sets
 from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
@@ -183,7 +184,7 @@ def rewrite_columns(
         delete_fragment_files(snapshot.storage, snapshot.uri, written + fresh)
 
     try:
-        for frag_id in np.unique(frag_of):
+        for frag_id in sets.unique(frag_of):
             frag = by_id[int(frag_id)]
             if not columns:  # a key-only source: pylance lists the fragment, unchanged
                 updated.append(frag)

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from lance_fw._proto import table_pb2
+from lance_fw._util import sets
 from lance_fw.io.storage import Storage
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.table.deletion import (
@@ -65,7 +66,7 @@ def stage_deletions(
                 if not len(hits):
                     continue
                 before = reader.deleted.astype(np.uint32)
-                deleted = np.union1d(before, hits.astype(np.uint32))
+                deleted = sets.union(before, hits.astype(np.uint32))
             finally:
                 reader.close()
             staged.rows += len(deleted) - len(before)
@@ -110,7 +111,7 @@ def addresses_matcher(addresses: np.ndarray) -> Matcher:
     addresses = np.asarray(addresses, dtype=np.uint64)
     fragments = address_fragments(addresses).astype(np.int64)
     offsets = address_offsets(addresses).astype(np.uint32)
-    return offsets_matcher({int(f): np.sort(offsets[fragments == f]) for f in np.unique(fragments)})
+    return offsets_matcher({int(f): np.sort(offsets[fragments == f]) for f in sets.unique(fragments)})
 
 
 def offsets_matcher(by_fragment: dict[int, np.ndarray]) -> Matcher:

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw._util import pools
+from lance_fw._util import pools, sets
 from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.file import structure_v2_1
 from lance_fw.file.buffers import is_variable_bytes
@@ -506,12 +506,16 @@ class FragmentReader:
         offsets = np.asarray(candidates, np.int64)
         offsets = offsets[(offsets >= first) & (offsets < last)]
         if len(self.deleted):
-            offsets = offsets[~np.isin(offsets, self.deleted.astype(np.int64), assume_unique=True)]
+            offsets = offsets[~sets.isin(offsets, self.deleted.astype(np.int64))]
+
+        # candidates with no gap (a range's rows, as written): a candidate's rank is its distance
+        # from the first, where searching 200k of them cost ~1.6 ms a probe
+        gapless = len(offsets) > 0 and int(offsets[-1]) - int(offsets[0]) + 1 == len(offsets)
 
         def rank_of_candidate(found: np.ndarray) -> np.ndarray:
             """pylance reads an index's live candidates in batches of ``batch_size`` and filters
             each: a match's batch is its candidate's rank over ``batch_size``."""
-            return np.searchsorted(offsets, found)
+            return found - offsets[0] if gapless else np.searchsorted(offsets, found)
 
         if len(offsets) > CANDIDATE_SHARE * max(last - first, 1):  # many: scan the spans holding them
             cuts = np.flatnonzero(np.diff(offsets) > SPAN_GAP) + 1

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw._proto import table_pb2
+from lance_fw._util import sets
 from lance_fw.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from lance_fw.schema import LanceSchema
 from lance_fw.table import flags as feature_flags
@@ -176,7 +177,7 @@ def delete_offsets(
     Raises:
         InvalidArgumentError: an offset outside the fragment.
     """
-    offsets = np.unique(np.asarray(offsets, dtype=np.int64))
+    offsets = sets.unique(np.asarray(offsets, dtype=np.int64))
     if len(offsets) and (offsets[0] < 0 or offsets[-1] >= frag.physical_rows):
         bad = offsets[0] if offsets[0] < 0 else offsets[-1]
         raise InvalidArgumentError(

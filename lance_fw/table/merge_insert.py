@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lance_fw._util import sets
 from lance_fw._util.refusals import BRANCHES, MEM_WAL, refusing
 from lance_fw.errors import InvalidArgumentError, InvalidUserInputError, SchemaError, UnsupportedFeatureError
 from lance_fw.file.version import parse_version, requested_version, version_name
@@ -434,7 +435,7 @@ class MergeInsertBuilder:
             source.select([*self._on, _SOURCE_ROW]), self._on, join_type="inner", use_threads=False
         )
         matched_addresses = pairs.column(ADDRESS).to_numpy()
-        if len(np.unique(matched_addresses)) != len(matched_addresses):
+        if len(sets.unique(matched_addresses)) != len(matched_addresses):
             raise InvalidArgumentError(
                 "merge_insert: ambiguous merge: multiple source rows match the same target "
                 f"row on {self._on}; each target row may match at most one source row"
@@ -482,7 +483,7 @@ class MergeInsertBuilder:
         elif self._matched == "delete":
             stats["num_deleted_rows"] += len(chosen_addresses)
         if self._insert:
-            unmatched = np.setdiff1d(np.arange(source.num_rows), matched_sources)
+            unmatched = sets.difference(np.arange(source.num_rows), matched_sources)
             stats["num_inserted_rows"] = len(unmatched)
             inserted = source.take(pa.array(unmatched)).drop_columns([_SOURCE_ROW])
             new_parts.append((unmatched, _with_null_columns(inserted, ds.schema)))
@@ -498,7 +499,7 @@ class MergeInsertBuilder:
             if table.num_rows
         ]
         new_rows = conform(pa.concat_tables(parts), ds.schema, "merge_insert") if parts else None
-        addresses = np.unique(np.concatenate(delete))
+        addresses = sets.unique(np.concatenate(delete))
         staged = stage_rewrite(ds, addresses, new_rows)
         staged.op.preserved_fields = column_field_ids(ds.lance_schema.to_protos())  # as pylance: all
         return staged, stats
@@ -521,7 +522,7 @@ class MergeInsertBuilder:
         values = source.take(pa.array(sources)).select(columns)
         inserted = None
         if self._insert:
-            unmatched = np.setdiff1d(np.arange(source.num_rows), matched_sources)
+            unmatched = sets.difference(np.arange(source.num_rows), matched_sources)
             stats["num_inserted_rows"] = len(unmatched)
             inserted = source.take(pa.array(unmatched)).drop_columns([_SOURCE_ROW])
         version = rewrite_columns(ds, columns, addresses, values, inserted)
@@ -569,7 +570,7 @@ class MergeInsertBuilder:
             target = LanceScanner(
                 self._current(), columns=self._on, filter=expr, with_row_address=True
             ).to_table()
-        return np.setdiff1d(target.column(ADDRESS).to_numpy(), matched_addresses)
+        return sets.difference(target.column(ADDRESS).to_numpy(), matched_addresses)
 
 
 def _count(n: int) -> str:

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 
+from lance_fw._util import sets
 from lance_fw.errors import InvalidArgumentError
 from lance_fw.schema import LanceField
 from lance_fw.table.deletion import live_rows
@@ -33,7 +34,7 @@ def live_addresses(snapshot: Snapshot, addresses: np.ndarray) -> np.ndarray:
         hit = np.flatnonzero(address_fragments(addresses) == frag.id)
         if len(hit):
             deleted = snapshot.fragment_reader(frag).deleted
-            keep[hit] = ~np.isin(address_offsets(addresses[hit]).astype(np.int64), deleted)
+            keep[hit] = ~sets.isin(address_offsets(addresses[hit]).astype(np.int64), deleted)
     return addresses[keep]
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
+from lance_fw._util import sets
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import fixed_bits, validity_or_none
 from lance_fw.file.encoding import PageInput
@@ -128,7 +129,7 @@ def _end_offsets(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The stored end offsets of the row before and of each of ``rows`` as (len(rows), 2) (0 before
     row 0), and whether each row has a row before it."""
-    wanted = np.unique(np.concatenate([rows - 1, rows]))
+    wanted = sets.unique(np.concatenate([rows - 1, rows]))
     wanted = wanted[wanted >= 0]
     ends = take(enc, page, wanted, 1, pa.uint64())
     if ends is None:

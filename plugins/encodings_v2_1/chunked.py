@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw._util import sets
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges, pool_concatenate, pool_empty, range_positions
 
@@ -369,7 +370,7 @@ def _variable_needed(
     total = int(counts_a.sum())
     first = np.zeros(len(counts_a) + 1, np.int64)
     np.cumsum(counts_a, out=first[1:])
-    want = np.unique(needed)
+    want = sets.unique(needed)
     chunk = np.searchsorted(first, want, side="right") - 1
     compact = _variable_at(enc, chunks, chunk, want - first[chunk], where)
     lengths = np.zeros(total, np.int64)

@@ -1,0 +1,71 @@
+"""Set operations on integer arrays (row offsets, row addresses, page numbers) by sorting.
+
+Why not numpy's own: from numpy 2.3 ``np.unique`` without ``return_index`` / ``return_inverse``
+/ ``return_counts`` goes through a hash table, and so do ``union1d``, ``setdiff1d``,
+``intersect1d`` and ``isin`` unless told ``assume_unique``. On this project's arrays that path is
+10-35x slower than sorting (numpy 2.4, measured: 20k int64 row offsets, ``unique`` 3.7 ms against
+0.2 sorted; 200k row addresses, 61 ms against 1.7; ``union1d`` of two 20k deletion sets 7-8 ms
+against 0.4). Each helper sorts once and compares neighbours or searches, so its cost is that of
+a sort whatever numpy version is installed. Inputs are 1-D integer arrays; results keep their
+dtype (``union`` and friends: numpy's promotion of the two).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values of ``values``, ascending (``np.unique(values)``). Input already in
+    order (an index's row addresses, a fragment's offsets) is not sorted again: one comparison
+    pass costs a tenth of the sort."""
+    flat = np.asarray(values).reshape(-1)
+    if len(flat) < 2:
+        return flat.copy()
+    ordered = flat if bool(np.all(flat[1:] >= flat[:-1])) else np.sort(flat)
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distinct values of either, ascending (``np.union1d``)."""
+    return unique(np.concatenate([np.asarray(a).reshape(-1), np.asarray(b).reshape(-1)]))
+
+
+def isin(values: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """Per element of ``values``, whether it is in ``test`` (``np.isin``): a binary search of each
+    in ``test``'s distinct values."""
+    values = np.asarray(values)
+    pool = unique(_as_type_of(values, np.asarray(test)))
+    if not len(pool) or not values.size:
+        return np.zeros(values.shape, dtype=bool)
+    at = np.searchsorted(pool, values)
+    np.minimum(at, len(pool) - 1, out=at)
+    return pool[at] == values
+
+
+def difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distinct values of ``a`` not in ``b``, ascending (``np.setdiff1d``)."""
+    mine = unique(a)
+    return mine[~isin(mine, b)]
+
+
+def intersection(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distinct values in both, ascending (``np.intersect1d``)."""
+    mine = unique(a)
+    return mine[isin(mine, b)]
+
+
+def _as_type_of(values: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """``test`` comparable with ``values`` exactly: uint64 against int64 would meet as float64
+    (numpy's promotion), which rounds row addresses above 2**53; so negative values of a signed
+    ``test`` are dropped (no unsigned value equals them) and the rest cast to uint64."""
+    if values.dtype == test.dtype or values.dtype.kind not in "ui" or test.dtype.kind not in "ui":
+        return test
+    if np.result_type(values.dtype, test.dtype).kind != "f":
+        return test
+    if test.dtype.kind == "i":
+        return test[test >= 0].astype(np.uint64)
+    return test[test <= np.iinfo(np.int64).max].astype(np.int64)
