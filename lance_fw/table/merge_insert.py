@@ -39,6 +39,7 @@ from lance_fw.table.column_rewrite import rewrite_columns
 from lance_fw.table.delete import addresses_matcher, stage_deletions
 from lance_fw.table.index_list import SCALAR_TYPES
 from lance_fw.table.matcher import matcher_for
+from lance_fw.table.rows import WHOLE_READ_BATCH_SIZE
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Update, column_field_ids
 from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
@@ -429,7 +430,9 @@ class MergeInsertBuilder:
         else:
             need_all_columns = self._condition is not None or partial
             target_columns = ds.schema.names if need_all_columns else self._on
-        target = LanceScanner(ds, columns=target_columns, with_row_address=True).to_table()
+        target = LanceScanner(
+            ds, columns=target_columns, with_row_address=True, batch_size=WHOLE_READ_BATCH_SIZE
+        ).to_table()
         keys = target.select([*self._on, ADDRESS])
         pairs = keys.join(
             source.select([*self._on, _SOURCE_ROW]), self._on, join_type="inner", use_threads=False
@@ -568,7 +571,11 @@ class MergeInsertBuilder:
         expr = self._by_source[1]
         if expr is not None:
             target = LanceScanner(
-                self._current(), columns=self._on, filter=expr, with_row_address=True
+                self._current(),
+                columns=self._on,
+                filter=expr,
+                with_row_address=True,
+                batch_size=WHOLE_READ_BATCH_SIZE,
             ).to_table()
         return sets.difference(target.column(ADDRESS).to_numpy(), matched_addresses)
 

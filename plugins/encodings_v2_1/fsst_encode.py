@@ -100,10 +100,20 @@ def _usable(words: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     keep = (lengths == 1) | (last != 0)
     long_idx = np.flatnonzero(keep & (lengths >= 3))
     if long_idx.size:
-        _, first = np.unique(_slot(words[long_idx].astype(np.int64) & _PREFIX3), return_index=True)
+        first = _first_of_each(_slot(words[long_idx].astype(np.int64) & _PREFIX3))
         keep[long_idx] = False
         keep[long_idx[first]] = True
     return words[keep], lengths[keep]
+
+
+def _first_of_each(values: np.ndarray) -> np.ndarray:
+    """Where each distinct value first occurs, by value (``np.unique(values, return_index=True)[1]``,
+    by a stable sort: numpy 2.4's hash path for it cost 0.25 ms a training round)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    new = np.ones(len(order), bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return order[new]
 
 
 def _codebook(words: np.ndarray, lengths: np.ndarray) -> Codebook:
@@ -372,18 +382,36 @@ def _train_on(s_off: np.ndarray, sample: np.ndarray) -> Codebook:
         all_pos = np.concatenate([pos, pos[:-1][pair]])
         all_lens = np.concatenate([lens, (lens[:-1] + lens[1:])[pair]])
         all_vals = (window[all_pos] & _IMASKS[all_lens]).view(np.uint64)
-        srt = np.lexsort((all_vals, all_lens))
-        s_vals, s_lens = all_vals[srt], all_lens[srt]
-        first = np.ones(srt.size, bool)
-        first[1:] = (s_vals[1:] != s_vals[:-1]) | (s_lens[1:] != s_lens[:-1])
-        starts = np.flatnonzero(first)
-        u_vals, u_lens = s_vals[starts], s_lens[starts]
-        gain = np.diff(np.append(starts, srt.size)) * u_lens
+        u_vals, u_lens, counts = _distinct_tokens(all_vals, all_lens)
+        gain = counts * u_lens
         # best gain first; ties: longer, then smaller value (deterministic)
         order = np.lexsort((u_vals, -u_lens, -gain))
         words, lengths = _usable(u_vals[order], u_lens[order].astype(np.uint8))
         book = _codebook(words[:MAX_SYMBOLS], lengths[:MAX_SYMBOLS])
     return book
+
+
+#: A token of fewer than 8 bytes has its top byte free: its length goes there, so that tokens are
+#: counted by sorting one uint64 key (a two-key lexsort of the same cost 37% of training).
+_LEN_SHIFT = np.uint64(56)
+_VALUE_BITS = np.uint64((1 << 56) - 1)
+
+
+def _distinct_tokens(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (value, length) tokens (uint64 values zero past the length), and how often
+    each occurs: 8-byte tokens by their value, shorter ones by value and length in one key."""
+    full = lengths == MAX_SYMBOL_LEN
+    short = ~full
+    keys = values[short] | (lengths[short].astype(np.uint64) << _LEN_SHIFT)
+    short_keys, short_counts = np.unique(keys, return_counts=True)  # (the sorting path)
+    long_values, long_counts = np.unique(values[full], return_counts=True)
+    return (
+        np.concatenate([short_keys & _VALUE_BITS, long_values]),
+        np.concatenate(
+            [(short_keys >> _LEN_SHIFT).astype(np.int64), np.full(long_values.size, MAX_SYMBOL_LEN)]
+        ),
+        np.concatenate([short_counts, long_counts]),
+    )
 
 
 def compress_strings(offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
