@@ -63,3 +63,18 @@ def test_large_arrays(n):
     _same(sets.union(a, b), np.union1d(a, b))
     _same(sets.isin(a, b), np.isin(a, b))
     _same(sets.difference(a, b), np.setdiff1d(a, b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 2**40),
+    st.integers(0, 3000),
+    st.lists(st.integers(-5, 3100), max_size=200),
+    st.sampled_from([np.int64, np.uint64]),
+)
+def test_range_without_like_setdiff1d(base, length, removed, dtype):
+    """A range less some values (deleted offsets, row-id holes: any order, repeats, values outside
+    the range), as np.setdiff1d gives it."""
+    start, stop = base, base + length
+    gone = np.array([base + r for r in removed if base + r >= 0], dtype=dtype)
+    _same(sets.range_without(start, stop, gone, dtype), np.setdiff1d(np.arange(start, stop, dtype=dtype), gone))

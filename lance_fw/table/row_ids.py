@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from lance_fw._proto import rowids_pb2, table_pb2
+from lance_fw._util import sets
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.container import parse_message
 from lance_fw.io.storage import Storage, join_uri
@@ -65,7 +66,8 @@ def segment_values(segment: rowids_pb2.U64Segment, where: str) -> np.ndarray:
         return _range(segment.range.start, segment.range.end, where)
     if kind == "range_with_holes":
         r = segment.range_with_holes
-        return np.setdiff1d(_range(r.start, r.end, where), array_values(r.holes, where), assume_unique=True)
+        _check_range(r.start, r.end, where)
+        return sets.range_without(r.start, r.end, array_values(r.holes, where), np.uint64)
     if kind == "range_with_bitmap":
         r = segment.range_with_bitmap
         span = _range(r.start, r.end, where)
@@ -97,6 +99,10 @@ def array_values(array: rowids_pb2.EncodedU64Array, where: str) -> np.ndarray:
 
 
 def _range(start: int, end: int, where: str) -> np.ndarray:
+    _check_range(start, end, where)
+    return np.arange(start, end, dtype=np.uint64)
+
+
+def _check_range(start: int, end: int, where: str) -> None:
     if end < start:
         raise CorruptFileError(where, f"row id range [{start}, {end}) is reversed")
-    return np.arange(start, end, dtype=np.uint64)
