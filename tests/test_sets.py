@@ -41,6 +41,7 @@ def test_like_numpy(pair):
     _same(sets.isin(a, b), np.isin(a, b))
     _same(sets.difference(a, b), np.setdiff1d(a, b))
     _same(sets.intersection(a, b), np.intersect1d(a, b))
+    _same(sets.first_indices(a), np.unique(a, return_index=True)[1])
 
 
 def test_uint64_addresses_against_int64_offsets():

@@ -220,6 +220,23 @@ def fixed_bits(t: pa.DataType) -> int | None:
         return None
 
 
+def true_bytes(array: pa.BooleanArray) -> np.ndarray:
+    """One byte a row of a boolean array, 1 where it is true (a null counts as false), unpacked
+    from its value and validity bitmaps: ``to_numpy`` converts bit by bit (~0.3 ms for 262144
+    rows, ``unpackbits`` 0.02)."""
+    validity, values = array.buffers()[:2]
+    bits = _bytes_of_bits(values, array.offset, len(array))
+    if validity is not None and array.null_count:
+        bits &= _bytes_of_bits(validity, array.offset, len(array))
+    return bits
+
+
+def _bytes_of_bits(bitmap: pa.Buffer, offset: int, length: int) -> np.ndarray:
+    """Bits ``offset`` to ``offset + length`` of an Arrow bitmap (LSB first), a byte each."""
+    raw = np.frombuffer(bitmap, np.uint8)
+    return np.unpackbits(raw, count=offset + length, bitorder="little")[offset:]
+
+
 def validity_bitmap(valid: np.ndarray) -> tuple[pa.Buffer, int]:
     """The Arrow validity bitmap of the boolean mask ``valid`` (bit i = row i, least significant
     bit first) and its null count."""

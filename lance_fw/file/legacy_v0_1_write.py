@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from lance_fw._proto import file_pb2, table_pb2
 from lance_fw.errors import UnsupportedFeatureError
-from lance_fw.file.buffers import range_positions
+from lance_fw.file.buffers import range_positions, true_bytes
 from lance_fw.file.container import MAGIC
 from lance_fw.file.legacy_v0_1 import LEGACY_FOOTER, LEGACY_FOOTER_VERSION, LEGACY_VERSION, LENGTH_PREFIX
 from lance_fw.file.legacy_v0_1_decode import LIST_OFFSET_BYTES, fixed_width_bits
@@ -189,11 +189,8 @@ def plain_bytes(array: pa.Array) -> bytes:
     if bits is None:
         raise UnsupportedFeatureError(f"type {t} has no fixed width: no PLAIN 0.1 page holds it")
     if bits == 1:
-        raw = np.frombuffer(array.buffers()[1], np.uint8)
-        unpacked = np.unpackbits(raw, bitorder="little")[array.offset : array.offset + len(array)]
-        if array.null_count:  # pylance writes a null boolean as false (numbers keep their bytes)
-            unpacked = unpacked & array.is_valid().to_numpy(zero_copy_only=False)
-        return np.packbits(unpacked, bitorder="little").tobytes()
+        # pylance writes a null boolean as false (numbers keep their bytes)
+        return np.packbits(true_bytes(array), bitorder="little").tobytes()
     width = bits // 8
     data = array.buffers()[1]
     return bytes(memoryview(data)[array.offset * width : (array.offset + len(array)) * width])

@@ -66,13 +66,18 @@ class VersionEntry:
 def list_versions(storage: Storage, base: str) -> list[VersionEntry]:
     """All committed versions, oldest first."""
     directory = join_uri(base, VERSIONS_DIR)
-    out = []
-    for name in storage.list_dir(directory):
-        parsed = parse_manifest_name(name)
-        if parsed:  # (digits and the suffix: a name that cannot leave the directory, so no join_uri)
-            out.append(VersionEntry(parsed[0], f"{directory}/{name}", parsed[1]))
+    out = [e for name in storage.list_dir(directory) if (e := _entry(directory, name)) is not None]
     out.sort(key=lambda e: e.version)
     return out
+
+
+def _entry(directory: str, name: str) -> VersionEntry | None:
+    """The version a file of ``_versions`` holds (None: not a manifest's name)."""
+    parsed = parse_manifest_name(name)
+    if parsed is None:
+        return None
+    # (digits and the suffix: a name that cannot leave the directory, so no join_uri)
+    return VersionEntry(parsed[0], f"{directory}/{name}", parsed[1])
 
 
 def latest_version(storage: Storage, base: str) -> VersionEntry | None:
@@ -87,17 +92,13 @@ def latest_version(storage: Storage, base: str) -> VersionEntry | None:
     names = storage.list_dir(directory)
     v2_width = V2_NAME_DIGITS + len(MANIFEST_SUFFIX)
     v2 = [name for name in names if len(name) == v2_width]
-    best: VersionEntry | None = None
-    least = min(v2) if v2 else None
-    if least is not None and (parsed := parse_manifest_name(least)) is not None:
-        best = VersionEntry(parsed[0], f"{directory}/{least}", parsed[1])
-        others = [name for name in names if len(name) != v2_width]
-    else:  # no v2 names, or the least of that width is not a manifest: every name parsed
-        others = names
+    best = _entry(directory, min(v2)) if v2 else None
+    # the other names; all of them if the least of v2 width is no manifest's (or there is none)
+    others = [name for name in names if len(name) != v2_width] if best is not None else names
     for name in others:
-        parsed = parse_manifest_name(name)
-        if parsed is not None and (best is None or parsed[0] > best.version):
-            best = VersionEntry(parsed[0], f"{directory}/{name}", parsed[1])
+        entry = _entry(directory, name)
+        if entry is not None and (best is None or entry.version > best.version):
+            best = entry
     return best
 
 
