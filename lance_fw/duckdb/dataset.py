@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from lance_fw.api.dataset import LanceDataset
-from lance_fw.errors import LanceError, SchemaError
+from lance_fw.errors import LanceError, SchemaError, UnsupportedFeatureError
 from lance_fw.options import Columns, Filter
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table.rows import DEFAULT_BATCH_SIZE
@@ -139,6 +139,62 @@ class LiveDataset(pads.Dataset):
 
     def count_rows(self, filter: Filter | None = None) -> int:
         return self._resolve().count_rows(filter)
+
+
+#: The one column DuckDB reads from a ``LiveRowCount``: nulls, one a row (a name no macro's body
+#: should happen to name).
+ROWS_COLUMN = "__lance_fw_rows__"
+#: Rows per batch of nulls (a ``NullArray`` holds no buffers: batches are free, DuckDB counts them).
+NULL_BATCH_ROWS = 1 << 20
+
+
+class LiveRowCount(pads.Dataset):
+    """What a query that reads none of a ``lance_scan``'s columns scans in its place
+    (``SELECT count(*) FROM lance_scan('p')``, ``names.direct_reads``): as many rows as the
+    statement's snapshot holds (its live rows, from the manifest and deletion files), each a null,
+    so DuckDB computes the query itself over no data read.
+    """
+
+    SCHEMA = pa.schema([pa.field(ROWS_COLUMN, pa.null())])
+
+    def __init__(self, resolve: Callable[[], DuckDBDataset]) -> None:
+        self._resolve = resolve
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.SCHEMA
+
+    def scanner(
+        self, columns: Columns | None = None, filter: Filter | None = None, batch_size: int | None = None
+    ) -> _NullRows:
+        if filter is not None or (columns is not None and list(columns) not in ([], [ROWS_COLUMN])):
+            # a query that names no column gives DuckDB nothing to push down
+            raise UnsupportedFeatureError(
+                f"lance_scan: a scan of rows alone asked for columns {columns} with filter {filter}"
+            )
+        return _NullRows(self._resolve().count_rows(), batch_size or NULL_BATCH_ROWS)
+
+    def count_rows(self, filter: Filter | None = None) -> int:
+        return self._resolve().count_rows(filter)
+
+
+class _NullRows:
+    """``rows`` nulls in batches of ``batch_rows``."""
+
+    def __init__(self, rows: int, batch_rows: int) -> None:
+        self._rows = rows
+        self._batch_rows = batch_rows
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return LiveRowCount.SCHEMA
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        batches = (
+            pa.record_batch([pa.nulls(min(self._batch_rows, self._rows - start))], schema=LiveRowCount.SCHEMA)
+            for start in range(0, self._rows, self._batch_rows)
+        )
+        return pa.RecordBatchReader.from_batches(LiveRowCount.SCHEMA, batches)
 
 
 class _ReportingScanner:

@@ -13,13 +13,19 @@ from functools import lru_cache
 
 import duckdb
 
+from lance_fw.duckdb.rows_only import may_read_rows_only, rows_only_names
 from lance_fw.errors import InvalidArgumentError
 
 #: Prefix of every name the macro computes (keep in sync with ``sql/lance_scan.sql``).
 PREFIX = "__lance_"
+#: Prefix of the name ``direct_reads`` gives a dataset its query reads no column of
+#: (``SELECT count(*) FROM lance_scan('p')``): only its rows are read (``LiveRowCount``).
+ROWS_PREFIX = PREFIX + "rows_"
 
+#: A ``ROWS_PREFIX`` name in a query ``direct_reads`` rewrote.
+_ROWS_NAME = re.compile('"(' + ROWS_PREFIX + r'[0-9A-F]*_[0-9A-F]*)"')
 #: DuckDB's message for a ``query_table`` name that is not registered.
-_MISSING = re.compile(r"Table with name (" + PREFIX + r"([0-9A-F]*)_([0-9A-F]*)) does not exist")
+_MISSING = re.compile(r"Table with name (" + PREFIX + r"(?:rows_)?([0-9A-F]*)_([0-9A-F]*)) does not exist")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 #: DuckDB's message for any unknown table name; a string literal in ``FROM`` is looked up as one.
 _MISSING_TABLE = re.compile(r"Table with name (.+?) does not exist!")
@@ -33,10 +39,16 @@ _LITERAL_SCAN = re.compile(
 LANCE_SUFFIX = ".lance"
 
 
-def view_name(uri: str, version: int | str | None) -> str:
-    """The name ``lance_scan(uri, version := version)`` reads (what the macro computes)."""
+def view_name(uri: str, version: int | str | None, rows_only: bool = False) -> str:
+    """The name ``lance_scan(uri, version := version)`` reads (what the macro computes); with
+    ``rows_only``, the name of its rows alone (see ``ROWS_PREFIX``)."""
     tail = "" if version is None else str(version).encode().hex().upper()
-    return f"{PREFIX}{uri.encode().hex().upper()}_{tail}"
+    return f"{ROWS_PREFIX if rows_only else PREFIX}{uri.encode().hex().upper()}_{tail}"
+
+
+def reads_rows_only(name: str) -> bool:
+    """Whether ``name`` is one ``direct_reads`` gave a dataset whose columns its query never reads."""
+    return name.startswith(ROWS_PREFIX)
 
 
 @lru_cache(maxsize=256)
@@ -44,14 +56,20 @@ def literal_scan_names(sql: str) -> tuple[str, ...]:
     """The names of the ``lance_scan`` calls ``sql`` spells with literals, a statement's likely
     datasets: a guess from the text (a call inside a string or a comment is found too), which the
     caller registers ahead only to save DuckDB a failed bind; the binder's report stays the truth.
-    (Kept per text: a relation or a repeated query asks for the same text at every run.)"""
-    return tuple(dict.fromkeys(_literal_name(m) for m in _LITERAL_SCAN.finditer(sql)))
+    (Kept per text: a relation or a repeated query asks for the same text at every run.) With the
+    name ``direct_reads`` gives a call whose columns the query never reads."""
+    names = [_literal_name(m) for m in _LITERAL_SCAN.finditer(sql)]
+    direct = direct_reads(sql)
+    rows = _ROWS_NAME.search(direct) if direct is not None else None
+    if rows is not None:
+        names.append(rows.group(1))
+    return tuple(dict.fromkeys(names))
 
 
-def _literal_name(call: re.Match[str]) -> str:
-    """The name the macro computes for a ``_LITERAL_SCAN`` match."""
+def _literal_name(call: re.Match[str], rows_only: bool = False) -> str:
+    """The name the macro computes for a ``_LITERAL_SCAN`` match (``rows_only``: see ``view_name``)."""
     path, version = call.groups()
-    return view_name(path.replace("''", "'"), int(version) if version else None)
+    return view_name(path.replace("''", "'"), int(version) if version else None, rows_only)
 
 
 #: The first keywords of the statements whose literal ``lance_scan`` calls ``direct_reads`` replaces:
@@ -67,7 +85,9 @@ def direct_reads(sql: str) -> str | None:
     most of a point lookup's bind. Only calls starting at an identifier token of DuckDB's own
     tokenizer (not qualified) are replaced, so one inside a string or a comment is left as it is;
     the caller runs ``sql`` as written wherever the result fails (the implicit alias differs: a
-    self-join without aliases, or an error message naming it).
+    self-join without aliases, or an error message naming it). A call whose query reads none of
+    its columns (``SELECT count(*) FROM lance_scan('p')``, ``rows_only.py``) is read as its rows'
+    name instead (``ROWS_PREFIX``).
     """
     if "lance_scan" not in sql.lower():
         return None
@@ -76,18 +96,32 @@ def direct_reads(sql: str) -> str | None:
     first_word = sql[: ends[0]].strip().lower() if tokens else ""
     if not tokens or tokens[0][1] != duckdb.token_type.keyword or first_word not in _QUERY_KEYWORDS:
         return None
-    pieces, done = [], 0
+    calls: list[tuple[int, re.Match[str]]] = []  # (token index, call)
     for i, (start, kind) in enumerate(tokens):
-        if kind != duckdb.token_type.identifier or start < done:
+        if kind != duckdb.token_type.identifier or (calls and start < calls[-1][1].end()):
             continue
         if i and sql[tokens[i - 1][0] : start].strip() == ".":  # a qualified name: not the macro
             continue
         call = _LITERAL_SCAN.match(sql, start)
         if call is not None:
-            pieces += [sql[done:start], '"' + _literal_name(call) + '"']
-            done = call.end()
-    if not pieces:
+            calls.append((i, call))
+    if not calls:
         return None
+    rows_only: set[str] = set()
+    if any(may_read_rows_only(sql, tokens, token) for token, _ in calls):
+        plain = _replaced(sql, [call for _, call in calls], set())
+        rows_only = rows_only_names(plain, {_literal_name(call) for _, call in calls})
+    return _replaced(sql, [call for _, call in calls], rows_only)
+
+
+def _replaced(sql: str, calls: list[re.Match[str]], rows_only: set[str]) -> str:
+    """``sql`` with each call replaced by its name, quoted (its rows' name if its name is in
+    ``rows_only``)."""
+    pieces, done = [], 0
+    for call in calls:
+        name = _literal_name(call)
+        pieces += [sql[done : call.start()], '"' + _literal_name(call, name in rows_only) + '"']
+        done = call.end()
     return "".join(pieces) + sql[done:]
 
 
@@ -112,8 +146,10 @@ def replacement_path(message: str) -> str | None:
 
 
 def decode(name: str) -> tuple[str, int | str | None]:
-    """(uri, version) of a macro-computed name; the version is an int, a tag name, or None for latest."""
-    path_hex, _, version_hex = name[len(PREFIX) :].partition("_")
+    """(uri, version) of a macro-computed name (or a ``ROWS_PREFIX`` one); the version is an int, a
+    tag name, or None for latest."""
+    prefix = ROWS_PREFIX if reads_rows_only(name) else PREFIX
+    path_hex, _, version_hex = name[len(prefix) :].partition("_")
     uri = bytes.fromhex(path_hex).decode()
     if not uri:
         raise InvalidArgumentError("lance_scan: the dataset path is empty")

@@ -37,12 +37,13 @@ import lance_fw
 from lance_fw._util.lru import LruCache
 from lance_fw.api.dataset import LanceDataset
 from lance_fw.duckdb import copy_to, dml, explain, index_ddl, vector_functions
-from lance_fw.duckdb.dataset import DuckDBDataset, LiveDataset
+from lance_fw.duckdb.dataset import DuckDBDataset, LiveDataset, LiveRowCount
 from lance_fw.duckdb.names import (
     decode,
     direct_reads,
     literal_scan_names,
     missing_name,
+    reads_rows_only,
     replacement_path,
     same_dataset,
 )
@@ -111,7 +112,7 @@ class StatementDatasets:
         # weakly: ``_CURRENT`` keeps the last statement per connection, which must not keep it alive
         self._con_ref = weakref.ref(con)
         self._names: list[str] = []
-        self._offered: dict[str, LiveDataset] = {}
+        self._offered: dict[str, LiveDataset | LiveRowCount] = {}
         self._specs: dict[str, tuple[str, int | str | None]] = {}
         #: whether the statement as written replaced its direct reads (``call``)
         self._as_written = False
@@ -250,7 +251,8 @@ class StatementDatasets:
         return True
 
     def _offer(self, name: str, uri: str, version: int | str | None) -> None:
-        self._offered[name] = LiveDataset(_resolver(self._con, uri, version))
+        resolve = _resolver(self._con, uri, version)
+        self._offered[name] = LiveRowCount(resolve) if reads_rows_only(name) else LiveDataset(resolve)
         self._specs[name] = (uri, version)
 
     def _record(self, exc: LanceError) -> None:
