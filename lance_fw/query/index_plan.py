@@ -6,7 +6,9 @@ filter's SQL tree that an index can answer (``=``, ``IN``, ranges, ``BETWEEN``, 
 ``LIKE 'p%'``, ``array_has_any/all``, and ``AND`` / ``OR`` / ``NOT`` over them) into a tree of
 ``ScalarQuery`` leaves; parts it cannot answer are dropped from an ``AND`` (the result is then a
 superset) and make an ``OR`` unanswerable. Every candidate row is re-checked by the full filter, so
-a superset is always safe, and ``NOT`` is taken only over a subtree that is exact.
+a superset is always safe, and ``NOT`` is taken only over a subtree that is exact; with SQL's third
+value tracked (``Found``: the rows where a part is null, known for comparisons on a top-level column),
+a ``NOT`` is exact too, as in pylance, whose plan then re-checks nothing.
 
 The candidate rows are limited to the fragments every index used covers (``coverage``): other
 fragments, appended after the index was built, are scanned as usual.
@@ -187,8 +189,9 @@ class IndexPlan:
         return self._candidates.get(fragment_id, np.zeros(0, np.int64))
 
     def _search(self) -> dict[int, np.ndarray]:
-        addresses, exact = self._evaluate(self.tree)
-        self._exact = self.complete and exact
+        found = self._evaluate(self.tree)
+        addresses = found.rows
+        self._exact = self.complete and found.exact
         fragments = address_fragments(addresses).astype(np.int64)
         offsets = address_offsets(addresses).astype(np.int64)
         out: dict[int, np.ndarray] = {}
@@ -207,28 +210,79 @@ class IndexPlan:
         ]
         return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
 
-    def _evaluate(self, tree: Tree) -> tuple[np.ndarray, bool]:
+    def _evaluate(self, tree: Tree) -> Found:
         if isinstance(tree, Leaf):
-            results = [search(self.snapshot, h, tree.query) for h in tree.handles]
-            addresses = (
-                results[0].addresses
-                if len(results) == 1
-                else sets.unique(np.concatenate([r.addresses for r in results]))
-            )
-            return addresses, all(r.exact for r in results)
+            addresses, exact = self._search_leaf(tree, tree.query)
+            return Found(addresses, self._null_rows(tree), exact)
         parts = [self._evaluate(c) for c in tree.children]
-        if tree.op == "AND":
-            out = parts[0][0]
-            for addresses, _ in parts[1:]:
-                out = np.intersect1d(out, addresses, assume_unique=True)
-            return out, all(e for _, e in parts)
-        if tree.op == "OR":
-            return sets.unique(np.concatenate([a for a, _ in parts])), all(e for _, e in parts)
-        addresses, exact = parts[0]  # NOT: the complement is a superset (it keeps null rows)
+        if tree.op in ("AND", "OR"):
+            found = parts[0]
+            for part in parts[1:]:
+                found = _and(found, part) if tree.op == "AND" else _or(found, part)
+            return found
+        inner = parts[0]  # NOT: neither the rows matching nor those where the inner part is null
         universe = self._universe()
-        if not exact:
-            return universe, False
-        return np.setdiff1d(universe, addresses, assume_unique=True), False
+        if not inner.exact:
+            return Found(universe, None, False)
+        if inner.nulls is None:  # a superset: the rows where the inner part is null are kept
+            return Found(sets.difference(universe, inner.rows), None, False)
+        return Found(sets.difference(universe, sets.union(inner.rows, inner.nulls)), inner.nulls, True)
+
+    def _search_leaf(self, leaf: Leaf, query: ScalarQuery) -> tuple[np.ndarray, bool]:
+        results = [search(self.snapshot, h, query) for h in leaf.handles]
+        if len(results) == 1:
+            return results[0].addresses, results[0].exact
+        return sets.unique(np.concatenate([r.addresses for r in results])), all(r.exact for r in results)
+
+    def _null_rows(self, leaf: Leaf) -> np.ndarray | None:
+        """The rows where ``leaf``'s query is null (its top-level column is null), None where that
+        is not known exactly: a ``NOT`` over it then keeps them, and the scan re-checks them."""
+        if isinstance(leaf.query, IsNullQuery):
+            return np.zeros(0, np.uint64)
+        if not isinstance(leaf.query, _NULL_WHERE_COLUMN_NULL) or len(leaf.path) != 1:
+            return None
+        try:
+            if not all(open_index(self.snapshot, h).supports(IsNullQuery()) for h in leaf.handles):
+                return None
+        except LanceError:
+            return None
+        nulls, exact = self._search_leaf(leaf, IsNullQuery())
+        return nulls if exact else None
+
+
+def _and(a: Found, b: Found) -> Found:
+    """``a AND b``: null where one side is null and the other is not false."""
+    nulls = None
+    if a.nulls is not None and b.nulls is not None:
+        nulls = sets.union(
+            sets.intersection(a.nulls, sets.union(b.rows, b.nulls)), sets.intersection(b.nulls, a.rows)
+        )
+    return Found(sets.intersection(a.rows, b.rows), nulls, a.exact and b.exact)
+
+
+def _or(a: Found, b: Found) -> Found:
+    """``a OR b``: null where one side is null and neither is true."""
+    rows = sets.union(a.rows, b.rows)
+    nulls = None
+    if a.nulls is not None and b.nulls is not None:
+        nulls = sets.difference(sets.union(a.nulls, b.nulls), rows)
+    return Found(rows, nulls, a.exact and b.exact)
+
+
+#: Queries whose answer on a row is null exactly where the row's column is null (of a top-level
+#: column: a struct's child is also null under a null parent, which its index may not record).
+_NULL_WHERE_COLUMN_NULL = (EqualsQuery, RangeQuery, InQuery, PrefixQuery)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A tree's answer from the indices: the row addresses where it is true, those where it is
+    null (SQL's third value: a ``NOT`` over it is not true there either; None where unknown), and
+    whether both are exact."""
+
+    rows: np.ndarray
+    nulls: np.ndarray | None
+    exact: bool
 
 
 def index_tree(snapshot: Snapshot, text: str) -> tuple[Tree, bool] | None:
@@ -286,14 +340,16 @@ class _Planner:
             if any(t is None for t, _ in parts):
                 return None, False
             return Node("OR", [t for t, _ in parts if t is not None]), all(c for _, c in parts)
-        if isinstance(node, exp.Not):
+        if isinstance(node, exp.Not):  # (exact when the inner rows and their nulls are: ``Found``)
+            if isinstance(unwrap(node.this), exp.Like):
+                return None, False  # pylance: ``NOT LIKE`` is not answered from an index
             inner, complete = self.plan(node.this)
             if inner is None or not complete:
                 return None, False
-            return Node("NOT", [inner]), False
+            return Node("NOT", [inner]), True
         if isinstance(node, exp.NEQ):  # pylance: NOT(x = v), over the rows the index finds
             equal = self.leaf(exp.EQ(this=node.this, expression=node.expression))
-            return (Node("NOT", [equal]), False) if equal is not None else (None, False)
+            return (Node("NOT", [equal]), True) if equal is not None else (None, False)
         leaf = self.leaf(node)
         return (leaf, True) if leaf is not None else (None, False)
 
