@@ -11,10 +11,22 @@ import pyarrow as pa
 import pytest
 
 import lance_fw
+import lance_fw.table.fragment as fragment_module
 
 ROWS = 12_000
-# (``x >= 0``: every row passes, ``x < 0``: none, the matcher's two shortcuts)
-FILTERS = ["x % 3 = 0", "x > 5000", "c = 3", "c < 5 AND x > 1000", "x % 7 = 0 AND c < 5", "x < 0", "x >= 0"]
+# (``x >= 0``: every row passes, ``x < 0``: none, the matcher's two shortcuts; ``c <> 3`` (90%)
+# and ``x % 50 <> 7`` (98%): most rows pass, the matches kept as a mask, ``matcher.DenseMatches``)
+FILTERS = [
+    "x % 3 = 0",
+    "x > 5000",
+    "c = 3",
+    "c < 5 AND x > 1000",
+    "x % 7 = 0 AND c < 5",
+    "x < 0",
+    "x >= 0",
+    "c <> 3",
+    "x % 50 <> 7",
+]
 OPTIONS = [
     {"batch_size": 700},
     {},
@@ -67,3 +79,24 @@ def test_filtered_counts_match_pylance(path, where, options):
         return
     ours = lance_fw.dataset(path).scanner(filter=where, **options).count_rows()
     assert ours == lance.dataset(path).scanner(filter=where, **options).count_rows()
+
+
+@pytest.mark.parametrize(
+    "options", [{"batch_size": 700}, {"batch_size": 1000, "columns": ["s", "x"]}, {}], ids=str
+)
+@pytest.mark.parametrize("where", ["x % 50 <> 7", "c <> 3 AND x % 3 <> 1"])
+def test_probes_most_rows_pass_after_deleted_rows(tmp_path, monkeypatch, where, options):
+    """Probes most of whose rows match (their matches kept as a mask) in fragments of several
+    probes whose earlier probes hold deleted rows, so a probe's first rank is not its offset: the
+    batches still end where pylance's read batches end."""
+    monkeypatch.setattr(fragment_module, "PROBE_ROWS", 2048)
+    out = str(tmp_path / "t.lance")
+    rng = np.random.default_rng(5)
+    n = 3 * ROWS
+    table = pa.table({"x": np.arange(n), "c": rng.integers(0, 10, n), "s": [f"s{i % 77}" for i in range(n)]})
+    lance.write_dataset(table, out, max_rows_per_file=ROWS)
+    lance.dataset(out).delete(f"x < 900 OR (x >= {ROWS + 3000} AND x < {ROWS + 3333})")
+    ours = list(lance_fw.dataset(out).to_batches(filter=where, **options))
+    theirs = list(lance.dataset(out).to_batches(filter=where, **options))
+    assert [b.num_rows for b in ours] == [b.num_rows for b in theirs]
+    assert pa.Table.from_batches(ours).equals(pa.Table.from_batches(theirs).cast(ours[0].schema))

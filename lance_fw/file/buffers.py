@@ -221,14 +221,15 @@ def fixed_bits(t: pa.DataType) -> int | None:
 
 
 def true_bytes(array: pa.BooleanArray) -> np.ndarray:
-    """One byte a row of a boolean array, 1 where it is true (a null counts as false), unpacked
-    from its value and validity bitmaps: ``to_numpy`` converts bit by bit (~0.3 ms for 262144
-    rows, ``unpackbits`` 0.02)."""
+    """A numpy ``bool`` a row of a boolean array, true where it is true (a null counts as false),
+    unpacked from its value and validity bitmaps: ``to_numpy`` converts bit by bit (~0.3 ms for
+    262144 rows, ``unpackbits`` 0.02). ``bool``, not the ``uint8`` unpacked: ``np.flatnonzero``
+    of 262144 bytes most of which are set takes 0.23 ms as ``bool``, 0.49 as ``uint8``."""
     validity, values = array.buffers()[:2]
     bits = _bytes_of_bits(values, array.offset, len(array))
     if validity is not None and array.null_count:
         bits &= _bytes_of_bits(validity, array.offset, len(array))
-    return bits
+    return bits.view(np.bool_)
 
 
 def _bytes_of_bits(bitmap: pa.Buffer, offset: int, length: int) -> np.ndarray:

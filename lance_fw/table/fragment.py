@@ -21,8 +21,8 @@ from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.deletion import deletion_path, read_deleted_offsets
-from lance_fw.table.matched import matched_batches, window_slices
-from lance_fw.table.matcher import Matcher
+from lance_fw.table.matched import dense_matched_batches, matched_batches, window_slices
+from lance_fw.table.matcher import DenseMatches, Matcher
 from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.row_ids import fragment_row_ids, row_addresses
 from lance_fw.table.rows import DEFAULT_BATCH_SIZE, Rows, filter_schema, probe_schema
@@ -392,6 +392,11 @@ class FragmentReader:
         # matches into two batches where pylance hands on one (rows deleted: physical multiples
         # of ``step`` are not window ends). The first probe of a read whose consumer may stop
         # early (``Rows.first_batch``: a stream, a limit) is its first batch's live rows, alone.
+        # most rows of a probe matching: the matches kept as the filter's mask (``DenseMatches``),
+        # where no limit, candidate ranks or row columns need their offsets
+        dense_of = getattr(matcher, "dense", None)
+        if ranks_of is not None or rows.most is not None or rows.with_row_id or rows.with_row_address:
+            dense_of = None
         head = [rows.first_batch] if rows.first_batch and first == 0 and rows.first_batch < step else []
         ends = self.physical_of_live(np.array([*head, *range(step, self.physical_rows, step)], np.int64))
         starts = [first, *(int(end) for end in ends if first < end < last)]
@@ -405,8 +410,16 @@ class FragmentReader:
                 if row_columns_first
                 else pa.RecordBatch.from_arrays(columns, schema=filter_shape)
             )
-            hits = np.asarray(matcher(probe), np.int64)
             mask = self.live_mask(start, stop)
+            found = (
+                dense_of(probe) if dense_of and mask is None and not (rows.skip and rows.skip.rows) else None
+            )
+            if isinstance(found, DenseMatches):
+                yield from self._dense_batches(
+                    rows, filter_ids, probe, found, others, schema, start, stop, alone
+                )
+                continue
+            hits = np.asarray(matcher(probe) if found is None else found, np.int64)
             if mask is not None:
                 hits = hits[mask[hits]]
             if rows.most is not None:  # (``offset=3000, limit=5``: 3005 rows, not a probe's 5000)
@@ -431,6 +444,26 @@ class FragmentReader:
             )
             if rows.most is not None and handed >= rows.most:
                 return
+
+    def _dense_batches(
+        self,
+        rows: Rows,
+        filter_ids: list[int],
+        probe: pa.RecordBatch,
+        found: DenseMatches,
+        others: list[LanceField],
+        schema: pa.Schema,
+        start: int,
+        stop: int,
+        alone: bool,
+    ) -> Iterator[pa.RecordBatch]:
+        """``filtered_batches``' batches of a probe of physical rows [start, stop), none of them
+        deleted, most of which match: the other columns read as a range and filtered by the mask."""
+        fetched = [column.filter(found.mask) for column in self.read_range(others, start, stop, alone=alone)]
+        first_rank = int(self._live_ranks(np.array([start], np.int64))[0])
+        yield from dense_matched_batches(
+            rows.fields, filter_ids, probe, found.mask, fetched, schema, first_rank, rows.batch_size
+        )
 
     def _submit_takes(
         self, fields: list[LanceField], offsets: np.ndarray, pool: ThreadPoolExecutor

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lance_fw.schema import LanceField
 
@@ -49,6 +50,37 @@ def matched_batches(
     row_columns = fetched[len(others) :]
     arrays += row_columns or [at_hits(probe.column(name)) for name in schema.names[len(fields) :]]
     yield from window_slices(pa.RecordBatch.from_arrays(arrays, schema=schema), ranks, batch_size)
+
+
+def dense_matched_batches(
+    fields: list[LanceField],
+    filter_ids: list[int],
+    probe: pa.RecordBatch,
+    mask: pa.BooleanArray,
+    fetched: list[pa.Array],
+    schema: pa.Schema,
+    first_rank: int,
+    batch_size: int,
+) -> Iterator[pa.RecordBatch]:
+    """``matched_batches`` for a probe of live rows most of which match, given the filter's
+    ``mask`` over the probe instead of the matches' indices (``matcher.DenseMatches``): the filter's
+    columns filtered from ``probe``, the other fields' already in ``fetched``, no row columns.
+    ``first_rank``: the probe's first row's rank among the rows the windows count; a window's
+    end is found by counting the mask's trues before it."""
+    others = [f.id for f in fields if f.id not in filter_ids]
+    by_id = dict(zip(others, fetched))
+    arrays = [
+        probe.column(filter_ids.index(f.id)).filter(mask) if f.id in filter_ids else by_id[f.id]
+        for f in fields
+    ]
+    out = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    ends = range((first_rank // batch_size + 1) * batch_size - first_rank, len(mask), batch_size)
+    lo = at = 0
+    for end in [*ends, len(mask)]:
+        hi = lo + (pc.sum(mask.slice(at, end - at)).as_py() or 0)
+        if hi > lo:  # (a window without matches)
+            yield out.slice(lo, hi - lo)
+        lo, at = hi, end
 
 
 def window_slices(out: pa.RecordBatch, ranks: np.ndarray, batch_size: int) -> Iterator[pa.RecordBatch]:
