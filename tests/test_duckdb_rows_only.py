@@ -17,6 +17,7 @@ import lance_fw
 import lance_fw.duckdb as fw_duckdb
 from lance_fw.duckdb import dataset as duckdb_dataset
 from lance_fw.duckdb.names import direct_reads, reads_rows_only, view_name
+from lance_fw.errors import DatasetNotFoundError
 
 #: Rows per fragment, and fragments: several 1024-value blocks and chunks (batches of nulls are
 #: checked by a small ``NULL_BATCH_ROWS`` below).
@@ -134,3 +135,14 @@ def test_direct_reads_names_rows_only_calls():
     assert direct_reads(both) == f'SELECT (SELECT count(*) FROM "{plain}"), * FROM "{plain}"'
     sampled = "SELECT count(*) FROM lance_scan('x') USING SAMPLE 10%"
     assert direct_reads(sampled) == f'SELECT count(*) FROM "{plain}" USING SAMPLE 10%'
+
+
+def test_a_missing_dataset_or_version_raises_typed_before_anything_runs(path, tmp_path):
+    con = fw_duckdb.connect()
+    con.execute("BEGIN")
+    with pytest.raises(DatasetNotFoundError):
+        con.execute(f"SELECT count(*) FROM lance_scan('{tmp_path / 'none.lance'}')")
+    with pytest.raises(DatasetNotFoundError):
+        con.execute(f"SELECT count(*) FROM lance_scan('{path}', version := 99)")
+    assert con.execute("SELECT 1").fetchall() == [(1,)]  # the transaction goes on
+    con.execute("COMMIT")

@@ -162,6 +162,7 @@ class LiveRowCount(pads.Dataset):
 
     @property
     def schema(self) -> pa.Schema:
+        self._resolve()  # opened while DuckDB binds, as ``LiveDataset`` is: a missing dataset fails there
         return self.SCHEMA
 
     def scanner(
