@@ -1,5 +1,6 @@
-"""Queries that read none of a ``lance_scan``'s columns (``SELECT count(*) FROM lance_scan('p')``) read
-its rows alone, counted from the snapshot's metadata; DuckDB over the pylance dataset is the oracle.
+"""Queries that read none of a ``lance_scan``'s columns (``SELECT count(*) FROM lance_scan('p')``, or
+``FROM 'p.lance'``) read its rows alone, counted from the snapshot's metadata; DuckDB over the pylance
+dataset is the oracle.
 
 Each query is checked three ways: its rows equal DuckDB's over pylance's dataset (registered), the
 rows-only source is what DuckDB scanned (or not, where a column is read), and a relation fetched again
@@ -80,16 +81,22 @@ READS_COLUMNS = [
 ]
 
 
+#: How a query names the dataset: the table macro, or the quoted path (DuckDB's replacement scan).
+SPELLINGS = ["lance_scan('{p}')", "'{p}'"]
+
+
+@pytest.mark.parametrize("spelled", SPELLINGS)
 @pytest.mark.parametrize("sql", ROWS_ONLY)
-def test_rows_only_queries_count_from_metadata(path, sql, scanned):
-    got = fw_duckdb.connect().execute(sql.format(t=f"lance_scan('{path}')")).fetchall()
+def test_rows_only_queries_count_from_metadata(path, sql, spelled, scanned):
+    got = fw_duckdb.connect().execute(sql.format(t=spelled.format(p=path))).fetchall()
     assert got == _expected(path, sql)
     assert scanned == ["rows"]
 
 
+@pytest.mark.parametrize("spelled", SPELLINGS)
 @pytest.mark.parametrize("sql", READS_COLUMNS)
-def test_queries_reading_values_scan_the_columns(path, sql, scanned):
-    got = fw_duckdb.connect().execute(sql.format(t=f"lance_scan('{path}')")).fetchall()
+def test_queries_reading_values_scan_the_columns(path, sql, spelled, scanned):
+    got = fw_duckdb.connect().execute(sql.format(t=spelled.format(p=path))).fetchall()
     assert sorted(got) == sorted(_expected(path, sql))
     assert "rows" not in scanned and scanned
 
@@ -135,6 +142,11 @@ def test_direct_reads_names_rows_only_calls():
     assert direct_reads(both) == f'SELECT (SELECT count(*) FROM "{plain}"), * FROM "{plain}"'
     sampled = "SELECT count(*) FROM lance_scan('x') USING SAMPLE 10%"
     assert direct_reads(sampled) == f'SELECT count(*) FROM "{plain}" USING SAMPLE 10%'
+    # a quoted path: its rows' name where only its rows are read, else left to the replacement scan
+    path_rows = view_name("d/it's.lance", None, rows_only=True)
+    assert direct_reads("SELECT count(*) FROM 'd/it''s.lance'") == f'SELECT count(*) FROM "{path_rows}"'
+    assert direct_reads("SELECT * FROM 'd/t.lance'") is None
+    assert direct_reads("SELECT count(*) FROM 'd/t.csv'") is None
 
 
 def test_a_missing_dataset_or_version_raises_typed_before_anything_runs(path, tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 import duckdb
@@ -87,41 +88,77 @@ def direct_reads(sql: str) -> str | None:
     the caller runs ``sql`` as written wherever the result fails (the implicit alias differs: a
     self-join without aliases, or an error message naming it). A call whose query reads none of
     its columns (``SELECT count(*) FROM lance_scan('p')``, ``rows_only.py``) is read as its rows'
-    name instead (``ROWS_PREFIX``).
+    name instead (``ROWS_PREFIX``), and so is a quoted ``FROM 'p.lance'`` path whose query reads
+    none of its columns (any other stays as written, for the replacement scan).
     """
-    if "lance_scan" not in sql.lower():
+    lowered = sql.lower()
+    if (
+        "lance_scan" not in lowered
+        and LANCE_SUFFIX + "'" not in lowered
+        and LANCE_SUFFIX + "/'" not in lowered
+    ):
         return None
     tokens = duckdb.tokenize(sql)
     ends = [start for start, _ in tokens[1:]] + [len(sql)]
     first_word = sql[: ends[0]].strip().lower() if tokens else ""
     if not tokens or tokens[0][1] != duckdb.token_type.keyword or first_word not in _QUERY_KEYWORDS:
         return None
-    calls: list[tuple[int, re.Match[str]]] = []  # (token index, call)
+    reads: list[_Read] = []
     for i, (start, kind) in enumerate(tokens):
-        if kind != duckdb.token_type.identifier or (calls and start < calls[-1][1].end()):
+        if reads and start < reads[-1].end:
             continue
-        if i and sql[tokens[i - 1][0] : start].strip() == ".":  # a qualified name: not the macro
-            continue
-        call = _LITERAL_SCAN.match(sql, start)
-        if call is not None:
-            calls.append((i, call))
-    if not calls:
+        before = sql[tokens[i - 1][0] : start].strip().lower() if i else ""
+        if kind == duckdb.token_type.identifier and before != ".":  # (qualified: not the macro)
+            call = _LITERAL_SCAN.match(sql, start)
+            if call is not None:
+                reads.append(_Read(i, start, call.end(), _literal_name(call), _literal_name(call, True)))
+        elif kind == duckdb.token_type.string_const and before in _TABLE_KEYWORDS:
+            text = sql[start : ends[i]].strip()
+            path = text[1:-1].replace("''", "'") if len(text) > 1 and text[0] == text[-1] == "'" else ""
+            if path.rstrip("/").endswith(LANCE_SUFFIX):
+                reads.append(_Read(i, start, start + len(text), path, view_name(path, None, True), path))
+    if not reads:
         return None
     rows_only: set[str] = set()
-    if any(may_read_rows_only(sql, tokens, token) for token, _ in calls):
-        plain = _replaced(sql, [call for _, call in calls], set())
-        rows_only = rows_only_names(plain, {_literal_name(call) for _, call in calls})
-    return _replaced(sql, [call for _, call in calls], rows_only)
+    if any(may_read_rows_only(sql, tokens, read.token) for read in reads):
+        plain = _replaced(sql, reads, set())
+        rows_only = rows_only_names(plain, {read.name for read in reads})
+    if all(read.path is not None and read.name not in rows_only for read in reads):
+        return None  # only quoted paths, read for their columns: the replacement scan's as before
+    return _replaced(sql, reads, rows_only)
 
 
-def _replaced(sql: str, calls: list[re.Match[str]], rows_only: set[str]) -> str:
-    """``sql`` with each call replaced by its name, quoted (its rows' name if its name is in
-    ``rows_only``)."""
+#: The keywords after which a quoted string in a query names a table (``FROM 'p.lance'``).
+_TABLE_KEYWORDS = frozenset({"from", "join"})
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A dataset a query's text reads at ``[start, end)``, token ``token``: a literal ``lance_scan``
+    call (``name`` the macro's, ``path`` None) or a quoted ``.lance`` path (``name`` the path, as
+    the table name DuckDB and sqlglot see); ``rows_name`` its ``ROWS_PREFIX`` name."""
+
+    token: int
+    start: int
+    end: int
+    name: str
+    rows_name: str
+    path: str | None = None
+
+
+def _replaced(sql: str, reads: list[_Read], rows_only: set[str]) -> str:
+    """``sql`` with each call replaced by its name, quoted, or by its rows' name where its name is
+    in ``rows_only``; a quoted path not in ``rows_only`` is left as it is."""
     pieces, done = [], 0
-    for call in calls:
-        name = _literal_name(call)
-        pieces += [sql[done : call.start()], '"' + _literal_name(call, name in rows_only) + '"']
-        done = call.end()
+    for read in reads:
+        if read.name in rows_only:
+            name = read.rows_name
+        elif read.path is None:
+            name = read.name
+        else:
+            continue
+        pieces += [sql[done : read.start], '"' + name + '"']
+        done = read.end
     return "".join(pieces) + sql[done:]
 
 
