@@ -58,15 +58,33 @@ def isin(values: np.ndarray, test: np.ndarray) -> np.ndarray:
 
 
 def difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The distinct values of ``a`` not in ``b``, ascending (``np.setdiff1d``)."""
+    """The distinct values of ``a`` not in ``b``, ascending (``np.setdiff1d``). ``b``'s values are
+    searched for in ``a``, not ``a``'s in ``b``: a few rows taken from 2M (an index's ``NOT``, the
+    rows a delete keeps) cost a mask over ``a``, not 2M searches (~15 ms)."""
     mine = unique(a)
-    return mine[~isin(mine, b)]
+    keep = np.ones(len(mine), dtype=bool)
+    keep[_found_at(mine, np.asarray(b))] = False
+    return mine[keep]
 
 
 def intersection(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The distinct values in both, ascending (``np.intersect1d``)."""
-    mine = unique(a)
-    return mine[isin(mine, b)]
+    """The distinct values in both, ascending (``np.intersect1d``): the smaller one's searched
+    for in the larger."""
+    mine, theirs = unique(a), unique(np.asarray(b))
+    if len(theirs) >= len(mine):
+        return mine[isin(mine, theirs)]
+    return theirs[isin(theirs, mine)].astype(mine.dtype, copy=False)  # (equal values: a's type holds them)
+
+
+def _found_at(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Where in ``ordered`` (sorted, distinct) each of ``values`` found there lies."""
+    pool = unique(_as_type_of(ordered, values.reshape(-1)))
+    if not len(pool) or not len(ordered):
+        return np.zeros(0, np.int64)
+    at = np.searchsorted(ordered, pool)
+    inside = at < len(ordered)
+    at, pool = at[inside], pool[inside]
+    return at[ordered[at] == pool]
 
 
 def range_without(start: int, stop: int, removed: np.ndarray, dtype: type = np.int64) -> np.ndarray:

@@ -208,13 +208,17 @@ class IndexPlan:
             for f in self.snapshot.fragments
             if f.id in self.coverage
         ]
-        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+        if not parts:
+            return np.zeros(0, np.uint64)
+        return sets.unique(np.concatenate(parts))  # (fragments in id order: already sorted, not again)
 
-    def _evaluate(self, tree: Tree) -> Found:
+    def _evaluate(self, tree: Tree, under_not: bool = False) -> Found:
+        """``tree``'s answer; ``under_not``: a ``NOT`` above needs the rows where it is null (an
+        extra ``IS NULL`` search a leaf, so only then)."""
         if isinstance(tree, Leaf):
             addresses, exact = self._search_leaf(tree, tree.query)
-            return Found(addresses, self._null_rows(tree), exact)
-        parts = [self._evaluate(c) for c in tree.children]
+            return Found(addresses, self._null_rows(tree) if under_not else None, exact)
+        parts = [self._evaluate(c, under_not or tree.op == "NOT") for c in tree.children]
         if tree.op in ("AND", "OR"):
             found = parts[0]
             for part in parts[1:]:

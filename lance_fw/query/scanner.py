@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
+from lance_fw._util import sets
 from lance_fw._util.readahead import readahead
 from lance_fw._util.refusals import NotImplementedInPylanceError, refusing
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -376,6 +377,27 @@ class LanceScanner:
         found = (index.candidates(frag.id) for frag in self._chosen())
         return sum(0 if rows is None else len(rows) for rows in found)
 
+    def _live_index_rows(self) -> int:
+        """The rows exact scalar indices found (``_index_decides``), less those deleted since: what
+        the scan would yield, counted without reading a row (pylance counts them as its plan's
+        rows: ``NOT (id = k)`` over 2M rows took ~150 ms read, ~1 counted)."""
+        index = self._plan.scalar_index if self._plan is not None else None
+        assert index is not None
+        total = 0
+        for frag in self._chosen():
+            found = index.candidates(frag.id)
+            if found is None or not len(found):
+                continue
+            total += len(found)
+            if frag.HasField("deletion_file"):
+                reader = self._snapshot.fragment_reader(frag)
+                try:
+                    deleted = reader.deleted.astype(np.int64)
+                finally:
+                    reader.close()
+                total -= int(np.count_nonzero(sets.isin(found, deleted)))
+        return total
+
     def _ordered_table(self) -> pa.Table:
         """Every row the scan yields without ``offset`` / ``limit``, sorted by ``order_by``, then
         cut by them. pylance sorts on output columns: a sort column left out of ``columns=`` is
@@ -527,6 +549,8 @@ class LanceScanner:
         2M-row count at the default size)."""
         if self.order_by or self.fts is not None or self.search is not None or self.projection is not None:
             return sum(b.num_rows for b in self.to_batches())
+        if self.offset == 0 and self.limit is None and self.index_rows() is not None:
+            return self._live_index_rows()
         counting = copy.copy(self)
         counting.batch_size = max(self.batch_size, PROBE_ROWS)
         return sum(b.num_rows for _, b in counting._pieces())
