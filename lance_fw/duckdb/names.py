@@ -120,7 +120,7 @@ def direct_reads(sql: str) -> str | None:
     if not reads:
         return None
     rows_only: set[str] = set()
-    if any(may_read_rows_only(sql, tokens, read.token) for read in reads):
+    if any(may_read_rows_only(sql, tokens, ends, read.token) for read in reads):
         plain = _replaced(sql, reads, set())
         rows_only = rows_only_names(plain, {read.name for read in reads})
     if all(read.path is not None and read.name not in rows_only for read in reads):

@@ -21,22 +21,24 @@ from sqlglot import exp
 _NEEDS_VALUES = (exp.Column, exp.Join, exp.Subquery, exp.TableSample, exp.Lateral, exp.Unnest)
 
 
-def may_read_rows_only(sql: str, tokens: list[tuple[int, duckdb.token_type]], call_token: int) -> bool:
-    """A quick test on DuckDB's tokens before a parse: the select list ahead of the call token
-    (back to its ``SELECT``) names no column: each identifier there is a function's name or an
-    ``AS`` alias, each ``*`` is ``(*)``."""
-    ends = [start for start, _ in tokens[1:]] + [len(sql)]
+def may_read_rows_only(
+    sql: str, tokens: list[tuple[int, duckdb.token_type]], ends: list[int], call_token: int
+) -> bool:
+    """A quick test on DuckDB's tokens (``ends``: where each ends) before a parse: the select list
+    ahead of the call token (back to its ``SELECT``) names no column: each identifier there is a
+    function's name or an ``AS`` alias, each ``*`` is ``(*)``."""
+
+    def text(i: int) -> str:
+        return sql[tokens[i][0] : ends[i]].strip().lower() if 0 <= i < len(tokens) else ""
+
     for i in range(call_token - 1, -1, -1):
-        start, kind = tokens[i]
-        text = sql[start : ends[i]].strip().lower()
-        if kind == duckdb.token_type.keyword and text == "select":
+        kind = tokens[i][1]
+        if kind == duckdb.token_type.keyword and text(i) == "select":
             return True
-        following = sql[ends[i] :].lstrip()
         if kind == duckdb.token_type.identifier:
-            alias = i > 0 and sql[tokens[i - 1][0] : start].strip().lower() == "as"
-            if not following.startswith("(") and not alias:
+            if not text(i + 1).startswith("(") and text(i - 1) != "as":
                 return False
-        elif text == "*" and not (sql[:start].rstrip().endswith("(") and following.startswith(")")):
+        elif text(i) == "*" and not (text(i - 1).endswith("(") and text(i + 1).startswith(")")):
             return False
     return False
 

@@ -21,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2
-from lance_fw._util import sets
 from lance_fw._util.readahead import readahead
 from lance_fw._util.refusals import NotImplementedInPylanceError, refusing
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -379,8 +378,8 @@ class LanceScanner:
 
     def _live_index_rows(self) -> int:
         """The rows exact scalar indices found (``_index_decides``), less those deleted since: what
-        the scan would yield, counted without reading a row (pylance counts them as its plan's
-        rows: ``NOT (id = k)`` over 2M rows took ~150 ms read, ~1 counted)."""
+        the scan would yield, counted without reading a row, as pylance counts its plan's rows
+        (a B-tree range of 200k rows: 15-18 ms read, 2 counted)."""
         index = self._plan.scalar_index if self._plan is not None else None
         assert index is not None
         total = 0
@@ -388,14 +387,14 @@ class LanceScanner:
             found = index.candidates(frag.id)
             if found is None or not len(found):
                 continue
-            total += len(found)
-            if frag.HasField("deletion_file"):
-                reader = self._snapshot.fragment_reader(frag)
-                try:
-                    deleted = reader.deleted.astype(np.int64)
-                finally:
-                    reader.close()
-                total -= int(np.count_nonzero(sets.isin(found, deleted)))
+            if not frag.HasField("deletion_file"):
+                total += len(found)
+                continue
+            reader = self._snapshot.fragment_reader(frag)
+            try:
+                total += len(reader.live_among(np.asarray(found, np.int64)))
+            finally:
+                reader.close()
         return total
 
     def _ordered_table(self) -> pa.Table:

@@ -236,6 +236,12 @@ class FragmentReader:
         """Physical offsets of the live rows, in order."""
         return sets.range_without(0, self.physical_rows, self.deleted.astype(np.int64))
 
+    def live_among(self, offsets: np.ndarray) -> np.ndarray:
+        """Those of physical ``offsets`` (int64) not deleted."""
+        if not len(self.deleted):
+            return offsets
+        return offsets[~sets.isin(offsets, self.deleted.astype(np.int64))]
+
     def live_mask(self, start: int, stop: int) -> np.ndarray | None:
         """Boolean mask of live rows in [start, stop), or None when nothing there is deleted."""
         deleted = self.deleted
@@ -532,9 +538,7 @@ class FragmentReader:
         are taken in one pass, without the re-check."""
         first, last = self._span(rows.start, rows.stop)
         offsets = np.asarray(candidates, np.int64)
-        offsets = offsets[(offsets >= first) & (offsets < last)]
-        if len(self.deleted):
-            offsets = offsets[~sets.isin(offsets, self.deleted.astype(np.int64))]
+        offsets = self.live_among(offsets[(offsets >= first) & (offsets < last)])
 
         # candidates with no gap (a range's rows, as written): a candidate's rank is its distance
         # from the first, where searching 200k of them cost ~1.6 ms a probe

@@ -34,10 +34,9 @@ DENSE_SHARE = 7 / 8
 @dataclass(frozen=True)
 class DenseMatches:
     """A probe most of whose rows match (``DENSE_SHARE`` or more, not all): the filter's mask
-    (a null does not match: ``filter`` drops it) and how many rows it keeps."""
+    (a null does not match: ``filter`` drops it)."""
 
     mask: pa.BooleanArray
-    count: int
 
 
 class ExpressionMatcher:
@@ -59,7 +58,7 @@ class ExpressionMatcher:
         their mask."""
         mask, matches = self._evaluate(batch)
         if mask is not None and DENSE_SHARE * len(mask) <= matches < len(mask):
-            return DenseMatches(mask.combine_chunks(), matches)
+            return DenseMatches(mask.combine_chunks())
         return _indices(mask, matches)
 
     def _evaluate(self, batch: pa.RecordBatch) -> tuple[pa.ChunkedArray | None, int]:
