@@ -38,13 +38,14 @@ from lance_fw.interfaces import (
     ScalarQuery,
 )
 from lance_fw.query import coercion
+from lance_fw.query.address_sets import AddressSet
 from lance_fw.query.dialect import column_path, parse_where, unwrap
 from lance_fw.query.filter import filter_visitor
 from lance_fw.query.index_text import merge_ranges, query_text
 from lance_fw.table.index_list import SCALAR_TYPES
 from lance_fw.table.index_paths import quoted_path
 from lance_fw.table.indices import IndexHandle, open_index, search, type_url_of, usable_indices
-from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
+from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.snapshot import Snapshot
 
 #: Comparison node -> (RangeQuery for ``column OP literal``), bounds as (lower?, inclusive).
@@ -165,7 +166,10 @@ class IndexPlan:
         for leaf in _leaves(tree):
             coverage &= leaf.coverage
         self.coverage = coverage
-        self._candidates: dict[int, np.ndarray] | None = None
+        self._physical_rows = {f.id: f.physical_rows for f in snapshot.fragments}
+        self._by_fragment: dict[int, AddressSet] | None = None
+        self._none = AddressSet(np.zeros(0, np.int64))  # a fragment with no address in the answer
+        self._listed: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -175,49 +179,71 @@ class IndexPlan:
     def exact(self) -> bool:
         """Whether the candidates are exactly the matching rows (deleted ones aside): the whole
         filter was answered by indices that were all exact, so re-checking it finds nothing to drop.
-        Known once ``candidates`` has searched."""
+        Runs the search (once)."""
+        self._found_of(-1)
         return self._exact
+
+    def count(self, fragment_id: int) -> int:
+        """How many candidates a fragment has (deleted rows included; 0 where it is not covered),
+        without listing them."""
+        if fragment_id not in self.coverage:
+            return 0
+        found = self._found_of(fragment_id)
+        return self._physical_rows[fragment_id] - len(found.values) if found.inverted else len(found.values)
 
     def candidates(self, fragment_id: int) -> np.ndarray | None:
         """Sorted physical offsets of fragment ``fragment_id`` that may match (deleted rows
         included), or None when the fragment is not covered (scan it)."""
         if fragment_id not in self.coverage:
             return None
-        with self._lock:
-            if self._candidates is None:
-                self._candidates = self._search()
-        return self._candidates.get(fragment_id, np.zeros(0, np.int64))
+        found = self._found_of(fragment_id)
+        if not found.inverted:
+            return found.values
+        with self._lock:  # listed when a scan reads the fragment, once
+            listed = self._listed.get(fragment_id)
+            if listed is None:
+                rows = self._physical_rows[fragment_id]
+                listed = self._listed[fragment_id] = sets.range_without(0, rows, found.values)
+        return listed
 
-    def _search(self) -> dict[int, np.ndarray]:
+    def excluded(self, fragment_id: int) -> np.ndarray | None:
+        """Where the candidates of a covered fragment are most of its rows, held as the rest
+        (``AddressSet``): the sorted physical offsets that are *not* candidates, so that a count
+        need not list the others; None where the candidates are held as such (``candidates``)
+        or the fragment is not covered."""
+        if fragment_id not in self.coverage:
+            return None
+        found = self._found_of(fragment_id)
+        return found.values if found.inverted else None
+
+    def _found_of(self, fragment_id: int) -> AddressSet:
+        """Fragment ``fragment_id``'s part of the answer, as offsets (searched on the first ask)."""
+        with self._lock:
+            if self._by_fragment is None:
+                self._by_fragment = self._search()
+        return self._by_fragment.get(fragment_id, self._none)
+
+    def _search(self) -> dict[int, AddressSet]:
         found = self._evaluate(self.tree)
-        addresses = found.rows
         self._exact = self.complete and found.exact
+        self._none = AddressSet(np.zeros(0, np.int64), found.rows.inverted)
+        addresses = found.rows.values
         fragments = address_fragments(addresses).astype(np.int64)
         offsets = address_offsets(addresses).astype(np.int64)
-        out: dict[int, np.ndarray] = {}
+        out: dict[int, AddressSet] = {}
         if len(addresses):
             cuts = np.flatnonzero(np.diff(fragments)) + 1
             for frag, offs in zip(fragments[np.r_[0, cuts]], np.split(offsets, cuts)):
                 if int(frag) in self.coverage:
-                    out[int(frag)] = offs
+                    out[int(frag)] = AddressSet(offs, found.rows.inverted)
         return out
-
-    def _universe(self) -> np.ndarray:
-        parts = [
-            row_addresses(f.id, np.arange(f.physical_rows, dtype=np.uint64))
-            for f in self.snapshot.fragments
-            if f.id in self.coverage
-        ]
-        if not parts:
-            return np.zeros(0, np.uint64)
-        return sets.unique(np.concatenate(parts))  # (fragments in id order: already sorted, not again)
 
     def _evaluate(self, tree: Tree, under_not: bool = False) -> Found:
         """``tree``'s answer; ``under_not``: a ``NOT`` above needs the rows where it is null (an
         extra ``IS NULL`` search a leaf, so only then)."""
         if isinstance(tree, Leaf):
             addresses, exact = self._search_leaf(tree, tree.query)
-            return Found(addresses, self._null_rows(tree) if under_not else None, exact)
+            return Found(AddressSet.of(addresses), self._null_rows(tree) if under_not else None, exact)
         parts = [self._evaluate(c, under_not or tree.op == "NOT") for c in tree.children]
         if tree.op in ("AND", "OR"):
             found = parts[0]
@@ -225,12 +251,11 @@ class IndexPlan:
                 found = _and(found, part) if tree.op == "AND" else _or(found, part)
             return found
         inner = parts[0]  # NOT: neither the rows matching nor those where the inner part is null
-        universe = self._universe()
         if not inner.exact:
-            return Found(universe, None, False)
+            return Found(AddressSet.everything(), None, False)
         if inner.nulls is None:  # a superset: the rows where the inner part is null are kept
-            return Found(sets.difference(universe, inner.rows), None, False)
-        return Found(sets.difference(universe, sets.union(inner.rows, inner.nulls)), inner.nulls, True)
+            return Found(~inner.rows, None, False)
+        return Found(~(inner.rows | inner.nulls), inner.nulls, True)
 
     def _search_leaf(self, leaf: Leaf, query: ScalarQuery) -> tuple[np.ndarray, bool]:
         results = [search(self.snapshot, h, query) for h in leaf.handles]
@@ -238,11 +263,11 @@ class IndexPlan:
             return results[0].addresses, results[0].exact
         return sets.unique(np.concatenate([r.addresses for r in results])), all(r.exact for r in results)
 
-    def _null_rows(self, leaf: Leaf) -> np.ndarray | None:
+    def _null_rows(self, leaf: Leaf) -> AddressSet | None:
         """The rows where ``leaf``'s query is null (its top-level column is null), None where that
         is not known exactly: a ``NOT`` over it then keeps them, and the scan re-checks them."""
         if isinstance(leaf.query, IsNullQuery):
-            return np.zeros(0, np.uint64)
+            return AddressSet(np.zeros(0, np.uint64))
         if not isinstance(leaf.query, _NULL_WHERE_COLUMN_NULL) or len(leaf.path) != 1:
             return None
         try:
@@ -251,25 +276,23 @@ class IndexPlan:
         except LanceError:
             return None
         nulls, exact = self._search_leaf(leaf, IsNullQuery())
-        return nulls if exact else None
+        return AddressSet.of(nulls) if exact else None
 
 
 def _and(a: Found, b: Found) -> Found:
     """``a AND b``: null where one side is null and the other is not false."""
     nulls = None
     if a.nulls is not None and b.nulls is not None:
-        nulls = sets.union(
-            sets.intersection(a.nulls, sets.union(b.rows, b.nulls)), sets.intersection(b.nulls, a.rows)
-        )
-    return Found(sets.intersection(a.rows, b.rows), nulls, a.exact and b.exact)
+        nulls = (a.nulls & (b.rows | b.nulls)) | (b.nulls & a.rows)
+    return Found(a.rows & b.rows, nulls, a.exact and b.exact)
 
 
 def _or(a: Found, b: Found) -> Found:
     """``a OR b``: null where one side is null and neither is true."""
-    rows = sets.union(a.rows, b.rows)
+    rows = a.rows | b.rows
     nulls = None
     if a.nulls is not None and b.nulls is not None:
-        nulls = sets.difference(sets.union(a.nulls, b.nulls), rows)
+        nulls = (a.nulls | b.nulls) - rows
     return Found(rows, nulls, a.exact and b.exact)
 
 
@@ -284,8 +307,8 @@ class Found:
     null (SQL's third value: a ``NOT`` over it is not true there either; None where unknown), and
     whether both are exact."""
 
-    rows: np.ndarray
-    nulls: np.ndarray | None
+    rows: AddressSet
+    nulls: AddressSet | None
     exact: bool
 
 

@@ -362,7 +362,6 @@ class LanceScanner:
         chosen = [frag.id for frag in self._chosen()]
         if index is None or not chosen or not index.coverage.issuperset(chosen):
             return False
-        index.candidates(chosen[0])
         return bool(index.exact)
 
     def index_rows(self) -> int | None:
@@ -373,8 +372,7 @@ class LanceScanner:
             return None
         index = self._plan.scalar_index if self._plan is not None else None
         assert index is not None
-        found = (index.candidates(frag.id) for frag in self._chosen())
-        return sum(0 if rows is None else len(rows) for rows in found)
+        return sum(index.count(frag.id) for frag in self._chosen())
 
     def _live_index_rows(self) -> int:
         """The rows exact scalar indices found (``_index_decides``), less those deleted since: what
@@ -384,15 +382,17 @@ class LanceScanner:
         assert index is not None
         total = 0
         for frag in self._chosen():
-            found = index.candidates(frag.id)
-            if found is None or not len(found):
-                continue
             if not frag.HasField("deletion_file"):
-                total += len(found)
+                total += index.count(frag.id)
                 continue
+            excluded = index.excluded(frag.id)  # (most rows: counted as the rest, never listed)
             reader = self._snapshot.fragment_reader(frag)
             try:
-                total += len(reader.live_among(np.asarray(found, np.int64)))
+                if excluded is None:
+                    total += len(reader.live_among(np.asarray(index.candidates(frag.id), np.int64)))
+                else:
+                    live = reader.physical_rows - len(reader.deleted)
+                    total += live - len(reader.live_among(np.asarray(excluded, np.int64)))
             finally:
                 reader.close()
         return total
@@ -495,7 +495,7 @@ class LanceScanner:
         lines = self._plan_lines()
         lines[0] += f", metrics=[output_rows={rows}]"
         if index is not None:
-            covered = sum(len(c) for f in self._chosen() if (c := index.candidates(f.id)) is not None)
+            covered = sum(index.count(f.id) for f in self._chosen())
             lines[1] += f", metrics=[index_candidates={covered}, fragments_covered={len(index.coverage)}]"
         if count_rows:
             lines = [f"{COUNT_PLAN_LINE}, metrics=[output_rows=1]", *("  " + line for line in lines)]

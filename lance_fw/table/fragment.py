@@ -5,7 +5,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
@@ -21,7 +20,8 @@ from lance_fw.file.reader import LanceFileReader
 from lance_fw.io.storage import Storage, join_uri
 from lance_fw.schema import LanceField, LanceSchema
 from lance_fw.table.deletion import deletion_path, read_deleted_offsets
-from lance_fw.table.matched import dense_matched_batches, matched_batches, window_slices
+from lance_fw.table.fragment_candidates import CandidateReads
+from lance_fw.table.matched import dense_matched_batches, matched_batches
 from lance_fw.table.matcher import DenseMatches, Matcher
 from lance_fw.table.paths import DATA_DIR
 from lance_fw.table.row_ids import fragment_row_ids, row_addresses
@@ -41,13 +41,6 @@ TAKE_POOL = "take-columns"
 TAKE_IO_POOL, TAKE_IO_THREADS = "take-fetches", 8
 
 
-#: An index's candidates are read row by row up to this share of a fragment's rows; more are read
-#: as ranges with the filter (whole pages then cost less than many row lookups).
-CANDIDATE_SHARE = 1 / 8
-#: Beyond that share, candidates further apart than this many rows are read as separate spans (a
-#: zone map's or bloom filter's zones), the rows between them skipped.
-SPAN_GAP = 4096
-
 #: A filtered scan evaluates its filter over this many rows at a time (at least one batch): each
 #: evaluation costs ~0.15 ms to set up (an Acero plan) besides ~2 ns a row.
 PROBE_ROWS = 262144
@@ -62,7 +55,7 @@ SCAN_READ_ROWS = 65536
 FEW_ROWS, FEW_ROWS_SHARE, FEW_ROWS_V2_0 = DEFAULT_BATCH_SIZE, 8, 256
 
 
-class FragmentReader:
+class FragmentReader(CandidateReads):
     def __init__(
         self,
         storage: Storage,
@@ -521,62 +514,6 @@ class FragmentReader:
             out.update(zip((f.id for f in ranged), read))
         out.update((fid, future.result()[0]) for fid, future in futures.items())
         return [out[f.id] for f in fields]
-
-    def candidate_batches(
-        self,
-        rows: Rows,
-        filter_fields: list[LanceField],
-        matcher: Matcher,
-        candidates: np.ndarray,
-        exact: bool = False,
-    ) -> Iterator[pa.RecordBatch]:
-        """``filtered_batches`` over only the physical rows ``candidates`` (sorted; an index's
-        answer, deleted rows included): live candidates are taken, the filter re-checks them, and
-        the other columns are taken for the matches. Many candidates are read as the spans of rows
-        holding them (``SPAN_GAP``), filtered as a scan would, skipping the rows between spans.
-        ``exact``: the candidates are the filter's matches (``IndexPlan.exact``), so a few of them
-        are taken in one pass, without the re-check."""
-        first, last = self._span(rows.start, rows.stop)
-        offsets = np.asarray(candidates, np.int64)
-        offsets = self.live_among(offsets[(offsets >= first) & (offsets < last)])
-
-        # candidates with no gap (a range's rows, as written): a candidate's rank is its distance
-        # from the first, where searching 200k of them cost ~1.6 ms a probe
-        gapless = len(offsets) > 0 and int(offsets[-1]) - int(offsets[0]) + 1 == len(offsets)
-
-        def rank_of_candidate(found: np.ndarray) -> np.ndarray:
-            """pylance reads an index's live candidates in batches of ``batch_size`` and filters
-            each: a match's batch is its candidate's rank over ``batch_size``."""
-            return found - offsets[0] if gapless else np.searchsorted(offsets, found)
-
-        if len(offsets) > CANDIDATE_SHARE * max(last - first, 1):  # many: scan the spans holding them
-            cuts = np.flatnonzero(np.diff(offsets) > SPAN_GAP) + 1
-            for lo, hi in zip(offsets[np.r_[0, cuts]], offsets[np.r_[cuts - 1, len(offsets) - 1]]):
-                span = replace(rows, start=int(lo), stop=int(hi) + 1)
-                yield from self.filtered_batches(span, filter_fields, matcher, rank_of_candidate)
-            return
-        if not len(offsets):
-            return
-        if exact:  # every candidate is a match, in order: its columns are the batch
-            fetched = self.take_physical(rows.fields, offsets) + self._asked_row_columns(offsets, rows)
-            out = pa.RecordBatch.from_arrays(fetched, schema=rows.schema())
-            yield from window_slices(out, rank_of_candidate(offsets), rows.batch_size)
-            return
-        row_id, address = self._row_columns(offsets)
-        filter_ids = [f.id for f in filter_fields]
-        probe = pa.RecordBatch.from_arrays(
-            self.take_physical(filter_fields, offsets) + [row_id, address],
-            schema=probe_schema(filter_fields),
-        )
-        hits = np.asarray(matcher(probe), np.int64)
-        if not len(hits):
-            return
-        others = [f for f in rows.fields if f.id not in filter_ids]
-        fetched = self.take_physical(others, offsets[hits]) if others else []
-        ranks = rank_of_candidate(offsets[hits])
-        yield from matched_batches(
-            rows.fields, filter_ids, probe, hits, fetched, rows.schema(), ranks, rows.batch_size
-        )
 
     def close(self) -> None:
         if "_readers" in self.__dict__:
