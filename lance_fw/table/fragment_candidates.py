@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from lance_fw._util import sets
 from lance_fw.table.matched import matched_batches, window_slices
 from lance_fw.table.matcher import DENSE_SHARE
 from lance_fw.table.rows import probe_schema
@@ -43,6 +44,9 @@ class CandidateReads:
         def physical_rows(self) -> int: ...
 
         def _span(self, start: int, stop: int | None) -> tuple[int, int]: ...
+        @property
+        def deleted(self) -> np.ndarray: ...
+
         def live_among(self, offsets: np.ndarray) -> np.ndarray: ...
         def read_range(
             self,
@@ -87,8 +91,10 @@ class CandidateReads:
         if exact and rows.most is not None:  # (the consumer uses no more: a limit's rows)
             offsets = offsets[: rows.most]
         many = len(offsets) > CANDIDATE_SHARE * max(last - first, 1)
-        if exact and many:
-            yield from self._exact_span_batches(rows, offsets)
+        if exact and many:  # as a span and the rows between candidates
+            start, stop = int(offsets[0]), int(offsets[-1]) + 1
+            between = sets.range_without(start, stop, offsets) if stop - start > len(offsets) else offsets[:0]
+            yield from self._exact_span_batches(rows, start, stop, between)
             return
         rank_of_candidate = _candidate_ranks(offsets)
         if many:  # scan the spans holding them
@@ -120,31 +126,68 @@ class CandidateReads:
             rows.fields, filter_ids, probe, hits, fetched, rows.schema(), ranks, rows.batch_size
         )
 
-    def _exact_span_batches(self, rows: Rows, offsets: np.ndarray) -> Iterator[pa.RecordBatch]:
-        """Batches of the live candidates ``offsets`` (sorted, many of the fragment's rows), all of
-        them matches: each group of whole output batches (a candidate's batch is its rank over
-        ``batch_size``, pylance's batches of an index's answer) read as the range of rows from its
-        first candidate to its last, and the candidates taken from it (none where every row of
-        the range is one). No filter runs: a ``NOT`` an index answers (``id != k``) read its
-        filter's column and evaluated it on every row again."""
+    def exact_batches_except(self, rows: Rows, excluded: np.ndarray) -> Iterator[pa.RecordBatch]:
+        """``candidate_batches`` of exact candidates held as the fragment's rows less ``excluded``
+        (sorted offsets; ``IndexPlan.excluded``: an index's ``NOT``), never listed: the rows
+        read are ``rows``' span less those and the deleted ones (``_exact_span_batches``)."""
+        first, last = self._span(rows.start, rows.stop)
+        holes = sets.union(
+            _within(np.asarray(excluded, np.int64), first, last), _within(self.deleted, first, last)
+        )
+        if rows.most is not None:  # (the consumer uses no more: a limit's rows)
+            last = min(last, int(_physical_of_rank(first, holes, np.array([rows.most]))[0]))
+            holes = _within(holes, first, last)
+        if last - first > len(holes):
+            yield from self._exact_span_batches(rows, first, last, holes)
+
+    def _exact_span_batches(
+        self, rows: Rows, first: int, last: int, holes: np.ndarray
+    ) -> Iterator[pa.RecordBatch]:
+        """Batches of exact candidates, the physical rows [first, last) less ``holes`` (sorted
+        int64 within the span: rows that are not candidates, or deleted), many of the
+        fragment's rows: each group of whole output batches (a candidate's batch is its rank
+        over ``batch_size``, pylance's batches of an index's answer) read as the range of rows
+        from its first candidate to its last, its holes dropped by a mask where they are few
+        (``DENSE_SHARE``), else its candidates taken. No filter runs: a ``NOT`` an index answers
+        (``id != k``) read its filter's column and evaluated it on every row again."""
         group = max(1, EXACT_READ_ROWS // rows.batch_size) * rows.batch_size
         schema = rows.schema()
-        until = int(offsets[-1]) + 1  # (the files decode ahead up to there)
-        for at in range(0, len(offsets), group):
-            chosen = offsets[at : at + group]
-            start, stop = int(chosen[0]), int(chosen[-1]) + 1
-            if len(chosen) >= DENSE_SHARE * (stop - start):  # the range read, the few others dropped
-                fetched = self.read_range(rows.fields, start, stop, until)
-                if len(chosen) < stop - start:
-                    keep = np.zeros(stop - start, dtype=bool)
-                    keep[chosen - start] = True
+        count = last - first - len(holes)
+        for at in range(0, count, group):
+            ends = _physical_of_rank(first, holes, np.array([at, min(count, at + group) - 1]))
+            start, stop = int(ends[0]), int(ends[1]) + 1
+            lo, hi = np.searchsorted(holes, [start, stop])
+            inside = holes[lo:hi]
+            chosen: np.ndarray | range = range(start, stop)
+            if len(inside) <= (1 - DENSE_SHARE) * (stop - start):  # the range read, its holes dropped
+                fetched = self.read_range(rows.fields, start, stop, last)
+                if len(inside):
+                    keep = np.ones(stop - start, dtype=bool)
+                    keep[inside - start] = False
                     mask = pa.array(keep)
                     fetched = [column.filter(mask) for column in fetched]
+                    chosen = sets.range_without(start, stop, inside)
             else:
+                chosen = sets.range_without(start, stop, inside)
                 fetched = self._fetch_matches(rows.fields, chosen - start, start, stop)
             out = pa.RecordBatch.from_arrays(fetched + self._asked_row_columns(chosen, rows), schema=schema)
             for lo in range(0, out.num_rows, rows.batch_size):
                 yield out.slice(lo, rows.batch_size)
+
+
+def _within(values: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The sorted ``values`` in [start, stop), as int64."""
+    lo, hi = np.searchsorted(values, [start, stop])
+    return np.asarray(values[lo:hi], np.int64)
+
+
+def _physical_of_rank(first: int, holes: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """The physical offsets of the rows of ranks ``ranks`` among the rows from ``first`` on that
+    are not ``holes`` (sorted): a row lies past every hole h_i with h_i - first - i <= its rank."""
+    if not len(holes):
+        return ranks + first
+    before = holes - first - np.arange(len(holes))
+    return ranks + first + np.searchsorted(before, ranks, side="right")
 
 
 def _candidate_ranks(offsets: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:

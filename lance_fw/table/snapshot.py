@@ -124,8 +124,11 @@ class Snapshot:
             rows = Rows(
                 fields, batch_size, with_row_address, with_row_id, start, stop, whole, first_batch, most, skip
             )
+            index = None if plan is None else _index_of(plan)
             if plan is None:
                 yield from reader.batches(rows)
+            elif index is not None and index.exact and (excluded := index.excluded(frag.id)) is not None:
+                yield from reader.exact_batches_except(rows, excluded)  # (most rows: never listed)
             elif (candidates := _candidates(plan, frag.id)) is not None:
                 exact = bool(getattr(_index_of(plan), "exact", False))
                 yield from reader.candidate_batches(rows, plan[1], plan[0], candidates, exact)
