@@ -169,12 +169,18 @@ def _unpack_blocks(blocks: np.ndarray, t: int, w: int, out: np.ndarray | None = 
     words = blocks.reshape(nblocks, w, lanes)
     values = out.reshape(nblocks, t, lanes)
     high = np.empty((min(UNPACK_ROUND_BLOCKS, nblocks), t, lanes), dt)
+    # np.take copies a source that is not C-contiguous (blocks of mini-block chunks lie between
+    # their chunks' headers) before every gather: copied here once a round for both gathers
+    staged = None if words.flags.c_contiguous else np.empty((min(UNPACK_ROUND_BLOCKS, nblocks), w, lanes), dt)
     for lo in range(0, nblocks, UNPACK_ROUND_BLOCKS):
         hi = min(nblocks, lo + UNPACK_ROUND_BLOCKS)
-        into, spare = values[lo:hi], high[: hi - lo]
-        np.take(words[lo:hi], first, axis=1, out=into, mode="clip")  # (in range: unbuffered)
+        into, spare, source = values[lo:hi], high[: hi - lo], words[lo:hi]
+        if staged is not None:
+            np.copyto(staged[: hi - lo], source)
+            source = staged[: hi - lo]
+        np.take(source, first, axis=1, out=into, mode="clip")  # (in range: unbuffered)
         np.right_shift(into, shift, out=into)
-        np.take(words[lo:hi], second, axis=1, out=spare, mode="clip")
+        np.take(source, second, axis=1, out=spare, mode="clip")
         np.left_shift(spare, back, out=spare)
         np.bitwise_or(into, spare, out=into)
         np.bitwise_and(into, mask, out=into)
