@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lance_fw.file.buffers import true_bytes
 from lance_fw.schema import LanceField
 
 
@@ -74,13 +74,16 @@ def dense_matched_batches(
         for f in fields
     ]
     out = pa.RecordBatch.from_arrays(arrays, schema=schema)
-    ends = range((first_rank // batch_size + 1) * batch_size - first_rank, len(mask), batch_size)
-    lo = at = 0
-    for end in [*ends, len(mask)]:
-        hi = lo + (pc.sum(mask.slice(at, end - at)).as_py() or 0)
+    if not len(mask):
+        return
+    starts = np.arange((first_rank // batch_size + 1) * batch_size - first_rank, len(mask), batch_size)
+    # the trues of every window in one pass (a sum a window cost a call each, 32 a probe)
+    trues = np.add.reduceat(true_bytes(mask).view(np.uint8), np.r_[0, starts], dtype=np.int64)
+    lo = 0
+    for hi in np.cumsum(trues).tolist():
         if hi > lo:  # (a window without matches)
             yield out.slice(lo, hi - lo)
-        lo, at = hi, end
+        lo = hi
 
 
 def window_slices(out: pa.RecordBatch, ranks: np.ndarray, batch_size: int) -> Iterator[pa.RecordBatch]:
