@@ -100,6 +100,19 @@ def range_without(start: int, stop: int, removed: np.ndarray, dtype: type = np.i
     return np.arange(start, max(stop, start), dtype=dtype)[keep]
 
 
+def nth_without(start: int, removed: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """The values at ``ranks`` (0-based) of the integers from ``start`` on without ``removed``
+    (sorted, distinct, each >= ``start``), none listed: the value of rank k lies past every
+    removed r_i with r_i - start - i <= k, so it is start + k plus their count (a fragment's
+    live rows less its deleted ones, an index's candidates less the rows between them)."""
+    ranks = np.asarray(ranks, np.int64)
+    gone = np.asarray(removed, np.int64)
+    if not len(gone):
+        return ranks + start
+    before = gone - start - np.arange(len(gone))
+    return ranks + start + np.searchsorted(before, ranks, side="right")
+
+
 def _as_type_of(values: np.ndarray, test: np.ndarray) -> np.ndarray:
     """``test`` comparable with ``values`` exactly: uint64 against int64 would meet as float64
     (numpy's promotion), which rounds row addresses above 2**53; so negative values of a signed

@@ -180,7 +180,7 @@ class IndexPlan:
         """Whether the candidates are exactly the matching rows (deleted ones aside): the whole
         filter was answered by indices that were all exact, so re-checking it finds nothing to drop.
         Runs the search (once)."""
-        self._found_of(-1)
+        self._answer()
         return self._exact
 
     def count(self, fragment_id: int) -> int:
@@ -217,11 +217,15 @@ class IndexPlan:
         return found.values if found.inverted else None
 
     def _found_of(self, fragment_id: int) -> AddressSet:
-        """Fragment ``fragment_id``'s part of the answer, as offsets (searched on the first ask)."""
+        """Fragment ``fragment_id``'s part of the answer, as offsets."""
+        return self._answer().get(fragment_id, self._none)
+
+    def _answer(self) -> dict[int, AddressSet]:
+        """Each covered fragment's part of the answer (searched on the first ask)."""
         with self._lock:
             if self._by_fragment is None:
                 self._by_fragment = self._search()
-        return self._by_fragment.get(fragment_id, self._none)
+            return self._by_fragment
 
     def _search(self) -> dict[int, AddressSet]:
         found = self._evaluate(self.tree)

@@ -216,14 +216,8 @@ class FragmentReader(CandidateReads):
     def physical_of_live(self, positions: np.ndarray) -> np.ndarray:
         """Physical offsets of the live rows at ``positions`` (0-based among live rows).
 
-        The k-th live row lies past every deleted row d_i with d_i - i <= k, so it is k plus
-        their count (no array of all live rows is built)."""
-        positions = np.asarray(positions, np.int64)
-        deleted = self.deleted.astype(np.int64)
-        if not len(deleted):
-            return positions
-        live_before = deleted - np.arange(len(deleted))
-        return positions + np.searchsorted(live_before, positions, side="right")
+        No array of all live rows is built (``sets.nth_without``)."""
+        return sets.nth_without(0, self.deleted, positions)
 
     def live_offsets(self) -> np.ndarray:
         """Physical offsets of the live rows, in order."""

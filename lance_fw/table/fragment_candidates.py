@@ -86,8 +86,7 @@ class CandidateReads:
         read without the re-check: a few taken in one pass, many by ranges (``_exact_span_batches``)."""
         first, last = self._span(rows.start, rows.stop)
         offsets = np.asarray(candidates, np.int64)
-        lo, hi = np.searchsorted(offsets, [first, last])  # (sorted: no pass over a million)
-        offsets = self.live_among(offsets[lo:hi])
+        offsets = self.live_among(_within(offsets, first, last))  # (sorted: no pass over a million)
         if exact and rows.most is not None:  # (the consumer uses no more: a limit's rows)
             offsets = offsets[: rows.most]
         many = len(offsets) > CANDIDATE_SHARE * max(last - first, 1)
@@ -135,7 +134,7 @@ class CandidateReads:
             _within(np.asarray(excluded, np.int64), first, last), _within(self.deleted, first, last)
         )
         if rows.most is not None:  # (the consumer uses no more: a limit's rows)
-            last = min(last, int(_physical_of_rank(first, holes, np.array([rows.most]))[0]))
+            last = min(last, int(sets.nth_without(first, holes, np.array([rows.most]))[0]))
             holes = _within(holes, first, last)
         if last - first > len(holes):
             yield from self._exact_span_batches(rows, first, last, holes)
@@ -154,10 +153,9 @@ class CandidateReads:
         schema = rows.schema()
         count = last - first - len(holes)
         for at in range(0, count, group):
-            ends = _physical_of_rank(first, holes, np.array([at, min(count, at + group) - 1]))
+            ends = sets.nth_without(first, holes, np.array([at, min(count, at + group) - 1]))
             start, stop = int(ends[0]), int(ends[1]) + 1
-            lo, hi = np.searchsorted(holes, [start, stop])
-            inside = holes[lo:hi]
+            inside = _within(holes, start, stop)
             chosen: np.ndarray | range = range(start, stop)
             if len(inside) <= (1 - DENSE_SHARE) * (stop - start):  # the range read, its holes dropped
                 fetched = self.read_range(rows.fields, start, stop, last)
@@ -166,7 +164,7 @@ class CandidateReads:
                     keep[inside - start] = False
                     mask = pa.array(keep)
                     fetched = [column.filter(mask) for column in fetched]
-                    chosen = sets.range_without(start, stop, inside)
+                    chosen = np.flatnonzero(keep) + start  # (the mask's rows: one mask, not two)
             else:
                 chosen = sets.range_without(start, stop, inside)
                 fetched = self._fetch_matches(rows.fields, chosen - start, start, stop)
@@ -179,15 +177,6 @@ def _within(values: np.ndarray, start: int, stop: int) -> np.ndarray:
     """The sorted ``values`` in [start, stop), as int64."""
     lo, hi = np.searchsorted(values, [start, stop])
     return np.asarray(values[lo:hi], np.int64)
-
-
-def _physical_of_rank(first: int, holes: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-    """The physical offsets of the rows of ranks ``ranks`` among the rows from ``first`` on that
-    are not ``holes`` (sorted): a row lies past every hole h_i with h_i - first - i <= its rank."""
-    if not len(holes):
-        return ranks + first
-    before = holes - first - np.arange(len(holes))
-    return ranks + first + np.searchsorted(before, ranks, side="right")
 
 
 def _candidate_ranks(offsets: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:

@@ -129,9 +129,8 @@ class Snapshot:
                 yield from reader.batches(rows)
             elif index is not None and index.exact and (excluded := index.excluded(frag.id)) is not None:
                 yield from reader.exact_batches_except(rows, excluded)  # (most rows: never listed)
-            elif (candidates := _candidates(plan, frag.id)) is not None:
-                exact = bool(getattr(_index_of(plan), "exact", False))
-                yield from reader.candidate_batches(rows, plan[1], plan[0], candidates, exact)
+            elif index is not None and (candidates := index.candidates(frag.id)) is not None:
+                yield from reader.candidate_batches(rows, plan[1], plan[0], candidates, index.exact)
             else:
                 yield from reader.filtered_batches(rows, plan[1], plan[0])
         finally:
@@ -141,9 +140,3 @@ class Snapshot:
 def _index_of(plan: tuple) -> Any:
     """A filter plan's index part (``query.index_plan.IndexPlan``), None without one."""
     return plan[2] if len(plan) > 2 else None
-
-
-def _candidates(plan: tuple, fragment_id: int) -> np.ndarray | None:
-    """The candidate offsets a filter plan's index part gives for a fragment (None: scan it)."""
-    index = _index_of(plan)
-    return None if index is None else index.candidates(fragment_id)
