@@ -125,8 +125,10 @@ def test_pages_stored_raw_among_compressed_ones_decode_together():
     strings in order (the compressed pages around the raw one still decode as one run)."""
     rng = np.random.default_rng(5)
     words = [b"lance ", b"item-", b"0042", b"\xff", b"format "]
-    pages = [[b"".join(words[j] for j in rng.integers(0, 5, int(k))) for k in rng.integers(0, 30, 700)]
-             for _ in range(6)]
+    pages = [
+        [b"".join(words[j] for j in rng.integers(0, 5, int(k))) for k in rng.integers(0, 30, 700)]
+        for _ in range(6)
+    ]
     tables, offsets, chunks, cuts, at = [], [0], [], [0], 0
     for i, strings in enumerate(pages):
         page_offsets, data = _arrays(strings)
@@ -419,3 +421,21 @@ def test_repeated_strings_write_the_same_file_as_tokenising_each(tmp_path, monke
     (a,), (b,) = (glob.glob(str(tmp_path / d / "data" / "*.lance")) for d in ("once", "each"))
     assert open(a, "rb").read() == open(b, "rb").read()
     assert lance.dataset(str(tmp_path / "once")).to_table().equals(table)
+
+
+@pytest.mark.parametrize("block, share, ride", [(64, 0.9, 16), (7, 0.0, 1), (1000, 0.5, 3)])
+def test_finished_segments_riding_along_change_no_byte(tmp_path, monkeypatch, block, share, ride):
+    """The tokeniser keeps finished segments in its step arrays for a while (their codes placed,
+    then overwritten): whatever the block size, the share of finished segments tolerated and the
+    steps between drops, the data file is byte for byte the default one, which pylance reads back
+    (strings of 1-400 bytes: segments finish at every step, some cut at 256 bytes)."""
+    table = pa.table({"s": _text(20_000, 11, words_per_value=(0, 60))})
+    lance_fw.write_dataset(table, str(tmp_path / "default"), data_storage_version="2.2")
+    monkeypatch.setattr(fsst_encode, "BLOCK_SEGMENTS", block)
+    monkeypatch.setattr(fsst_encode, "FINISHED_SHARE", share)
+    monkeypatch.setattr(fsst_encode, "MAX_RIDE", ride)
+    lance_fw.write_dataset(table, str(tmp_path / "varied"), data_storage_version="2.2")
+    (a,), (b,) = (glob.glob(str(tmp_path / d / "data" / "*.lance")) for d in ("default", "varied"))
+    assert open(a, "rb").read() == open(b, "rb").read()
+    assert_tables_equal(table, lance.dataset(str(tmp_path / "varied")).to_table())
+    assert {c for _, c in value_encodings(str(tmp_path / "varied"))} == {"fsst"}

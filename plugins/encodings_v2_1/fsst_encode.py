@@ -216,49 +216,83 @@ def _lookup(book: Codebook, word: np.ndarray) -> np.ndarray:
     return code
 
 
+#: Share of a block's tracked segments that may have finished before they are dropped from the
+#: step arrays. Dropping costs three boolean selections (about a lookup's work per segment) and a
+#: few percent of segments finish each step, so a finished segment rides along a few steps,
+#: looking up the zeros past the data, rather than being dropped at once (10-15% of a page).
+FINISHED_SHARE = 0.125
+#: Most steps between two drops: bounds how far a finished segment reads into the zero pad.
+MAX_RIDE = 16
+#: ``end`` of a finished segment: no token reaches it.
+_FINISHED = np.iinfo(np.int64).max
+
+
 def _tokenise(book: Codebook, data: np.ndarray, segments: Segments) -> Tokens:
     """``data``'s segments tokenised: every segment advances one token per step; the segments
     go in blocks of BLOCK_SEGMENTS.
 
-    Each step keeps its codes and which segments it advanced; at the end every segment's token
-    count gives where its tokens go, and each step's codes are placed at once. (Marking codes in
-    an array as long as the data and picking them out by ``flatnonzero`` cost more: a pass over
-    every byte of an 8 MiB page.)"""
-    window = np.ndarray((data.size + 1,), "V8", _windows(data).base, 0, (1,))  # fast to gather
+    Each step keeps its codes and the segments it advanced; a segment's token count is the step
+    it finished at, and once every count is known each step's codes are placed at once. (Marking
+    codes in an array as long as the data and picking them out by ``flatnonzero`` cost more: a
+    pass over every byte of an 8 MiB page.) A finished segment moves to the zero pad past the
+    data and stays in the step arrays until FINISHED_SHARE of them have finished (or MAX_RIDE
+    steps): the codes it gets there are placed too, at its later steps, so they fall on tokens
+    of the segments after it, which steps placed later, last step first, overwrite."""
     n_seg = segments.start.size
+    pad_at = data.size + 1  # where finished segments read (a 1-byte token of zeros a step)
+    padded = np.zeros(pad_at + MAX_RIDE + 2 * MAX_SYMBOL_LEN, np.uint8)
+    padded[: data.size] = data
+    window = np.ndarray((pad_at + MAX_RIDE + MAX_SYMBOL_LEN,), "V8", padded, 0, (1,))  # fast to gather
     steps: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # Tokens.steps
+    counts = np.zeros(n_seg, np.int64)
     for first in range(0, n_seg, BLOCK_SEGMENTS):
         pos = segments.start[first : first + BLOCK_SEGMENTS]
-        end = segments.end[first : first + BLOCK_SEGMENTS]
+        end = segments.end[first : first + BLOCK_SEGMENTS].copy()  # finished ones are marked
         seg = np.arange(first, first + pos.size)
-        step = 0
-        while pos.size:
+        live = pos.size  # segments not finished (every segment has a byte: at least one step)
+        step = riding = 0
+        while live:
             word = window[pos].view(np.int64)
             code = _lookup(book, word)
             after = pos + book.token_lengths[code]
-            # a token reaching past its segment's end: looked up again with the bytes past the
-            # end as 0 (what every token's window once was: masking all cost 4 numpy steps; a
-            # token within the end is the same either way, as it matches the same bytes)
-            over = np.flatnonzero(after > end)
-            if over.size:
-                near = word[over] & _IMASKS[end[over] - pos[over]]
-                code[over] = _lookup(book, near)
-                after[over] = pos[over] + book.token_lengths[code[over]]
+            finished = np.flatnonzero(after >= end)
+            if finished.size:
+                # a token reaching past its segment's end: looked up again with the bytes past
+                # the end as 0 (what every token's window once was: masking all cost 4 numpy
+                # steps; a token within the end is the same either way, as it matches the same
+                # bytes)
+                over = finished[after[finished] > end[finished]]
+                if over.size:
+                    near = word[over] & _IMASKS[end[over] - pos[over]]
+                    code[over] = _lookup(book, near)
+                    after[over] = pos[over] + book.token_lengths[code[over]]
+                    finished = finished[after[finished] == end[finished]]
             steps[first, step] = seg, pos, code.astype(np.uint8)
-            more = after < end
-            pos, end, seg = after[more], end[more], seg[more]
             step += 1
-    counts = (
-        np.bincount(np.concatenate([seg for seg, _, _ in steps.values()]), minlength=n_seg)
-        if steps
-        else np.zeros(0, np.int64)
-    )
+            if finished.size:
+                counts[seg[finished]] = step
+                after[finished] = pad_at
+                end[finished] = _FINISHED
+                live -= finished.size
+            pos = after
+            riding += 1
+            if live and (pos.size - live > FINISHED_SHARE * pos.size or riding == MAX_RIDE):
+                keep = end != _FINISHED
+                pos, end, seg = pos[keep], end[keep], seg[keep]
+                riding = 0
     seg_first = np.zeros(n_seg + 1, np.int64)
     np.cumsum(counts, out=seg_first[1:])
-    codes = np.empty(int(seg_first[-1]), np.uint8)
-    for (_, step), (seg, _, code) in steps.items():
-        codes[seg_first[seg] + step] = code
-    return Tokens(codes, seg_first, steps)
+    total = int(seg_first[-1])
+    # a finished segment's codes at step k land at most k places past the last token
+    codes = np.empty(total + max((k for _, k in steps), default=0) + 1, np.uint8)
+    firsts: dict[int, np.ndarray] = {}  # steps between two drops share their segment array
+    for block_first, step in sorted(steps, key=lambda key: -key[1]):
+        seg, _, code = steps[block_first, step]
+        at = firsts.get(id(seg))
+        if at is None:
+            at = firsts[id(seg)] = seg_first[seg]
+        codes[at + step] = code
+    return Tokens(codes[:total], seg_first, steps)
 
 
 #: Strings of a page from which it is checked for repeated strings, which are then tokenised once:
