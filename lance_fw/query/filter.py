@@ -17,6 +17,8 @@ checks row for row:
 - ``CAST(int_or_decimal_column AS int_or_decimal) <op> literal`` compares the column itself when
   the literal fits its type (DataFusion's unwrap-cast rewrite: for dec = 2.5, ``CAST(dec AS INT) = 2``
   is false).
+- an AND / OR of two IN lists over one expression is folded first, as DataFusion folds it
+  (``in_lists``): ``NOT (d IN (1) AND d IN (0))`` keeps the rows where d is NULL.
 
 The dialect (parser, token checks, operator tables) is ``dialect``'s, shared with projections,
 ``update`` and ``add_columns``; the visitor dispatches on sqlglot's node types through
@@ -39,7 +41,7 @@ import pyarrow.acero as acero
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from lance_fw.query import coercion, filter_regex, float_math, float_order, visitors
+from lance_fw.query import coercion, filter_regex, float_math, float_order, in_lists, visitors
 from lance_fw.query import filter_functions as functions
 from lance_fw.query.dialect import (
     ARITHMETIC,
@@ -99,7 +101,7 @@ def _parse_filter_cached(text: str, schema: pa.Schema) -> pc.Expression:
 
 def _parse_filter(text: str, schema: pa.Schema) -> pc.Expression:
     visitor = _Visitor(schema, text)
-    expression = visitor.visit(parse_where(text, FilterError))
+    expression = visitor.visit(in_lists.fold_in_lists(parse_where(text, FilterError), visitor))
     t = visitor.type_of(expression)
     if not (pa.types.is_boolean(t) or pa.types.is_null(t)):
         raise FilterError(f"filter {text!r} is a {t} expression, not a boolean one")
@@ -248,23 +250,7 @@ class _Visitor:
         if not values:
             raise self.fail(node, "needs at least one value")
         if all(self.is_literal(v) for v in values):
-            if self.is_column(node.this) and len(column_path(node.this)) > 1:
-                # pylance reads a struct child as ``get_field(...)``, a computed value: DataFusion
-                # coerces it and the IN list to their common type, so a float32 child IN (0.1)
-                # is compared in float64 (unlike ``=``, where the literal takes the child's type)
-                column, t = self.column(node.this)
-                scalars = [self.loose_literal(v, t) for v in values]
-                wider = coercion.common_numeric(t, [s.type for s in scalars if s.is_valid])
-                if wider is not None:
-                    column, t = column.cast(wider), wider
-                    scalars = [s.cast(wider) for s in scalars]
-            elif self.is_column(node.this):
-                column, t = self.column(node.this)
-                scalars = [self.literal(v, t) for v in values]
-            else:
-                column = self.visit_value(node.this)
-                t = self.type_of(column)
-                scalars = [self.loose_literal(v, t) for v in values]
+            column, t, scalars = in_lists.list_scalars(self, node)
             if pa.types.is_float16(t):  # compared in float32, as ``compare_literal`` does
                 column, t = column.cast(coercion.WIDE), coercion.WIDE
                 scalars = [coercion.half_scalar(s) for s in scalars]

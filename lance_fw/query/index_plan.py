@@ -41,6 +41,7 @@ from lance_fw.query import coercion
 from lance_fw.query.address_sets import AddressSet
 from lance_fw.query.dialect import column_path, parse_where, unwrap
 from lance_fw.query.filter import filter_visitor
+from lance_fw.query.in_lists import fold_in_lists
 from lance_fw.query.index_text import merge_ranges, query_text
 from lance_fw.table.index_list import SCALAR_TYPES
 from lance_fw.table.index_paths import quoted_path
@@ -324,7 +325,7 @@ def index_tree(snapshot: Snapshot, text: str) -> tuple[Tree, bool] | None:
         return None
     try:
         planner = _Planner(snapshot, text, handles)
-        tree, complete = planner.plan(parse_where(text))
+        tree, complete = planner.plan(fold_in_lists(parse_where(text), planner.visitor))
     except LanceError:
         return None  # the filter's own parse reports the error
     return None if tree is None else (tree, complete)
