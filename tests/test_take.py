@@ -70,7 +70,9 @@ def test_take_row_paths_equal_pylance(uri, name, version, writer):
     rng = np.random.default_rng(len(name))
     for indices in (np.sort(rng.choice(live, 12, replace=False)),          # a few rows: row by row
                     rng.integers(0, live, 40)[::-1],                        # unsorted, repeats
-                    np.arange(0, live, 2)):                                 # dense: whole pages
+                    np.arange(0, live, 2),                                  # dense: whole chunks
+                    np.arange(1, live, 9),                                  # 1 in 9: row by row
+                    np.arange(live // 3, min(live, live // 3 + 3000))):     # a run: chunks searched
         indices = indices.tolist()
         assert_tables_equal(lance.dataset(uri).take(indices), lance_fw.dataset(uri).take(indices))
 

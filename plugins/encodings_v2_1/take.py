@@ -197,12 +197,24 @@ def check_items(layout: pb.MiniBlockLayout, page: PageInput) -> None:
         )
 
 
+#: Rows per chunk above which ``choose_chunks`` finds each chunk's rows rather than each row's chunk.
+ROWS_PER_CHUNK_SEARCH = 8
+
+
 def choose_chunks(
     ends: np.ndarray, counts: np.ndarray, rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The chunks (values ``counts``, the last value of each before ``ends``) holding ``rows``
     (sorted, distinct): (the chosen chunks, each row's chunk among them, each row's place in
     its chunk)."""
+    if len(rows) > len(ends) // ROWS_PER_CHUNK_SEARCH and len(rows) > 1:
+        # many rows: each chunk's rows found by searching its end among them, not each row
+        # among the ends (199k rows of 1024 chunks: 2.4 ms -> 0.3)
+        per_chunk = np.diff(np.searchsorted(rows, ends), prepend=0)
+        if per_chunk.sum() == len(rows):  # (else a row past the last chunk: the search below)
+            chosen = np.flatnonzero(per_chunk)
+            k = np.repeat(np.arange(len(chosen)), per_chunk[chosen])
+            return chosen, k, rows - (ends - counts)[chosen[k]]
     chunk_of = np.searchsorted(ends, rows, side="right")
     within = rows - ends[chunk_of] + counts[chunk_of]
     if len(rows) == 1:
@@ -213,13 +225,23 @@ def choose_chunks(
     return chunk_of[new_chunk], np.cumsum(new_chunk) - 1, within
 
 
+#: Share of their chunks' values above which taken rows are decoded with their chunks whole
+#: rather than one by one (``levels_at``): a bitpacked value unpacked alone costs ~55 ns, a
+#: chunk's whole ~5-8 ns a value (199k rows in a row of a 1M-row page: 55 -> 14 ms a column).
+PER_VALUE_MAX_SHARE = 1 / 8
+
+
 def levels_at(run: layouts.ChunkRun, chunk: np.ndarray, within: np.ndarray) -> PageLevels | None:
     """Levels of only the rows ``within[i]`` of chunk ``chunk[i]`` of ``run``, one level and one
     value per row (a layout without repetition): a take of a few rows builds, validates and copies
     those rows, not every row of their chunks.
-    None where the values' encoding has no such path (``chunked.decode_chunk_values_at``)."""
+    None where the values' encoding has no such path (``chunked.decode_chunk_values_at``), or
+    where the rows are more than ``PER_VALUE_MAX_SHARE`` of their chunks' values (the caller
+    decodes the chunks whole)."""
     # callers hand over layouts without repetition: the chunk headers hold no repetition sizes
     layout, data, counts, dictionary, where = run.layout, run.data, run.counts, run.dictionary, run.where
+    if len(chunk) > PER_VALUE_MAX_SHARE * int(np.sum(counts)):
+        return None
     chunks, plain = run.parsed(dictionary is None)
     enc = layout.value_compression
     if plain is not None:
