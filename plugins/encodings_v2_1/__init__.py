@@ -93,7 +93,11 @@ class PageLayoutDecoder:
             built = repdef.build(levels, page.arrow_type, page.where)
             if positions is None:
                 return built  # exactly the rows asked for: no take, so the reader's validation is enough
-            return validate_decoded(built, page.where).take(pa.array(positions))
+            built = validate_decoded(built, page.where)
+            first = int(positions[0])
+            if int(positions[-1]) - first + 1 == len(positions):  # a run of rows (sorted, distinct)
+                return built.slice(first, len(positions))
+            return built.take(pa.array(positions))
         if kind == "full_zip_layout":
             return repdef.build(
                 take.full_zip_rows(layout.full_zip_layout, page, rows), page.arrow_type, page.where

@@ -161,6 +161,8 @@ def mini_block_rows(
         one = point.one_row(layout, page, int(rows[0]), table)
         if one is not None:
             return one, None
+    if len(rows) > RUN_MIN_ROWS and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
+        return _run_of_rows(layout, page, int(rows[0]), len(rows), table, dictionary)
     data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, rows, table)
     run = layouts.ChunkRun(layout, data, local_starts, sizes, counts, dictionary, where)
     compact = levels_at(run, k, within)
@@ -171,6 +173,35 @@ def mini_block_rows(
     levels, _ = layouts.chunk_levels(run, 0, needed=positions)
     levels.num_rows = int(before[-1])
     return levels, positions
+
+
+#: Rows in a row above which a take decodes the chunks from the first row's to the last's whole
+#: and hands back where the rows start among them, with no work per row (an index's answer
+#: ``id BETWEEN 1000 AND 200000`` read from a 1M-row page: 199k rows a column).
+RUN_MIN_ROWS = 1024
+
+
+def _run_of_rows(
+    layout: pb.MiniBlockLayout,
+    page: PageInput,
+    first: int,
+    n: int,
+    table: ChunkTable,
+    dictionary: DecodedValues | None,
+) -> tuple[PageLevels, np.ndarray]:
+    """Rows ``first`` to ``first + n`` of a page without repetition (``mini_block_rows``)."""
+    check_items(layout, page)
+    if first + n > int(table.ends[-1]):
+        raise IndexError(f"row {first + n - 1} of a page of {int(table.ends[-1])} rows")
+    lo, hi = np.searchsorted(table.ends, [first, first + n - 1], side="right")
+    chosen = np.arange(lo, hi + 1)
+    data, local_starts = _read_chunks(page, table.starts[chosen], table.sizes[chosen])
+    counts = table.counts[chosen]
+    run = layouts.ChunkRun(layout, data, local_starts, table.sizes[chosen], counts, dictionary, page.where)
+    levels, _ = layouts.chunk_levels(run, 0)
+    levels.num_rows = int(counts.sum())
+    at = first - int(table.ends[lo] - table.counts[lo])
+    return levels, np.arange(at, at + n)
 
 
 def _chosen_chunks(
