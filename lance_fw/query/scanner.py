@@ -335,9 +335,13 @@ class LanceScanner:
         batches, across fragments, until each holds ``batch_size`` rows or more. A ``stream``
         (``first_batch`` given) keeps none of these boundaries: its consumer may stop after any
         batch, and joining a filter's matches up to ``batch_size`` read on until they filled it
-        (DuckDB's ``SELECT * ... WHERE category = 7 LIMIT 10`` read the whole table)."""
+        (DuckDB's ``SELECT * ... WHERE category = 7 LIMIT 10`` read the whole table). ``whole``
+        (``to_table``) keeps none either: a table's chunks are no batches a caller sees, and
+        joining 98% of a 2M-row table's 32-float vectors into batches copied 256 MB once more."""
         if first_batch is not None:
             return (batch for _, batch in self._pieces(whole, first_batch))
+        if whole and self._plan is None:  # (a table: its chunks are no batches anybody sees)
+            return (batch for _, batch in self._pieces(whole))
         if self._plan is None:
             return rechunk(self._pieces(whole), self.batch_size)
         # with a limit, the first probe is the first batch's rows: the scan may end there
@@ -348,7 +352,7 @@ class LanceScanner:
             return kept
         filter_ids = {f.id for f in self._plan.fields}
         late = any(_materialised_late(f) for f in self._fields if f.id not in filter_ids)
-        if late:
+        if late and not whole:  # (joining a table's matches copied every late column once more)
             return coalesce(kept, self.batch_size)
         return kept
 
