@@ -75,8 +75,8 @@ def test_index_range_equals_pylance(path, where):
 def test_run_path_is_taken(path, monkeypatch):
     """The run path runs here (else the takes above check only the row-by-row one)."""
     runs = []
-    run_of_rows = take._run_of_rows
-    monkeypatch.setattr(take, "_run_of_rows", lambda *a: runs.append(1) or run_of_rows(*a))
+    run_chunks = take._run_chunks
+    monkeypatch.setattr(take, "_run_chunks", lambda *a: runs.append(1) or run_chunks(*a))
     lance_fw.dataset(path).take(np.arange(1000, 13_000))
     assert runs
 

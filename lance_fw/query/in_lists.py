@@ -151,21 +151,21 @@ def _fold_pair(node: exp.And | exp.Or, v: Visitor) -> exp.Expression | None:
     if l_found is None or r_found is None or l_found[0] != r_found[0]:
         return None
     l_keys, r_keys = l_found[1], r_found[1]
+    in_left, in_right = set(l_keys), set(r_keys)
     l_items = list(zip(l_keys, l_list.expressions, strict=True))
     r_items = list(zip(r_keys, r_list.expressions, strict=True))
     if isinstance(node, exp.Or):
         if not (l_negated and r_negated):
             return None
-        return _in_list(l_list, [item for key, item in l_items if key in set(r_keys)], True)
+        return _in_list(l_list, [item for key, item in l_items if key in in_right], True)
     if not l_negated and not r_negated:
-        return _in_list(l_list, [item for key, item in l_items if key in set(r_keys)], False)
+        return _in_list(l_list, [item for key, item in l_items if key in in_right], False)
     if l_negated and r_negated:
-        seen = set(l_keys)
-        union = [item for _, item in l_items] + [item for key, item in r_items if key not in seen]
+        union = [item for _, item in l_items] + [item for key, item in r_items if key not in in_left]
         return _in_list(l_list, union, True)
     if r_negated:
-        return _in_list(l_list, [item for key, item in l_items if key not in set(r_keys)], False)
-    return _in_list(r_list, [item for key, item in r_items if key not in set(l_keys)], False)
+        return _in_list(l_list, [item for key, item in l_items if key not in in_right], False)
+    return _in_list(r_list, [item for key, item in r_items if key not in in_left], False)
 
 
 def _in_list(template: exp.In, items: list[exp.Expression], negated: bool) -> exp.Expression:

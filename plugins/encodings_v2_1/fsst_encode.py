@@ -157,11 +157,12 @@ def _segments(offsets: np.ndarray, piece: int) -> Segments:
     return Segments(seg_start, np.minimum(seg_start + piece, np.repeat(ends, pieces)), of_string)
 
 
-def _windows(data: np.ndarray) -> np.ndarray:
-    """``w[p]``: the 8 bytes from position p as a little-endian int64 (zeros past the end)."""
-    padded = np.zeros(data.size + MAX_SYMBOL_LEN, np.uint8)
+def _windows(data: np.ndarray, extra: int = 0) -> np.ndarray:
+    """``w[p]``: the 8 bytes from position p as a little-endian int64 (zeros past the end), for
+    p up to ``data.size + extra``."""
+    padded = np.zeros(data.size + extra + MAX_SYMBOL_LEN, np.uint8)
     padded[: data.size] = data
-    return np.ndarray((data.size + 1,), "<i8", padded, 0, (1,))
+    return np.ndarray((data.size + extra + 1,), "<i8", padded, 0, (1,))
 
 
 @dataclass(frozen=True)
@@ -240,9 +241,8 @@ def _tokenise(book: Codebook, data: np.ndarray, segments: Segments) -> Tokens:
     of the segments after it, which steps placed later, last step first, overwrite."""
     n_seg = segments.start.size
     pad_at = data.size + 1  # where finished segments read (a 1-byte token of zeros a step)
-    padded = np.zeros(pad_at + MAX_RIDE + 2 * MAX_SYMBOL_LEN, np.uint8)
-    padded[: data.size] = data
-    window = np.ndarray((pad_at + MAX_RIDE + MAX_SYMBOL_LEN,), "V8", padded, 0, (1,))  # fast to gather
+    words = _windows(data, 1 + MAX_RIDE)
+    window = np.ndarray(words.shape, "V8", words.base, 0, (1,))  # fast to gather
     steps: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # Tokens.steps
     counts = np.zeros(n_seg, np.int64)
     for first in range(0, n_seg, BLOCK_SEGMENTS):

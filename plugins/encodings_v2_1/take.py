@@ -162,16 +162,19 @@ def mini_block_rows(
         if one is not None:
             return one, None
     if len(rows) > RUN_MIN_ROWS and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
-        return _run_of_rows(layout, page, int(rows[0]), len(rows), table, dictionary)
-    data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, rows, table)
-    run = layouts.ChunkRun(layout, data, local_starts, sizes, counts, dictionary, where)
-    compact = levels_at(run, k, within)
-    if compact is not None:
-        return compact, None
-    before = exclusive_cumsum(counts)  # one value per row: its place among the chosen chunks' values
-    positions = before[k] + within
+        data, local_starts, sizes, counts, positions = _run_chunks(
+            layout, page, int(rows[0]), len(rows), table
+        )
+        run = layouts.ChunkRun(layout, data, local_starts, sizes, counts, dictionary, where)
+    else:
+        data, local_starts, sizes, counts, k, within = _chosen_chunks(layout, page, rows, table)
+        run = layouts.ChunkRun(layout, data, local_starts, sizes, counts, dictionary, where)
+        compact = levels_at(run, k, within)
+        if compact is not None:
+            return compact, None
+        positions = exclusive_cumsum(counts)[k] + within  # each row's place among the chunks' values
     levels, _ = layouts.chunk_levels(run, 0, needed=positions)
-    levels.num_rows = int(before[-1])
+    levels.num_rows = int(np.sum(counts))
     return levels, positions
 
 
@@ -181,27 +184,20 @@ def mini_block_rows(
 RUN_MIN_ROWS = 1024
 
 
-def _run_of_rows(
-    layout: pb.MiniBlockLayout,
-    page: PageInput,
-    first: int,
-    n: int,
-    table: ChunkTable,
-    dictionary: DecodedValues | None,
-) -> tuple[PageLevels, np.ndarray]:
-    """Rows ``first`` to ``first + n`` of a page without repetition (``mini_block_rows``)."""
+def _run_chunks(
+    layout: pb.MiniBlockLayout, page: PageInput, first: int, n: int, table: ChunkTable
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The chunks holding rows ``first`` to ``first + n`` of a page without repetition, read and
+    laid end to end: (their bytes, where each starts there, their sizes, their value counts, each
+    row's place among their values), as ``_chosen_chunks`` with no work per row."""
     check_items(layout, page)
     if first + n > int(table.ends[-1]):
         raise IndexError(f"row {first + n - 1} of a page of {int(table.ends[-1])} rows")
     lo, hi = np.searchsorted(table.ends, [first, first + n - 1], side="right")
     chosen = np.arange(lo, hi + 1)
     data, local_starts = _read_chunks(page, table.starts[chosen], table.sizes[chosen])
-    counts = table.counts[chosen]
-    run = layouts.ChunkRun(layout, data, local_starts, table.sizes[chosen], counts, dictionary, page.where)
-    levels, _ = layouts.chunk_levels(run, 0)
-    levels.num_rows = int(counts.sum())
     at = first - int(table.ends[lo] - table.counts[lo])
-    return levels, np.arange(at, at + n)
+    return data, local_starts, table.sizes[chosen], table.counts[chosen], np.arange(at, at + n)
 
 
 def _chosen_chunks(
