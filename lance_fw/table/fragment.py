@@ -37,6 +37,9 @@ VARIABLE_TAKE_SHARE = 1 / 4
 #: handoff costs ~0.1 ms; a column's take of this many rows, milliseconds).
 PARALLEL_TAKE_ROWS = 4096
 TAKE_POOL = "take-columns"
+#: Rows of a probe most of which match from which its columns are filtered side by side on
+#: ``TAKE_POOL`` (``_dense_batches``; a filter of 262144 8-byte values takes ~0.3 ms).
+PARALLEL_FILTER_ROWS = 16384
 #: The pool of takes from an object store, and its threads: they wait on round trips, not cores.
 TAKE_IO_POOL, TAKE_IO_THREADS = "take-fetches", 8
 
@@ -409,7 +412,7 @@ class FragmentReader(CandidateReads):
             )
             if isinstance(found, DenseMatches):
                 yield from self._dense_batches(
-                    rows, filter_ids, probe, found, others, schema, start, stop, alone
+                    rows, filter_ids, probe, found, others, schema, (start, stop, last), alone
                 )
                 continue
             hits = np.asarray(matcher(probe) if found is None else found, np.int64)
@@ -446,16 +449,38 @@ class FragmentReader(CandidateReads):
         found: DenseMatches,
         others: list[LanceField],
         schema: pa.Schema,
-        start: int,
-        stop: int,
+        span: tuple[int, int, int],
         alone: bool,
     ) -> Iterator[pa.RecordBatch]:
         """``filtered_batches``' batches of a probe of physical rows [start, stop), none of them
-        deleted, most of which match: the other columns read as a range and filtered by the mask."""
-        fetched = [column.filter(found.mask) for column in self.read_range(others, start, stop, alone=alone)]
+        deleted, most of which match (``span``: start, stop and the row the read goes on to): the
+        other columns read as a range and every column asked for filtered by the mask.
+
+        Why read the other columns as a scan (up to the read's last row): a filter most rows pass
+        reads them all, and the scan's queue decodes the next probe's pages while this thread
+        filters (read probe by probe, the decoding threads idled meanwhile). Why filter side by
+        side: Arrow's ``filter`` releases the GIL, and one after another they were a third of the
+        reading thread's time. A 2-column ``category != 7`` scan of pylance's 8192-row pages:
+        81 -> 69 ms median (interleaved A/B)."""
+        start, stop, last = span
+        read = self.read_range(others, start, stop, until=last, alone=alone)
+        kept = [probe.column(filter_ids.index(f.id)) for f in rows.fields if f.id in filter_ids]
+        columns = read + kept
+        mask = found.mask
+        if len(columns) > 1 and len(mask) >= PARALLEL_FILTER_ROWS:
+            filtered = list(pools.pool(TAKE_POOL).map(lambda column: column.filter(mask), columns))
+        else:
+            filtered = [column.filter(mask) for column in columns]
         first_rank = int(self._live_ranks(np.array([start], np.int64))[0])
         yield from dense_matched_batches(
-            rows.fields, filter_ids, probe, found.mask, fetched, schema, first_rank, rows.batch_size
+            rows.fields,
+            filter_ids,
+            filtered[len(read) :],
+            mask,
+            filtered[: len(read)],
+            schema,
+            first_rank,
+            rows.batch_size,
         )
 
     def _submit_takes(

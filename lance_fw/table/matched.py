@@ -55,7 +55,7 @@ def matched_batches(
 def dense_matched_batches(
     fields: list[LanceField],
     filter_ids: list[int],
-    probe: pa.RecordBatch,
+    kept: list[pa.Array],
     mask: pa.BooleanArray,
     fetched: list[pa.Array],
     schema: pa.Schema,
@@ -63,16 +63,14 @@ def dense_matched_batches(
     batch_size: int,
 ) -> Iterator[pa.RecordBatch]:
     """``matched_batches`` for a probe of live rows most of which match, given the filter's
-    ``mask`` over the probe instead of the matches' indices (``matcher.DenseMatches``): the filter's
-    columns filtered from ``probe``, the other fields' already in ``fetched``, no row columns.
-    ``first_rank``: the probe's first row's rank among the rows the windows count; a window's
-    end is found by counting the mask's trues before it."""
+    ``mask`` over the probe instead of the matches' indices (``matcher.DenseMatches``): the
+    fields of the filter's columns already filtered in ``kept`` (in ``fields`` order), the other
+    fields' in ``fetched``, no row columns. ``first_rank``: the probe's first row's rank among
+    the rows the windows count; a window's end is found by counting the mask's trues before it."""
     others = [f.id for f in fields if f.id not in filter_ids]
     by_id = dict(zip(others, fetched))
-    arrays = [
-        probe.column(filter_ids.index(f.id)).filter(mask) if f.id in filter_ids else by_id[f.id]
-        for f in fields
-    ]
+    in_filter = iter(kept)
+    arrays = [next(in_filter) if f.id in filter_ids else by_id[f.id] for f in fields]
     out = pa.RecordBatch.from_arrays(arrays, schema=schema)
     if not len(mask):
         return
