@@ -156,17 +156,25 @@ class PageInput:
         return self.buffers.size(i) if isinstance(self.buffers, PageBuffers) else len(self.buffers[i])
 
     def read_parts(self, parts: Sequence[tuple[int, int, int]]) -> list[memoryview]:
-        """Pieces ``(buffer index, offset, length)`` of the page's buffers, in the order asked."""
-        if isinstance(self.buffers, PageBuffers):
-            return self.buffers.read_parts(parts)
+        """Pieces ``(buffer index, offset, length)`` of the page's buffers, in the order asked.
+        (Buffers in memory are checked here without ``buffer_size``: a scan's run of pages asks
+        this of every page.)"""
+        buffers = self.buffers
+        if isinstance(buffers, PageBuffers):
+            return buffers.read_parts(parts)
         out = []
         for index, offset, length in parts:
-            if offset < 0 or length < 0 or offset + length > self.buffer_size(index):
+            if not 0 <= index < len(buffers):
+                raise CorruptFileError(
+                    self.where, f"the page has {len(buffers)} buffers, buffer {index} was asked for"
+                )
+            buffer = memoryview(buffers[index])
+            if offset < 0 or length < 0 or offset + length > len(buffer):
                 raise CorruptFileError(
                     self.where,
                     f"bytes [{offset}, {offset + length}) of page buffer {index} lie outside the buffer",
                 )
-            out.append(memoryview(self.buffers[index])[offset : offset + length])
+            out.append(buffer[offset : offset + length])
         return out
 
 
