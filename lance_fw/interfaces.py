@@ -149,11 +149,16 @@ class PageInput:
     key: tuple[int, int, int] | None = None
 
     def buffer_size(self, i: int) -> int:
-        if i >= len(self.buffers):
+        self._check_buffer(i)
+        return self.buffers.size(i) if isinstance(self.buffers, PageBuffers) else len(self.buffers[i])
+
+    def _check_buffer(self, i: int) -> None:
+        """Raise ``CorruptFileError`` naming the page unless it has a buffer ``i`` (a negative
+        ``i`` included: Python's indexing would wrap it around to another buffer)."""
+        if not 0 <= i < len(self.buffers):
             raise CorruptFileError(
                 self.where, f"the page has {len(self.buffers)} buffers, buffer {i} was asked for"
             )
-        return self.buffers.size(i) if isinstance(self.buffers, PageBuffers) else len(self.buffers[i])
 
     def read_parts(self, parts: Sequence[tuple[int, int, int]]) -> list[memoryview]:
         """Pieces ``(buffer index, offset, length)`` of the page's buffers, in the order asked.
@@ -164,10 +169,7 @@ class PageInput:
             return buffers.read_parts(parts)
         out = []
         for index, offset, length in parts:
-            if not 0 <= index < len(buffers):
-                raise CorruptFileError(
-                    self.where, f"the page has {len(buffers)} buffers, buffer {index} was asked for"
-                )
+            self._check_buffer(index)
             buffer = memoryview(buffers[index])
             if offset < 0 or length < 0 or offset + length > len(buffer):
                 raise CorruptFileError(
@@ -178,6 +180,22 @@ class PageInput:
         return out
 
 
+def shared_file_ranges(
+    requests: Sequence[tuple[PageInput, Sequence[tuple[int, int, int]]]],
+) -> tuple[RangeReader, list[tuple[int, int]]] | None:
+    """The one file reader every page of ``requests`` reads through, and the file's ``(offset,
+    length)`` of every ``(page, parts)`` piece, in order; None where a page holds its buffers in
+    memory or the pages read through different readers (or there are none).
+
+    Raises:
+        CorruptFileError: a piece lies outside its buffer (``PageBuffers.file_ranges``).
+    """
+    held = [page.buffers for page, _ in requests if isinstance(page.buffers, PageBuffers)]
+    if not held or len(held) != len(requests) or any(b.reader is not held[0].reader for b in held):
+        return None
+    return held[0].reader, [r for b, (_, parts) in zip(held, requests) for r in b.file_ranges(parts)]
+
+
 def read_pages_parts(
     requests: Sequence[tuple[PageInput, Sequence[tuple[int, int, int]]]],
 ) -> list[list[memoryview]]:
@@ -186,11 +204,11 @@ def read_pages_parts(
     the many pages of a wide column (a writer's pages of a few MiB each) then costs one coalesced
     request, not one per page (a take of 100 rows touched 16 pages of a vector column per file).
     """
-    held = [page.buffers for page, _ in requests if isinstance(page.buffers, PageBuffers)]
-    if len(requests) < 2 or len(held) != len(requests) or len({id(b.reader) for b in held}) != 1:
+    shared = shared_file_ranges(requests) if len(requests) > 1 else None
+    if shared is None:
         return [page.read_parts(parts) for page, parts in requests]
-    ranges = [r for b, (_, parts) in zip(held, requests) for r in b.file_ranges(parts)]
-    blobs = held[0].reader.read_ranges(ranges)
+    reader, ranges = shared
+    blobs = reader.read_ranges(ranges)
     out, at = [], 0
     for _, parts in requests:
         out.append(blobs[at : at + len(parts)])

@@ -26,3 +26,9 @@ def test_pieces_in_the_order_asked():
 def test_a_piece_outside_raises_naming_the_page(part):
     with pytest.raises(CorruptFileError, match="page P"):
         _page().read_parts([part])
+
+
+@pytest.mark.parametrize("index", [-1, 2])
+def test_buffer_size_of_a_buffer_the_page_lacks_raises(index):
+    with pytest.raises(CorruptFileError, match="page P"):
+        _page().buffer_size(index)

@@ -18,7 +18,8 @@ from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError
 from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_rows, pool_empty
-from lance_fw.file.encoding import PageBuffers, PageInput
+from lance_fw.file.encoding import PageInput
+from lance_fw.interfaces import shared_file_ranges
 
 from . import chunked, layouts, point
 from .decoded_values import DecodedValues, as_u8
@@ -34,13 +35,13 @@ def read_joined(requests: Sequence[tuple[PageInput, Sequence[tuple[int, int, int
     Why: a take of many rows over a column of small pages (pylance's streamed pages; 10% of a
     vector column's rows hit nearly every chunk) read its pages' chunks as coalesced blobs, then
     copied them end to end, so every byte was copied twice; that copy was as long as the read."""
-    held = [page.buffers for page, _ in requests if isinstance(page.buffers, PageBuffers)]
-    if not held or len(held) < len(requests) or any(b.reader is not held[0].reader for b in held):
+    shared = shared_file_ranges(requests)
+    if shared is None:
         return joined_bytes([piece for page, parts in requests for piece in page.read_parts(parts)])
-    ranges = [r for b, (_, parts) in zip(held, requests) for r in b.file_ranges(parts)]
+    reader, ranges = shared
     at = exclusive_cumsum(np.fromiter((length for _, length in ranges), np.int64, len(ranges)))
     out = pool_empty(int(at[-1]), np.uint8)
-    held[0].reader.read_into(ranges, out.data, at[:-1].tolist())
+    reader.read_into(ranges, out.data, at[:-1].tolist())
     return out
 
 
