@@ -26,6 +26,12 @@ if TYPE_CHECKING:
     from lance_fw.io.storage import RangeReader
     from lance_fw.schema import LanceField
 
+#: Where each buffer group of a run read into one buffer (``_read_run``) starts: a multiple of
+#: this many bytes. Pages' chunk buffers are whole 8-byte words, but the group of their small
+#: chunk tables before them is not: a run of pylance's streamed pages had its chunk data 4 bytes
+#: off, so every 64-bit unpack copied the run's data to realign it first.
+RUN_BUFFER_ALIGN = 64
+
 
 class PageFetches:
     """The fetching half of ``LanceFileReader`` (its only user), which provides what is declared here."""
@@ -96,6 +102,7 @@ class PageFetches:
         of_page: list[list[int]] = [[] for _ in setups]  # each page's ranges, in buffer order
         total = 0
         for b in range(max(len(setup.offsets) for setup in setups)):
+            total = -(-total // RUN_BUFFER_ALIGN) * RUN_BUFFER_ALIGN
             for mine, setup in zip(of_page, setups):
                 if b < len(setup.offsets):
                     size = setup.sizes[b]
