@@ -26,6 +26,7 @@ from lance_fw._util.refusals import NotImplementedInPylanceError, refusing
 from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.options import Columns, Filter, Unsupported, refuse
 from lance_fw.query import ordering
+from lance_fw.query.batch_boundaries import coalesce, materialised_late, rechunk
 from lance_fw.query.column_paths import as_projection, has_nested_paths
 from lance_fw.query.filter_plan import filter_plan
 from lance_fw.query.projection import Projection
@@ -351,7 +352,7 @@ class LanceScanner:
         if self._index_decides():  # per fragment, its matches in batches of batch_size, then cut
             return kept
         filter_ids = {f.id for f in self._plan.fields}
-        late = any(_materialised_late(f) for f in self._fields if f.id not in filter_ids)
+        late = any(materialised_late(f) for f in self._fields if f.id not in filter_ids)
         if late and not whole:  # (joining a table's matches copied every late column once more)
             return coalesce(kept, self.batch_size)
         return kept
@@ -572,70 +573,3 @@ def _check_count(name: str, value: object, least: int) -> None:
         raise InvalidArgumentError(f"{name} must be an integer, got {value!r}")
     if value < least:
         raise InvalidArgumentError(f"{name} must be at least {least}, got {value}")
-
-
-def rechunk(pieces: Iterator[tuple[int, pa.RecordBatch]], size: int) -> Iterator[pa.RecordBatch]:
-    """Batches of exactly ``size`` rows cut from each fragment's run of batches, the fragment's
-    last one shorter (pylance's batch boundaries: a batch never spans two fragments)."""
-    held: list[pa.RecordBatch] = []
-    rows, current = 0, None
-    for frag_id, batch in pieces:
-        if frag_id != current and held:
-            yield _joined(held)
-            held, rows = [], 0
-        current = frag_id
-        held.append(batch)
-        rows += batch.num_rows
-        if rows >= size:
-            joined = _joined(held)
-            full = rows - rows % size
-            for lo in range(0, full, size):
-                yield joined.slice(lo, size)
-            held = [joined.slice(full)] if rows > full else []
-            rows -= full
-    if held and rows:
-        yield _joined(held)
-
-
-def coalesce(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
-    """``batches`` joined in order until each output holds ``size`` rows or more (the last
-    fewer; a batch of ``size`` or more passes alone): how pylance's take of late-materialised
-    columns batches a filtered stream."""
-    held: list[pa.RecordBatch] = []
-    rows = 0
-    for batch in batches:
-        if batch.num_rows >= size:  # a full batch passes as it is, after what was held
-            if held:
-                yield _joined(held)
-                held, rows = [], 0
-            yield batch
-            continue
-        held.append(batch)
-        rows += batch.num_rows
-        if rows >= size:
-            yield _joined(held)
-            held, rows = [], 0
-    if rows:
-        yield _joined(held)
-
-
-#: The widest values pylance reads together with a filter's columns; wider ones (and booleans,
-#: strings, lists ...) it reads after the filter, for the matching rows only.
-EARLY_VALUE_BYTES = 8
-
-
-def _materialised_late(field: LanceField) -> bool:
-    t = field.arrow_type()
-    if pa.types.is_fixed_size_list(t) and not pa.types.is_nested(t.value_type):
-        width = t.list_size * (t.value_type.bit_width if not pa.types.is_boolean(t.value_type) else 0)
-        return not 0 < width <= 8 * EARLY_VALUE_BYTES
-    if pa.types.is_boolean(t) or pa.types.is_nested(t) or pa.types.is_dictionary(t):
-        return True
-    try:
-        return not t.bit_width <= 8 * EARLY_VALUE_BYTES
-    except ValueError:  # variable width
-        return True
-
-
-def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
