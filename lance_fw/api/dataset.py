@@ -499,7 +499,7 @@ class LanceDataset(DatasetExtras, MetadataMethods, IndexMethods, pads.Dataset):
     ) -> dict:
         """Set columns to SQL expressions (``{"name": "upper(name)"}``) on the rows matching ``where``
         (retry settings as ``delete``; rewritten rows keep the dataset's file version)."""
-        from lance_fw.table.merge_insert import update
+        from lance_fw.table.row_rewrite import update
 
         refuse("update", {"data_storage_version": data_storage_version})
         rows, version = update(self._snapshot, updates, where)

@@ -55,7 +55,7 @@ from lance_fw.io.storage import Storage, resolve_storage
 from lance_fw.options import Columns, Filter
 from lance_fw.schema import conform
 from lance_fw.table.delete import addresses_matcher, delete_rows
-from lance_fw.table.merge_insert import rewrite
+from lance_fw.table.row_rewrite import rewrite
 
 #: The row-address column DuckDB selects to say which rows change.
 ROW_ADDRESS = "_rowaddr"

@@ -1,6 +1,7 @@
-"""``merge_insert`` (upsert) and ``update``: rewrite rows as deletions plus new fragments.
+"""``merge_insert`` (upsert): rewrite rows as deletions plus new fragments (``table/row_rewrite.py``,
+which ``update`` shares).
 
-Both commit one ``Update`` version, as pylance does: old versions of changed rows get deletion files,
+It commits one ``Update`` version, as pylance does: old versions of changed rows get deletion files,
 the new rows (rewritten and inserted, in source order) are appended as new fragments. The key join
 is a pyarrow hash join over the target's key columns and row addresses (memory bounded by the keys
 and the source). As pylance 14: NULL keys never match; a target row matched by two source rows is
@@ -34,37 +35,20 @@ from lance_fw.file.version import parse_version, requested_version, version_name
 from lance_fw.query.filter import FilterError, parse_filter
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.schema import conform
-from lance_fw.table import flags as feature_flags
 from lance_fw.table.column_rewrite import rewrite_columns
-from lance_fw.table.delete import addresses_matcher, stage_deletions
 from lance_fw.table.index_list import SCALAR_TYPES
 from lance_fw.table.matcher import matcher_for
+from lance_fw.table.row_rewrite import ADDRESS, StagedRewrite, stage_rewrite
 from lance_fw.table.rows import WHOLE_READ_BATCH_SIZE
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Update, column_field_ids
-from lance_fw.table.write import as_reader, delete_fragment_files, plan_write
+from lance_fw.table.write import as_reader
 
-ADDRESS = "_rowaddr"
 _SOURCE_ROW = "__lance_fw_source_row"
 #: ``write_mode`` values pylance 14 accepts
 WRITE_MODES = ("auto", "rewrite_rows", "rewrite_columns")
 #: index details type urls whose index pylance 14's merge_insert joins through (exact equality)
 _EXACT_INDEX_TYPES = frozenset(url for url, kind in SCALAR_TYPES.items() if kind in ("BTree", "Bitmap"))
-
-
-@dataclass
-class StagedRewrite:
-    """An ``Update`` whose files are written but not committed: the deletion files and new
-    fragments, the version they were read from, and how to remove them if never committed."""
-
-    snapshot: Snapshot
-    op: Update
-    read_version: int
-    undo: Callable[[], None]
-    new_fragments: list = field(default_factory=list)
-
-    def commit(self) -> int:
-        return self.snapshot.commit(self.op, self.undo, self.read_version)
 
 
 @dataclass
@@ -93,63 +77,6 @@ class Transaction:
     operation: UpdateOperation
     uuid: str = field(default_factory=lambda: str(uuidlib.uuid4()))
     transaction_properties: dict[str, str] | None = field(default_factory=dict)
-
-
-def stage_rewrite(
-    snapshot: Snapshot, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = ""
-) -> StagedRewrite:
-    """Write the files of ``rewrite`` (deletion files, new fragments) without committing."""
-    if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
-        raise UnsupportedFeatureError(
-            f"{snapshot.uri}: update/merge_insert on a dataset with stable row ids "
-            "(rows would need to keep their ids) is not supported yet"
-        )
-    fragments, plan = [], None
-    if new_rows is not None and new_rows.num_rows:
-        plan = plan_write(snapshot.uri, snapshot.schema, "append", storage_options=snapshot.storage_options)
-        fragments = plan.write(new_rows)
-    staged = stage_deletions(snapshot, addresses_matcher(delete_addresses))
-    op = Update(
-        fragments=fragments,
-        updated=staged.updated,
-        removed=staged.removed,
-        expected=staged.expected,
-        predicate=predicate,
-        schema_fields=plan.planned_fields() if plan is not None else [],
-    )
-
-    def undo() -> None:
-        staged.undo(snapshot.storage)
-        delete_fragment_files(snapshot.storage, snapshot.uri, fragments)
-
-    return StagedRewrite(snapshot, op, staged.read_version, undo, fragments)
-
-
-def rewrite(
-    snapshot: Snapshot, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = ""
-) -> int:
-    """Delete rows at ``delete_addresses`` and append ``new_rows``, in one Update version."""
-    return stage_rewrite(snapshot, delete_addresses, new_rows, predicate).commit()
-
-
-def update(snapshot: Snapshot, updates: dict[str, str], where: str | None = None) -> tuple[int, int]:
-    """``ds.update({"col": "SQL expression"}, where=...)``: returns (rows updated, new version)."""
-    from lance_fw.query.projection import Projection, as_stored
-
-    if not updates:
-        raise InvalidArgumentError("update() needs at least one column to set")
-    unknown = [c for c in updates if c not in snapshot.schema.names]
-    if unknown:
-        raise InvalidArgumentError(
-            f"update(): no column(s) {unknown}; the dataset has {snapshot.schema.names}"
-        )
-    rows = LanceScanner(snapshot, filter=where, with_row_address=True).to_table()
-    expressions = {name: updates.get(name, f"`{name}`") for name in snapshot.schema.names}
-    new = Projection(expressions, snapshot.schema).apply(rows.drop_columns([ADDRESS]))  # even with no rows
-    new = conform(as_stored(new, snapshot.schema, "update()"), snapshot.schema, "update()")
-    staged = stage_rewrite(snapshot, rows.column(ADDRESS).to_numpy(), new, where or "")
-    staged.op.preserved_fields = column_field_ids(snapshot.lance_schema.to_protos(), updates)
-    return rows.num_rows, staged.commit()
 
 
 @refusing({BRANCHES: ("target_bases", "target_all_bases"), MEM_WAL: ("mark_sstables_as_compacted",)})
