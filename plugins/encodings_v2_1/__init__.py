@@ -31,7 +31,7 @@ from lance_fw.file.read_support import concat_pages
 from lance_fw.file.version import V2_1
 from lance_fw.hookspecs import hookimpl
 
-from . import encode, layouts, page_parts, repdef, take, take_pages
+from . import encode, fullzip_layout, layouts, page_parts, repdef, take, take_pages
 from .blob_descriptors import BlobDescriptorEncoder
 from .decoded_values import RawBytes
 from .layouts import PageLevels
@@ -63,7 +63,7 @@ _whole_mini_block = _structural(layouts.mini_block)
 
 KIND_DECODERS: dict[str, KindDecoder] = {
     "mini_block_layout": _mini_block,
-    "full_zip_layout": _structural(layouts.full_zip),
+    "full_zip_layout": _structural(fullzip_layout.full_zip),
     "constant_layout": _structural(layouts.constant),
 }
 

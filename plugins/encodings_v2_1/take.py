@@ -21,7 +21,7 @@ from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_rows, pool
 from lance_fw.file.encoding import PageInput
 from lance_fw.interfaces import shared_file_ranges
 
-from . import chunked, layouts, point
+from . import chunked, fullzip_layout, layouts, point
 from .decoded_values import DecodedValues, as_u8
 from .layouts import ChunkTable, PageLevels
 from .repdef import LIST_LAYERS
@@ -435,17 +435,17 @@ def full_zip_rows(layout: pb.FullZipLayout, page: PageInput, rows: np.ndarray) -
     where = page.where
     if not len(page.buffers):
         raise CorruptFileError(where, "full-zip page without a data buffer")
-    stride = layouts.fixed_stride(layout, where)
+    stride = fullzip_layout.fixed_stride(layout, where)
     if stride is not None:
         data = read_joined([(page, [(0, int(r) * stride, stride) for r in rows])])
-        return layouts.zipped_levels(layout, data, None, len(rows), where)
+        return fullzip_layout.zipped_levels(layout, data, None, len(rows), where)
     if len(page.buffers) < 2:
         raise CorruptFileError(where, "full-zip page without its repetition index")
-    width = layouts.index_width(page.buffer_size(1), page.num_rows, where)
+    width = fullzip_layout.index_width(page.buffer_size(1), page.num_rows, where)
     pairs = read_joined([(page, [(1, int(r) * width, 2 * width) for r in rows])])
     bounds = pairs.view(UINT_BY_BYTES[width]).astype(np.int64).reshape(-1, 2)
     lengths = bounds[:, 1] - bounds[:, 0]
     if (lengths < 0).any():
         raise CorruptFileError(where, "full-zip repetition index is not ascending")
     data = read_joined([(page, [(0, int(a), int(n)) for a, n in zip(bounds[:, 0], lengths)])])
-    return layouts.zipped_levels(layout, data, exclusive_cumsum(lengths), len(rows), where)
+    return fullzip_layout.zipped_levels(layout, data, exclusive_cumsum(lengths), len(rows), where)
