@@ -135,25 +135,59 @@ def test_scan_decodes_runs_of_pages(uri):
 
 
 
-def test_runs_of_64_bit_pages_unpack_without_realigning(uri, monkeypatch):
+def test_runs_of_64_bit_pages_unpack_without_copies(uri, monkeypatch):
     """A run of pages is read into one buffer, every page's small chunk table first and then every
     page's chunk data; that data must start on a word boundary, or each 64-bit unpack copies the
     whole run to realign it (``chunked._inline_words``' fallback, timed at ~6% of a 2-column
-    scan of pylance's streamed pages, whose chunk tables summed to 4 bytes past a word)."""
+    scan of pylance's streamed pages, whose chunk tables summed to 4 bytes past a word). Pages
+    ending in a short block are unpacked segment by segment into place (``_unpacked_end_to_end``),
+    not into a padded grid whose values are then copied out (``_without_padding``)."""
     from lance_fw_plugins.encodings_v2_1 import chunked
 
     _pylance_from_batches(uri, "2.2")
     realigned: list[int] = []
-    original = chunked.gather_ranges
+    segments: list[int] = []
+    cut: list[int] = []
+    original, original_segments, original_cut = (
+        chunked.gather_ranges,
+        chunked._unpacked_end_to_end,
+        chunked.pool_concatenate,
+    )
 
     def counting(data, starts, lengths):
         realigned.append(len(data))
         return original(data, starts, lengths)
 
+    def counting_segments(words, packed, widths, t, counts, short):
+        segments.append(len(short) + 1)
+        return original_segments(words, packed, widths, t, counts, short)
+
+    def counting_cut(pieces):
+        cut.append(len(pieces))
+        return original_cut(pieces)
+
     monkeypatch.setattr(chunked, "gather_ranges", counting)
+    monkeypatch.setattr(chunked, "_unpacked_end_to_end", counting_segments)
+    monkeypatch.setattr(chunked, "pool_concatenate", counting_cut)
     columns = ["id", "value"]
     assert_tables_equal(lance.dataset(uri).to_table(columns=columns), lance_fw.dataset(uri).to_table(columns=columns))
     assert not realigned, f"{len(realigned)} runs copied to realign their chunk data"
+    # 10,000-row batches: pylance cuts pages of 40,000 to 140,000 rows, each ending in a short block
+    long_pages = f"{uri}-10k"
+    table = _table(ROWS).select(columns)
+    lance.write_dataset(
+        pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=10_000)),
+        long_pages,
+        data_storage_version="2.2",
+    )
+    for batch_size in (None, 33_333):
+        options = {} if batch_size is None else {"batch_size": batch_size}
+        want = pa.Table.from_batches(list(lance.dataset(long_pages).to_batches(**options)))
+        got = pa.Table.from_batches(list(lance_fw.dataset(long_pages).to_batches(**options)))
+        assert_tables_equal(want, got)
+    # pages that end in a short block, inside a run: unpacked straight into place, not cut from a grid
+    assert segments and max(segments) > 1, segments
+    assert not cut, f"{len(cut)} runs cut out of a padded grid"
 
 def _scaled_down_pages(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """pylance's pages of 1,000-row batches (2.2, two files), with the reader's run and decode

@@ -250,10 +250,15 @@ def unpack_inline_blocks(
     others are gathered. The caller has checked that every block lies within ``words``."""
     lanes = BLOCK // t
     isz = words.itemsize
-    uniq, sizes = np.unique(widths, return_counts=True)
-    small = (sizes < t * GATHER_BELOW_PER_BIT) & (uniq > 0)
+    # blocks per width by a count over 0..T (np.unique and np.isin cost ~100 us a call: a
+    # scan unpacks each run of pages in one call, a run of a few blocks as often as not)
+    per_width = np.bincount(widths, minlength=t + 1)
+    uniq = np.flatnonzero(per_width)
+    small = (per_width[uniq] < t * GATHER_BELOW_PER_BIT) & (uniq > 0)
     if small.any():  # one gather for all small groups
-        sel = np.flatnonzero(np.isin(widths, uniq[small]))
+        is_small = np.zeros(t + 1, bool)
+        is_small[uniq[small]] = True
+        sel = np.flatnonzero(is_small[widths])
         out[sel] = _unpack_gathered(words, starts[sel], widths[sel], t)
         uniq = uniq[~small]
     for w in uniq.tolist():

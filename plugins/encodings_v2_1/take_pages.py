@@ -26,7 +26,9 @@ from .layouts import PageLevels
 
 #: Bytes of chosen chunks a take lays end to end to decode them as one run: beyond, the pages
 #: decode in groups of about this size (joining a 10% take's 128 MiB of vector chunks cost more
-#: than the whole decode).
+#: than the whole decode). Not for a scan: its run is read end to end already (the reader's
+#: ``_read_run``, sized by its scan jobs), and groups would only be joined again afterwards
+#: (a copy of every value of an 8 MiB run of pylance's 8192-row pages).
 JOIN_BYTES = 8 << 20
 
 
@@ -60,14 +62,14 @@ def mini_block_pages_rows(
     chosen = _Chosen(page_layouts, pages, rows)
     groups: list[PageLevels | None] = []
     at = 0
-    while at < len(pages):  # pages decoding alike, of about JOIN_BYTES of chunks, read and decoded together
+    while at < len(pages):  # pages decoding alike (a take: about JOIN_BYTES of chunks), decoded together
         layout = page_layouts[at]
         has_dictionary = layout.HasField("dictionary")
         tables_apart = _name(layout.value_compression) == "fsst" and not has_dictionary
         stop, total = at + 1, int(chosen.page_bytes[at])
         while (
             stop < len(pages)
-            and total + int(chosen.page_bytes[stop]) <= JOIN_BYTES
+            and (rows is None or total + int(chosen.page_bytes[stop]) <= JOIN_BYTES)
             and page_layouts[stop].HasField("dictionary") == has_dictionary
             and _same_values(page_layouts[stop].value_compression, layout.value_compression, tables_apart)
         ):
