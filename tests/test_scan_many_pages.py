@@ -189,6 +189,35 @@ def test_runs_of_64_bit_pages_unpack_without_copies(uri, monkeypatch):
     assert segments and max(segments) > 1, segments
     assert not cut, f"{len(cut)} runs cut out of a padded grid"
 
+
+def test_runs_of_plain_pages_copy_their_chunks_strided(uri, monkeypatch):
+    """Plain fixed-width values (a vector column) of a run of pylance's streamed pages: each page's
+    chunks but its last are one size at one spacing, so the run's values are copied as strided
+    runs of chunks plus the chunks between them (``layouts._chunk_bytes``), not gathered chunk
+    by chunk; every value against pylance's, whole scans and cut into other batch sizes."""
+    from lance_fw_plugins.encodings_v2_1 import layouts
+
+    table = _table(ROWS).select(["id", "vector"])
+    lance.write_dataset(
+        pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=10_000)),
+        uri,
+        data_storage_version="2.2",
+    )
+    gathered: list[int] = []
+    original = layouts.gather_ranges
+
+    def counting(data, starts, lengths):
+        gathered.append(len(starts))
+        return original(data, starts, lengths)
+
+    monkeypatch.setattr(layouts, "gather_ranges", counting)
+    for batch_size in (None, 33_333):
+        options = {} if batch_size is None else {"batch_size": batch_size}
+        want = pa.Table.from_batches(list(lance.dataset(uri).to_batches(columns=["vector"], **options)))
+        got = pa.Table.from_batches(list(lance_fw.dataset(uri).to_batches(columns=["vector"], **options)))
+        assert_tables_equal(want, got)
+    assert not gathered, f"runs of chunks gathered one by one: {gathered}"
+
 def _scaled_down_pages(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """pylance's pages of 1,000-row batches (2.2, two files), with the reader's run and decode
     ahead thresholds scaled down to match: 2 MB columns of pylance's 8192-row pages in small."""
