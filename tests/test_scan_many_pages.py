@@ -245,9 +245,9 @@ def test_scans_of_odd_sized_pages_in_split_runs(uri, monkeypatch, slice_below):
     short_blocks: list[int] = []
     original = chunked._without_padding
 
-    def counting(grid, counts):
+    def counting(grid, counts, short):
         short_blocks.append(int((counts[:-1] != 1024).sum()))
-        return original(grid, counts)
+        return original(grid, counts, short)
 
     monkeypatch.setattr(chunked, "_without_padding", counting)
     pl, fw = lance.dataset(uri), lance_fw.dataset(uri)

@@ -170,7 +170,7 @@ def _inline_chunks(
         return DecodedValues("fixed", total, _unpacked_end_to_end(words, packed, widths, t, counts, short), t)
     grid = fastlanes.empty_blocks(len(counts), t)
     fastlanes.unpack_inline_blocks(words, packed, widths, t, grid)
-    return DecodedValues("fixed", total, _without_padding(grid, counts), t)
+    return DecodedValues("fixed", total, _without_padding(grid, counts, short), t)
 
 
 #: Short blocks within a run of chunks (each ends a page) up to which the blocks are unpacked
@@ -186,10 +186,11 @@ def _unpacked_end_to_end(
     words: np.ndarray, packed: np.ndarray, widths: np.ndarray, t: int, counts: np.ndarray, short: np.ndarray
 ) -> np.ndarray:
     """The values of inline-bitpacked blocks (``unpack_inline_blocks``' arguments; ``counts[i]``
-    values in block ``i``, ``short``: the blocks before the last short of ``BLOCK``) laid end to
-    end without padding. Each segment of blocks up to a short one is unpacked as a grid of whole
-    blocks at its first value's place in one flat array; its last block's padding runs into the
-    next segment's place, which the next segment, unpacked after it, overwrites."""
+    values in block ``i``; ``short``: the blocks but the last holding fewer than ``BLOCK``
+    values) laid end to end without padding. Each segment of blocks up to a short one is
+    unpacked as a grid of whole blocks at its first value's place in one flat array; its last
+    block's padding runs into the next segment's place, which the next segment, unpacked after
+    it, overwrites."""
     begins = np.concatenate([[0], short + 1]).tolist()
     ends = np.concatenate([short + 1, [len(counts)]]).tolist()
     at = np.zeros(len(counts) + 1, np.int64)
@@ -209,10 +210,10 @@ def _unpacked_end_to_end(
 SLICE_SHORT_BLOCKS_BELOW = 1024
 
 
-def _without_padding(grid: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The values of ``grid`` (a block of ``BLOCK`` slots per chunk), ``counts[i]`` of block ``i``."""
+def _without_padding(grid: np.ndarray, counts: np.ndarray, short: np.ndarray) -> np.ndarray:
+    """The values of ``grid`` (a block of ``BLOCK`` slots per chunk), ``counts[i]`` of block ``i``
+    (``short``: the blocks but the last holding fewer than ``BLOCK`` values)."""
     values = grid.reshape(-1)
-    short = np.flatnonzero(counts[:-1] != fastlanes.BLOCK)
     if not len(short):
         return values[: int(counts.sum())]
     if len(short) >= SLICE_SHORT_BLOCKS_BELOW:
