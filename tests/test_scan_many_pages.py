@@ -558,3 +558,32 @@ def test_a_stream_hands_out_a_short_first_batch_read_alone(uri, monkeypatch, duc
     assert got.num_rows == 10
     assert duckdb_pulls and duckdb_pulls[0] <= duckdb_dataset.FIRST_BATCH_SIZE
     assert sum(duckdb_pulls) < duckdb_dataset.BATCH_SIZE
+
+
+def test_a_stream_s_later_fragments_read_as_whole_scans(uri, monkeypatch):
+    """A stream (DuckDB's feed) reads the fragments after the first only once its consumer has
+    asked past the first batch, so their reads plan for every batch (no ``first_stop``: no short
+    first run, the pool given the next pages from the first read on); the first fragment, read
+    from a short first batch taken alone, does too. Rows as pylance's. Failed before: each later
+    fragment was planned as a stream's start."""
+    from lance_fw.file import reader as file_reader
+
+    _pylance_from_batches(uri, "2.2")
+    planned: dict[str, list[int | None]] = {}  # each file's scans' first_stop
+    original = file_reader.LanceFileReader.scan_runs
+
+    def recording(self, fields, start, until, first_stop):
+        planned.setdefault(self.path, []).append(first_stop)
+        return original(self, fields, start, until, first_stop)
+
+    monkeypatch.setattr(file_reader.LanceFileReader, "scan_runs", recording)
+    columns = ["id", "value", "category"]
+    scanner = lance_fw.dataset(uri).scanner(columns=columns, batch_size=20_000, fragment_readahead=2)
+    batches = list(scanner.stream(1_000))
+    assert_tables_equal(lance.dataset(uri).to_table(columns=columns), pa.Table.from_batches(batches))
+    assert len(planned) == 2, planned  # both files were scanned
+    assert all(stop is None for stops in planned.values() for stop in stops), planned
+
+    planned.clear()  # a plain to_batches still plans its start as a stream's
+    list(lance_fw.dataset(uri).to_batches(columns=columns, batch_size=20_000))
+    assert any(stop is not None for stops in planned.values() for stop in stops), planned

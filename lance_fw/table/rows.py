@@ -48,8 +48,9 @@ class Rows:
     with_row_id: bool = False
     start: int = 0
     stop: int | None = None
-    #: The consumer takes every batch (``to_table``): the reads decode for the whole, not to
-    #: hand out the first batch soon (``LanceFileReader.scan_runs``).
+    #: The consumer takes every batch (``to_table``), or has taken a stream's first batch (the
+    #: fragments after the first, ``LanceScanner._pieces``): the reads decode for the whole, not
+    #: to hand out the first batch soon (``LanceFileReader.scan_runs``).
     whole: bool = False
     #: A first batch (or filter probe) of this many rows (at most ``batch_size``), read alone
     #: (``FragmentReader.read_range``), then ``batch_size``: for a consumer that may stop after
