@@ -218,6 +218,7 @@ def test_runs_of_plain_pages_copy_their_chunks_strided(uri, monkeypatch):
         assert_tables_equal(want, got)
     assert not gathered, f"runs of chunks gathered one by one: {gathered}"
 
+
 def _scaled_down_pages(uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """pylance's pages of 1,000-row batches (2.2, two files), with the reader's run and decode
     ahead thresholds scaled down to match: 2 MB columns of pylance's 8192-row pages in small."""

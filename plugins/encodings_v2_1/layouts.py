@@ -324,6 +324,11 @@ def chunk_levels(
     return PageLevels(list(layout.layers), num_rows, rep, defs, values), chunks.num_levels
 
 
+#: Chunks a strided run or a single chunk (``_chunk_bytes``) must average for the copies to be
+#: cut so: below, one gather over every chunk costs less than the Python per piece.
+STRIDED_CHUNKS_PER_PIECE = 4
+
+
 def _chunk_bytes(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The chunks' value bytes laid end to end (one copy). Runs of chunks of one size at an even
     spacing (a page's chunks but its last, as a writer cuts fixed-width values) are copied through
@@ -355,11 +360,6 @@ def _chunk_bytes(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.
                 out[place : place + length] = data[first : first + length]
             return out
     return gather_ranges(data, starts, sizes)
-
-
-#: Chunks a strided run or a single chunk (``_chunk_bytes``) must average for the copies to be
-#: cut so: below, one gather over every chunk costs less than the Python per piece.
-STRIDED_CHUNKS_PER_PIECE = 4
 
 
 def look_up_dictionary(dictionary: DecodedValues, indices: DecodedValues, where: str) -> DecodedValues:
