@@ -12,7 +12,8 @@ import pyarrow.compute as pc
 from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
-from lance_fw.errors import CorruptFileError
+from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.file import buffer_compression
 from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits, validity_bitmap
 from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import KindDecoder, PageInput, check_decoded, decode_kind
@@ -65,9 +66,15 @@ def _need(buf: memoryview, nbytes: int, page: PageInput, what: str) -> None:
 
 
 def _flat(msg: pb.Flat, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
-    if msg.HasField("compression") and msg.compression.scheme:
-        raise CorruptFileError(page.where, f"flat compression {msg.compression.scheme!r} is not supported")
     buf = _buffer(msg.buffer, page, msg.HasField("buffer"))
+    scheme = msg.compression.scheme if msg.HasField("compression") else ""
+    if scheme and scheme != buffer_compression.NO_COMPRESSION:
+        # pylance compresses a string column's bytes this way when its field metadata asks
+        # (``lance-encoding:compression``; "none" it records as such): the whole buffer, framed
+        # as 2.1's general compression
+        if scheme not in (buffer_compression.ZSTD, buffer_compression.LZ4):
+            raise UnsupportedEncodingError(f"{page.where}: flat compression {scheme!r} is not supported")
+        buf = buffer_compression.decompress_framed(np.frombuffer(buf, np.uint8), scheme, page.where).data
     bits = msg.bits_per_value
     _need(buf, (n * bits + 7) // 8, page, "flat values")
     if pa.types.is_null(arrow_type):

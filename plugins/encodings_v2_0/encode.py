@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
+from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.file import buffer_compression
 from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits, is_variable_bytes
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
@@ -98,7 +100,14 @@ def _valid_np(array: pa.Array) -> np.ndarray | None:
     return array.is_valid().to_numpy(zero_copy_only=False) if array.null_count else None
 
 
-def _binary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+#: A column's ``lance-encoding:compression`` and zstd level (``buffer_compression.compression_hint``).
+Compression = tuple[str | None, int | None]
+_UNCOMPRESSED: Compression = (None, None)
+
+
+def _binary(array: pa.Array, buffers: _Buffers, compression: Compression = _UNCOMPRESSED) -> pb.ArrayEncoding:
+    """As pylance writes strings and binaries at 2.0; their bytes compressed as a whole where the
+    field asks (zstd or LZ4, framed as ``buffer_compression`` frames it; "none" recorded so)."""
     large = _is_large(array.type)
     width = 8 if large else 4
     offsets = np.frombuffer(
@@ -111,12 +120,24 @@ def _binary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     lengths = np.diff(offsets).astype(np.int64)
     if valid is not None and lengths[~valid].any():
         # null slots backed by bytes: ``take`` rebuilds the array with empty null slots
-        return _binary(array.take(pa.array(np.arange(len(array)))), buffers)
+        return _binary(array.take(pa.array(np.arange(len(array)))), buffers, compression)
     first, last = int(offsets[0]), int(offsets[-1])
     data = array.buffers()[2]
     indices, adjustment, _ = _end_offsets(lengths, valid, buffers)
     raw = data[first:last] if data is not None else b""
-    bytes_enc = pb.ArrayEncoding(flat=pb.Flat(bits_per_value=8, buffer=buffers.add(raw)))
+    scheme, level = compression
+    if scheme in (buffer_compression.ZSTD, buffer_compression.LZ4):
+        framed = buffer_compression.compress_framed(raw, scheme, level)
+        flat = pb.Flat(
+            bits_per_value=8,
+            buffer=buffers.add(framed),
+            compression=pb.Compression(scheme=scheme, level=level),
+        )
+    elif scheme == buffer_compression.NO_COMPRESSION:
+        flat = pb.Flat(bits_per_value=8, buffer=buffers.add(raw), compression=pb.Compression(scheme=scheme))
+    else:
+        flat = pb.Flat(bits_per_value=8, buffer=buffers.add(raw))
+    bytes_enc = pb.ArrayEncoding(flat=flat)
     return pb.ArrayEncoding(binary=pb.Binary(indices=indices, bytes=bytes_enc, null_adjustment=adjustment))
 
 
@@ -167,12 +188,12 @@ def _packed_struct(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     return pb.ArrayEncoding(packed_struct=pb.PackedStruct(inner=inner, buffer=buffers.add(rows)))
 
 
-def _leaf(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+def _leaf(array: pa.Array, buffers: _Buffers, compression: Compression = _UNCOMPRESSED) -> pb.ArrayEncoding:
     t = array.type
     if pa.types.is_struct(t):
         return _packed_struct(array, buffers)
     if is_variable_bytes(t):
-        return _binary(array, buffers)
+        return _binary(array, buffers, compression)
     if pa.types.is_dictionary(t):
         return _dictionary(array, buffers)
     if pa.types.is_fixed_size_list(t):
@@ -189,6 +210,16 @@ class V20ColumnEncoder:
 
     def __init__(self, spec: ColumnSpec) -> None:
         self.spec = spec
+        column = ".".join(f.name for f in spec.path) or spec.field.name
+        #: ``lance-encoding:compression`` / ``-level``, checked before any page is encoded
+        self.compression: Compression = buffer_compression.compression_hint(
+            spec.metadata, f"column {column!r}"
+        )
+        if self.compression[0] == buffer_compression.FSST:
+            raise UnsupportedFeatureError(
+                f"column {column!r}: {buffer_compression.COMPRESSION_META_KEY}=fsst at file version 2.0 "
+                "(pylance writes an fsst tree there); lance_fw writes FSST from version 2.1 on"
+            )
 
     def encode(self, array: pa.Array) -> EncodedPage:
         buffers = _Buffers()
@@ -203,5 +234,5 @@ class V20ColumnEncoder:
                 list=pb.List(offsets=offsets, null_offset_adjustment=adjustment, num_items=total)
             )
         else:
-            enc = _leaf(array, buffers)
+            enc = _leaf(array, buffers, self.compression)
         return EncodedPage(buffers.items, pack_any(enc), len(array))

@@ -13,6 +13,7 @@ import pyarrow as pa
 from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw._util import sets
 from lance_fw.errors import CorruptFileError
+from lance_fw.file import buffer_compression
 from lance_fw.file.buffers import fixed_bits, validity_or_none
 from lance_fw.file.encoding import PageInput
 
@@ -89,8 +90,8 @@ def take(
 def _flat(
     msg: pb.Flat, page: PageInput, rows: np.ndarray, group: int, arrow_type: pa.DataType
 ) -> pa.Array | None:
-    if msg.HasField("compression") and msg.compression.scheme:
-        return None
+    if msg.HasField("compression") and msg.compression.scheme not in ("", buffer_compression.NO_COMPRESSION):
+        return None  # compressed: decoded whole
     n = len(rows) * group
     if pa.types.is_null(arrow_type):
         return pa.nulls(n)
@@ -147,7 +148,10 @@ def _binary(msg: pb.Binary, page: PageInput, rows: np.ndarray, arrow_type: pa.Da
     if (
         msg.bytes.WhichOneof("array_encoding") != "flat"
         or msg.bytes.flat.bits_per_value != 8
-        or (msg.bytes.flat.HasField("compression") and msg.bytes.flat.compression.scheme)
+        or (
+            msg.bytes.flat.HasField("compression")
+            and msg.bytes.flat.compression.scheme not in ("", buffer_compression.NO_COMPRESSION)
+        )
         or not _ours("flat")
     ):
         return None

@@ -16,12 +16,13 @@ import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
+from lance_fw.file.buffer_compression import COMPRESSION_META_KEY
 from lance_fw.file.buffers import range_positions
 from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 from lance_fw.schema import BLOB_DESCRIPTOR
 
-from .encode import COMPRESSION_META_KEY, V21ColumnEncoder, _shred
+from .encode import V21ColumnEncoder, _shred
 from .shred import Shredded
 from .value_encode import flat
 

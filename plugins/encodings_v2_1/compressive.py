@@ -42,10 +42,10 @@ import struct
 from collections.abc import Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.file import buffer_compression
 from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges
 
 from . import fastlanes, fsst
@@ -59,13 +59,8 @@ CONTEXTS = ("miniblock", "block")
 
 LZ4 = pb.COMPRESSION_ALGORITHM_LZ4
 ZSTD = pb.COMPRESSION_ALGORITHM_ZSTD
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-#: Bit 4 of a zstd frame's header descriptor (the byte after the magic) is unused and always 0:
-#: with it set, the magic-looking bytes are the start of a u64 size prefix instead.
-_ZSTD_UNUSED_BIT = 0x10
-#: General compression's size prefixes: u32 before an LZ4 block, u64 before a zstd frame.
-LZ4_SIZE_PREFIX = struct.Struct("<I")
-ZSTD_SIZE_PREFIX = struct.Struct("<Q")
+#: General compression's scheme enum as the shared framing (``buffer_compression``) names it.
+SCHEME_NAMES = {LZ4: buffer_compression.LZ4, ZSTD: buffer_compression.ZSTD}
 #: A block-form variable buffer starts ``u32 bits per offset | u32 data start`` (32-bit offsets)
 #: or ``u32 bits | u32 unused | u64 data start`` (64-bit offsets); the offsets follow.
 VARIABLE_BLOCK_HEADER_32 = struct.Struct("<II")
@@ -101,60 +96,12 @@ def _name(enc: pb.CompressiveEncoding) -> str:
     return enc.WhichOneof("compression") or "<unset>"
 
 
-MAX_RATIO = 1 << 16  # refuse size prefixes that claim more than this expansion (garbled data)
-
-
-def _check_size(size: int, compressed: int, where: str, what: str) -> None:
-    if size > compressed * MAX_RATIO + (1 << 20):
-        raise CorruptFileError(
-            where, f"{what}: size prefix {size} is implausible for {compressed} compressed bytes"
-        )
-
-
 def decompress_buffer(data: RawBytes, compression: pb.BufferCompression, where: str) -> np.ndarray:
-    """General (LZ4 / ZSTD) decompression of one buffer, per Lance's BufferCompressor framing."""
-    raw = as_u8(data)
-    scheme = compression.scheme
-    try:
-        if scheme == LZ4:
-            if raw.size < LZ4_SIZE_PREFIX.size:
-                raise CorruptFileError(where, f"LZ4 buffer of {raw.size} bytes has no u32 size prefix")
-            size = LZ4_SIZE_PREFIX.unpack(raw[: LZ4_SIZE_PREFIX.size].tobytes())[0]
-            if size == 0:
-                return np.zeros(0, np.uint8)
-            _check_size(size, raw.size, where, "LZ4")
-            out = pa.Codec("lz4_raw").decompress(
-                pa.py_buffer(raw[LZ4_SIZE_PREFIX.size :]), decompressed_size=size
-            )
-            return np.frombuffer(out, np.uint8)
-        if scheme == ZSTD:
-            if raw.size == 0:
-                return raw
-            if (
-                raw.size >= 8
-                and raw[:4].tobytes() == _ZSTD_MAGIC
-                and not (raw[len(_ZSTD_MAGIC)] & _ZSTD_UNUSED_BIT)
-            ):
-                frame, size = raw, None
-            else:  # u64 LE uncompressed length, then the frame
-                if raw.size < ZSTD_SIZE_PREFIX.size:
-                    raise CorruptFileError(where, f"ZSTD buffer of {raw.size} bytes is truncated")
-                size = ZSTD_SIZE_PREFIX.unpack(raw[: ZSTD_SIZE_PREFIX.size].tobytes())[0]
-                frame = raw[ZSTD_SIZE_PREFIX.size :]
-            if size is not None:
-                _check_size(size, frame.size, where, "ZSTD")
-                out = pa.Codec("zstd").decompress(pa.py_buffer(frame), decompressed_size=size)
-            else:
-                with pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(frame)), "zstd") as s:
-                    out = s.read()
-            return np.frombuffer(out, np.uint8)
-    except (pa.ArrowException, OSError, ValueError, OverflowError, MemoryError) as exc:
-        if isinstance(exc, CorruptFileError):
-            raise
-        raise CorruptFileError(
-            where, f"{pb.CompressionScheme.Name(scheme)} decompression failed: {exc}"
-        ) from None
-    raise UnsupportedEncodingError(f"{where}: unknown general compression scheme {scheme}")
+    """General (LZ4 / ZSTD) decompression of one buffer (``buffer_compression`` frames it)."""
+    name = SCHEME_NAMES.get(compression.scheme)
+    if name is None:
+        raise UnsupportedEncodingError(f"{where}: unknown general compression scheme {compression.scheme}")
+    return buffer_compression.decompress_framed(as_u8(data), name, where)
 
 
 def _fixed(raw: np.ndarray, bits: int, n: int, where: str, what: str = "flat") -> DecodedValues:

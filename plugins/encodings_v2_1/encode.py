@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.file.buffer_compression import FSST, NO_COMPRESSION, ZSTD, compression_hint
 from lance_fw.file.buffers import UINT_BY_BYTES, headed
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
@@ -35,9 +36,11 @@ from .layouts import CHUNK_LOG2_BITS, CHUNK_META_DTYPE, CHUNK_SIZE_UNIT
 from .shred import Shredded, shred
 from .value_encode import (
     CHUNK_TARGET_BYTES,
+    GENERAL_SCHEMES,
     MAX_CHUNK_VALUES,
     ChunkBuffers,
     ContiguousChunks,
+    compress_per_value,
     dictionary_block,
     dictionary_of,
     fixed_bytes,
@@ -45,6 +48,7 @@ from .value_encode import (
     flat,
     fsst_applies,
     fsst_compressed,
+    general_compressed,
     length_prefixed,
     level_block,
     levels_plan,
@@ -53,7 +57,6 @@ from .value_encode import (
     value_bits,
     value_plan,
     zstd_pays,
-    zstd_per_value,
 )
 
 WIDE_VALUE_BYTES = 256
@@ -61,11 +64,11 @@ WIDE_VALUE_BYTES = 256
 _CONSTANT_PROBES = 64
 ZSTD_VALUE_BYTES = 32 * 1024  # full-zip pages with values this large compress each value (as pylance)
 COMPRESSED_CHUNK_BYTES = 16 * 1024  # zstd string chunks (2.2): fewer, larger frames decode faster
+#: The zstd level full-zip values record when their field asks for compression but no level
+#: (pylance writes ``level: 0``, zstd's "default level").
+ZSTD_DEFAULT_LEVEL = 0
 MAX_CHUNK_LEVELS = {False: 4096, True: 8192}  # 2.1 chunks are capped at 32 KiB in all
 CHUNK_PAD = b"\xfe"
-#: Field metadata naming a column's compression, as pylance reads it: "none" stores values as
-#: they are, "fsst" asks for FSST whatever the rule says.
-COMPRESSION_META_KEY = "lance-encoding:compression"
 
 
 _PADS = [CHUNK_PAD * k for k in range(8)]
@@ -183,6 +186,9 @@ class V21ColumnEncoder:
         self.spec = spec
         self.large_chunks = spec.version >= (2, 2)
         self.fsst = fsst_encode.ColumnCompressor()  # the column's pages share a trained codebook
+        column = ".".join(f.name for f in spec.path) or spec.field.name
+        #: ``lance-encoding:compression`` / ``-level``, checked before any page is encoded
+        self.compression, self.level = compression_hint(spec.metadata, f"column {column!r}")
 
     def encode(self, array: pa.Array) -> EncodedPage:
         try:
@@ -235,11 +241,12 @@ class V21ColumnEncoder:
     def _mini_block(self, sh: Shredded, num_rows: int) -> EncodedPage:
         values, dictionary = dictionary_of(sh.values)
         symbol_table = None
-        compression = self.spec.metadata.get(COMPRESSION_META_KEY)
+        compression = self.compression
         if dictionary is None and fsst_applies(values, compression):  # chunks cut by compressed size
             values, symbol_table = fsst_compressed(values, self.fsst)
+        asked = self._asked_scheme(symbol_table is None)
         value_enc, chunk_values, encode_chunks = value_plan(
-            values, general=symbol_table is None and compression != "none"
+            values, general=symbol_table is None and compression is None
         )
         if symbol_table is not None:
             value_enc = pb.CompressiveEncoding(fsst=pb.Fsst(symbol_table=symbol_table, values=value_enc))
@@ -248,7 +255,10 @@ class V21ColumnEncoder:
         )
         # every level is a visible value without rep/def levels (no index array needed)
         visible_pos = None if sh.rep is None and sh.defs is None else _visible_positions(sh, levels_count)
-        compressed = value_enc.WhichOneof("compression") == "general" and self.large_chunks
+        compressed = self.large_chunks and (
+            value_enc.WhichOneof("compression") == "general"
+            or (asked is not None and value_enc.WhichOneof("compression") == "variable")
+        )
         bounds = _chunk_bounds(
             values,
             chunk_values,
@@ -262,6 +272,10 @@ class V21ColumnEncoder:
         rep_enc, pack_rep = levels_plan(sh.rep)
         def_enc, pack_def = levels_plan(sh.defs)
         chunk_buffers = encode_chunks(values, [b[0] for b in bounds])
+        if asked is not None:  # the field's compression, where pylance would apply it
+            wrapped = general_compressed(value_enc, chunk_buffers, asked, self.level)
+            if wrapped is not None:
+                value_enc, chunk_buffers = wrapped
         level_spans = [b[1] for b in bounds]
         level_parts: list[list[bytes]] = []  # per chunk: the packed rep and def buffers that exist
         if sh.rep is not None:
@@ -292,6 +306,13 @@ class V21ColumnEncoder:
         if rep_index is not None:
             buffers.append(rep_index)
         return EncodedPage(buffers, pack_any(pb.PageLayout(mini_block_layout=layout)), num_rows)
+
+    def _asked_scheme(self, plain_values: bool) -> str | None:
+        """The general compression (zstd or LZ4) the field asks for, or None: none asked, or
+        the values are FSST codes."""
+        if not plain_values or self.compression in (None, NO_COMPRESSION, FSST):
+            return None
+        return self.compression
 
     # -- full-zip ---------------------------------------------------------------------------
     def _full_zip(self, sh: Shredded, num_rows: int) -> EncodedPage:
@@ -341,8 +362,8 @@ class V21ColumnEncoder:
             has_value[visible[values.is_valid().to_numpy(zero_copy_only=False)]] = True
             offsets, data = offsets_and_data(values)
             longest = int(np.diff(offsets).max()) if len(offsets) > 1 else 0
-            compression = self.spec.metadata.get(COMPRESSION_META_KEY)
-            if compression == "none":
+            compression = self.compression
+            if compression == NO_COMPRESSION:
                 pass
             elif longest < ZSTD_VALUE_BYTES and fsst_applies(values, compression):
                 symbol_table, offsets, data = self.fsst.compress(offsets, data)
@@ -352,12 +373,18 @@ class V21ColumnEncoder:
                     )
                 )
             # long values are few per page, so one zstd frame each is affordable when it pays
-            elif len(offsets) > 1 and (longest >= ZSTD_VALUE_BYTES or zstd_pays(values)):
-                offsets, data = zstd_per_value(offsets, data)
+            elif len(offsets) > 1 and (
+                compression in GENERAL_SCHEMES or longest >= ZSTD_VALUE_BYTES or zstd_pays(values)
+            ):
+                # zstd value by value whichever scheme the field asks for (as pylance); at the
+                # level it asks for, its level 0 (zstd's default) recorded when it asks for none
+                asked = compression in GENERAL_SCHEMES
+                level = (self.level if self.level is not None else ZSTD_DEFAULT_LEVEL) if asked else None
+                offsets, data = compress_per_value(offsets, data, ZSTD, level)
                 layout.value_compression.CopyFrom(
                     pb.CompressiveEncoding(
                         general=pb.General(
-                            compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD),
+                            compression=pb.BufferCompression(scheme=GENERAL_SCHEMES[ZSTD], level=level),
                             values=layout.value_compression,
                         )
                     )

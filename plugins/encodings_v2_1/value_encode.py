@@ -18,10 +18,11 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.file.buffer_compression import LZ4, ZSTD, compress_framed
 from lance_fw.file.buffers import fixed_bits, gather_ranges, headed, range_positions
 
 from . import fastlanes, fsst_encode
-from .compressive import RLE_VALUES_LENGTH, VARIABLE_BLOCK_HEADER_32, ZSTD_SIZE_PREFIX
+from .compressive import RLE_VALUES_LENGTH, VARIABLE_BLOCK_HEADER_32
 
 CHUNK_TARGET_BYTES = 4096
 MAX_CHUNK_VALUES = 4096
@@ -137,8 +138,10 @@ def _slice_bytes(
 
 def value_plan(values: pa.Array, general: bool = True) -> ValuePlan:
     """(value encoding, values per chunk or None for byte-sized chunks, ``(page, spans) -> value
-    buffers of each chunk``) for a mini-block page. ``general=False``: strings stay plain
-    ``variable`` (FSST's grammar wants Variable values, not zstd over them)."""
+    buffers of each chunk``) for a mini-block page. ``general``: strings' chunks zstd-compressed
+    where it pays (``zstd_pays``); False leaves them plain ``variable`` (FSST's grammar wants
+    Variable values, not zstd over them; a field asking for a compression of its own gets it
+    from ``general_compressed`` once its chunks are cut)."""
     t = values.type
     if pa.types.is_struct(t):
         return _packed_struct_plan(values)
@@ -210,18 +213,48 @@ def value_plan(values: pa.Array, general: bool = True) -> ValuePlan:
         buf = rel.tobytes() + body
         return [buf + b"\x00" * (-len(buf) % (off_bits // 8))]  # padded to the offset width
 
-    if not general or not zstd_pays(values):
-        return enc, None, lambda page, spans: variable_chunks(page, spans, large)
-    codec = pa.Codec("zstd")
+    if general and zstd_pays(values):
 
-    def zstd_chunk(chunk: pa.Array) -> list[bytes]:
-        raw = variable_chunk(chunk)[0]
-        return [ZSTD_SIZE_PREFIX.pack(len(raw)) + codec.compress(pa.py_buffer(raw)).to_pybytes()]
+        def zstd_chunk(chunk: pa.Array) -> list[bytes]:
+            return [compress_framed(variable_chunk(chunk)[0], ZSTD)]
 
-    general = pb.CompressiveEncoding(
-        general=pb.General(compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD), values=enc)
-    )
-    return general, None, _per_chunk(zstd_chunk)
+        wrapped = pb.CompressiveEncoding(
+            general=pb.General(
+                compression=pb.BufferCompression(scheme=pb.COMPRESSION_ALGORITHM_ZSTD), values=enc
+            )
+        )
+        return wrapped, None, _per_chunk(zstd_chunk)
+    return enc, None, lambda page, spans: variable_chunks(page, spans, large)
+
+
+#: The general compression schemes, by the names field metadata gives them.
+GENERAL_SCHEMES = {ZSTD: pb.COMPRESSION_ALGORITHM_ZSTD, LZ4: pb.COMPRESSION_ALGORITHM_LZ4}
+#: Value bytes (every chunk's first buffer) a page needs before general compression is tried.
+GENERAL_MIN_PAGE_BYTES = 4 * 1024
+#: Value encodings a field's general compression wraps: pylance leaves fixed-size lists and
+#: packed structs as they are.
+GENERAL_INNER = frozenset({"flat", "inline_bitpacking", "rle", "variable"})
+
+
+def general_compressed(
+    enc: pb.CompressiveEncoding, chunks: Sequence[ChunkBuffers], scheme: str, level: int | None
+) -> tuple[pb.CompressiveEncoding, list[list[bytes | memoryview]]] | None:
+    """A page's chunks with each chunk's first buffer compressed (``scheme`` at ``level``, framed
+    by ``buffer_compression``), and their encoding, as pylance writes a column whose field asks
+    for ``lance-encoding:compression``; None where pylance keeps them as they are: an encoding it
+    does not wrap, under ``GENERAL_MIN_PAGE_BYTES`` of first buffers, or nothing saved in all."""
+    if enc.WhichOneof("compression") not in GENERAL_INNER or not len(chunks):
+        return None
+    firsts = [chunk[0] for chunk in chunks]
+    total = sum(len(first) for first in firsts)
+    if total < GENERAL_MIN_PAGE_BYTES:
+        return None
+    packed = [compress_framed(first, scheme, level) for first in firsts]
+    if sum(len(p) for p in packed) >= total:
+        return None
+    compression = pb.BufferCompression(scheme=GENERAL_SCHEMES[scheme], level=level)
+    wrapped = pb.CompressiveEncoding(general=pb.General(compression=compression, values=enc))
+    return wrapped, [[p, *chunk[1:]] for p, chunk in zip(packed, chunks)]
 
 
 def variable_chunks(page: pa.Array, spans: list[tuple[int, int]], large: bool) -> list[list[bytes]]:
@@ -487,17 +520,14 @@ def length_prefixed(offsets: np.ndarray, data: np.ndarray, which: np.ndarray, wi
     return headed(prefixes, lengths, body)
 
 
-def zstd_per_value(offsets: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each value becomes ``u64 uncompressed size | zstd frame`` (one codec call per value: pages
-    that get here hold few, large values)."""
-    codec = pa.Codec("zstd")
+def compress_per_value(
+    offsets: np.ndarray, data: np.ndarray, scheme: str = ZSTD, level: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each value compressed on its own, framed (``buffer_compression``; one codec call per value:
+    pages that get here hold few, large values)."""
     parts = []
     for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        if b == a:
-            parts.append(b"")
-            continue
-        frame = codec.compress(pa.py_buffer(data[a:b])).to_pybytes()
-        parts.append(ZSTD_SIZE_PREFIX.pack(b - a) + frame)
+        parts.append(compress_framed(data[a:b], scheme, level) if b > a else b"")
     sizes = np.fromiter((len(p) for p in parts), np.int64, len(parts))
     new_offsets = np.zeros(len(parts) + 1, np.int64)
     np.cumsum(sizes, out=new_offsets[1:])
