@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
-from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.errors import InvalidUserInputError, UnsupportedFeatureError
 from lance_fw.file.buffer_compression import FSST, NO_COMPRESSION, ZSTD, compression_hint
 from lance_fw.file.buffers import UINT_BY_BYTES, headed
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
@@ -64,6 +64,11 @@ WIDE_VALUE_BYTES = 256
 _CONSTANT_PROBES = 64
 ZSTD_VALUE_BYTES = 32 * 1024  # full-zip pages with values this large compress each value (as pylance)
 COMPRESSED_CHUNK_BYTES = 16 * 1024  # zstd string chunks (2.2): fewer, larger frames decode faster
+#: Field metadata choosing a column's structural encoding (pylance honours it, in any case, where a
+#: page is not dictionary-encoded or constant): mini-block or full-zip whatever the values' width.
+STRUCTURAL_ENCODING_META_KEY = "lance-encoding:structural-encoding"
+MINI_BLOCK = "miniblock"
+FULL_ZIP = "fullzip"
 #: The zstd level full-zip values record when their field asks for compression but no level
 #: (pylance writes ``level: 0``, zstd's "default level").
 ZSTD_DEFAULT_LEVEL = 0
@@ -189,6 +194,15 @@ class V21ColumnEncoder:
         column = ".".join(f.name for f in spec.path) or spec.field.name
         #: ``lance-encoding:compression`` / ``-level``, checked before any page is encoded
         self.compression, self.level = compression_hint(spec.metadata, f"column {column!r}")
+        # pylance reads it from the top-level field (a list's or struct's, for their leaves)
+        root = spec.path[0] if spec.path else spec.field
+        hint = root.metadata.get(STRUCTURAL_ENCODING_META_KEY)
+        self.structural = hint.decode().lower() if isinstance(hint, bytes) else hint and hint.lower()
+        if self.structural not in (None, MINI_BLOCK, FULL_ZIP):
+            raise InvalidUserInputError(
+                f"column {column!r}: cannot determine the structural encoding from "
+                f"{STRUCTURAL_ENCODING_META_KEY}={self.structural!r} ({MINI_BLOCK} or {FULL_ZIP})"
+            )
 
     def encode(self, array: pa.Array) -> EncodedPage:
         try:
@@ -210,9 +224,19 @@ class V21ColumnEncoder:
                     constant_layout=pb.ConstantLayout(layers=_layers(sh), inline_value=inline)
                 )
                 return EncodedPage([], pack_any(page), num_rows)
-        if not pa.types.is_dictionary(values.type) and _is_wide(values):
+        if not pa.types.is_dictionary(values.type) and self._full_zip_wanted(values):
             return self._full_zip(sh, num_rows)
         return self._mini_block(sh, num_rows)
+
+    def _full_zip_wanted(self, values: pa.Array) -> bool:
+        """Whether a page of ``values`` is written full-zip: wide values (``_is_wide``), unless
+        the field's ``lance-encoding:structural-encoding`` says otherwise (full-zip then for all
+        but values a page dictionary takes, mini-block for all)."""
+        if self.structural == MINI_BLOCK:
+            return False
+        if self.structural == FULL_ZIP:
+            return dictionary_of(values)[1] is None
+        return _is_wide(values)
 
     # -- constant ---------------------------------------------------------------------------
     def _all_null(self, sh: Shredded) -> tuple[pb.PageLayout, list[bytes]]:

@@ -505,6 +505,8 @@ def fixed_full_zip_values(values: pa.Array) -> tuple[pb.CompressiveEncoding, np.
             width += bitmap.shape[1]
             fsl.has_validity = True
         return pb.CompressiveEncoding(fixed_size_list=fsl), raw.reshape(-1), width
+    if pa.types.is_boolean(t):  # a byte each (full-zip values are whole bytes), as pylance
+        return flat(8), pc.fill_null(values, False).to_numpy(zero_copy_only=False).view(np.uint8), 1
     bits = value_bits(t)
     return flat(bits), fixed_bytes(values), bits // 8
 
