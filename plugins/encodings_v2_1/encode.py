@@ -35,11 +35,15 @@ from . import fsst_encode
 from .layouts import CHUNK_LOG2_BITS, CHUNK_META_DTYPE, CHUNK_SIZE_UNIT
 from .shred import Shredded, shred
 from .value_encode import (
+    BSS_META_KEY,
+    BSS_MODES,
     CHUNK_TARGET_BYTES,
     GENERAL_SCHEMES,
     MAX_CHUNK_VALUES,
     ChunkBuffers,
     ContiguousChunks,
+    bss_plan,
+    bss_wanted,
     compress_per_value,
     dictionary_block,
     dictionary_of,
@@ -198,6 +202,11 @@ class V21ColumnEncoder:
         root = spec.path[0] if spec.path else spec.field
         hint = root.metadata.get(STRUCTURAL_ENCODING_META_KEY)
         self.structural = hint.decode().lower() if isinstance(hint, bytes) else hint and hint.lower()
+        self.bss = spec.metadata.get(BSS_META_KEY, "auto").lower()
+        if self.bss not in BSS_MODES:
+            raise InvalidUserInputError(
+                f"column {column!r}: {BSS_META_KEY}={self.bss!r} is none of {', '.join(BSS_MODES)}"
+            )
         if self.structural not in (None, MINI_BLOCK, FULL_ZIP):
             raise InvalidUserInputError(
                 f"column {column!r}: cannot determine the structural encoding from "
@@ -269,9 +278,12 @@ class V21ColumnEncoder:
         if dictionary is None and fsst_applies(values, compression):  # chunks cut by compressed size
             values, symbol_table = fsst_compressed(values, self.fsst)
         asked = self._asked_scheme(symbol_table is None)
-        value_enc, chunk_values, encode_chunks = value_plan(
-            values, general=symbol_table is None and compression is None
-        )
+        if asked is not None and bss_wanted(values, self.bss):  # pylance's first choice then
+            value_enc, chunk_values, encode_chunks = bss_plan(values)
+        else:
+            value_enc, chunk_values, encode_chunks = value_plan(
+                values, general=symbol_table is None and compression is None
+            )
         if symbol_table is not None:
             value_enc = pb.CompressiveEncoding(fsst=pb.Fsst(symbol_table=symbol_table, values=value_enc))
         levels_count = (

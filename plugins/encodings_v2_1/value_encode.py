@@ -227,13 +227,57 @@ def value_plan(values: pa.Array, general: bool = True) -> ValuePlan:
     return enc, None, lambda page, spans: variable_chunks(page, spans, large)
 
 
+#: Field metadata steering byte-stream-split, which pylance tries (before RLE and bit-packing)
+#: only for 32- and 64-bit values of a field asking for general compression: "off", "on", or
+#: "auto" (the default: where the values' bytes look repetitive, ``bss_wanted``).
+BSS_META_KEY = "lance-encoding:bss"
+BSS_MODES = ("off", "on", "auto")
+#: Values a byte-stream-split chunk holds: its byte planes stay under 8 KiB, as pylance cuts them.
+BSS_CHUNK_VALUES = {32: 1024, 64: 512}
+#: pylance's "auto": the first values' Shannon entropy per byte position (each truncated to
+#: thousandths of a bit), averaged over the positions, below half of 8 bits.
+BSS_SAMPLE_VALUES = 64
+BSS_AUTO_ENTROPY_BITS = 4.0
+
+
+def bss_wanted(values: pa.Array, mode: str) -> bool:
+    """Whether byte-stream-split encodes a page of ``values`` under ``mode`` (``BSS_MODES``)."""
+    bits = value_bits(values.type)
+    if bits not in BSS_CHUNK_VALUES or mode == "off" or pa.types.is_boolean(values.type):
+        return False
+    if mode == "on":
+        return True
+    width = bits // 8
+    sample = fixed_bytes(values.slice(0, BSS_SAMPLE_VALUES)).reshape(-1, width)
+    millibits = 0
+    for plane in sample.T:
+        counts = np.bincount(plane, minlength=256)
+        p = counts[counts > 0] / len(plane)
+        millibits += int(-(p * np.log2(p)).sum() * 1000)
+    return bool(len(sample)) and millibits / width / 1000 < BSS_AUTO_ENTROPY_BITS
+
+
+def bss_plan(values: pa.Array) -> ValuePlan:
+    """Byte-stream-split chunks: each chunk's values as byte planes (every value's first byte,
+    then every value's second, ...), ``BSS_CHUNK_VALUES`` values a chunk."""
+    bits = value_bits(values.type)
+    width = bits // 8
+    enc = pb.CompressiveEncoding(byte_stream_split=pb.ByteStreamSplit(values=flat(bits)))
+
+    def planes(page: pa.Array, spans: list[tuple[int, int]]) -> list[list[bytes]]:
+        rows = fixed_bytes(page).reshape(-1, width)
+        return [[np.ascontiguousarray(rows[a:b].T).tobytes()] for a, b in spans]
+
+    return enc, BSS_CHUNK_VALUES[bits], planes
+
+
 #: The general compression schemes, by the names field metadata gives them.
 GENERAL_SCHEMES = {ZSTD: pb.COMPRESSION_ALGORITHM_ZSTD, LZ4: pb.COMPRESSION_ALGORITHM_LZ4}
 #: Value bytes (every chunk's first buffer) a page needs before general compression is tried.
 GENERAL_MIN_PAGE_BYTES = 4 * 1024
 #: Value encodings a field's general compression wraps: pylance leaves fixed-size lists and
 #: packed structs as they are.
-GENERAL_INNER = frozenset({"flat", "inline_bitpacking", "rle", "variable"})
+GENERAL_INNER = frozenset({"byte_stream_split", "flat", "inline_bitpacking", "rle", "variable"})
 
 
 def general_compressed(
