@@ -243,3 +243,15 @@ def test_unknown_bss_mode_refused(uri):
     table = _table(VALUES["small int32"](), {"lance-encoding:compression": "zstd", "lance-encoding:bss": "maybe"})
     with pytest.raises(InvalidUserInputError, match="lance-encoding:bss='maybe'"):
         lance_fw.write_dataset(table, uri)
+
+
+@pytest.mark.parametrize("key", ["lance-encoding:rle-threshold", "lance-encoding:dict-divisor", "lance-encoding:dict-size-ratio"])
+def test_unhonoured_hints_refused(tmp_path, key):
+    """Hints pylance 14 tunes its run-length and dictionary choices by (an RLE threshold of 0.01
+    keeps pylance from run-length encoding runs of 20, which lance_fw would) are refused by name
+    at 2.1+, nothing committed, rather than ignored."""
+    runs = pa.array(np.repeat(RNG.integers(0, 1000, 1000), 20).astype(np.int32))
+    table = _table(runs, {key: "0.01"})
+    with pytest.raises(UnsupportedFeatureError, match=f"column 'c'.*{key}"):
+        lance_fw.write_dataset(table, str(tmp_path / "lance_fw"))
+    assert not glob.glob(str(tmp_path / "lance_fw" / "_versions" / "*"))

@@ -73,6 +73,13 @@ COMPRESSED_CHUNK_BYTES = 16 * 1024  # zstd string chunks (2.2): fewer, larger fr
 STRUCTURAL_ENCODING_META_KEY = "lance-encoding:structural-encoding"
 MINI_BLOCK = "miniblock"
 FULL_ZIP = "fullzip"
+#: Field hints pylance 14 honours that lance_fw does not (its run-length and dictionary rules are
+#: its own): refused by name rather than ignored.
+UNHONOURED_HINTS = (
+    "lance-encoding:rle-threshold",
+    "lance-encoding:dict-divisor",
+    "lance-encoding:dict-size-ratio",
+)
 #: The zstd level full-zip values record when their field asks for compression but no level
 #: (pylance writes ``level: 0``, zstd's "default level").
 ZSTD_DEFAULT_LEVEL = 0
@@ -202,6 +209,12 @@ class V21ColumnEncoder:
         root = spec.path[0] if spec.path else spec.field
         hint = root.metadata.get(STRUCTURAL_ENCODING_META_KEY)
         self.structural = hint.decode().lower() if isinstance(hint, bytes) else hint and hint.lower()
+        unhonoured = [key for key in UNHONOURED_HINTS if key in spec.metadata or key in root.metadata]
+        if unhonoured:
+            raise UnsupportedFeatureError(
+                f"column {column!r}: lance_fw does not honour the field metadata {', '.join(unhonoured)} "
+                "(pylance tunes its run-length and dictionary encodings by it); drop it to write with lance_fw"
+            )
         self.bss = spec.metadata.get(BSS_META_KEY, "auto").lower()
         if self.bss not in BSS_MODES:
             raise InvalidUserInputError(
