@@ -206,12 +206,14 @@ def test_v20_fsst_refused_and_read(tmp_path):
         lance_fw.dataset(str(tmp_path / "pylance")).to_table()
 
 
+@pytest.mark.parametrize("kind", ["text", "wide text (full-zip)"])
 @pytest.mark.parametrize("version", ["2.0", "2.2"])
 @pytest.mark.parametrize("scheme", ["zstd", "lz4"])
-def test_damaged_compressed_bytes_are_a_corrupt_file(uri, version, scheme):
-    """Bytes flipped inside a compressed buffer make the read fail with ``CorruptFileError``
-    naming the file, never a crash or other rows."""
-    table = _table(VALUES["text"](), {"lance-encoding:compression": scheme})
+def test_damaged_compressed_bytes_are_a_corrupt_file(uri, version, scheme, kind):
+    """Bytes flipped inside a compressed buffer (chunks, or full-zip values compressed one by
+    one and decompressed as one stream) make the read fail with ``CorruptFileError`` naming the
+    file, never a crash or other rows."""
+    table = _table(VALUES[kind](), {"lance-encoding:compression": scheme})
     lance_fw.write_dataset(table, uri, data_storage_version=version)
     (name,) = glob.glob(f"{uri}/data/*.lance")
     tail = read_tail(resolve_storage(name).open_reader(name))

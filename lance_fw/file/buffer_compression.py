@@ -10,12 +10,14 @@ u64 LE uncompressed size then one zstd frame (a bare frame is read too). The fie
 from __future__ import annotations
 
 import struct
+import typing
 from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
 
 from lance_fw.errors import CorruptFileError, InvalidUserInputError, UnsupportedEncodingError
+from lance_fw.file.buffers import gather_ranges
 
 #: Scheme names as the field metadata and 2.0's ``Flat.compression.scheme`` spell them.
 ZSTD = "zstd"
@@ -75,6 +77,40 @@ def compress_framed(raw: bytes | memoryview | np.ndarray, scheme: str, level: in
     raise ValueError(f"no general compression scheme {scheme!r}")
 
 
+def compress_each(
+    data: np.ndarray, offsets: np.ndarray, scheme: str, level: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The values ``data[offsets[i]:offsets[i+1]]`` each compressed and framed on its own (an
+    empty value stays empty), laid end to end: (offsets from 0, uint8 data). One codec serves
+    every value and the size prefixes are packed at once (a full-zip page compresses value by
+    value: ~17 us a value through ``compress_framed``)."""
+    starts, stops = offsets[:-1].tolist(), offsets[1:].tolist()
+    if scheme == ZSTD:
+        codec, prefix = (
+            (pa.Codec("zstd") if level is None else pa.Codec("zstd", compression_level=level)),
+            "<u8",
+        )
+    elif scheme == LZ4:
+        codec, prefix = pa.Codec("lz4_raw"), "<u4"
+    else:
+        raise ValueError(f"no general compression scheme {scheme!r}")
+    view = np.ascontiguousarray(data, np.uint8).data
+    prefixes = np.diff(offsets).astype(prefix).view(np.uint8).data
+    width = np.dtype(prefix).itemsize
+    frames: list[pa.Buffer] = []
+    parts: list[typing.Any] = []  # size prefix, frame, size prefix, ... (joined at once)
+    for i, (a, b) in enumerate(zip(starts, stops)):
+        if b > a:
+            frames.append(codec.compress(view[a:b]))
+            parts += (prefixes[i * width : (i + 1) * width], frames[-1])
+    lengths = np.zeros(len(starts), np.int64)
+    present = np.flatnonzero(np.diff(offsets) > 0)
+    lengths[present] = width + np.fromiter((f.size for f in frames), np.int64, len(frames))
+    out_offsets = np.zeros(len(starts) + 1, np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
+    return out_offsets, np.frombuffer(b"".join(parts), np.uint8)
+
+
 def decompress_framed(raw: np.ndarray, scheme: str, where: str) -> np.ndarray:
     """A framed buffer (uint8) decompressed (uint8).
 
@@ -120,6 +156,82 @@ def decompress_framed(raw: np.ndarray, scheme: str, where: str) -> np.ndarray:
             raise
         raise CorruptFileError(where, f"{scheme} decompression failed: {exc}") from None
     raise UnsupportedEncodingError(f"{where}: unknown general compression scheme {scheme!r}")
+
+
+def decompress_each(
+    raw: np.ndarray, offsets: np.ndarray, scheme: str, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The framed buffers ``raw[offsets[i]:offsets[i+1]]`` (an empty one stands for an empty
+    value) each decompressed, laid end to end: (offsets from 0, uint8 data).
+
+    Why not ``decompress_framed`` per value: a full-zip page compresses value by value, and its
+    per-call checks and conversions cost ~18 us a value (a 500k-row column of 200-byte strings:
+    16 s against pylance's 1 s). Here the size prefixes are read at once and one codec serves
+    every value; values framed otherwise (a bare zstd frame) go through ``decompress_framed``.
+
+    Raises:
+        CorruptFileError: a value's framing or compressed bytes are damaged.
+    """
+    starts, stops = offsets[:-1], offsets[1:]
+    prefix = LZ4_SIZE_PREFIX if scheme == LZ4 else ZSTD_SIZE_PREFIX
+    present = stops > starts
+    if (stops[present] - starts[present] < prefix.size).any():
+        raise CorruptFileError(where, f"a {scheme} value is shorter than its size prefix")
+    at = starts[present][:, None] + np.arange(prefix.size)
+    sizes = np.zeros(starts.size, np.int64)
+    sizes[present] = raw[at].reshape(-1).view("<u4" if scheme == LZ4 else "<u8").astype(np.int64)
+    bare = np.zeros(starts.size, bool)
+    if scheme == ZSTD and present.any():  # a bare frame starts with the magic (not a size prefix)
+        magic = raw[at[:, :4]].reshape(-1, 4).view("<u4").reshape(-1) == np.frombuffer(_ZSTD_MAGIC, "<u4")[0]
+        descriptor = raw[np.minimum(starts[present] + 4, raw.size - 1)]
+        bare[present] = magic & ((descriptor & _ZSTD_UNUSED_BIT) == 0)
+    if (sizes[present & ~bare] > (stops - starts)[present & ~bare] * MAX_RATIO + (1 << 20)).any():
+        raise CorruptFileError(where, f"{scheme}: a size prefix is implausible for its compressed bytes")
+    if scheme == ZSTD and not bare.any():
+        return _zstd_stream(raw, starts[present] + prefix.size, stops[present], sizes, where)
+    codec = pa.Codec("lz4_raw" if scheme == LZ4 else "zstd")
+    parts: list[object] = []
+    try:
+        for a, b, size, frame in zip(starts.tolist(), stops.tolist(), sizes.tolist(), bare.tolist()):
+            if b == a:
+                continue
+            if frame:
+                parts.append(decompress_framed(raw[a:b], scheme, where))
+            elif size:
+                parts.append(codec.decompress(pa.py_buffer(raw[a + prefix.size : b]), decompressed_size=size))
+    except (pa.ArrowException, OSError, ValueError, OverflowError, MemoryError) as exc:
+        if isinstance(exc, CorruptFileError):
+            raise
+        raise CorruptFileError(where, f"{scheme} decompression failed: {exc}") from None
+    lengths = np.fromiter((memoryview(p).nbytes for p in parts), np.int64, len(parts))  # type: ignore[arg-type]
+    out_offsets = np.zeros(starts.size + 1, np.int64)
+    keep = present & ((sizes > 0) | bare)
+    counts = np.zeros(starts.size, np.int64)
+    counts[keep] = lengths
+    np.cumsum(counts, out=out_offsets[1:])
+    data = np.frombuffer(b"".join(parts), np.uint8) if parts else np.zeros(0, np.uint8)  # type: ignore[arg-type]
+    return out_offsets, data
+
+
+def _zstd_stream(
+    raw: np.ndarray, starts: np.ndarray, stops: np.ndarray, sizes: np.ndarray, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """``decompress_each`` of zstd frames with size prefixes: the frames laid end to end are one
+    zstd stream, decompressed by one call (50,000 frames of 280 bytes: 27 ms, against 490 ms a
+    codec call each); each value's size is its prefix, and the stream must make their sum."""
+    frames = gather_ranges(raw, starts, stops - starts)
+    try:
+        with pa.CompressedInputStream(pa.BufferReader(pa.py_buffer(frames)), "zstd") as stream:
+            out = np.frombuffer(stream.read(), np.uint8)
+    except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
+        raise CorruptFileError(where, f"zstd decompression failed: {exc}") from None
+    if out.size != int(sizes.sum()):
+        raise CorruptFileError(
+            where, f"zstd values decompress to {out.size} bytes, their size prefixes say {int(sizes.sum())}"
+        )
+    offsets = np.zeros(sizes.size + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return offsets, out
 
 
 def _check_size(size: int, compressed: int, where: str, what: str) -> None:

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import InvalidUserInputError, UnsupportedFeatureError
-from lance_fw.file.buffer_compression import FSST, NO_COMPRESSION, ZSTD, compression_hint
+from lance_fw.file.buffer_compression import FSST, NO_COMPRESSION, ZSTD, compress_each, compression_hint
 from lance_fw.file.buffers import UINT_BY_BYTES, headed
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
@@ -44,7 +44,6 @@ from .value_encode import (
     ContiguousChunks,
     bss_plan,
     bss_wanted,
-    compress_per_value,
     dictionary_block,
     dictionary_of,
     fixed_bytes,
@@ -429,7 +428,7 @@ class V21ColumnEncoder:
                 # level it asks for, its level 0 (zstd's default) recorded when it asks for none
                 asked = compression in GENERAL_SCHEMES
                 level = (self.level if self.level is not None else ZSTD_DEFAULT_LEVEL) if asked else None
-                offsets, data = compress_per_value(offsets, data, ZSTD, level)
+                offsets, data = compress_each(data, offsets, ZSTD, level)
                 layout.value_compression.CopyFrom(
                     pb.CompressiveEncoding(
                         general=pb.General(

@@ -12,10 +12,11 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
+from lance_fw.file import buffer_compression
 from lance_fw.file.buffers import ARROW_UINT_BY_BITS, gather_ranges, gather_rows
 
 from . import fsst
-from .compressive import _check_offsets, _decode_block, _name, decompress_buffer
+from .compressive import SCHEME_NAMES, _check_offsets, _decode_block, _name
 from .decoded_values import DecodedValues, RawBytes, as_u8
 
 
@@ -41,16 +42,13 @@ def decode_fullzip_variable(
     if kind == "variable_packed_struct":
         return _variable_packed_struct(enc.variable_packed_struct, offs, raw, where)
     if kind == "general":
-        parts = [
-            decompress_buffer(raw[a:b], enc.general.compression, where) if b > a else np.zeros(0, np.uint8)
-            for a, b in zip(offs[:-1].tolist(), offs[1:].tolist())
-        ]
-        sizes = np.fromiter((p.size for p in parts), np.int64, n)
-        out_offs = np.zeros(n + 1, np.int64)
-        np.cumsum(sizes, out=out_offs[1:])
-        return DecodedValues(
-            "variable", n, np.concatenate(parts) if parts else np.zeros(0, np.uint8), offsets=out_offs
-        )
+        scheme = SCHEME_NAMES.get(enc.general.compression.scheme)
+        if scheme is None:
+            raise UnsupportedEncodingError(
+                f"{where}: unknown general compression scheme {enc.general.compression.scheme}"
+            )
+        out_offs, out = buffer_compression.decompress_each(raw, offs, scheme, where)
+        return DecodedValues("variable", n, out, offsets=out_offs)
     raise UnsupportedEncodingError(f"{where}: {kind} is not supported for full-zip variable values")
 
 

@@ -564,17 +564,3 @@ def length_prefixed(offsets: np.ndarray, data: np.ndarray, which: np.ndarray, wi
     else:
         body = gather_ranges(data, offsets[:-1][which], lengths)
     return headed(prefixes, lengths, body)
-
-
-def compress_per_value(
-    offsets: np.ndarray, data: np.ndarray, scheme: str = ZSTD, level: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each value compressed on its own, framed (``buffer_compression``; one codec call per value:
-    pages that get here hold few, large values)."""
-    parts = []
-    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        parts.append(compress_framed(data[a:b], scheme, level) if b > a else b"")
-    sizes = np.fromiter((len(p) for p in parts), np.int64, len(parts))
-    new_offsets = np.zeros(len(parts) + 1, np.int64)
-    np.cumsum(sizes, out=new_offsets[1:])
-    return new_offsets, np.frombuffer(b"".join(parts), np.uint8)
