@@ -34,8 +34,9 @@ COMPRESSION_NAMES = (NO_COMPRESSION, FSST, ZSTD, LZ4)
 LZ4_SIZE_PREFIX = struct.Struct("<I")
 ZSTD_SIZE_PREFIX = struct.Struct("<Q")
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-#: Bit 3 of a zstd frame header's descriptor byte is reserved (always 0): a buffer starting with
-#: the magic and this bit set is a size prefix that happens to start like a frame.
+#: Bit 4 (0x10) of a zstd frame header's descriptor byte, the one after the magic, is unused
+#: (always 0): a buffer starting with the magic and this bit set is a size prefix that happens to
+#: start like a frame.
 _ZSTD_UNUSED_BIT = 0x10
 #: Most expansion a size prefix may claim (beyond 1 MiB): more means garbled data, not a buffer.
 MAX_RATIO = 1 << 16
@@ -66,15 +67,21 @@ def compression_hint(metadata: Mapping[str, str], where: str) -> tuple[str | Non
         ) from None
 
 
-def compress_framed(raw: bytes | memoryview | np.ndarray, scheme: str, level: int | None = None) -> bytes:
-    """``raw`` compressed and framed as pylance frames it (``level``: zstd's; LZ4 has none)."""
-    data = pa.py_buffer(raw)
+def _codec(scheme: str, level: int | None) -> tuple[pa.Codec, struct.Struct]:
+    """The codec compressing with ``scheme`` (at zstd ``level``) and the size prefix framing it."""
     if scheme == ZSTD:
         codec = pa.Codec("zstd") if level is None else pa.Codec("zstd", compression_level=level)
-        return ZSTD_SIZE_PREFIX.pack(data.size) + codec.compress(data).to_pybytes()
+        return codec, ZSTD_SIZE_PREFIX
     if scheme == LZ4:
-        return LZ4_SIZE_PREFIX.pack(data.size) + pa.Codec("lz4_raw").compress(data).to_pybytes()
+        return pa.Codec("lz4_raw"), LZ4_SIZE_PREFIX
     raise ValueError(f"no general compression scheme {scheme!r}")
+
+
+def compress_framed(raw: bytes | memoryview | np.ndarray, scheme: str, level: int | None = None) -> bytes:
+    """``raw`` compressed and framed as pylance frames it (``level``: zstd's; LZ4 has none)."""
+    codec, prefix = _codec(scheme, level)
+    data = pa.py_buffer(raw)
+    return prefix.pack(data.size) + codec.compress(data).to_pybytes()
 
 
 def compress_each(
@@ -85,18 +92,10 @@ def compress_each(
     every value and the size prefixes are packed at once (a full-zip page compresses value by
     value: ~17 us a value through ``compress_framed``)."""
     starts, stops = offsets[:-1].tolist(), offsets[1:].tolist()
-    if scheme == ZSTD:
-        codec, prefix = (
-            (pa.Codec("zstd") if level is None else pa.Codec("zstd", compression_level=level)),
-            "<u8",
-        )
-    elif scheme == LZ4:
-        codec, prefix = pa.Codec("lz4_raw"), "<u4"
-    else:
-        raise ValueError(f"no general compression scheme {scheme!r}")
+    codec, prefix = _codec(scheme, level)
     view = np.ascontiguousarray(data, np.uint8).data
-    prefixes = np.diff(offsets).astype(prefix).view(np.uint8).data
-    width = np.dtype(prefix).itemsize
+    width = prefix.size
+    prefixes = np.diff(offsets).astype(f"<u{width}").view(np.uint8).data
     frames: list[pa.Buffer] = []
     parts: list[typing.Any] = []  # size prefix, frame, size prefix, ... (joined at once)
     for i, (a, b) in enumerate(zip(starts, stops)):
@@ -173,7 +172,7 @@ def decompress_each(
         CorruptFileError: a value's framing or compressed bytes are damaged.
     """
     starts, stops = offsets[:-1], offsets[1:]
-    prefix = LZ4_SIZE_PREFIX if scheme == LZ4 else ZSTD_SIZE_PREFIX
+    codec, prefix = _codec(scheme, None)
     present = stops > starts
     if (stops[present] - starts[present] < prefix.size).any():
         raise CorruptFileError(where, f"a {scheme} value is shorter than its size prefix")
@@ -189,7 +188,6 @@ def decompress_each(
         raise CorruptFileError(where, f"{scheme}: a size prefix is implausible for its compressed bytes")
     if scheme == ZSTD and not bare.any():
         return _zstd_stream(raw, starts[present] + prefix.size, stops[present], sizes, where)
-    codec = pa.Codec("lz4_raw" if scheme == LZ4 else "zstd")
     parts: list[object] = []
     try:
         for a, b, size, frame in zip(starts.tolist(), stops.tolist(), sizes.tolist(), bare.tolist()):
