@@ -43,6 +43,11 @@ class ColumnSpec:
     #: 2.1+: the fields from the top-level field down to this leaf (their nullability matters)
     path: tuple = ()
 
+    @property
+    def column_name(self) -> str:
+        """The column as errors name it: its fields' dotted path (2.1+), else its field's name."""
+        return ".".join(f.name for f in self.path) or self.field.name
+
 
 @dataclass
 class EncodedPage:

@@ -444,7 +444,7 @@ def check_encoders(
             continue
         origin = selecting_plugin(spec, options)
         if not allowed:
-            column = ".".join(f.name for f in spec.path) if spec.path else spec.field.name
+            column = spec.column_name
             hints = sorted(k for k in spec.metadata if k.startswith(ENCODING_HINT_PREFIX))
             why = f" (selected by its field metadata {hints})" if hints else ""
             raise PluginEncodingNotAllowedError(

@@ -210,7 +210,7 @@ class V20ColumnEncoder:
 
     def __init__(self, spec: ColumnSpec) -> None:
         self.spec = spec
-        column = ".".join(f.name for f in spec.path) or spec.field.name
+        column = spec.column_name
         #: ``lance-encoding:compression`` / ``-level``, checked before any page is encoded
         self.compression: Compression = buffer_compression.compression_hint(
             spec.metadata, f"column {column!r}"

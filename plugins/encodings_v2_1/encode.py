@@ -201,7 +201,7 @@ class V21ColumnEncoder:
         self.spec = spec
         self.large_chunks = spec.version >= (2, 2)
         self.fsst = fsst_encode.ColumnCompressor()  # the column's pages share a trained codebook
-        column = ".".join(f.name for f in spec.path) or spec.field.name
+        column = spec.column_name
         #: ``lance-encoding:compression`` / ``-level``, checked before any page is encoded
         self.compression, self.level = compression_hint(spec.metadata, f"column {column!r}")
         # pylance reads it from the top-level field (a list's or struct's, for their leaves)
@@ -366,7 +366,7 @@ class V21ColumnEncoder:
     def _full_zip(self, sh: Shredded, num_rows: int) -> EncodedPage:
         values = sh.values
         if pa.types.is_struct(values.type):  # only from _mini_block, when the levels do not chunk
-            column = ".".join(f.name for f in self.spec.path) or self.spec.field.name
+            column = self.spec.column_name
             raise UnsupportedFeatureError(
                 f"packed struct column {column!r}: more empty or null lists between two "
                 f"values than a mini-block chunk holds ({MAX_CHUNK_LEVELS[self.large_chunks]} levels); "
