@@ -38,7 +38,7 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: (always 0): a buffer starting with the magic and this bit set is a size prefix that happens to
 #: start like a frame.
 _ZSTD_UNUSED_BIT = 0x10
-#: Most expansion a size prefix may claim (beyond 1 MiB): more means garbled data, not a buffer.
+#: Most expansion a size prefix may claim (beyond 1 MiB, ``_largest_plausible``).
 MAX_RATIO = 1 << 16
 
 
@@ -184,7 +184,7 @@ def decompress_each(
         magic = raw[at[:, :4]].reshape(-1, 4).view("<u4").reshape(-1) == np.frombuffer(_ZSTD_MAGIC, "<u4")[0]
         descriptor = raw[np.minimum(starts[present] + 4, raw.size - 1)]
         bare[present] = magic & ((descriptor & _ZSTD_UNUSED_BIT) == 0)
-    if (sizes[present & ~bare] > (stops - starts)[present & ~bare] * MAX_RATIO + (1 << 20)).any():
+    if (sizes[present & ~bare] > _largest_plausible((stops - starts)[present & ~bare])).any():
         raise CorruptFileError(where, f"{scheme}: a size prefix is implausible for its compressed bytes")
     if scheme == ZSTD and not bare.any():
         return _zstd_stream(raw, starts[present] + prefix.size, stops[present], sizes, where)
@@ -232,8 +232,14 @@ def _zstd_stream(
     return offsets, out
 
 
+def _largest_plausible(compressed: typing.Any) -> typing.Any:
+    """The largest uncompressed size a size prefix may claim for ``compressed`` bytes (ints or an
+    array of them): more means garbled data, not a buffer."""
+    return compressed * MAX_RATIO + (1 << 20)
+
+
 def _check_size(size: int, compressed: int, where: str, what: str) -> None:
-    if size > compressed * MAX_RATIO + (1 << 20):
+    if size > _largest_plausible(compressed):
         raise CorruptFileError(
             where, f"{what}: size prefix {size} is implausible for {compressed} compressed bytes"
         )

@@ -65,13 +65,18 @@ def _need(buf: memoryview, nbytes: int, page: PageInput, what: str) -> None:
 # --- leaves -------------------------------------------------------------------------------------
 
 
+def flat_compression(msg: pb.Flat) -> str | None:
+    """The scheme compressing a flat buffer, None when it is stored as it is. pylance compresses a
+    string column's bytes this way when its field metadata asks (``lance-encoding:compression``;
+    "none" it records as such): the whole buffer, framed as 2.1's general compression."""
+    scheme = msg.compression.scheme if msg.HasField("compression") else ""
+    return scheme if scheme not in ("", buffer_compression.NO_COMPRESSION) else None
+
+
 def _flat(msg: pb.Flat, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     buf = _buffer(msg.buffer, page, msg.HasField("buffer"))
-    scheme = msg.compression.scheme if msg.HasField("compression") else ""
-    if scheme and scheme != buffer_compression.NO_COMPRESSION:
-        # pylance compresses a string column's bytes this way when its field metadata asks
-        # (``lance-encoding:compression``; "none" it records as such): the whole buffer, framed
-        # as 2.1's general compression
+    scheme = flat_compression(msg)
+    if scheme is not None:
         if scheme not in (buffer_compression.ZSTD, buffer_compression.LZ4):
             raise UnsupportedEncodingError(f"{page.where}: flat compression {scheme!r} is not supported")
         buf = buffer_compression.decompress_framed(np.frombuffer(buf, np.uint8), scheme, page.where).data

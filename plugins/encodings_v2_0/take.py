@@ -13,7 +13,6 @@ import pyarrow as pa
 from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw._util import sets
 from lance_fw.errors import CorruptFileError
-from lance_fw.file import buffer_compression
 from lance_fw.file.buffers import fixed_bits, validity_or_none
 from lance_fw.file.encoding import PageInput
 
@@ -90,7 +89,7 @@ def take(
 def _flat(
     msg: pb.Flat, page: PageInput, rows: np.ndarray, group: int, arrow_type: pa.DataType
 ) -> pa.Array | None:
-    if msg.HasField("compression") and msg.compression.scheme not in ("", buffer_compression.NO_COMPRESSION):
+    if decode.flat_compression(msg) is not None:
         return None  # compressed: decoded whole
     n = len(rows) * group
     if pa.types.is_null(arrow_type):
@@ -148,10 +147,7 @@ def _binary(msg: pb.Binary, page: PageInput, rows: np.ndarray, arrow_type: pa.Da
     if (
         msg.bytes.WhichOneof("array_encoding") != "flat"
         or msg.bytes.flat.bits_per_value != 8
-        or (
-            msg.bytes.flat.HasField("compression")
-            and msg.bytes.flat.compression.scheme not in ("", buffer_compression.NO_COMPRESSION)
-        )
+        or decode.flat_compression(msg.bytes.flat) is not None
         or not _ours("flat")
     ):
         return None

@@ -18,11 +18,11 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
-from lance_fw.file.buffer_compression import LZ4, ZSTD, compress_framed
+from lance_fw.file.buffer_compression import ZSTD, compress_framed
 from lance_fw.file.buffers import fixed_bits, gather_ranges, headed, range_positions
 
 from . import fastlanes, fsst_encode
-from .compressive import RLE_VALUES_LENGTH, VARIABLE_BLOCK_HEADER_32
+from .compressive import RLE_VALUES_LENGTH, SCHEME_NAMES, VARIABLE_BLOCK_HEADER_32
 
 CHUNK_TARGET_BYTES = 4096
 MAX_CHUNK_VALUES = 4096
@@ -272,7 +272,7 @@ def bss_plan(values: pa.Array) -> ValuePlan:
 
 
 #: The general compression schemes, by the names field metadata gives them.
-GENERAL_SCHEMES = {ZSTD: pb.COMPRESSION_ALGORITHM_ZSTD, LZ4: pb.COMPRESSION_ALGORITHM_LZ4}
+GENERAL_SCHEMES = {name: scheme for scheme, name in SCHEME_NAMES.items()}
 #: Value bytes (every chunk's first buffer) a page needs before general compression is tried.
 GENERAL_MIN_PAGE_BYTES = 4 * 1024
 #: Value encodings a field's general compression wraps: pylance leaves fixed-size lists and
