@@ -12,13 +12,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import assert_tables_equal
-from google.protobuf import any_pb2
 
 import lance_fw
-from lance_fw._proto import encodings_v2_1_pb2 as pb21
 from lance_fw.errors import InvalidUserInputError
 from lance_fw.file.container import read_tail
 from lance_fw.io.storage import resolve_storage
+from tests.test_fsst import value_encodings
 
 RNG = np.random.default_rng(35)
 ROWS = 20_000
@@ -43,16 +42,8 @@ def _table(values: pa.Array, hint: str) -> pa.Table:
     return pa.table([values], schema=pa.schema([pa.field("c", values.type, metadata={KEY: hint})]))
 
 
-def _layouts(path: str, column: int = -1) -> list[str]:
-    out = []
-    for name in sorted(glob.glob(f"{path}/data/*.lance")):
-        for page in read_tail(resolve_storage(name).open_reader(name)).columns[column].pages:
-            message = any_pb2.Any()
-            message.ParseFromString(page.encoding.direct.encoding)
-            layout = pb21.PageLayout()
-            message.Unpack(layout)
-            out.append(layout.WhichOneof("layout"))
-    return out
+def _layouts(path: str, column: int = 0) -> list[str]:
+    return [layout for layout, _ in value_encodings(path, column)]
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
