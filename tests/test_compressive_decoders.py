@@ -22,9 +22,10 @@ from google.protobuf import any_pb2
 import lance_fw
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
+from lance_fw.file import fsst, fsst_encode
 from lance_fw.file.container import read_tail
 from lance_fw.io.storage import resolve_storage
-from lance_fw_plugins.encodings_v2_1 import chunked, fsst, fsst_encode
+from lance_fw_plugins.encodings_v2_1 import chunked
 from lance_fw_plugins.encodings_v2_1 import compressive as cz
 from lance_fw_plugins.encodings_v2_1 import fastlanes as fl
 from lance_fw_plugins.encodings_v2_1 import fullzip_values as fz_values

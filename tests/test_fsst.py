@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 import lance_fw
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
+from lance_fw.file import fsst, fsst_encode
 from lance_fw.file.container import read_tail
 from lance_fw.io.storage import resolve_storage
-from lance_fw_plugins.encodings_v2_1 import fsst, fsst_encode
 from tests.conftest import assert_tables_equal
 
 lance = pytest.importorskip("lance")

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lance_fw
-from lance_fw_plugins.encodings_v2_1 import fsst
+from lance_fw.file import fsst
 
 
 def _strings(rows: int) -> pa.Array:

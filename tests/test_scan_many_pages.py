@@ -96,9 +96,9 @@ def test_scan_decodes_runs_of_pages(uri):
     the comparisons above)."""
     from test_take_many_pages import _mini_block
 
+    from lance_fw.file import fsst
     from lance_fw.file.reader import LanceFileReader
     from lance_fw.io.storage import resolve_storage
-    from lance_fw_plugins.encodings_v2_1 import fsst
     from lance_fw_plugins.encodings_v2_1 import take_pages as page_take
 
     _pylance_from_batches(uri, "2.2")

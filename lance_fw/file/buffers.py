@@ -7,9 +7,23 @@ functions); one copy here keeps them agreeing, e.g. on bit order or on what "fix
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+#: Raw bytes a decoder accepts: a page buffer (``memoryview`` / ``bytes``) or a uint8 array
+#: already cut from one (what ``np.frombuffer`` takes).
+RawBytes: TypeAlias = bytes | bytearray | memoryview | np.ndarray
+
+
+def as_u8(buf: RawBytes) -> np.ndarray:
+    """``buf``'s bytes as a flat uint8 array; a contiguous array is viewed, not copied."""
+    if isinstance(buf, np.ndarray):
+        return buf.reshape(-1).view(np.uint8)
+    return np.frombuffer(buf, np.uint8)
+
 
 #: Little-endian unsigned numpy dtypes by width in bytes (how Lance stores offsets and words).
 UINT_BY_BYTES: dict[int, np.dtype] = {

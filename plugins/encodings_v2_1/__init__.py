@@ -17,6 +17,7 @@ from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw._util.lru import LruCache
+from lance_fw.file.buffers import RawBytes
 from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import (
     ColumnSpec,
@@ -33,7 +34,6 @@ from lance_fw.hookspecs import hookimpl
 
 from . import encode, fullzip_layout, layouts, page_parts, repdef, take, take_pages
 from .blob_descriptors import BlobDescriptorEncoder
-from .decoded_values import RawBytes
 from .layouts import PageLevels
 
 FAMILY = "lance.encodings21.PageLayout"

@@ -14,7 +14,14 @@ import numpy as np
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw._util import sets
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges, pool_concatenate, pool_empty, range_positions
+from lance_fw.file.buffers import (
+    UINT_BY_BITS,
+    as_u8,
+    gather_ranges,
+    pool_concatenate,
+    pool_empty,
+    range_positions,
+)
 
 from . import fastlanes
 from .compressive import (
@@ -26,7 +33,7 @@ from .compressive import (
     decode_values,
     decompress_buffer,
 )
-from .decoded_values import DecodedValues, as_u8, concat, present
+from .decoded_values import DecodedValues, concat, present
 
 
 def decode_chunk_ranges(

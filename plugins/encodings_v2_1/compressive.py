@@ -45,12 +45,11 @@ import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file import buffer_compression
-from lance_fw.file.buffers import UINT_BY_BITS, gather_ranges
+from lance_fw.file import buffer_compression, fsst
+from lance_fw.file.buffers import UINT_BY_BITS, RawBytes, as_u8, gather_ranges
 
-from . import fastlanes, fsst
+from . import fastlanes
 from .decoded_values import DecodedValues as DecodedValues
-from .decoded_values import RawBytes, as_u8
 from .decoded_values import concat as concat
 from .decoded_values import present as present
 from .decoded_values import split_packed_struct as split_packed_struct

@@ -9,25 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from lance_fw.errors import UnsupportedEncodingError
 from lance_fw.file.buffers import UINT_BY_BITS
-
-#: Raw bytes a decoder accepts: a page buffer (``memoryview`` / ``bytes``) or a uint8 array
-#: already cut from one (what ``np.frombuffer`` takes).
-RawBytes: TypeAlias = bytes | bytearray | memoryview | np.ndarray
-
-
-def as_u8(buf: RawBytes) -> np.ndarray:
-    """``buf``'s bytes as a flat uint8 array; a contiguous array is viewed, not copied."""
-    if isinstance(buf, np.ndarray):
-        return buf.reshape(-1).view(np.uint8)
-    return np.frombuffer(buf, np.uint8)
-
 
 _T = TypeVar("_T")
 

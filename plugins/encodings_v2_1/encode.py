@@ -27,11 +27,11 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import InvalidUserInputError, UnsupportedFeatureError
+from lance_fw.file import fsst_encode
 from lance_fw.file.buffer_compression import FSST, NO_COMPRESSION, ZSTD, compress_each, compression_hint
 from lance_fw.file.buffers import UINT_BY_BYTES, headed
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
-from . import fsst_encode
 from .layouts import CHUNK_LOG2_BITS, CHUNK_META_DTYPE, CHUNK_SIZE_UNIT
 from .shred import Shredded, shred
 from .value_encode import (

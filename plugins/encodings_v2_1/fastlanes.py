@@ -25,9 +25,7 @@ from functools import cache
 import numpy as np
 
 from lance_fw.errors import CorruptFileError
-from lance_fw.file.buffers import gather_rows, pool_empty
-
-from .decoded_values import RawBytes
+from lance_fw.file.buffers import RawBytes, gather_rows, pool_empty
 
 BLOCK = 1024
 FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)

@@ -17,10 +17,10 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError
-from lance_fw.file.buffers import UINT_BY_BYTES, gather_ranges, gather_rows
+from lance_fw.file.buffers import UINT_BY_BYTES, RawBytes, as_u8, gather_ranges, gather_rows
 
 from . import fullzip_values
-from .decoded_values import DecodedValues, RawBytes, as_u8, present
+from .decoded_values import DecodedValues, present
 from .layouts import PageLevels
 
 

@@ -12,12 +12,11 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file import buffer_compression
-from lance_fw.file.buffers import ARROW_UINT_BY_BITS, gather_ranges, gather_rows
+from lance_fw.file import buffer_compression, fsst
+from lance_fw.file.buffers import ARROW_UINT_BY_BITS, RawBytes, as_u8, gather_ranges, gather_rows
 
-from . import fsst
 from .compressive import SCHEME_NAMES, _check_offsets, _decode_block, _name
-from .decoded_values import DecodedValues, RawBytes, as_u8
+from .decoded_values import DecodedValues
 
 
 def decode_fullzip_variable(

@@ -16,10 +16,18 @@ import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_ranges, gather_rows, pool_empty
+from lance_fw.file.buffers import (
+    UINT_BY_BITS,
+    UINT_BY_BYTES,
+    RawBytes,
+    as_u8,
+    gather_ranges,
+    gather_rows,
+    pool_empty,
+)
 
 from . import chunked, compressive
-from .decoded_values import DecodedValues, RawBytes, as_u8, present
+from .decoded_values import DecodedValues, present
 
 
 @dataclass

@@ -18,10 +18,10 @@ import pyarrow as pa
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw._util import pools
+from lance_fw.file.buffers import as_u8
 from lance_fw.file.encoding import PageInput
 
 from . import repdef
-from .decoded_values import as_u8
 from .layouts import chunk_levels, page_chunks
 
 #: Encoded value bytes each part holds at least: below this the handoff and the join of the

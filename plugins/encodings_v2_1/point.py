@@ -19,12 +19,13 @@ import numpy as np
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file.buffers import UINT_BY_BITS
+from lance_fw.file import fsst
+from lance_fw.file.buffers import UINT_BY_BITS, as_u8
 from lance_fw.file.encoding import PageInput
 
-from . import chunked, fastlanes, fsst, layouts
+from . import chunked, fastlanes, layouts
 from .compressive import _name
-from .decoded_values import DecodedValues, as_u8
+from .decoded_values import DecodedValues
 from .layouts import ChunkTable, PageLevels
 
 

@@ -17,12 +17,12 @@ import pyarrow as pa
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError
-from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, gather_rows, pool_empty
+from lance_fw.file.buffers import UINT_BY_BITS, UINT_BY_BYTES, as_u8, gather_rows, pool_empty
 from lance_fw.file.encoding import PageInput
 from lance_fw.interfaces import shared_file_ranges
 
 from . import chunked, fullzip_layout, layouts, point
-from .decoded_values import DecodedValues, as_u8
+from .decoded_values import DecodedValues
 from .layouts import ChunkTable, PageLevels
 from .repdef import LIST_LAYERS
 

@@ -16,10 +16,11 @@ import numpy as np
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw._util.lru import LruCache
 from lance_fw.errors import CorruptFileError
+from lance_fw.file import fsst
 from lance_fw.file.encoding import PageInput
 from lance_fw.interfaces import read_pages_parts
 
-from . import fsst, layouts, take
+from . import layouts, take
 from .compressive import _name
 from .decoded_values import DecodedValues, concat, present
 from .layouts import PageLevels

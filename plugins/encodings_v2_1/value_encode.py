@@ -18,10 +18,11 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
+from lance_fw.file import fsst_encode
 from lance_fw.file.buffer_compression import ZSTD, compress_framed
 from lance_fw.file.buffers import fixed_bits, gather_ranges, headed, range_positions
 
-from . import fastlanes, fsst_encode
+from . import fastlanes
 from .compressive import RLE_VALUES_LENGTH, SCHEME_NAMES, VARIABLE_BLOCK_HEADER_32
 
 CHUNK_TARGET_BYTES = 4096

@@ -19,8 +19,7 @@ import pyarrow.compute as pc
 
 from lance_fw._util import sets
 from lance_fw.file.buffers import binary_array, binary_views
-
-from .fsst import BYTE_MASKS, ESCAPE, MAGIC, MAX_SYMBOL_LEN, SYMBOL_TABLE_SIZE
+from lance_fw.file.fsst import BYTE_MASKS, ESCAPE, MAGIC, MAX_SYMBOL_LEN, SYMBOL_TABLE_SIZE
 
 #: Longest string piece tokenised on its own (bounds the numpy steps; a symbol never spans two).
 SEGMENT_BYTES = 256

@@ -22,7 +22,8 @@ Pages of longer strings are taken two codes at a time from a 131,072-entry table
 (and of pairs whose first byte is an escaped literal), built per symbol table and cached:
 ``take``'s cost is mostly per entry, so pairs halve it.
 
-Encoding lives in ``fsst_encode``.
+Encoding lives in ``fsst_encode``. Both live in the file layer because both encoding families
+use them: 2.1+ mini-block and full-zip pages, and 2.0's ``Fsst`` array encoding.
 """
 
 from __future__ import annotations
@@ -38,9 +39,7 @@ import pyarrow.compute as pc
 
 from lance_fw._util import pools
 from lance_fw.errors import CorruptFileError
-from lance_fw.file.buffers import binary_array, binary_views, pool_empty
-
-from .decoded_values import RawBytes
+from lance_fw.file.buffers import RawBytes, binary_array, binary_views, pool_empty
 
 SYMBOL_TABLE_SIZE = 2312
 MAGIC = b"TSSF"
