@@ -195,17 +195,6 @@ def test_non_integer_level_refused(uri):
         lance_fw.write_dataset(table, uri)
 
 
-def test_v20_fsst_refused_and_read(tmp_path):
-    """pylance 2.0 answers ``compression=fsst`` with an ``fsst`` tree, which lance_fw neither
-    writes nor reads at 2.0: both refuse by name rather than write or return something else."""
-    table = _table(VALUES["text"](), {"lance-encoding:compression": "fsst"})
-    with pytest.raises(UnsupportedFeatureError, match="fsst at file version 2.0"):
-        lance_fw.write_dataset(table, str(tmp_path / "lance_fw"), data_storage_version="2.0")
-    lance.write_dataset(table, str(tmp_path / "pylance"), data_storage_version="2.0")
-    with pytest.raises(lance_fw.errors.UnsupportedEncodingError, match="kind 'fsst'"):
-        lance_fw.dataset(str(tmp_path / "pylance")).to_table()
-
-
 @pytest.mark.parametrize("kind", ["text", "wide text (full-zip)"])
 @pytest.mark.parametrize("version", ["2.0", "2.2"])
 @pytest.mark.parametrize("scheme", ["zstd", "lz4"])

@@ -110,6 +110,18 @@ def headed(heads: np.ndarray, sizes: np.ndarray, body: np.ndarray) -> np.ndarray
     return binary_views(joined)[1]
 
 
+def offsets_and_data(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string or binary array's offsets, widened to int64 and not rebased (they index the
+    whole data buffer), and that whole data buffer as uint8; the array's slice offset honoured."""
+    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+    width = np.dtype(np.int64 if large else np.int32)
+    offs = np.frombuffer(
+        values.buffers()[1], width, count=len(values) + 1, offset=values.offset * width.itemsize
+    ).astype(np.int64)
+    data = values.buffers()[2]
+    return offs, np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+
+
 def binary_array(offsets: np.ndarray, data: np.ndarray) -> pa.LargeBinaryArray:
     """The strings ``data[offsets[i]:offsets[i+1]]`` as a binary array over the same memory
     (int64 offsets, C-contiguous ``data``: no copy)."""

@@ -438,6 +438,24 @@ def _distinct_tokens(values: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarra
     )
 
 
+#: Bytes of strings below which lance's FSST compressor stores them as they are, under
+#: RAW_SYMBOL_TABLE (a table does not pay there; pylance's 2.0 ``Fsst`` pages of 32000 bytes are
+#: raw, of 32768 compressed). pylance's 2.1+ encoder picks FSST only for pages of this size.
+MIN_INPUT_BYTES = 32 * 1024
+#: The table of strings stored as they are: no symbols, encoder switch off (as pylance writes it).
+RAW_SYMBOL_TABLE = bytes(4) + MAGIC + bytes(SYMBOL_TABLE_SIZE - 4 - len(MAGIC))
+
+
+def compress_or_store(offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """:func:`compress_strings`, or below MIN_INPUT_BYTES the strings as they are (as lance's
+    compressor does): (symbol table bytes, offsets from 0, codes)."""
+    offsets = np.asarray(offsets, np.int64)
+    first, last = int(offsets[0]), int(offsets[-1])
+    if last - first < MIN_INPUT_BYTES:
+        return RAW_SYMBOL_TABLE, offsets - first, np.asarray(data, np.uint8)[first:last]
+    return compress_strings(offsets, data)
+
+
 def compress_strings(offsets: np.ndarray, data: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
     """Train on the strings and compress them: (symbol table bytes, offsets from 0, codes)."""
     book = train(offsets, data)

@@ -13,7 +13,7 @@ from google.protobuf import any_pb2
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
-from lance_fw.file import buffer_compression
+from lance_fw.file import buffer_compression, fsst
 from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits, validity_bitmap
 from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import KindDecoder, PageInput, check_decoded, decode_kind
@@ -242,6 +242,48 @@ def _binary(msg: pb.Binary, page: PageInput, n: int, arrow_type: pa.DataType) ->
     return pa.Array.from_buffers(arrow_type, n, [bitmap, offs, data], null_count=nulls)
 
 
+def fsst_codes_type(value_type: pa.DataType) -> pa.DataType:
+    """The binary type an ``Fsst`` encoding's inner ``binary`` decodes to for a column of
+    ``value_type``: the codes are bytes, not text, with the column's offset width."""
+    return pa.large_binary() if value_type in (pa.large_string(), pa.large_binary()) else pa.binary()
+
+
+def fsst_values(codes: pa.Array, symbol_table: bytes, value_type: pa.DataType, where: str) -> pa.Array:
+    """The strings (of ``value_type``) that ``codes``, each row's FSST codes, expand to with
+    ``symbol_table``; a null row stays null (its codes are empty)."""
+    width = np.dtype(np.int64 if codes.type == pa.large_binary() else np.int32)
+    offsets = np.frombuffer(codes.buffers()[1], width, len(codes) + 1, codes.offset * width.itemsize)
+    data = codes.buffers()[2]
+    out_offsets, out_data = fsst.decompress(symbol_table, offsets, b"" if data is None else data, where)
+    small = value_type in (pa.string(), pa.binary())
+    if small and int(out_offsets[-1]) >= 2**31:
+        raise CorruptFileError(
+            where, f"{int(out_offsets[-1])} decompressed bytes exceed the {value_type} offset range"
+        )
+    bitmap = codes.buffers()[0] if codes.null_count else None
+    if bitmap is not None and codes.offset:  # validity of a sliced array: rebuilt from its rows
+        bitmap, _ = validity_bitmap(codes.is_valid().to_numpy(zero_copy_only=False))
+    return pa.Array.from_buffers(
+        value_type,
+        len(codes),
+        [bitmap, pa.py_buffer(out_offsets.astype(np.int32 if small else np.int64)), pa.py_buffer(out_data)],
+        null_count=codes.null_count,
+    )
+
+
+def _fsst(msg: pb.Fsst, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
+    """pylance's 2.0 string pages under ``lance-encoding:compression=fsst``: the strings' FSST
+    codes as a ``binary`` encoding, and the page's symbol table (a table with its encoder switch
+    off, as pylance writes for a small page, stores the strings as they are)."""
+    value_type = binary_value_type(arrow_type)
+    if value_type is None:
+        raise CorruptFileError(page.where, f"fsst encoding for a {arrow_type} column")
+    if not msg.HasField("binary"):
+        raise CorruptFileError(page.where, "fsst encoding without its codes")
+    codes = decode_kind(FAMILY, msg.binary, page, n, fsst_codes_type(value_type))
+    return fsst_values(codes, msg.symbol_table, value_type, page.where)
+
+
 def _list(msg: pb.List, page: PageInput, n: int, arrow_type: pa.DataType) -> pa.Array:
     """A 2.0 list page decodes to per-row item counts with the list validity (``LIST_PAGE_TYPE``);
     the items come from the next column."""
@@ -375,6 +417,7 @@ KIND_DECODERS: dict[str, KindDecoder] = {
     "fixed_size_list": _fixed_size_list,
     "fixed_size_binary": _fixed_size_binary,
     "binary": _binary,
+    "fsst": _fsst,
     "list": _list,
     "dictionary": _dictionary,
     "struct": _struct,

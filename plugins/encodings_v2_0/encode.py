@@ -1,7 +1,8 @@
 """The 2.0 column encoder: writes the same encoding trees pylance 14 writes at 2.0.
 
 * fixed width: ``nullable{no_nulls|some_nulls|all_nulls}`` around ``flat{W}``
-* string/binary: ``binary{indices=u64 end offsets, bytes, null_adjustment = total + 1}``
+* string/binary: ``binary{indices=u64 end offsets, bytes, null_adjustment = total + 1}``; under
+  ``lance-encoding:compression=fsst``, ``fsst{binary = that tree over the FSST codes, symbol_table}``
 * list parents: ``list{offsets=u64 end offsets, null_offset_adjustment = items + 1, num_items}``
 * fixed_size_list: ``nullable{... fixed_size_list{dimension, items}}``
 * Arrow dictionary: ``dictionary{1-based indices (0 = null), items, num_dictionary_items}``
@@ -20,8 +21,14 @@ import pyarrow.compute as pc
 
 from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
-from lance_fw.file import buffer_compression
-from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits, is_variable_bytes
+from lance_fw.file import buffer_compression, fsst_encode
+from lance_fw.file.buffers import (
+    ARROW_UINT_BY_BITS,
+    fixed_bits,
+    is_variable_bytes,
+    offsets_and_data,
+    validity_bitmap,
+)
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
 
@@ -108,24 +115,17 @@ _UNCOMPRESSED: Compression = (None, None)
 def _binary(array: pa.Array, buffers: _Buffers, compression: Compression = _UNCOMPRESSED) -> pb.ArrayEncoding:
     """As pylance writes strings and binaries at 2.0; their bytes compressed as a whole where the
     field asks (zstd or LZ4, framed as ``buffer_compression`` frames it; "none" recorded so)."""
-    large = _is_large(array.type)
-    width = 8 if large else 4
-    offsets = np.frombuffer(
-        array.buffers()[1],
-        dtype=np.int64 if large else np.int32,
-        count=len(array) + 1,
-        offset=array.offset * width,
-    )
+    offsets, data = offsets_and_data(array)
     valid = _valid_np(array)
-    lengths = np.diff(offsets).astype(np.int64)
+    lengths = np.diff(offsets)
     if valid is not None and lengths[~valid].any():
         # null slots backed by bytes: ``take`` rebuilds the array with empty null slots
         return _binary(array.take(pa.array(np.arange(len(array)))), buffers, compression)
-    first, last = int(offsets[0]), int(offsets[-1])
-    data = array.buffers()[2]
-    indices, adjustment, _ = _end_offsets(lengths, valid, buffers)
-    raw = data[first:last] if data is not None else b""
     scheme, level = compression
+    if scheme == buffer_compression.FSST:
+        return _fsst(array, buffers)
+    indices, adjustment, _ = _end_offsets(lengths, valid, buffers)
+    raw = data[int(offsets[0]) : int(offsets[-1])].data
     if scheme in (buffer_compression.ZSTD, buffer_compression.LZ4):
         framed = buffer_compression.compress_framed(raw, scheme, level)
         flat = pb.Flat(
@@ -139,6 +139,25 @@ def _binary(array: pa.Array, buffers: _Buffers, compression: Compression = _UNCO
         flat = pb.Flat(bits_per_value=8, buffer=buffers.add(raw))
     bytes_enc = pb.ArrayEncoding(flat=flat)
     return pb.ArrayEncoding(binary=pb.Binary(indices=indices, bytes=bytes_enc, null_adjustment=adjustment))
+
+
+def _fsst(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+    """pylance's 2.0 tree under ``lance-encoding:compression=fsst``: the strings' FSST codes as a
+    ``binary`` encoding (nulls as there), and the page's symbol table; a page under
+    ``fsst_encode.MIN_INPUT_BYTES`` stores its strings as they are, as pylance's does."""
+    offsets, data = offsets_and_data(array)
+    table, code_offsets, codes = fsst_encode.compress_or_store(offsets, data)
+    if int(code_offsets[-1]) >= 2**31:  # a page is far smaller; a single huge value is not
+        raise UnsupportedFeatureError(f"{int(code_offsets[-1])} bytes of FSST codes in one 2.0 page")
+    valid = _valid_np(array)
+    bitmap, nulls = validity_bitmap(valid) if valid is not None else (None, 0)
+    coded = pa.Array.from_buffers(
+        pa.binary(),
+        len(array),
+        [bitmap, pa.py_buffer(code_offsets.astype(np.int32)), pa.py_buffer(codes)],
+        null_count=nulls,
+    )
+    return pb.ArrayEncoding(fsst=pb.Fsst(binary=_binary(coded, buffers), symbol_table=table))
 
 
 def _is_large(t: pa.DataType) -> bool:
@@ -215,10 +234,12 @@ class V20ColumnEncoder:
         self.compression: Compression = buffer_compression.compression_hint(
             spec.metadata, f"column {column!r}"
         )
-        if self.compression[0] == buffer_compression.FSST:
+        if self.compression[0] == buffer_compression.FSST and _is_large(spec.arrow_type):
+            # pylance 14 panics there (its 2.0 FSST pages hold 32-bit offsets)
             raise UnsupportedFeatureError(
-                f"column {column!r}: {buffer_compression.COMPRESSION_META_KEY}=fsst at file version 2.0 "
-                "(pylance writes an fsst tree there); lance_fw writes FSST from version 2.1 on"
+                f"column {column!r}: {buffer_compression.COMPRESSION_META_KEY}=fsst on a "
+                f"{spec.arrow_type} column at file version 2.0 (FSST pages there hold 32-bit "
+                "offsets); use string/binary, or file version 2.1+"
             )
 
     def encode(self, array: pa.Array) -> EncodedPage:

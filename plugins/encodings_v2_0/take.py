@@ -1,7 +1,7 @@
 """Decoding chosen rows of a 2.0 page, reading only their byte ranges where the encoding allows.
 
 Plain fixed-width values, bitmaps (validity, booleans), fixed-size lists/binaries, offsets-based
-strings over plain bytes, dictionary indices and packed-struct rows are read row by row; anything else (compressed
+strings over plain bytes (FSST codes too, expanded once read), dictionary indices and packed-struct rows are read row by row; anything else (compressed
 buffers, a kind replaced by another plugin) returns None and the page is decoded whole.
 """
 
@@ -79,6 +79,8 @@ def take(
         return None
     if kind == "packed_struct":
         return decode.take_packed(msg, page, rows, arrow_type)
+    if kind == "fsst":
+        return _fsst(msg, page, rows, arrow_type)
     if kind == "binary":
         return _binary(msg, page, rows, arrow_type)
     if kind == "dictionary":
@@ -176,6 +178,15 @@ def _binary(msg: pb.Binary, page: PageInput, rows: np.ndarray, arrow_type: pa.Da
     return pa.Array.from_buffers(
         value_type, len(rows), [bitmap, offsets_buffer, pa.py_buffer(data)], null_count=nulls
     )
+
+
+def _fsst(msg: pb.Fsst, page: PageInput, rows: np.ndarray, arrow_type: pa.DataType) -> pa.Array | None:
+    """The rows' codes read row by row (as ``_binary`` reads strings), then expanded."""
+    value_type = decode.binary_value_type(arrow_type)
+    if value_type is None or not msg.HasField("binary"):
+        return None  # decoded whole, which raises
+    codes = take(msg.binary, page, rows, 1, decode.fsst_codes_type(value_type))
+    return None if codes is None else decode.fsst_values(codes, msg.symbol_table, value_type, page.where)
 
 
 def _dictionary(

@@ -29,7 +29,7 @@ from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import InvalidUserInputError, UnsupportedFeatureError
 from lance_fw.file import fsst_encode
 from lance_fw.file.buffer_compression import FSST, NO_COMPRESSION, ZSTD, compress_each, compression_hint
-from lance_fw.file.buffers import UINT_BY_BYTES, headed
+from lance_fw.file.buffers import UINT_BY_BYTES, headed, offsets_and_data
 from lance_fw.file.encoding import ColumnSpec, EncodedPage, pack_any
 
 from .layouts import CHUNK_LOG2_BITS, CHUNK_META_DTYPE, CHUNK_SIZE_UNIT
@@ -55,7 +55,6 @@ from .value_encode import (
     length_prefixed,
     level_block,
     levels_plan,
-    offsets_and_data,
     pow2_at_most,
     value_bits,
     value_plan,

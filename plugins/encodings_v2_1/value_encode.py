@@ -20,7 +20,7 @@ from lance_fw._proto import encodings_v2_1_pb2 as pb
 from lance_fw.errors import UnsupportedFeatureError
 from lance_fw.file import fsst_encode
 from lance_fw.file.buffer_compression import ZSTD, compress_framed
-from lance_fw.file.buffers import fixed_bits, gather_ranges, headed, range_positions
+from lance_fw.file.buffers import fixed_bits, gather_ranges, headed, offsets_and_data, range_positions
 
 from . import fastlanes
 from .compressive import RLE_VALUES_LENGTH, SCHEME_NAMES, VARIABLE_BLOCK_HEADER_32
@@ -29,7 +29,7 @@ CHUNK_TARGET_BYTES = 4096
 MAX_CHUNK_VALUES = 4096
 #: pylance's FSST rule (lance-encoding, both layouts): string pages of at least this many bytes
 #: whose longest value has at least FSST_MIN_LONGEST bytes; below that FSST does not pay.
-FSST_MIN_PAGE_BYTES = 32 * 1024
+FSST_MIN_PAGE_BYTES = fsst_encode.MIN_INPUT_BYTES
 FSST_MIN_LONGEST = 5
 _UINT_DTYPE: dict[int, type[np.unsignedinteger]] = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -67,19 +67,6 @@ def fixed_bytes(values: pa.Array) -> np.ndarray:
     if buf is None:
         return np.zeros(len(values) * width, np.uint8)
     return np.frombuffer(buf, np.uint8, count=len(values) * width, offset=values.offset * width)
-
-
-def offsets_and_data(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    large = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
-    offs = np.frombuffer(
-        values.buffers()[1],
-        np.int64 if large else np.int32,
-        count=len(values) + 1,
-        offset=values.offset * (8 if large else 4),
-    ).astype(np.int64)
-    data = values.buffers()[2]
-    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-    return offs, data
 
 
 def pow2_at_most(n: int) -> int:
