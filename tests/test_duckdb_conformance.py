@@ -26,7 +26,7 @@ FLOOR: dict[str, tuple[int, int]] = {
     "bigann_tiny.test": (12, 0),
     "drop_table.test": (2, 6),
     "filter_ir_types.test": (10, 1),
-    "index_ddl.test": (14, 6),
+    "index_ddl.test": (16, 9),
     "lance.test": (24, 4),
     "lance_delete.test": (14, 9),
     "lance_insert.test": (6, 11),

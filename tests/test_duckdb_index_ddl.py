@@ -95,6 +95,29 @@ def test_sql_index_is_pylances_index(tmp_path: Path, index_type: str) -> None:
     assert con.execute(f"SELECT count(*) FROM lance_indexes('{sql_uri}')").fetchall() == [(0,)]
 
 
+def test_untrained_index_and_retrain_follow_pylance(tmp_path: Path) -> None:
+    """``CREATE INDEX … WITH (train = false)`` makes the index pylance's ``train=False`` makes (no
+    rows, no fragments; queries answer as unindexed), and ``REINDEX … RETRAIN`` trains it as
+    ``optimize_indices(retrain=True)`` does."""
+    sql_uri, py_uri = _twins(tmp_path)
+    con = lance_fw.duckdb.connect()
+    con.execute(f"CREATE INDEX u ON '{sql_uri}' (cat) USING BITMAP WITH (train = false)")
+    lance.dataset(py_uri).create_scalar_index("cat", "BITMAP", name="u", train=False)
+    assert _listing(sql_uri) == _listing(py_uri)
+    assert [d.num_rows_indexed for d in lance.dataset(sql_uri).describe_indices()] == [0]
+    query = "SELECT count(*) FROM '{uri}' WHERE cat = 3"
+    assert con.execute(query.format(uri=sql_uri)).fetchall() == [
+        (lance.dataset(py_uri).count_rows("cat = 3"),)
+    ]
+    con.execute(f"REINDEX u ON '{sql_uri}' RETRAIN")
+    lance.dataset(py_uri).optimize.optimize_indices(retrain=True)
+    assert _listing(sql_uri) == _listing(py_uri)
+    assert [d.num_rows_indexed for d in lance.dataset(sql_uri).describe_indices()] == [ROWS]
+    assert con.execute(query.format(uri=sql_uri)).fetchall() == [
+        (lance.dataset(py_uri).count_rows("cat = 3"),)
+    ]
+
+
 def test_attached_table_reindex_and_optimize_follow_pylance(tmp_path: Path) -> None:
     sql_uri, py_uri = _twins(tmp_path)
     (tmp_path / "lake").mkdir()
@@ -183,14 +206,14 @@ def test_duckdbs_own_create_index_is_left_to_duckdb() -> None:
         ),
         ("CREATE INDEX v ON '{uri}' (id) USING ivf_hnsw_sq", UnsupportedFeatureError, "IVF_HNSW_SQ"),
         ("CREATE INDEX f ON '{uri}' (tags) USING INVERTED", UnsupportedFeatureError, "INVERTED"),
-        ("CREATE INDEX u ON '{uri}' (id) USING BTREE WITH (train = false)", UnsupportedFeatureError, "train"),
+        ("CREATE INDEX u ON '{uri}' (id) USING BTREE WITH (train = 'no')", InvalidArgumentError, "train must be a bool"),
+        ("CREATE INDEX u ON '{uri}' (id) USING BTREE WITH (replace = 'yes')", InvalidArgumentError, "replace must be"),
         ("CREATE INDEX two ON '{uri}' (id, cat) USING BTREE", UnsupportedFeatureError, "2 columns"),
         ("CREATE INDEX b ON '{uri}' (id) USING BTREE WITH (retrain = true)", InvalidArgumentError, "REINDEX"),
         ("CREATE INDEX b ON '{uri}' (id) USING BTREE WITH (colour = 'red')", InvalidArgumentError, "colour"),
         ("CREATE INDEX b ON '{uri}' (id)", InvalidArgumentError, "USING"),
         ("CREATE INDEX id_idx ON '{uri}' (id) USING BTREE", InvalidArgumentError, "already exists"),
         ("DROP INDEX missing ON '{uri}'", InvalidArgumentError, "missing"),
-        ("REINDEX id_idx ON '{uri}' RETRAIN", UnsupportedFeatureError, "retrain"),
         (
             "ALTER INDEX id_idx ON '{uri}' OPTIMIZE WITH (mode = 'merge', num_indices_to_merge = 2)",
             UnsupportedFeatureError,

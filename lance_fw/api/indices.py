@@ -35,18 +35,18 @@ def create_scalar_index(
     refuse(
         "create_scalar_index",
         {
-            "train": train,
             "fragment_ids": fragment_ids,
             "index_uuid": index_uuid,
             "progress_callback": progress_callback,
             "format_version": format_version,
         },
-        {"train": True},
+        {},
     )
-    if not isinstance(replace, bool):
-        raise InvalidArgumentError(f"replace must be a bool, got {replace!r}")
+    for option, value in (("replace", replace), ("train", train)):
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{option} must be a bool, got {value!r}")
     version = table_indices.create_scalar_index(
-        ds._snapshot, table_indices.IndexRequest(column, index_type, name, replace, dict(params))
+        ds._snapshot, table_indices.IndexRequest(column, index_type, name, replace, dict(params), train)
     )
     ds._move_to(version)
 
@@ -92,14 +92,14 @@ def optimize_indices(
     ds: LanceDataset, names: list[str] | None, num_indices_to_merge: int | None, retrain: bool | None
 ) -> None:
     """``ds.optimize.optimize_indices(index_names=[...])``: bring each index up to every fragment."""
-    refuse(
-        "optimize_indices",
-        {"num_indices_to_merge": num_indices_to_merge, "retrain": retrain},
-        {"num_indices_to_merge": 1, "retrain": False},
-    )
+    refuse("optimize_indices", {"num_indices_to_merge": num_indices_to_merge}, {"num_indices_to_merge": 1})
+    if retrain is not None and not isinstance(retrain, bool):
+        raise InvalidArgumentError(f"retrain must be a bool, got {retrain!r}")
     if names is not None and (isinstance(names, str) or not isinstance(names, Iterable)):
         raise InvalidArgumentError(f"index_names must be a list of names, got {names!r}")
-    version = table_indices.optimize_indices(ds._snapshot, None if names is None else list(names))
+    version = table_indices.optimize_indices(
+        ds._snapshot, None if names is None else list(names), retrain=bool(retrain)
+    )
     if version is not None:
         ds._move_to(version)
 

@@ -17,7 +17,8 @@ Lance directory (``ns.main.t``); a ``CREATE INDEX`` on anything else is DuckDB's
 Each statement is one Lance commit made at once (refused inside ``BEGIN … COMMIT`` on an attached
 directory, as ``ALTER TABLE`` is). Scalar and full-text (``INVERTED``, alias ``FTS``; its
 tokenizer options as ``WITH``) and vector (``IVF_FLAT`` / ``IVF_PQ`` / ``IVF_SQ``) indices are built;
-other types are refused naming the type, and options lance_fw does not implement (``train = false``, ``RETRAIN``, merging) are refused by lance_fw's API.
+other types are refused naming the type, and options lance_fw does not implement (merging, a vector
+index's ``RETRAIN``) are refused by lance_fw's API.
 """
 
 from __future__ import annotations
@@ -364,8 +365,8 @@ def create_index(ds: LanceDataset, parsed: IndexStatement) -> None:
     if len(parsed.columns) != 1:
         raise UnsupportedFeatureError(f"{what}: an index on {len(parsed.columns)} columns (one column only)")
     options = dict(parsed.options)
-    replace = bool(options.pop("replace", False))
-    train = bool(options.pop("train", True))
+    replace = options.pop("replace", False)  # a bool, or lance_fw's API refuses it
+    train = options.pop("train", True)
     if options.pop("retrain", False):
         raise InvalidArgumentError(f"{what}: CREATE INDEX does not accept retrain; use REINDEX")
     if "params" in options:
@@ -391,13 +392,13 @@ def _create_vector_index(ds: LanceDataset, parsed: IndexStatement, what: str) ->
         options = {**params, **options}
     if "metric_type" in options:
         options["metric"] = options.pop("metric_type")
-    replace = bool(options.pop("replace", False))
+    replace = options.pop("replace", False)  # a bool, or lance_fw's API refuses it
     ds.create_index(parsed.columns[0], parsed.index_type, name=parsed.index_name, replace=replace, **options)
 
 
 def _optimize(ds: LanceDataset, name: str, options: dict[str, Any]) -> None:
     """``ALTER INDEX … OPTIMIZE`` / ``REINDEX``: ``optimize_indices`` of index ``name`` (lance_fw refuses
-    retraining and merging by name, as its API does)."""
+    merging, and retraining a vector index, by name, as its API does)."""
     options = dict(options)
     mode = str(options.pop("mode", "append")).lower()
     if mode not in OPTIMIZE_MODES:

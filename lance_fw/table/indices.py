@@ -296,13 +296,16 @@ def build_index(
     dataset_version: int | None = None,
     run_optimized: bool = False,
     vector_rows: bool = False,
+    trained: bool = True,
 ) -> tuple[table_pb2.IndexMetadata, IndexFiles]:
     """Train ``kind`` over every live row of the version's fragments into a new ``_indices/<uuid>/``.
     Returns the metadata to commit and the store (whose files the caller removes if the commit fails).
-    ``vector_rows``: a vector index, which stores stable row ids where the dataset has them."""
+    ``vector_rows``: a vector index, which stores stable row ids where the dataset has them.
+    ``trained`` False: over no fragment at all (pylance's ``train=False``: the index type writes
+    its files for zero rows, and the index covers no fragment)."""
     uuid = uuidlib.uuid4()
     store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, str(uuid)))
-    fragments = list(snapshot.fragments)
+    fragments = list(snapshot.fragments) if trained else []
     try:
         row_ids = vector_rows and _stable_row_ids(snapshot)
         kind.train(training_batches(snapshot, field, fragments, row_ids), field.to_arrow(), params, store)
@@ -373,13 +376,16 @@ def check_new_index(
 class IndexRequest:
     """What pylance's ``create_scalar_index`` / ``create_index`` ask for, checked by the façade:
     the column, the index type's name (any case), the index name (None: ``<column>_idx``), whether
-    an index of that name is replaced, and the index type's parameters."""
+    an index of that name is replaced, the index type's parameters, and whether it is trained."""
 
     column: Any
     index_type: str
     name: str | None
     replace: bool
     params: Mapping[str, Any]
+    #: False: pylance's ``train=False``, an index of no rows (its fragment bitmap empty) that
+    #: queries pass over and ``optimize_indices`` fills
+    train: bool = True
 
 
 def commit_new_index(
@@ -412,7 +418,7 @@ def create_scalar_index(snapshot: Snapshot, request: IndexRequest) -> int:
     name, existing = check_new_index(snapshot, kind, field, requested, request.replace, request.params)
     if any(list(m.fields) != [field.id] for m in existing):
         raise InvalidArgumentError(f"Index name '{name}' already exists on another column")
-    meta, store = build_index(snapshot, kind, field, name, request.params)
+    meta, store = build_index(snapshot, kind, field, name, request.params, trained=request.train)
     return commit_new_index(snapshot, meta, existing, store)
 
 
@@ -439,11 +445,21 @@ def rebuild_params(kind: Any, meta: table_pb2.IndexMetadata) -> dict[str, Any]:
     return params
 
 
-def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -> int | None:
+def optimize_indices(
+    snapshot: Snapshot, index_names: list[str] | None = None, retrain: bool = False
+) -> int | None:
     """pylance's ``optimize_indices``: each index that misses some fragment is rebuilt over every
     fragment as one new segment (pylance merges old and new rows; the rows indexed, and so every
     answer, are the same); a vector index keeps its model (``vector_indices.VectorRebuild``). Returns the new
-    version, or None (nothing to do)."""
+    version, or None (nothing to do).
+
+    ``retrain``: a scalar index is rebuilt from its column whichever way, so it changes nothing
+    there (pylance too leaves an index that covers every fragment as it is); a vector index would
+    get a new model, which lance_fw does not train here, so it is refused.
+
+    Raises:
+        UnsupportedFeatureError: ``retrain`` with a vector index to rebuild, or an index lance_fw
+            cannot rebuild."""
     from lance_fw.table import vector_indices  # it builds through this module
 
     by_url: dict[str, Any] = {k.type_url: k for k in index_types().values()}
@@ -459,6 +475,11 @@ def optimize_indices(snapshot: Snapshot, index_names: list[str] | None = None) -
             if kind is None:
                 raise UnsupportedFeatureError(
                     f"index {name!r} ({type_url_of(metas[0]) or 'no details'}): lance_fw cannot optimize it"
+                )
+            if retrain and isinstance(kind, vector_indices.VectorRebuild):
+                raise UnsupportedFeatureError(
+                    f"optimize_indices: retrain=True for vector index {name!r} (a new IVF model) is "
+                    "not supported by lance_fw; optimize without retrain keeps its model"
                 )
             covered = set().union(*(set(fragment_bitmap(m, snapshot.uri)) for m in metas))
             if live <= covered and len(metas) == 1:
