@@ -486,6 +486,16 @@ class IndexType(Protocol[_Reader]):
     type_url: str
     #: ``IndexMetadata.index_version`` pylance 14 writes for this type.
     index_version: int
+    #: The ``index_version`` written on a dataset with stable row ids (pylance 14's BTREE: 1); a
+    #: type without the attribute writes ``index_version`` there too.
+    stable_index_version: int
+
+    def holds_row_ids(self, index_version: int) -> bool:
+        """Whether an index of this type written as ``index_version`` on a dataset with stable row
+        ids holds the rows' ids (else their addresses; without stable row ids every index holds
+        addresses). pylance 14: BTREE ids below version 1, INVERTED ids from version 2, BITMAP,
+        LABEL_LIST and vector indices ids, ZONEMAP addresses. Optional: a type without it holds
+        addresses."""
 
     def details(self, params: Params) -> bytes:
         """The serialized ``index_details`` message (``b""`` for the empty scalar details)."""
@@ -499,8 +509,9 @@ class IndexType(Protocol[_Reader]):
 
     def train(self, batches: Batches, field: pa.Field, params: Params, store: IndexFileStore) -> None:
         """Write the index files for ``batches``: columns ``value`` (the column, type ``field.type``)
-        and ``_rowaddr`` (``uint64``), every live row of the covered fragments once, in row-address
-        order. Files go to ``store``; nothing else may be written."""
+        and ``_rowaddr`` (``uint64``; ``_rowid``, the row id, where the index holds ids: see
+        ``holds_row_ids``), every live row of the covered fragments once, in
+        row-address order. Files go to ``store``; nothing else may be written."""
 
     def load(self, store: IndexFileStore, field: pa.Field) -> _Reader:
         """Open an index of this type (built by lance_fw or pylance) from ``store``.

@@ -82,13 +82,14 @@ def _stats_metadata(num_bitmaps: int) -> dict[str, str]:
 
 
 def _training_table(batches: Iterable[pa.RecordBatch], field: pa.Field) -> tuple[pa.Array, np.ndarray]:
-    """The ``value`` column (one array) and the ``_rowaddr`` column as uint64, in row-address order."""
+    """The ``value`` column (one array) and the rows' identifiers (``_rowaddr``, or ``_rowid`` on a
+    dataset with stable row ids) as uint64, in ascending order."""
     batches = list(batches)
     if not batches:
         return pa.array([], field.type), EMPTY_ADDRESSES
     table = pa.Table.from_batches(batches)
     values = table.column("value").combine_chunks()
-    addrs = np.asarray(table.column("_rowaddr").to_numpy(), dtype=np.uint64)
+    addrs = np.asarray(table.column(1).to_numpy(), dtype=np.uint64)
     if len(addrs) > 1 and not bool(np.all(addrs[1:] > addrs[:-1])):
         order = np.argsort(addrs, kind="stable")
         values, addrs = values.take(pa.array(order)), addrs[order]
@@ -292,6 +293,9 @@ class BitmapIndexType:
     display_name = "Bitmap"
     type_url = "/lance.table.BitmapIndexDetails"
     index_version = BITMAP_INDEX_VERSION
+
+    def holds_row_ids(self, index_version: int) -> bool:
+        return True  # on a dataset with stable row ids, as pylance 14's
 
     def details(self, params: Params) -> bytes:
         """``BitmapIndexDetails`` (and ``LabelListIndexDetails``) is an empty message."""

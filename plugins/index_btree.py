@@ -58,6 +58,11 @@ class BTreeIndexType:
     display_name = "BTree"
     type_url = "/lance.table.BTreeIndexDetails"
     index_version = 0
+    #: pylance 14 writes 1 on a dataset with stable row ids, holding row addresses there (0: ids)
+    stable_index_version = 1
+
+    def holds_row_ids(self, index_version: int) -> bool:
+        return index_version < self.stable_index_version
 
     def details(self, params: Params) -> bytes:
         """The empty ``BTreeIndexDetails`` message."""

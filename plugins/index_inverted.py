@@ -213,6 +213,9 @@ class InvertedIndexType:
     type_url = TYPE_URL
     index_version = INVERTED_INDEX_VERSION
 
+    def holds_row_ids(self, index_version: int) -> bool:
+        return True  # on a dataset with stable row ids, as pylance 14's (versions 1 and 2 alike)
+
     def details(self, params: Params) -> bytes:
         """pylance's ``InvertedIndexDetails`` of the parameters (``posting_format_version`` 1)."""
         full = resolve_params(params)

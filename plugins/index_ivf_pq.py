@@ -324,6 +324,9 @@ class IvfType:
     index_version = IVF_PQ_INDEX_VERSION
     reader: type[IvfReader] = IvfReader
 
+    def holds_row_ids(self, index_version: int) -> bool:
+        return True  # on a dataset with stable row ids, as pylance 14's
+
     def details(self, params: ix.Params) -> bytes:
         return details_bytes(params, self.name)
 

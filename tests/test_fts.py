@@ -423,9 +423,10 @@ def test_phrase_on_index_built_by_lance_fw(built: tuple[str, str], phrase: str) 
         )
 
 
-def test_stable_row_ids_refused(tmp_path: Path) -> None:
-    """lance_fw does not open indices of datasets with stable row ids: searching flat instead
-    would tokenize differently, so it refuses."""
+def test_stable_row_ids_searched_as_pylance(tmp_path: Path) -> None:
+    """On a dataset with stable row ids pylance's index holds row ids (before, lance_fw refused
+    to open it): the search maps them to the rows, with pylance's scores and ``_rowid``s
+    (tests/test_index_stable_row_ids.py crosses fragments, updates and compaction)."""
     path = str(tmp_path / "ds")
     ds = lance.write_dataset(
         pa.table({"id": [1, 2, 3], "text": ["apple pie", "dog", "running dogs"]}),
@@ -433,9 +434,10 @@ def test_stable_row_ids_refused(tmp_path: Path) -> None:
         enable_stable_row_ids=True,
     )
     ds.create_scalar_index("text", "INVERTED")
+    lance.write_dataset(pa.table({"id": [4], "text": ["dogs again"]}), path, mode="append")
     for query in ("dogs", {"query": "dogs", "columns": ["text"]}):
-        with pytest.raises(UnsupportedFeatureError, match="stable row ids"):
-            lance_fw.dataset(path).to_table(full_text_query=query)
+        got = lance_fw.dataset(path).to_table(full_text_query=query, with_row_id=True)
+        assert got.sort_by("id").equals(lance.dataset(path).to_table(full_text_query=query, with_row_id=True).sort_by("id"))
 
 
 def test_optimize_by_lance_fw_keeps_the_tokenizer(built: tuple[str, str], tmp_path: Path) -> None:

@@ -48,9 +48,17 @@ from lance_fw.query.fts_queries import (
     operator_of,
 )
 from lance_fw.schema import LanceField
-from lance_fw.table.indices import IndexHandle, index_types, open_index, type_url_of, usable_indices
+from lance_fw.table.indices import (
+    IndexHandle,
+    holds_row_ids,
+    index_types,
+    open_index,
+    type_url_of,
+    usable_indices,
+)
 from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.snapshot import Snapshot
+from lance_fw.table.stable_rows import StableRows, row_ids_at
 from lance_fw.table.take import take
 
 #: BM25 parameters pylance 14 uses.
@@ -294,8 +302,7 @@ class _ColumnSearch:
         if not handles and _listed_inverted(snapshot, column):
             raise UnsupportedFeatureError(
                 f"full_text_query: the INVERTED index on {column!r} cannot be opened by lance_fw here "
-                "(a dataset with stable row ids, or a nested column); searching without it would "
-                "tokenize differently"
+                "(a nested column); searching without it would tokenize differently"
             )
         if len(handles) > 1:
             raise UnsupportedFeatureError(
@@ -307,6 +314,12 @@ class _ColumnSearch:
         self.reader: FullTextIndexReader = open_index(snapshot, handles[0]) if handles else _NoIndex()
         live = {f.id: f for f in snapshot.fragments}
         self.covered = {i for i in handles[0].fragments if i in live} if handles else set()
+        #: with stable row ids the index holds ids: the covered fragments' live rows map them
+        self.rows = (
+            StableRows.of(snapshot, self.covered)
+            if handles and holds_row_ids(snapshot, handles[0].kind, handles[0].meta.index_version)
+            else None
+        )
         field = snapshot.lance_schema.field(column)
         docs, self.flat_addresses = _flat_documents(
             snapshot, field, [f for i, f in live.items() if i not in self.covered], self.reader, batch_size
@@ -333,12 +346,18 @@ class _ColumnSearch:
         in_index = self.reader.doc_count(token)
         if in_index:
             postings = self.reader.postings(token)
-            keep = _live(self.snapshot, postings.addresses, self.covered)
+            addresses = postings.addresses
+            if self.rows is not None:
+                keep, live_addresses = self.rows.lookup(addresses)
+                addresses = np.zeros(len(keep), np.uint64)
+                addresses[keep] = live_addresses
+            else:
+                keep = _live(self.snapshot, addresses, self.covered)
             if self.allowed is not None:
-                keep &= sets.isin(postings.addresses, self.allowed)
+                keep &= sets.isin(addresses, self.allowed)
             idf = idf_of(in_index, self.indexed_docs)
             weights = bm25(idf, postings.frequencies[keep], postings.lengths[keep], self.index_average)
-            parts.add(postings.addresses[keep], weights)
+            parts.add(addresses[keep], weights)
         if self.flat_counts:
             freq = np.array([c.get(token, 0) for c in self.flat_counts], np.uint32)
             hit = freq > 0
@@ -553,8 +572,10 @@ def run(
         arrays += list(taken.columns)
     fields.append(SCORE_FIELD)
     arrays.append(pa.array(scores, pa.float32()))
-    for name, on in (("_rowid", with_row_id), ("_rowaddr", with_row_address)):
-        if on:
-            fields.append(pa.field(name, pa.uint64()))
-            arrays.append(pa.array(addresses, pa.uint64()))
+    if with_row_id:
+        fields.append(pa.field("_rowid", pa.uint64()))
+        arrays.append(pa.array(row_ids_at(snapshot, addresses), pa.uint64()))
+    if with_row_address:
+        fields.append(pa.field("_rowaddr", pa.uint64()))
+        arrays.append(pa.array(addresses, pa.uint64()))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -17,7 +17,7 @@ What pylance 14 does, and this module with it:
   exactly first, as with ``refine_factor=1`` (pylance's plan computes the distance of the union).
 
 Row ids: an index stores ``_rowid``, the row address without stable row ids; with them, the
-stable id, which is mapped to the live row's address (``_StableRows``).
+stable id, which is mapped to the live row's address (``table/stable_rows.StableRows``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from lance_fw.table import flags as feature_flags
 from lance_fw.table.indices import fragment_bitmap, open_index
 from lance_fw.table.row_ids import row_addresses
 from lance_fw.table.snapshot import Snapshot
+from lance_fw.table.stable_rows import StableRows
 from lance_fw.table.take import take
 from lance_fw.table.vector_indices import vector_index_types, vector_kind_name
 
@@ -173,46 +174,6 @@ def _passing(
     return np.sort(np.concatenate(found)) if found else np.zeros(0, np.uint64)
 
 
-@dataclass(frozen=True)
-class _StableRows:
-    """With stable row ids an index stores ids, not addresses: the live rows of the covered
-    fragments as sorted ids with their addresses (a fragment rewritten by compaction or update
-    leaves the covered set, so its old ids are never returned from the index)."""
-
-    ids: np.ndarray
-    addresses: np.ndarray
-
-    @staticmethod
-    def of(snapshot: Snapshot, fragment_ids: set[int]) -> _StableRows:
-        ids, addresses = [], []
-        for frag in snapshot.fragments:
-            if frag.id not in fragment_ids:
-                continue
-            reader = snapshot.fragment_reader(frag)
-            offsets = reader.live_offsets()
-            sequence = reader.row_ids
-            ids.append(offsets.astype(np.uint64) if sequence is None else sequence[offsets].astype(np.uint64))
-            addresses.append(row_addresses(frag.id, offsets))
-        if not ids:
-            return _StableRows(np.zeros(0, np.uint64), np.zeros(0, np.uint64))
-        all_ids, all_addresses = np.concatenate(ids), np.concatenate(addresses)
-        order = np.argsort(all_ids, kind="stable")
-        return _StableRows(all_ids[order], all_addresses[order].astype(np.uint64))
-
-    def allowed(self, passing: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray]:
-        def allowed(ids: np.ndarray) -> np.ndarray:
-            keep = sets.isin(ids, self.ids)
-            if passing is not None:
-                keep &= sets.isin(ids, passing)
-            return keep
-
-        return allowed
-
-    def address_of(self, ids: np.ndarray) -> np.ndarray:
-        """Addresses of live ``ids`` (every one must be in ``self.ids``)."""
-        return self.addresses[np.searchsorted(self.ids, ids)]
-
-
 def _probes(query: NearestQuery) -> tuple[int | None, int | None]:
     tuning = query.tuning
     if tuning.get("nprobes") is not None:
@@ -271,12 +232,12 @@ def index_search(scope: SearchScope, query: NearestQuery, *, handles: list[Vecto
     low, high = _probes(query)
     refine = query.tuning.get("refine_factor")
     want = query.k * int(refine) if refine else query.k  # type: ignore[call-overload]
-    rows = _StableRows.of(snapshot, covered) if stable else None
+    rows = StableRows.of(snapshot, covered) if stable else None
     readers = [
         (
             h,
             open_vector_index(snapshot, h),
-            _StableRows.of(snapshot, set(h.fragments & chosen)).allowed(passing)
+            StableRows.of(snapshot, set(h.fragments & chosen)).allowed(passing)
             if stable
             else _allowed(snapshot, h, passing, chosen),
         )

@@ -52,6 +52,7 @@ from lance_fw.table.index_paths import (
 )
 from lance_fw.table.index_types import index_type_named, index_types
 from lance_fw.table.snapshot import Snapshot
+from lance_fw.table.stable_rows import StableRows
 from lance_fw.table.transaction import Indices, Operation
 
 #: ``IndexMetadata`` default name: pylance's ``<column>_idx``.
@@ -117,13 +118,13 @@ def usable_indices(snapshot: Snapshot, nested_full_text: bool = False) -> list[I
     a struct's child (pylance indexes ``p.a`` as the column ``get_field(p, 'a')``).
 
     Others (vector, a type no plugin provides, a nested full-text index, fields under lists) are
-    skipped: the scan then reads the data, which is always exact. Datasets with stable row ids
-    index row ids, not addresses; lance_fw does not map them yet, so their indices are skipped too.
+    skipped: the scan then reads the data, which is always exact. On a dataset with stable row ids
+    an index holds row ids, not addresses: ``search`` maps them.
     ``nested_full_text``: keep a nested full-text index too (statistics read it; full-text search
     looks its indices up by top-level name and would take it for a top-level column's).
     """
     section = snapshot.index_section
-    if section is None or not len(section.indices) or _stable_row_ids(snapshot):
+    if section is None or not len(section.indices):
         return []
     by_url = {k.type_url: k for k in index_types().values()}
     paths = struct_paths(snapshot.lance_schema.fields)
@@ -144,7 +145,36 @@ def usable_indices(snapshot: Snapshot, nested_full_text: bool = False) -> list[I
     return out
 
 
-def _stable_row_ids(snapshot: Snapshot) -> bool:
+def holds_row_ids(snapshot: Snapshot, kind: Any, index_version: int) -> bool:
+    """Whether an index of ``kind`` written as ``index_version`` holds row ids rather than row
+    addresses: only on a dataset with stable row ids, as the type's ``holds_row_ids`` says (a type
+    without it holds addresses)."""
+    ask = getattr(kind, "holds_row_ids", None)
+    if not stable_row_ids(snapshot) or ask is None:
+        return False
+    answer = ask(index_version)
+    if not isinstance(answer, bool):
+        raise IndexContractError(
+            f"{owner(_HOOK, kind.name)}: holds_row_ids must return a bool, got {answer!r}"
+        )
+    return answer
+
+
+def written_index_version(snapshot: Snapshot, kind: Any) -> int:
+    """The ``index_version`` a new index of ``kind`` is written with (``stable_index_version`` on a
+    dataset with stable row ids, where the type has one)."""
+    version = (
+        getattr(kind, "stable_index_version", kind.index_version)
+        if stable_row_ids(snapshot)
+        else kind.index_version
+    )
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise IndexContractError(f"{owner(_HOOK, kind.name)}: index_version must be an int, got {version!r}")
+    return version
+
+
+def stable_row_ids(snapshot: Snapshot) -> bool:
+    """Whether the dataset has stable row ids, which its indices hold instead of row addresses."""
     return bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
 
 
@@ -164,7 +194,8 @@ def open_index(snapshot: Snapshot, handle: Any) -> Any:
 
 
 def search(snapshot: Snapshot, handle: IndexHandle, query: ScalarQuery) -> IndexSearchResult:
-    """``query`` answered by the index, checked: sorted unique ``uint64`` addresses of covered fragments."""
+    """``query`` answered by the index, checked: sorted unique ``uint64`` addresses of covered fragments
+    (on a dataset with stable row ids, of the live rows of covered fragments with the ids found)."""
     result = open_index(snapshot, handle).search(query)
     who = owner(_HOOK, handle.kind.name) or "an index plugin"
     if not isinstance(result, IndexSearchResult) or not isinstance(result.exact, bool):
@@ -176,6 +207,9 @@ def search(snapshot: Snapshot, handle: IndexHandle, query: ScalarQuery) -> Index
         )
     if len(addresses) > 1 and not bool((addresses[1:] > addresses[:-1]).all()):
         raise IndexContractError(f"{who}: search on index {handle.name!r} returned unsorted or repeated rows")
+    if holds_row_ids(snapshot, handle.kind, handle.meta.index_version):  # ids: map to live rows
+        found = StableRows.of(snapshot, handle.fragments).found(addresses)
+        return IndexSearchResult(np.sort(found), result.exact)
     return result
 
 
@@ -280,7 +314,7 @@ def _metadata(
     if not isinstance(details, bytes):
         raise IndexContractError(f"{owner(_HOOK, kind.name)}: details() must return bytes")
     meta.index_details.value = details
-    meta.index_version = kind.index_version
+    meta.index_version = written_index_version(snapshot, kind)
     meta.created_at = int(time.time() * _MS_PER_S)
     for path, size in files:
         meta.files.add(path=path, size_bytes=size)
@@ -295,19 +329,19 @@ def build_index(
     params: Mapping[str, Any],
     dataset_version: int | None = None,
     run_optimized: bool = False,
-    vector_rows: bool = False,
     trained: bool = True,
 ) -> tuple[table_pb2.IndexMetadata, IndexFiles]:
     """Train ``kind`` over every live row of the version's fragments into a new ``_indices/<uuid>/``.
     Returns the metadata to commit and the store (whose files the caller removes if the commit fails).
-    ``vector_rows``: a vector index, which stores stable row ids where the dataset has them.
+    On a dataset with stable row ids the index holds the rows' ids or addresses as its type says
+    (``holds_row_ids``), and records the ``index_version`` that tells them apart.
     ``trained`` False: over no fragment at all (pylance's ``train=False``: the index type writes
     its files for zero rows, and the index covers no fragment)."""
     uuid = uuidlib.uuid4()
     store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, str(uuid)))
     fragments = list(snapshot.fragments) if trained else []
     try:
-        row_ids = vector_rows and _stable_row_ids(snapshot)
+        row_ids = holds_row_ids(snapshot, kind, written_index_version(snapshot, kind))
         kind.train(training_batches(snapshot, field, fragments, row_ids), field.to_arrow(), params, store)
     except BaseException:
         remove_index_files(store)
@@ -405,10 +439,6 @@ def commit_new_index(
 
 def create_scalar_index(snapshot: Snapshot, request: IndexRequest) -> int:
     """pylance's ``create_scalar_index``: build and commit; returns the new version."""
-    if _stable_row_ids(snapshot):
-        raise UnsupportedFeatureError(
-            f"{snapshot.uri}: indices on datasets with stable row ids are not supported by lance_fw yet"
-        )
     kind = index_type_named(request.index_type)
     field = _check_column(snapshot, request.column, nested=True)
     requested = request.name
@@ -498,7 +528,6 @@ def optimize_indices(
                 rebuild_params(kind, metas[0]),
                 dataset_version=metas[0].dataset_version,
                 run_optimized=True,
-                vector_rows=isinstance(kind, vector_indices.VectorRebuild),
             )
             new.append(meta)
             removed.extend(metas)

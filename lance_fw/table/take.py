@@ -18,8 +18,9 @@ from lance_fw.errors import InvalidArgumentError
 from lance_fw.schema import LanceField
 from lance_fw.table.deletion import live_rows
 from lance_fw.table.fragment import FragmentReader
-from lance_fw.table.row_ids import address_fragments, address_offsets, row_addresses
+from lance_fw.table.row_ids import address_fragments, address_offsets
 from lance_fw.table.snapshot import Snapshot
+from lance_fw.table.stable_rows import StableRows
 
 #: Concurrent (fragment, column) gathers per fragment the storage reads at once.
 TAKE_TASKS_PER_READAHEAD = 4
@@ -40,20 +41,7 @@ def live_addresses(snapshot: Snapshot, addresses: np.ndarray) -> np.ndarray:
 
 def addresses_of(snapshot: Snapshot, row_ids: np.ndarray) -> np.ndarray:
     """Row addresses of the live rows with these stable ids, in the order asked."""
-    ids, addresses = [], []
-    for frag in snapshot.fragments:
-        reader = snapshot.fragment_reader(frag)
-        offsets = reader.live_offsets()
-        seq = reader.row_ids
-        ids.append(offsets.astype(np.uint64) if seq is None else seq[offsets])
-        addresses.append(row_addresses(frag.id, offsets))
-    if not ids:
-        return np.zeros(0, np.uint64)
-    all_ids, all_addresses = np.concatenate(ids), np.concatenate(addresses)
-    order = np.argsort(all_ids, kind="stable")
-    pos = np.searchsorted(all_ids[order], row_ids).clip(0, max(len(order) - 1, 0))
-    found = all_ids[order][pos] == row_ids if len(order) else np.zeros(len(row_ids), bool)
-    return all_addresses[order][pos[found]]
+    return StableRows.of(snapshot).found(row_ids)
 
 
 def take(snapshot: Snapshot, wanted: np.ndarray, columns: list[str] | None, by_address: bool) -> pa.Table:

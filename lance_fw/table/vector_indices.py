@@ -69,7 +69,7 @@ def create_vector_index(snapshot: Snapshot, request: IndexRequest) -> int:
     kind = plugin_named(vector_index_types(), request.index_type, "vector index type")
     field = _check_column(snapshot, request.column)
     name, existing = check_new_index(snapshot, kind, field, request.name, request.replace, request.params)
-    meta, store = build_index(snapshot, kind, field, name, request.params, vector_rows=True)
+    meta, store = build_index(snapshot, kind, field, name, request.params)
     return commit_new_index(snapshot, meta, existing, store)
 
 
@@ -82,6 +82,9 @@ class VectorRebuild:
     kind: VectorIndexType
     old: IndexFiles
     meta: table_pb2.IndexMetadata
+
+    def holds_row_ids(self, index_version: int) -> bool:
+        return True  # on a dataset with stable row ids, as every vector index
 
     @property
     def name(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -11,6 +12,9 @@ from lance_fw.file.read_support import FileMetadata
 
 #: Data files (their parsed metadata) and deletion vectors one table version keeps, each
 FILES_CACHED_PER_VERSION = 4096
+#: Id-to-address maps (``stable_rows.StableRows``) one version keeps, one per set of fragments an
+#: index covers (a few indices, each covering most fragments).
+STABLE_ROW_MAPS_PER_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -22,3 +26,5 @@ class VersionCache:
 
     files: LruCache[str, FileMetadata] = field(default_factory=lambda: LruCache(FILES_CACHED_PER_VERSION))
     deletions: LruCache[str, np.ndarray] = field(default_factory=lambda: LruCache(FILES_CACHED_PER_VERSION))
+    #: ``stable_rows.StableRows`` by the fragment ids it maps (None: every fragment)
+    stable_rows: LruCache[Any, Any] = field(default_factory=lambda: LruCache(STABLE_ROW_MAPS_PER_VERSION))
