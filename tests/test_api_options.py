@@ -395,8 +395,8 @@ REFUSED = [
         lambda ds, uri: lance_fw.dataset(uri, default_scan_options={"columns": ["x"]}),
     ),
     (
-        "write stable row ids",
-        lambda ds, uri: lance_fw.write_dataset(TABLE, uri + "x", enable_stable_row_ids=True),
+        "write_fragments stable row ids",
+        lambda ds, uri: lance_fw.fragment.write_fragments(TABLE, uri + "x", enable_stable_row_ids=True),
     ),
     ("write progress", lambda ds, uri: lance_fw.write_dataset(TABLE, uri, mode="append", progress=object())),
     (

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,7 @@ UNSUPPORTED_WRITE_OPTIONS: dict[str, Any] = {
     "return_transaction": False,
     "progress": None,
     "enable_v2_manifest_paths": True,
-    "enable_stable_row_ids": False,
+    "enable_stable_row_ids": False,  # write_dataset honours it (creating a dataset)
     "auto_cleanup_options": None,
     "initial_bases": None,
     "target_bases": None,
@@ -53,7 +54,8 @@ UNSUPPORTED_WRITE_OPTIONS: dict[str, Any] = {
 }
 #: Of those, the ones pylance applies only to a dataset the write creates (``write_dataset``
 #: checks them once it knows whether it appends).
-NEW_DATASET_OPTIONS = ("enable_v2_manifest_paths", "enable_stable_row_ids")
+STABLE_ROW_IDS_OPTION = "enable_stable_row_ids"
+NEW_DATASET_OPTIONS = ("enable_v2_manifest_paths", STABLE_ROW_IDS_OPTION)
 #: How ``write_dataset`` names a table instead of a uri (``lance_fw.namespace``; still refused by
 #: ``write_fragments``).
 NAMESPACE_OPTIONS = ("namespace_client", "table_id")
@@ -156,7 +158,14 @@ def write_dataset(
         data_obj, uri_string(uri), schema, mode, arguments, keep_dataset_version=True
     )
     if plan.mode != "append":  # pylance applies these two only to a dataset the write creates
-        refuse_write_options("write_dataset", {k: arguments[k] for k in NEW_DATASET_OPTIONS})
+        refuse_write_options(
+            "write_dataset", {k: arguments[k] for k in NEW_DATASET_OPTIONS if k != STABLE_ROW_IDS_OPTION}
+        )
+        if not isinstance(enable_stable_row_ids, bool):
+            raise InvalidArgumentError(
+                f"{STABLE_ROW_IDS_OPTION} must be True or False, got {enable_stable_row_ids!r}"
+            )
+        plan = dataclasses.replace(plan, stable_row_ids=enable_stable_row_ids)
     fragments = plan.write(batches)
     properties = dict(transaction_properties or {})
     if commit_message:

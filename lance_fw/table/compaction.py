@@ -21,10 +21,11 @@ the Spark runner (lance_fw.spark.maintenance) share one implementation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
+import numpy as np
 import pyarrow as pa
 
 from lance_fw._proto import table_pb2, transaction_pb2
@@ -32,6 +33,9 @@ from lance_fw.errors import InvalidArgumentError, UnsupportedFeatureError
 from lance_fw.query.scanner import LanceScanner
 from lance_fw.table import flags as feature_flags
 from lance_fw.table.deletion import deleted_rows, live_rows
+from lance_fw.table.indices import fragment_bitmap
+from lance_fw.table.row_ids import encode_row_ids
+from lance_fw.table.rows import ROW_ID
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.transaction import Operation, Rewrite, next_fragment_id, undo_unless_published
 from lance_fw.table.write import (
@@ -79,15 +83,27 @@ def _compacts_itself(frag: Fragment, materialize_deletions: bool, threshold: flo
 
 
 def candidate_bins(
-    fragments: Iterable[Fragment], target: int, materialize_deletions: bool, threshold: float
+    fragments: Iterable[Fragment],
+    target: int,
+    materialize_deletions: bool,
+    threshold: float,
+    coverage: Mapping[int, frozenset[str]] | None = None,
 ) -> list[list[Fragment]]:
-    """Runs of adjacent candidates, without the runs that are one fragment with nothing to gain."""
+    """Runs of adjacent candidates, without the runs that are one fragment with nothing to gain.
+    ``coverage``: the indices (uuids) covering each fragment id; as in pylance, a run breaks where
+    it changes (fragments indexed differently are never merged, so no index loses coverage it
+    had)."""
     if threshold >= 1.0:  # nothing can be more than everything deleted
         materialize_deletions = False
+    coverage = coverage or {}
     bins: list[list[Fragment]] = []
     current: list[Fragment] = []
     for frag in fragments:
         if _compacts_itself(frag, materialize_deletions, threshold) or frag.physical_rows < target:
+            covered = coverage.get(frag.id, frozenset())
+            if current and coverage.get(current[-1].id, frozenset()) != covered:
+                bins.append(current)
+                current = []
             current.append(frag)
         elif current:
             bins.append(current)
@@ -117,14 +133,29 @@ def split_for_size(fragments: list[Fragment], target: int) -> list[list[Fragment
 
 
 def plan_groups(
-    fragments: Iterable[Fragment], target: int, materialize_deletions: bool, threshold: float
+    fragments: Iterable[Fragment],
+    target: int,
+    materialize_deletions: bool,
+    threshold: float,
+    coverage: Mapping[int, frozenset[str]] | None = None,
 ) -> list[list[Fragment]]:
     """The groups of fragments one compaction rewrites, each into new fragments of its own."""
     return [
         group
-        for found in candidate_bins(fragments, target, materialize_deletions, threshold)
+        for found in candidate_bins(fragments, target, materialize_deletions, threshold, coverage)
         for group in split_for_size(found, target)
     ]
+
+
+def index_coverage(snapshot: Snapshot) -> dict[int, frozenset[str]]:
+    """The uuids of the index segments covering each fragment id (fragments no index covers are
+    left out)."""
+    out: dict[int, set[str]] = {}
+    for meta in snapshot.index_section.indices if snapshot.index_section else []:
+        uuid = meta.uuid.uuid.hex()
+        for frag_id in fragment_bitmap(meta, snapshot.uri):
+            out.setdefault(int(frag_id), set()).add(uuid)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def output_sizes(rows: int, target: int) -> list[int]:
@@ -198,10 +229,6 @@ def _check_compactable(snapshot: Snapshot, target_rows_per_fragment: int) -> Non
         raise InvalidArgumentError(
             f"target_rows_per_fragment must be positive, got {target_rows_per_fragment}"
         )
-    if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
-        raise UnsupportedFeatureError(
-            f"{snapshot.uri}: compaction with stable row ids (rows keep their ids) is not supported yet"
-        )
     if any(f.is_blob_v2 for f in snapshot.lance_schema.walk()):
         raise UnsupportedFeatureError(f"{snapshot.uri}: compaction of blob columns is not supported yet")
 
@@ -220,6 +247,7 @@ def plan_compaction(
         target_rows_per_fragment,
         materialize_deletions,
         materialize_deletions_threshold,
+        index_coverage(snapshot),
     )
     if not groups:
         return CompactionPlan(snapshot.version, (), None)
@@ -260,10 +288,19 @@ def rewrite_task(
     ``progress`` hears of each new file (see ``FileProgress``)."""
     old = task.old_fragments()
     fresh: list[table_pb2.DataFragment] = []
+    stable = bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
     try:
-        batches = LanceScanner(snapshot, fragments=[f.id for f in old], batch_size=batch_size).to_batches()
+        batches = LanceScanner(
+            snapshot, fragments=[f.id for f in old], batch_size=batch_size, with_row_id=stable
+        ).to_batches()
         for piece in _cut(iter(batches), list(task.sizes)):  # live rows
-            fresh.extend(write.write(piece, progress))
+            if not stable:
+                fresh.extend(write.write(piece, progress))
+                continue
+            ids: list[np.ndarray] = []
+            written = write.write(_without_row_ids(piece, ids), progress)
+            _keep_row_ids(written, np.concatenate(ids) if ids else np.zeros(0, np.uint64))
+            fresh.extend(written)
     except BaseException:
         try:
             delete_fragment_files(snapshot.storage, snapshot.uri, fresh)
@@ -271,6 +308,24 @@ def rewrite_task(
             pass
         raise
     return RewriteResult(task.read_version, task.fragments, tuple(f.SerializeToString() for f in fresh))
+
+
+def _without_row_ids(batches: Iterator[pa.RecordBatch], ids: list[np.ndarray]) -> Iterator[pa.RecordBatch]:
+    """The batches without their ``_rowid`` column, whose values go to ``ids`` as they pass."""
+    for batch in batches:
+        ids.append(batch.column(ROW_ID).to_numpy(zero_copy_only=False).astype(np.uint64))
+        yield batch.drop_columns([ROW_ID])
+
+
+def _keep_row_ids(fragments: list[table_pb2.DataFragment], ids: np.ndarray) -> None:
+    """Give the new fragments the stable ids of the rows they hold (in order): compacted rows
+    keep their ids, as pylance's do."""
+    at = 0
+    for frag in fragments:
+        frag.inline_row_ids = encode_row_ids(ids[at : at + frag.physical_rows])
+        at += frag.physical_rows
+    if at != len(ids):
+        raise AssertionError(f"compaction wrote {at} rows for {len(ids)} row ids")
 
 
 def delete_written(snapshot: Snapshot, results: list[RewriteResult]) -> None:

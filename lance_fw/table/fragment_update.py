@@ -24,12 +24,12 @@ from lance_fw.table import flags as feature_flags
 from lance_fw.table.column_rewrite import _tombstoned
 from lance_fw.table.delete import stage_deletions
 from lance_fw.table.fragment import FragmentReader
+from lance_fw.table.rows import ROW_ID
 from lance_fw.table.schema_evolution import fragment_columns, write_fragment_columns
 from lance_fw.table.snapshot import Snapshot
 from lance_fw.table.write import refuse_blob_columns
 
 #: The virtual column a fragment's rows can be joined on: its row ids.
-ROW_ID = "_rowid"
 #: A row address is ``fragment id << ADDRESS_SHIFT | offset`` (the row id without stable row ids).
 ADDRESS_SHIFT = 32
 

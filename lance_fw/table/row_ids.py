@@ -114,6 +114,37 @@ def array_values(array: rowids_pb2.EncodedU64Array, where: str) -> np.ndarray:
     raise CorruptFileError(where, f"unknown row id array kind {kind!r}")
 
 
+#: Narrow offset widths an ``EncodedU64Array`` may store ids in, from a base (bytes, message field).
+_NARROW_ARRAYS = ((2, "u16_array"), (4, "u32_array"))
+
+
+def encode_row_ids(ids: np.ndarray) -> bytes:
+    """A fragment's ``RowIdSequence`` for ``ids`` (one per physical row, in row order): one range
+    where they run on by one (as every fresh fragment's), else one array segment (``sorted_array``
+    when ascending), its values as narrow offsets from the smallest where they fit."""
+    ids = np.asarray(ids, np.uint64)
+    seq = rowids_pb2.RowIdSequence()
+    if not len(ids):
+        return seq.SerializeToString()
+    first, last = int(ids[0]), int(ids[-1])
+    steps = np.diff(ids.astype(np.int64)) if len(ids) > 1 else np.zeros(0, np.int64)
+    if last - first + 1 == len(ids) and bool((steps == 1).all()):
+        seq.segments.add().range.CopyFrom(rowids_pb2.U64Segment.Range(start=first, end=last + 1))
+        return seq.SerializeToString()
+    segment = seq.segments.add()
+    array = segment.sorted_array if bool((steps > 0).all()) else segment.array
+    base = int(ids.min())
+    span = int(ids.max()) - base
+    for width, kind in _NARROW_ARRAYS:
+        if span < 1 << (8 * width):
+            narrow = getattr(array, kind)
+            narrow.base = base
+            narrow.offsets = (ids - np.uint64(base)).astype(f"<u{width}").tobytes()
+            return seq.SerializeToString()
+    array.u64_array.values = ids.astype("<u8").tobytes()
+    return seq.SerializeToString()
+
+
 def _range(start: int, end: int, where: str) -> np.ndarray:
     _check_range(start, end, where)
     return np.arange(start, end, dtype=np.uint64)

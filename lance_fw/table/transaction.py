@@ -150,19 +150,32 @@ class Overwrite(Operation):
     schema_metadata: dict = field(default_factory=dict)
     data_format_version: str = "2.0"
     create_only: bool = False
+    #: pylance's ``enable_stable_row_ids``: honoured when the write creates the dataset; an
+    #: overwrite keeps what the dataset has (with stable row ids the new rows' ids continue)
+    stable_row_ids: bool = False
+
+    def stable_after(self, base: table_pb2.Manifest | None) -> bool:
+        """Whether the version this makes has stable row ids (as pylance 14 decides it)."""
+        if base is None:
+            return self.stable_row_ids
+        return bool(base.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         if self.create_only and base is not None:
             raise DatasetExistsError(
                 "Dataset already exists (mode='create'); use mode='append' or 'overwrite'"
             )
+        stable = self.stable_after(base)
         new.ClearField("fragments")
         new.ClearField("index_section")
-        new.ClearField("next_row_id")
+        if not stable:
+            new.ClearField("next_row_id")
         _set_schema(new, self.schema_fields, self.schema_metadata)
         new.data_format.file_format = "lance"
         new.data_format.version = self.data_format_version
         self._added = assign_ids(new, self.fragments, next_fragment_id(base), keep_given=False)
+        if stable:
+            assign_row_ids(new, self._added)
 
     def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
         return None  # pylance 14 drops every index of an overwritten dataset
@@ -546,8 +559,12 @@ def commit(
         new.writer_version.library = "lance_fw"
         new.writer_version.version = __version__
         new.timestamp.GetCurrentTime()
-        stable_ids = bool(base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
-        flags = feature_flags.flags_for(new, stable_ids and not isinstance(operation, Overwrite))
+        stable_ids = (
+            operation.stable_after(base)
+            if isinstance(operation, Overwrite)
+            else bool(base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
+        )
+        flags = feature_flags.flags_for(new, stable_ids)
         new.reader_feature_flags = flags & ~feature_flags.TABLE_CONFIG
         new.writer_feature_flags = flags
         txn = transaction_pb2.Transaction(read_version=read_version, uuid=txn_uuid)

@@ -278,6 +278,8 @@ class WritePlan:
     dataset_fields: list | None = None  # an append of some columns: the whole schema it was planned on
     #: plugins (name -> distribution) whose non-pylance-readable encodings the files use (allowed)
     plugin_encodings: dict = dc_field(default_factory=dict)
+    #: pylance's ``enable_stable_row_ids`` for a dataset the write creates (``Overwrite``)
+    stable_row_ids: bool = False
 
     def storage(self) -> Storage:
         return resolve_storage(self.uri, self.storage_options)
@@ -336,6 +338,7 @@ class WritePlan:
                 data_format_version=version_name(self.version),
                 create_only=(self.mode == "create"),
                 plugin_encodings=dict(self.plugin_encodings),
+                stable_row_ids=self.stable_row_ids,
             )
         with undo_unless_published(lambda: delete_fragment_files(storage, self.uri, fragments)):
             return commit(storage, self.uri, op, read_version=self.read_version, commit_lock=commit_lock)
