@@ -5,7 +5,9 @@
   ``lance-encoding:compression=fsst``, ``fsst{binary = that tree over the FSST codes, symbol_table}``
 * list parents: ``list{offsets=u64 end offsets, null_offset_adjustment = items + 1, num_items}``
 * fixed_size_list: ``nullable{... fixed_size_list{dimension, items}}``
-* Arrow dictionary: ``dictionary{1-based indices (0 = null), items, num_dictionary_items}``
+* a ``string`` page of few distinct values (pylance's rule, ``_wants_dictionary``):
+  ``dictionary{1-based u8 indices (0 = null), items = the values' binary tree, num_dictionary_items}``
+* Arrow dictionary: ``dictionary{0-based indices (a null points at a null item), items, num_dictionary_items}``
 * struct parents: ``struct{}`` with no buffers
 * packed structs: ``packed_struct{inner = each child's tree over buffer 0, buffer}``, the children's
   values side by side, row after row, in the page's one buffer
@@ -187,6 +189,38 @@ def _dictionary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     )
 
 
+#: pylance 14 dictionary-encodes a 2.0 page of ``string`` values (not large strings or binaries)
+#: of at least DICTIONARY_MIN_ROWS rows (nulls count) holding fewer distinct values than
+#: DICTIONARY_MAX_DISTINCT (by its HyperLogLog estimate; lance_fw counts them). Measured: 20,000
+#: rows of 99 distinct values are a dictionary, of 100 not; 99 rows of 2 values not, 100 rows are.
+DICTIONARY_MAX_DISTINCT = 100
+DICTIONARY_MIN_ROWS = 100
+
+
+def _wants_dictionary(array: pa.Array) -> bool:
+    return (
+        array.type == pa.string()
+        and len(array) >= DICTIONARY_MIN_ROWS
+        and pc.count_distinct(array, mode="only_valid").as_py() < DICTIONARY_MAX_DISTINCT
+    )
+
+
+def _string_dictionary(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
+    """A page of few distinct strings as pylance writes it: 1-based u8 indices (0: null), then
+    the distinct values in order of first appearance as a ``binary`` tree (a page of nulls only
+    gets one empty item, as pylance's: pylance cannot read the empty offsets buffer of none)."""
+    encoded = pc.dictionary_encode(array)
+    stored = pc.add(pc.fill_null(encoded.indices, -1), 1).cast(pa.uint8())
+    indices = pb.ArrayEncoding(
+        nullable=pb.Nullable(no_nulls=pb.Nullable.NoNull(values=_flat_values(stored, buffers)))
+    )
+    dictionary = encoded.dictionary if len(encoded.dictionary) else pa.array([""], pa.string())
+    items = _binary(dictionary, buffers)
+    return pb.ArrayEncoding(
+        dictionary=pb.Dictionary(indices=indices, items=items, num_dictionary_items=len(dictionary))
+    )
+
+
 def _packed_struct(array: pa.Array, buffers: _Buffers) -> pb.ArrayEncoding:
     """As pylance 14 packs a 2.0 struct: each child is encoded alone (its tree over its one buffer,
     index 0), then the children's bytes are interleaved row by row into the page's buffer. The
@@ -212,6 +246,8 @@ def _leaf(array: pa.Array, buffers: _Buffers, compression: Compression = _UNCOMP
     if pa.types.is_struct(t):
         return _packed_struct(array, buffers)
     if is_variable_bytes(t):
+        if _wants_dictionary(array):
+            return _string_dictionary(array, buffers)
         return _binary(array, buffers, compression)
     if pa.types.is_dictionary(t):
         return _dictionary(array, buffers)
