@@ -38,6 +38,8 @@ from .value_encode import (
     BSS_META_KEY,
     BSS_MODES,
     CHUNK_TARGET_BYTES,
+    DICT_FIXED_BITS_V2_1,
+    DICT_FIXED_BITS_V2_2,
     GENERAL_SCHEMES,
     MAX_CHUNK_VALUES,
     ChunkBuffers,
@@ -199,6 +201,11 @@ class V21ColumnEncoder:
     def __init__(self, spec: ColumnSpec):
         self.spec = spec
         self.large_chunks = spec.version >= (2, 2)
+        #: the widths of repeating values pylance 14 gives a page dictionary: 128-bit at 2.1, 64-
+        #: and 128-bit from 2.2 on
+        self.fixed_width_dictionaries = (
+            DICT_FIXED_BITS_V2_2 if spec.version >= (2, 2) else DICT_FIXED_BITS_V2_1
+        )
         self.fsst = fsst_encode.ColumnCompressor()  # the column's pages share a trained codebook
         column = spec.column_name
         #: ``lance-encoding:compression`` / ``-level``, checked before any page is encoded
@@ -255,7 +262,7 @@ class V21ColumnEncoder:
         if self.structural == MINI_BLOCK:
             return False
         if self.structural == FULL_ZIP:
-            return dictionary_of(values)[1] is None
+            return dictionary_of(values, self.fixed_width_dictionaries)[1] is None
         return _is_wide(values)
 
     # -- constant ---------------------------------------------------------------------------
@@ -283,7 +290,7 @@ class V21ColumnEncoder:
 
     # -- mini-block -------------------------------------------------------------------------
     def _mini_block(self, sh: Shredded, num_rows: int) -> EncodedPage:
-        values, dictionary = dictionary_of(sh.values)
+        values, dictionary = dictionary_of(sh.values, self.fixed_width_dictionaries)
         symbol_table = None
         compression = self.compression
         if dictionary is None and fsst_applies(values, compression):  # chunks cut by compressed size
