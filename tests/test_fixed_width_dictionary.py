@@ -15,16 +15,14 @@ import os
 from decimal import Decimal
 from pathlib import Path
 
+import lance
 import numpy as np
 import pyarrow as pa
 import pytest
-from google.protobuf import any_pb2
+from page_messages import page_messages
 
-import lance
 import lance_fw
 from lance_fw._proto import encodings_v2_1_pb2 as pb
-from lance_fw.file.container import read_tail
-from lance_fw.io.storage import resolve_storage
 
 ROWS = 30_000
 FRAGMENT_ROWS = 20_000  # two fragments; each page past several 4096-value chunks
@@ -61,16 +59,10 @@ CASES = {
 
 
 def _dictionary_pages(path: str) -> list[bool]:
-    out = []
-    for name in sorted(glob.glob(f"{path}/data/*.lance")):
-        for page in read_tail(resolve_storage(name).open_reader(name)).columns[0].pages:
-            message = any_pb2.Any()
-            message.ParseFromString(page.encoding.direct.encoding)
-            layout = pb.PageLayout()
-            assert message.Unpack(layout)
-            kind = layout.WhichOneof("layout")
-            out.append(kind == "mini_block_layout" and layout.mini_block_layout.HasField("dictionary"))
-    return out
+    return [
+        p.WhichOneof("layout") == "mini_block_layout" and p.mini_block_layout.HasField("dictionary")
+        for p in page_messages(path, pb.PageLayout)
+    ]
 
 
 def _size(path: str) -> int:

@@ -17,9 +17,10 @@ import lance
 import numpy as np
 import pyarrow as pa
 import pytest
-from google.protobuf import any_pb2
+from conftest import assert_tables_equal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from page_messages import page_messages
 
 import lance_fw
 from lance_fw._proto import encodings_v2_0_pb2 as pb
@@ -27,8 +28,6 @@ from lance_fw.errors import CorruptFileError, UnsupportedFeatureError
 from lance_fw.file.container import read_tail
 from lance_fw.file.fsst import MAGIC, SYMBOL_TABLE_SIZE
 from lance_fw.io.storage import resolve_storage
-
-from conftest import assert_tables_equal
 
 FSST = {"lance-encoding:compression": "fsst"}
 #: Rows crossing 1024-value blocks, 4096-value chunks, the writers' pages and two fragments.
@@ -61,16 +60,9 @@ def _table(values: pa.Array, other: pa.Array | None = None) -> pa.Table:
 
 def _fsst_pages(path: str, column: int = 0) -> list[pb.Fsst]:
     """The ``fsst`` message of every page of one column (asserting that every page has one)."""
-    out = []
-    for name in sorted(glob.glob(f"{path}/data/*.lance")):
-        for page in read_tail(resolve_storage(name).open_reader(name)).columns[column].pages:
-            message = any_pb2.Any()
-            message.ParseFromString(page.encoding.direct.encoding)
-            encoding = pb.ArrayEncoding()
-            assert message.Unpack(encoding)
-            assert encoding.WhichOneof("array_encoding") == "fsst"
-            out.append(encoding.fsst)
-    return out
+    pages = page_messages(path, pb.ArrayEncoding, column)
+    assert all(p.WhichOneof("array_encoding") == "fsst" for p in pages)
+    return [p.fsst for p in pages]
 
 
 def _switches(path: str) -> list[int]:
@@ -206,15 +198,7 @@ def test_generated_strings_read_by_pylance(tmp_path_factory, values, repeat):
 
 
 def _kinds(path: str) -> list[str]:
-    out = []
-    for name in sorted(glob.glob(f"{path}/data/*.lance")):
-        for page in read_tail(resolve_storage(name).open_reader(name)).columns[0].pages:
-            message = any_pb2.Any()
-            message.ParseFromString(page.encoding.direct.encoding)
-            encoding = pb.ArrayEncoding()
-            assert message.Unpack(encoding)
-            out.append(encoding.WhichOneof("array_encoding"))
-    return out
+    return [p.WhichOneof("array_encoding") for p in page_messages(path, pb.ArrayEncoding)]
 
 
 def _data_bytes(path: str) -> int:
