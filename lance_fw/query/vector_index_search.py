@@ -223,7 +223,7 @@ def index_search(scope: SearchScope, query: NearestQuery, *, handles: list[Vecto
     )
     if not covered:
         return tops
-    stable = bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
+    stable = feature_flags.has_stable_row_ids(snapshot.manifest)
     passing = (
         _passing(snapshot, [f for f in fragments if f.id in covered], plan, scope.batch_size, stable)
         if plan is not None

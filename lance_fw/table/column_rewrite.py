@@ -98,7 +98,7 @@ class ColumnUpdate(Operation):
 
 def refuse_unsupported(snapshot: Snapshot, columns: list[str]) -> None:
     """What lance_fw cannot patch yet: a typed error before anything is written."""
-    if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
+    if feature_flags.has_stable_row_ids(snapshot.manifest):
         raise UnsupportedFeatureError(
             f"{snapshot.uri}: merge_insert rewriting columns of a dataset with stable row ids "
             "(pylance also records per-row update versions) is not supported yet"

@@ -288,7 +288,7 @@ def rewrite_task(
     ``progress`` hears of each new file (see ``FileProgress``)."""
     old = task.old_fragments()
     fresh: list[table_pb2.DataFragment] = []
-    stable = bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
+    stable = feature_flags.has_stable_row_ids(snapshot.manifest)
     try:
         batches = LanceScanner(
             snapshot, fragments=[f.id for f in old], batch_size=batch_size, with_row_id=stable

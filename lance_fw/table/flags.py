@@ -125,6 +125,12 @@ def record_plugin_encodings(manifest: table_pb2.Manifest, plugins: Mapping[str, 
         del manifest.config[PLUGIN_ENCODINGS_KEY]
 
 
+def has_stable_row_ids(manifest: table_pb2.Manifest | None) -> bool:
+    """Whether a version (None: no version yet) has stable row ids: its fragments carry the ids
+    of their rows, which indices, compaction and rewrites keep."""
+    return manifest is not None and bool(manifest.writer_feature_flags & STABLE_ROW_IDS)
+
+
 def flags_for(manifest: table_pb2.Manifest, stable_row_ids: bool = False) -> int:
     """Writer flags a manifest needs, from what it contains (readers get the same minus TABLE_CONFIG)."""
     flags = STABLE_ROW_IDS if stable_row_ids else 0

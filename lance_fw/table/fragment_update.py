@@ -58,7 +58,7 @@ def _matches(keys: pa.Array | pa.ChunkedArray, right_keys: pa.Array) -> pa.Array
 
 
 def _check_stable_ids(snapshot: Snapshot, what: str) -> None:
-    if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
+    if feature_flags.has_stable_row_ids(snapshot.manifest):
         raise UnsupportedFeatureError(
             f"{snapshot.uri}: LanceFragment.{what} on a dataset with stable row ids "
             "(pylance also records per-row versions) is not supported yet"

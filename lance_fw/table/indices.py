@@ -150,7 +150,7 @@ def holds_row_ids(snapshot: Snapshot, kind: Any, index_version: int) -> bool:
     addresses: only on a dataset with stable row ids, as the type's ``holds_row_ids`` says (a type
     without it holds addresses)."""
     ask = getattr(kind, "holds_row_ids", None)
-    if not stable_row_ids(snapshot) or ask is None:
+    if not feature_flags.has_stable_row_ids(snapshot.manifest) or ask is None:
         return False
     answer = ask(index_version)
     if not isinstance(answer, bool):
@@ -165,17 +165,12 @@ def written_index_version(snapshot: Snapshot, kind: Any) -> int:
     dataset with stable row ids, where the type has one)."""
     version = (
         getattr(kind, "stable_index_version", kind.index_version)
-        if stable_row_ids(snapshot)
+        if feature_flags.has_stable_row_ids(snapshot.manifest)
         else kind.index_version
     )
     if not isinstance(version, int) or isinstance(version, bool):
         raise IndexContractError(f"{owner(_HOOK, kind.name)}: index_version must be an int, got {version!r}")
     return version
-
-
-def stable_row_ids(snapshot: Snapshot) -> bool:
-    """Whether the dataset has stable row ids, which its indices hold instead of row addresses."""
-    return bool(snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
 
 
 #: Opened indices by (dataset uri, index uuid): index files are immutable.
@@ -304,6 +299,7 @@ def _metadata(
     fragments: pyroaring.BitMap,
     dataset_version: int,
     files: list[tuple[str, int]],
+    index_version: int,
 ) -> table_pb2.IndexMetadata:
     meta = table_pb2.IndexMetadata(name=name, dataset_version=dataset_version)
     meta.uuid.uuid = uuid.bytes
@@ -314,7 +310,7 @@ def _metadata(
     if not isinstance(details, bytes):
         raise IndexContractError(f"{owner(_HOOK, kind.name)}: details() must return bytes")
     meta.index_details.value = details
-    meta.index_version = written_index_version(snapshot, kind)
+    meta.index_version = index_version
     meta.created_at = int(time.time() * _MS_PER_S)
     for path, size in files:
         meta.files.add(path=path, size_bytes=size)
@@ -340,8 +336,9 @@ def build_index(
     uuid = uuidlib.uuid4()
     store = IndexFiles(snapshot.storage, index_dir(snapshot.uri, str(uuid)))
     fragments = list(snapshot.fragments) if trained else []
+    index_version = written_index_version(snapshot, kind)
     try:
-        row_ids = holds_row_ids(snapshot, kind, written_index_version(snapshot, kind))
+        row_ids = holds_row_ids(snapshot, kind, index_version)
         kind.train(training_batches(snapshot, field, fragments, row_ids), field.to_arrow(), params, store)
     except BaseException:
         remove_index_files(store)
@@ -361,6 +358,7 @@ def build_index(
         bitmap,
         snapshot.version if dataset_version is None else dataset_version,
         store.written,
+        index_version,
     )
     return meta, store
 

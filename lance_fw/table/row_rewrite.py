@@ -49,7 +49,7 @@ def stage_rewrite(
     snapshot: Snapshot, delete_addresses: np.ndarray, new_rows: pa.Table | None, predicate: str = ""
 ) -> StagedRewrite:
     """Write the files of ``rewrite`` (deletion files, new fragments) without committing."""
-    if snapshot.manifest.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
+    if feature_flags.has_stable_row_ids(snapshot.manifest):
         raise UnsupportedFeatureError(
             f"{snapshot.uri}: update/merge_insert on a dataset with stable row ids "
             "(rows would need to keep their ids) is not supported yet"

@@ -82,6 +82,11 @@ class Operation:
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
         raise NotImplementedError
 
+    def stable_after(self, base: table_pb2.Manifest | None) -> bool:
+        """Whether the version this makes has stable row ids: what ``base`` has (``Overwrite``
+        decides otherwise when it creates the dataset)."""
+        return feature_flags.has_stable_row_ids(base)
+
     def apply_indices(self, base: table_pb2.Manifest | None, indices: Indices) -> Indices:
         """The index section of the new version, from the base's (kept as is by default: an
         index answers for the fragments in its ``fragment_bitmap``; newer rows are scanned)."""
@@ -135,7 +140,7 @@ class Append(Operation):
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         check_written_schema(base, self.schema_fields, "append")
         self._added = assign_ids(new, self.fragments, next_fragment_id(base))
-        if base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS:
+        if feature_flags.has_stable_row_ids(base):
             assign_row_ids(new, self._added)
 
     def fill_transaction(self, txn: transaction_pb2.Transaction, fragments: list) -> None:
@@ -156,9 +161,7 @@ class Overwrite(Operation):
 
     def stable_after(self, base: table_pb2.Manifest | None) -> bool:
         """Whether the version this makes has stable row ids (as pylance 14 decides it)."""
-        if base is None:
-            return self.stable_row_ids
-        return bool(base.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
+        return self.stable_row_ids if base is None else feature_flags.has_stable_row_ids(base)
 
     def apply(self, base: table_pb2.Manifest | None, new: table_pb2.Manifest) -> None:
         if self.create_only and base is not None:
@@ -559,12 +562,7 @@ def commit(
         new.writer_version.library = "lance_fw"
         new.writer_version.version = __version__
         new.timestamp.GetCurrentTime()
-        stable_ids = (
-            operation.stable_after(base)
-            if isinstance(operation, Overwrite)
-            else bool(base is not None and base.writer_feature_flags & feature_flags.STABLE_ROW_IDS)
-        )
-        flags = feature_flags.flags_for(new, stable_ids)
+        flags = feature_flags.flags_for(new, operation.stable_after(base))
         new.reader_feature_flags = flags & ~feature_flags.TABLE_CONFIG
         new.writer_feature_flags = flags
         txn = transaction_pb2.Transaction(read_version=read_version, uuid=txn_uuid)

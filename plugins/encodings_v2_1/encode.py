@@ -251,19 +251,19 @@ class V21ColumnEncoder:
                     constant_layout=pb.ConstantLayout(layers=_layers(sh), inline_value=inline)
                 )
                 return EncodedPage([], pack_any(page), num_rows)
-        if not pa.types.is_dictionary(values.type) and self._full_zip_wanted(values):
-            return self._full_zip(sh, num_rows)
-        return self._mini_block(sh, num_rows)
-
-    def _full_zip_wanted(self, values: pa.Array) -> bool:
-        """Whether a page of ``values`` is written full-zip: wide values (``_is_wide``), unless
-        the field's ``lance-encoding:structural-encoding`` says otherwise (full-zip then for all
-        but values a page dictionary takes, mini-block for all)."""
-        if self.structural == MINI_BLOCK:
-            return False
-        if self.structural == FULL_ZIP:
-            return dictionary_of(values, self.fixed_width_dictionaries)[1] is None
-        return _is_wide(values)
+        # full-zip for wide values (``_is_wide``), unless the field's
+        # ``lance-encoding:structural-encoding`` says otherwise: full-zip then for all but values
+        # a page dictionary takes (found once, and handed on to the mini-block page), mini-block
+        # for all
+        coded = None
+        if not pa.types.is_dictionary(values.type) and self.structural != MINI_BLOCK:
+            if self.structural == FULL_ZIP:
+                coded = dictionary_of(values, self.fixed_width_dictionaries)
+                if coded[1] is None:
+                    return self._full_zip(sh, num_rows)
+            elif _is_wide(values):
+                return self._full_zip(sh, num_rows)
+        return self._mini_block(sh, num_rows, coded)
 
     # -- constant ---------------------------------------------------------------------------
     def _all_null(self, sh: Shredded) -> tuple[pb.PageLayout, list[bytes]]:
@@ -289,8 +289,11 @@ class V21ColumnEncoder:
         return pb.PageLayout(constant_layout=layout), [rep_buf, def_buf]
 
     # -- mini-block -------------------------------------------------------------------------
-    def _mini_block(self, sh: Shredded, num_rows: int) -> EncodedPage:
-        values, dictionary = dictionary_of(sh.values, self.fixed_width_dictionaries)
+    def _mini_block(
+        self, sh: Shredded, num_rows: int, coded: tuple[pa.Array, pa.Array | None] | None = None
+    ) -> EncodedPage:
+        """``coded``: the page's ``dictionary_of``, where the caller already has it."""
+        values, dictionary = coded or dictionary_of(sh.values, self.fixed_width_dictionaries)
         symbol_table = None
         compression = self.compression
         if dictionary is None and fsst_applies(values, compression):  # chunks cut by compressed size
