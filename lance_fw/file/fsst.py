@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from lance_fw._util import pools
 from lance_fw.errors import CorruptFileError
-from lance_fw.file.buffers import RawBytes, binary_array, binary_views, pool_empty
+from lance_fw.file.buffers import RawBytes, as_u8, binary_array, binary_views, pool_empty
 
 SYMBOL_TABLE_SIZE = 2312
 MAGIC = b"TSSF"
@@ -136,8 +136,7 @@ def decompress(
     """
     st = symbol_table if isinstance(symbol_table, SymbolTable) else parse_symbol_table(symbol_table, where)
     offsets = np.asarray(offsets, dtype=np.int64)
-    buf = data if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)
-    buf = buf.reshape(-1).view(np.uint8)
+    buf = as_u8(data)
     if offsets.size == 0:
         return np.zeros(1, np.int64), np.zeros(0, np.uint8)
     lo, hi = int(offsets[0]), int(offsets[-1])
@@ -188,7 +187,7 @@ def decompress_tables(
             for st, (a, b) in zip(tables, itertools.pairwise(cuts))
         ]
         return _joined_parts(parts)
-    buf = (data if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)).reshape(-1).view(np.uint8)
+    buf = as_u8(data)
     lo, hi = int(offsets[0]), int(offsets[-1])
     if lo < 0 or hi > buf.size or (offsets.size > 1 and np.any(offsets[1:] < offsets[:-1])):
         raise _not_monotone(lo, hi, buf.size, where)

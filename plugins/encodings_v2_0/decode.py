@@ -14,7 +14,7 @@ from google.protobuf import any_pb2
 from lance_fw._proto import encodings_v2_0_pb2 as pb
 from lance_fw.errors import CorruptFileError, UnsupportedEncodingError
 from lance_fw.file import buffer_compression, fsst
-from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits, validity_bitmap
+from lance_fw.file.buffers import ARROW_UINT_BY_BITS, fixed_bits, offsets_and_data, validity_bitmap
 from lance_fw.file.container import parse_message
 from lance_fw.file.encoding import KindDecoder, PageInput, check_decoded, decode_kind
 from lance_fw.file.structure_v2_0 import LIST_PAGE_TYPE, list_page_rows
@@ -251,10 +251,8 @@ def fsst_codes_type(value_type: pa.DataType) -> pa.DataType:
 def fsst_values(codes: pa.Array, symbol_table: bytes, value_type: pa.DataType, where: str) -> pa.Array:
     """The strings (of ``value_type``) that ``codes``, each row's FSST codes, expand to with
     ``symbol_table``; a null row stays null (its codes are empty)."""
-    width = np.dtype(np.int64 if codes.type == pa.large_binary() else np.int32)
-    offsets = np.frombuffer(codes.buffers()[1], width, len(codes) + 1, codes.offset * width.itemsize)
-    data = codes.buffers()[2]
-    out_offsets, out_data = fsst.decompress(symbol_table, offsets, b"" if data is None else data, where)
+    offsets, data = offsets_and_data(codes)
+    out_offsets, out_data = fsst.decompress(symbol_table, offsets, data, where)
     small = value_type in (pa.string(), pa.binary())
     if small and int(out_offsets[-1]) >= 2**31:
         raise CorruptFileError(
